@@ -1,0 +1,30 @@
+# Thin wrapper over CMake. `make test` and `make demo` each start from nothing.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+demo: build
+	@$(BUILD_DIR)/cli/oar train --model fashion_mlp --epochs 2
+
+bench: build
+	@$(BUILD_DIR)/bench/executor_bench
+
+clean:
+	rm -rf $(BUILD_DIR)

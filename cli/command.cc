@@ -1,0 +1,80 @@
+#include "cli/command.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "gflags/gflags.h"
+
+namespace oar::cli {
+
+int RunTrain(const std::vector<std::string>& args);
+int RunExport(const std::vector<std::string>& args);
+int RunInspect(const std::vector<std::string>& args);
+
+const std::vector<Command>& Commands() {
+  static const auto* cmds = new std::vector<Command>{
+      {"train", "train a model from examples/ in this process", "oar train --model NAME [flags]",
+       "cli/train_cmd.cc", RunTrain},
+      {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
+       "cli/export_cmd.cc", RunExport},
+      {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",
+       "cli/inspect_cmd.cc", RunInspect},
+  };
+  return *cmds;
+}
+
+void PrintCommandHelp(const Command& cmd) {
+  std::cout << "usage: " << cmd.usage << "\n\n" << cmd.summary << "\n";
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  bool header = false;
+  for (const auto& f : flags) {
+    if (!absl::EndsWith(f.filename, cmd.flags_file)) continue;
+    if (!header) {
+      std::cout << "\nflags:\n";
+      header = true;
+    }
+    std::cout << "  --" << f.name << " (" << f.type << ", default " 
+              << (f.default_value.empty() ? "\"\"" : f.default_value) << ")\n      "
+              << f.description << "\n";
+  }
+  std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
+}
+
+std::vector<std::string> ParseCommandFlags(int argc, char** argv) {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (const char* v = std::getenv(("FLAGS_" + f.name).c_str())) {
+      gflags::SetCommandLineOption(f.name.c_str(), v);
+    }
+  }
+  // argv[0] "oar", argv[1] the command: hand gflags "oar <flags...>".
+  std::vector<std::string> storage;
+  storage.push_back(argv[0]);
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (absl::StartsWith(a, "--") && a.size() > 2) {
+      size_t eq = a.find('=');
+      std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      std::string rest = eq == std::string::npos ? "" : a.substr(eq);
+      a = "--" + absl::StrReplaceAll(name, {{"-", "_"}}) + rest;
+    }
+    storage.push_back(a);
+  }
+  std::vector<char*> ptrs;
+  for (auto& s : storage) ptrs.push_back(s.data());
+  int n = static_cast<int>(ptrs.size());
+  char** p = ptrs.data();
+  gflags::ParseCommandLineNonHelpFlags(&n, &p, /*remove_flags=*/true);
+  return std::vector<std::string>(p + 1, p + n);
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "oar: error: " << message << "\n";
+  return 1;
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,38 @@
+// The subcommand plumbing of the `oar` binary. Each subcommand lives in its
+// own cli/<name>_cmd.cc, defines its gflags there, and registers a Command.
+// `oar <cmd> --help` lists exactly the flags defined in that file (plus the
+// shared ones in command.cc). Flags may also come from the environment as
+// FLAGS_<name>=value (Fluid's habit); the command line wins.
+//
+// Thread-safety: used from main() only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace oar::cli {
+
+struct Command {
+  std::string name;
+  std::string summary;  // one line, for `oar --help`
+  std::string usage;    // "oar train [flags]"
+  std::string flags_file;  // source file whose flags belong to this command
+  // Runs with the positional arguments left after flag parsing; returns the
+  // process exit code.
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& Commands();
+
+// Prints "usage" plus the command's flags with their help and defaults.
+void PrintCommandHelp(const Command& cmd);
+
+// Parses argv (argv[0] = "oar", argv[1] = command) with gflags after applying
+// FLAGS_* environment variables and accepting --dashed-names for
+// --underscored_names. Returns the positional arguments.
+std::vector<std::string> ParseCommandFlags(int argc, char** argv);
+
+// Prints "oar: error: <message>" to stderr and returns 1.
+int Fail(const std::string& message);
+
+}  // namespace oar::cli

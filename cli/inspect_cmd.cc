@@ -1,0 +1,41 @@
+// `oar inspect FILE.pb`: prints a serialized program — its blocks, variables
+// with types and shapes, and ops with inputs, outputs and attributes — then
+// checks every op against the op registry and fails on the first one Oar
+// cannot run (unknown type, unknown slot, wrong attribute type).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "common/op_registry.h"
+#include "common/program_desc.h"
+#include "gflags/gflags.h"
+
+namespace oar::cli {
+
+int RunInspect(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Fail("usage: oar inspect FILE.pb");
+  std::ifstream f(args[0], std::ios::binary);
+  if (!f) return Fail("cannot open " + args[0]);
+  std::stringstream buf;
+  buf << f.rdbuf();
+  auto program = ProgramDesc::Parse(buf.str());
+  if (!program.ok()) return Fail(args[0] + ": " + std::string(program.status().message()));
+  std::cout << (*program)->ToString();
+  const OpRegistry& registry = OpRegistry::Global();
+  for (size_t b = 0; b < (*program)->NumBlocks(); ++b) {
+    const BlockDesc& block = (*program)->Block(b);
+    for (size_t i = 0; i < block.OpSize(); ++i) {
+      OpDesc op = block.Op(i);
+      absl::Status s = registry.Get(op.type).status();
+      if (s.ok()) s = registry.Find(op.type)->CheckAndFill(&op);
+      if (!s.ok()) {
+        return Fail(args[0] + ": block " + std::to_string(b) + ", op #" + std::to_string(i) + ": " +
+                    std::string(s.message()));
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,47 @@
+// oar: one binary for every role. `oar <command> --help` for each command.
+#include <iostream>
+#include <string>
+
+#include "cli/command.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+namespace {
+
+void PrintUsage() {
+  std::cout << "oar — a distributed trainer for PaddlePaddle Fluid programs\n\n"
+               "usage: oar <command> [flags]\n\ncommands:\n";
+  for (const auto& c : oar::cli::Commands()) {
+    std::cout << "  " << c.name << std::string(10 - std::min<size_t>(9, c.name.size()), ' ')
+              << c.summary << "\n";
+  }
+  std::cout << "\nRun 'oar <command> --help' for a command's flags.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    PrintUsage();
+    return argc < 2 ? 1 : 0;
+  }
+  const std::string name = argv[1];
+  for (const auto& cmd : oar::cli::Commands()) {
+    if (cmd.name != name) continue;
+    for (int i = 2; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h" || a == "--helpfull") {
+        oar::cli::PrintCommandHelp(cmd);
+        return 0;
+      }
+    }
+    std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv);
+    return cmd.run(args);
+  }
+  std::cerr << "oar: error: unknown command '" << name << "'\n";
+  PrintUsage();
+  return 2;
+}

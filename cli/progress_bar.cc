@@ -1,0 +1,53 @@
+#include "cli/progress_bar.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace oar::cli {
+
+ProgressBar::ProgressBar(std::FILE* out, std::string title, int64_t total_steps)
+    : out_(out), title_(std::move(title)), total_(std::max<int64_t>(1, total_steps)),
+      tty_(isatty(fileno(out)) != 0), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+
+double ProgressBar::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double ProgressBar::examples_per_second() const {
+  double s = seconds();
+  return s > 0 ? examples_ / s : 0.0;
+}
+
+void ProgressBar::Step(int64_t examples, double loss) {
+  ++steps_;
+  examples_ += examples;
+  loss_ = loss;
+  auto now = std::chrono::steady_clock::now();
+  if (tty_) {
+    if (now - last_draw_ > std::chrono::milliseconds(100)) {
+      Draw(false);
+      last_draw_ = now;
+    }
+  } else if (steps_ * 10 / total_ > last_report_ && steps_ < total_) {
+    last_report_ = steps_ * 10 / total_;
+    Draw(false);
+  }
+}
+
+void ProgressBar::Finish() { Draw(true); }
+
+void ProgressBar::Draw(bool final) {
+  constexpr int kWidth = 30;
+  int filled = static_cast<int>(kWidth * std::min(steps_, total_) / total_);
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < kWidth) bar += '>';
+  bar.resize(kWidth, ' ');
+  std::fprintf(out_, "%s%s [%s] %lld/%lld  %8.0f ex/s  loss %.4f%s", tty_ ? "\r" : "",
+               title_.c_str(), bar.c_str(), static_cast<long long>(steps_),
+               static_cast<long long>(total_), examples_per_second(), loss_,
+               (final || !tty_) ? "\n" : "");
+  std::fflush(out_);
+}
+
+}  // namespace oar::cli

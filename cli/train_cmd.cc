@@ -1,0 +1,110 @@
+// `oar train`: trains an example model in this process on its dataset, with
+// a progress bar per epoch and a summary ending in `test_accuracy=...`.
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "cli/command.h"
+#include "cli/model_build.h"
+#include "cli/progress_bar.h"
+#include "common/data/batcher.h"
+#include "common/executor.h"
+#include "common/status.h"
+#include "gflags/gflags.h"
+
+DEFINE_string(model, "fashion_mlp", "model to train (see examples/)");
+DEFINE_int32(epochs, 2, "passes over the training set");
+DEFINE_int32(batch_size, 128, "examples per step");
+DEFINE_double(lr, 0.001, "learning rate");
+DEFINE_string(optimizer, "adam", "sgd, momentum or adam");
+DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
+DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
+DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
+
+namespace oar::cli {
+namespace {
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
+
+absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope,
+                                    const Dataset& test, int64_t batch_size) {
+  Batcher batches(test, batch_size, /*shuffle=*/false);
+  batches.Reset();
+  Tensor x, y;
+  EvalResult r;
+  int64_t seen = 0;
+  while (batches.Next(&x, &y)) {
+    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(p.test.desc(), scope,
+                                           {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
+                                           {p.vars.loss.name(), p.vars.accuracy.name()}));
+    const int64_t n = x.dims()[0];
+    r.loss += out[0].data<float>()[0] * n;
+    r.accuracy += out[1].data<float>()[0] * n;
+    seen += n;
+  }
+  if (seen > 0) {
+    r.loss /= seen;
+    r.accuracy /= seen;
+  }
+  return r;
+}
+
+absl::Status Train() {
+  if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
+  if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
+  BuildOptions bo{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed};
+  OAR_ASSIGN_OR_RETURN(auto programs, BuildModel(bo));
+  OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
+  OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
+  if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {
+    train.images = train.images.Slice(0, FLAGS_limit);
+    train.labels = train.labels.Slice(0, FLAGS_limit);
+  }
+  std::fprintf(stderr, "oar train: %s, %lld training / %lld test examples, %s lr=%g, batch %d\n",
+               FLAGS_model.c_str(), static_cast<long long>(train.size()),
+               static_cast<long long>(test.size()), FLAGS_optimizer.c_str(), FLAGS_lr,
+               FLAGS_batch_size);
+
+  Executor exe(CPUPlace());
+  Scope scope;
+  OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
+
+  const auto& feeds = programs->vars.feeds;
+  Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
+  Tensor x, y;
+  double total_seconds = 0, last_loss = 0;
+  int64_t total_examples = 0;
+  for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
+    ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
+    batches.Reset();
+    while (batches.Next(&x, &y)) {
+      OAR_ASSIGN_OR_RETURN(auto out, exe.Run(programs->main.desc(), &scope,
+                                             {{feeds[0].name(), x}, {feeds[1].name(), y}},
+                                             {programs->vars.loss.name()}));
+      last_loss = out[0].data<float>()[0];
+      bar.Step(x.dims()[0], last_loss);
+    }
+    bar.Finish();
+    total_seconds += bar.seconds();
+    total_examples += train.size();
+  }
+  OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 1000));
+  std::printf("trained %s: %d epochs, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
+              FLAGS_model.c_str(), FLAGS_epochs, static_cast<long long>(total_examples),
+              total_seconds, total_examples / std::max(total_seconds, 1e-9), last_loss);
+  std::printf("test_loss=%.4f\n", eval.loss);
+  std::printf("test_accuracy=%.4f\n", eval.accuracy);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunTrain(const std::vector<std::string>& args) {
+  if (!args.empty()) return Fail("train takes no positional arguments (got '" + args[0] + "')");
+  absl::Status s = Train();
+  return s.ok() ? 0 : Fail(std::string(s.message()));
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,76 @@
+// fluid.layers in C++: each function appends the ops Fluid's Python layer of
+// the same name appends, with the same names (fc_0.w_0, fc_0.tmp_1, ...), to
+// the current main program (and parameters' initializers to the startup
+// program). See program.h for how errors surface (Program::status()).
+//
+//   Var x = layers::data("x", {784});
+//   Var label = layers::data("label", {1}, DataType::kInt64);
+//   Var h = layers::fc(x, 256, "relu");
+//   Var loss = layers::mean(layers::cross_entropy(layers::fc(h, 10, "softmax"), label));
+//
+// Thread-safety: externally synchronized (appends to the thread's programs).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/api/param_attr.h"
+#include "common/api/program.h"
+
+namespace oar {
+namespace layers {
+
+// A feed target. With append_batch_size, shape gets a leading -1.
+Var data(const std::string& name, std::vector<int64_t> shape,
+         DataType dtype = DataType::kFloat32, int32_t lod_level = 0,
+         bool append_batch_size = true);
+
+// Fully connected: mul (+ sum over several inputs) + elementwise_add bias +
+// activation `act` ("" for none).
+Var fc(const Var& input, int64_t size, const std::string& act = "",
+       const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
+       int32_t num_flatten_dims = 1, const std::string& name = "");
+Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act = "",
+       const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
+       int32_t num_flatten_dims = 1, const std::string& name = "");
+
+Var relu(const Var& x, const std::string& name = "");
+Var sigmoid(const Var& x, const std::string& name = "");
+Var tanh(const Var& x, const std::string& name = "");
+Var softmax(const Var& x, bool use_cudnn = false, const std::string& name = "", int32_t axis = -1);
+Var square(const Var& x, const std::string& name = "");
+Var scale(const Var& x, float scale = 1.0f, float bias = 0.0f, bool bias_after_scale = true,
+          const std::string& act = "", const std::string& name = "");
+
+Var elementwise_add(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var elementwise_sub(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var elementwise_mul(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var elementwise_div(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var matmul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false,
+           float alpha = 1.0f, const std::string& name = "");
+Var sums(const std::vector<Var>& xs);
+
+Var cross_entropy(const Var& input, const Var& label, bool soft_label = false,
+                  int32_t ignore_index = -100);
+// Returns the loss; `softmax_out` (if not null) receives the softmax.
+Var softmax_with_cross_entropy(const Var& logits, const Var& label, bool soft_label = false,
+                               int32_t ignore_index = -100, bool numeric_stable_mode = true,
+                               Var* softmax_out = nullptr);
+Var square_error_cost(const Var& input, const Var& label);
+Var mean(const Var& x, const std::string& name = "");
+
+// (values, int64 indices) of the k largest entries along the last axis.
+std::pair<Var, Var> topk(const Var& input, int32_t k, const std::string& name = "");
+Var accuracy(const Var& input, const Var& label, int32_t k = 1);
+
+// A tensor filled with `value` (fill_constant in the main program).
+Var fill_constant(const std::vector<int64_t>& shape, DataType dtype, float value,
+                  bool force_cpu = false);
+// A persistable variable initialized to `value` in the startup program.
+Var create_global_var(const std::vector<int64_t>& shape, float value, DataType dtype,
+                      bool persistable = true, const std::string& name = "",
+                      bool force_cpu = false);
+
+}  // namespace layers
+}  // namespace oar

@@ -1,0 +1,132 @@
+#include "common/op_context.h"
+
+namespace oar {
+
+namespace {
+bool HasRealArg(const std::vector<std::string>& args) {
+  for (const auto& a : args) if (a != kEmptyVarName) return true;
+  return false;
+}
+}  // namespace
+
+bool InferShapeContext::HasInput(const std::string& slot) const { return HasRealArg(op_.Input(slot)); }
+bool InferShapeContext::HasOutput(const std::string& slot) const { return HasRealArg(op_.Output(slot)); }
+
+const std::vector<Variable*>* FindBoundSlot(const std::vector<BoundSlot>& slots,
+                                            const std::string& slot) {
+  for (const auto& s : slots) {
+    if (*s.name == slot) return &s.vars;
+  }
+  return nullptr;
+}
+
+// ---- build time ----
+
+const VarDesc* CompileTimeInferShapeContext::InVar(const std::string& slot, size_t i) const {
+  const auto& args = op().Input(slot);
+  if (i >= args.size() || args[i] == kEmptyVarName) return nullptr;
+  return block_->FindVarRecursive(args[i]);
+}
+
+DDim CompileTimeInferShapeContext::InputDim(const std::string& slot, size_t i) const {
+  const VarDesc* v = InVar(slot, i);
+  return v ? DDim(v->shape) : DDim();
+}
+
+DataType CompileTimeInferShapeContext::InputDtype(const std::string& slot, size_t i) const {
+  const VarDesc* v = InVar(slot, i);
+  return v ? v->dtype : DataType::kFloat32;
+}
+
+void CompileTimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
+  const auto& args = op().Output(slot);
+  if (i >= args.size() || args[i] == kEmptyVarName) return;
+  block_->Var(args[i])->shape = dims.ToVector();
+}
+
+void CompileTimeInferShapeContext::SetOutputDtype(const std::string& slot, DataType dtype, size_t i) {
+  const auto& args = op().Output(slot);
+  if (i >= args.size() || args[i] == kEmptyVarName) return;
+  block_->Var(args[i])->dtype = dtype;
+}
+
+// ---- run time ----
+
+namespace {
+const Tensor* AsTensor(const Variable* v) {
+  if (v == nullptr) return nullptr;
+  if (v->IsType<Tensor>()) return &v->Get<Tensor>();
+  if (v->IsType<SelectedRows>()) return &v->Get<SelectedRows>().value;
+  return nullptr;
+}
+Variable* At(const std::vector<BoundSlot>& slots, const std::string& slot, size_t i) {
+  const auto* vars = FindBoundSlot(slots, slot);
+  return (vars == nullptr || i >= vars->size()) ? nullptr : (*vars)[i];
+}
+}  // namespace
+
+DDim RuntimeInferShapeContext::InputDim(const std::string& slot, size_t i) const {
+  const Variable* v = At(binding_.inputs, slot, i);
+  if (v != nullptr && v->IsType<SelectedRows>()) {
+    // A SelectedRows stands for its full [height, ...] tensor.
+    DDim d = v->Get<SelectedRows>().value.dims();
+    if (d.size() > 0) d[0] = v->Get<SelectedRows>().height;
+    return d;
+  }
+  const Tensor* t = AsTensor(v);
+  return t ? t->dims() : DDim();
+}
+
+DataType RuntimeInferShapeContext::InputDtype(const std::string& slot, size_t i) const {
+  const Tensor* t = AsTensor(At(binding_.inputs, slot, i));
+  return t ? t->dtype() : DataType::kFloat32;
+}
+
+void RuntimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
+  Variable* v = At(binding_.outputs, slot, i);
+  if (v == nullptr) return;
+  if (v->IsType<SelectedRows>()) return;  // sparse outputs size themselves
+  v->GetMutable<Tensor>()->Resize(dims);
+}
+
+void RuntimeInferShapeContext::ShareLoD(const std::string& in, const std::string& out) {
+  const Tensor* src = AsTensor(At(binding_.inputs, in, 0));
+  Variable* dst = At(binding_.outputs, out, 0);
+  if (src == nullptr || dst == nullptr || !dst->IsType<Tensor>()) return;
+  dst->GetMutable<Tensor>()->set_lod(src->lod());
+}
+
+// ---- kernels ----
+
+Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
+  return At(binding_.inputs, slot, i);
+}
+Variable* ExecutionContext::OutputVar(const std::string& slot, size_t i) const {
+  return At(binding_.outputs, slot, i);
+}
+size_t ExecutionContext::InputSize(const std::string& slot) const {
+  const auto* vars = FindBoundSlot(binding_.inputs, slot);
+  return vars ? vars->size() : 0;
+}
+const Tensor* ExecutionContext::Input(const std::string& slot, size_t i) const {
+  const Variable* v = InputVar(slot, i);
+  return (v != nullptr && v->IsType<Tensor>()) ? &v->Get<Tensor>() : nullptr;
+}
+std::vector<const Tensor*> ExecutionContext::MultiInput(const std::string& slot) const {
+  std::vector<const Tensor*> out;
+  for (size_t i = 0, n = InputSize(slot); i < n; ++i) out.push_back(Input(slot, i));
+  return out;
+}
+Tensor* ExecutionContext::Output(const std::string& slot, size_t i) const {
+  Variable* v = OutputVar(slot, i);
+  return v ? v->GetMutable<Tensor>() : nullptr;
+}
+std::vector<Tensor*> ExecutionContext::MultiOutput(const std::string& slot) const {
+  std::vector<Tensor*> out;
+  const auto* vars = FindBoundSlot(binding_.outputs, slot);
+  if (vars == nullptr) return out;
+  for (Variable* v : *vars) out.push_back(v ? v->GetMutable<Tensor>() : nullptr);
+  return out;
+}
+
+}  // namespace oar

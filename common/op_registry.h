@@ -1,0 +1,127 @@
+// The op registry: for each op type, its input/output slots, attributes with
+// defaults, shape inference, gradient-op maker and kernels per (place, dtype).
+// Op libraries register explicitly (RegisterMathOps(&registry) ...); nothing
+// registers from static initializers.
+//
+//   OpRegistry r;
+//   r.Register("scale").Input("X").Output("Out").Attr("scale", 1.0f)
+//       .SetInferShape(SameShapeAsX).Kernel<float>(ScaleKernel<float>);
+//   const OpInfo* info = r.Find("scale");
+//
+// Thread-safety: registration is externally synchronized and happens before
+// use; lookups on a fully built registry are safe for concurrent use.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/attribute.h"
+#include "common/op_context.h"
+
+namespace oar {
+
+using InferShapeFn = absl::Status (*)(InferShapeContext& ctx);
+using KernelFn = absl::Status (*)(const ExecutionContext& ctx);
+// Returns the gradient ops for a forward op (argument names use @GRAD).
+using GradMakerFn = std::function<std::vector<OpDesc>(const OpDesc& fwd)>;
+// Picks the dtype whose kernel runs; the default takes the first floating
+// input tensor, then a "dtype" attribute, then float32.
+using KernelDtypeFn = DataType (*)(const ExecutionContext& ctx);
+
+struct SlotSpec {
+  std::string name;
+  bool duplicable = false;   // may hold several arguments
+  bool dispensable = false;  // may be absent
+};
+
+enum SlotFlags { kPlain = 0, kDuplicable = 1, kDispensable = 2 };
+
+class OpInfo {
+ public:
+  explicit OpInfo(std::string type);
+
+  OpInfo& Input(const std::string& name, int flags = kPlain);
+  OpInfo& Output(const std::string& name, int flags = kPlain);
+  OpInfo& Attr(const std::string& name, Attribute default_value);
+  OpInfo& SetInferShape(InferShapeFn fn) { infer_shape_ = fn; return *this; }
+  OpInfo& SetGradMaker(GradMakerFn fn) { grad_maker_ = std::move(fn); return *this; }
+  OpInfo& SetKernelDtype(KernelDtypeFn fn) { kernel_dtype_ = fn; return *this; }
+  OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
+  template <typename T>
+  OpInfo& Kernel(KernelFn fn, Place::Kind place = Place::Kind::kCPU) {
+    return AddKernel(place, DataTypeOf<T>::value, fn);
+  }
+
+  const std::string& type() const { return type_; }
+  const std::vector<SlotSpec>& inputs() const { return inputs_; }
+  const std::vector<SlotSpec>& outputs() const { return outputs_; }
+  const std::map<std::string, Attribute>& attr_defaults() const { return attrs_; }
+  InferShapeFn infer_shape() const { return infer_shape_; }
+  const GradMakerFn& grad_maker() const { return grad_maker_; }
+  bool HasGrad() const { return static_cast<bool>(grad_maker_); }
+
+  // Checks `op` against this spec (unknown slots, missing required slots,
+  // several arguments in a plain slot, attribute types) and fills in
+  // defaults for absent attributes. InvalidArgument naming the slot/attr.
+  absl::Status CheckAndFill(OpDesc* op) const;
+  // The kernel for (place, dtype); NotFound naming both when there is none.
+  absl::StatusOr<KernelFn> FindKernel(Place::Kind place, DataType dtype) const;
+  DataType KernelDtype(const ExecutionContext& ctx) const;
+
+ private:
+  std::string type_;
+  std::vector<SlotSpec> inputs_;
+  std::vector<SlotSpec> outputs_;
+  std::map<std::string, Attribute> attrs_;
+  InferShapeFn infer_shape_ = nullptr;
+  GradMakerFn grad_maker_;
+  KernelDtypeFn kernel_dtype_ = nullptr;
+  std::map<std::pair<int, int>, KernelFn> kernels_;
+};
+
+class OpRegistry {
+ public:
+  OpRegistry() = default;
+  OpRegistry(const OpRegistry&) = delete;
+  OpRegistry& operator=(const OpRegistry&) = delete;
+
+  // Adds a new op type; registering a type twice is a programming error
+  // (logged fatally).
+  OpInfo& Register(const std::string& type);
+  // nullptr when `type` is not registered.
+  const OpInfo* Find(absl::string_view type) const;
+  // NotFound "unknown op type 'foo'" when absent.
+  absl::StatusOr<const OpInfo*> Get(absl::string_view type) const;
+  std::vector<std::string> Types() const;
+
+  // The registry with every built-in op. Built on first use, then read-only.
+  static const OpRegistry& Global();
+
+ private:
+  absl::flat_hash_map<std::string, std::unique_ptr<OpInfo>> ops_;
+};
+
+// ---- helpers for grad makers ----
+
+// Builds a grad op of type `type` whose inputs are the forward op's slots
+// `fwd_inputs` and `fwd_outputs` as they are, plus `S@GRAD` for each slot S in
+// `out_grads`, and whose outputs are `S@GRAD` for each S in `in_grads`. All
+// forward attributes are copied.
+OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type,
+                  const std::vector<std::string>& fwd_inputs,
+                  const std::vector<std::string>& fwd_outputs,
+                  const std::vector<std::string>& out_grads,
+                  const std::vector<std::string>& in_grads);
+
+// A GradMakerFn producing one MakeGradOp(fwd, fwd.type + "_grad", ...).
+GradMakerFn GradOpMaker(std::vector<std::string> fwd_inputs,
+                        std::vector<std::string> fwd_outputs,
+                        std::vector<std::string> out_grads,
+                        std::vector<std::string> in_grads);
+
+}  // namespace oar

@@ -1,0 +1,85 @@
+// Unary activations. relu, sigmoid and tanh compute their gradient from Out
+// (as Fluid does); square from X.
+#include <cmath>
+
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+struct Relu {
+  template <typename T> static T F(T x) { return x > T(0) ? x : T(0); }
+  template <typename T> static T D(T /*x*/, T out, T g) { return out > T(0) ? g : T(0); }
+};
+struct Sigmoid {
+  template <typename T> static T F(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  template <typename T> static T D(T, T out, T g) { return g * out * (T(1) - out); }
+};
+struct Tanh {
+  template <typename T> static T F(T x) { return std::tanh(x); }
+  template <typename T> static T D(T, T out, T g) { return g * (T(1) - out * out); }
+};
+struct Square {
+  template <typename T> static T F(T x) { return x * x; }
+  template <typename T> static T D(T x, T, T g) { return g * T(2) * x; }
+};
+
+template <typename A, typename T>
+absl::Status Forward(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T* xp = x->data<T>();
+  T* op = ctx.Output("Out")->mutable_data<T>();
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) op[i] = A::F(xp[i]);
+  return absl::OkStatus();
+}
+
+// Grad ops carry either X (uses_x) or Out; the shape comes from whichever.
+template <typename A, typename T, bool kUsesX>
+absl::Status Backward(const ExecutionContext& ctx) {
+  const char* src = kUsesX ? "X" : "Out";
+  OAR_ASSIGN_OR_RETURN(const Tensor* s, RequireInput(ctx, src));
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  const T* sp = s->data<T>();
+  const T* gp = g->data<T>();
+  T* dp = dx->mutable_data<T>();
+  for (int64_t i = 0, n = s->numel(); i < n; ++i) {
+    dp[i] = kUsesX ? A::D(sp[i], T(0), gp[i]) : A::D(T(0), sp[i], gp[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GradShapeFromOut(InferShapeContext& ctx) {
+  ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("Out"));
+  return absl::OkStatus();
+}
+
+template <typename A, bool kUsesX>
+void RegisterUnary(OpRegistry* r, const std::string& type) {
+  const char* src = kUsesX ? "X" : "Out";
+  auto& fwd = r->Register(type).Input("X").Output("Out").SetInferShape(SameShapeAsX)
+      .Kernel<float>(Forward<A, float>).template Kernel<double>(Forward<A, double>);
+  if (kUsesX) {
+    fwd.SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}));
+  } else {
+    fwd.SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}));
+  }
+  r->Register(type + "_grad").Input(src).Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(kUsesX ? GradSameShapeAsX : GradShapeFromOut)
+      .Kernel<float>(Backward<A, float, kUsesX>).template Kernel<double>(Backward<A, double, kUsesX>);
+}
+
+}  // namespace
+
+void RegisterActivationOps(OpRegistry* r) {
+  RegisterUnary<Relu, false>(r, "relu");
+  RegisterUnary<Sigmoid, false>(r, "sigmoid");
+  RegisterUnary<Tanh, false>(r, "tanh");
+  RegisterUnary<Square, true>(r, "square");
+}
+
+}  // namespace oar

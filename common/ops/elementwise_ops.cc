@@ -1,0 +1,168 @@
+// elementwise_add/sub/mul/div with Fluid's `axis` broadcasting: Y's shape
+// (trailing 1s dropped) must equal X's dimensions [axis, axis + rank(Y)); with
+// axis = -1 Y aligns to X's trailing dimensions. X is viewed as [pre, n, post]
+// and Y as [n].
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+struct Bcast {
+  int64_t pre = 1, n = 1, post = 1;
+  bool same = true;  // X and Y have equal shapes
+};
+
+// Computes the broadcast layout, or an error naming both shapes.
+absl::StatusOr<Bcast> Layout(const std::string& op, const DDim& x, DDim y, int axis) {
+  Bcast b;
+  if (x == y) {
+    b.n = x.numel();
+    return b;
+  }
+  b.same = false;
+  while (y.size() > 1 && y[y.size() - 1] == 1) {  // Fluid trims trailing 1s
+    DDim t;
+    for (int i = 0; i < y.size() - 1; ++i) t.push_back(y[i]);
+    y = t;
+  }
+  if (axis == -1) axis = x.size() - y.size();
+  if (axis < 0 || axis + y.size() > x.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": cannot broadcast Y", y.ToString(), " into X", x.ToString(), " at axis ", axis));
+  }
+  for (int i = 0; i < y.size(); ++i) {
+    if (x[axis + i] >= 0 && y[i] >= 0 && x[axis + i] != y[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": Y", y.ToString(), " does not match X", x.ToString(), " at axis ", axis,
+          " (dimension ", axis + i, ": ", x[axis + i], " vs ", y[i], ")"));
+    }
+  }
+  b.pre = x.Product(0, axis);
+  b.n = y.numel();
+  b.post = x.Product(axis + y.size(), x.size());
+  return b;
+}
+
+absl::Status ElementwiseInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
+  if (ctx.IsRuntime() || (!x.HasUnknown() && !y.HasUnknown())) {
+    OAR_RETURN_IF_ERROR(Layout(ctx.op().type, x, y, ctx.Attr<int32_t>("axis")).status());
+  } else if (y.size() > x.size()) {
+    return ctx.Error("Y", y.ToString(), " has higher rank than X", x.ToString());
+  }
+  return SameShapeAsX(ctx);
+}
+
+struct AddF {
+  template <typename T> static T F(T x, T y) { return x + y; }
+  template <typename T> static T DX(T, T, T, T g) { return g; }
+  template <typename T> static T DY(T, T, T, T g) { return g; }
+};
+struct SubF {
+  template <typename T> static T F(T x, T y) { return x - y; }
+  template <typename T> static T DX(T, T, T, T g) { return g; }
+  template <typename T> static T DY(T, T, T, T g) { return -g; }
+};
+struct MulF {
+  template <typename T> static T F(T x, T y) { return x * y; }
+  template <typename T> static T DX(T, T y, T, T g) { return g * y; }
+  template <typename T> static T DY(T x, T, T, T g) { return g * x; }
+};
+struct DivF {
+  template <typename T> static T F(T x, T y) { return x / y; }
+  template <typename T> static T DX(T, T y, T, T g) { return g / y; }
+  template <typename T> static T DY(T, T y, T out, T g) { return -g * out / y; }
+};
+
+template <typename F, typename T>
+absl::Status ForwardKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
+  const T* xp = x->data<T>();
+  const T* yp = y->data<T>();
+  T* op = ctx.Output("Out")->mutable_data<T>();
+  if (b.same) {
+    for (int64_t i = 0; i < b.n; ++i) op[i] = F::F(xp[i], yp[i]);
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < b.pre; ++i) {
+    for (int64_t j = 0; j < b.n; ++j) {
+      const int64_t base = (i * b.n + j) * b.post;
+      const T yv = yp[j];
+      for (int64_t k = 0; k < b.post; ++k) op[base + k] = F::F(xp[base + k], yv);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ElementwiseGradInferShape(InferShapeContext& ctx) {
+  ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
+  ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
+  return absl::OkStatus();
+}
+
+template <typename F, typename T>
+absl::Status GradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  const Tensor* out = ctx.Input("Out");  // only div needs it
+  OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
+  const T* xp = x->data<T>();
+  const T* yp = y->data<T>();
+  const T* gp = dout->data<T>();
+  const T* outp = out ? out->data<T>() : nullptr;
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  Tensor* dy = ctx.Output(GradVarName("Y"));
+  T* dxp = dx ? dx->mutable_data<T>() : nullptr;
+  T* dyp = dy ? dy->mutable_data<T>() : nullptr;
+  if (dyp) std::fill(dyp, dyp + b.n, T(0));
+  for (int64_t i = 0; i < b.pre; ++i) {
+    for (int64_t j = 0; j < b.n; ++j) {
+      const int64_t base = (i * b.n + j) * b.post;
+      const int64_t yi = b.same ? base : j;
+      T acc = 0;
+      for (int64_t k = 0; k < b.post; ++k) {
+        const int64_t e = base + k;
+        const T o = outp ? outp[e] : T(0);
+        const T yv = yp[b.same ? e : yi];
+        if (dxp) dxp[e] = F::DX(xp[e], yv, o, gp[e]);
+        if (dyp) {
+          if (b.same) dyp[e] = F::DY(xp[e], yv, o, gp[e]);
+          else acc += F::DY(xp[e], yv, o, gp[e]);
+        }
+      }
+      if (dyp && !b.same) dyp[j] += acc;
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename F>
+void RegisterBinary(OpRegistry* r, const std::string& type, bool grad_needs_out) {
+  std::vector<std::string> fwd_outs;
+  if (grad_needs_out) fwd_outs.push_back("Out");
+  r->Register(type).Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
+      .SetInferShape(ElementwiseInferShape)
+      .SetGradMaker(GradOpMaker({"X", "Y"}, fwd_outs, {"Out"}, {"X", "Y"}))
+      .Kernel<float>(ForwardKernel<F, float>).template Kernel<double>(ForwardKernel<F, double>);
+  r->Register(type + "_grad").Input("X").Input("Y").Input("Out", kDispensable)
+      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable).Attr("axis", int32_t{-1})
+      .SetInferShape(ElementwiseGradInferShape)
+      .Kernel<float>(GradKernel<F, float>).template Kernel<double>(GradKernel<F, double>);
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry* r) {
+  RegisterBinary<AddF>(r, "elementwise_add", false);
+  RegisterBinary<SubF>(r, "elementwise_sub", false);
+  RegisterBinary<MulF>(r, "elementwise_mul", false);
+  RegisterBinary<DivF>(r, "elementwise_div", true);
+}
+
+}  // namespace oar

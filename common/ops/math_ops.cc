@@ -1,0 +1,197 @@
+// mul and matmul with their gradients; every product goes through Gemm.
+#include <cstring>
+
+#include "common/blas.h"
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+// ---- mul: Out = flatten(X, x_num_col_dims) · flatten(Y, y_num_col_dims) ----
+
+absl::Status MulInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
+  int xn = ctx.Attr<int32_t>("x_num_col_dims"), yn = ctx.Attr<int32_t>("y_num_col_dims");
+  if (xn < 1 || xn >= x.size() || yn < 1 || yn >= y.size()) {
+    return ctx.Error("x_num_col_dims=", xn, " / y_num_col_dims=", yn,
+                     " out of range for X", x.ToString(), " and Y", y.ToString());
+  }
+  int64_t xk = x.Product(xn, x.size()), yk = y.Product(0, yn);
+  if (xk > 0 && yk > 0 && xk != yk) {
+    return ctx.Error("X", x.ToString(), " flattens to ", xk, " columns but Y",
+                     y.ToString(), " to ", yk, " rows");
+  }
+  DDim out;
+  for (int i = 0; i < xn; ++i) out.push_back(x[i]);
+  for (int i = yn; i < y.size(); ++i) out.push_back(y[i]);
+  ctx.SetOutputDim("Out", out);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
+  ctx.ShareLoD("X", "Out");
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status MulKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  Tensor* out = ctx.Output("Out");
+  DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
+  DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
+  Gemm<T>(false, false, x2[0], y2[1], x2[1], T(1), x->data<T>(), y->data<T>(), T(0),
+          out->mutable_data<T>());
+  return absl::OkStatus();
+}
+
+absl::Status MulGradInferShape(InferShapeContext& ctx) {
+  ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
+  ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status MulGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
+  DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
+  int64_t m = x2[0], k = x2[1], n = y2[1];
+  if (Tensor* dx = ctx.Output(GradVarName("X"))) {  // dX = dOut · Yᵀ
+    Gemm<T>(false, true, m, k, n, T(1), dout->data<T>(), y->data<T>(), T(0),
+            dx->mutable_data<T>());
+  }
+  if (Tensor* dy = ctx.Output(GradVarName("Y"))) {  // dY = Xᵀ · dOut
+    Gemm<T>(true, false, k, n, m, T(1), x->data<T>(), dout->data<T>(), T(0),
+            dy->mutable_data<T>());
+  }
+  return absl::OkStatus();
+}
+
+// ---- matmul: Out = alpha · op(X) · op(Y), batched over leading dims ----
+
+struct MatDims {
+  int64_t batch, rows, cols;  // of op(M)
+};
+
+MatDims OpDims(const DDim& d, bool trans) {
+  int r = d.size();
+  int64_t a = d[r - 2], b = d[r - 1];
+  return {d.Product(0, r - 2), trans ? b : a, trans ? a : b};
+}
+
+absl::Status MatmulInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
+  if (x.size() < 2 || y.size() < 2) {
+    return ctx.Error("X", x.ToString(), " and Y", y.ToString(), " must be at least 2-D");
+  }
+  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  MatDims a = OpDims(x, tx), b = OpDims(y, ty);
+  if (a.cols > 0 && b.rows > 0 && a.cols != b.rows) {
+    return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols,
+                     ", Y", y.ToString(), " gives ", b.rows);
+  }
+  if (x.size() > 2 && y.size() > 2 && a.batch > 0 && b.batch > 0 && a.batch != b.batch) {
+    return ctx.Error("batch dimensions differ: X", x.ToString(), ", Y", y.ToString());
+  }
+  const DDim& lead = x.size() >= y.size() ? x : y;
+  DDim out;
+  for (int i = 0; i < lead.size() - 2; ++i) out.push_back(lead[i]);
+  out.push_back(a.rows);
+  out.push_back(b.cols);
+  ctx.SetOutputDim("Out", out);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
+  return absl::OkStatus();
+}
+
+// C_i = alpha · op(A_i) · op(B_i) for each batch i; a side with batch 1 is
+// broadcast. With `accumulate_a/b`, results for a broadcast output are summed.
+template <typename T>
+void BatchedGemm(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 T alpha, const T* a, int64_t a_batch, const T* b, int64_t b_batch,
+                 T* c, int64_t c_batch) {
+  for (int64_t i = 0; i < batch; ++i) {
+    T beta = (c_batch == 1 && i > 0) ? T(1) : T(0);
+    Gemm<T>(ta, tb, m, n, k, alpha, a + (a_batch == 1 ? 0 : i * m * k),
+            b + (b_batch == 1 ? 0 : i * k * n), beta, c + (c_batch == 1 ? 0 : i * m * n));
+  }
+}
+
+template <typename T>
+absl::Status MatmulKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
+  int64_t batch = std::max(a.batch, b.batch);
+  T* out = ctx.Output("Out")->mutable_data<T>();
+  BatchedGemm<T>(tx, ty, batch, a.rows, b.cols, a.cols, T(ctx.Attr<float>("alpha")),
+                 x->data<T>(), a.batch, y->data<T>(), b.batch, out, batch);
+  return absl::OkStatus();
+}
+
+absl::Status MatmulGradInferShape(InferShapeContext& ctx) {
+  ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
+  ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  T alpha = T(ctx.Attr<float>("alpha"));
+  MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
+  int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
+  const T* g = dout->data<T>();
+  // X is stored [m,k] (or [k,m] when transposed); Y is [k,n] (or [n,k]).
+  if (Tensor* dx = ctx.Output(GradVarName("X"))) {
+    T* p = dx->mutable_data<T>();
+    if (!tx) {  // dX[m,k] = dO · op(Y)ᵀ
+      BatchedGemm<T>(false, !ty, batch, m, k, n, alpha, g, batch, y->data<T>(), b.batch, p, a.batch);
+    } else {    // dX[k,m] = op(Y) · dOᵀ
+      BatchedGemm<T>(ty, true, batch, k, m, n, alpha, y->data<T>(), b.batch, g, batch, p, a.batch);
+    }
+  }
+  if (Tensor* dy = ctx.Output(GradVarName("Y"))) {
+    T* p = dy->mutable_data<T>();
+    if (!ty) {  // dY[k,n] = op(X)ᵀ · dO
+      BatchedGemm<T>(!tx, false, batch, k, n, m, alpha, x->data<T>(), a.batch, g, batch, p, b.batch);
+    } else {    // dY[n,k] = dOᵀ · op(X)
+      BatchedGemm<T>(true, tx, batch, n, k, m, alpha, g, batch, x->data<T>(), a.batch, p, b.batch);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterMathOps(OpRegistry* r) {
+  r->Register("mul").Input("X").Input("Y").Output("Out")
+      .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
+      .SetInferShape(MulInferShape)
+      .SetGradMaker(GradOpMaker({"X", "Y"}, {"Out"}, {"Out"}, {"X", "Y"}))
+      .Kernel<float>(MulKernel<float>).Kernel<double>(MulKernel<double>);
+  r->Register("mul_grad").Input("X").Input("Y").Input("Out", kDispensable)
+      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
+      .SetInferShape(MulGradInferShape)
+      .Kernel<float>(MulGradKernel<float>).Kernel<double>(MulGradKernel<double>);
+
+  r->Register("matmul").Input("X").Input("Y").Output("Out")
+      .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
+      .SetInferShape(MatmulInferShape)
+      .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
+      .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
+  r->Register("matmul_grad").Input("X").Input("Y").Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
+      .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
+      .SetInferShape(MatmulGradInferShape)
+      .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
+}
+
+}  // namespace oar

@@ -1,0 +1,22 @@
+// Entry points of the built-in op libraries. Each adds its ops (forward and
+// grad) with CPU kernels to a registry; OpRegistry::Global() calls
+// RegisterAllOps once.
+//
+// Thread-safety: call before the registry is shared.
+#pragma once
+
+namespace oar {
+
+class OpRegistry;
+
+void RegisterMathOps(OpRegistry* r);         // mul, matmul
+void RegisterElementwiseOps(OpRegistry* r);  // elementwise_add/sub/mul/div
+void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
+void RegisterLossOps(OpRegistry* r);         // softmax, cross_entropy, mean, ...
+void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
+void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, sum, scale, feed, fetch
+void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam
+
+void RegisterAllOps(OpRegistry* r);
+
+}  // namespace oar

@@ -1,0 +1,222 @@
+// Tensor creation and plumbing: fill_constant, uniform_random,
+// gaussian_random, sum, scale, feed, fetch.
+#include <random>
+
+#include "absl/strings/str_join.h"
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+DDim ShapeAttr(const OpDesc& op) {
+  return DDim(op.GetAttr<std::vector<int64_t>>("shape"));
+}
+
+absl::Status ShapeFromAttr(InferShapeContext& ctx) {
+  DDim d = ShapeAttr(ctx.op());
+  for (int64_t v : d) {
+    if (v < 0 && ctx.IsRuntime()) return ctx.Error("shape attribute ", d.ToString(), " has a negative dimension");
+  }
+  ctx.SetOutputDim("Out", d);
+  ctx.SetOutputDtype("Out", static_cast<DataType>(ctx.Attr<int32_t>("dtype")));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status FillConstantKernel(const ExecutionContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  T* p = out->mutable_data<T>();
+  std::fill(p, p + out->numel(), static_cast<T>(ctx.Attr<float>("value")));
+  return absl::OkStatus();
+}
+
+// seed 0 means "a fresh random seed", as in Fluid.
+std::mt19937_64 MakeEngine(const ExecutionContext& ctx) {
+  int32_t seed = ctx.Attr<int32_t>("seed");
+  return std::mt19937_64(seed != 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
+}
+
+template <typename T>
+absl::Status UniformRandomKernel(const ExecutionContext& ctx) {
+  float lo = ctx.Attr<float>("min"), hi = ctx.Attr<float>("max");
+  if (!(lo <= hi)) return absl::InvalidArgumentError(absl::StrCat("uniform_random: min ", lo, " > max ", hi));
+  auto engine = MakeEngine(ctx);
+  std::uniform_real_distribution<T> dist(lo, hi);
+  Tensor* out = ctx.Output("Out");
+  T* p = out->mutable_data<T>();
+  for (int64_t i = 0, n = out->numel(); i < n; ++i) p[i] = dist(engine);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
+  float stddev = ctx.Attr<float>("std");
+  if (!(stddev >= 0)) return absl::InvalidArgumentError(absl::StrCat("gaussian_random: std ", stddev, " < 0"));
+  auto engine = MakeEngine(ctx);
+  std::normal_distribution<T> dist(ctx.Attr<float>("mean"), stddev);
+  Tensor* out = ctx.Output("Out");
+  T* p = out->mutable_data<T>();
+  for (int64_t i = 0, n = out->numel(); i < n; ++i) p[i] = dist(engine);
+  return absl::OkStatus();
+}
+
+// ---- sum ----
+
+absl::Status SumInferShape(InferShapeContext& ctx) {
+  size_t n = ctx.InputSize("X");
+  DDim first = ctx.InputDim("X", 0);
+  for (size_t i = 1; i < n; ++i) {
+    DDim d = ctx.InputDim("X", i);
+    if (d.numel() >= 0 && first.numel() >= 0 && d != first) {
+      return ctx.Error("input X[", i, "]", d.ToString(), " differs from X[0]", first.ToString());
+    }
+  }
+  ctx.SetOutputDim("Out", first);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("X", 0));
+  ctx.ShareLoD("X", "Out");
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status SumKernel(const ExecutionContext& ctx) {
+  std::vector<const Tensor*> xs = ctx.MultiInput("X");
+  Tensor* out = ctx.Output("Out");
+  const int64_t n = out->numel();
+  // Out may alias one of the inputs (x = x + y); accumulate into a buffer that
+  // is written only after reading every input.
+  std::vector<T> acc(static_cast<size_t>(n), T(0));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i] == nullptr || !xs[i]->initialized()) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: input X[", i, "] ('",
+                                                     ctx.op().Input("X")[i], "') holds no tensor"));
+    }
+    const T* p = xs[i]->data<T>();
+    for (int64_t j = 0; j < n; ++j) acc[j] += p[j];
+  }
+  T* o = out->mutable_data<T>();
+  std::copy(acc.begin(), acc.end(), o);
+  return absl::OkStatus();
+}
+
+std::vector<OpDesc> SumGradMaker(const OpDesc& fwd) {
+  std::vector<OpDesc> ops;
+  for (const auto& x : fwd.Input("X")) {
+    OpDesc g;
+    g.type = "scale";
+    g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
+    g.SetOutput("Out", {GradVarName(x)});
+    g.SetAttr("scale", 1.0f);
+    ops.push_back(std::move(g));
+  }
+  return ops;
+}
+
+// ---- scale: Out = scale * X + bias (or scale * (X + bias)) ----
+
+template <typename T>
+absl::Status ScaleKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T s = static_cast<T>(ctx.Attr<float>("scale"));
+  const T b = static_cast<T>(ctx.Attr<float>("bias"));
+  const bool after = ctx.Attr<bool>("bias_after_scale");
+  const T* xp = x->data<T>();
+  T* op = ctx.Output("Out")->mutable_data<T>();
+  const int64_t n = x->numel();
+  if (after) {
+    for (int64_t i = 0; i < n; ++i) op[i] = s * xp[i] + b;
+  } else {
+    for (int64_t i = 0; i < n; ++i) op[i] = s * (xp[i] + b);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<OpDesc> ScaleGradMaker(const OpDesc& fwd) {
+  OpDesc g;
+  g.type = "scale";
+  g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
+  g.SetOutput("Out", {GradVarName(fwd.Input("X")[0])});
+  g.SetAttr("scale", fwd.GetAttr<float>("scale", 1.0f));
+  g.SetAttr("bias", 0.0f);
+  return {g};
+}
+
+// ---- feed / fetch: move tensors between the feed/fetch lists and variables ----
+
+absl::Status FeedKernel(const ExecutionContext& ctx) {
+  const Variable* list = ctx.InputVar("X");
+  const int col = ctx.Attr<int32_t>("col");
+  const std::string& target = ctx.op().Output("Out")[0];
+  if (list == nullptr || !list->IsType<TensorList>() ||
+      col >= static_cast<int>(list->Get<TensorList>().size()) || col < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("feed: no value was fed for '", target, "' (column ", col, ")"));
+  }
+  ctx.Output("Out")->ShareDataWith(list->Get<TensorList>()[col]);
+  return absl::OkStatus();
+}
+
+absl::Status FetchKernel(const ExecutionContext& ctx) {
+  const Variable* src = ctx.InputVar("X");
+  const std::string& name = ctx.op().Input("X")[0];
+  if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) {
+    return absl::InvalidArgumentError(absl::StrCat("fetch: variable '", name, "' holds no tensor"));
+  }
+  const int col = ctx.Attr<int32_t>("col");
+  TensorList* list = ctx.OutputVar("Out")->GetMutable<TensorList>();
+  if (static_cast<int>(list->size()) <= col) list->resize(col + 1);
+  (*list)[col].CopyFrom(src->Get<Tensor>());
+  return absl::OkStatus();
+}
+
+DataType PlumbingDtype(const ExecutionContext&) { return DataType::kFloat32; }
+absl::Status NoInferShape(InferShapeContext&) { return absl::OkStatus(); }
+
+}  // namespace
+
+void RegisterTensorOps(OpRegistry* r) {
+  const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
+  r->Register("fill_constant").Output("Out")
+      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32).Attr("value", 0.0f)
+      .Attr("force_cpu", false).SetInferShape(ShapeFromAttr)
+      .Kernel<float>(FillConstantKernel<float>).Kernel<double>(FillConstantKernel<double>)
+      .Kernel<int32_t>(FillConstantKernel<int32_t>).Kernel<int64_t>(FillConstantKernel<int64_t>)
+      .Kernel<bool>(FillConstantKernel<bool>);
+  r->Register("uniform_random").Output("Out")
+      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
+      .Attr("min", -1.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
+      .SetInferShape(ShapeFromAttr)
+      .Kernel<float>(UniformRandomKernel<float>).Kernel<double>(UniformRandomKernel<double>);
+  r->Register("gaussian_random").Output("Out")
+      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
+      .Attr("mean", 0.0f).Attr("std", 1.0f).Attr("seed", int32_t{0})
+      .SetInferShape(ShapeFromAttr)
+      .Kernel<float>(GaussianRandomKernel<float>).Kernel<double>(GaussianRandomKernel<double>);
+
+  r->Register("sum").Input("X", kDuplicable).Output("Out").Attr("use_mkldnn", false)
+      .SetInferShape(SumInferShape).SetGradMaker(SumGradMaker)
+      .Kernel<float>(SumKernel<float>).Kernel<double>(SumKernel<double>)
+      .Kernel<int64_t>(SumKernel<int64_t>);
+  r->Register("scale").Input("X").Output("Out")
+      .Attr("scale", 1.0f).Attr("bias", 0.0f).Attr("bias_after_scale", true)
+      .SetInferShape(SameShapeAsX).SetGradMaker(ScaleGradMaker)
+      .Kernel<float>(ScaleKernel<float>).Kernel<double>(ScaleKernel<double>)
+      .Kernel<int64_t>(ScaleKernel<int64_t>);
+
+  r->Register("feed").Input("X").Output("Out").Attr("col", int32_t{0})
+      .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FeedKernel);
+  r->Register("fetch").Input("X").Output("Out").Attr("col", int32_t{0})
+      .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FetchKernel);
+}
+
+void RegisterAllOps(OpRegistry* r) {
+  RegisterMathOps(r);
+  RegisterElementwiseOps(r);
+  RegisterActivationOps(r);
+  RegisterLossOps(r);
+  RegisterMetricOps(r);
+  RegisterTensorOps(r);
+  RegisterOptimizerOps(r);
+}
+
+}  // namespace oar

@@ -1,0 +1,121 @@
+#include "common/prepared_block.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace oar {
+
+namespace proto = paddle::framework::proto;
+
+absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
+    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place) {
+  if (block_id < 0 || block_id >= static_cast<int>(program.NumBlocks())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
+  }
+  auto copy = std::make_unique<ProgramDesc>(program);
+  std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place));
+  BlockDesc* block = pb->program_->MutableBlock(block_id);
+  for (size_t i = 0; i < block->OpSize(); ++i) {
+    OpDesc* op = block->MutableOp(i);
+    std::string where = absl::StrCat("block ", block_id, ", op #", i);
+    auto info = registry.Get(op->type);
+    if (!info.ok()) return Annotate(info.status(), where);
+    OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), where));
+    pb->ops_.push_back(OpRuntime{op, *info, {}, nullptr, DataType::kFloat32});
+  }
+  return pb;
+}
+
+namespace {
+
+void InitVariable(const VarDesc& desc, Variable* var) {
+  if (var->IsInitialized()) return;
+  switch (desc.type) {
+    case proto::VarType::SELECTED_ROWS: var->GetMutable<SelectedRows>(); break;
+    case proto::VarType::FEED_MINIBATCH:
+    case proto::VarType::FETCH_LIST: var->GetMutable<TensorList>(); break;
+    default: var->GetMutable<Tensor>(); break;
+  }
+}
+
+}  // namespace
+
+absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
+  if (bound_scope_ == scope && bound_local_ == local) return absl::OkStatus();
+  const BlockDesc& blk = block();
+  for (const auto& [name, desc] : blk.vars()) {
+    InitVariable(desc, desc.persistable ? scope->Var(name) : local->Var(name));
+  }
+  for (OpRuntime& op : ops_) {
+    op.binding.inputs.clear();
+    op.binding.outputs.clear();
+    for (const auto& [slot, args] : op.desc->inputs) {
+      BoundSlot bs{&slot, {}};
+      for (const auto& a : args) bs.vars.push_back(a == kEmptyVarName ? nullptr : local->FindVar(a));
+      op.binding.inputs.push_back(std::move(bs));
+    }
+    for (const auto& [slot, args] : op.desc->outputs) {
+      BoundSlot bs{&slot, {}};
+      for (const auto& a : args) {
+        Variable* v = nullptr;
+        if (a != kEmptyVarName) {
+          v = local->FindVar(a);
+          if (v == nullptr) v = local->Var(a);  // undeclared output: a temporary
+        }
+        bs.vars.push_back(v);
+      }
+      op.binding.outputs.push_back(std::move(bs));
+    }
+  }
+  bound_scope_ = scope;
+  bound_local_ = local;
+  return absl::OkStatus();
+}
+
+absl::Status PreparedBlock::CheckInputsSet(const OpRuntime& op) const {
+  for (const SlotSpec& spec : op.info->inputs()) {
+    if (spec.dispensable) continue;
+    const auto* vars = FindBoundSlot(op.binding.inputs, spec.name);
+    if (vars == nullptr) continue;  // CheckAndFill guarantees required slots exist
+    for (size_t i = 0; i < vars->size(); ++i) {
+      const Variable* v = (*vars)[i];
+      bool set = v != nullptr && v->IsInitialized() &&
+                 (!v->IsType<Tensor>() || v->Get<Tensor>().initialized());
+      if (!set) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            op.desc->type, ": input ", spec.name, " ('", op.desc->Input(spec.name)[i],
+            "') has no value; feed it, or run the startup program first"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PreparedBlock::RunOp(OpRuntime& op) {
+  OAR_RETURN_IF_ERROR(CheckInputsSet(op));
+  if (InferShapeFn infer = op.info->infer_shape()) {
+    RuntimeInferShapeContext ictx(*op.desc, op.binding);
+    OAR_RETURN_IF_ERROR(infer(ictx));
+  }
+  ExecutionContext ctx(*op.desc, op.binding, place_);
+  DataType dtype = op.info->KernelDtype(ctx);
+  if (op.kernel == nullptr || dtype != op.kernel_dtype) {
+    OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
+    op.kernel_dtype = dtype;
+  }
+  return op.kernel(ctx);
+}
+
+absl::Status PreparedBlock::Run() {
+  if (bound_scope_ == nullptr) {
+    return absl::FailedPreconditionError("PreparedBlock::Run called before Bind");
+  }
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    absl::Status s = RunOp(ops_[i]);
+    if (!s.ok()) return Annotate(s, absl::StrCat("block ", block_id_, ", op #", i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oar

@@ -1,0 +1,62 @@
+// PreparedBlock: one block of a program made ready to run many times — each
+// op checked against its registry entry (defaults filled), its variables
+// bound to Variables of a scope, its kernel resolved and cached per dtype.
+// Built by Executor::Prepare; see executor.h.
+//
+// Thread-safety: externally synchronized.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/op_registry.h"
+#include "common/program_desc.h"
+#include "common/scope.h"
+
+namespace oar {
+
+class PreparedBlock {
+ public:
+  // Copies `program`, checks every op of block `block_id` against `registry`.
+  // InvalidArgument/NotFound naming the block, op index and type.
+  static absl::StatusOr<std::unique_ptr<PreparedBlock>> Create(
+      const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place);
+
+  // Creates the block's variables — persistable ones in `scope`, the rest in
+  // `local` (a descendant of `scope`, or `scope` itself) — and binds every op
+  // argument to its Variable. Cheap to call again with the same scopes.
+  absl::Status Bind(Scope* scope, Scope* local);
+  // Forgets the binding; call before the bound local scope is destroyed or
+  // variables are erased from the bound scopes.
+  void Unbind() { bound_scope_ = bound_local_ = nullptr; }
+  // Runs the bound ops in order; stops at the first failing op.
+  absl::Status Run();
+
+  const ProgramDesc& program() const { return *program_; }
+  const BlockDesc& block() const { return program_->Block(block_id_); }
+  int block_id() const { return block_id_; }
+
+ private:
+  struct OpRuntime {
+    const OpDesc* desc;
+    const OpInfo* info;
+    OpBinding binding;
+    KernelFn kernel = nullptr;
+    DataType kernel_dtype = DataType::kFloat32;
+  };
+
+  PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place)
+      : program_(std::move(program)), block_id_(block_id), place_(place) {}
+  absl::Status CheckInputsSet(const OpRuntime& op) const;
+  absl::Status RunOp(OpRuntime& op);
+
+  std::unique_ptr<ProgramDesc> program_;
+  int block_id_;
+  Place place_;
+  std::vector<OpRuntime> ops_;
+  const Scope* bound_scope_ = nullptr;
+  const Scope* bound_local_ = nullptr;
+};
+
+}  // namespace oar

@@ -1,0 +1,87 @@
+#include "common/tensor.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace oar {
+
+namespace {
+constexpr size_t kAlignment = 64;
+}
+
+struct Tensor::Buffer {
+  explicit Buffer(size_t n) : size(n) {
+    size_t rounded = (n + kAlignment - 1) / kAlignment * kAlignment;
+    ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  }
+  ~Buffer() { std::free(ptr); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* ptr;
+  size_t size;
+};
+
+void* Tensor::mutable_data(DataType dtype, const Place& place) {
+  assert(!dims_.HasUnknown());
+  size_t need = static_cast<size_t>(dims_.numel()) * SizeOf(dtype);
+  dtype_ = dtype;
+  place_ = place;
+  if (holder_ == nullptr || holder_->size < need + offset_) {
+    holder_ = std::make_shared<Buffer>(need);
+    offset_ = 0;
+  }
+  return static_cast<char*>(holder_->ptr) + offset_;
+}
+
+const void* Tensor::raw_data() const {
+  return holder_ ? static_cast<const char*>(holder_->ptr) + offset_ : nullptr;
+}
+
+void* Tensor::raw_data() {
+  return holder_ ? static_cast<char*>(holder_->ptr) + offset_ : nullptr;
+}
+
+void Tensor::CopyFrom(const Tensor& other) {
+  if (this == &other) return;
+  if (holder_ != nullptr && holder_ == other.holder_) holder_.reset();
+  dims_ = other.dims_;
+  lod_ = other.lod_;
+  void* dst = mutable_data(other.dtype_, other.place_);
+  if (other.initialized()) std::memcpy(dst, other.raw_data(), other.nbytes());
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  Tensor out = *this;
+  out.lod_.clear();
+  if (dims_.size() == 0) return out;
+  int64_t row = dims_.Product(1, dims_.size()) * SizeOf(dtype_);
+  out.offset_ = offset_ + static_cast<size_t>(begin * row);
+  out.dims_[0] = end - begin;
+  return out;
+}
+
+std::string Tensor::ToString(int max_values) const {
+  std::string s = absl::StrCat(DataTypeName(dtype_), dims_.ToString());
+  if (!initialized()) return absl::StrCat(s, " (uninitialized)");
+  int64_t n = std::min<int64_t>(numel(), max_values);
+  absl::StrAppend(&s, " {");
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) absl::StrAppend(&s, ", ");
+    switch (dtype_) {
+      case DataType::kFloat32: absl::StrAppend(&s, data<float>()[i]); break;
+      case DataType::kFloat64: absl::StrAppend(&s, data<double>()[i]); break;
+      case DataType::kInt32: absl::StrAppend(&s, data<int32_t>()[i]); break;
+      case DataType::kInt64: absl::StrAppend(&s, data<int64_t>()[i]); break;
+      case DataType::kBool: absl::StrAppend(&s, data<bool>()[i] ? "true" : "false"); break;
+      default: absl::StrAppend(&s, "?");
+    }
+  }
+  if (numel() > n) absl::StrAppend(&s, ", ...");
+  absl::StrAppend(&s, "}");
+  return s;
+}
+
+}  // namespace oar

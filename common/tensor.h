@@ -1,0 +1,106 @@
+// Tensor: a typed, shaped buffer on a Place, with Fluid's level-of-detail (LoD)
+// offsets for sequences (a LoDTensor in Fluid's terms). Copying a Tensor shares
+// its buffer; CopyFrom makes a deep copy.
+//
+//   Tensor t;
+//   float* p = t.mutable_data<float>(DDim{2, 3});
+//   t.data<float>()[0];
+//
+// Thread-safety: externally synchronized. Tensors that share a buffer see each
+// other's writes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/data_type.h"
+#include "common/ddim.h"
+#include "common/place.h"
+
+namespace oar {
+
+// Offsets per level, e.g. {{0, 2, 5}}: two sequences of lengths 2 and 3.
+using LoD = std::vector<std::vector<size_t>>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  const DDim& dims() const { return dims_; }
+  // Sets the shape; the buffer is (re)allocated by the next mutable_data.
+  void Resize(const DDim& dims) { dims_ = dims; }
+  int64_t numel() const { return dims_.numel(); }
+  DataType dtype() const { return dtype_; }
+  const Place& place() const { return place_; }
+  bool initialized() const { return holder_ != nullptr; }
+
+  const LoD& lod() const { return lod_; }
+  void set_lod(const LoD& lod) { lod_ = lod; }
+
+  // Returns a buffer of dims().numel() elements of `dtype`, reusing the
+  // current one when it is large enough and not shared with a tensor of a
+  // different size. Contents are unspecified after a reallocation.
+  void* mutable_data(DataType dtype, const Place& place = Place{});
+  template <typename T>
+  T* mutable_data() {
+    return static_cast<T*>(mutable_data(DataTypeOf<T>::value));
+  }
+  template <typename T>
+  T* mutable_data(const DDim& dims) {
+    Resize(dims);
+    return mutable_data<T>();
+  }
+
+  // The buffer as T; the caller has checked dtype() (debug builds assert).
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw_data());
+  }
+  const void* raw_data() const;
+  void* raw_data();
+  size_t nbytes() const { return static_cast<size_t>(numel()) * SizeOf(dtype_); }
+
+  // Makes this tensor a view of `other`'s buffer, shape, dtype and LoD.
+  void ShareDataWith(const Tensor& other) { *this = other; }
+  // Deep copy of `other` into a buffer owned by this tensor.
+  void CopyFrom(const Tensor& other);
+
+  // Rows [begin, end) of the first dimension, sharing the buffer.
+  Tensor Slice(int64_t begin, int64_t end) const;
+
+  // "float32[2, 3]" plus up to `max_values` leading values.
+  std::string ToString(int max_values = 8) const;
+
+ private:
+  struct Buffer;
+  std::shared_ptr<Buffer> holder_;
+  size_t offset_ = 0;  // bytes into holder_
+  DDim dims_;
+  DataType dtype_ = DataType::kFloat32;
+  Place place_;
+  LoD lod_;
+};
+
+// Fills a tensor from a vector: shape `dims`, values copied.
+template <typename T>
+Tensor MakeTensor(const DDim& dims, const std::vector<T>& values) {
+  Tensor t;
+  T* p = t.mutable_data<T>(dims);
+  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) p[i] = values[i];
+  return t;
+}
+
+// Copies a tensor's values out as a vector of T (T must match dtype()).
+template <typename T>
+std::vector<T> TensorToVector(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+}  // namespace oar

@@ -1,0 +1,42 @@
+// Variable: the run-time value of a program variable, holding one of a
+// LoDTensor, SelectedRows or a tensor list (Fluid's FEED_MINIBATCH and
+// FETCH_LIST), or nothing yet.
+//
+// Thread-safety: externally synchronized.
+#pragma once
+
+#include <variant>
+#include <vector>
+
+#include "common/selected_rows.h"
+#include "common/tensor.h"
+
+namespace oar {
+
+using TensorList = std::vector<Tensor>;
+
+class Variable {
+ public:
+  bool IsInitialized() const { return !std::holds_alternative<std::monostate>(v_); }
+  template <typename T>
+  bool IsType() const {
+    return std::holds_alternative<T>(v_);
+  }
+  // The held value; the caller has checked IsType<T>().
+  template <typename T>
+  const T& Get() const {
+    return std::get<T>(v_);
+  }
+  // The held T, first replacing whatever else is held with a fresh T.
+  template <typename T>
+  T* GetMutable() {
+    if (!std::holds_alternative<T>(v_)) v_.template emplace<T>();
+    return &std::get<T>(v_);
+  }
+  void Clear() { v_ = std::monostate{}; }
+
+ private:
+  std::variant<std::monostate, Tensor, SelectedRows, TensorList> v_;
+};
+
+}  // namespace oar

@@ -1,0 +1,45 @@
+// Example models, built with the C++ layers API and looked up by name by the
+// `oar` commands (train, export). A model builds its forward pass into the
+// current programs and names its feeds and outputs; the caller adds the
+// optimizer.
+//
+//   const ModelSpec* m = FindModel("fashion_mlp");
+//   ProgramGuard g(&main, &startup);
+//   BuiltModel b = m->build();
+//
+// Thread-safety: the registry is immutable after first use.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/api/program.h"
+
+namespace oar {
+
+struct BuiltModel {
+  std::vector<Var> feeds;  // in feeding order: inputs, then the label
+  Var prediction;
+  Var loss;                // mean loss over the batch
+  Var accuracy;            // top-1 accuracy over the batch
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string description;
+  std::string dataset;  // what `oar train` feeds it: "fashion-mnist"
+  std::function<BuiltModel()> build;
+};
+
+// All registered models, by name.
+const std::vector<ModelSpec>& AllModels();
+// nullptr when no model has that name.
+const ModelSpec* FindModel(const std::string& name);
+// "fashion_mlp, ..." for error messages and --help.
+std::string ModelNames();
+
+// Individual models (examples/<name>.cc).
+ModelSpec FashionMlpSpec();
+
+}  // namespace oar

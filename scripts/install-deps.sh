@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package that Oar's build, tests, benchmarks and demo need.
+# Idempotent: packages already present are left alone, and apt is not touched
+# at all when nothing is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
+  libabsl-dev libboost-dev libopenblas-dev libeigen3-dev zlib1g-dev
+  libgoogle-glog-dev libgflags-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

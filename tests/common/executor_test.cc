@@ -1,0 +1,175 @@
+#include "common/executor.h"
+
+#include "common/api/layers.h"
+#include "common/api/optimizer.h"
+#include "common/api/unique_name.h"
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+// y = relu(x · w) with w persistable and preset in the scope.
+struct TinyNet {
+  ProgramDesc program;
+  Scope scope;
+  TinyNet() {
+    BlockDesc* b = program.MutableBlock(0);
+    VarDesc* x = b->Var("x");
+    x->shape = {-1, 2};
+    VarDesc* w = b->Var("w");
+    w->shape = {2, 1};
+    w->persistable = true;
+    b->Var("h");
+    b->Var("y");
+    OpDesc* mul = b->AppendOp();
+    mul->type = "mul";
+    mul->SetInput("X", {"x"});
+    mul->SetInput("Y", {"w"});
+    mul->SetOutput("Out", {"h"});
+    OpDesc* relu = b->AppendOp();
+    relu->type = "relu";
+    relu->SetInput("X", {"h"});
+    relu->SetOutput("Out", {"y"});
+    *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 1}, {1, -1});
+  }
+};
+
+TEST(ExecutorTest, FeedsRunsAndFetches) {
+  TinyNet net;
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({2, 2}, {3, 1, 1, 3})}}, {"y", "h"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(TensorToVector<float>((*out)[0]), (std::vector<float>{2, 0}));
+  EXPECT_EQ(TensorToVector<float>((*out)[1]), (std::vector<float>{2, -2}));
+  // Temporaries do not outlive the run; persistables and feed/fetch do.
+  EXPECT_EQ(net.scope.FindVar("h"), nullptr);
+  EXPECT_NE(net.scope.FindVar("fetch"), nullptr);
+}
+
+TEST(ExecutorTest, FetchedTensorsSurviveTheNextRun) {
+  TinyNet net;
+  Executor exe;
+  auto a = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {5, 1})}}, {"y"});
+  auto b = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {9, 1})}}, {"y"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)[0].data<float>()[0], 4);
+  EXPECT_EQ((*b)[0].data<float>()[0], 8);
+}
+
+TEST(ExecutorTest, SeesEditsToACachedProgram) {
+  TinyNet net;
+  Executor exe;
+  ASSERT_TRUE(exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 3})}}, {"y"}).ok());
+  net.program.MutableBlock(0)->MutableOp(1)->type = "sigmoid";
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 3})}}, {"y"});
+  ASSERT_TRUE(out.ok());
+  EXPECT_NEAR((*out)[0].data<float>()[0], 1 / (1 + std::exp(2.0f)), 1e-6);
+}
+
+TEST(ExecutorTest, KeepingTheLocalScopeGivesTheSameResults) {
+  TinyNet net;
+  Executor exe(CPUPlace(), ExecutorOptions{.num_iteration_per_drop_scope = 5});
+  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f}) {
+    auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {v, 0})}}, {"y"});
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ((*out)[0].data<float>()[0], v);
+  }
+}
+
+TEST(ExecutorTest, MissingFeedNamesTheVariable) {
+  TinyNet net;
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {}, {"y"});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(out.status().message().find("'x'"), std::string::npos) << out.status();
+  EXPECT_NE(out.status().message().find("op #0"), std::string::npos) << out.status();
+}
+
+TEST(ExecutorTest, UnknownFetchTargetIsNotFound) {
+  TinyNet net;
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"nope"});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(out.status().message().find("'nope'"), std::string::npos);
+}
+
+TEST(ExecutorTest, FeedWithWrongShapeOrDtypeIsRejected) {
+  TinyNet net;
+  net.program.MutableBlock(0)->FindMutableVar("x")->need_check_feed = true;
+  Executor exe;
+  auto shape = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({2, 3}, {})}}, {"y"});
+  EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shape.status().message(), "feed 'x': expected float32[-1, 2], got float32[2, 3]");
+  auto dtype = exe.Run(net.program, &net.scope, {{"x", MakeTensor<int64_t>({2, 2}, {})}}, {"y"});
+  EXPECT_EQ(dtype.status().message(), "feed 'x': expected float32[-1, 2], got int64[2, 2]");
+  auto unknown = exe.Run(net.program, &net.scope, {{"q", MakeTensor<float>({1}, {1})}}, {"y"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExecutorTest, ShapeMismatchNamesOpAndSlot) {
+  TinyNet net;
+  *net.scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({3, 1}, {1, 1, 1});
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("block 0, op #1: mul"), std::string::npos) << out.status();
+}
+
+TEST(ExecutorTest, UnknownOpTypeIsNotFoundWithLocation) {
+  TinyNet net;
+  net.program.MutableBlock(0)->MutableOp(1)->type = "frobnicate";
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(out.status().message().find("op #2"), std::string::npos) << out.status();  // after the feed op
+  EXPECT_NE(out.status().message().find("'frobnicate'"), std::string::npos);
+}
+
+TEST(ExecutorTest, AddFeedFetchOpsFollowsFluidLayout) {
+  ProgramDesc p;
+  p.MutableBlock(0)->Var("a");
+  p.MutableBlock(0)->Var("b");
+  AddFeedFetchOps(&p, {"a", "b"}, {"b"});
+  const BlockDesc& blk = p.Block(0);
+  ASSERT_EQ(blk.OpSize(), 3u);
+  EXPECT_EQ(blk.Op(0).type, "feed");
+  EXPECT_EQ(blk.Op(0).Output("Out")[0], "b");  // prepended, so the last feed comes first
+  EXPECT_EQ(blk.Op(0).GetAttr<int32_t>("col"), 1);
+  EXPECT_EQ(blk.Op(2).type, "fetch");
+  EXPECT_EQ(blk.FindVar("feed")->type, paddle::framework::proto::VarType::FEED_MINIBATCH);
+  EXPECT_TRUE(blk.FindVar("fetch")->persistable);
+}
+
+TEST(ExecutorTest, TrainsLinearRegressionWithSgd) {
+  UniqueNameGuard names;
+  Program main, startup;
+  main.set_random_seed(3);
+  startup.set_random_seed(3);
+  Var loss;
+  {
+    ProgramGuard g(&main, &startup);
+    Var x = layers::data("x", {1});
+    Var y = layers::data("y", {1});
+    loss = layers::mean(layers::square_error_cost(layers::fc(x, 1), y));
+    optimizer::SGD(0.1f).minimize(loss);
+  }
+  ASSERT_TRUE(main.status().ok()) << main.status();
+  Executor exe;
+  Scope scope;
+  ASSERT_TRUE(exe.Run(startup.desc(), &scope).ok());
+  Tensor xs = MakeTensor<float>({4, 1}, {0, 1, 2, 3});
+  Tensor ys = MakeTensor<float>({4, 1}, {1, 3, 5, 7});  // y = 2x + 1
+  float first = 0, last = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto out = exe.Run(main.desc(), &scope, {{"x", xs}, {"y", ys}}, {loss.name()});
+    ASSERT_TRUE(out.ok()) << out.status();
+    (i == 0 ? first : last) = (*out)[0].data<float>()[0];
+  }
+  EXPECT_GT(first, 1.0f);
+  EXPECT_LT(last, 1e-3f);
+  EXPECT_NEAR(scope.FindVar("fc_0.w_0")->Get<Tensor>().data<float>()[0], 2.0f, 0.05f);
+  EXPECT_NEAR(scope.FindVar("fc_0.b_0")->Get<Tensor>().data<float>()[0], 1.0f, 0.1f);
+}
+
+}  // namespace
+}  // namespace oar

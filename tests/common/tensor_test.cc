@@ -1,0 +1,71 @@
+#include "common/tensor.h"
+
+#include "common/scope.h"
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+TEST(DDimTest, ProductsAndFlatten) {
+  DDim d{2, 3, 4};
+  EXPECT_EQ(d.numel(), 24);
+  EXPECT_EQ(d.FlattenTo2D(1), (DDim{2, 12}));
+  EXPECT_EQ(d.FlattenTo2D(2), (DDim{6, 4}));
+  EXPECT_EQ((DDim{-1, 4}).numel(), -1);
+  EXPECT_EQ(d.ToString(), "[2, 3, 4]");
+}
+
+TEST(TensorTest, ReusesBufferWhenShrinking) {
+  Tensor t;
+  float* a = t.mutable_data<float>(DDim{4, 4});
+  float* b = t.mutable_data<float>(DDim{2, 4});
+  EXPECT_EQ(a, b);
+  float* c = t.mutable_data<float>(DDim{8, 8});
+  EXPECT_NE(c, nullptr);
+  EXPECT_EQ(t.nbytes(), 256u);
+}
+
+TEST(TensorTest, CopiesShareButCopyFromIsDeep) {
+  Tensor a = MakeTensor<float>({3}, {1, 2, 3});
+  Tensor shared = a;
+  Tensor deep;
+  deep.CopyFrom(a);
+  a.data<float>()[0] = 9;
+  EXPECT_EQ(shared.data<float>()[0], 9);
+  EXPECT_EQ(deep.data<float>()[0], 1);
+}
+
+TEST(TensorTest, SliceViewsRows) {
+  Tensor a = MakeTensor<int64_t>({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor s = a.Slice(1, 3);
+  EXPECT_EQ(s.dims(), (DDim{2, 2}));
+  EXPECT_EQ(TensorToVector<int64_t>(s), (std::vector<int64_t>{3, 4, 5, 6}));
+}
+
+TEST(ScopeTest, FindsVariablesThroughParentsAndDropsKids) {
+  Scope global;
+  global.Var("w")->GetMutable<Tensor>();
+  Scope& local = global.NewScope();
+  local.Var("tmp");
+  EXPECT_NE(local.FindVar("w"), nullptr);
+  EXPECT_EQ(local.FindLocalVar("w"), nullptr);
+  EXPECT_EQ(global.FindVar("tmp"), nullptr);
+  Variable* shadow = local.Var("w");  // Var creates in this scope, shadowing the parent
+  EXPECT_EQ(shadow, local.FindLocalVar("w"));
+  EXPECT_NE(shadow, global.FindVar("w"));
+  global.DeleteScope(&local);
+  EXPECT_EQ(global.LocalVarNames(), (std::vector<std::string>{"w"}));
+}
+
+TEST(VariableTest, HoldsOneKindAtATime) {
+  Variable v;
+  EXPECT_FALSE(v.IsInitialized());
+  v.GetMutable<Tensor>()->mutable_data<float>(DDim{1})[0] = 3;
+  EXPECT_TRUE(v.IsType<Tensor>());
+  v.GetMutable<SelectedRows>()->rows = {1, 2};
+  EXPECT_FALSE(v.IsType<Tensor>());
+  EXPECT_EQ(v.Get<SelectedRows>().rows.size(), 2u);
+}
+
+}  // namespace
+}  // namespace oar
