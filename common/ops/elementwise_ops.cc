@@ -76,25 +76,36 @@ struct DivF {
   template <typename T> static T DY(T, T y, T out, T g) { return -g * out / y; }
 };
 
+// Applies fn(e, j) over X's [pre, n, post] layout: e is the flat index into
+// X/Out and j the index into Y. Three loop shapes so the common cases (equal
+// shapes, a bias over the last axis) vectorize.
+template <typename Fn>
+void ForEach(const Bcast& b, Fn fn) {
+  if (b.same) {
+    for (int64_t e = 0; e < b.n; ++e) fn(e, e);
+  } else if (b.post == 1) {
+    for (int64_t i = 0; i < b.pre; ++i) {
+      for (int64_t j = 0; j < b.n; ++j) fn(i * b.n + j, j);
+    }
+  } else {
+    for (int64_t i = 0; i < b.pre; ++i) {
+      for (int64_t j = 0; j < b.n; ++j) {
+        const int64_t base = (i * b.n + j) * b.post;
+        for (int64_t k = 0; k < b.post; ++k) fn(base + k, j);
+      }
+    }
+  }
+}
+
 template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* xp = x->data<T>();
-  const T* yp = y->data<T>();
-  T* op = ctx.Output("Out")->mutable_data<T>();
-  if (b.same) {
-    for (int64_t i = 0; i < b.n; ++i) op[i] = F::F(xp[i], yp[i]);
-    return absl::OkStatus();
-  }
-  for (int64_t i = 0; i < b.pre; ++i) {
-    for (int64_t j = 0; j < b.n; ++j) {
-      const int64_t base = (i * b.n + j) * b.post;
-      const T yv = yp[j];
-      for (int64_t k = 0; k < b.post; ++k) op[base + k] = F::F(xp[base + k], yv);
-    }
-  }
+  const T* __restrict xp = x->data<T>();
+  const T* __restrict yp = y->data<T>();
+  T* __restrict op = ctx.Output("Out")->mutable_data<T>();
+  ForEach(b, [&](int64_t e, int64_t j) { op[e] = F::F(xp[e], yp[j]); });
   return absl::OkStatus();
 }
 
@@ -111,31 +122,22 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   const Tensor* out = ctx.Input("Out");  // only div needs it
   OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* xp = x->data<T>();
-  const T* yp = y->data<T>();
-  const T* gp = dout->data<T>();
-  const T* outp = out ? out->data<T>() : nullptr;
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  Tensor* dy = ctx.Output(GradVarName("Y"));
-  T* dxp = dx ? dx->mutable_data<T>() : nullptr;
-  T* dyp = dy ? dy->mutable_data<T>() : nullptr;
-  if (dyp) std::fill(dyp, dyp + b.n, T(0));
-  for (int64_t i = 0; i < b.pre; ++i) {
-    for (int64_t j = 0; j < b.n; ++j) {
-      const int64_t base = (i * b.n + j) * b.post;
-      const int64_t yi = b.same ? base : j;
-      T acc = 0;
-      for (int64_t k = 0; k < b.post; ++k) {
-        const int64_t e = base + k;
-        const T o = outp ? outp[e] : T(0);
-        const T yv = yp[b.same ? e : yi];
-        if (dxp) dxp[e] = F::DX(xp[e], yv, o, gp[e]);
-        if (dyp) {
-          if (b.same) dyp[e] = F::DY(xp[e], yv, o, gp[e]);
-          else acc += F::DY(xp[e], yv, o, gp[e]);
-        }
-      }
-      if (dyp && !b.same) dyp[j] += acc;
+  const T* __restrict xp = x->data<T>();
+  const T* __restrict yp = y->data<T>();
+  const T* __restrict gp = dout->data<T>();
+  const T* __restrict outp = out ? out->data<T>() : nullptr;
+  auto o = [outp](int64_t e) { return outp ? outp[e] : T(0); };
+  if (Tensor* dx = ctx.Output(GradVarName("X"))) {
+    T* __restrict d = dx->mutable_data<T>();
+    ForEach(b, [&](int64_t e, int64_t j) { d[e] = F::DX(xp[e], yp[j], o(e), gp[e]); });
+  }
+  if (Tensor* dy = ctx.Output(GradVarName("Y"))) {
+    T* __restrict d = dy->mutable_data<T>();
+    if (b.same) {
+      ForEach(b, [&](int64_t e, int64_t j) { d[e] = F::DY(xp[e], yp[j], o(e), gp[e]); });
+    } else {  // reduce over the broadcast dimensions
+      std::fill(d, d + b.n, T(0));
+      ForEach(b, [&](int64_t e, int64_t j) { d[j] += F::DY(xp[e], yp[j], o(e), gp[e]); });
     }
   }
   return absl::OkStatus();
