@@ -111,7 +111,7 @@ void AddUpRepeatedOutputs(std::vector<OpDesc>* ops) {
 std::vector<OpDesc> RemoveNoGradBranch(std::vector<OpDesc> ops, std::set<std::string> no_grad_grads) {
   std::vector<OpDesc> kept;
   for (OpDesc& op : ops) {
-    bool all_out_dead = true;
+    bool all_out_dead = true;  // also when every output slot is empty
     for (const auto& o : op.OutputArgNames()) {
       if (o != kEmptyVarName && !no_grad_grads.count(o)) all_out_dead = false;
     }
@@ -173,8 +173,11 @@ std::vector<std::pair<Var, Var>> append_backward(const Var& loss,
       return fail(absl::StrCat("op #", i, " (", fwd.type, ") lies on the path to the loss but has no gradient"));
     }
     for (OpDesc g : info->grad_maker()(fwd)) {
+      // Fluid drops a no-grad argument from a one-variable slot (leaving the
+      // slot empty) and marks it @EMPTY@ in a list, keeping positions.
       for (auto& [slot, args] : g.outputs) {
         for (auto& a : args) if (no_grad_grads.count(a)) a = kEmptyVarName;
+        if (args.size() == 1 && args[0] == kEmptyVarName) args.clear();
       }
       g.SetAttr(kOpRoleAttr, kBackward);
       g.SetAttr(kOpRoleVarAttr, std::vector<std::string>{});

@@ -173,7 +173,7 @@ void RegisterMathOps(OpRegistry* r) {
   r->Register("mul").Input("X").Input("Y").Output("Out")
       .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
       .SetInferShape(MulInferShape)
-      .SetGradMaker(GradOpMaker({"X", "Y"}, {"Out"}, {"Out"}, {"X", "Y"}))
+      .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
       .Kernel<float>(MulKernel<float>).Kernel<double>(MulKernel<double>);
   r->Register("mul_grad").Input("X").Input("Y").Input("Out", kDispensable)
       .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)

@@ -15,6 +15,11 @@ DDim ShapeAttr(const OpDesc& op) {
 }
 
 absl::Status ShapeFromAttr(InferShapeContext& ctx) {
+  // Fluid's creation ops may take the shape from tensors instead; Oar reads
+  // the attribute only, and says so rather than guessing.
+  for (const char* slot : {"ShapeTensor", "ShapeTensorList"}) {
+    if (ctx.HasInput(slot)) return ctx.Error(slot, " inputs are not supported; set the `shape` attribute");
+  }
   DDim d = ShapeAttr(ctx.op());
   for (int64_t v : d) {
     if (v < 0 && ctx.IsRuntime()) return ctx.Error("shape attribute ", d.ToString(), " has a negative dimension");
@@ -176,18 +181,21 @@ absl::Status NoInferShape(InferShapeContext&) { return absl::OkStatus(); }
 
 void RegisterTensorOps(OpRegistry* r) {
   const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
-  r->Register("fill_constant").Output("Out")
+  r->Register("fill_constant").Input("ShapeTensor", kDispensable)
+      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32).Attr("value", 0.0f)
       .Attr("force_cpu", false).SetInferShape(ShapeFromAttr)
       .Kernel<float>(FillConstantKernel<float>).Kernel<double>(FillConstantKernel<double>)
       .Kernel<int32_t>(FillConstantKernel<int32_t>).Kernel<int64_t>(FillConstantKernel<int64_t>)
       .Kernel<bool>(FillConstantKernel<bool>);
-  r->Register("uniform_random").Output("Out")
+  r->Register("uniform_random").Input("ShapeTensor", kDispensable)
+      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
       .Attr("min", -1.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
       .SetInferShape(ShapeFromAttr)
       .Kernel<float>(UniformRandomKernel<float>).Kernel<double>(UniformRandomKernel<double>);
-  r->Register("gaussian_random").Output("Out")
+  r->Register("gaussian_random").Input("ShapeTensor", kDispensable)
+      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
       .Attr("mean", 0.0f).Attr("std", 1.0f).Attr("seed", int32_t{0})
       .SetInferShape(ShapeFromAttr)
