@@ -12,7 +12,8 @@ class OpRegistry;
 void RegisterMathOps(OpRegistry* r);         // mul, matmul
 void RegisterElementwiseOps(OpRegistry* r);  // elementwise_add/sub/mul/div
 void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
-void RegisterLossOps(OpRegistry* r);         // softmax, cross_entropy, mean, ...
+void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entropy
+void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
 void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, sum, scale, feed, fetch
 void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam

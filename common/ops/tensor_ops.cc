@@ -217,14 +217,4 @@ void RegisterTensorOps(OpRegistry* r) {
       .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FetchKernel);
 }
 
-void RegisterAllOps(OpRegistry* r) {
-  RegisterMathOps(r);
-  RegisterElementwiseOps(r);
-  RegisterActivationOps(r);
-  RegisterLossOps(r);
-  RegisterMetricOps(r);
-  RegisterTensorOps(r);
-  RegisterOptimizerOps(r);
-}
-
 }  // namespace oar

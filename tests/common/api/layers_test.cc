@@ -127,3 +127,39 @@ TEST_F(LayersTest, RandomSeedReachesInitializers) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(InitializerTest, EmitFluidOpsAndAttributes) {
+  UniqueNameGuard names;
+  Program main, startup;
+  {
+    ProgramGuard g(&main, &startup);
+    Var x = layers::data("x", {6});
+    ParamAttr normal;
+    normal.initializer = initializer::Normal(0.5f, 2.0f, 9);
+    ParamAttr uniform;
+    uniform.initializer = initializer::Uniform(-3.0f, 3.0f);
+    ParamAttr xavier_normal;
+    xavier_normal.initializer = initializer::Xavier(/*uniform=*/false);
+    layers::fc(x, 4, "", normal, NoBias());
+    layers::fc(x, 4, "", uniform, NoBias());
+    layers::fc(x, 4, "", xavier_normal, NoBias());
+  }
+  ASSERT_TRUE(main.status().ok()) << main.status();
+  const BlockDesc& s = startup.desc().Block(0);
+  ASSERT_EQ(s.OpSize(), 3u);
+  EXPECT_EQ(s.Op(0).type, "gaussian_random");
+  EXPECT_FLOAT_EQ(s.Op(0).GetAttr<float>("mean"), 0.5f);
+  EXPECT_FLOAT_EQ(s.Op(0).GetAttr<float>("std"), 2.0f);
+  EXPECT_EQ(s.Op(0).GetAttr<int32_t>("seed"), 9);
+  EXPECT_EQ(s.Op(1).type, "uniform_random");
+  EXPECT_FLOAT_EQ(s.Op(1).GetAttr<float>("min"), -3.0f);
+  EXPECT_EQ(s.Op(2).type, "gaussian_random");
+  EXPECT_NEAR(s.Op(2).GetAttr<float>("std"), std::sqrt(2.0 / (6 + 4)), 1e-6);
+  EXPECT_EQ(s.Op(2).GetAttr<int32_t>("dtype"), 5);
+}
+
+}  // namespace
+}  // namespace oar

@@ -1,0 +1,18 @@
+// The full built-in op set, as OpRegistry::Global() installs it.
+#include "common/op_registry.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+
+void RegisterAllOps(OpRegistry* r) {
+  RegisterMathOps(r);
+  RegisterElementwiseOps(r);
+  RegisterActivationOps(r);
+  RegisterSoftmaxOps(r);
+  RegisterLossOps(r);
+  RegisterMetricOps(r);
+  RegisterTensorOps(r);
+  RegisterOptimizerOps(r);
+}
+
+}  // namespace oar

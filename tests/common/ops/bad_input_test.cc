@@ -1,0 +1,59 @@
+// Every op answers bad input with an InvalidArgument/FailedPrecondition that
+// names the op — never a crash. One row per op not covered in its own test.
+#include "gtest/gtest.h"
+#include "tests/common/ops/op_test_util.h"
+
+namespace oar::testing {
+namespace {
+
+struct BadCase {
+  std::string name;
+  OpDesc op;
+  std::map<std::string, Tensor> inputs;
+  std::string expect;  // a substring of the error
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInputTest, IsAClearError) {
+  const BadCase& c = GetParam();
+  Scope s;
+  for (const auto& [name, t] : c.inputs) SetTensor(&s, name, t);
+  absl::Status st = RunOps({c.op}, &s);
+  ASSERT_FALSE(st.ok()) << c.name;
+  EXPECT_NE(st.message().find(c.expect), std::string::npos) << c.name << ": " << st;
+}
+
+Tensor F(DDim d) { return RandomTensor<float>(d, 0.1, 1, 1); }
+Tensor I64(DDim d) {
+  Tensor t;
+  int64_t* p = t.mutable_data<int64_t>(d);
+  std::fill(p, p + t.numel(), 0);
+  return t;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, BadInputTest,
+    ::testing::Values(
+        BadCase{"mean_missing_input", MakeOp("mean", {{"X", {"x"}}}, {{"Out", {"o"}}}), {}, "mean: input X ('x') has no value"},
+        BadCase{"sigmoid_missing_output_slot", MakeOp("sigmoid", {{"X", {"x"}}}, {}), {{"x", F({2})}}, "missing required output slot 'Out'"},
+        BadCase{"tanh_two_inputs", MakeOp("tanh", {{"X", {"x", "y"}}}, {{"Out", {"o"}}}), {{"x", F({2})}, {"y", F({2})}}, "takes one variable"},
+        BadCase{"uniform_min_above_max", MakeOp("uniform_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{2}}, {"min", 1.0f}, {"max", -1.0f}}), {}, "min 1 > max -1"},
+        BadCase{"uniform_negative_shape", MakeOp("uniform_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{-1, 2}}}), {}, "negative dimension"},
+        BadCase{"gaussian_negative_std", MakeOp("gaussian_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{2}}, {"std", -1.0f}}), {}, "std -1"},
+        BadCase{"fill_constant_shape_tensor", MakeOp("fill_constant", {{"ShapeTensor", {"s"}}}, {{"Out", {"o"}}}), {{"s", I64({2})}}, "ShapeTensor inputs are not supported"},
+        BadCase{"scale_wrong_attr", MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"scale", std::string("big")}}), {{"x", F({2})}}, "attribute 'scale' should be FLOAT"},
+        BadCase{"matmul_rank1", MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({3})}, {"y", F({3})}}, "at least 2-D"},
+        BadCase{"accuracy_label_shape", MakeOp("accuracy", {{"Out", {"v"}}, {"Indices", {"i"}}, {"Label", {"l"}}}, {{"Accuracy", {"a"}}}), {{"v", F({2, 1})}, {"i", I64({2, 1})}, {"l", I64({3, 1})}}, "different batch sizes"},
+        BadCase{"momentum_velocity_shape", MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}}), {{"p", F({3})}, {"g", F({3})}, {"v", F({4})}, {"lr", F({1})}}, "Velocity ('v')[4] does not match Param ('p')[3]"},
+        BadCase{"adam_beta_pow_shape", MakeOp("adam", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m"}}, {"Moment2", {"m"}}, {"Beta1Pow", {"b"}}, {"Beta2Pow", {"b"}}}, {{"ParamOut", {"p"}}, {"Moment1Out", {"m"}}, {"Moment2Out", {"m"}}}), {{"p", F({3})}, {"g", F({3})}, {"lr", F({1})}, {"m", F({3})}, {"b", F({2})}}, "Beta1Pow must hold one value"},
+        BadCase{"sgd_lr_shape", MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}}), {{"p", F({3})}, {"g", F({3})}, {"lr", F({2})}}, "LearningRate must hold one value"},
+        BadCase{"sgd_int_grad", MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}}), {{"p", F({3})}, {"g", I64({3})}, {"lr", F({1})}}, "input Grad has dtype int64"},
+        BadCase{"feed_without_list", MakeOp("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}}), {{"feed", F({1})}}, "no value was fed for 'x'"},
+        BadCase{"fetch_empty_var", MakeOp("fetch", {{"X", {"x"}}}, {{"Out", {"fetch"}}}), {}, "fetch: input X ('x') has no value"},
+        BadCase{"swce_soft_label_shape", MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}}, {{"Softmax", {"s"}}, {"Loss", {"o"}}}, {{"soft_label", true}}), {{"x", F({2, 3})}, {"l", F({2, 4})}}, "soft Label[2, 4] must match Logits[2, 3]"},
+        BadCase{"mul_int_input", MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", I64({2, 2})}, {"y", I64({2, 2})}}, "no kernel for int64"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace oar::testing
