@@ -29,7 +29,9 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
   size_t need = static_cast<size_t>(dims_.numel()) * SizeOf(dtype);
   dtype_ = dtype;
   place_ = place;
-  if (holder_ == nullptr || holder_->size < need + offset_) {
+  // Never write into a buffer another tensor still shares (a view, a fed
+  // tensor): give this one its own.
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1) {
     holder_ = std::make_shared<Buffer>(need);
     offset_ = 0;
   }

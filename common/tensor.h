@@ -40,8 +40,8 @@ class Tensor {
   void set_lod(const LoD& lod) { lod_ = lod; }
 
   // Returns a buffer of dims().numel() elements of `dtype`, reusing the
-  // current one when it is large enough and not shared with a tensor of a
-  // different size. Contents are unspecified after a reallocation.
+  // current one when it is large enough and no other tensor shares it.
+  // Contents are unspecified after a reallocation.
   void* mutable_data(DataType dtype, const Place& place = Place{});
   template <typename T>
   T* mutable_data() {

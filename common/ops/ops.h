@@ -18,6 +18,13 @@ void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
 void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, sum, scale, feed, fetch
 void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam
 
+void RegisterShapeOps(OpRegistry* r);        // reshape2, transpose2, flatten2, squeeze2, unsqueeze2
+void RegisterConcatSplitOps(OpRegistry* r);  // concat, split
+void RegisterConvOps(OpRegistry* r);          // conv2d
+void RegisterPoolOps(OpRegistry* r);          // pool2d
+void RegisterBatchNormOps(OpRegistry* r);     // batch_norm
+void RegisterDropoutOps(OpRegistry* r);       // dropout
+
 void RegisterAllOps(OpRegistry* r);
 
 }  // namespace oar

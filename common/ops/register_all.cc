@@ -13,6 +13,12 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterMetricOps(r);
   RegisterTensorOps(r);
   RegisterOptimizerOps(r);
+  RegisterShapeOps(r);
+  RegisterConcatSplitOps(r);
+  RegisterConvOps(r);
+  RegisterPoolOps(r);
+  RegisterBatchNormOps(r);
+  RegisterDropoutOps(r);
 }
 
 }  // namespace oar

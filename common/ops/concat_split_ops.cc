@@ -1,0 +1,162 @@
+// concat and split along an axis, each the other's gradient (Fluid's split
+// grad is a concat op; concat's grad splits Out@GRAD back into X@GRAD).
+#include <cstring>
+
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+int NormAxis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+absl::Status ConcatInferShape(InferShapeContext& ctx) {
+  const size_t n = ctx.InputSize("X");
+  DDim out = ctx.InputDim("X", 0);
+  const int axis = NormAxis(ctx.Attr<int32_t>("axis"), out.size());
+  if (axis < 0 || axis >= out.size()) return ctx.Error("axis ", ctx.Attr<int32_t>("axis"), " out of range for rank ", out.size());
+  for (size_t i = 1; i < n; ++i) {
+    DDim d = ctx.InputDim("X", i);
+    if (d.size() != out.size()) return ctx.Error("X[", i, "]", d.ToString(), " and X[0]", out.ToString(), " differ in rank");
+    for (int k = 0; k < d.size(); ++k) {
+      if (k == axis) continue;
+      if (d[k] >= 0 && out[k] >= 0 && d[k] != out[k]) {
+        return ctx.Error("X[", i, "]", d.ToString(), " and X[0]", ctx.InputDim("X", 0).ToString(),
+                         " differ outside axis ", axis);
+      }
+    }
+    out[axis] = (out[axis] < 0 || d[axis] < 0) ? -1 : out[axis] + d[axis];
+  }
+  ctx.SetOutputDim("Out", out);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("X", 0));
+  return absl::OkStatus();
+}
+
+// Copies between one big tensor and its pieces along `axis`.
+// to_big: pieces → big (concat); otherwise big → pieces (split).
+void Stitch(Tensor* big, const std::vector<Tensor*>& pieces, int axis, bool to_big) {
+  const DDim& d = big->dims();
+  const int64_t outer = d.Product(0, axis);
+  const int64_t inner = d.Product(axis + 1, d.size()) * static_cast<int64_t>(SizeOf(big->dtype()));
+  const int64_t big_row = d[axis] * inner;
+  char* b = static_cast<char*>(big->raw_data());
+  int64_t offset = 0;
+  for (Tensor* p : pieces) {
+    const int64_t row = p->dims()[axis] * inner;
+    char* pp = static_cast<char*>(p->raw_data());
+    for (int64_t o = 0; o < outer; ++o) {
+      if (to_big) std::memcpy(b + o * big_row + offset, pp + o * row, row);
+      else std::memcpy(pp + o * row, b + o * big_row + offset, row);
+    }
+    offset += row;
+  }
+}
+
+absl::Status ConcatKernel(const ExecutionContext& ctx) {
+  std::vector<Tensor*> pieces;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, "X", i));
+    pieces.push_back(const_cast<Tensor*>(t));  // read only
+  }
+  Tensor* out = ctx.Output("Out");
+  out->mutable_data(pieces[0]->dtype());
+  Stitch(out, pieces, NormAxis(ctx.Attr<int32_t>("axis"), out->dims().size()), true);
+  return absl::OkStatus();
+}
+
+std::vector<OpDesc> ConcatGradMaker(const OpDesc& fwd) {
+  return {MakeGradOp(fwd, "concat_grad", {"X"}, {}, {"Out"}, {"X"})};
+}
+
+absl::Status ConcatGradInferShape(InferShapeContext& ctx) {
+  for (size_t i = 0; i < ctx.OutputSize(GradVarName("X")); ++i) {
+    ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X", i), i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConcatGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  std::vector<Tensor*> outs = ctx.MultiOutput(GradVarName("X"));
+  std::vector<Tensor> scratch(outs.size());  // for @EMPTY@ pieces
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i] == nullptr) {
+      scratch[i].Resize(ctx.Input("X", i)->dims());
+      outs[i] = &scratch[i];
+    }
+    outs[i]->mutable_data(g->dtype());
+  }
+  Stitch(const_cast<Tensor*>(g), outs, NormAxis(ctx.Attr<int32_t>("axis"), g->dims().size()), false);
+  return absl::OkStatus();
+}
+
+// ---- split ----
+
+absl::Status SplitInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X");
+  const int axis = NormAxis(ctx.Attr<int32_t>("axis"), x.size());
+  if (axis < 0 || axis >= x.size()) return ctx.Error("axis out of range for X", x.ToString());
+  auto sections = ctx.Attr<std::vector<int32_t>>("sections");
+  const int num = ctx.Attr<int32_t>("num");
+  const size_t outs = ctx.OutputSize("Out");
+  std::vector<int64_t> sizes;
+  if (!sections.empty()) {
+    int64_t total = 0, unknown = -1;
+    for (size_t i = 0; i < sections.size(); ++i) {
+      if (sections[i] == -1) unknown = static_cast<int64_t>(i); else total += sections[i];
+      sizes.push_back(sections[i]);
+    }
+    if (unknown >= 0 && x[axis] >= 0) sizes[unknown] = x[axis] - total;
+    else if (x[axis] >= 0 && total != x[axis]) return ctx.Error("sections sum to ", total, ", X has ", x[axis], " along axis ", axis);
+  } else {
+    if (num <= 0) return ctx.Error("set `num` or `sections`");
+    if (x[axis] >= 0 && x[axis] % num != 0) return ctx.Error("X", x.ToString(), " does not split evenly into ", num, " along axis ", axis);
+    sizes.assign(num, x[axis] < 0 ? -1 : x[axis] / num);
+  }
+  if (sizes.size() != outs) return ctx.Error(sizes.size(), " pieces but ", outs, " outputs");
+  for (size_t i = 0; i < outs; ++i) {
+    DDim d = x;
+    d[axis] = sizes[i];
+    ctx.SetOutputDim("Out", d, i);
+    ctx.SetOutputDtype("Out", ctx.InputDtype("X"), i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SplitKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  std::vector<Tensor*> outs = ctx.MultiOutput("Out");
+  for (Tensor* o : outs) o->mutable_data(x->dtype());
+  Stitch(const_cast<Tensor*>(x), outs, NormAxis(ctx.Attr<int32_t>("axis"), x->dims().size()), false);
+  return absl::OkStatus();
+}
+
+std::vector<OpDesc> SplitGradMaker(const OpDesc& fwd) {
+  OpDesc g;
+  g.type = "concat";
+  std::vector<std::string> grads;
+  for (const auto& o : fwd.Output("Out")) grads.push_back(GradVarName(o));
+  g.SetInput("X", grads);
+  g.SetOutput("Out", {GradVarName(fwd.Input("X")[0])});
+  g.SetAttr("axis", fwd.GetAttr<int32_t>("axis"));
+  return {g};
+}
+
+}  // namespace
+
+void RegisterConcatSplitOps(OpRegistry* r) {
+  r->Register("concat").Input("X", kDuplicable).Output("Out").Attr("axis", int32_t{0})
+      .SetInferShape(ConcatInferShape).SetGradMaker(ConcatGradMaker)
+      .Kernel<float>(ConcatKernel).Kernel<double>(ConcatKernel).Kernel<int64_t>(ConcatKernel);
+  r->Register("concat_grad").Input("X", kDuplicable).Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDuplicable | kDispensable).Attr("axis", int32_t{0})
+      .SetInferShape(ConcatGradInferShape)
+      .Kernel<float>(ConcatGradKernel).Kernel<double>(ConcatGradKernel);
+  r->Register("split").Input("X").Output("Out", kDuplicable)
+      .Attr("axis", int32_t{0}).Attr("num", int32_t{0}).Attr("sections", std::vector<int32_t>{})
+      .SetInferShape(SplitInferShape).SetGradMaker(SplitGradMaker)
+      .Kernel<float>(SplitKernel).Kernel<double>(SplitKernel).Kernel<int64_t>(SplitKernel);
+}
+
+}  // namespace oar
