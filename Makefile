@@ -25,6 +25,7 @@ demo: build
 
 bench: build
 	@$(BUILD_DIR)/bench/executor_bench
+	@$(BUILD_DIR)/bench/conv_bench
 
 clean:
 	rm -rf $(BUILD_DIR)

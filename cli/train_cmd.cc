@@ -24,6 +24,16 @@ DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 namespace oar::cli {
 namespace {
 
+// Gives a [batch, 784] image tensor the shape the model's feed declares
+// (e.g. [batch, 1, 28, 28]) without copying.
+void ShapeLikeFeed(const Var& feed, Tensor* t) {
+  std::vector<int64_t> shape = feed.shape();
+  if (shape.empty()) return;
+  shape[0] = t->dims()[0];
+  DDim d(shape);
+  if (d.numel() == t->numel()) t->Resize(d);
+}
+
 struct EvalResult {
   double loss = 0, accuracy = 0;
 };
@@ -36,6 +46,7 @@ absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope
   EvalResult r;
   int64_t seen = 0;
   while (batches.Next(&x, &y)) {
+    ShapeLikeFeed(p.vars.feeds[0], &x);
     OAR_ASSIGN_OR_RETURN(auto out, exe.Run(p.test.desc(), scope,
                                            {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
                                            {p.vars.loss.name(), p.vars.accuracy.name()}));
@@ -80,6 +91,7 @@ absl::Status Train() {
     ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
     batches.Reset();
     while (batches.Next(&x, &y)) {
+      ShapeLikeFeed(feeds[0], &x);
       OAR_ASSIGN_OR_RETURN(auto out, exe.Run(programs->main.desc(), &scope,
                                              {{feeds[0].name(), x}, {feeds[1].name(), y}},
                                              {programs->vars.loss.name()}));
@@ -87,10 +99,11 @@ absl::Status Train() {
       bar.Step(x.dims()[0], last_loss);
     }
     bar.Finish();
+    std::fprintf(stderr, "epoch %d: %.1f s\n", epoch, bar.seconds());
     total_seconds += bar.seconds();
     total_examples += train.size();
   }
-  OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 1000));
+  OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 500));
   std::printf("trained %s: %d epochs, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
               FLAGS_model.c_str(), FLAGS_epochs, static_cast<long long>(total_examples),
               total_seconds, total_examples / std::max(total_seconds, 1e-9), last_loss);

@@ -68,9 +68,11 @@ Variable* At(const std::vector<BoundSlot>& slots, const std::string& slot, size_
 DDim RuntimeInferShapeContext::InputDim(const std::string& slot, size_t i) const {
   const Variable* v = At(binding_.inputs, slot, i);
   if (v != nullptr && v->IsType<SelectedRows>()) {
-    // A SelectedRows stands for its full [height, ...] tensor.
+    // A SelectedRows stands for its full [height, ...] tensor; with no rows
+    // yet its width is unknown.
     DDim d = v->Get<SelectedRows>().value.dims();
-    if (d.size() > 0) d[0] = v->Get<SelectedRows>().height;
+    if (d.size() == 0) return DDim{-1};
+    d[0] = v->Get<SelectedRows>().height;
     return d;
   }
   const Tensor* t = AsTensor(v);

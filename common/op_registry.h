@@ -32,6 +32,9 @@ using GradMakerFn = std::function<std::vector<OpDesc>(const OpDesc& fwd)>;
 // Picks the dtype whose kernel runs; the default takes the first floating
 // input tensor, then a "dtype" attribute, then float32.
 using KernelDtypeFn = DataType (*)(const ExecutionContext& ctx);
+// Sets the variable kinds (LOD_TENSOR / SELECTED_ROWS) of an op's outputs at
+// build time, e.g. a sparse embedding's W@GRAD is SELECTED_ROWS.
+using InferVarTypeFn = void (*)(const OpDesc& op, BlockDesc* block);
 
 struct SlotSpec {
   std::string name;
@@ -51,6 +54,7 @@ class OpInfo {
   OpInfo& SetInferShape(InferShapeFn fn) { infer_shape_ = fn; return *this; }
   OpInfo& SetGradMaker(GradMakerFn fn) { grad_maker_ = std::move(fn); return *this; }
   OpInfo& SetKernelDtype(KernelDtypeFn fn) { kernel_dtype_ = fn; return *this; }
+  OpInfo& SetInferVarType(InferVarTypeFn fn) { infer_var_type_ = fn; return *this; }
   OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
   template <typename T>
   OpInfo& Kernel(KernelFn fn, Place::Kind place = Place::Kind::kCPU) {
@@ -62,6 +66,7 @@ class OpInfo {
   const std::vector<SlotSpec>& outputs() const { return outputs_; }
   const std::map<std::string, Attribute>& attr_defaults() const { return attrs_; }
   InferShapeFn infer_shape() const { return infer_shape_; }
+  InferVarTypeFn infer_var_type() const { return infer_var_type_; }
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool HasGrad() const { return static_cast<bool>(grad_maker_); }
 
@@ -81,6 +86,7 @@ class OpInfo {
   InferShapeFn infer_shape_ = nullptr;
   GradMakerFn grad_maker_;
   KernelDtypeFn kernel_dtype_ = nullptr;
+  InferVarTypeFn infer_var_type_ = nullptr;
   std::map<std::pair<int, int>, KernelFn> kernels_;
 };
 

@@ -41,5 +41,6 @@ std::string ModelNames();
 
 // Individual models (examples/<name>.cc).
 ModelSpec FashionMlpSpec();
+ModelSpec FashionCnnSpec();
 
 }  // namespace oar

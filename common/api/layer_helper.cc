@@ -10,6 +10,7 @@ namespace oar {
 absl::Status CheckAndInferOp(const OpRegistry& registry, OpDesc* op, BlockDesc* block) {
   OAR_ASSIGN_OR_RETURN(const OpInfo* info, registry.Get(op->type));
   OAR_RETURN_IF_ERROR(info->CheckAndFill(op));
+  if (info->infer_var_type() != nullptr) info->infer_var_type()(*op, block);
   if (info->infer_shape() != nullptr) {
     CompileTimeInferShapeContext ctx(*op, block);
     OAR_RETURN_IF_ERROR(info->infer_shape()(ctx));
@@ -120,10 +121,10 @@ OpDesc* LayerHelper::AppendOp(const std::string& type, const VarList& inputs,
   return op;
 }
 
-Var LayerHelper::AppendBias(const Var& x, int dim_start, const ParamAttr& attr) const {
+Var LayerHelper::AppendBias(const Var& x, int dim_start, const ParamAttr& attr, int dim_end) const {
   if (attr.disabled || !Ok({x})) return x;
   std::vector<int64_t> xs = x.shape();
-  std::vector<int64_t> shape(xs.begin() + dim_start, xs.end());
+  std::vector<int64_t> shape(xs.begin() + dim_start, dim_end < 0 ? xs.end() : xs.begin() + dim_end);
   Var b = CreateParameter(attr, shape, x.dtype(), /*is_bias=*/true);
   if (!b.valid()) return Var();
   Var out = CreateTmp(x.dtype());

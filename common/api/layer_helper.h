@@ -51,9 +51,9 @@ class LayerHelper {
   OpDesc* AppendOp(const std::string& type, const VarList& inputs, const VarList& outputs,
                    std::map<std::string, Attribute> attrs = {}) const;
 
-  // elementwise_add of a bias over dims [dim_start, rank); returns `x` as is
-  // when `attr` is disabled.
-  Var AppendBias(const Var& x, int dim_start, const ParamAttr& attr) const;
+  // elementwise_add of a bias over dims [dim_start, dim_end) (dim_end -1:
+  // the rank); returns `x` as is when `attr` is disabled.
+  Var AppendBias(const Var& x, int dim_start, const ParamAttr& attr, int dim_end = -1) const;
   // Applies activation `act` ("" = none).
   Var AppendActivation(const Var& x, const std::string& act) const;
 

@@ -72,5 +72,45 @@ Var create_global_var(const std::vector<int64_t>& shape, float value, DataType d
                       bool persistable = true, const std::string& name = "",
                       bool force_cpu = false);
 
+// ---- vision and shape layers (layers_nn.cc) ----
+
+// conv2d over NCHW input; default filter init Normal(0, sqrt(2/(k·k·C))) and
+// a [num_filters] bias, as Fluid.
+Var conv2d(const Var& input, int32_t num_filters, std::vector<int32_t> filter_size,
+           std::vector<int32_t> stride = {1, 1}, std::vector<int32_t> padding = {0, 0},
+           std::vector<int32_t> dilation = {1, 1}, int32_t groups = 1, const ParamAttr& param_attr = {},
+           const ParamAttr& bias_attr = {}, bool use_cudnn = true, const std::string& act = "",
+           const std::string& name = "");
+Var pool2d(const Var& input, std::vector<int32_t> pool_size, const std::string& pool_type = "max",
+           std::vector<int32_t> pool_stride = {1, 1}, std::vector<int32_t> pool_padding = {0, 0},
+           bool global_pooling = false, bool use_cudnn = true, bool ceil_mode = false,
+           const std::string& name = "", bool exclusive = true);
+Var batch_norm(const Var& input, const std::string& act = "", bool is_test = false, float momentum = 0.9f,
+               float epsilon = 1e-5f, const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
+               const std::string& name = "", const std::string& moving_mean_name = "",
+               const std::string& moving_variance_name = "", bool use_global_stats = false);
+// seed < 0: unseeded.
+Var dropout(const Var& x, float dropout_prob, bool is_test = false, int32_t seed = -1,
+            const std::string& name = "", const std::string& dropout_implementation = "downgrade_in_infer");
+Var reshape(const Var& x, const std::vector<int32_t>& shape, const std::string& act = "",
+            const std::string& name = "");
+Var transpose(const Var& x, const std::vector<int32_t>& perm, const std::string& name = "");
+Var flatten(const Var& x, int32_t axis = 1, const std::string& name = "");
+Var squeeze(const Var& x, const std::vector<int32_t>& axes, const std::string& name = "");
+Var unsqueeze(const Var& x, const std::vector<int32_t>& axes, const std::string& name = "");
+Var concat(const std::vector<Var>& input, int32_t axis = 0, const std::string& name = "");
+// num > 0 splits evenly; otherwise `sections` (one may be -1).
+std::vector<Var> split(const Var& input, int32_t num, const std::vector<int32_t>& sections = {},
+                       int32_t dim = -1, const std::string& name = "");
+
 }  // namespace layers
+
+namespace nets {
+// conv2d (with `act`) followed by pool2d, as fluid.nets.simple_img_conv_pool.
+Var simple_img_conv_pool(const Var& input, int32_t num_filters, int32_t filter_size, int32_t pool_size,
+                         int32_t pool_stride, int32_t pool_padding = 0, const std::string& pool_type = "max",
+                         bool global_pooling = false, int32_t conv_stride = 1, int32_t conv_padding = 0,
+                         int32_t conv_dilation = 1, int32_t conv_groups = 1, const ParamAttr& param_attr = {},
+                         const ParamAttr& bias_attr = {}, const std::string& act = "", bool use_cudnn = true);
+}  // namespace nets
 }  // namespace oar

@@ -16,7 +16,9 @@ void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entr
 void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
 void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, sum, scale, feed, fetch
-void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam
+void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam (+ the ones below)
+void RegisterMoreOptimizerOps(OpRegistry* r);  // adagrad, decayed_adagrad, adamax, rmsprop, ftrl, lars_momentum
+void RegisterEmbeddingOps(OpRegistry* r);    // lookup_table, merge_selected_rows
 
 void RegisterShapeOps(OpRegistry* r);        // reshape2, transpose2, flatten2, squeeze2, unsqueeze2
 void RegisterConcatSplitOps(OpRegistry* r);  // concat, split

@@ -1,97 +1,64 @@
-// Dense optimizer update ops: sgd, momentum (optionally Nesterov), adam.
-// Each updates its parameter in place (ParamOut names the Param variable).
+// sgd, momentum (optionally Nesterov) and adam, dense and sparse. Sparse
+// sgd touches only the gradient's rows; sparse momentum and (non-lazy) adam
+// update every row with a zero gradient where it has none, as Fluid's
+// kernels do; lazy adam touches only the gradient's rows.
 #include <cmath>
 
 #include "common/op_registry.h"
-#include "common/ops/op_util.h"
+#include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
 
 namespace oar {
 namespace {
 
-// Checks that `slot` matches Param's shape and sets the "<slot>Out" shapes.
-absl::Status CheckLike(InferShapeContext& ctx, const DDim& param, const std::string& slot) {
-  DDim d = ctx.InputDim(slot);
-  if (d.numel() >= 0 && param.numel() >= 0 && d.numel() != param.numel()) {
-    const auto& args = ctx.op().Input(slot);
-    return ctx.Error(slot, " ('", args.empty() ? "" : args[0], "')", d.ToString(),
-                     " does not match Param ('", ctx.op().Input("Param")[0], "')",
-                     param.ToString());
-  }
-  return absl::OkStatus();
-}
+using namespace optimizer_util;  // NOLINT
 
-absl::Status CheckLearningRate(InferShapeContext& ctx) {
-  DDim lr = ctx.InputDim("LearningRate");
-  if (lr.numel() != 1) return ctx.Error("LearningRate must hold one value, got ", lr.ToString());
-  return absl::OkStatus();
-}
-
-absl::Status SgdInferShape(InferShapeContext& ctx) {
-  DDim p = ctx.InputDim("Param");
-  OAR_RETURN_IF_ERROR(CheckLike(ctx, p, "Grad"));
-  OAR_RETURN_IF_ERROR(CheckLearningRate(ctx));
-  ctx.SetOutputDim("ParamOut", p);
-  return absl::OkStatus();
-}
-
+absl::Status SgdInferShape(InferShapeContext& ctx) { return InferUpdateShape(ctx, {"Grad"}, {"ParamOut"}); }
 absl::Status MomentumInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(SgdInferShape(ctx));
-  DDim p = ctx.InputDim("Param");
-  OAR_RETURN_IF_ERROR(CheckLike(ctx, p, "Velocity"));
-  ctx.SetOutputDim("VelocityOut", p);
-  return absl::OkStatus();
+  return InferUpdateShape(ctx, {"Grad", "Velocity"}, {"ParamOut", "VelocityOut"});
 }
-
 absl::Status AdamInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(SgdInferShape(ctx));
-  DDim p = ctx.InputDim("Param");
-  OAR_RETURN_IF_ERROR(CheckLike(ctx, p, "Moment1"));
-  OAR_RETURN_IF_ERROR(CheckLike(ctx, p, "Moment2"));
-  for (const char* s : {"Beta1Pow", "Beta2Pow"}) {
-    if (ctx.InputDim(s).numel() != 1) return ctx.Error(s, " must hold one value");
-  }
-  ctx.SetOutputDim("Moment1Out", p);
-  ctx.SetOutputDim("Moment2Out", p);
-  return absl::OkStatus();
-}
-
-// Dense tensors of an update op, with the dtype checked against T.
-template <typename T>
-absl::StatusOr<const T*> In(const ExecutionContext& ctx, const std::string& slot) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot));
-  OAR_RETURN_IF_ERROR(RequireDtype<T>(ctx, slot, *t));
-  return t->data<T>();
+  return InferUpdateShape(ctx, {"Grad", "Moment1", "Moment2"}, {"ParamOut", "Moment1Out", "Moment2Out"},
+                          {"Beta1Pow", "Beta2Pow"});
 }
 
 template <typename T>
 absl::Status SgdKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
-  OAR_ASSIGN_OR_RETURN(const T* g, In<T>(ctx, "Grad"));
   OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
+  OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/false));
   const T* p = param->data<T>();
-  T* out = ctx.Output("ParamOut")->mutable_data<T>();
+  T* out = Out<T>(ctx, "ParamOut", *param);
   const T rate = lr[0];
-  for (int64_t i = 0, n = param->numel(); i < n; ++i) out[i] = p[i] - rate * g[i];
+  if (!g.sparse()) {
+    for (int64_t i = 0, n = param->numel(); i < n; ++i) out[i] = p[i] - rate * g.dense[i];
+    return absl::OkStatus();
+  }
+  if (out != p) std::copy(p, p + param->numel(), out);
+  const T* v = g.rows.value.template data<T>();
+  for (size_t r = 0; r < g.rows.rows.size(); ++r) {
+    T* row = out + g.rows.rows[r] * g.width;
+    for (int64_t k = 0; k < g.width; ++k) row[k] -= rate * v[r * g.width + k];
+  }
   return absl::OkStatus();
 }
 
 template <typename T>
 absl::Status MomentumKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
-  OAR_ASSIGN_OR_RETURN(const T* g, In<T>(ctx, "Grad"));
+  OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/true));
   OAR_ASSIGN_OR_RETURN(const T* v, In<T>(ctx, "Velocity"));
   OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
   const T mu = static_cast<T>(ctx.Attr<float>("mu"));
   const bool nesterov = ctx.Attr<bool>("use_nesterov");
   const T* p = param->data<T>();
-  T* pout = ctx.Output("ParamOut")->mutable_data<T>();
-  T* vout = ctx.Output("VelocityOut")->mutable_data<T>();
+  T* pout = Out<T>(ctx, "ParamOut", *param);
+  T* vout = Out<T>(ctx, "VelocityOut", *param);
   const T rate = lr[0];
   for (int64_t i = 0, n = param->numel(); i < n; ++i) {
-    const T nv = mu * v[i] + g[i];
+    const T nv = mu * v[i] + g.dense[i];
     vout[i] = nv;
-    pout[i] = nesterov ? p[i] - (g[i] + mu * nv) * rate : p[i] - rate * nv;
+    pout[i] = nesterov ? p[i] - (g.dense[i] + mu * nv) * rate : p[i] - rate * nv;
   }
   return absl::OkStatus();
 }
@@ -99,7 +66,8 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
 template <typename T>
 absl::Status AdamKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
-  OAR_ASSIGN_OR_RETURN(const T* g, In<T>(ctx, "Grad"));
+  const bool lazy = ctx.Attr<bool>("lazy_mode");
+  OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/!lazy));
   OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(const T* m1, In<T>(ctx, "Moment1"));
   OAR_ASSIGN_OR_RETURN(const T* m2, In<T>(ctx, "Moment2"));
@@ -109,19 +77,31 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   const T b2 = static_cast<T>(ctx.Attr<float>("beta2"));
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* p = param->data<T>();
-  T* pout = ctx.Output("ParamOut")->mutable_data<T>();
-  T* m1out = ctx.Output("Moment1Out")->mutable_data<T>();
-  T* m2out = ctx.Output("Moment2Out")->mutable_data<T>();
+  T* pout = Out<T>(ctx, "ParamOut", *param);
+  T* m1out = Out<T>(ctx, "Moment1Out", *param);
+  T* m2out = Out<T>(ctx, "Moment2Out", *param);
   // Fluid's bias-corrected step: lr_t = lr·√(1−β2ᵗ)/(1−β1ᵗ), and ε scaled by √(1−β2ᵗ).
   const T corr2 = std::sqrt(T(1) - b2p[0]);
   const T lr_t = lr[0] * corr2 / (T(1) - b1p[0]);
   const T eps_t = eps * corr2;
-  for (int64_t i = 0, n = param->numel(); i < n; ++i) {
-    const T a = b1 * m1[i] + (T(1) - b1) * g[i];
-    const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+  auto update = [&](int64_t i, T gi) {
+    const T a = b1 * m1[i] + (T(1) - b1) * gi;
+    const T b = b2 * m2[i] + (T(1) - b2) * gi * gi;
     m1out[i] = a;
     m2out[i] = b;
     pout[i] = p[i] - lr_t * (a / (std::sqrt(b) + eps_t));
+  };
+  if (!g.sparse()) {
+    for (int64_t i = 0, n = param->numel(); i < n; ++i) update(i, g.dense[i]);
+    return absl::OkStatus();
+  }
+  // Lazy: rows without gradient keep their parameter and moments.
+  if (pout != p) std::copy(p, p + param->numel(), pout);
+  if (m1out != m1) std::copy(m1, m1 + param->numel(), m1out);
+  if (m2out != m2) std::copy(m2, m2 + param->numel(), m2out);
+  const T* v = g.rows.value.template data<T>();
+  for (size_t r = 0; r < g.rows.rows.size(); ++r) {
+    for (int64_t k = 0; k < g.width; ++k) update(g.rows.rows[r] * g.width + k, v[r * g.width + k]);
   }
   return absl::OkStatus();
 }
@@ -143,6 +123,7 @@ void RegisterOptimizerOps(OpRegistry* r) {
       .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
       .SetInferShape(AdamInferShape)
       .Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
+  RegisterMoreOptimizerOps(r);
 }
 
 }  // namespace oar

@@ -19,6 +19,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterPoolOps(r);
   RegisterBatchNormOps(r);
   RegisterDropoutOps(r);
+  RegisterEmbeddingOps(r);
 }
 
 }  // namespace oar

@@ -6,6 +6,7 @@
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
+#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {
@@ -84,25 +85,78 @@ absl::Status SumInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Dense output: the sum of dense inputs plus the rows of sparse ones.
+// Sparse output (every input sparse): the rows and values concatenated.
 template <typename T>
 absl::Status SumKernel(const ExecutionContext& ctx) {
-  std::vector<const Tensor*> xs = ctx.MultiInput("X");
-  Tensor* out = ctx.Output("Out");
-  const int64_t n = out->numel();
-  // Out may alias one of the inputs (x = x + y); accumulate into a buffer that
-  // is written only after reading every input.
-  std::vector<T> acc(static_cast<size_t>(n), T(0));
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i] == nullptr || !xs[i]->initialized()) {
-      return absl::InvalidArgumentError(absl::StrCat("sum: input X[", i, "] ('",
-                                                     ctx.op().Input("X")[i], "') holds no tensor"));
+  const size_t n = ctx.InputSize("X");
+  std::vector<const Variable*> xs;
+  bool all_sparse = true;
+  for (size_t i = 0; i < n; ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    const bool dense_ok = v != nullptr && v->IsType<Tensor>() && v->Get<Tensor>().initialized();
+    const bool sparse_ok = v != nullptr && v->IsType<SelectedRows>();
+    if (!dense_ok && !sparse_ok) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: input X[", i, "] ('", ctx.op().Input("X")[i],
+                                                     "') holds no tensor"));
     }
-    const T* p = xs[i]->data<T>();
-    for (int64_t j = 0; j < n; ++j) acc[j] += p[j];
+    if (sparse_ok) OAR_RETURN_IF_ERROR(CheckSelectedRows(v->Get<SelectedRows>(), "sum: X[" + std::to_string(i) + "]"));
+    all_sparse &= sparse_ok;
+    xs.push_back(v);
+  }
+  Variable* out_var = ctx.OutputVar("Out");
+  if (all_sparse) {
+    SelectedRows merged;
+    merged.height = xs[0]->Get<SelectedRows>().height;
+    int64_t total = 0, width = 0;
+    for (const Variable* v : xs) {
+      const SelectedRows& s = v->Get<SelectedRows>();
+      merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+      total += static_cast<int64_t>(s.rows.size());
+      if (!s.rows.empty()) width = s.value.numel() / static_cast<int64_t>(s.rows.size());
+    }
+    T* dst = merged.value.mutable_data<T>(DDim{total, width});
+    for (const Variable* v : xs) {
+      const SelectedRows& s = v->Get<SelectedRows>();
+      std::copy(s.value.data<T>(), s.value.data<T>() + s.value.numel(), dst);
+      dst += s.value.numel();
+    }
+    *out_var->GetMutable<SelectedRows>() = std::move(merged);
+    return absl::OkStatus();
+  }
+  Tensor* out = out_var->GetMutable<Tensor>();
+  const int64_t numel = out->numel();
+  // Out may alias an input (x = x + y): accumulate aside, then write.
+  std::vector<T> acc(static_cast<size_t>(numel), T(0));
+  for (const Variable* v : xs) {
+    if (v->IsType<Tensor>()) {
+      const T* p = v->Get<Tensor>().data<T>();
+      for (int64_t j = 0; j < numel; ++j) acc[j] += p[j];
+      continue;
+    }
+    const SelectedRows& s = v->Get<SelectedRows>();
+    if (s.rows.empty()) continue;
+    const int64_t width = s.value.numel() / static_cast<int64_t>(s.rows.size());
+    const T* p = s.value.data<T>();
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      for (int64_t k = 0; k < width; ++k) acc[s.rows[r] * width + k] += p[r * width + k];
+    }
   }
   T* o = out->mutable_data<T>();
   std::copy(acc.begin(), acc.end(), o);
   return absl::OkStatus();
+}
+
+void SumVarType(const OpDesc& op, BlockDesc* block) {
+  bool all_sparse = true;
+  for (const auto& in : op.Input("X")) {
+    const VarDesc* v = block->FindVarRecursive(in);
+    all_sparse &= v != nullptr && v->type == paddle::framework::proto::VarType::SELECTED_ROWS;
+  }
+  for (const auto& out : op.Output("Out")) {
+    block->Var(out)->type = all_sparse ? paddle::framework::proto::VarType::SELECTED_ROWS
+                                       : paddle::framework::proto::VarType::LOD_TENSOR;
+  }
 }
 
 std::vector<OpDesc> SumGradMaker(const OpDesc& fwd) {
@@ -202,7 +256,7 @@ void RegisterTensorOps(OpRegistry* r) {
       .Kernel<float>(GaussianRandomKernel<float>).Kernel<double>(GaussianRandomKernel<double>);
 
   r->Register("sum").Input("X", kDuplicable).Output("Out").Attr("use_mkldnn", false)
-      .SetInferShape(SumInferShape).SetGradMaker(SumGradMaker)
+      .SetInferShape(SumInferShape).SetGradMaker(SumGradMaker).SetInferVarType(SumVarType)
       .Kernel<float>(SumKernel<float>).Kernel<double>(SumKernel<double>)
       .Kernel<int64_t>(SumKernel<int64_t>);
   r->Register("scale").Input("X").Output("Out")

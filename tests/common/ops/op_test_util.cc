@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/prepared_block.h"
+#include "common/selected_rows_util.h"
 #include "gtest/gtest.h"
 
 namespace oar::testing {
@@ -37,6 +38,15 @@ const Tensor& GetTensor(const Scope& scope, const std::string& name) {
   const Variable* v = scope.FindVar(name);
   return (v != nullptr && v->IsType<Tensor>()) ? v->Get<Tensor>() : kEmpty;
 }
+
+template <typename T>
+Tensor GetDense(const Scope& scope, const std::string& name) {
+  const Variable* v = scope.FindVar(name);
+  if (v != nullptr && v->IsType<SelectedRows>()) return Densify<T>(v->Get<SelectedRows>());
+  return GetTensor(scope, name);
+}
+template Tensor GetDense<float>(const Scope&, const std::string&);
+template Tensor GetDense<double>(const Scope&, const std::string&);
 
 template <typename T>
 Tensor RandomTensor(const DDim& dims, double lo, double hi, uint64_t seed) {
@@ -118,7 +128,7 @@ void ExpectGradientsMatch(const OpDesc& fwd, const std::map<std::string, Tensor>
   ASSERT_TRUE(s.ok()) << s;
 
   for (const auto& name : check) {
-    const Tensor& analytic = GetTensor(gscope, GradVarName(name));
+    const Tensor analytic = GetDense<T>(gscope, GradVarName(name));
     ASSERT_TRUE(analytic.initialized()) << "no gradient computed for " << name;
     const Tensor& x = inputs.at(name);
     ASSERT_EQ(analytic.dims(), x.dims()) << name;

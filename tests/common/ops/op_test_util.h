@@ -26,6 +26,9 @@ OpDesc MakeOp(const std::string& type, OpDesc::VarMap inputs, OpDesc::VarMap out
 
 void SetTensor(Scope* scope, const std::string& name, const Tensor& t);
 const Tensor& GetTensor(const Scope& scope, const std::string& name);
+// A variable's value as a dense tensor (SelectedRows are densified).
+template <typename T>
+Tensor GetDense(const Scope& scope, const std::string& name);
 
 // Uniform values in [lo, hi) from a fixed seed.
 template <typename T>

@@ -1,0 +1,151 @@
+// lookup_table (embedding) with dense or sparse (SelectedRows) gradient and
+// padding_idx, and merge_selected_rows.
+#include <cstring>
+
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+#include "common/selected_rows_util.h"
+
+namespace oar {
+namespace {
+
+constexpr int64_t kNoPadding = -1;
+
+absl::Status LookupInferShape(InferShapeContext& ctx) {
+  DDim w = ctx.InputDim("W"), ids = ctx.InputDim("Ids");
+  if (w.size() != 2) return ctx.Error("W", w.ToString(), " must be 2-D [rows, width]");
+  if (ids.size() < 1 || (ids[ids.size() - 1] != 1 && ids[ids.size() - 1] >= 0)) {
+    return ctx.Error("Ids", ids.ToString(), " must have last dimension 1");
+  }
+  if (ctx.InputDtype("Ids") != DataType::kInt64) return ctx.Error("Ids must be int64");
+  DDim out = ids;
+  out[out.size() - 1] = w[1];
+  ctx.SetOutputDim("Out", out);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("W"));
+  ctx.ShareLoD("Ids", "Out");
+  return absl::OkStatus();
+}
+
+absl::Status CheckId(const ExecutionContext& ctx, int64_t id, int64_t i, int64_t rows) {
+  if (id < 0 || id >= rows) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": id ", id, " at position ", i,
+                                                   " is outside the table's ", rows, " rows"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status LookupKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
+  OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Ids", *ids));
+  const int64_t rows = w->dims()[0], width = w->dims()[1], pad = ctx.Attr<int64_t>("padding_idx");
+  const int64_t* ip = ids->data<int64_t>();
+  const T* table = w->data<T>();
+  T* out = ctx.Output("Out")->mutable_data<T>();
+  for (int64_t i = 0, n = ids->numel(); i < n; ++i) {
+    if (ip[i] == pad && pad != kNoPadding) {
+      std::fill(out + i * width, out + (i + 1) * width, T(0));
+      continue;
+    }
+    OAR_RETURN_IF_ERROR(CheckId(ctx, ip[i], i, rows));
+    std::memcpy(out + i * width, table + ip[i] * width, sizeof(T) * width);
+  }
+  return absl::OkStatus();
+}
+
+void LookupGradVarType(const OpDesc& op, BlockDesc* block) {
+  for (const auto& name : op.Output(GradVarName("W"))) {
+    block->Var(name)->type = op.GetAttr<bool>("is_sparse")
+                                 ? paddle::framework::proto::VarType::SELECTED_ROWS
+                                 : paddle::framework::proto::VarType::LOD_TENSOR;
+  }
+}
+
+absl::Status LookupGradInferShape(InferShapeContext& ctx) {
+  ctx.SetOutputDim(GradVarName("W"), ctx.InputDim("W"));
+  ctx.SetOutputDtype(GradVarName("W"), ctx.InputDtype("W"));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status LookupGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  Variable* dw_var = ctx.OutputVar(GradVarName("W"));
+  if (dw_var == nullptr) return absl::OkStatus();
+  const int64_t rows = w->dims()[0], width = w->dims()[1], pad = ctx.Attr<int64_t>("padding_idx");
+  const int64_t n = ids->numel();
+  const int64_t* ip = ids->data<int64_t>();
+  const T* g = dout->data<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(ip[i] == pad && pad != kNoPadding)) OAR_RETURN_IF_ERROR(CheckId(ctx, ip[i], i, rows));
+  }
+  if (ctx.Attr<bool>("is_sparse")) {
+    SelectedRows* sr = dw_var->GetMutable<SelectedRows>();
+    sr->height = rows;
+    sr->rows.assign(ip, ip + n);
+    T* v = sr->value.mutable_data<T>(DDim{n, width});
+    std::memcpy(v, g, sizeof(T) * n * width);
+    for (int64_t i = 0; i < n; ++i) {
+      if (ip[i] == pad && pad != kNoPadding) std::fill(v + i * width, v + (i + 1) * width, T(0));
+    }
+    return absl::OkStatus();
+  }
+  Tensor* dw = dw_var->GetMutable<Tensor>();
+  T* d = dw->mutable_data<T>(w->dims());
+  std::fill(d, d + dw->numel(), T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    if (ip[i] == pad && pad != kNoPadding) continue;
+    for (int64_t k = 0; k < width; ++k) d[ip[i] * width + k] += g[i * width + k];
+  }
+  return absl::OkStatus();
+}
+
+DataType TableDtype(const ExecutionContext& ctx) {
+  const Tensor* w = ctx.Input("W");
+  return w && w->initialized() ? w->dtype() : DataType::kFloat32;
+}
+
+// ---- merge_selected_rows ----
+
+template <typename T>
+absl::Status MergeKernel(const ExecutionContext& ctx) {
+  const Variable* in = ctx.InputVar("X");
+  if (in == nullptr || !in->IsType<SelectedRows>()) {
+    return absl::InvalidArgumentError("merge_selected_rows: input X is not a SelectedRows");
+  }
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(in->Get<SelectedRows>(), "merge_selected_rows: X"));
+  *ctx.OutputVar("Out")->GetMutable<SelectedRows>() = MergeRows<T>(in->Get<SelectedRows>());
+  return absl::OkStatus();
+}
+
+void MergeVarType(const OpDesc& op, BlockDesc* block) {
+  for (const auto& name : op.Output("Out")) block->Var(name)->type = paddle::framework::proto::VarType::SELECTED_ROWS;
+}
+
+absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
+
+}  // namespace
+
+void RegisterEmbeddingOps(OpRegistry* r) {
+  auto attrs = [](OpInfo& info) -> OpInfo& {
+    return info.Attr("is_sparse", false).Attr("is_distributed", false).Attr("padding_idx", int64_t{kNoPadding})
+        .Attr("remote_prefetch", false);
+  };
+  attrs(r->Register("lookup_table").Input("W").Input("Ids").Output("Out"))
+      .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
+      .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
+      .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
+  attrs(r->Register("lookup_table_grad").Input("W").Input("Ids").Input(GradVarName("Out"))
+            .Output(GradVarName("W"), kDispensable))
+      .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
+      .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
+  r->Register("merge_selected_rows").Input("X").Output("Out")
+      .SetInferShape(NoShape).SetInferVarType(MergeVarType)
+      .Kernel<float>(MergeKernel<float>).Kernel<double>(MergeKernel<double>);
+}
+
+}  // namespace oar

@@ -1,0 +1,25 @@
+// Operations on SelectedRows (sparse row slices) shared by the sparse
+// kernels: merging duplicate rows, densifying, and reading rows.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "common/selected_rows.h"
+
+namespace oar {
+
+// Rows sorted and unique, values of duplicates summed. The row width is
+// value.numel() / rows.size().
+template <typename T>
+SelectedRows MergeRows(const SelectedRows& in);
+
+// The full [height, width...] tensor, zeros outside the listed rows.
+template <typename T>
+Tensor Densify(const SelectedRows& in);
+
+// Checks rows lie in [0, height) and value has one row per entry;
+// InvalidArgument naming `what` otherwise.
+absl::Status CheckSelectedRows(const SelectedRows& sr, const std::string& what);
+
+}  // namespace oar
