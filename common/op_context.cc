@@ -38,16 +38,25 @@ DataType CompileTimeInferShapeContext::InputDtype(const std::string& slot, size_
   return v ? v->dtype : DataType::kFloat32;
 }
 
+namespace {
+// The output's VarDesc: the visible one (possibly in an ancestor block),
+// else a new one in `block`.
+VarDesc* OutVar(BlockDesc* block, const std::string& name) {
+  VarDesc* v = block->FindMutableVarRecursive(name);
+  return v ? v : block->Var(name);
+}
+}  // namespace
+
 void CompileTimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
   const auto& args = op().Output(slot);
   if (i >= args.size() || args[i] == kEmptyVarName) return;
-  block_->Var(args[i])->shape = dims.ToVector();
+  OutVar(block_, args[i])->shape = dims.ToVector();
 }
 
 void CompileTimeInferShapeContext::SetOutputDtype(const std::string& slot, DataType dtype, size_t i) {
   const auto& args = op().Output(slot);
   if (i >= args.size() || args[i] == kEmptyVarName) return;
-  block_->Var(args[i])->dtype = dtype;
+  OutVar(block_, args[i])->dtype = dtype;
 }
 
 // ---- run time ----

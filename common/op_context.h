@@ -101,13 +101,28 @@ class RuntimeInferShapeContext : public InferShapeContext {
   const OpBinding& binding_;
 };
 
+// Runs other blocks of the program an op belongs to (for control-flow ops
+// such as conditional_block).
+class BlockRunner {
+ public:
+  virtual ~BlockRunner() = default;
+  // Runs block `idx` with its temporaries in `scope` (a child of the op's
+  // scope); returns the first failing op's error.
+  virtual absl::Status RunBlock(int32_t idx, Scope* scope) = 0;
+};
+
 class ExecutionContext {
  public:
-  ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place)
-      : op_(op), binding_(binding), place_(place) {}
+  ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place,
+                   Scope* scope = nullptr, BlockRunner* runner = nullptr)
+      : op_(op), binding_(binding), place_(place), scope_(scope), runner_(runner) {}
 
   const OpDesc& op() const { return op_; }
   const Place& place() const { return place_; }
+  // The scope the op runs in and the runner for sub-blocks; null where the
+  // caller runs single ops without an executor.
+  Scope* scope() const { return scope_; }
+  BlockRunner* runner() const { return runner_; }
   template <typename T>
   T Attr(const std::string& name) const {
     return op_.GetAttr<T>(name);
@@ -129,6 +144,8 @@ class ExecutionContext {
   const OpDesc& op_;
   const OpBinding& binding_;
   const Place& place_;
+  Scope* scope_;
+  BlockRunner* runner_;
 };
 
 // The bound variables of `slot` in `slots`, or nullptr when absent.

@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
         "block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
   }
   auto copy = std::make_unique<ProgramDesc>(program);
-  std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place));
+  std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place, &registry));
   BlockDesc* block = pb->program_->MutableBlock(block_id);
   for (size_t i = 0; i < block->OpSize(); ++i) {
     OpDesc* op = block->MutableOp(i);
@@ -98,13 +98,24 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
     RuntimeInferShapeContext ictx(*op.desc, op.binding);
     OAR_RETURN_IF_ERROR(infer(ictx));
   }
-  ExecutionContext ctx(*op.desc, op.binding, place_);
+  ExecutionContext ctx(*op.desc, op.binding, place_, bound_local_, this);
   DataType dtype = op.info->KernelDtype(ctx);
   if (op.kernel == nullptr || dtype != op.kernel_dtype) {
     OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
     op.kernel_dtype = dtype;
   }
   return op.kernel(ctx);
+}
+
+absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
+  auto& sub = sub_blocks_[idx];
+  if (sub == nullptr) {
+    OAR_ASSIGN_OR_RETURN(sub, Create(*program_, idx, *registry_, place_));
+  }
+  OAR_RETURN_IF_ERROR(sub->Bind(bound_scope_, scope));
+  absl::Status s = sub->Run();
+  sub->Unbind();
+  return s;
 }
 
 absl::Status PreparedBlock::Run() {

@@ -6,6 +6,7 @@
 // Thread-safety: externally synchronized.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -16,7 +17,7 @@
 
 namespace oar {
 
-class PreparedBlock {
+class PreparedBlock : public BlockRunner {
  public:
   // Copies `program`, checks every op of block `block_id` against `registry`.
   // InvalidArgument/NotFound naming the block, op index and type.
@@ -33,6 +34,9 @@ class PreparedBlock {
   // Runs the bound ops in order; stops at the first failing op.
   absl::Status Run();
 
+  // BlockRunner: runs a sub-block of this program (prepared on first use).
+  absl::Status RunBlock(int32_t idx, Scope* scope) override;
+
   const ProgramDesc& program() const { return *program_; }
   const BlockDesc& block() const { return program_->Block(block_id_); }
   int block_id() const { return block_id_; }
@@ -46,17 +50,19 @@ class PreparedBlock {
     DataType kernel_dtype = DataType::kFloat32;
   };
 
-  PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place)
-      : program_(std::move(program)), block_id_(block_id), place_(place) {}
+  PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place, const OpRegistry* registry)
+      : program_(std::move(program)), block_id_(block_id), place_(place), registry_(registry) {}
   absl::Status CheckInputsSet(const OpRuntime& op) const;
   absl::Status RunOp(OpRuntime& op);
 
   std::unique_ptr<ProgramDesc> program_;
   int block_id_;
   Place place_;
+  const OpRegistry* registry_;
   std::vector<OpRuntime> ops_;
-  const Scope* bound_scope_ = nullptr;
-  const Scope* bound_local_ = nullptr;
+  Scope* bound_scope_ = nullptr;
+  Scope* bound_local_ = nullptr;
+  std::map<int32_t, std::unique_ptr<PreparedBlock>> sub_blocks_;
 };
 
 }  // namespace oar

@@ -188,6 +188,13 @@ const VarDesc* BlockDesc::FindVarRecursive(const std::string& name) const {
   return nullptr;
 }
 
+VarDesc* BlockDesc::FindMutableVarRecursive(const std::string& name) {
+  const VarDesc* v = FindVarRecursive(name);
+  if (v == nullptr) return nullptr;
+  program_->BumpVersion();
+  return const_cast<VarDesc*>(v);  // every block of the program is ours to edit
+}
+
 void BlockDesc::RemoveVar(const std::string& name) {
   program_->BumpVersion();
   vars_.erase(name);

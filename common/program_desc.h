@@ -121,6 +121,7 @@ class BlockDesc {
   VarDesc* FindMutableVar(const std::string& name);
   // This block, then its ancestors; nullptr when absent.
   const VarDesc* FindVarRecursive(const std::string& name) const;
+  VarDesc* FindMutableVarRecursive(const std::string& name);
   bool HasVar(const std::string& name) const { return vars_.count(name) > 0; }
   void RemoveVar(const std::string& name);
   const std::map<std::string, VarDesc>& vars() const { return vars_; }

@@ -48,11 +48,12 @@ Var LayerHelper::CreateTmp(DataType dtype, bool stop_gradient) const {
 
 Var LayerHelper::CreateGlobal(const std::string& name, DataType dtype,
                               const std::vector<int64_t>& shape) const {
-  VarDesc* v = block()->Var(name);
+  BlockDesc* global = main_->global_block();
+  VarDesc* v = global->Var(name);
   v->dtype = dtype;
   v->shape = shape;
   v->persistable = true;
-  return Var(main_, block(), name);
+  return Var(main_, global, name);
 }
 
 void LayerHelper::InitInStartup(const VarDesc& var, const InitializerPtr& init) const {
@@ -77,7 +78,7 @@ Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_
   }
   std::string n = attr.name.empty() ? unique_name::Generate(absl::StrCat(name_, is_bias ? ".b" : ".w"))
                                     : attr.name;
-  if (block()->HasVar(n)) {
+  if (main_->global_block()->HasVar(n)) {
     Fail(absl::StrCat("parameter '", n, "' already exists"));
     return Var();
   }
@@ -92,6 +93,7 @@ Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_
                                   : initializer::Xavier();
   InitInStartup(*d, init);
   d->learning_rate = attr.learning_rate;
+  if (attr.regularizer || attr.gradient_clip) main_->param_extras[n] = {attr.regularizer, attr.gradient_clip};
   return p;
 }
 

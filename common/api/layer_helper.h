@@ -27,7 +27,8 @@ class LayerHelper {
   const std::string& name() const { return name_; }
   Program* main() const { return main_; }
   Program* startup() const { return startup_; }
-  BlockDesc* block() const { return main_->global_block(); }
+  // The block ops and temporaries go to (a sub-block inside control flow).
+  BlockDesc* block() const { return main_->current_block(); }
 
   // True when every Var is valid and the program has no error yet.
   bool Ok(std::initializer_list<Var> vars) const;

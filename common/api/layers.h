@@ -103,6 +103,40 @@ Var concat(const std::vector<Var>& input, int32_t axis = 0, const std::string& n
 std::vector<Var> split(const Var& input, int32_t num, const std::vector<int32_t>& sections = {},
                        int32_t dim = -1, const std::string& name = "");
 
+// ---- math, reduction and control layers (layers_math.cc) ----
+
+Var exp(const Var& x, const std::string& name = "");
+Var sqrt(const Var& x, const std::string& name = "");
+Var cos(const Var& x, const std::string& name = "");
+Var floor(const Var& x, const std::string& name = "");
+Var ceil(const Var& x, const std::string& name = "");
+Var abs(const Var& x, const std::string& name = "");
+Var elementwise_max(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var elementwise_min(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+Var elementwise_pow(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
+// Sums over `dim` (all dimensions when empty).
+Var reduce_sum(const Var& input, const std::vector<int32_t>& dim = {}, bool keep_dim = false,
+               const std::string& name = "");
+Var reduce_mean(const Var& input, const std::vector<int32_t>& dim = {}, bool keep_dim = false,
+                const std::string& name = "");
+Var clip(const Var& x, float min, float max, const std::string& name = "");
+Var clip_by_norm(const Var& x, float max_norm, const std::string& name = "");
+Var cast(const Var& x, DataType dtype);
+// x += value; in place by default (Fluid's increment layer).
+Var increment(const Var& x, float value = 1.0f, bool in_place = true);
+Var less_than(const Var& x, const Var& y, bool force_cpu = false);
+Var logical_not(const Var& x, const std::string& name = "");
+Var logical_and(const Var& x, const Var& y, const std::string& name = "");
+// Copies `input` into `output` (a new temporary when `output` is invalid).
+Var assign(const Var& input, Var output = Var());
+Var merge_selected_rows(const Var& x, const std::string& name = "");
+Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse = false, int64_t padding_idx = -1,
+              const ParamAttr& param_attr = {}, DataType dtype = DataType::kFloat32);
+// A persistable global variable `name` (int64 [1] by default), created on
+// first use and counted up by `step` at the start of every run.
+Var autoincreased_step_counter(const std::string& counter_name = "@STEP_COUNTER@", int64_t begin = 1,
+                               int64_t step = 1);
+
 }  // namespace layers
 
 namespace nets {

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/api/backward.h"
+#include "common/api/clip.h"
+#include "common/api/regularizer.h"
 #include "common/api/layer_helper.h"
 #include "common/api/layers.h"
 #include "common/api/unique_name.h"
@@ -33,6 +35,9 @@ void Optimizer::apply_gradients(ParamsGrads params_grads, Program* startup) {
             [](const auto& a, const auto& b) { return a.first.name() < b.first.name(); });
   // Layers called from here append to the parameters' programs.
   ProgramGuard guard(main_, startup_);
+  params_grads = append_gradient_clip_ops(params_grads);
+  params_grads = append_regularization_ops(params_grads, regularization_);
+  if (!main_->status().ok() || params_grads.empty()) return;
   if (!lr_var_.valid()) {
     lr_var_ = layers::create_global_var({1}, learning_rate_, DataType::kFloat32, true,
                                         unique_name::Generate("learning_rate"));
@@ -102,6 +107,90 @@ void Momentum::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
            {{"Param", {p}}, {"Grad", {g}}, {"Velocity", {v}}, {"LearningRate", {lr}}},
            {{"ParamOut", {p}}, {"VelocityOut", {v}}},
            {{"mu", momentum_}, {"use_nesterov", use_nesterov_}});
+}
+
+// ---- Adagrad family, Adamax, RMSProp, Ftrl, LarsMomentum ----
+
+void Adagrad::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) AddAccumulator("moment", p, init_);
+}
+void Adagrad::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var m = GetAccumulator("moment", p);
+  AppendOp("adagrad", {{"Param", {p}}, {"Grad", {g}}, {"Moment", {m}}, {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"MomentOut", {m}}}, {{"epsilon", epsilon_}});
+}
+
+void DecayedAdagrad::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) AddAccumulator("moment", p);
+}
+void DecayedAdagrad::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var m = GetAccumulator("moment", p);
+  AppendOp("decayed_adagrad", {{"Param", {p}}, {"Grad", {g}}, {"Moment", {m}}, {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"MomentOut", {m}}}, {{"epsilon", epsilon_}, {"decay", decay_}});
+}
+
+void Adamax::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) {
+    AddAccumulator("moment", p);
+    AddAccumulator("inf_norm", p);
+    AddAccumulator("beta1_pow_acc", p, beta1_, {1});
+  }
+}
+void Adamax::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var m = GetAccumulator("moment", p), u = GetAccumulator("inf_norm", p), b1 = GetAccumulator("beta1_pow_acc", p);
+  AppendOp("adamax",
+           {{"Param", {p}}, {"Grad", {g}}, {"LearningRate", {lr}}, {"Moment", {m}}, {"InfNorm", {u}}, {"Beta1Pow", {b1}}},
+           {{"ParamOut", {p}}, {"MomentOut", {m}}, {"InfNormOut", {u}}},
+           {{"beta1", beta1_}, {"beta2", beta2_}, {"epsilon", epsilon_}});
+}
+void Adamax::FinishUpdate(const ParamsGrads& params_grads) {
+  for (const auto& [p, g] : params_grads) {
+    if (!g.valid() || !p.desc().trainable) continue;
+    RoleGuard role(p.program(), OpRole::kOptimize, {p.name(), g.name()});
+    Var b1 = GetAccumulator("beta1_pow_acc", p);
+    AppendOp("scale", {{"X", {b1}}}, {{"Out", {b1}}}, {{"scale", beta1_}});
+  }
+}
+
+void RMSProp::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) {
+    AddAccumulator("momentum", p);
+    AddAccumulator("mean_square", p);
+    AddAccumulator("mean_grad", p);
+  }
+}
+void RMSProp::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var mom = GetAccumulator("momentum", p), ms = GetAccumulator("mean_square", p), mg = GetAccumulator("mean_grad", p);
+  AppendOp("rmsprop",
+           {{"Param", {p}}, {"Grad", {g}}, {"Moment", {mom}}, {"MeanSquare", {ms}}, {"MeanGrad", {mg}},
+            {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"MomentOut", {mom}}, {"MeanSquareOut", {ms}}, {"MeanGradOut", {mg}}},
+           {{"epsilon", epsilon_}, {"decay", rho_}, {"momentum", momentum_}, {"centered", centered_}});
+}
+
+void Ftrl::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) {
+    AddAccumulator("squared", p);
+    AddAccumulator("linear", p);
+  }
+}
+void Ftrl::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var sq = GetAccumulator("squared", p), lin = GetAccumulator("linear", p);
+  AppendOp("ftrl",
+           {{"Param", {p}}, {"Grad", {g}}, {"SquaredAccumulator", {sq}}, {"LinearAccumulator", {lin}},
+            {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"SquaredAccumOut", {sq}}, {"LinearAccumOut", {lin}}},
+           {{"l1", l1_}, {"l2", l2_}, {"lr_power", lr_power_}});
+}
+
+void LarsMomentum::CreateAccumulators(const std::vector<Var>& params) {
+  for (const Var& p : params) AddAccumulator("velocity", p);
+}
+void LarsMomentum::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
+  Var v = GetAccumulator("velocity", p);
+  AppendOp("lars_momentum", {{"Param", {p}}, {"Grad", {g}}, {"Velocity", {v}}, {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"VelocityOut", {v}}},
+           {{"mu", momentum_}, {"lars_coeff", coeff_}, {"lars_weight_decay", decay_}});
 }
 
 // ---- Adam ----

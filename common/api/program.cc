@@ -1,5 +1,7 @@
 #include "common/api/program.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 
 namespace oar {
@@ -17,7 +19,9 @@ Program::Program(const Program& other)
       desc_(std::make_unique<ProgramDesc>(other.desc())),
       random_seed_(other.random_seed_),
       status_(other.status_),
-      parameters_(other.parameters_) {}
+      parameters_(other.parameters_) {
+  param_extras = other.param_extras;
+}
 
 Program& Program::operator=(const Program& other) {
   if (this == &other) return *this;
@@ -25,9 +29,20 @@ Program& Program::operator=(const Program& other) {
   random_seed_ = other.random_seed_;
   status_ = other.status_;
   parameters_ = other.parameters_;
+  param_extras = other.param_extras;
   current_role = other.current_role;
   current_role_var = other.current_role_var;
   return *this;
+}
+
+BlockDesc* Program::CreateBlock() {
+  BlockDesc* b = desc_->AppendBlock(current_block_idx_);
+  current_block_idx_ = b->idx();
+  return b;
+}
+
+void Program::RollbackBlock() {
+  current_block_idx_ = std::max(0, desc_->Block(current_block_idx_).parent_idx());
 }
 
 Program Program::clone(bool for_test) const {

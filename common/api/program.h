@@ -17,6 +17,7 @@
 // (ProgramGuard) is per thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@
 #include "common/program_desc.h"
 
 namespace oar {
+
+class WeightDecayRegularizer;  // regularizer.h
+class GradientClip;            // clip.h
 
 class Program {
  public:
@@ -54,6 +58,20 @@ class Program {
   const std::vector<std::string>& parameters() const { return parameters_; }
   void AddParameter(const std::string& name) { parameters_.push_back(name); }
 
+  // Per-parameter regularizer and gradient clip, from ParamAttr or
+  // set_gradient_clip (Fluid keeps them on the Python Parameter).
+  struct ParamExtras {
+    std::shared_ptr<const WeightDecayRegularizer> regularizer;
+    std::shared_ptr<const GradientClip> clip;
+  };
+  std::map<std::string, ParamExtras> param_extras;
+
+  // The block layers append to (Fluid's current_block); sub-blocks are made
+  // by control flow (ConditionalBlockGuard).
+  BlockDesc* current_block() { return desc_->MutableBlock(current_block_idx_); }
+  BlockDesc* CreateBlock();
+  void RollbackBlock();
+
   // Role stamped on appended ops (Fluid's _current_role / _op_role_var).
   OpRole current_role = OpRole::kForward;
   std::vector<std::string> current_role_var;
@@ -63,6 +81,7 @@ class Program {
  private:
   std::unique_ptr<ProgramDesc> desc_;
   int32_t random_seed_ = 0;
+  int32_t current_block_idx_ = 0;
   absl::Status status_;
   std::vector<std::string> parameters_;
 };

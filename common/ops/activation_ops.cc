@@ -1,5 +1,6 @@
-// Unary activations. relu, sigmoid and tanh compute their gradient from Out
-// (as Fluid does); square from X.
+// Unary activations and math: relu, sigmoid, tanh, exp and sqrt compute
+// their gradient from Out (as Fluid does); square, cos, abs, floor, ceil and
+// sign from X.
 #include <cmath>
 
 #include "common/op_registry.h"
@@ -20,6 +21,35 @@ struct Sigmoid {
 struct Tanh {
   template <typename T> static T F(T x) { return std::tanh(x); }
   template <typename T> static T D(T, T out, T g) { return g * (T(1) - out * out); }
+};
+struct Exp {
+  template <typename T> static T F(T x) { return std::exp(x); }
+  template <typename T> static T D(T, T out, T g) { return g * out; }
+};
+struct Sqrt {
+  template <typename T> static T F(T x) { return std::sqrt(x); }
+  template <typename T> static T D(T, T out, T g) { return g * T(0.5) / out; }
+};
+struct Cos {
+  template <typename T> static T F(T x) { return std::cos(x); }
+  template <typename T> static T D(T x, T, T g) { return -g * std::sin(x); }
+};
+struct Abs {
+  template <typename T> static T F(T x) { return std::abs(x); }
+  template <typename T> static T D(T x, T, T g) { return x > T(0) ? g : (x < T(0) ? -g : T(0)); }
+};
+// Piecewise-constant functions: zero gradient almost everywhere.
+struct Floor {
+  template <typename T> static T F(T x) { return std::floor(x); }
+  template <typename T> static T D(T, T, T) { return T(0); }
+};
+struct Ceil {
+  template <typename T> static T F(T x) { return std::ceil(x); }
+  template <typename T> static T D(T, T, T) { return T(0); }
+};
+struct Sign {
+  template <typename T> static T F(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
+  template <typename T> static T D(T, T, T) { return T(0); }
 };
 struct Square {
   template <typename T> static T F(T x) { return x * x; }
@@ -80,6 +110,13 @@ void RegisterActivationOps(OpRegistry* r) {
   RegisterUnary<Sigmoid, false>(r, "sigmoid");
   RegisterUnary<Tanh, false>(r, "tanh");
   RegisterUnary<Square, true>(r, "square");
+  RegisterUnary<Exp, false>(r, "exp");
+  RegisterUnary<Sqrt, false>(r, "sqrt");
+  RegisterUnary<Cos, true>(r, "cos");
+  RegisterUnary<Abs, true>(r, "abs");
+  RegisterUnary<Floor, true>(r, "floor");
+  RegisterUnary<Ceil, true>(r, "ceil");
+  RegisterUnary<Sign, true>(r, "sign");
 }
 
 }  // namespace oar

@@ -2,6 +2,8 @@
 // (trailing 1s dropped) must equal X's dimensions [axis, axis + rank(Y)); with
 // axis = -1 Y aligns to X's trailing dimensions. X is viewed as [pre, n, post]
 // and Y as [n].
+#include <cmath>
+
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
@@ -97,6 +99,22 @@ void ForEach(const Bcast& b, Fn fn) {
   }
 }
 
+struct MaxF {
+  template <typename T> static T F(T x, T y) { return x > y ? x : y; }
+  template <typename T> static T DX(T x, T y, T, T g) { return x > y ? g : T(0); }
+  template <typename T> static T DY(T x, T y, T, T g) { return x > y ? T(0) : g; }
+};
+struct MinF {
+  template <typename T> static T F(T x, T y) { return x < y ? x : y; }
+  template <typename T> static T DX(T x, T y, T, T g) { return x < y ? g : T(0); }
+  template <typename T> static T DY(T x, T y, T, T g) { return x < y ? T(0) : g; }
+};
+struct PowF {
+  template <typename T> static T F(T x, T y) { return std::pow(x, y); }
+  template <typename T> static T DX(T x, T y, T, T g) { return g * y * std::pow(x, y - T(1)); }
+  template <typename T> static T DY(T x, T y, T out, T g) { return g * out * std::log(x); }
+};
+
 template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
@@ -165,6 +183,9 @@ void RegisterElementwiseOps(OpRegistry* r) {
   RegisterBinary<SubF>(r, "elementwise_sub", false);
   RegisterBinary<MulF>(r, "elementwise_mul", false);
   RegisterBinary<DivF>(r, "elementwise_div", true);
+  RegisterBinary<MaxF>(r, "elementwise_max", false);
+  RegisterBinary<MinF>(r, "elementwise_min", false);
+  RegisterBinary<PowF>(r, "elementwise_pow", true);
 }
 
 }  // namespace oar

@@ -26,6 +26,8 @@ void RegisterConvOps(OpRegistry* r);          // conv2d
 void RegisterPoolOps(OpRegistry* r);          // pool2d
 void RegisterBatchNormOps(OpRegistry* r);     // batch_norm
 void RegisterDropoutOps(OpRegistry* r);       // dropout
+void RegisterReduceClipOps(OpRegistry* r);   // reduce_sum, reduce_mean, clip, clip_by_norm
+void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logical_*, assign, conditional_block
 
 void RegisterAllOps(OpRegistry* r);
 

@@ -20,6 +20,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterBatchNormOps(r);
   RegisterDropoutOps(r);
   RegisterEmbeddingOps(r);
+  RegisterReduceClipOps(r);
+  RegisterControlOps(r);
 }
 
 }  // namespace oar

@@ -1,0 +1,181 @@
+// reduce_sum / reduce_mean (over `dim`, or everything with reduce_all),
+// clip (elementwise into [min, max]) and clip_by_norm (rescale to an L2
+// norm of at most max_norm) — the ops gradient clipping and regularization
+// emit.
+#include <cmath>
+
+#include "absl/strings/str_join.h"
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+// Which input dimensions a reduce op folds.
+std::vector<bool> ReducedDims(const InferShapeContext& ctx, int rank) {
+  std::vector<bool> r(rank, ctx.Attr<bool>("reduce_all"));
+  for (int d : ctx.Attr<std::vector<int32_t>>("dim")) {
+    int a = d < 0 ? d + rank : d;
+    if (a >= 0 && a < rank) r[a] = true;
+  }
+  return r;
+}
+
+absl::Status ReduceInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X");
+  for (int d : ctx.Attr<std::vector<int32_t>>("dim")) {
+    if (d < -x.size() || d >= x.size()) return ctx.Error("dim ", d, " out of range for X", x.ToString());
+  }
+  std::vector<bool> r = ReducedDims(ctx, x.size());
+  const bool keep = ctx.Attr<bool>("keep_dim");
+  DDim out;
+  for (int i = 0; i < x.size(); ++i) {
+    if (!r[i]) out.push_back(x[i]);
+    else if (keep) out.push_back(1);
+  }
+  if (out.size() == 0) out = DDim{1};
+  ctx.SetOutputDim("Out", out);
+  ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
+  return absl::OkStatus();
+}
+
+// Maps each input element to its output element: out index = the input
+// index with reduced coordinates dropped.
+std::vector<int64_t> OutIndex(const DDim& x, const std::vector<bool>& reduced) {
+  std::vector<int64_t> map(static_cast<size_t>(x.numel()));
+  std::vector<int64_t> coord(x.size(), 0);
+  for (int64_t e = 0; e < x.numel(); ++e) {
+    int64_t o = 0;
+    for (int i = 0; i < x.size(); ++i) {
+      if (!reduced[i]) o = o * x[i] + coord[i];
+    }
+    map[e] = o;
+    for (int i = x.size() - 1; i >= 0; --i) {
+      if (++coord[i] < x[i]) break;
+      coord[i] = 0;
+    }
+  }
+  return map;
+}
+
+std::vector<bool> ReducedAtRuntime(const ExecutionContext& ctx, int rank) {
+  std::vector<bool> r(rank, ctx.Attr<bool>("reduce_all"));
+  for (int d : ctx.Attr<std::vector<int32_t>>("dim")) r[d < 0 ? d + rank : d] = true;
+  return r;
+}
+
+template <typename T, bool kMean>
+absl::Status ReduceKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  Tensor* out = ctx.Output("Out");
+  T* o = out->mutable_data<T>();
+  std::fill(o, o + out->numel(), T(0));
+  const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
+  const T* xp = x->data<T>();
+  for (size_t e = 0; e < map.size(); ++e) o[map[e]] += xp[e];
+  if (kMean && out->numel() > 0) {
+    const T k = T(out->numel()) / T(x->numel());
+    for (int64_t i = 0; i < out->numel(); ++i) o[i] *= k;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T, bool kMean>
+absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
+  const T k = kMean ? T(g->numel()) / T(x->numel()) : T(1);
+  const T* gp = g->data<T>();
+  T* d = dx->mutable_data<T>();
+  for (size_t e = 0; e < map.size(); ++e) d[e] = gp[map[e]] * k;
+  return absl::OkStatus();
+}
+
+// ---- clip ----
+
+absl::Status ClipInferShape(InferShapeContext& ctx) {
+  if (!(ctx.Attr<float>("min") <= ctx.Attr<float>("max"))) {
+    return ctx.Error("min ", ctx.Attr<float>("min"), " > max ", ctx.Attr<float>("max"));
+  }
+  return SameShapeAsX(ctx);
+}
+
+template <typename T>
+absl::Status ClipKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T lo = static_cast<T>(ctx.Attr<float>("min")), hi = static_cast<T>(ctx.Attr<float>("max"));
+  const T* xp = x->data<T>();
+  T* o = ctx.Output("Out")->mutable_data<T>();
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = std::min(std::max(xp[i], lo), hi);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status ClipGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  const T lo = static_cast<T>(ctx.Attr<float>("min")), hi = static_cast<T>(ctx.Attr<float>("max"));
+  const T* xp = x->data<T>();
+  const T* gp = g->data<T>();
+  T* d = dx->mutable_data<T>();
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) d[i] = (xp[i] > lo && xp[i] < hi) ? gp[i] : T(0);
+  return absl::OkStatus();
+}
+
+absl::Status ClipByNormInferShape(InferShapeContext& ctx) {
+  if (!(ctx.Attr<float>("max_norm") > 0)) return ctx.Error("max_norm must be positive");
+  return SameShapeAsX(ctx);
+}
+
+template <typename T>
+absl::Status ClipByNormKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T max_norm = static_cast<T>(ctx.Attr<float>("max_norm"));
+  const T* xp = x->data<T>();
+  T sq = 0;
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) sq += xp[i] * xp[i];
+  const T norm = std::sqrt(sq);
+  const T k = norm > max_norm ? max_norm / norm : T(1);
+  T* o = ctx.Output("Out")->mutable_data<T>();
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = xp[i] * k;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+#define OAR_FLOAT_KERNELS(...) Kernel<float>(__VA_ARGS__<float>).Kernel<double>(__VA_ARGS__<double>)
+
+void RegisterReduceClipOps(OpRegistry* r) {
+  auto reduce = [r](const std::string& type, KernelFn f32, KernelFn f64, KernelFn g32, KernelFn g64) {
+    auto attrs = [](OpInfo& i) -> OpInfo& {
+      return i.Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false);
+    };
+    attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(ReduceInferShape)
+        .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
+    attrs(r->Register(type + "_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
+        .SetInferShape(GradSameShapeAsX)
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
+  };
+  reduce("reduce_sum", ReduceKernel<float, false>, ReduceKernel<double, false>, ReduceGradKernel<float, false>,
+         ReduceGradKernel<double, false>);
+  reduce("reduce_mean", ReduceKernel<float, true>, ReduceKernel<double, true>, ReduceGradKernel<float, true>,
+         ReduceGradKernel<double, true>);
+  r->Register("clip").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 0.0f)
+      .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOAT_KERNELS(ClipKernel);
+  r->Register("clip_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(GradSameShapeAsX).OAR_FLOAT_KERNELS(ClipGradKernel);
+  r->Register("clip_by_norm").Input("X").Output("Out").Attr("max_norm", 1.0f)
+      .SetInferShape(ClipByNormInferShape).OAR_FLOAT_KERNELS(ClipByNormKernel);
+}
+
+#undef OAR_FLOAT_KERNELS
+
+}  // namespace oar
