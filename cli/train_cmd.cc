@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
+#include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/executor.h"
 #include "common/status.h"
@@ -20,6 +21,8 @@ DEFINE_string(optimizer, "adam", "sgd, momentum or adam");
 DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
+DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
+DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
 
 namespace oar::cli {
 namespace {
@@ -81,6 +84,10 @@ absl::Status Train() {
   Executor exe(CPUPlace());
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
+  if (!FLAGS_resume.empty()) {
+    OAR_RETURN_IF_ERROR(Annotate(load_checkpoint(exe, &scope, FLAGS_resume, programs->main.desc()), "--resume"));
+    std::fprintf(stderr, "resumed from %s\n", FLAGS_resume.c_str());
+  }
 
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
@@ -101,6 +108,9 @@ absl::Status Train() {
     bar.Finish();
     std::fprintf(stderr, "epoch %d: %.1f s\n", epoch, bar.seconds());
     total_seconds += bar.seconds();
+    if (!FLAGS_save.empty()) {
+      OAR_RETURN_IF_ERROR(Annotate(save_checkpoint(exe, &scope, FLAGS_save, programs->main.desc()), "--save"));
+    }
     total_examples += train.size();
   }
   OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 500));

@@ -15,17 +15,29 @@ struct Executor::CacheEntry {
   std::vector<std::string> feed_names;   // column order of the feed list
   std::vector<std::string> fetch_names;
   Scope* scope = nullptr;
-  Scope* local = nullptr;
+  std::weak_ptr<const Scope* const> scope_alive;  // expires with *scope
+  Scope* local = nullptr;                          // owned by *scope
   int runs_since_drop = 0;
+
+  bool ScopeAlive() const { return scope != nullptr && !scope_alive.expired(); }
+  // Forgets the local scope, deleting it only if its parent still lives.
+  void ReleaseLocal() {
+    block->Unbind();
+    if (local != nullptr && ScopeAlive()) scope->DeleteScope(local);
+    local = nullptr;
+  }
 };
 
 Executor::Executor(Place place, ExecutorOptions options, const OpRegistry* registry)
     : place_(place), options_(options), registry_(registry) {}
 
-Executor::~Executor() {
+Executor::~Executor() { DropCache(); }
+
+void Executor::DropCache() {
   for (auto& [key, entry] : cache_) {
-    if (entry->local != nullptr) entry->scope->DeleteScope(entry->local);
+    if (entry->block != nullptr) entry->ReleaseLocal();
   }
+  cache_.clear();
 }
 
 void AddFeedFetchOps(ProgramDesc* program, const std::vector<std::string>& feed_names,
@@ -72,6 +84,7 @@ absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(
     const std::vector<std::string>& fetch_list) {
   std::string key = absl::StrCat(program.id(), "|", absl::StrJoin(feed_names, ","), "|",
                                  absl::StrJoin(fetch_list, ","));
+  if (cache_.size() >= kMaxCachedPrograms && !cache_.count(key)) DropCache();
   auto& entry = cache_[key];
   if (entry != nullptr && entry->version == program.version()) return entry.get();
 
@@ -97,7 +110,7 @@ absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(
     cache_.erase(key);
     return prepared.status();
   }
-  if (entry != nullptr && entry->local != nullptr) entry->scope->DeleteScope(entry->local);
+  if (entry != nullptr && entry->block != nullptr) entry->ReleaseLocal();
   entry = std::make_unique<CacheEntry>();
   entry->version = program.version();
   entry->block = *std::move(prepared);
@@ -149,10 +162,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Sc
     feed_list->push_back(t);
   }
 
-  if (entry->scope != scope) {  // a different global scope: start over
-    if (entry->local != nullptr) entry->scope->DeleteScope(entry->local);
-    entry->local = nullptr;
+  // A different scope — or a new one at the address of a destroyed one —
+  // starts over.
+  if (entry->scope != scope || !entry->ScopeAlive()) {
+    entry->ReleaseLocal();
     entry->scope = scope;
+    entry->scope_alive = scope->LivenessToken();
   }
   if (entry->local == nullptr) {
     entry->block->Unbind();
@@ -161,11 +176,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Sc
   }
   OAR_RETURN_IF_ERROR(entry->block->Bind(scope, entry->local));
   absl::Status s = entry->block->Run();
-  if (++entry->runs_since_drop >= options_.num_iteration_per_drop_scope || !s.ok()) {
-    entry->block->Unbind();
-    scope->DeleteScope(entry->local);
-    entry->local = nullptr;
-  }
+  if (++entry->runs_since_drop >= options_.num_iteration_per_drop_scope || !s.ok()) entry->ReleaseLocal();
   feed_list->clear();
   OAR_RETURN_IF_ERROR(s);
 

@@ -74,6 +74,10 @@ class Executor {
                                            const std::vector<std::string>& feed_names,
                                            const std::vector<std::string>& fetch_list);
 
+  // Forgets every prepared program (and its local scope).
+  void DropCache();
+  static constexpr size_t kMaxCachedPrograms = 64;
+
   Place place_;
   ExecutorOptions options_;
   const OpRegistry* registry_;

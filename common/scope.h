@@ -49,8 +49,13 @@ class Scope {
   std::vector<std::string> LocalVarNames() const;
   const Scope* parent() const { return parent_; }
 
+  // A token that expires when this scope is destroyed, for objects (such as
+  // an Executor's cache) that remember a scope they do not own.
+  std::weak_ptr<const Scope* const> LivenessToken() const { return self_; }
+
  private:
   const Scope* parent_ = nullptr;
+  std::shared_ptr<const Scope* const> self_ = std::make_shared<const Scope* const>(this);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Variable>> vars_
       ABSL_GUARDED_BY(mu_);

@@ -28,6 +28,7 @@ void RegisterBatchNormOps(OpRegistry* r);     // batch_norm
 void RegisterDropoutOps(OpRegistry* r);       // dropout
 void RegisterReduceClipOps(OpRegistry* r);   // reduce_sum, reduce_mean, clip, clip_by_norm
 void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logical_*, assign, conditional_block
+void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_combine
 
 void RegisterAllOps(OpRegistry* r);
 

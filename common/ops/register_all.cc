@@ -22,6 +22,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterEmbeddingOps(r);
   RegisterReduceClipOps(r);
   RegisterControlOps(r);
+  RegisterIoOps(r);
 }
 
 }  // namespace oar

@@ -106,3 +106,24 @@ TEST(OarCliTest, InspectRejectsMalformedFilesAndUnknownOps) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(OarCliTest, SaveWritesACheckpointThatResumeLoads) {
+  std::string dir = TempDir("ckpt");
+  Result a = Oar("train --epochs 1 --limit 1000 --save " + dir);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/__manifest__"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/fc_0.w_0"));
+  Result b = Oar("train --epochs 1 --limit 1000 --resume " + dir);
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_NE(b.out.find("resumed from"), std::string::npos);
+  Result c = Oar("train --model fashion_cnn --epochs 1 --limit 100 --resume " + dir);
+  EXPECT_NE(c.code, 0);
+  EXPECT_NE(c.out.find("--resume"), std::string::npos) << c.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace oar

@@ -173,3 +173,24 @@ TEST(ExecutorTest, TrainsLinearRegressionWithSgd) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+// Regression: the Executor's cached local scope outlived the caller's Scope,
+// and its destructor (or a later Run with a new Scope at the same address)
+// touched freed memory.
+TEST(ExecutorTest, RegressionScopeDestroyedBeforeExecutor) {
+  TinyNet net;
+  Executor exe;
+  for (int round = 0; round < 3; ++round) {
+    auto scope = std::make_unique<Scope>();
+    *scope->Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 1}, {1, static_cast<float>(round)});
+    auto out = exe.Run(net.program, scope.get(), {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].data<float>()[0], 1.0f + round);  // not a stale binding to the old scope
+  }  // each scope dies while the Executor keeps its cache
+}
+
+}  // namespace
+}  // namespace oar

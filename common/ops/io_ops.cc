@@ -1,0 +1,71 @@
+// save / load (one variable per file) and save_combine / load_combine (many
+// variables in one file, in input order), in Fluid's LoDTensor layout.
+// Files are written atomically (temporary, fsync, rename).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/ops/ops.h"
+#include "common/tensor_io.h"
+
+namespace oar {
+namespace {
+
+absl::Status PrepareTarget(const ExecutionContext& ctx, const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError(ctx.op().type + ": file_path is empty");
+  if (!ctx.Attr<bool>("overwrite") && std::filesystem::exists(path)) {
+    return absl::AlreadyExistsError(ctx.op().type + ": " + path + " exists and overwrite is false");
+  }
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return absl::PermissionDeniedError(ctx.op().type + ": cannot create " + parent.string() + ": " + ec.message());
+  return absl::OkStatus();
+}
+
+absl::Status SaveKernel(const ExecutionContext& ctx) {
+  const std::string path = ctx.Attr<std::string>("file_path");
+  OAR_RETURN_IF_ERROR(PrepareTarget(ctx, path));
+  std::ostringstream buf;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, "X", i));
+    OAR_RETURN_IF_ERROR(Annotate(WriteLoDTensor(*t, buf), ctx.op().Input("X")[i]));
+  }
+  return WriteFileAtomically(path, buf.str());
+}
+
+absl::Status LoadKernel(const ExecutionContext& ctx) {
+  const std::string path = ctx.Attr<std::string>("file_path");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(ctx.op().type + ": cannot open " + path);
+  std::vector<Tensor*> outs = ctx.MultiOutput("Out");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    OAR_RETURN_IF_ERROR(ReadLoDTensor(in, path + " (" + ctx.op().Output("Out")[i] + ")", outs[i]));
+  }
+  if (in.peek() != std::char_traits<char>::eof()) {
+    return absl::InvalidArgumentError(ctx.op().type + ": " + path + " holds more data than its " +
+                                      std::to_string(outs.size()) + " variable(s)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
+DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
+
+}  // namespace
+
+void RegisterIoOps(OpRegistry* r) {
+  r->Register("save").Input("X").Attr("file_path", std::string()).Attr("overwrite", true)
+      .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
+  r->Register("save_combine").Input("X", kDuplicable).Attr("file_path", std::string()).Attr("overwrite", true)
+      .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
+  r->Register("load").Output("Out").Attr("file_path", std::string()).Attr("load_as_fp16", false)
+      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
+  r->Register("load_combine").Output("Out", kDuplicable).Attr("file_path", std::string())
+      .Attr("load_as_fp16", false).Attr("model_from_memory", false)
+      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
+}
+
+}  // namespace oar
