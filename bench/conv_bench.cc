@@ -47,7 +47,8 @@ struct Layer {
 void AddConv(BlockDesc* b, int i, const Layer& l) {
   const std::string s = std::to_string(i);
   for (const auto& [name, dims] : std::vector<std::pair<std::string, DDim>>{
-           {"x" + s, l.in}, {"w" + s, l.filter}, {"y" + s, l.out}, {"dy" + s, l.out}}) {
+           {"x" + s, l.in}, {"w" + s, l.filter}, {"y" + s, l.out}, {"dy" + s, l.out},
+           {"dw" + s, l.filter}, {"dx" + s, l.in}}) {
     b->Var(name)->shape = dims.ToVector();
   }
   OpDesc* f = b->AppendOp();
@@ -80,6 +81,8 @@ void Run() {
   Executor exe;
   Scope scope;
   const std::vector<std::string> fetch = {"dw1"};
+  auto first = exe.Run(program, &scope, feed, fetch);
+  CHECK(first.ok()) << first.status();
   double executor_s = MedianSeconds([&] { CHECK(exe.Run(program, &scope, feed, fetch).ok()); }, 5, 5);
 
   // The same arithmetic by hand.

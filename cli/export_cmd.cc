@@ -16,6 +16,7 @@ DECLARE_string(model);
 DECLARE_string(optimizer);
 DECLARE_double(lr);
 DECLARE_int32(seed);
+DECLARE_int32(batch_size);
 
 namespace oar::cli {
 namespace {
@@ -31,7 +32,7 @@ absl::Status WriteFile(const std::string& path, const std::string& bytes) {
 
 absl::Status Export() {
   if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out DIR is required");
-  BuildOptions bo{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed};
+  BuildOptions bo{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size};
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModel(bo));
   std::error_code ec;
   std::filesystem::create_directories(FLAGS_out, ec);

@@ -34,6 +34,10 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o)
     ProgramGuard guard(&p->main, &p->startup);
     p->vars = spec->build();
     p->test = p->main.clone(/*for_test=*/true);
+    if (spec->learning_rate) {
+      const int64_t steps = (spec->train_examples + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
+      opt->set_learning_rate(spec->learning_rate(o.learning_rate, steps));
+    }
     opt->minimize(p->vars.loss);
   }
   if (!p->main.status().ok()) {

@@ -18,6 +18,7 @@ struct BuildOptions {
   std::string optimizer = "adam";  // sgd | momentum | adam
   float learning_rate = 0.001f;
   int32_t seed = 1;                 // startup program's random_seed
+  int64_t batch_size = 128;         // sets the steps per epoch of a model's schedule
 };
 
 struct ModelPrograms {

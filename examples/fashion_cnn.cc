@@ -1,10 +1,12 @@
 // fashion_cnn: Fluid's recognize_digits convolutional network —
 // conv5x5(20)+relu+maxpool2, batch_norm, conv5x5(50)+relu+maxpool2 — with a
-// second batch_norm,
-// "same" padding (2) on both convolutions, as TensorFlow's reference net, and
-// a 256-unit relu layer with dropout before the 10-way softmax: without them
-// the net tops out near 0.90 on Fashion-MNIST in five epochs.
+// second batch_norm, "same" padding (2) on both convolutions as TensorFlow's
+// reference net,
+// a 256-unit relu layer with dropout before the 10-way softmax, and a
+// learning rate decayed per epoch: without them the net tops out near 0.90
+// on Fashion-MNIST in five epochs.
 #include "common/api/layers.h"
+#include "common/api/learning_rate_scheduler.h"
 #include "examples/model_zoo.h"
 
 namespace oar {
@@ -28,6 +30,11 @@ ModelSpec FashionCnnSpec() {
     m.accuracy = layers::accuracy(m.prediction, label);
     m.feeds = {img, label};
     return m;
+  };
+  // The rate falls to 0.6× after every epoch: the last epochs settle instead
+  // of bouncing around a minimum.
+  spec.learning_rate = [](float base_lr, int64_t steps_per_epoch) {
+    return layers::exponential_decay(base_lr, steps_per_epoch, 0.6f, /*staircase=*/true);
   };
   return spec;
 }

@@ -30,6 +30,10 @@ struct ModelSpec {
   std::string description;
   std::string dataset;  // what `oar train` feeds it: "fashion-mnist"
   std::function<BuiltModel()> build;
+  // Optional learning-rate schedule from the base rate and the steps in an
+  // epoch (built inside the model's programs); constant when unset.
+  std::function<Var(float base_lr, int64_t steps_per_epoch)> learning_rate;
+  int64_t train_examples = 60000;  // examples per epoch, for the schedule
 };
 
 // All registered models, by name.

@@ -130,6 +130,9 @@ Var logical_and(const Var& x, const Var& y, const std::string& name = "");
 // Copies `input` into `output` (a new temporary when `output` is invalid).
 Var assign(const Var& input, Var output = Var());
 Var merge_selected_rows(const Var& x, const std::string& name = "");
+// Pools each sequence of a LoD input to one row: "sum", "average", "sqrt",
+// "max", "first" or "last" (case-insensitive, as Fluid upper-cases it).
+Var sequence_pool(const Var& input, const std::string& pool_type, bool is_test = false, float pad_value = 0.0f);
 Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse = false, int64_t padding_idx = -1,
               const ParamAttr& param_attr = {}, DataType dtype = DataType::kFloat32);
 // A persistable global variable `name` (int64 [1] by default), created on

@@ -1,4 +1,6 @@
 // Math, reduction and control layers of fluid.layers.
+#include <cctype>
+
 #include "absl/strings/str_cat.h"
 #include "common/api/layer_helper.h"
 #include "common/api/layers.h"
@@ -110,6 +112,20 @@ Var assign(const Var& input, Var output) {
 
 Var merge_selected_rows(const Var& x, const std::string& name) {
   return Unary("merge_selected_rows", x, name);
+}
+
+Var sequence_pool(const Var& input, const std::string& pool_type, bool is_test, float pad_value) {
+  LayerHelper h("sequence_pool");
+  if (!h.Ok({input})) return Var();
+  std::string upper = pool_type;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  Var out = h.CreateTmp(input.dtype());
+  Var max_index = h.CreateTmp(DataType::kInt32, true);
+  if (!h.AppendOp("sequence_pool", {{"X", {input}}}, {{"Out", {out}}, {"MaxIndex", {max_index}}},
+                  {{"pooltype", upper}, {"is_test", is_test}, {"pad_value", pad_value}})) {
+    return Var();
+  }
+  return out;
 }
 
 Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse, int64_t padding_idx,

@@ -29,6 +29,7 @@ void RegisterDropoutOps(OpRegistry* r);       // dropout
 void RegisterReduceClipOps(OpRegistry* r);   // reduce_sum, reduce_mean, clip, clip_by_norm
 void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logical_*, assign, conditional_block
 void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_combine
+void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
 
 void RegisterAllOps(OpRegistry* r);
 

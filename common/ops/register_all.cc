@@ -23,6 +23,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterReduceClipOps(r);
   RegisterControlOps(r);
   RegisterIoOps(r);
+  RegisterSequenceOps(r);
 }
 
 }  // namespace oar

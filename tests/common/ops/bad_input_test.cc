@@ -52,6 +52,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"feed_without_list", MakeOp("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}}), {{"feed", F({1})}}, "no value was fed for 'x'"},
         BadCase{"fetch_empty_var", MakeOp("fetch", {{"X", {"x"}}}, {{"Out", {"fetch"}}}), {}, "fetch: input X ('x') has no value"},
         BadCase{"swce_soft_label_shape", MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}}, {{"Softmax", {"s"}}, {"Loss", {"o"}}}, {{"soft_label", true}}), {{"x", F({2, 3})}, {"l", F({2, 4})}}, "soft Label[2, 4] must match Logits[2, 3]"},
+        BadCase{"reduce_dim_out_of_range", MakeOp("reduce_sum", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"dim", std::vector<int32_t>{3}}}), {{"x", F({2, 2})}}, "dim 3 out of range"},
+        BadCase{"clip_min_above_max", MakeOp("clip", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"min", 2.0f}, {"max", 1.0f}}), {{"x", F({2})}}, "min 2 > max 1"},
+        BadCase{"clip_by_norm_zero", MakeOp("clip_by_norm", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"max_norm", 0.0f}}), {{"x", F({2})}}, "max_norm must be positive"},
+        BadCase{"cast_to_fp16", MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"out_dtype", int32_t{4}}}), {{"x", F({2})}}, "out_dtype 4 is not supported"},
+        BadCase{"increment_vector", MakeOp("increment", {{"X", {"x"}}}, {{"Out", {"x"}}}), {{"x", F({2})}}, "X must hold one value"},
+        BadCase{"less_than_shapes", MakeOp("less_than", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({3})}, {"y", F({2})}}, "must match X"},
+        BadCase{"logical_and_float", MakeOp("logical_and", {{"X", {"x"}}, {"Y", {"x"}}}, {{"Out", {"o"}}}), {{"x", F({2})}}, "no kernel for float32"},
+        BadCase{"conditional_block_vector_cond", MakeOp("conditional_block", {{"Cond", {"c"}}}, {}, {{"is_scalar_condition", true}}), {{"c", F({2})}}, "a scalar Cond must be one bool"},
+        BadCase{"assign_missing", MakeOp("assign", {{"X", {"x"}}}, {{"Out", {"o"}}}), {}, "assign: input X ('x') has no value"},
+        BadCase{"save_empty_path", MakeOp("save", {{"X", {"x"}}}, {}), {{"x", F({2})}}, "file_path is empty"},
+        BadCase{"load_missing_file", MakeOp("load", {}, {{"Out", {"o"}}}, {{"file_path", std::string("/nonexistent/oar/w")}}), {}, "cannot open /nonexistent/oar/w"},
+        BadCase{"elementwise_pow_broadcast", MakeOp("elementwise_pow", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({2, 3})}, {"y", F({2})}}, "does not match"},
         BadCase{"mul_int_input", MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", I64({2, 2})}, {"y", I64({2, 2})}}, "no kernel for int64"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
 
