@@ -26,6 +26,7 @@ absl::Status PrepareTarget(const ExecutionContext& ctx, const std::string& path)
 }
 
 absl::Status SaveKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("save_as_fp16")) return absl::UnimplementedError(ctx.op().type + ": save_as_fp16 is not supported");
   const std::string path = ctx.Attr<std::string>("file_path");
   OAR_RETURN_IF_ERROR(PrepareTarget(ctx, path));
   std::ostringstream buf;
@@ -37,6 +38,10 @@ absl::Status SaveKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status LoadKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("load_as_fp16")) return absl::UnimplementedError(ctx.op().type + ": load_as_fp16 is not supported");
+  if (ctx.op().GetAttr<bool>("model_from_memory")) {
+    return absl::UnimplementedError(ctx.op().type + ": model_from_memory is not supported");
+  }
   const std::string path = ctx.Attr<std::string>("file_path");
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(ctx.op().type + ": cannot open " + path);

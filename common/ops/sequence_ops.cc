@@ -28,8 +28,9 @@ absl::Status SequencePoolInferShape(InferShapeContext& ctx) {
   OAR_RETURN_IF_ERROR(ParsePool(ctx.Attr<std::string>("pooltype")).status());
   DDim x = ctx.InputDim("X");
   if (x.size() < 1) return ctx.Error("X must have rank >= 1");
+  if (ctx.IsRuntime()) return absl::OkStatus();  // the kernel sizes Out from the LoD
   DDim out = x;
-  out[0] = -1;  // one row per sequence: known at run time
+  out[0] = -1;  // one row per sequence
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   ctx.SetOutputDim("MaxIndex", out);
