@@ -55,11 +55,27 @@ absl::Status ConvInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
-ConvGeometry Geometry(const DDim& in, const DDim& f, const DDim& out, const OpDesc& op, int groups) {
+// Everything both kernels derive from the shapes: one group's geometry and
+// the GEMM sizes (m filters × k = C·kh·kw, over `plane` output cells).
+struct ConvSetup {
+  ConvGeometry g;
+  int64_t n, groups, m, k, plane, in_group;
+};
+
+ConvSetup Setup(const DDim& in, const DDim& f, const DDim& out, const OpDesc& op) {
+  const int64_t groups = op.GetAttr<int32_t>("groups");
   auto s = op.GetAttr<std::vector<int32_t>>("strides");
   auto p = op.GetAttr<std::vector<int32_t>>("paddings");
   auto d = op.GetAttr<std::vector<int32_t>>("dilations");
-  return ConvGeometry{in[1] / groups, in[2], in[3], f[2], f[3], s[0], s[1], p[0], p[1], d[0], d[1], out[2], out[3]};
+  ConvSetup c;
+  c.g = ConvGeometry{in[1] / groups, in[2], in[3], f[2], f[3], s[0], s[1], p[0], p[1], d[0], d[1], out[2], out[3]};
+  c.n = in[0];
+  c.groups = groups;
+  c.m = f[0] / groups;
+  c.k = c.g.channels * c.g.kernel_h * c.g.kernel_w;
+  c.plane = c.g.out_h * c.g.out_w;
+  c.in_group = c.g.channels * c.g.height * c.g.width;
+  return c;
 }
 
 template <typename T>
@@ -67,20 +83,16 @@ absl::Status ConvKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
   OAR_ASSIGN_OR_RETURN(const Tensor* filter, RequireInput(ctx, "Filter"));
   Tensor* out = ctx.Output("Output");
-  const int groups = ctx.Attr<int32_t>("groups");
-  const ConvGeometry g = Geometry(in->dims(), filter->dims(), out->dims(), ctx.op(), groups);
-  const int64_t n = in->dims()[0], m = filter->dims()[0] / groups;
-  const int64_t k = g.channels * g.kernel_h * g.kernel_w, plane = g.out_h * g.out_w;
-  const int64_t in_group = g.channels * g.height * g.width;
-  std::vector<T> col(static_cast<size_t>(k * plane));
+  const ConvSetup c = Setup(in->dims(), filter->dims(), out->dims(), ctx.op());
+  std::vector<T> col(static_cast<size_t>(c.k * c.plane));
   const T* x = in->data<T>();
   const T* w = filter->data<T>();
   T* y = out->mutable_data<T>();
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      Im2Col(x + (i * groups + gi) * in_group, g, col.data());
-      Gemm<T>(false, false, m, plane, k, T(1), w + gi * m * k, col.data(), T(0),
-              y + (i * groups + gi) * m * plane);
+  for (int64_t i = 0; i < c.n; ++i) {
+    for (int64_t gi = 0; gi < c.groups; ++gi) {
+      Im2Col(x + (i * c.groups + gi) * c.in_group, c.g, col.data());
+      Gemm<T>(false, false, c.m, c.plane, c.k, T(1), w + gi * c.m * c.k, col.data(), T(0),
+              y + (i * c.groups + gi) * c.m * c.plane);
     }
   }
   return absl::OkStatus();
@@ -99,12 +111,8 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Output")));
   Tensor* din = ctx.Output(GradVarName("Input"));
   Tensor* dfilter = ctx.Output(GradVarName("Filter"));
-  const int groups = ctx.Attr<int32_t>("groups");
-  const ConvGeometry g = Geometry(in->dims(), filter->dims(), dout->dims(), ctx.op(), groups);
-  const int64_t n = in->dims()[0], m = filter->dims()[0] / groups;
-  const int64_t k = g.channels * g.kernel_h * g.kernel_w, plane = g.out_h * g.out_w;
-  const int64_t in_group = g.channels * g.height * g.width;
-  std::vector<T> col(static_cast<size_t>(k * plane));
+  const ConvSetup c = Setup(in->dims(), filter->dims(), dout->dims(), ctx.op());
+  std::vector<T> col(static_cast<size_t>(c.k * c.plane));
   const T* x = in->data<T>();
   const T* w = filter->data<T>();
   const T* dy = dout->data<T>();
@@ -112,16 +120,16 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
   T* dw = dfilter ? dfilter->mutable_data<T>() : nullptr;
   if (dx) std::fill(dx, dx + din->numel(), T(0));
   if (dw) std::fill(dw, dw + dfilter->numel(), T(0));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const T* dy_g = dy + (i * groups + gi) * m * plane;
+  for (int64_t i = 0; i < c.n; ++i) {
+    for (int64_t gi = 0; gi < c.groups; ++gi) {
+      const T* dy_g = dy + (i * c.groups + gi) * c.m * c.plane;
       if (dw) {  // dW_g += dY_g · colᵀ
-        Im2Col(x + (i * groups + gi) * in_group, g, col.data());
-        Gemm<T>(false, true, m, k, plane, T(1), dy_g, col.data(), T(1), dw + gi * m * k);
+        Im2Col(x + (i * c.groups + gi) * c.in_group, c.g, col.data());
+        Gemm<T>(false, true, c.m, c.k, c.plane, T(1), dy_g, col.data(), T(1), dw + gi * c.m * c.k);
       }
       if (dx) {  // col = W_gᵀ · dY_g, then col2im
-        Gemm<T>(true, false, k, plane, m, T(1), w + gi * m * k, dy_g, T(0), col.data());
-        Col2Im(col.data(), g, dx + (i * groups + gi) * in_group);
+        Gemm<T>(true, false, c.k, c.plane, c.m, T(1), w + gi * c.m * c.k, dy_g, T(0), col.data());
+        Col2Im(col.data(), c.g, dx + (i * c.groups + gi) * c.in_group);
       }
     }
   }
