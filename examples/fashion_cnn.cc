@@ -24,7 +24,7 @@ ModelSpec FashionCnnSpec() {
     c1 = layers::batch_norm(c1);
     Var c2 = nets::simple_img_conv_pool(c1, 50, 5, 2, 2, 0, "max", false, 1, 2, 1, 1, {}, {}, "relu");
     c2 = layers::batch_norm(c2);
-    Var hidden = layers::dropout(layers::fc(c2, 256, "relu"), 0.5f, false, -1, "", "upscale_in_train");
+    Var hidden = layers::dropout(layers::fc(c2, 256, "relu"), 0.3f, false, -1, "", "upscale_in_train");
     m.prediction = layers::fc(hidden, 10, "softmax");
     m.loss = layers::mean(layers::cross_entropy(m.prediction, label));
     m.accuracy = layers::accuracy(m.prediction, label);
