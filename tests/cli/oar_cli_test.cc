@@ -127,3 +127,17 @@ TEST(OarCliTest, SaveWritesACheckpointThatResumeLoads) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(OarCliTest, TrainsTheConvolutionalModelBriefly) {
+  Result r = Oar("train --model fashion_cnn --epochs 1 --limit 512 --batch-size 64");
+  ASSERT_EQ(r.code, 0) << r.out;
+  size_t at = r.out.find("test_accuracy=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stod(r.out.substr(at + 14)), 0.3) << "512 examples should already beat 10% chance";
+}
+
+}  // namespace
+}  // namespace oar
