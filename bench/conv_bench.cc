@@ -13,22 +13,12 @@
 
 #include "common/executor.h"
 #include "common/ops/im2col.h"
+#include "bench/bench_util.h"
 #include "glog/logging.h"
 
 namespace oar {
 namespace {
 
-double MedianSeconds(const std::function<void()>& fn, int iters, int repeats) {
-  fn();
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 Tensor Random(const DDim& d, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -83,7 +73,7 @@ void Run() {
   const std::vector<std::string> fetch = {"dw1"};
   auto first = exe.Run(program, &scope, feed, fetch);
   CHECK(first.ok()) << first.status();
-  double executor_s = MedianSeconds([&] { CHECK(exe.Run(program, &scope, feed, fetch).ok()); }, 5, 5);
+  auto executor = [&] { CHECK(exe.Run(program, &scope, feed, fetch).ok()); };
 
   // The same arithmetic by hand.
   std::vector<std::vector<float>> y(2), dw(2), dx(2), col(2);
@@ -122,10 +112,10 @@ void Run() {
       }
     }
   };
-  double direct_s = MedianSeconds(direct, 5, 5);
+  bench::Paired t = bench::TimePaired(executor, direct, 3, 7);
   std::printf("conv_bench fashion_cnn conv layers, batch %lld, forward+backward: executor %.2f ms, "
-              "im2col+cblas_sgemm %.2f ms, ratio %.2fx (target <= 1.50x)\n",
-              static_cast<long long>(kBatch), executor_s * 1e3, direct_s * 1e3, executor_s / direct_s);
+              "im2col+cblas_sgemm %.2f ms, ratio %.2fx (median of 7 interleaved rounds; target <= 1.50x)\n",
+              static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
 }
 
 }  // namespace

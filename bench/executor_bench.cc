@@ -21,6 +21,7 @@
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
 #include "common/executor.h"
+#include "bench/bench_util.h"
 #include "glog/logging.h"
 
 namespace oar {
@@ -77,9 +78,9 @@ void MlpStep() {
   Tensor ys = MakeTensor<int64_t>({kBatch, 1}, labels);
   const FeedMap feed = {{"x", xs}, {"label", ys}};
   const std::vector<std::string> fetch = {loss.name()};
-  double executor_s = MedianSeconds([&] { CHECK(exe.Run(main.desc(), &scope, feed, fetch).ok()); }, 20, 7);
+  auto step = [&] { CHECK(exe.Run(main.desc(), &scope, feed, fetch).ok()); };
   if (getenv("OAR_BENCH_PROFILE")) {
-    for (int i = 0; i < 2000; ++i) CHECK(exe.Run(main.desc(), &scope, feed, fetch).ok());
+    for (int i = 0; i < 2000; ++i) step();
   }
 
   // The same GEMMs by hand: 3 forward, 3 weight gradients, 2 input gradients
@@ -107,9 +108,10 @@ void MlpStep() {
       }
     }
   };
-  double gemm_s = MedianSeconds(gemms, 20, 7);
-  std::printf("mlp_step   784-512-256-10 batch %lld: executor %.3f ms, bare cblas_sgemm %.3f ms, ratio %.2fx (target <= 1.30x)\n",
-              static_cast<long long>(kBatch), executor_s * 1e3, gemm_s * 1e3, executor_s / gemm_s);
+  bench::Paired t = bench::TimePaired(step, gemms, 20, 9);
+  std::printf("mlp_step   784-512-256-10 batch %lld: executor %.3f ms, bare cblas_sgemm %.3f ms, "
+              "ratio %.2fx (median of 9 interleaved rounds; target <= 1.30x)\n",
+              static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
 }
 
 void PerOpOverhead() {
