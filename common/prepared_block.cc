@@ -118,6 +118,13 @@ absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
   return s;
 }
 
+absl::Status PreparedBlock::RunOpAt(size_t i) {
+  if (bound_scope_ == nullptr) {
+    return absl::FailedPreconditionError("PreparedBlock::RunOpAt called before Bind");
+  }
+  return Annotate(RunOp(ops_[i]), absl::StrCat("block ", block_id_, ", op #", i));
+}
+
 absl::Status PreparedBlock::Run() {
   if (bound_scope_ == nullptr) {
     return absl::FailedPreconditionError("PreparedBlock::Run called before Bind");

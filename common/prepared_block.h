@@ -33,6 +33,11 @@ class PreparedBlock : public BlockRunner {
   void Unbind() { bound_scope_ = bound_local_ = nullptr; }
   // Runs the bound ops in order; stops at the first failing op.
   absl::Status Run();
+  // Runs only op `i` (bound); errors carry the op's location. For
+  // schedulers that order ops themselves (ParallelExecutor).
+  absl::Status RunOpAt(size_t i);
+  size_t NumOps() const { return ops_.size(); }
+  const OpDesc& Op(size_t i) const { return *ops_[i].desc; }
 
   // BlockRunner: runs a sub-block of this program (prepared on first use).
   absl::Status RunBlock(int32_t idx, Scope* scope) override;

@@ -1,0 +1,155 @@
+#include "trainer/parallel_executor.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "common/api/layers.h"
+#include "common/api/optimizer.h"
+#include "common/api/unique_name.h"
+#include "gtest/gtest.h"
+#include "trainer/feed_split.h"
+#include "trainer/places.h"
+
+namespace oar {
+namespace {
+
+TEST(FeedSplitTest, SplitsAlongDim0WithRemainderOnTheLastPlace) {
+  auto parts = SplitFeed({{"x", MakeTensor<float>({5, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}}, 2);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ((*parts)[0]["x"].dims(), (DDim{2, 2}));
+  EXPECT_EQ((*parts)[1]["x"].dims(), (DDim{3, 2}));
+  EXPECT_EQ(TensorToVector<float>((*parts)[1]["x"]), (std::vector<float>{4, 5, 6, 7, 8, 9}));
+}
+
+TEST(FeedSplitTest, SplitsLoDTensorsBySequence) {
+  Tensor t = MakeTensor<int64_t>({6, 1}, {1, 2, 3, 4, 5, 6});
+  t.set_lod({{0, 1, 4, 6}});
+  auto parts = SplitFeed({{"ids", t}}, 2);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ((*parts)[0]["ids"].dims(), (DDim{1, 1}));
+  EXPECT_EQ((*parts)[1]["ids"].lod(), (LoD{{0, 3, 5}}));
+  EXPECT_EQ(TensorToVector<int64_t>((*parts)[1]["ids"]), (std::vector<int64_t>{2, 3, 4, 5, 6}));
+}
+
+TEST(FeedSplitTest, TooFewSamplesAndWrongListLengthAreErrors) {
+  auto few = SplitFeed({{"x", MakeTensor<float>({1, 2}, {1, 2})}}, 2);
+  EXPECT_EQ(few.status().message(), "feed 'x' has 1 samples, fewer than the 2 places it must be split across");
+  EXPECT_EQ(CheckFeedList({{}, {}, {}}, 2).message(), "a list feed needs one entry per place: got 3 for 2 places");
+}
+
+TEST(FeedSplitTest, MergesFetchesAlongDim0) {
+  auto merged = MergeFetched({{MakeTensor<float>({1}, {1})}, {MakeTensor<float>({2}, {2, 3})}});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(TensorToVector<float>((*merged)[0]), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(PlacesTest, ReadsCpuNum) {
+  setenv("CPU_NUM", "3", 1);
+  EXPECT_EQ(CpuPlacesFromEnv()->size(), 3u);
+  setenv("CPU_NUM", "zero", 1);
+  EXPECT_NE(CpuPlacesFromEnv().status().message().find("CPU_NUM='zero'"), std::string::npos);
+  unsetenv("CPU_NUM");
+  EXPECT_EQ(CpuPlacesFromEnv()->size(), 1u);
+}
+
+// An MLP with deterministic initial values, trained on a fixed batch.
+struct Mlp {
+  UniqueNameGuard names;
+  Program main, startup;
+  Var loss;
+  explicit Mlp(bool sparse_embedding = false) {
+    main.set_random_seed(5);
+    startup.set_random_seed(5);
+    ProgramGuard g(&main, &startup);
+    Var x = layers::data("x", {6});
+    Var label = layers::data("label", {1}, DataType::kInt64);
+    Var h = layers::fc(x, 16, "relu");
+    if (sparse_embedding) {
+      Var e = layers::embedding(label, {4, 16}, /*is_sparse=*/true);
+      h = layers::elementwise_add(h, layers::reshape(e, {-1, 16}));
+    }
+    loss = layers::mean(layers::cross_entropy(layers::fc(h, 4, "softmax"), label));
+    optimizer::Momentum(0.1f, 0.9f).minimize(loss);
+  }
+  static FeedMap Batch(int step) {
+    std::vector<float> xs(8 * 6);
+    std::vector<int64_t> ys(8);
+    for (int i = 0; i < 8; ++i) {
+      for (int k = 0; k < 6; ++k) xs[i * 6 + k] = std::sin(0.3f * (i + 1) * (k + 1)) + 0.01f * step;
+      ys[i] = i % 4;
+    }
+    return {{"x", MakeTensor<float>({8, 6}, xs)}, {"label", MakeTensor<int64_t>({8, 1}, ys)}};
+  }
+};
+
+// Mean of the fetched per-place losses for steps 0..9.
+std::vector<float> Losses(size_t places, bool sparse = false, std::vector<float>* final_w = nullptr) {
+  Mlp m(sparse);
+  EXPECT_TRUE(m.main.status().ok()) << m.main.status();
+  Executor exe;
+  Scope scope;
+  EXPECT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
+  auto pe = ParallelExecutor::Create(CpuPlaces(static_cast<int>(places)), m.loss.name(), m.main.desc(), &scope);
+  EXPECT_TRUE(pe.ok()) << pe.status();
+  std::vector<float> out;
+  for (int step = 0; step < 10; ++step) {
+    auto r = (*pe)->Run({m.loss.name()}, Mlp::Batch(step));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    EXPECT_EQ((*r)[0].numel(), static_cast<int64_t>(places));
+    float mean = 0;
+    for (float v : TensorToVector<float>((*r)[0])) mean += v / places;
+    out.push_back(mean);
+  }
+  if (final_w) *final_w = TensorToVector<float>((*pe)->place_scope(places - 1)->FindVar("fc_0.w_0")->Get<Tensor>());
+  return out;
+}
+
+class ParallelExecutorTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(ParallelExecutorTest, NPlacesMatchOnePlaceOnTheSameGlobalBatch) {
+  std::vector<float> w1, wn;
+  std::vector<float> one = Losses(1, false, &w1);
+  std::vector<float> many = Losses(GetParam(), false, &wn);
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(many.size(), 10u);
+  EXPECT_NEAR(one[0], many[0], 1e-6);
+  EXPECT_NEAR(one[9], many[9], 1e-6);
+  EXPECT_LT(one[9], one[0]);  // it trains
+  ASSERT_EQ(w1.size(), wn.size());
+  for (size_t i = 0; i < w1.size(); ++i) EXPECT_NEAR(w1[i], wn[i], 1e-5) << i;
+}
+
+TEST_P(ParallelExecutorTest, SparseGradientsAreMergedAcrossPlaces) {
+  std::vector<float> one = Losses(1, true), many = Losses(GetParam(), true);
+  ASSERT_EQ(one.size(), many.size());
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(one[i], many[i], 1e-5) << "step " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Places, ParallelExecutorTest, ::testing::Values(2u, 4u));
+
+TEST(ParallelExecutorErrorsTest, ClearErrors) {
+  Mlp m;
+  Executor exe;
+  Scope scope;
+  ASSERT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
+  auto pe = ParallelExecutor::Create(CpuPlaces(4), m.loss.name(), m.main.desc(), &scope);
+  ASSERT_TRUE(pe.ok());
+  FeedMap small = {{"x", MakeTensor<float>({2, 6}, std::vector<float>(12, 0))},
+                   {"label", MakeTensor<int64_t>({2, 1}, {0, 1})}};
+  EXPECT_NE((*pe)->Run({m.loss.name()}, small).status().message().find("fewer than the 4 places"), std::string::npos);
+  FeedMap bad_label = Mlp::Batch(0);
+  bad_label["label"] = MakeTensor<int64_t>({8, 1}, {0, 1, 2, 3, 0, 1, 2, 9});
+  auto r = (*pe)->Run({m.loss.name()}, bad_label);
+  EXPECT_NE(r.status().message().find("place 3"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("label 9"), std::string::npos) << r.status();
+  EXPECT_TRUE((*pe)->Run({m.loss.name()}, Mlp::Batch(1)).ok());  // recovers on good input
+  BuildStrategy reduce;
+  reduce.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
+  EXPECT_EQ(ParallelExecutor::Create(CpuPlaces(2), m.loss.name(), m.main.desc(), &scope, reduce).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(ParallelExecutor::Create(CpuPlaces(2), "nope", m.main.desc(), &scope).ok());
+}
+
+}  // namespace
+}  // namespace oar

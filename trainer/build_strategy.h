@@ -1,0 +1,27 @@
+// BuildStrategy and ExecutionStrategy: Fluid's knobs for how a
+// ParallelExecutor builds its graph and runs it.
+//
+// Thread-safety: value types.
+#pragma once
+
+#include <string>
+
+namespace oar {
+
+struct BuildStrategy {
+  enum class ReduceStrategy { kAllReduce, kReduce };
+  enum class GradientScaleStrategy { kCoeffNumDevice, kOne, kCustomized };
+  // kAllReduce: every place gets the sum of all places' gradients and runs
+  // the optimizer. (kReduce is not built yet: Create answers Unimplemented.)
+  ReduceStrategy reduce_strategy = ReduceStrategy::kAllReduce;
+  // kCoeffNumDevice: loss@GRAD = 1 / (places × num_trainers); kOne: 1;
+  // kCustomized: as the program fills it.
+  GradientScaleStrategy gradient_scale_strategy = GradientScaleStrategy::kCoeffNumDevice;
+};
+
+struct ExecutionStrategy {
+  int num_threads = 0;                    // 0: one per place
+  int num_iteration_per_drop_scope = 100;  // local scopes dropped after this many runs
+};
+
+}  // namespace oar

@@ -1,0 +1,264 @@
+#include "trainer/parallel_executor.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/blas.h"
+#include "common/prepared_block.h"
+#include "common/status.h"
+#include "trainer/feed_split.h"
+
+namespace oar {
+
+struct ParallelExecutor::Compiled {
+  std::vector<std::string> feed_names;
+  std::vector<std::unique_ptr<PreparedBlock>> blocks;  // one per place
+  SsaGraph graph;
+};
+
+absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
+    std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
+    BuildStrategy build, ExecutionStrategy exec, int num_trainers, int trainer_id) {
+  if (places.empty()) return absl::InvalidArgumentError("ParallelExecutor needs at least one place");
+  if (scope == nullptr) return absl::InvalidArgumentError("ParallelExecutor needs a scope");
+  if (!loss_name.empty() && main.Block(0).FindVar(loss_name) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("loss '", loss_name, "' is not a variable of the program"));
+  }
+  if (build.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce) {
+    return absl::UnimplementedError("ParallelExecutor: the Reduce strategy is not built yet; use AllReduce");
+  }
+  if (num_trainers < 1 || trainer_id < 0 || trainer_id >= num_trainers) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", num_trainers, ")"));
+  }
+  std::unique_ptr<ParallelExecutor> pe(new ParallelExecutor());
+  pe->places_ = std::move(places);
+  pe->loss_name_ = loss_name;
+  pe->program_ = std::make_unique<ProgramDesc>(main);
+  pe->build_ = build;
+  pe->exec_ = exec;
+  pe->num_trainers_ = num_trainers;
+  pe->trainer_id_ = trainer_id;
+  pe->scope_ = scope;
+  const size_t n = pe->places_.size();
+  // Place 0 uses the caller's scope; the others get copies of its persistables.
+  pe->place_scopes_.push_back(scope);
+  for (size_t p = 1; p < n; ++p) {
+    Scope* s = &scope->NewScope();
+    for (const auto& [name, v] : pe->program_->Block(0).vars()) {
+      if (!v.persistable) continue;
+      const Variable* src = scope->FindVar(name);
+      if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) continue;
+      s->Var(name)->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+    }
+    pe->place_scopes_.push_back(s);
+  }
+  pe->local_scopes_.assign(n, nullptr);
+  if (n > 1) SetBlasThreads(1);
+  pe->pool_ = std::make_unique<ThreadPool>(exec.num_threads > 0 ? exec.num_threads : static_cast<int>(n));
+  return pe;
+}
+
+ParallelExecutor::~ParallelExecutor() {
+  pool_.reset();
+  DropLocalExeScopes();
+  for (size_t p = 1; p < place_scopes_.size(); ++p) scope_->DeleteScope(place_scopes_[p]);
+}
+
+void ParallelExecutor::DropLocalExeScopes() {
+  for (auto& [key, c] : compiled_) {
+    for (auto& b : c->blocks) b->Unbind();
+  }
+  for (size_t p = 0; p < local_scopes_.size(); ++p) {
+    if (local_scopes_[p] != nullptr) place_scopes_[p]->DeleteScope(local_scopes_[p]);
+    local_scopes_[p] = nullptr;
+  }
+  runs_since_drop_ = 0;
+}
+
+absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
+    const std::vector<std::string>& feed_names, const std::vector<std::string>& fetch_list) {
+  const std::string key = absl::StrCat(absl::StrJoin(feed_names, ","), "|", absl::StrJoin(fetch_list, ","));
+  auto& slot = compiled_[key];
+  if (slot != nullptr) return slot.get();
+  for (const auto& f : fetch_list) {
+    if (program_->Block(0).FindVar(f) == nullptr) {
+      compiled_.erase(key);
+      return absl::NotFoundError(absl::StrCat("fetch target '", f, "' is not a variable of the program"));
+    }
+  }
+  const size_t n = places_.size();
+  ProgramDesc with_io(*program_);
+  AddFeedFetchOps(&with_io, feed_names, fetch_list);
+  // Scale loss@GRAD so that the all-reduced sum is the mean over all samples.
+  if (build_.gradient_scale_strategy != BuildStrategy::GradientScaleStrategy::kCustomized && !loss_name_.empty()) {
+    const float scale = build_.gradient_scale_strategy == BuildStrategy::GradientScaleStrategy::kOne
+                            ? 1.0f
+                            : 1.0f / static_cast<float>(n * static_cast<size_t>(num_trainers_));
+    BlockDesc* b = with_io.MutableBlock(0);
+    for (size_t i = 0; i < b->OpSize(); ++i) {
+      const OpDesc& op = b->Op(i);
+      if (op.type == "fill_constant" && op.Output("Out") == std::vector<std::string>{GradVarName(loss_name_)}) {
+        b->MutableOp(i)->SetAttr("value", scale);
+      }
+    }
+  }
+  auto c = std::make_unique<Compiled>();
+  c->feed_names = feed_names;
+  for (size_t p = 0; p < n; ++p) {
+    auto block = PreparedBlock::Create(with_io, 0, OpRegistry::Global(), places_[p]);
+    if (!block.ok()) {
+      compiled_.erase(key);
+      return block.status();
+    }
+    c->blocks.push_back(*std::move(block));
+  }
+  c->graph = BuildSsaGraph(c->blocks[0]->block(), n, /*all_reduce=*/n > 1);
+  slot = std::move(c);
+  return slot.get();
+}
+
+absl::Status ParallelExecutor::AllReduce(const std::string& grad) {
+  std::vector<Variable*> vars;
+  for (size_t p = 0; p < places_.size(); ++p) {
+    Variable* v = local_scopes_[p]->FindVar(grad);
+    if (v == nullptr || !v->IsInitialized()) {
+      return absl::FailedPreconditionError(absl::StrCat("all_reduce: gradient '", grad, "' missing on place ", p));
+    }
+    vars.push_back(v);
+  }
+  if (vars[0]->IsType<SelectedRows>()) {  // sparse: concatenate rows (their sum), never densify
+    SelectedRows merged;
+    merged.height = vars[0]->Get<SelectedRows>().height;
+    std::vector<const Tensor*> values;
+    for (Variable* v : vars) {
+      const SelectedRows& s = v->Get<SelectedRows>();
+      merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+      if (!s.rows.empty()) values.push_back(&s.value);
+    }
+    if (!values.empty()) {
+      DDim d = values[0]->dims();
+      d[0] = static_cast<int64_t>(merged.rows.size());
+      merged.value.Resize(d);
+      char* dst = static_cast<char*>(merged.value.mutable_data(values[0]->dtype()));
+      for (const Tensor* t : values) {
+        std::memcpy(dst, t->raw_data(), t->nbytes());
+        dst += t->nbytes();
+      }
+    }
+    for (Variable* v : vars) *v->GetMutable<SelectedRows>() = merged;
+    return absl::OkStatus();
+  }
+  const Tensor& first = vars[0]->Get<Tensor>();
+  const int64_t numel = first.numel();
+  for (size_t p = 1; p < vars.size(); ++p) {
+    const Tensor& t = vars[p]->Get<Tensor>();
+    if (!vars[p]->IsType<Tensor>() || t.numel() != numel || t.dtype() != first.dtype()) {
+      return absl::InternalError(absl::StrCat("all_reduce: gradient '", grad, "' differs in shape on place ", p));
+    }
+  }
+  auto reduce = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> sum(static_cast<size_t>(numel), T(0));
+    for (Variable* v : vars) {
+      const T* src = v->Get<Tensor>().data<T>();
+      for (int64_t i = 0; i < numel; ++i) sum[i] += src[i];
+    }
+    for (Variable* v : vars) std::copy(sum.begin(), sum.end(), v->GetMutable<Tensor>()->mutable_data<T>());
+  };
+  if (first.dtype() == DataType::kFloat32) reduce(0.0f);
+  else if (first.dtype() == DataType::kFloat64) reduce(0.0);
+  else return absl::UnimplementedError(absl::StrCat("all_reduce: dtype ", DataTypeName(first.dtype())));
+  return absl::OkStatus();
+}
+
+absl::Status ParallelExecutor::RunGraph(Compiled* c) {
+  // Each op handle runs once its dependencies have; a finished handle
+  // schedules the dependents it made ready before it stops counting as in
+  // flight, so in_flight == 0 means the step is over (or stopped by an error).
+  const SsaGraph& g = c->graph;
+  absl::Mutex mu;
+  std::vector<int> pending(g.ops.size());
+  size_t in_flight = 0, done = 0;
+  absl::Status first_error;
+  std::function<void(size_t)> run = [&](size_t id) {
+    const OpHandle& h = g.ops[id];
+    absl::Status s = h.kind == OpHandle::Kind::kCompute ? c->blocks[h.place]->RunOpAt(h.op_index) : AllReduce(h.var);
+    std::vector<size_t> ready;
+    {
+      absl::MutexLock lock(&mu);
+      ++done;
+      if (!s.ok() && first_error.ok()) {
+        first_error = Annotate(s, h.kind == OpHandle::Kind::kCompute ? absl::StrCat("place ", h.place) : h.label);
+      }
+      if (first_error.ok()) {
+        for (size_t d : h.dependents) {
+          if (--pending[d] == 0) ready.push_back(d);
+        }
+      }
+      in_flight += ready.size();
+    }
+    for (size_t r : ready) pool_->Schedule([&run, r] { run(r); });
+    absl::MutexLock lock(&mu);
+    --in_flight;
+  };
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    pending[i] = static_cast<int>(g.ops[i].deps.size());
+    if (pending[i] == 0) roots.push_back(i);
+  }
+  {
+    absl::MutexLock lock(&mu);
+    in_flight = roots.size();
+  }
+  for (size_t r : roots) pool_->Schedule([&run, r] { run(r); });
+  absl::MutexLock lock(&mu);
+  mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &in_flight));
+  if (first_error.ok() && done != g.ops.size()) {
+    return absl::InternalError(absl::StrCat("ParallelExecutor: ", g.ops.size() - done, " op handles never became ready"));
+  }
+  return first_error;
+}
+
+absl::StatusOr<std::vector<Tensor>> ParallelExecutor::Run(const std::vector<std::string>& fetch_list,
+                                                          const FeedMap& feed) {
+  OAR_ASSIGN_OR_RETURN(std::vector<FeedMap> feeds, SplitFeed(feed, places_.size()));
+  return Run(fetch_list, feeds);
+}
+
+absl::StatusOr<std::vector<Tensor>> ParallelExecutor::Run(const std::vector<std::string>& fetch_list,
+                                                          const std::vector<FeedMap>& feeds) {
+  const size_t n = places_.size();
+  OAR_RETURN_IF_ERROR(CheckFeedList(feeds, n));
+  std::vector<std::string> feed_names;
+  for (const auto& [name, t] : feeds[0]) feed_names.push_back(name);
+  for (size_t p = 1; p < n; ++p) {
+    std::vector<std::string> names;
+    for (const auto& [name, t] : feeds[p]) names.push_back(name);
+    if (names != feed_names) {
+      return absl::InvalidArgumentError(absl::StrCat("feed for place ", p, " names [", absl::StrJoin(names, ", "),
+                                                     "], place 0's names [", absl::StrJoin(feed_names, ", "), "]"));
+    }
+  }
+  OAR_ASSIGN_OR_RETURN(Compiled * c, GetOrCompile(feed_names, fetch_list));
+  for (size_t p = 0; p < n; ++p) {
+    TensorList* list = place_scopes_[p]->Var(kFeedVarName)->GetMutable<TensorList>();
+    list->clear();
+    for (const auto& [name, t] : feeds[p]) list->push_back(t);
+    if (local_scopes_[p] == nullptr) local_scopes_[p] = &place_scopes_[p]->NewScope();
+    OAR_RETURN_IF_ERROR(c->blocks[p]->Bind(place_scopes_[p], local_scopes_[p]));
+  }
+  absl::Status s = RunGraph(c);
+  std::vector<std::vector<Tensor>> fetched(n);
+  for (size_t p = 0; p < n && s.ok(); ++p) {
+    place_scopes_[p]->Var(kFeedVarName)->GetMutable<TensorList>()->clear();
+    TensorList* list = place_scopes_[p]->Var(kFetchVarName)->GetMutable<TensorList>();
+    fetched[p].assign(std::make_move_iterator(list->begin()), std::make_move_iterator(list->end()));
+    list->clear();
+    fetched[p].resize(fetch_list.size());
+  }
+  if (++runs_since_drop_ >= exec_.num_iteration_per_drop_scope || !s.ok()) DropLocalExeScopes();
+  OAR_RETURN_IF_ERROR(s);
+  return MergeFetched(fetched);
+}
+
+}  // namespace oar

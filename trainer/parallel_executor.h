@@ -1,0 +1,83 @@
+// ParallelExecutor: data parallelism inside one process. The program is
+// replicated on every place (each with its own copy of the persistable
+// variables — parameters and optimizer state, copied from the given scope,
+// which serves as place 0), a feed is split across the places along dim 0,
+// the SSA graph (ssa_graph.h) runs on a thread pool, gradients are summed
+// across places by all-reduce handles so that every place applies the same
+// update, and fetched variables come back concatenated along dim 0.
+//
+//   exe.Run(startup, &scope);                       // initialize once
+//   OAR_ASSIGN_OR_RETURN(auto pe, ParallelExecutor::Create(CpuPlaces(2), loss.name(),
+//                                                          main.desc(), &scope));
+//   OAR_ASSIGN_OR_RETURN(auto out, pe->Run({loss.name()}, {{"x", xs}, {"y", ys}}));
+//
+// With several places each runs OpenBLAS with one thread.
+//
+// Thread-safety: externally synchronized (one Run at a time).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/executor.h"
+#include "trainer/build_strategy.h"
+#include "trainer/ssa_graph.h"
+#include "trainer/thread_pool.h"
+
+namespace oar {
+
+class PreparedBlock;
+
+class ParallelExecutor {
+ public:
+  // `scope` must hold the initialized persistables (run the startup program
+  // first); it must outlive the executor. InvalidArgument for no places or a
+  // loss that is not in the program.
+  static absl::StatusOr<std::unique_ptr<ParallelExecutor>> Create(
+      std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
+      BuildStrategy build = {}, ExecutionStrategy exec = {}, int num_trainers = 1, int trainer_id = 0);
+  ~ParallelExecutor();
+
+  // Splits `feed` across the places, runs one step, returns `fetch_list`
+  // concatenated over places. Errors name the op and place that failed.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::string>& fetch_list, const FeedMap& feed);
+  // One feed per place (its length must equal the place count).
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::string>& fetch_list,
+                                          const std::vector<FeedMap>& feeds);
+
+  // Drops every place's local scope of temporaries now.
+  void DropLocalExeScopes();
+
+  size_t num_places() const { return places_.size(); }
+  // The scope holding place p's persistables (place 0's is the caller's).
+  Scope* place_scope(size_t p) const { return place_scopes_[p]; }
+  int num_trainers() const { return num_trainers_; }
+  int trainer_id() const { return trainer_id_; }
+
+ private:
+  struct Compiled;  // one per (feed names, fetch names)
+  ParallelExecutor() = default;
+  absl::StatusOr<Compiled*> GetOrCompile(const std::vector<std::string>& feed_names,
+                                         const std::vector<std::string>& fetch_list);
+  absl::Status RunGraph(Compiled* c);
+  absl::Status AllReduce(const std::string& grad);
+
+  std::vector<Place> places_;
+  std::string loss_name_;
+  std::unique_ptr<ProgramDesc> program_;
+  BuildStrategy build_;
+  ExecutionStrategy exec_;
+  int num_trainers_ = 1;
+  int trainer_id_ = 0;
+  Scope* scope_ = nullptr;
+  std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids
+  std::vector<Scope*> local_scopes_;  // per place, kids of place_scopes_
+  int runs_since_drop_ = 0;
+  std::map<std::string, std::unique_ptr<Compiled>> compiled_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace oar

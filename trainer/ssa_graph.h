@@ -1,0 +1,47 @@
+// The SSA graph of a data-parallel step: every op of the block replicated
+// once per place (compute op handles), plus one all-reduce handle per
+// gradient (found through op_role_var, as Fluid's multi-device pass does),
+// placed after the gradient's last writer. Each variable on each place gets
+// a new version (VarHandle) per write; an op handle depends on the writers
+// of the versions it reads (read-after-write), on the readers of a version
+// it overwrites (write-after-read) and on its previous writer.
+//
+// Thread-safety: immutable after BuildSsaGraph.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/program_desc.h"
+
+namespace oar {
+
+struct VarHandle {
+  std::string name;
+  size_t place;
+  int version;
+  int generated_by;  // op handle index, -1 for values present before the step
+};
+
+struct OpHandle {
+  enum class Kind { kCompute, kAllReduce };
+  Kind kind = Kind::kCompute;
+  size_t place = 0;     // kCompute: the place it runs on
+  size_t op_index = 0;  // kCompute: index into the block
+  std::string var;      // kAllReduce: the gradient summed across places
+  std::string label;    // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
+  std::vector<size_t> deps;
+  std::vector<size_t> dependents;
+};
+
+struct SsaGraph {
+  size_t places = 0;
+  std::vector<OpHandle> ops;
+  std::vector<VarHandle> vars;
+  std::vector<std::string> gradients;  // those all-reduced, in program order
+};
+
+// `all_reduce` false (one place) adds no all-reduce handles.
+SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce);
+
+}  // namespace oar

@@ -1,0 +1,37 @@
+// ThreadPool: a fixed set of worker threads running queued closures. The
+// destructor drains nothing: it stops accepting work, lets running closures
+// finish, and joins (shutdown order: stop flag → wake workers → join).
+//
+// Thread-safety: Schedule is safe for concurrent use.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace oar {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> fn);
+  int size() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  void Work();
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace oar
