@@ -26,6 +26,7 @@ demo: build
 bench: build
 	@$(BUILD_DIR)/bench/executor_bench
 	@$(BUILD_DIR)/bench/conv_bench
+	@$(BUILD_DIR)/bench/parallel_executor_bench
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -11,6 +11,8 @@
 #include "common/data/batcher.h"
 #include "common/executor.h"
 #include "common/status.h"
+#include "trainer/parallel_executor.h"
+#include "trainer/places.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(model, "fashion_mlp", "model to train (see examples/)");
@@ -23,6 +25,7 @@ DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
+DEFINE_int32(places, 1, "CPU places to train on in parallel (ParallelExecutor; 0 reads CPU_NUM)");
 
 namespace oar::cli {
 namespace {
@@ -89,6 +92,14 @@ absl::Status Train() {
     std::fprintf(stderr, "resumed from %s\n", FLAGS_resume.c_str());
   }
 
+  std::unique_ptr<ParallelExecutor> pe;
+  if (FLAGS_places < 0) return absl::InvalidArgumentError("--places must be 0 (CPU_NUM) or positive");
+  if (FLAGS_places != 1) {
+    OAR_ASSIGN_OR_RETURN(std::vector<Place> places,
+                         FLAGS_places == 0 ? CpuPlacesFromEnv() : absl::StatusOr<std::vector<Place>>(CpuPlaces(FLAGS_places)));
+    OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope));
+    std::fprintf(stderr, "training on %zu CPU places\n", pe->num_places());
+  }
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   Tensor x, y;
@@ -99,10 +110,15 @@ absl::Status Train() {
     batches.Reset();
     while (batches.Next(&x, &y)) {
       ShapeLikeFeed(feeds[0], &x);
-      OAR_ASSIGN_OR_RETURN(auto out, exe.Run(programs->main.desc(), &scope,
-                                             {{feeds[0].name(), x}, {feeds[1].name(), y}},
-                                             {programs->vars.loss.name()}));
-      last_loss = out[0].data<float>()[0];
+      const FeedMap batch = {{feeds[0].name(), x}, {feeds[1].name(), y}};
+      std::vector<Tensor> out;
+      if (pe) {
+        OAR_ASSIGN_OR_RETURN(out, pe->Run({programs->vars.loss.name()}, batch));
+      } else {
+        OAR_ASSIGN_OR_RETURN(out, exe.Run(programs->main.desc(), &scope, batch, {programs->vars.loss.name()}));
+      }
+      last_loss = 0;  // with several places: the mean of their losses
+      for (int64_t i = 0; i < out[0].numel(); ++i) last_loss += out[0].data<float>()[i] / out[0].numel();
       bar.Step(x.dims()[0], last_loss);
     }
     bar.Finish();

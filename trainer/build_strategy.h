@@ -17,6 +17,8 @@ struct BuildStrategy {
   // kCoeffNumDevice: loss@GRAD = 1 / (places × num_trainers); kOne: 1;
   // kCustomized: as the program fills it.
   GradientScaleStrategy gradient_scale_strategy = GradientScaleStrategy::kCoeffNumDevice;
+  // When set, the SSA graph is written there as Graphviz dot on first build.
+  std::string debug_graphviz_path;
 };
 
 struct ExecutionStrategy {

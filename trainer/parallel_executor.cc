@@ -6,6 +6,7 @@
 #include "common/blas.h"
 #include "common/prepared_block.h"
 #include "common/status.h"
+#include "common/tensor_io.h"
 #include "trainer/feed_split.h"
 
 namespace oar {
@@ -113,6 +114,10 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
     c->blocks.push_back(*std::move(block));
   }
   c->graph = BuildSsaGraph(c->blocks[0]->block(), n, /*all_reduce=*/n > 1);
+  if (!build_.debug_graphviz_path.empty()) {
+    OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(build_.debug_graphviz_path, ToGraphviz(c->graph)),
+                                 "debug_graphviz_path"));
+  }
   slot = std::move(c);
   return slot.get();
 }

@@ -108,4 +108,21 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce) {
   return b.Take();
 }
 
+std::string ToGraphviz(const SsaGraph& g) {
+  std::string dot = "digraph ssa_graph {\n  rankdir=TB;\n";
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const OpHandle& h = g.ops[i];
+    std::string label = h.label;
+    for (char& c : label) if (c == '"') c = '\'';
+    absl::StrAppend(&dot, "  op", i, " [label=\"", label, "\"",
+                    h.kind == OpHandle::Kind::kAllReduce ? ", shape=box, style=filled, fillcolor=lightblue" : "",
+                    "];\n");
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    for (size_t d : g.ops[i].deps) absl::StrAppend(&dot, "  op", d, " -> op", i, ";\n");
+  }
+  absl::StrAppend(&dot, "}\n");
+  return dot;
+}
+
 }  // namespace oar

@@ -44,4 +44,8 @@ struct SsaGraph {
 // `all_reduce` false (one place) adds no all-reduce handles.
 SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce);
 
+// The graph as Graphviz dot: one node per op handle (all-reduce handles as
+// boxes), one edge per dependency.
+std::string ToGraphviz(const SsaGraph& graph);
+
 }  // namespace oar

@@ -141,3 +141,17 @@ TEST(OarCliTest, TrainsTheConvolutionalModelBriefly) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(OarCliTest, TrainsOnTwoPlaces) {
+  Result r = Oar("train --epochs 1 --limit 2000 --places 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("training on 2 CPU places"), std::string::npos);
+  EXPECT_NE(r.out.find("test_accuracy="), std::string::npos);
+  EXPECT_NE(Oar("train --places -3").code, 0);
+}
+
+}  // namespace
+}  // namespace oar

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
@@ -149,6 +150,38 @@ TEST(ParallelExecutorErrorsTest, ClearErrors) {
   EXPECT_EQ(ParallelExecutor::Create(CpuPlaces(2), m.loss.name(), m.main.desc(), &scope, reduce).status().code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(ParallelExecutor::Create(CpuPlaces(2), "nope", m.main.desc(), &scope).ok());
+}
+
+}  // namespace
+}  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(SsaGraphTest, AllReducesEachGradientAfterItsLastWriterOnEveryPlace) {
+  Mlp m;
+  SsaGraph g = BuildSsaGraph(m.main.desc().Block(0), 2, true);
+  EXPECT_EQ(g.gradients.size(), 4u);  // two weights, two biases
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const OpHandle& h = g.ops[i];
+    if (h.kind != OpHandle::Kind::kAllReduce) continue;
+    std::set<size_t> places;
+    for (size_t d : h.deps) if (g.ops[d].kind == OpHandle::Kind::kCompute) places.insert(g.ops[d].place);
+    EXPECT_EQ(places, (std::set<size_t>{0, 1})) << h.label;
+    for (size_t d : h.dependents) {  // the optimizer ops wait for it
+      if (g.ops[d].kind == OpHandle::Kind::kCompute) EXPECT_EQ(m.main.desc().Block(0).Op(g.ops[d].op_index).role() & 2, 2);
+    }
+  }
+  // Compute handles of different places never depend on each other.
+  for (const OpHandle& h : g.ops) {
+    if (h.kind != OpHandle::Kind::kCompute) continue;
+    for (size_t d : h.deps) {
+      if (g.ops[d].kind == OpHandle::Kind::kCompute) EXPECT_EQ(g.ops[d].place, h.place) << h.label;
+    }
+  }
+  std::string dot = ToGraphviz(g);
+  EXPECT_EQ(dot.rfind("digraph ssa_graph {", 0), 0u);
+  EXPECT_NE(dot.find("all_reduce(fc_0.w_0@GRAD)"), std::string::npos);
 }
 
 }  // namespace
