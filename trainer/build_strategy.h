@@ -12,7 +12,9 @@ struct BuildStrategy {
   enum class ReduceStrategy { kAllReduce, kReduce };
   enum class GradientScaleStrategy { kCoeffNumDevice, kOne, kCustomized };
   // kAllReduce: every place gets the sum of all places' gradients and runs
-  // the optimizer. (kReduce is not built yet: Create answers Unimplemented.)
+  // the optimizer. kReduce: each gradient is summed onto one owner place
+  // (round robin), only the owner runs that parameter's optimizer ops, and
+  // then broadcasts the new parameter to the others.
   ReduceStrategy reduce_strategy = ReduceStrategy::kAllReduce;
   // kCoeffNumDevice: loss@GRAD = 1 / (places × num_trainers); kOne: 1;
   // kCustomized: as the program fills it.

@@ -25,9 +25,6 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   if (!loss_name.empty() && main.Block(0).FindVar(loss_name) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("loss '", loss_name, "' is not a variable of the program"));
   }
-  if (build.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce) {
-    return absl::UnimplementedError("ParallelExecutor: the Reduce strategy is not built yet; use AllReduce");
-  }
   if (num_trainers < 1 || trainer_id < 0 || trainer_id >= num_trainers) {
     return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", num_trainers, ")"));
   }
@@ -113,7 +110,10 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
     }
     c->blocks.push_back(*std::move(block));
   }
-  c->graph = BuildSsaGraph(c->blocks[0]->block(), n, /*all_reduce=*/n > 1);
+  const GradientMode mode = n == 1 ? GradientMode::kNone
+                            : build_.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce ? GradientMode::kReduce
+                                                                                               : GradientMode::kAllReduce;
+  c->graph = BuildSsaGraph(c->blocks[0]->block(), n, mode);
   if (!build_.debug_graphviz_path.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(build_.debug_graphviz_path, ToGraphviz(c->graph)),
                                  "debug_graphviz_path"));
@@ -122,7 +122,7 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   return slot.get();
 }
 
-absl::Status ParallelExecutor::AllReduce(const std::string& grad) {
+absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to) {
   std::vector<Variable*> vars;
   for (size_t p = 0; p < places_.size(); ++p) {
     Variable* v = local_scopes_[p]->FindVar(grad);
@@ -150,7 +150,9 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad) {
         dst += t->nbytes();
       }
     }
-    for (Variable* v : vars) *v->GetMutable<SelectedRows>() = merged;
+    for (size_t p = 0; p < vars.size(); ++p) {
+      if (to < 0 || static_cast<int>(p) == to) *vars[p]->GetMutable<SelectedRows>() = merged;
+    }
     return absl::OkStatus();
   }
   const Tensor& first = vars[0]->Get<Tensor>();
@@ -168,11 +170,29 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad) {
       const T* src = v->Get<Tensor>().data<T>();
       for (int64_t i = 0; i < numel; ++i) sum[i] += src[i];
     }
-    for (Variable* v : vars) std::copy(sum.begin(), sum.end(), v->GetMutable<Tensor>()->mutable_data<T>());
+    for (size_t p = 0; p < vars.size(); ++p) {
+      if (to < 0 || static_cast<int>(p) == to) {
+        std::copy(sum.begin(), sum.end(), vars[p]->GetMutable<Tensor>()->mutable_data<T>());
+      }
+    }
   };
   if (first.dtype() == DataType::kFloat32) reduce(0.0f);
   else if (first.dtype() == DataType::kFloat64) reduce(0.0);
   else return absl::UnimplementedError(absl::StrCat("all_reduce: dtype ", DataTypeName(first.dtype())));
+  return absl::OkStatus();
+}
+
+absl::Status ParallelExecutor::Broadcast(const std::string& param, size_t from) {
+  const Variable* src = local_scopes_[from]->FindVar(param);
+  if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) {
+    return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' has no value on place ", from));
+  }
+  for (size_t p = 0; p < places_.size(); ++p) {
+    if (p == from) continue;
+    Variable* dst = local_scopes_[p]->FindVar(param);
+    if (dst == nullptr) return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' missing on place ", p));
+    dst->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+  }
   return absl::OkStatus();
 }
 
@@ -187,7 +207,13 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   absl::Status first_error;
   std::function<void(size_t)> run = [&](size_t id) {
     const OpHandle& h = g.ops[id];
-    absl::Status s = h.kind == OpHandle::Kind::kCompute ? c->blocks[h.place]->RunOpAt(h.op_index) : AllReduce(h.var);
+    absl::Status s;
+    switch (h.kind) {
+      case OpHandle::Kind::kCompute: s = c->blocks[h.place]->RunOpAt(h.op_index); break;
+      case OpHandle::Kind::kAllReduce: s = AllReduce(h.var); break;
+      case OpHandle::Kind::kReduce: s = AllReduce(h.var, static_cast<int>(h.place)); break;
+      case OpHandle::Kind::kBroadcast: s = Broadcast(h.var, h.place); break;
+    }
     std::vector<size_t> ready;
     {
       absl::MutexLock lock(&mu);

@@ -63,7 +63,9 @@ class ParallelExecutor {
   absl::StatusOr<Compiled*> GetOrCompile(const std::vector<std::string>& feed_names,
                                          const std::vector<std::string>& fetch_list);
   absl::Status RunGraph(Compiled* c);
-  absl::Status AllReduce(const std::string& grad);
+  // Sums `grad` over places into every place (`to` < 0) or into place `to`.
+  absl::Status AllReduce(const std::string& grad, int to = -1);
+  absl::Status Broadcast(const std::string& param, size_t from);
 
   std::vector<Place> places_;
   std::string loss_name_;

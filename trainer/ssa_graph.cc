@@ -64,29 +64,58 @@ std::vector<std::pair<size_t, std::string>> OnPlace(size_t p, const std::vector<
 
 }  // namespace
 
-SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce) {
-  // Gradients named by op_role_var ([param, grad, ...]), and the index of
-  // the last op writing each.
-  std::map<std::string, size_t> last_write;
+SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode) {
+  // Gradients and their parameters, named by backward ops' op_role_var
+  // ([param, grad, ...]); the last op writing each gradient; and, for
+  // kReduce, each gradient's owner place and the last optimize op writing
+  // each parameter.
   std::vector<std::string> grads;
-  if (all_reduce) {
+  std::map<std::string, std::string> param_of;
+  std::map<std::string, size_t> last_write, owner, last_update;
+  const int32_t kBackward = static_cast<int32_t>(OpRole::kBackward);
+  const int32_t kOptimize = static_cast<int32_t>(OpRole::kOptimize);
+  if (mode != GradientMode::kNone) {
     for (size_t i = 0; i < block.OpSize(); ++i) {
+      if (!(block.Op(i).role() & kBackward)) continue;
       const auto role_var = block.Op(i).GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
-      const bool backward = (block.Op(i).role() & static_cast<int32_t>(OpRole::kBackward)) != 0;
-      for (size_t k = 1; backward && k < role_var.size(); k += 2) {
-        if (std::find(grads.begin(), grads.end(), role_var[k]) == grads.end()) grads.push_back(role_var[k]);
+      for (size_t k = 1; k < role_var.size(); k += 2) {
+        if (param_of.count(role_var[k])) continue;
+        param_of[role_var[k]] = role_var[k - 1];
+        owner[role_var[k]] = grads.size() % places;
+        grads.push_back(role_var[k]);
       }
     }
     for (size_t i = 0; i < block.OpSize(); ++i) {
       for (const auto& out : block.Op(i).OutputArgNames()) {
-        if (std::find(grads.begin(), grads.end(), out) != grads.end()) last_write[out] = i;
+        if (param_of.count(out)) last_write[out] = i;
+      }
+    }
+  }
+  // The owner of an optimize op under kReduce (none: every place runs it).
+  auto optimize_owner = [&](const OpDesc& op) -> int {
+    if (mode != GradientMode::kReduce || !(op.role() & kOptimize)) return -1;
+    const auto role_var = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
+    if (role_var.size() < 2 || !owner.count(role_var[1])) return -1;
+    return static_cast<int>(owner[role_var[1]]);
+  };
+  std::map<std::string, size_t> param_owner;
+  for (const auto& [grad, param] : param_of) param_owner[param] = owner[grad];
+  if (mode == GradientMode::kReduce) {
+    for (size_t i = 0; i < block.OpSize(); ++i) {
+      const OpDesc& op = block.Op(i);
+      if (optimize_owner(op) < 0) continue;
+      const std::string& param = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr)[0];
+      for (const auto& out : op.OutputArgNames()) {
+        if (out == param) last_update[param] = i;
       }
     }
   }
   Builder b(places);
   for (size_t i = 0; i < block.OpSize(); ++i) {
     const OpDesc& op = block.Op(i);
+    const int only = optimize_owner(op);
     for (size_t p = 0; p < places; ++p) {
+      if (only >= 0 && static_cast<size_t>(only) != p) continue;
       OpHandle h;
       h.place = p;
       h.op_index = i;
@@ -96,13 +125,34 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce) {
     for (const auto& [grad, at] : last_write) {
       if (at != i) continue;
       OpHandle h;
-      h.kind = OpHandle::Kind::kAllReduce;
       h.var = grad;
-      h.label = absl::StrCat("all_reduce(", grad, ")");
       std::vector<std::pair<size_t, std::string>> all;
       for (size_t p = 0; p < places; ++p) all.emplace_back(p, grad);
-      b.Add(std::move(h), all, all);
+      if (mode == GradientMode::kReduce) {
+        h.kind = OpHandle::Kind::kReduce;
+        h.place = owner[grad];
+        h.label = absl::StrCat("reduce(", grad, ") -> place ", h.place);
+        b.Add(std::move(h), all, {{owner[grad], grad}});
+      } else {
+        h.kind = OpHandle::Kind::kAllReduce;
+        h.label = absl::StrCat("all_reduce(", grad, ")");
+        b.Add(std::move(h), all, all);
+      }
       b.graph().gradients.push_back(grad);
+    }
+    for (const auto& [param, at] : last_update) {
+      if (at != i) continue;
+      const size_t from = param_owner[param];
+      OpHandle h;
+      h.kind = OpHandle::Kind::kBroadcast;
+      h.var = param;
+      h.place = from;
+      h.label = absl::StrCat("broadcast(", param, ") from place ", from);
+      std::vector<std::pair<size_t, std::string>> others;
+      for (size_t p = 0; p < places; ++p) {
+        if (p != from) others.emplace_back(p, param);
+      }
+      b.Add(std::move(h), {{from, param}}, others);
     }
   }
   return b.Take();
@@ -115,7 +165,7 @@ std::string ToGraphviz(const SsaGraph& g) {
     std::string label = h.label;
     for (char& c : label) if (c == '"') c = '\'';
     absl::StrAppend(&dot, "  op", i, " [label=\"", label, "\"",
-                    h.kind == OpHandle::Kind::kAllReduce ? ", shape=box, style=filled, fillcolor=lightblue" : "",
+                    h.kind == OpHandle::Kind::kCompute ? "" : ", shape=box, style=filled, fillcolor=lightblue",
                     "];\n");
   }
   for (size_t i = 0; i < g.ops.size(); ++i) {

@@ -24,9 +24,12 @@ struct VarHandle {
 };
 
 struct OpHandle {
-  enum class Kind { kCompute, kAllReduce };
+  // kAllReduce: every place gets the sum of `var` over places.
+  // kReduce: the sum lands on `place` (the gradient's owner) only.
+  // kBroadcast: `var` (a parameter) is copied from `place` to the others.
+  enum class Kind { kCompute, kAllReduce, kReduce, kBroadcast };
   Kind kind = Kind::kCompute;
-  size_t place = 0;     // kCompute: the place it runs on
+  size_t place = 0;     // kCompute: where it runs; kReduce/kBroadcast: the owner
   size_t op_index = 0;  // kCompute: index into the block
   std::string var;      // kAllReduce: the gradient summed across places
   std::string label;    // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
@@ -41,8 +44,14 @@ struct SsaGraph {
   std::vector<std::string> gradients;  // those all-reduced, in program order
 };
 
-// `all_reduce` false (one place) adds no all-reduce handles.
-SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, bool all_reduce);
+enum class GradientMode {
+  kNone,       // one place: no communication
+  kAllReduce,  // sum everywhere; every place runs every optimize op
+  kReduce,     // each gradient summed onto one owner place (round robin), only
+               // the owner runs that parameter's optimize ops, then broadcasts it
+};
+
+SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode);
 
 // The graph as Graphviz dot: one node per op handle (all-reduce handles as
 // boxes), one edge per dependency.

@@ -84,13 +84,16 @@ struct Mlp {
 };
 
 // Mean of the fetched per-place losses for steps 0..9.
-std::vector<float> Losses(size_t places, bool sparse = false, std::vector<float>* final_w = nullptr) {
+std::vector<float> Losses(size_t places, bool sparse = false, std::vector<float>* final_w = nullptr,
+                          BuildStrategy::ReduceStrategy strategy = BuildStrategy::ReduceStrategy::kAllReduce) {
   Mlp m(sparse);
   EXPECT_TRUE(m.main.status().ok()) << m.main.status();
   Executor exe;
   Scope scope;
   EXPECT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
-  auto pe = ParallelExecutor::Create(CpuPlaces(static_cast<int>(places)), m.loss.name(), m.main.desc(), &scope);
+  BuildStrategy build;
+  build.reduce_strategy = strategy;
+  auto pe = ParallelExecutor::Create(CpuPlaces(static_cast<int>(places)), m.loss.name(), m.main.desc(), &scope, build);
   EXPECT_TRUE(pe.ok()) << pe.status();
   std::vector<float> out;
   for (int step = 0; step < 10; ++step) {
@@ -127,6 +130,18 @@ TEST_P(ParallelExecutorTest, SparseGradientsAreMergedAcrossPlaces) {
   for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(one[i], many[i], 1e-5) << "step " << i;
 }
 
+TEST_P(ParallelExecutorTest, ReduceAgreesWithAllReduce) {
+  std::vector<float> wa, wr;
+  std::vector<float> a = Losses(GetParam(), false, &wa, BuildStrategy::ReduceStrategy::kAllReduce);
+  std::vector<float> r = Losses(GetParam(), false, &wr, BuildStrategy::ReduceStrategy::kReduce);
+  ASSERT_EQ(a.size(), r.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], r[i], 1e-5) << "step " << i;
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_NEAR(wa[i], wr[i], 1e-5) << i;  // the last place's copy
+  std::vector<float> rs = Losses(GetParam(), true, nullptr, BuildStrategy::ReduceStrategy::kReduce);
+  std::vector<float> as = Losses(GetParam(), true, nullptr, BuildStrategy::ReduceStrategy::kAllReduce);
+  for (size_t i = 0; i < as.size(); ++i) EXPECT_NEAR(as[i], rs[i], 1e-5) << "sparse step " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Places, ParallelExecutorTest, ::testing::Values(2u, 4u));
 
 TEST(ParallelExecutorErrorsTest, ClearErrors) {
@@ -145,10 +160,6 @@ TEST(ParallelExecutorErrorsTest, ClearErrors) {
   EXPECT_NE(r.status().message().find("place 3"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find("label 9"), std::string::npos) << r.status();
   EXPECT_TRUE((*pe)->Run({m.loss.name()}, Mlp::Batch(1)).ok());  // recovers on good input
-  BuildStrategy reduce;
-  reduce.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
-  EXPECT_EQ(ParallelExecutor::Create(CpuPlaces(2), m.loss.name(), m.main.desc(), &scope, reduce).status().code(),
-            absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(ParallelExecutor::Create(CpuPlaces(2), "nope", m.main.desc(), &scope).ok());
 }
 
@@ -160,7 +171,7 @@ namespace {
 
 TEST(SsaGraphTest, AllReducesEachGradientAfterItsLastWriterOnEveryPlace) {
   Mlp m;
-  SsaGraph g = BuildSsaGraph(m.main.desc().Block(0), 2, true);
+  SsaGraph g = BuildSsaGraph(m.main.desc().Block(0), 2, GradientMode::kAllReduce);
   EXPECT_EQ(g.gradients.size(), 4u);  // two weights, two biases
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const OpHandle& h = g.ops[i];
