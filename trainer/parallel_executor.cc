@@ -163,17 +163,20 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to) {
       return absl::InternalError(absl::StrCat("all_reduce: gradient '", grad, "' differs in shape on place ", p));
     }
   }
+  // Sum in place into one place's gradient (the owner, or place 0), then copy
+  // it to the others for all-reduce: no scratch buffer per step.
   auto reduce = [&](auto zero) {
     using T = decltype(zero);
-    std::vector<T> sum(static_cast<size_t>(numel), T(0));
-    for (Variable* v : vars) {
-      const T* src = v->Get<Tensor>().data<T>();
+    const size_t home = to < 0 ? 0 : static_cast<size_t>(to);
+    T* sum = vars[home]->GetMutable<Tensor>()->mutable_data<T>();
+    for (size_t p = 0; p < vars.size(); ++p) {
+      if (p == home) continue;
+      const T* src = vars[p]->Get<Tensor>().data<T>();
       for (int64_t i = 0; i < numel; ++i) sum[i] += src[i];
     }
+    if (to >= 0) return;
     for (size_t p = 0; p < vars.size(); ++p) {
-      if (to < 0 || static_cast<int>(p) == to) {
-        std::copy(sum.begin(), sum.end(), vars[p]->GetMutable<Tensor>()->mutable_data<T>());
-      }
+      if (p != home) std::copy(sum, sum + numel, vars[p]->GetMutable<Tensor>()->mutable_data<T>());
     }
   };
   if (first.dtype() == DataType::kFloat32) reduce(0.0f);

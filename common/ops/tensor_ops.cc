@@ -126,8 +126,18 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
   }
   Tensor* out = out_var->GetMutable<Tensor>();
   const int64_t numel = out->numel();
-  // Out may alias an input (x = x + y): accumulate aside, then write.
-  std::vector<T> acc(static_cast<size_t>(numel), T(0));
+  // Out may alias an input (x = x + y): then accumulate aside and copy; else
+  // straight into Out, with no allocation on this per-step path.
+  const bool aliased = std::find(xs.begin(), xs.end(), out_var) != xs.end();
+  std::vector<T> scratch;
+  T* acc = nullptr;
+  if (aliased) {
+    scratch.assign(static_cast<size_t>(numel), T(0));
+    acc = scratch.data();
+  } else {
+    acc = out->mutable_data<T>();
+    std::fill(acc, acc + numel, T(0));
+  }
   for (const Variable* v : xs) {
     if (v->IsType<Tensor>()) {
       const T* p = v->Get<Tensor>().data<T>();
@@ -142,8 +152,7 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
       for (int64_t k = 0; k < width; ++k) acc[s.rows[r] * width + k] += p[r * width + k];
     }
   }
-  T* o = out->mutable_data<T>();
-  std::copy(acc.begin(), acc.end(), o);
+  if (aliased) std::copy(scratch.begin(), scratch.end(), out->mutable_data<T>());
   return absl::OkStatus();
 }
 
