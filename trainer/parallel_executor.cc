@@ -122,7 +122,7 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   return slot.get();
 }
 
-absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to) {
+absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to, size_t chunk, size_t chunks) {
   std::vector<Variable*> vars;
   for (size_t p = 0; p < places_.size(); ++p) {
     Variable* v = local_scopes_[p]->FindVar(grad);
@@ -132,6 +132,7 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to) {
     vars.push_back(v);
   }
   if (vars[0]->IsType<SelectedRows>()) {  // sparse: concatenate rows (their sum), never densify
+    if (chunk != 0) return absl::OkStatus();  // chunk 0 merges the whole of it
     SelectedRows merged;
     merged.height = vars[0]->Get<SelectedRows>().height;
     std::vector<const Tensor*> values;
@@ -163,20 +164,24 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to) {
       return absl::InternalError(absl::StrCat("all_reduce: gradient '", grad, "' differs in shape on place ", p));
     }
   }
-  // Sum in place into one place's gradient (the owner, or place 0), then copy
-  // it to the others for all-reduce: no scratch buffer per step.
+  // Slice [lo, hi) of the gradient: summed in place into the home place's
+  // buffer, then copied to the others for all-reduce (no scratch buffer).
+  // Buffers are written in place, as an in-place collective would: the
+  // chunk handles of one gradient touch disjoint slices and run concurrently.
+  const int64_t lo = numel * static_cast<int64_t>(chunk) / static_cast<int64_t>(chunks);
+  const int64_t hi = numel * static_cast<int64_t>(chunk + 1) / static_cast<int64_t>(chunks);
   auto reduce = [&](auto zero) {
     using T = decltype(zero);
-    const size_t home = to < 0 ? 0 : static_cast<size_t>(to);
-    T* sum = vars[home]->GetMutable<Tensor>()->mutable_data<T>();
+    const size_t home = to >= 0 ? static_cast<size_t>(to) : chunk % vars.size();
+    T* sum = static_cast<T*>(vars[home]->GetMutable<Tensor>()->raw_data());
     for (size_t p = 0; p < vars.size(); ++p) {
       if (p == home) continue;
       const T* src = vars[p]->Get<Tensor>().data<T>();
-      for (int64_t i = 0; i < numel; ++i) sum[i] += src[i];
+      for (int64_t i = lo; i < hi; ++i) sum[i] += src[i];
     }
     if (to >= 0) return;
     for (size_t p = 0; p < vars.size(); ++p) {
-      if (p != home) std::copy(sum, sum + numel, vars[p]->GetMutable<Tensor>()->mutable_data<T>());
+      if (p != home) std::copy(sum + lo, sum + hi, static_cast<T*>(vars[p]->GetMutable<Tensor>()->raw_data()) + lo);
     }
   };
   if (first.dtype() == DataType::kFloat32) reduce(0.0f);
@@ -208,32 +213,39 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   std::vector<int> pending(g.ops.size());
   size_t in_flight = 0, done = 0;
   absl::Status first_error;
+  // A worker runs one ready handle it made ready itself inline (no hand-off
+  // through the pool's queue, no thread wake-up on a chain of ops) and
+  // schedules only the others.
   std::function<void(size_t)> run = [&](size_t id) {
-    const OpHandle& h = g.ops[id];
-    absl::Status s;
-    switch (h.kind) {
-      case OpHandle::Kind::kCompute: s = c->blocks[h.place]->RunOpAt(h.op_index); break;
-      case OpHandle::Kind::kAllReduce: s = AllReduce(h.var); break;
-      case OpHandle::Kind::kReduce: s = AllReduce(h.var, static_cast<int>(h.place)); break;
-      case OpHandle::Kind::kBroadcast: s = Broadcast(h.var, h.place); break;
-    }
-    std::vector<size_t> ready;
-    {
-      absl::MutexLock lock(&mu);
-      ++done;
-      if (!s.ok() && first_error.ok()) {
-        first_error = Annotate(s, h.kind == OpHandle::Kind::kCompute ? absl::StrCat("place ", h.place) : h.label);
+    while (true) {
+      const OpHandle& h = g.ops[id];
+      absl::Status s;
+      switch (h.kind) {
+        case OpHandle::Kind::kCompute: s = c->blocks[h.place]->RunOpAt(h.op_index); break;
+        case OpHandle::Kind::kAllReduce: s = AllReduce(h.var, -1, h.chunk, h.chunks); break;
+        case OpHandle::Kind::kReduce: s = AllReduce(h.var, static_cast<int>(h.place)); break;
+        case OpHandle::Kind::kBroadcast: s = Broadcast(h.var, h.place); break;
       }
-      if (first_error.ok()) {
-        for (size_t d : h.dependents) {
-          if (--pending[d] == 0) ready.push_back(d);
+      std::vector<size_t> ready;
+      {
+        absl::MutexLock lock(&mu);
+        ++done;
+        if (!s.ok() && first_error.ok()) {
+          first_error = Annotate(s, h.kind == OpHandle::Kind::kCompute ? absl::StrCat("place ", h.place) : h.label);
         }
+        if (first_error.ok()) {
+          for (size_t d : h.dependents) {
+            if (--pending[d] == 0) ready.push_back(d);
+          }
+        }
+        // This handle leaves flight; the one run inline next takes its place.
+        in_flight += ready.size();
+        --in_flight;
       }
-      in_flight += ready.size();
+      if (ready.empty()) return;
+      for (size_t k = 1; k < ready.size(); ++k) pool_->Schedule([&run, r = ready[k]] { run(r); });
+      id = ready[0];
     }
-    for (size_t r : ready) pool_->Schedule([&run, r] { run(r); });
-    absl::MutexLock lock(&mu);
-    --in_flight;
   };
   std::vector<size_t> roots;
   for (size_t i = 0; i < g.ops.size(); ++i) {

@@ -63,8 +63,9 @@ class ParallelExecutor {
   absl::StatusOr<Compiled*> GetOrCompile(const std::vector<std::string>& feed_names,
                                          const std::vector<std::string>& fetch_list);
   absl::Status RunGraph(Compiled* c);
-  // Sums `grad` over places into every place (`to` < 0) or into place `to`.
-  absl::Status AllReduce(const std::string& grad, int to = -1);
+  // Sums `grad` over places: slice `chunk` of `chunks` of a dense one (all of a
+  // sparse one, by chunk 0), onto every place (to < 0) or onto place `to`.
+  absl::Status AllReduce(const std::string& grad, int to = -1, size_t chunk = 0, size_t chunks = 1);
   absl::Status Broadcast(const std::string& param, size_t from);
 
   std::vector<Place> places_;

@@ -10,7 +10,7 @@ namespace {
 
 // What the builder knows about one variable on one place.
 struct VarState {
-  int last_writer = -1;
+  std::vector<int> writers;  // the last write: one handle, or a group of chunk handles
   std::vector<int> readers;  // since the last write
   int version = 0;
 };
@@ -21,29 +21,45 @@ class Builder {
 
   size_t Add(OpHandle h, const std::vector<std::pair<size_t, std::string>>& reads,
              const std::vector<std::pair<size_t, std::string>>& writes) {
-    const size_t id = g_.ops.size();
+    std::vector<OpHandle> group;
+    group.push_back(std::move(h));
+    return AddGroup(std::move(group), reads, writes);
+  }
+
+  // Handles that together perform one access (e.g. the chunks of one
+  // all-reduce): each depends on what the access depends on, and later
+  // accesses depend on all of them. Returns the first handle's index.
+  size_t AddGroup(std::vector<OpHandle> group, const std::vector<std::pair<size_t, std::string>>& reads,
+                  const std::vector<std::pair<size_t, std::string>>& writes) {
+    const size_t first = g_.ops.size();
     std::set<size_t> deps;
     for (const auto& [p, name] : reads) {
-      VarState& v = state_[{p, name}];
-      if (v.last_writer >= 0) deps.insert(static_cast<size_t>(v.last_writer));
+      for (int w : state_[{p, name}].writers) deps.insert(static_cast<size_t>(w));
     }
     for (const auto& [p, name] : writes) {
       VarState& v = state_[{p, name}];
-      if (v.last_writer >= 0) deps.insert(static_cast<size_t>(v.last_writer));
+      for (int w : v.writers) deps.insert(static_cast<size_t>(w));
       for (int r : v.readers) deps.insert(static_cast<size_t>(r));
     }
-    deps.erase(id);
-    h.deps.assign(deps.begin(), deps.end());
-    g_.ops.push_back(std::move(h));
-    for (size_t d : g_.ops.back().deps) g_.ops[d].dependents.push_back(id);
-    for (const auto& [p, name] : reads) state_[{p, name}].readers.push_back(static_cast<int>(id));
+    std::vector<int> ids;
+    for (OpHandle& h : group) {
+      const size_t id = g_.ops.size();
+      ids.push_back(static_cast<int>(id));
+      h.deps.assign(deps.begin(), deps.end());
+      g_.ops.push_back(std::move(h));
+      for (size_t d : g_.ops.back().deps) g_.ops[d].dependents.push_back(id);
+    }
+    for (const auto& [p, name] : reads) {
+      auto& readers = state_[{p, name}].readers;
+      readers.insert(readers.end(), ids.begin(), ids.end());
+    }
     for (const auto& [p, name] : writes) {
       VarState& v = state_[{p, name}];
-      v.last_writer = static_cast<int>(id);
+      v.writers = ids;
       v.readers.clear();
-      g_.vars.push_back({name, p, ++v.version, static_cast<int>(id)});
+      g_.vars.push_back({name, p, ++v.version, ids.front()});
     }
-    return id;
+    return first;
   }
 
   SsaGraph Take() { return std::move(g_); }
@@ -134,9 +150,19 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
         h.label = absl::StrCat("reduce(", grad, ") -> place ", h.place);
         b.Add(std::move(h), all, {{owner[grad], grad}});
       } else {
-        h.kind = OpHandle::Kind::kAllReduce;
-        h.label = absl::StrCat("all_reduce(", grad, ")");
-        b.Add(std::move(h), all, all);
+        // One handle per place, each summing its slice of the gradient
+        // (a dense one; a sparse one is merged by chunk 0 alone).
+        std::vector<OpHandle> chunks;
+        for (size_t k = 0; k < places; ++k) {
+          OpHandle c = h;
+          c.kind = OpHandle::Kind::kAllReduce;
+          c.place = k;
+          c.chunk = k;
+          c.chunks = places;
+          c.label = absl::StrCat("all_reduce(", grad, ") part ", k + 1, "/", places);
+          chunks.push_back(std::move(c));
+        }
+        b.AddGroup(std::move(chunks), all, all);
       }
       b.graph().gradients.push_back(grad);
     }

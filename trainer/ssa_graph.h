@@ -1,6 +1,6 @@
 // The SSA graph of a data-parallel step: every op of the block replicated
 // once per place (compute op handles), plus one all-reduce handle per
-// gradient (found through op_role_var, as Fluid's multi-device pass does),
+// gradient and place (each sums one slice, so the places share the work) (found through op_role_var, as Fluid's multi-device pass does),
 // placed after the gradient's last writer. Each variable on each place gets
 // a new version (VarHandle) per write; an op handle depends on the writers
 // of the versions it reads (read-after-write), on the readers of a version
@@ -32,6 +32,8 @@ struct OpHandle {
   size_t place = 0;     // kCompute: where it runs; kReduce/kBroadcast: the owner
   size_t op_index = 0;  // kCompute: index into the block
   std::string var;      // kAllReduce: the gradient summed across places
+  size_t chunk = 0;     // kAllReduce: this handle sums slice `chunk` of `chunks`
+  size_t chunks = 1;
   std::string label;    // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
   std::vector<size_t> deps;
   std::vector<size_t> dependents;
