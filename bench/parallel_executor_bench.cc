@@ -30,7 +30,8 @@ struct Trainer {
   Executor exe;
   Scope scope;
   std::unique_ptr<ParallelExecutor> pe;
-  Trainer(int places, BuildStrategy::ReduceStrategy strategy = BuildStrategy::ReduceStrategy::kAllReduce) {
+  Trainer(int places, BuildStrategy::ReduceStrategy strategy = BuildStrategy::ReduceStrategy::kAllReduce,
+          bool fuse = false) {
     main.set_random_seed(1);
     startup.set_random_seed(1);
     {
@@ -45,6 +46,7 @@ struct Trainer {
     CHECK(exe.Run(startup.desc(), &scope).ok());
     BuildStrategy build;
     build.reduce_strategy = strategy;
+    build.fuse_elewise_add_act_ops = fuse;
     auto created = ParallelExecutor::Create(CpuPlaces(places), loss.name(), main.desc(), &scope, build);
     CHECK(created.ok()) << created.status();
     pe = *std::move(created);
@@ -65,10 +67,12 @@ void Throughput() {
   const FeedMap feed = Batch();
   Trainer all_reduce(2);  // several places: OpenBLAS runs 1 thread
   Trainer reduce(2, BuildStrategy::ReduceStrategy::kReduce);
+  Trainer fused(2, BuildStrategy::ReduceStrategy::kAllReduce, /*fuse=*/true);
   Trainer one(1);
   SetBlasThreads(1);
   auto step = [&](Trainer& t) { return [&t, &feed] { CHECK(t.pe->Run({t.loss.name()}, feed).ok()); }; };
-  for (auto [name, t] : {std::pair<const char*, Trainer*>{"AllReduce", &all_reduce}, {"Reduce", &reduce}}) {
+  for (auto [name, t] : {std::pair<const char*, Trainer*>{"AllReduce", &all_reduce}, {"Reduce", &reduce},
+                                {"AllReduce, fused add+act", &fused}}) {
     bench::Paired p = bench::TimePaired(step(*t), step(one), 20, 15);
     std::printf("pe_throughput fashion_mlp batch %lld: 2 places (%s) %.0f ex/s, 1 place (1 BLAS thread) %.0f ex/s, "
                 "speed-up %.2fx (target >= 1.60x)\n",

@@ -26,6 +26,8 @@ DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
 DEFINE_int32(places, 1, "CPU places to train on in parallel (ParallelExecutor; 0 reads CPU_NUM)");
+DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwise_add + relu/sigmoid/tanh");
+DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
 namespace {
@@ -97,7 +99,11 @@ absl::Status Train() {
   if (FLAGS_places != 1) {
     OAR_ASSIGN_OR_RETURN(std::vector<Place> places,
                          FLAGS_places == 0 ? CpuPlacesFromEnv() : absl::StatusOr<std::vector<Place>>(CpuPlaces(FLAGS_places)));
-    OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope));
+    BuildStrategy build;
+    build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
+    if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
+    OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope,
+                                                      build));
     std::fprintf(stderr, "training on %zu CPU places\n", pe->num_places());
   }
   const auto& feeds = programs->vars.feeds;
@@ -125,6 +131,7 @@ absl::Status Train() {
     std::fprintf(stderr, "epoch %d: %.1f s\n", epoch, bar.seconds());
     total_seconds += bar.seconds();
     if (!FLAGS_save.empty()) {
+      if (pe != nullptr) OAR_RETURN_IF_ERROR(pe->GatherToPlace0());
       OAR_RETURN_IF_ERROR(Annotate(save_checkpoint(exe, &scope, FLAGS_save, programs->main.desc()), "--save"));
     }
     total_examples += train.size();

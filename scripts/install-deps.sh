@@ -11,6 +11,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  graphviz
 )
 
 missing=()

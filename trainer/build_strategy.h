@@ -21,11 +21,15 @@ struct BuildStrategy {
   GradientScaleStrategy gradient_scale_strategy = GradientScaleStrategy::kCoeffNumDevice;
   // When set, the SSA graph is written there as Graphviz dot on first build.
   std::string debug_graphviz_path;
+  // Fuse elementwise_add + relu/sigmoid/tanh (and their grads) into
+  // fused_elemwise_activation ops (fuse_elewise_add_act_pass.h).
+  bool fuse_elewise_add_act_ops = false;
 };
 
 struct ExecutionStrategy {
   int num_threads = 0;                    // 0: one per place
   int num_iteration_per_drop_scope = 100;  // local scopes dropped after this many runs
+  int num_iteration_per_run = 1;           // steps per Run() call (same feed); fetches are the last step's
 };
 
 }  // namespace oar

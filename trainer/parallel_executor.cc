@@ -1,5 +1,7 @@
 #include "trainer/parallel_executor.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -8,6 +10,7 @@
 #include "common/status.h"
 #include "common/tensor_io.h"
 #include "trainer/feed_split.h"
+#include "trainer/fuse_elewise_add_act_pass.h"
 
 namespace oar {
 
@@ -19,9 +22,25 @@ struct ParallelExecutor::Compiled {
 
 absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
-    BuildStrategy build, ExecutionStrategy exec, int num_trainers, int trainer_id) {
+    BuildStrategy build, ExecutionStrategy exec, int num_trainers, int trainer_id,
+    const ParallelExecutor* share_vars_from) {
   if (places.empty()) return absl::InvalidArgumentError("ParallelExecutor needs at least one place");
+  if (share_vars_from != nullptr) {
+    if (share_vars_from->places_.size() != places.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("share_vars_from has ", share_vars_from->places_.size(),
+                                                     " places, this executor ", places.size()));
+    }
+    if (scope != nullptr && scope != share_vars_from->scope_) {
+      return absl::InvalidArgumentError("share_vars_from runs in another scope than the one given");
+    }
+    scope = share_vars_from->scope_;
+  }
   if (scope == nullptr) return absl::InvalidArgumentError("ParallelExecutor needs a scope");
+  if (exec.num_iteration_per_run < 1 || exec.num_iteration_per_drop_scope < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num_iteration_per_run (", exec.num_iteration_per_run,
+                                                   ") and num_iteration_per_drop_scope (",
+                                                   exec.num_iteration_per_drop_scope, ") must be >= 1"));
+  }
   if (!loss_name.empty() && main.Block(0).FindVar(loss_name) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("loss '", loss_name, "' is not a variable of the program"));
   }
@@ -38,9 +57,12 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   pe->trainer_id_ = trainer_id;
   pe->scope_ = scope;
   const size_t n = pe->places_.size();
-  // Place 0 uses the caller's scope; the others get copies of its persistables.
+  // Place 0 uses the caller's scope; the others get copies of its
+  // persistables, or share those of `share_vars_from`.
   pe->place_scopes_.push_back(scope);
-  for (size_t p = 1; p < n; ++p) {
+  pe->owns_place_scopes_ = share_vars_from == nullptr;
+  for (size_t p = 1; p < n && !pe->owns_place_scopes_; ++p) pe->place_scopes_.push_back(share_vars_from->place_scopes_[p]);
+  for (size_t p = 1; p < n && pe->owns_place_scopes_; ++p) {
     Scope* s = &scope->NewScope();
     for (const auto& [name, v] : pe->program_->Block(0).vars()) {
       if (!v.persistable) continue;
@@ -59,7 +81,7 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
 ParallelExecutor::~ParallelExecutor() {
   pool_.reset();
   DropLocalExeScopes();
-  for (size_t p = 1; p < place_scopes_.size(); ++p) scope_->DeleteScope(place_scopes_[p]);
+  for (size_t p = 1; p < place_scopes_.size() && owns_place_scopes_; ++p) scope_->DeleteScope(place_scopes_[p]);
 }
 
 void ParallelExecutor::DropLocalExeScopes() {
@@ -100,6 +122,7 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
       }
     }
   }
+  if (build_.fuse_elewise_add_act_ops) FuseElewiseAddAct(with_io.MutableBlock(0));
   auto c = std::make_unique<Compiled>();
   c->feed_names = feed_names;
   for (size_t p = 0; p < n; ++p) {
@@ -204,6 +227,29 @@ absl::Status ParallelExecutor::Broadcast(const std::string& param, size_t from) 
   return absl::OkStatus();
 }
 
+absl::Status ParallelExecutor::GatherToPlace0() {
+  for (const auto& [key, c] : compiled_) {
+    // Ops that run on one place only (owned optimize ops) and not on place 0.
+    std::map<size_t, std::set<size_t>> places_of;
+    for (const OpHandle& h : c->graph.ops) {
+      if (h.kind == OpHandle::Kind::kCompute) places_of[h.op_index].insert(h.place);
+    }
+    const BlockDesc& block = c->blocks[0]->block();
+    for (const auto& [index, places] : places_of) {
+      if (places.size() != 1 || *places.begin() == 0) continue;
+      const size_t from = *places.begin();
+      for (const auto& name : block.Op(index).OutputArgNames()) {
+        const VarDesc* v = block.FindVar(name);
+        if (v == nullptr || !v->persistable) continue;
+        const Variable* src = place_scopes_[from]->FindVar(name);
+        if (src == nullptr || !src->IsType<Tensor>()) continue;
+        place_scopes_[0]->Var(name)->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   // Each op handle runs once its dependencies have; a finished handle
   // schedules the dependents it made ready before it stops counting as in
@@ -294,6 +340,10 @@ absl::StatusOr<std::vector<Tensor>> ParallelExecutor::Run(const std::vector<std:
     OAR_RETURN_IF_ERROR(c->blocks[p]->Bind(place_scopes_[p], local_scopes_[p]));
   }
   absl::Status s = RunGraph(c);
+  for (int it = 1; it < exec_.num_iteration_per_run && s.ok(); ++it) {
+    for (size_t p = 0; p < n; ++p) place_scopes_[p]->Var(kFetchVarName)->GetMutable<TensorList>()->clear();
+    s = RunGraph(c);
+  }
   std::vector<std::vector<Tensor>> fetched(n);
   for (size_t p = 0; p < n && s.ok(); ++p) {
     place_scopes_[p]->Var(kFeedVarName)->GetMutable<TensorList>()->clear();

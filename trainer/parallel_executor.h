@@ -35,10 +35,14 @@ class ParallelExecutor {
  public:
   // `scope` must hold the initialized persistables (run the startup program
   // first); it must outlive the executor. InvalidArgument for no places or a
-  // loss that is not in the program.
+  // loss that is not in the program. With `share_vars_from` (e.g. a test
+  // program's executor sharing the train program's parameters) every place
+  // uses that executor's persistables, which must outlive this one; `scope`
+  // may then be null.
   static absl::StatusOr<std::unique_ptr<ParallelExecutor>> Create(
       std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
-      BuildStrategy build = {}, ExecutionStrategy exec = {}, int num_trainers = 1, int trainer_id = 0);
+      BuildStrategy build = {}, ExecutionStrategy exec = {}, int num_trainers = 1, int trainer_id = 0,
+      const ParallelExecutor* share_vars_from = nullptr);
   ~ParallelExecutor();
 
   // Splits `feed` across the places, runs one step, returns `fetch_list`
@@ -47,6 +51,12 @@ class ParallelExecutor {
   // One feed per place (its length must equal the place count).
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::string>& fetch_list,
                                           const std::vector<FeedMap>& feeds);
+
+  // Copies into place 0's scope (the caller's) the persistables that only
+  // another place updates — under Reduce, the optimizer state of parameters
+  // that place owns — so that saving the caller's scope saves current
+  // values. Call between steps.
+  absl::Status GatherToPlace0();
 
   // Drops every place's local scope of temporaries now.
   void DropLocalExeScopes();
@@ -77,6 +87,7 @@ class ParallelExecutor {
   int trainer_id_ = 0;
   Scope* scope_ = nullptr;
   std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids
+  bool owns_place_scopes_ = true;     // false when shared from another executor
   std::vector<Scope*> local_scopes_;  // per place, kids of place_scopes_
   int runs_since_drop_ = 0;
   std::map<std::string, std::unique_ptr<Compiled>> compiled_;

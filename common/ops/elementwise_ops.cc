@@ -5,52 +5,17 @@
 #include <cmath>
 
 #include "common/op_registry.h"
+#include "common/ops/elementwise_layout.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 
 namespace oar {
 namespace {
 
-struct Bcast {
-  int64_t pre = 1, n = 1, post = 1;
-  bool same = true;  // X and Y have equal shapes
-};
-
-// Computes the broadcast layout, or an error naming both shapes.
-absl::StatusOr<Bcast> Layout(const std::string& op, const DDim& x, DDim y, int axis) {
-  Bcast b;
-  if (x == y) {
-    b.n = x.numel();
-    return b;
-  }
-  b.same = false;
-  while (y.size() > 1 && y[y.size() - 1] == 1) {  // Fluid trims trailing 1s
-    DDim t;
-    for (int i = 0; i < y.size() - 1; ++i) t.push_back(y[i]);
-    y = t;
-  }
-  if (axis == -1) axis = x.size() - y.size();
-  if (axis < 0 || axis + y.size() > x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": cannot broadcast Y", y.ToString(), " into X", x.ToString(), " at axis ", axis));
-  }
-  for (int i = 0; i < y.size(); ++i) {
-    if (x[axis + i] >= 0 && y[i] >= 0 && x[axis + i] != y[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": Y", y.ToString(), " does not match X", x.ToString(), " at axis ", axis,
-          " (dimension ", axis + i, ": ", x[axis + i], " vs ", y[i], ")"));
-    }
-  }
-  b.pre = x.Product(0, axis);
-  b.n = y.numel();
-  b.post = x.Product(axis + y.size(), x.size());
-  return b;
-}
-
 absl::Status ElementwiseInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
   if (ctx.IsRuntime() || (!x.HasUnknown() && !y.HasUnknown())) {
-    OAR_RETURN_IF_ERROR(Layout(ctx.op().type, x, y, ctx.Attr<int32_t>("axis")).status());
+    OAR_RETURN_IF_ERROR(ElementwiseLayout(ctx.op().type, x, y, ctx.Attr<int32_t>("axis")).status());
   } else if (y.size() > x.size()) {
     return ctx.Error("Y", y.ToString(), " has higher rank than X", x.ToString());
   }
@@ -78,27 +43,6 @@ struct DivF {
   template <typename T> static T DY(T, T y, T out, T g) { return -g * out / y; }
 };
 
-// Applies fn(e, j) over X's [pre, n, post] layout: e is the flat index into
-// X/Out and j the index into Y. Three loop shapes so the common cases (equal
-// shapes, a bias over the last axis) vectorize.
-template <typename Fn>
-void ForEach(const Bcast& b, Fn fn) {
-  if (b.same) {
-    for (int64_t e = 0; e < b.n; ++e) fn(e, e);
-  } else if (b.post == 1) {
-    for (int64_t i = 0; i < b.pre; ++i) {
-      for (int64_t j = 0; j < b.n; ++j) fn(i * b.n + j, j);
-    }
-  } else {
-    for (int64_t i = 0; i < b.pre; ++i) {
-      for (int64_t j = 0; j < b.n; ++j) {
-        const int64_t base = (i * b.n + j) * b.post;
-        for (int64_t k = 0; k < b.post; ++k) fn(base + k, j);
-      }
-    }
-  }
-}
-
 struct MaxF {
   template <typename T> static T F(T x, T y) { return x > y ? x : y; }
   template <typename T> static T DX(T x, T y, T, T g) { return x > y ? g : T(0); }
@@ -119,11 +63,11 @@ template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
-  OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
   const T* __restrict xp = x->data<T>();
   const T* __restrict yp = y->data<T>();
   T* __restrict op = ctx.Output("Out")->mutable_data<T>();
-  ForEach(b, [&](int64_t e, int64_t j) { op[e] = F::F(xp[e], yp[j]); });
+  ForEachBroadcast(b, [&](int64_t e, int64_t j) { op[e] = F::F(xp[e], yp[j]); });
   return absl::OkStatus();
 }
 
@@ -139,7 +83,7 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   const Tensor* out = ctx.Input("Out");  // only div needs it
-  OAR_ASSIGN_OR_RETURN(Bcast b, Layout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
   const T* __restrict xp = x->data<T>();
   const T* __restrict yp = y->data<T>();
   const T* __restrict gp = dout->data<T>();
@@ -147,15 +91,15 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   auto o = [outp](int64_t e) { return outp ? outp[e] : T(0); };
   if (Tensor* dx = ctx.Output(GradVarName("X"))) {
     T* __restrict d = dx->mutable_data<T>();
-    ForEach(b, [&](int64_t e, int64_t j) { d[e] = F::DX(xp[e], yp[j], o(e), gp[e]); });
+    ForEachBroadcast(b, [&](int64_t e, int64_t j) { d[e] = F::DX(xp[e], yp[j], o(e), gp[e]); });
   }
   if (Tensor* dy = ctx.Output(GradVarName("Y"))) {
     T* __restrict d = dy->mutable_data<T>();
     if (b.same) {
-      ForEach(b, [&](int64_t e, int64_t j) { d[e] = F::DY(xp[e], yp[j], o(e), gp[e]); });
+      ForEachBroadcast(b, [&](int64_t e, int64_t j) { d[e] = F::DY(xp[e], yp[j], o(e), gp[e]); });
     } else {  // reduce over the broadcast dimensions
       std::fill(d, d + b.n, T(0));
-      ForEach(b, [&](int64_t e, int64_t j) { d[j] += F::DY(xp[e], yp[j], o(e), gp[e]); });
+      ForEachBroadcast(b, [&](int64_t e, int64_t j) { d[j] += F::DY(xp[e], yp[j], o(e), gp[e]); });
     }
   }
   return absl::OkStatus();

@@ -30,6 +30,7 @@ void RegisterReduceClipOps(OpRegistry* r);   // reduce_sum, reduce_mean, clip, c
 void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logical_*, assign, conditional_block
 void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_combine
 void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
+void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ grad)
 
 void RegisterAllOps(OpRegistry* r);
 

@@ -24,6 +24,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterControlOps(r);
   RegisterIoOps(r);
   RegisterSequenceOps(r);
+  RegisterFusedOps(r);
 }
 
 }  // namespace oar
