@@ -46,6 +46,8 @@ void* Tensor::raw_data() {
   return holder_ ? static_cast<char*>(holder_->ptr) + offset_ : nullptr;
 }
 
+std::shared_ptr<const void> Tensor::KeepAlive() const { return holder_; }
+
 void Tensor::CopyFrom(const Tensor& other) {
   if (this == &other) return;
   if (holder_ != nullptr && holder_ == other.holder_) holder_.reset();

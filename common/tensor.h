@@ -71,6 +71,10 @@ class Tensor {
   // Deep copy of `other` into a buffer owned by this tensor.
   void CopyFrom(const Tensor& other);
 
+  // A reference that keeps this tensor's buffer alive (for zero-copy sends:
+  // the buffer outlives the tensor while a transfer still reads it).
+  std::shared_ptr<const void> KeepAlive() const;
+
   // Rows [begin, end) of the first dimension, sharing the buffer.
   Tensor Slice(int64_t begin, int64_t end) const;
 

@@ -25,7 +25,7 @@
 #include "common/executor.h"
 #include "trainer/build_strategy.h"
 #include "trainer/ssa_graph.h"
-#include "trainer/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace oar {
 

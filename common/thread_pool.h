@@ -1,6 +1,7 @@
 // ThreadPool: a fixed set of worker threads running queued closures. The
-// destructor drains nothing: it stops accepting work, lets running closures
-// finish, and joins (shutdown order: stop flag → wake workers → join).
+// destructor runs what is already queued, then joins (shutdown order: stop
+// flag → workers drain the queue → join); nothing may be scheduled after
+// destruction has begun.
 //
 // Thread-safety: Schedule is safe for concurrent use.
 #pragma once

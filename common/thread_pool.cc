@@ -1,4 +1,4 @@
-#include "trainer/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace oar {
 

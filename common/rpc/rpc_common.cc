@@ -1,0 +1,70 @@
+#include "common/rpc/rpc_common.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gflags/gflags.h"
+
+DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");
+DEFINE_int32(rpc_retry_times, 3, "retries of an RPC that failed UNAVAILABLE or DEADLINE_EXCEEDED");
+DEFINE_int32(rpc_send_thread_num, 12, "pserver threads handling SendVariable");
+DEFINE_int32(rpc_get_thread_num, 12, "pserver threads handling GetVariable");
+DEFINE_int32(rpc_prefetch_thread_num, 12, "pserver threads handling PrefetchVariable");
+DEFINE_string(rpc_tls_cert, "", "PEM certificate of this server (TLS when set with --rpc_tls_key)");
+DEFINE_string(rpc_tls_key, "", "PEM private key of this server");
+DEFINE_string(rpc_tls_ca, "", "PEM root certificates that clients trust (TLS on the client side when set)");
+
+namespace oar::rpc {
+
+const std::string& MethodPath(RpcKind kind) {
+  static const std::string kPaths[kNumRpcKinds] = {
+      "/sendrecv.SendRecvService/SendVariable", "/sendrecv.SendRecvService/GetVariable",
+      "/sendrecv.SendRecvService/GetVariableNoBarrier", "/sendrecv.SendRecvService/PrefetchVariable",
+      "/sendrecv.SendRecvService/CheckpointNotify"};
+  return kPaths[static_cast<int>(kind)];
+}
+
+const char* KindName(RpcKind kind) {
+  static const char* kNames[kNumRpcKinds] = {"SendVariable", "GetVariable", "GetVariableNoBarrier",
+                                             "PrefetchVariable", "CheckpointNotify"};
+  return kNames[static_cast<int>(kind)];
+}
+
+std::string AuthTokenFromEnv() {
+  const char* t = std::getenv("OAR_AUTH_TOKEN");
+  return t ? t : "";
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status CheckEndpoint(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(endpoint.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("endpoint '", endpoint, "' is not host:port"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTlsFile(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace oar::rpc

@@ -1,0 +1,55 @@
+// Names and options shared by the RPC client and server: the RPC kinds and
+// their gRPC method paths (Fluid's sendrecv.SendRecvService), the reserved
+// control-message variable names, the rpc flags, and the conversion of gRPC
+// status codes to absl::Status (done here, at the edge, only).
+//
+// Thread-safety: constants and stateless functions.
+#pragma once
+
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gflags/gflags_declare.h"
+
+DECLARE_int32(rpc_deadline);
+DECLARE_int32(rpc_retry_times);
+DECLARE_int32(rpc_send_thread_num);
+DECLARE_int32(rpc_get_thread_num);
+DECLARE_int32(rpc_prefetch_thread_num);
+DECLARE_string(rpc_tls_cert);
+DECLARE_string(rpc_tls_key);
+DECLARE_string(rpc_tls_ca);
+
+namespace oar::rpc {
+
+enum class RpcKind { kSend, kGet, kGetNoBarrier, kPrefetch, kCheckpointNotify };
+constexpr int kNumRpcKinds = 5;
+
+// "/sendrecv.SendRecvService/SendVariable", ...
+const std::string& MethodPath(RpcKind kind);
+const char* KindName(RpcKind kind);
+
+// Control messages: SendVariable of a header-only variable with these names.
+inline constexpr char kBatchBarrier[] = "BATCH_BARRIER@RECV";
+inline constexpr char kFetchBarrier[] = "FETCH_BARRIER@RECV";
+inline constexpr char kComplete[] = "COMPLETE@RECV";
+inline constexpr char kCheckpointSave[] = "SAVE@CHECKPOINTNOTIFY";
+
+// The metadata key carrying OAR_AUTH_TOKEN.
+inline constexpr char kAuthMetadataKey[] = "oar-auth-token";
+// OAR_AUTH_TOKEN from the environment ("" when unset).
+std::string AuthTokenFromEnv();
+
+absl::Status FromGrpc(const grpc::Status& s);
+grpc::Status ToGrpc(const absl::Status& s);
+
+// "host:port" split; InvalidArgument naming the endpoint otherwise.
+absl::Status CheckEndpoint(const std::string& endpoint);
+
+// Reads a whole file (TLS material); NotFound naming the flag and path.
+absl::StatusOr<std::string> ReadTlsFile(const std::string& flag, const std::string& path);
+
+}  // namespace oar::rpc
