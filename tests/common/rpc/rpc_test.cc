@@ -1,0 +1,169 @@
+// The RPC client and server over real gRPC on loopback, with a small
+// in-memory handler: large payloads, handler errors, malformed requests,
+// auth tokens, dead endpoints and bounded waits.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_server.h"
+#include "gtest/gtest.h"
+
+namespace oar::rpc {
+namespace {
+
+// Stores sent variables by name; Get returns them; "bad" is refused.
+class MapHandler : public RpcHandler {
+ public:
+  absl::Status Handle(RpcKind kind, Received& req, Reply* reply) override {
+    absl::MutexLock l(&mu_);
+    const std::string& name = req.meta.varname();
+    if (name == "bad") return absl::InvalidArgumentError("variable 'bad' is refused");
+    if (kind == RpcKind::kSend) {
+      vars_[name] = std::move(req.var);
+      last_trainer_ = req.meta.trainer_id();
+      return absl::OkStatus();
+    }
+    auto it = vars_.find(name);
+    if (it == vars_.end()) return absl::NotFoundError("no variable '" + name + "' here");
+    reply->name = name;
+    reply->owned = it->second;
+    return absl::OkStatus();
+  }
+  int64_t last_trainer() {
+    absl::MutexLock l(&mu_);
+    return last_trainer_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, Variable> vars_;
+  int64_t last_trainer_ = -1;
+};
+
+std::unique_ptr<RpcServer> Serve(MapHandler* h, const std::string& token = "") {
+  ServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  o.send_threads = o.get_threads = 2;
+  o.auth_token = token;
+  auto s = RpcServer::Start(o, h);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+TEST(RpcTest, SendsAndGetsATensorLargerThanGrpcsDefaultCap) {
+  MapHandler h;
+  auto server = Serve(&h);
+  ASSERT_NE(server, nullptr);
+  RpcClient client(ClientOptions{.deadline_ms = 10000, .retry_times = 0});
+  Variable v;
+  Tensor* t = v.GetMutable<Tensor>();
+  float* p = t->mutable_data<float>({5 * 1024 * 1024 / 4 + 3});  // > 4 MiB
+  for (int64_t i = 0; i < t->numel(); ++i) p[i] = static_cast<float>(i % 1000);
+  ASSERT_TRUE(client.AsyncSendVar(server->endpoint(), "w", &v, {.trainer_id = 3})->Wait().ok());
+  EXPECT_EQ(h.last_trainer(), 3);
+  Variable got;
+  auto s = client.AsyncGetVar(server->endpoint(), "w", &got)->Wait();
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(got.Get<Tensor>().numel(), t->numel());
+  EXPECT_EQ(got.Get<Tensor>().data<float>()[t->numel() - 1], p[t->numel() - 1]);
+}
+
+TEST(RpcTest, HandlerErrorsComeBackNamingRpcVariableAndEndpoint) {
+  MapHandler h;
+  auto server = Serve(&h);
+  ASSERT_NE(server, nullptr);
+  RpcClient client(ClientOptions{.deadline_ms = 5000, .retry_times = 2});
+  Variable v;
+  v.GetMutable<Tensor>()->mutable_data<float>({2});
+  absl::Status s = client.AsyncSendVar(server->endpoint(), "bad", &v)->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("SendVariable 'bad' to pserver " + server->endpoint()), std::string::npos) << s;
+  EXPECT_NE(s.message().find("is refused"), std::string::npos) << s;
+  Variable out;
+  s = client.AsyncGetVar(server->endpoint(), "nope", &out)->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+}
+
+TEST(RpcTest, MalformedRequestIsInvalidArgumentAndTheServerKeepsServing) {
+  MapHandler h;
+  auto server = Serve(&h);
+  ASSERT_NE(server, nullptr);
+  auto channel = grpc::CreateChannel(server->endpoint(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice junk(std::string("\x42\xff\xff\xff\x0f", 5));  // field 8 claiming 4 GiB
+  grpc::ByteBuffer req(&junk, 1), resp;
+  absl::Mutex mu;
+  bool done = false;
+  grpc::Status st;
+  stub.UnaryCall(&ctx, MethodPath(RpcKind::kSend), grpc::StubOptions(), &req, &resp, [&](grpc::Status s) {
+    absl::MutexLock l(&mu);
+    st = s;
+    done = true;
+  });
+  {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(&done));
+  }
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("malformed VariableMessage"), std::string::npos) << st.error_message();
+  RpcClient client(ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  Variable v;
+  v.GetMutable<Tensor>()->mutable_data<float>({2});
+  EXPECT_TRUE(client.AsyncSendVar(server->endpoint(), "w", &v)->Wait().ok());
+}
+
+TEST(RpcTest, AuthTokenIsRequiredWhenTheServerHasOne) {
+  MapHandler h;
+  auto server = Serve(&h, "s3cret");
+  ASSERT_NE(server, nullptr);
+  Variable v;
+  v.GetMutable<Tensor>()->mutable_data<float>({2});
+  RpcClient anonymous(ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  absl::Status s = anonymous.AsyncSendVar(server->endpoint(), "w", &v)->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  RpcClient wrong(ClientOptions{.deadline_ms = 5000, .retry_times = 0, .auth_token = "guess"});
+  EXPECT_EQ(wrong.AsyncSendVar(server->endpoint(), "w", &v)->Wait().code(), absl::StatusCode::kUnauthenticated);
+  RpcClient right(ClientOptions{.deadline_ms = 5000, .retry_times = 0, .auth_token = "s3cret"});
+  EXPECT_TRUE(right.AsyncSendVar(server->endpoint(), "w", &v)->Wait().ok());
+}
+
+TEST(RpcTest, DeadPserverFailsWithinTheDeadlineNamingEndpointAndVariable) {
+  // A port nobody listens on: bind a server, note its port, shut it down.
+  MapHandler h;
+  auto server = Serve(&h);
+  ASSERT_NE(server, nullptr);
+  const std::string ep = server->endpoint();
+  server.reset();
+  RpcClient client(ClientOptions{.deadline_ms = 300, .retry_times = 2});
+  Variable v;
+  v.GetMutable<Tensor>()->mutable_data<float>({2});
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status s = client.AsyncSendVar(ep, "fc_w@GRAD", &v)->Wait();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'fc_w@GRAD' to pserver " + ep), std::string::npos) << s;
+  EXPECT_NE(s.message().find("after 3 attempts"), std::string::npos) << s;
+  EXPECT_LT(secs, 30.0);  // bounded (3 × 300 ms + backoff); a generous bound, not a timing assertion
+  absl::Status ready = client.WaitServerReady({ep}, 300);
+  EXPECT_EQ(ready.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(ready.message().find(ep), std::string::npos) << ready;
+  EXPECT_EQ(client.WaitServerReady({"no-port"}, 10).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RpcTest, ServerBindsOnlyToTheEndpointsHost) {
+  MapHandler h;
+  ServerOptions o;
+  o.endpoint = "10.255.255.1:0";  // not an address of this host
+  auto s = RpcServer::Start(o, &h);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("10.255.255.1:0"), std::string::npos) << s.status();
+}
+
+}  // namespace
+}  // namespace oar::rpc
