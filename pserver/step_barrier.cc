@@ -1,0 +1,124 @@
+#include "pserver/step_barrier.h"
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace oar {
+
+absl::Status StepBarrier::CheckTrainer(int trainer_id) const {
+  if (trainer_id < 0 || trainer_id >= fanin_) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", fanin_,
+                                                   ") (this pserver's Fanin)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const std::string& what) {
+  struct Wait {
+    const std::function<bool()>* cond;
+    const bool* stopped;
+  } w{&cond, &stopped_};
+  const bool met = mu_.AwaitWithDeadline(
+      absl::Condition(+[](Wait* w) { return *w->stopped || (*w->cond)(); }, &w), absl::Now() + timeout_);
+  if (stopped_) return absl::CancelledError("the pserver is shutting down");
+  if (!met) return absl::DeadlineExceededError(absl::StrCat(what, ": waited ", absl::FormatDuration(timeout_)));
+  return absl::OkStatus();
+}
+
+absl::Status StepBarrier::BeforeGradient(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  auto not_optimizing = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; };
+  return AwaitLocked(not_optimizing, absl::StrCat("gradient from trainer ", trainer_id));
+}
+
+absl::Status StepBarrier::BatchBarrier(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  auto not_optimizing = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; };
+  if (absl::Status s = AwaitLocked(not_optimizing, "BATCH_BARRIER"); !s.ok()) return s;
+  batch_.insert(trainer_id);
+  return absl::OkStatus();
+}
+
+absl::Status StepBarrier::FetchBarrier(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  auto serving = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ == Phase::kServe; };
+  if (absl::Status s = AwaitLocked(serving, "FETCH_BARRIER"); !s.ok()) return s;
+  fetch_.insert(trainer_id);
+  return absl::OkStatus();
+}
+
+absl::Status StepBarrier::BeforeGet(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
+  };
+  return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id));
+}
+
+void StepBarrier::Complete(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (CheckTrainer(trainer_id).ok()) completed_.insert(trainer_id);
+}
+
+absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
+  absl::MutexLock l(&mu_);
+  const bool serving = phase_ == Phase::kServe;
+  std::set<int>& arrived = serving ? fetch_ : batch_;
+  auto all_in = [this, &arrived]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (int t = 0; t < fanin_; ++t) {
+      if (!arrived.count(t) && !completed_.count(t)) return false;
+    }
+    return true;
+  };
+  absl::Status s = AwaitLocked(all_in, "");
+  if (absl::IsDeadlineExceeded(s)) {
+    std::vector<int> missing;
+    for (int t = 0; t < fanin_; ++t) {
+      if (!arrived.count(t) && !completed_.count(t)) missing.push_back(t);
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        serving ? "FETCH_BARRIER" : "BATCH_BARRIER", " of step ", step_, " timed out after ",
+        absl::FormatDuration(timeout_), ": trainer(s) ", absl::StrJoin(missing, ", "),
+        " never arrived (FLAGS_rpc_deadline; a trainer died or is stuck)"));
+  }
+  if (!s.ok()) return s;
+  if (static_cast<int>(completed_.size()) == fanin_) return false;
+  if (serving) {
+    fetch_.clear();
+    phase_ = Phase::kRecv;
+  } else {
+    phase_ = Phase::kOptimize;
+  }
+  return true;
+}
+
+void StepBarrier::OptimizeDone() {
+  absl::MutexLock l(&mu_);
+  batch_.clear();
+  phase_ = Phase::kServe;
+  ++step_;
+}
+
+void StepBarrier::Stop() {
+  absl::MutexLock l(&mu_);
+  stopped_ = true;
+}
+
+StepBarrier::Phase StepBarrier::phase() const {
+  absl::MutexLock l(&mu_);
+  return phase_;
+}
+
+int StepBarrier::step() const {
+  absl::MutexLock l(&mu_);
+  return step_;
+}
+
+}  // namespace oar

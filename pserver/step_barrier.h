@@ -1,0 +1,75 @@
+// StepBarrier: the sync-mode pserver's step state machine over `fanin`
+// trainers. A step goes
+//   kServe (trainers pull parameters; ends when every live trainer has sent
+//           FETCH_BARRIER) → kRecv (trainers push gradients; ends when every
+//           live trainer has sent BATCH_BARRIER) → kOptimize → kServe ...
+// and the first phase is kServe, for the trainers' initial pull. A trainer
+// that sends COMPLETE stops counting ("live" = not completed), so the
+// others go on; when all have completed the loop ends.
+//
+// A trainer's gradients and BATCH_BARRIER may arrive while the others are
+// still pulling (kServe): they are taken at once (nothing reads gradients
+// then); only kOptimize holds them back. A trainer's Get waits for kServe
+// and for the optimize that consumes its own pending BATCH_BARRIER, so it
+// never reads the previous step's parameters. Barrier arrivals are sets of
+// trainer ids, so a retried message counts once.
+//
+// Every wait is bounded by `timeout`; the loop's errors list the trainer
+// ids that never arrived. Stop() releases every wait with Cancelled.
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace oar {
+
+class StepBarrier {
+ public:
+  enum class Phase { kServe, kRecv, kOptimize };
+  StepBarrier(int fanin, absl::Duration timeout) : fanin_(fanin), timeout_(timeout) {}
+
+  // --- handler side (one call per message) ---
+  // Before storing a trainer's gradient.
+  absl::Status BeforeGradient(int trainer_id);
+  absl::Status BatchBarrier(int trainer_id);
+  absl::Status FetchBarrier(int trainer_id);
+  // Before serving a trainer's Get.
+  absl::Status BeforeGet(int trainer_id);
+  void Complete(int trainer_id);
+
+  // --- loop side ---
+  // Waits until every live trainer has sent the barrier of the current
+  // phase (FETCH in kServe, BATCH in kRecv), then moves to the next phase
+  // (kServe → kRecv, kRecv → kOptimize). Returns false (and OK) when every
+  // trainer has completed; DeadlineExceeded listing the missing ids.
+  absl::StatusOr<bool> AwaitPhaseEnd();
+  // kOptimize → kServe, after the optimize blocks ran.
+  void OptimizeDone();
+
+  void Stop();
+  Phase phase() const;
+  int step() const;  // optimizes done
+
+ private:
+  absl::Status CheckTrainer(int trainer_id) const;
+  // Waits for cond (mu_ held) up to the timeout; `what` names the wait.
+  absl::Status AwaitLocked(const std::function<bool()>& cond, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int fanin_;
+  const absl::Duration timeout_;
+  mutable absl::Mutex mu_;
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kServe;
+  std::set<int> batch_ ABSL_GUARDED_BY(mu_), fetch_ ABSL_GUARDED_BY(mu_), completed_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  int step_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace oar

@@ -1,0 +1,111 @@
+// The sync step state machine with 1-4 trainers as threads: every Get sees
+// the optimize of its own step, early completion lowers the fan-in, a
+// trainer that never arrives fails the barrier naming it.
+#include "pserver/step_barrier.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+// Runs the pserver loop; counts optimizes.
+absl::Status Loop(StepBarrier* b, std::atomic<int>* optimizes) {
+  while (true) {
+    absl::StatusOr<bool> more = b->AwaitPhaseEnd();
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::OkStatus();
+    if (b->phase() == StepBarrier::Phase::kOptimize) {
+      ++*optimizes;
+      b->OptimizeDone();
+    }
+  }
+}
+
+// One trainer: the initial pull, then `steps` steps, then COMPLETE. Each
+// Get must see exactly the optimizes of the steps pushed so far.
+void Trainer(StepBarrier* b, int id, int steps, std::atomic<int>* errors) {
+  auto expect = [&](const absl::Status& s) {
+    if (!s.ok()) ++*errors;
+  };
+  expect(b->BeforeGet(id));
+  expect(b->FetchBarrier(id));
+  for (int i = 0; i < steps; ++i) {
+    expect(b->BeforeGradient(id));
+    expect(b->BatchBarrier(id));
+    expect(b->BeforeGet(id));
+    if (b->step() != i + 1) ++*errors;  // the parameters of this step's update
+    expect(b->FetchBarrier(id));
+  }
+  b->Complete(id);
+}
+
+class StepBarrierTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StepBarrierTest, EveryStepOptimizesOnceAndGetsSeeTheirOwnStep) {
+  const int n = GetParam();
+  StepBarrier b(n, absl::Seconds(30));
+  std::atomic<int> optimizes{0}, errors{0};
+  absl::Status loop;
+  std::thread server([&] { loop = Loop(&b, &optimizes); });
+  std::vector<std::thread> trainers;
+  for (int t = 0; t < n; ++t) trainers.emplace_back(Trainer, &b, t, 6, &errors);
+  for (auto& t : trainers) t.join();
+  server.join();
+  EXPECT_TRUE(loop.ok()) << loop;
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(optimizes.load(), 6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Trainers, StepBarrierTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(StepBarrierTest, ATrainerThatCompletesEarlyLetsTheOthersFinish) {
+  StepBarrier b(3, absl::Seconds(30));
+  std::atomic<int> optimizes{0}, errors{0};
+  absl::Status loop;
+  std::thread server([&] { loop = Loop(&b, &optimizes); });
+  std::thread t0(Trainer, &b, 0, 6, &errors), t1(Trainer, &b, 1, 2, &errors), t2(Trainer, &b, 2, 6, &errors);
+  t0.join();
+  t1.join();
+  t2.join();
+  server.join();
+  EXPECT_TRUE(loop.ok()) << loop;
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(optimizes.load(), 6);
+}
+
+TEST(StepBarrierTest, ATrainerThatNeverArrivesFailsTheBarrierNamingIt) {
+  StepBarrier b(3, absl::Milliseconds(200));
+  std::atomic<int> optimizes{0}, errors{0};
+  absl::Status loop;
+  std::thread server([&] { loop = Loop(&b, &optimizes); });
+  // Trainers 0 and 2 pull and push once; trainer 1 never shows up.
+  std::thread t0([&] { (void)b.BeforeGet(0); (void)b.FetchBarrier(0); });
+  std::thread t2([&] { (void)b.BeforeGet(2); (void)b.FetchBarrier(2); });
+  t0.join();
+  t2.join();
+  server.join();
+  EXPECT_EQ(loop.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(loop.message().find("FETCH_BARRIER of step 0"), std::string::npos) << loop;
+  EXPECT_NE(loop.message().find("trainer(s) 1 never arrived"), std::string::npos) << loop;
+}
+
+TEST(StepBarrierTest, OutOfRangeTrainerIdsAreRejectedAndStopReleasesWaits) {
+  StepBarrier b(2, absl::Seconds(30));
+  EXPECT_EQ(b.BatchBarrier(2).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(b.BeforeGradient(-1).message().find("trainer_id -1 is not in [0, 2)"), std::string::npos);
+  // A Get for trainer 0 after its batch barrier waits for an optimize that
+  // never comes; Stop releases it.
+  ASSERT_TRUE(b.BatchBarrier(0).ok());
+  absl::Status got;
+  std::thread waiter([&] { got = b.BeforeGet(0); });
+  b.Stop();
+  waiter.join();
+  EXPECT_EQ(got.code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace oar
