@@ -1,5 +1,7 @@
 #include "common/executor.h"
 
+#include "absl/synchronization/mutex.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/prepared_block.h"
@@ -190,6 +192,30 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Sc
     fetched->clear();
   }
   return out;
+}
+
+namespace {
+absl::Mutex close_mu(absl::kConstInit);
+std::vector<std::function<absl::Status()>>& CloseHooks() {
+  static auto* hooks = new std::vector<std::function<absl::Status()>>();
+  return *hooks;
+}
+}  // namespace
+
+void Executor::AddCloseHook(std::function<absl::Status()> hook) {
+  absl::MutexLock l(&close_mu);
+  CloseHooks().push_back(std::move(hook));
+}
+
+absl::Status Executor::Close() {
+  std::vector<std::function<absl::Status()>> hooks;
+  {
+    absl::MutexLock l(&close_mu);
+    hooks = CloseHooks();
+  }
+  absl::Status first;
+  for (auto& h : hooks) first.Update(h());
+  return first;
 }
 
 }  // namespace oar

@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,14 @@ class Executor {
   absl::Status RunPrepared(PreparedBlock* block, Scope* scope);
 
   const Place& place() const { return place_; }
+
+  // Fluid's Executor.close(): a trainer's last call. Runs the close hooks —
+  // the RPC layer's sends COMPLETE@RECV to every pserver this process talked
+  // to, so the pservers stop waiting for this trainer. Returns the first
+  // hook's error; calling it again does nothing more.
+  absl::Status Close();
+  // Registers a hook run by every Executor::Close (process-wide).
+  static void AddCloseHook(std::function<absl::Status()> hook);
 
  private:
   struct CacheEntry;

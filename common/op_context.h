@@ -109,6 +109,9 @@ class BlockRunner {
   // Runs block `idx` with its temporaries in `scope` (a child of the op's
   // scope); returns the first failing op's error.
   virtual absl::Status RunBlock(int32_t idx, Scope* scope) = 0;
+  // The program the blocks belong to (ops that run blocks themselves, e.g.
+  // listen_and_serv, prepare their own copies).
+  virtual const ProgramDesc& program() const = 0;
 };
 
 class ExecutionContext {

@@ -1,5 +1,9 @@
 #include "common/op_registry.h"
 
+#include <set>
+
+#include "absl/synchronization/mutex.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/ops/ops.h"
@@ -137,6 +141,14 @@ std::vector<std::string> OpRegistry::Types() const {
   for (const auto& [k, v] : ops_) out.push_back(k);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+void OpRegistry::ExtendGlobal(void (*registrar)(OpRegistry*)) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* applied = new std::set<void (*)(OpRegistry*)>();
+  absl::MutexLock l(&mu);
+  if (!applied->insert(registrar).second) return;
+  registrar(const_cast<OpRegistry*>(&Global()));
 }
 
 const OpRegistry& OpRegistry::Global() {

@@ -107,6 +107,10 @@ class OpRegistry {
 
   // The registry with every built-in op. Built on first use, then read-only.
   static const OpRegistry& Global();
+  // Adds the ops of a runtime (the pserver's listen_and_serv, the trainer's
+  // send/recv ops) to the global registry, once per `registrar`. Call at
+  // start-up, before executors run on other threads.
+  static void ExtendGlobal(void (*registrar)(OpRegistry*));
 
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpInfo>> ops_;

@@ -42,7 +42,7 @@ class PreparedBlock : public BlockRunner {
   // BlockRunner: runs a sub-block of this program (prepared on first use).
   absl::Status RunBlock(int32_t idx, Scope* scope) override;
 
-  const ProgramDesc& program() const { return *program_; }
+  const ProgramDesc& program() const override { return *program_; }
   const BlockDesc& block() const { return program_->Block(block_id_); }
   int block_id() const { return block_id_; }
 

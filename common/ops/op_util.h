@@ -14,6 +14,10 @@ namespace oar {
 absl::Status SameShapeAsX(InferShapeContext& ctx);
 // For a grad op: X@GRAD has the shape of X.
 absl::Status GradSameShapeAsX(InferShapeContext& ctx);
+// For ops with no outputs to shape (I/O, RPC, control).
+inline absl::Status NoShapeInference(InferShapeContext&) { return absl::OkStatus(); }
+// For ops whose kernel works on any dtype: picks the one float32 kernel.
+inline DataType AnyKernelDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
 // The input tensor of `slot`, or InvalidArgument naming the op and slot when
 // it is missing or holds no data.

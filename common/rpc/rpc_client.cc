@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/executor.h"
 #include "common/status.h"
 
 namespace oar::rpc {
@@ -116,7 +117,11 @@ RpcClient::RpcClient(ClientOptions options) : options_(std::move(options)) {
 RpcClient::~RpcClient() = default;
 
 RpcClient* RpcClient::Global() {
-  static RpcClient* client = new RpcClient();
+  static RpcClient* client = [] {
+    auto* c = new RpcClient();
+    Executor::AddCloseHook([c] { return c->SendCompleteToAll(); });
+    return c;
+  }();
   return client;
 }
 
@@ -157,6 +162,10 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,
                                                  const SendOptions& options) {
+  {
+    absl::MutexLock l(&mu_);
+    last_trainer_id_ = options.trainer_id;
+  }
   return Start(RpcKind::kSend, ep, name, SerializeVar(name, var, options), nullptr);
 }
 
@@ -212,6 +221,7 @@ absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
   {
     absl::MutexLock l(&mu_);
     eps.swap(contacted_);
+    if (trainer_id < 0) trainer_id = last_trainer_id_;
   }
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : eps) calls.push_back(AsyncSendComplete(ep, trainer_id));

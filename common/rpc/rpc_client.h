@@ -73,8 +73,9 @@ class RpcClient {
   // in all; the error lists the endpoints that never did.
   absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms);
 
-  // Sends COMPLETE@RECV to every endpoint this client has talked to (once).
-  absl::Status SendCompleteToAll(int64_t trainer_id);
+  // Sends COMPLETE@RECV to every endpoint this client has talked to (once),
+  // as `trainer_id` (-1: the id of this client's last send or get).
+  absl::Status SendCompleteToAll(int64_t trainer_id = -1);
 
  private:
   std::shared_ptr<grpc::Channel> Channel(const std::string& ep);
@@ -85,6 +86,7 @@ class RpcClient {
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> contacted_ ABSL_GUARDED_BY(mu_);
+  int64_t last_trainer_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace oar::rpc

@@ -1,0 +1,94 @@
+// listen_and_serv: the op that is a pserver program's block 0. It runs a
+// ParameterServer over the op's scope and program until every trainer has
+// completed, SIGTERM/SIGINT, or an error. Fluid's attributes: endpoint,
+// Fanin, optimize_blocks, grad_to_block_id, sync_mode, distributed_mode
+// (0 sync, 1 async), lr_decay_block_id, checkpint_block_id (Fluid's
+// spelling), pserver_id. The bound port goes to the log and, when
+// --pserver_port_file names a file, into it (atomically).
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/tensor_io.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "pserver/pserver_ops.h"
+#include "pserver/parameter_server.h"
+
+DEFINE_string(pserver_port_file, "", "write the pserver's bound port here (useful with port 0)");
+
+namespace oar {
+namespace {
+
+std::atomic<bool> g_signalled{false};
+extern "C" void OnSignal(int) { g_signalled.store(true); }
+
+absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
+  PserverConfig config;
+  config.endpoint = ctx.Attr<std::string>("endpoint");
+  config.fanin = ctx.Attr<int32_t>("Fanin");
+  const int mode = ctx.Attr<int32_t>("distributed_mode");
+  config.sync_mode = ctx.Attr<bool>("sync_mode") && mode == 0;
+  if (mode > 1) return absl::UnimplementedError(absl::StrCat("listen_and_serv: distributed_mode ", mode,
+                                                             " (half-async/geo) is not supported"));
+  config.optimize_blocks = ctx.Attr<BlockRefs>("optimize_blocks").idx;
+  OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,
+                       ParseGradToBlockId(ctx.Attr<std::vector<std::string>>("grad_to_block_id")));
+  config.lr_decay_block_id = ctx.Attr<int32_t>("lr_decay_block_id");
+  config.pserver_id = ctx.Attr<int32_t>("pserver_id");
+  config.server.auth_token = rpc::AuthTokenFromEnv();
+  config.server.tls_cert = FLAGS_rpc_tls_cert;
+  config.server.tls_key = FLAGS_rpc_tls_key;
+  if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
+  OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, ctx.runner()->program(), ctx.scope(), ctx.place()));
+  OAR_ASSIGN_OR_RETURN(std::string bound, ps->Start());
+  const std::string port = bound.substr(bound.rfind(':') + 1);
+  LOG(INFO) << "pserver " << config.pserver_id << " serving on " << bound << " (" << config.fanin << " trainers, "
+            << (config.sync_mode ? "sync" : "async") << ")";
+  if (!FLAGS_pserver_port_file.empty()) {
+    OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(FLAGS_pserver_port_file, port + "\n"), "--pserver_port_file"));
+  }
+  // SIGTERM/SIGINT: finish the step in progress, then return cleanly.
+  g_signalled.store(false);
+  auto old_term = std::signal(SIGTERM, OnSignal);
+  auto old_int = std::signal(SIGINT, OnSignal);
+  std::atomic<bool> running{true};
+  std::thread watcher([&] {
+    while (running.load()) {
+      if (g_signalled.load()) {
+        LOG(INFO) << "pserver " << bound << ": signal received, stopping after the current step";
+        ps->Stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  absl::Status s = ps->Run();
+  running.store(false);
+  watcher.join();
+  std::signal(SIGTERM, old_term);
+  std::signal(SIGINT, old_int);
+  ps.reset();  // shuts the RPC server down
+  if (s.ok()) LOG(INFO) << "pserver " << bound << " done";
+  return s;
+}
+
+}  // namespace
+
+void RegisterPserverOps(OpRegistry* r) {
+  r->Register("listen_and_serv").Input("X", kDuplicable | kDispensable)
+      .Attr("endpoint", std::string("127.0.0.1:6164")).Attr("Fanin", int32_t{1})
+      .Attr("optimize_blocks", BlockRefs{}).Attr("grad_to_block_id", std::vector<std::string>{})
+      .Attr("prefetch_var_name_to_block_id", std::vector<std::string>{})
+      .Attr("sync_mode", true).Attr("distributed_mode", int32_t{0}).Attr("lr_decay_block_id", int32_t{-1})
+      .Attr("checkpint_block_id", int32_t{-1}).Attr("pserver_id", int32_t{0}).Attr("dc_asgd", false)
+      .Attr("rpc_get_thread_num", int32_t{12}).Attr("rpc_send_thread_num", int32_t{12})
+      .Attr("rpc_prefetch_thread_num", int32_t{12})
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ListenAndServKernel);
+}
+
+}  // namespace oar

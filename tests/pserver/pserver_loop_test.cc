@@ -1,0 +1,178 @@
+// Sync and async pserver loops with real optimize blocks, a pserver program
+// run by an Executor (listen_and_serv) on a thread and trainers as threads
+// talking gRPC on loopback, against a single-process reference.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "common/rpc/rpc_client.h"
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "tests/pserver/dist_fixture.h"
+
+DECLARE_string(pserver_port_file);
+
+namespace oar {
+namespace {
+
+constexpr int kSteps = 10;
+constexpr int kBatch = 8;
+
+// The reference: one process, the global batch, kSteps steps.
+std::vector<float> ReferenceLosses(std::vector<float>* w = nullptr) {
+  DistPrograms d("127.0.0.1:1", 1, true);
+  Executor exe;
+  Scope scope;
+  EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
+  std::vector<float> out;
+  for (int s = 0; s < kSteps; ++s) {
+    auto r = exe.Run(d.main.desc(), &scope, DistPrograms::Batch(s, 0, kBatch), {d.loss.name()});
+    EXPECT_TRUE(r.ok()) << r.status();
+    out.push_back(TensorToVector<float>((*r)[0])[0]);
+  }
+  if (w) *w = TensorToVector<float>(scope.FindVar(d.params_grads[0].first)->Get<Tensor>());
+  return out;
+}
+
+// Starts the pserver program on a thread; returns its endpoint (read from
+// the port file it writes).
+struct PserverThread {
+  Scope scope;
+  Executor exe;
+  absl::Status result;
+  std::thread thread;
+  std::string endpoint;
+
+  PserverThread(int trainers, bool sync, int deadline_ms = 20000) {
+    const std::string port_file = ::testing::TempDir() + "/oar_pserver_port_" + std::to_string(::getpid());
+    std::remove(port_file.c_str());
+    FLAGS_pserver_port_file = port_file;
+    FLAGS_rpc_deadline = deadline_ms;
+    auto d = std::make_shared<DistPrograms>("127.0.0.1:0", trainers, sync);
+    EXPECT_TRUE(exe.Run(d->startup.desc(), &scope).ok());  // the same initial values as the reference
+    thread = std::thread([this, d] { result = exe.Run(d->pserver, &scope).status(); });
+    for (int i = 0; i < 500 && endpoint.empty(); ++i) {
+      std::ifstream in(port_file);
+      std::string port;
+      if (in >> port) endpoint = "127.0.0.1:" + port;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_FALSE(endpoint.empty()) << "the pserver never wrote " << port_file;
+  }
+  absl::Status Join() {
+    thread.join();
+    return result;
+  }
+};
+
+// One trainer: pulls the parameters, runs kSteps steps on its share of each
+// global batch, then says COMPLETE. Returns its per-step losses.
+std::vector<float> RunTrainer(const std::string& ep, int id, int trainers, bool sync, int steps = kSteps,
+                              absl::Status* error = nullptr) {
+  DistPrograms d(ep, trainers, sync);
+  for (auto* p : {&d.trainer, &d.trainer_startup}) {
+    for (size_t i = 0; i < p->Block(0).OpSize(); ++i) {
+      p->MutableBlock(0)->MutableOp(i)->SetAttr("trainer_id", int32_t{id});
+    }
+  }
+  Executor exe;
+  Scope scope;
+  std::vector<float> losses;
+  auto s = exe.Run(d.trainer_startup, &scope);
+  if (error != nullptr) {  // a failure is expected: report it, do not assert
+    *error = s.status();
+    for (int step = 0; step < steps && error->ok(); ++step) {
+      *error = exe.Run(d.trainer, &scope, DistPrograms::Batch(step, 0, 1), {d.loss.name()}).status();
+    }
+    return losses;
+  }
+  EXPECT_TRUE(s.ok()) << s.status();
+  const int per = kBatch / trainers;
+  for (int step = 0; step < steps && s.ok(); ++step) {
+    auto r = exe.Run(d.trainer, &scope, DistPrograms::Batch(step, id * per, (id + 1) * per), {d.loss.name()});
+    EXPECT_TRUE(r.ok()) << "trainer " << id << ": " << r.status();
+    if (!r.ok()) break;
+    losses.push_back(TensorToVector<float>((*r)[0])[0]);
+  }
+  rpc::RpcClient own(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  EXPECT_TRUE(own.AsyncSendComplete(ep, id)->Wait().ok());
+  return losses;
+}
+
+TEST(PserverLoopTest, SyncTwoTrainersMatchTheSingleProcessLossPerStep) {
+  std::vector<float> ref_w;
+  const std::vector<float> ref = ReferenceLosses(&ref_w);
+  PserverThread ps(2, /*sync=*/true);
+  ASSERT_FALSE(ps.endpoint.empty());
+  std::vector<float> l0, l1;
+  std::thread t0([&] { l0 = RunTrainer(ps.endpoint, 0, 2, true); });
+  std::thread t1([&] { l1 = RunTrainer(ps.endpoint, 1, 2, true); });
+  t0.join();
+  t1.join();
+  absl::Status s = ps.Join();
+  EXPECT_TRUE(s.ok()) << s;
+  ASSERT_EQ(l0.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(l1.size(), static_cast<size_t>(kSteps));
+  for (int i = 0; i < kSteps; ++i) EXPECT_NEAR((l0[i] + l1[i]) / 2, ref[i], 1e-5) << "step " << i;
+  EXPECT_LT(ref[kSteps - 1], ref[0]);
+  DistPrograms names("x:1", 1, true);
+  const auto w = TensorToVector<float>(ps.scope.FindVar(names.params_grads[0].first)->Get<Tensor>());
+  ASSERT_EQ(w.size(), ref_w.size());
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], ref_w[i], 1e-5);
+}
+
+TEST(PserverLoopTest, SyncTrainerThatStopsEarlyLetsTheOtherFinish) {
+  PserverThread ps(2, true);
+  ASSERT_FALSE(ps.endpoint.empty());
+  std::vector<float> l0, l1;
+  std::thread t0([&] { l0 = RunTrainer(ps.endpoint, 0, 2, true, 3); });  // uneven shards
+  std::thread t1([&] { l1 = RunTrainer(ps.endpoint, 1, 2, true, kSteps); });
+  t0.join();
+  t1.join();
+  EXPECT_TRUE(ps.Join().ok());
+  EXPECT_EQ(l0.size(), 3u);
+  EXPECT_EQ(l1.size(), static_cast<size_t>(kSteps));
+}
+
+TEST(PserverLoopTest, AsyncOneTrainerEqualsSequentialSgd) {
+  const std::vector<float> ref = ReferenceLosses();
+  PserverThread ps(1, /*sync=*/false);
+  ASSERT_FALSE(ps.endpoint.empty());
+  std::vector<float> l = RunTrainer(ps.endpoint, 0, 1, false);
+  EXPECT_TRUE(ps.Join().ok());
+  ASSERT_EQ(l.size(), static_cast<size_t>(kSteps));
+  for (int i = 0; i < kSteps; ++i) EXPECT_NEAR(l[i], ref[i], 1e-5) << "step " << i;
+}
+
+TEST(PserverLoopTest, AsyncTwoTrainersTrain) {
+  PserverThread ps(2, false);
+  ASSERT_FALSE(ps.endpoint.empty());
+  std::vector<float> l0, l1;
+  std::thread t0([&] { l0 = RunTrainer(ps.endpoint, 0, 2, false, 30); });
+  std::thread t1([&] { l1 = RunTrainer(ps.endpoint, 1, 2, false, 30); });
+  t0.join();
+  t1.join();
+  EXPECT_TRUE(ps.Join().ok());
+  ASSERT_EQ(l0.size(), 30u);
+  EXPECT_LT(l0.back(), 0.5f * l0.front());
+  EXPECT_LT(l1.back(), 0.5f * l1.front());
+}
+
+TEST(PserverLoopTest, ATrainerThatNeverArrivesFailsThePserverNamingIt) {
+  PserverThread ps(2, true, /*deadline_ms=*/500);
+  ASSERT_FALSE(ps.endpoint.empty());
+  absl::Status trainer_error;
+  std::thread t0([&] { RunTrainer(ps.endpoint, 0, 2, true, 1, &trainer_error); });
+  absl::Status s = ps.Join();
+  t0.join();
+  // The live trainer fails too, within its deadline, naming the pserver.
+  EXPECT_FALSE(trainer_error.ok());
+  EXPECT_NE(trainer_error.message().find(ps.endpoint), std::string::npos) << trainer_error;
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("trainer(s) 1 never arrived"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("pserver 127.0.0.1:"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace oar
