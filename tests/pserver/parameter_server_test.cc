@@ -1,0 +1,110 @@
+// ParameterServer's answers to bad messages (each INVALID_ARGUMENT with the
+// reason, and the server keeps serving), checkpoint notify, and Stop.
+#include "pserver/parameter_server.h"
+
+#include <filesystem>
+#include <thread>
+
+#include "common/api/io.h"
+#include "common/rpc/rpc_client.h"
+#include "gtest/gtest.h"
+#include "tests/pserver/dist_fixture.h"
+
+namespace oar {
+namespace {
+
+struct Server {
+  DistPrograms d{"127.0.0.1:0", 2, true};
+  Executor exe;
+  Scope scope;
+  std::unique_ptr<ParameterServer> ps;
+  std::string ep;
+  Server() {
+    EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
+    const OpDesc& ls = d.pserver.Block(0).Op(0);
+    PserverConfig c;
+    c.endpoint = "127.0.0.1:0";
+    c.fanin = 2;
+    c.optimize_blocks = ls.GetAttr<BlockRefs>("optimize_blocks").idx;
+    c.grad_to_block_id = *ParseGradToBlockId(ls.GetAttr<std::vector<std::string>>("grad_to_block_id"));
+    c.timeout_ms = 20000;
+    auto created = ParameterServer::Create(c, d.pserver, &scope);
+    EXPECT_TRUE(created.ok()) << created.status();
+    ps = *std::move(created);
+    auto bound = ps->Start();
+    EXPECT_TRUE(bound.ok()) << bound.status();
+    ep = *bound;
+  }
+};
+
+Variable Dense(DataType dt, const DDim& dims) {
+  Variable v;
+  Tensor* t = v.GetMutable<Tensor>();
+  t->Resize(dims);
+  std::memset(t->mutable_data(dt), 0, t->nbytes());
+  return v;
+}
+
+TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
+  Server s;
+  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  const std::string w = "fc_0.w_0", wg = "fc_0.w_0@GRAD";  // shape [4, 1]
+  auto send = [&](const std::string& name, const Variable& v, int tid) {
+    return c.AsyncSendVar(s.ep, name, &v, {.trainer_id = tid})->Wait();
+  };
+  struct Case {
+    std::string name;
+    Variable v;
+    int tid;
+    std::string expect;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"nope@GRAD", Dense(DataType::kFloat32, {4, 1}), 0, "no variable 'nope@GRAD' to receive"});
+  cases.push_back({wg, Dense(DataType::kInt64, {4, 1}), 1, "'" + wg + "' has dtype int64, the pserver's is float32"});
+  cases.push_back({wg, Dense(DataType::kFloat32, {3, 1}), 0, "has shape [3, 1], the pserver's is [4, 1]"});
+  cases.push_back({wg, Dense(DataType::kFloat32, {4, 1}), 2, "trainer_id 2 is not in [0, 2) (Fanin)"});
+  cases.push_back({w, Dense(DataType::kFloat32, {4, 1}), 0, "is a parameter here"});
+  for (const auto& k : cases) {
+    absl::Status st = send(k.name, k.v, k.tid);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find(k.expect), std::string::npos) << st;
+    EXPECT_NE(st.message().find(s.ep), std::string::npos) << st;
+  }
+  // Still serving: a good gradient is taken and parameters are served.
+  EXPECT_TRUE(send(wg, Dense(DataType::kFloat32, {4, 1}), 1).ok());
+  Variable got;
+  absl::Status st = c.AsyncGetVar(s.ep, w, &got, 0)->Wait();
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(got.Get<Tensor>().dims(), (DDim{4, 1}));
+  EXPECT_EQ(c.AsyncGetVar(s.ep, "nope", &got, 0)->Wait().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ParameterServerTest, CheckpointNotifySavesAWholeCheckpoint) {
+  Server s;
+  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  const std::string dir = ::testing::TempDir() + "/oar_ps_ckpt";
+  std::filesystem::remove_all(dir);
+  absl::Status st = c.AsyncCheckpointNotify(s.ep, dir, 0)->Wait();
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/__manifest__"));
+  Scope fresh;
+  Executor exe;
+  ASSERT_TRUE(load_checkpoint(exe, &fresh, dir, s.d.pserver).ok());
+  const std::string w = s.d.params_grads[0].first;
+  EXPECT_EQ(TensorToVector<float>(fresh.FindVar(w)->Get<Tensor>()),
+            TensorToVector<float>(s.scope.FindVar(w)->Get<Tensor>()));
+  EXPECT_EQ(c.AsyncCheckpointNotify(s.ep, "", 0)->Wait().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ParameterServerTest, StopEndsRunCleanly) {
+  Server s;
+  absl::Status result = absl::UnknownError("not run");
+  std::thread t([&] { result = s.ps->Run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  s.ps->Stop();
+  t.join();
+  EXPECT_TRUE(result.ok()) << result;
+}
+
+}  // namespace
+}  // namespace oar
