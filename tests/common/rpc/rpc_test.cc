@@ -156,6 +156,26 @@ TEST(RpcTest, DeadPserverFailsWithinTheDeadlineNamingEndpointAndVariable) {
   EXPECT_EQ(client.WaitServerReady({"no-port"}, 10).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RpcTest, TlsWhenCertificatesAreGiven) {
+  MapHandler h;
+  ServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  o.tls_cert = OAR_TESTDATA_DIR "/tls_test_cert.pem";
+  o.tls_key = OAR_TESTDATA_DIR "/tls_test_key.pem";
+  auto server = RpcServer::Start(o, &h);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Variable v;
+  v.GetMutable<Tensor>()->mutable_data<float>({2});
+  RpcClient tls(ClientOptions{.deadline_ms = 5000, .retry_times = 0, .tls_ca = OAR_TESTDATA_DIR "/tls_test_cert.pem"});
+  absl::Status s = tls.AsyncSendVar((*server)->endpoint(), "w", &v)->Wait();
+  EXPECT_TRUE(s.ok()) << s;
+  RpcClient plain(ClientOptions{.deadline_ms = 1000, .retry_times = 0});
+  EXPECT_FALSE(plain.AsyncSendVar((*server)->endpoint(), "w", &v)->Wait().ok());  // plaintext is refused
+  o.tls_key = "/nonexistent.pem";
+  EXPECT_NE(RpcServer::Start(o, &h).status().message().find("--rpc_tls_key: cannot read '/nonexistent.pem'"),
+            std::string::npos);
+}
+
 TEST(RpcTest, ServerBindsOnlyToTheEndpointsHost) {
   MapHandler h;
   ServerOptions o;
