@@ -224,15 +224,26 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, rpc::Received& request, 
   return absl::InternalError("unknown RPC kind");
 }
 
+std::string ParameterServer::TargetName(const std::string& name, int64_t trainer_id) const {
+  std::string per_trainer = absl::StrCat(name, ".trainer_", trainer_id);
+  return program_.Block(0).FindVar(per_trainer) != nullptr ? per_trainer : name;
+}
+
+Variable ParameterServer::SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) {
+  if (kind != rpc::RpcKind::kSend) return {};
+  const std::string target = TargetName(meta.varname(), meta.trainer_id());
+  absl::MutexLock l(&recv_mu_);
+  auto it = spares_.find(target);
+  if (it == spares_.end()) return {};
+  Variable v = std::move(it->second);
+  spares_.erase(it);
+  return v;
+}
+
 absl::StatusOr<std::string> ParameterServer::Target(const std::string& name, int trainer_id,
                                                     const Variable& value) const {
-  const BlockDesc& global = program_.Block(0);
-  std::string target = absl::StrCat(name, ".trainer_", trainer_id);
-  const VarDesc* desc = global.FindVar(target);
-  if (desc == nullptr) {
-    target = name;
-    desc = global.FindVar(name);
-  }
+  const std::string target = TargetName(name, trainer_id);
+  const VarDesc* desc = program_.Block(0).FindVar(target);
   if (desc == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": no variable '", name, "' to receive"));
   }
@@ -271,7 +282,9 @@ absl::Status ParameterServer::HandleSend(rpc::Received& request) {
     OAR_RETURN_IF_ERROR(barrier_->BeforeGradient(id));
     absl::MutexLock l(&recv_mu_);
     Variable* dst = scope_->FindVar(target);
-    *(dst != nullptr ? dst : scope_->Var(target)) = std::move(request.var);
+    if (dst == nullptr) dst = scope_->Var(target);
+    std::swap(*dst, request.var);
+    spares_[target] = std::move(request.var);  // the previous value's buffer takes the next payload
     return absl::OkStatus();
   }
   auto block = config_.grad_to_block_id.find(name);
@@ -283,6 +296,10 @@ absl::Status ParameterServer::HandleSend(rpc::Received& request) {
   absl::Status s;
   if (name == first_grad_ && config_.lr_decay_block_id > 0) s = RunBlockLocked(config_.lr_decay_block_id, scope_);
   if (s.ok()) s = RunBlockLocked(block->second, child);
+  {
+    absl::MutexLock l(&recv_mu_);
+    spares_[target] = std::move(*child->Var(target));
+  }
   scope_->DeleteScope(child);
   return s;
 }

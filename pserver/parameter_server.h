@@ -73,6 +73,13 @@ class ParameterServer : public rpc::RpcHandler {
   void Stop();
 
   absl::Status Handle(rpc::RpcKind kind, rpc::Received& request, rpc::Reply* reply) override;
+  // The previous value of the variable a gradient lands in: its buffer takes
+  // the next payload, so steady training allocates nothing per step.
+  Variable SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) override;
+  // GetVariableNoBarrier, and Gets in async mode, only take a short lock.
+  bool NeverBlocks(rpc::RpcKind kind) const override {
+    return kind == rpc::RpcKind::kGetNoBarrier || (kind == rpc::RpcKind::kGet && !config_.sync_mode);
+  }
 
  private:
   ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place);
@@ -86,6 +93,7 @@ class ParameterServer : public rpc::RpcHandler {
   // The variable a trainer's `name` is stored as, checked against its
   // declaration.
   absl::StatusOr<std::string> Target(const std::string& name, int trainer_id, const Variable& value) const;
+  std::string TargetName(const std::string& name, int64_t trainer_id) const;
   std::string Who(int trainer_id) const;
 
   PserverConfig config_;
@@ -96,7 +104,8 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block (async; checkpoint)
   std::map<std::string, int> param_block_;                // persistable output → block writing it
-  absl::Mutex recv_mu_;          // writes of received variables
+  absl::Mutex recv_mu_;          // writes of received variables, spares_
+  std::map<std::string, Variable> spares_ ABSL_GUARDED_BY(recv_mu_);  // by target name
   absl::Mutex optimize_mu_;      // held while optimize blocks run (checkpoints wait)
   std::string first_grad_;       // async: its arrival advances the LR schedule
   std::unique_ptr<rpc::RpcServer> server_;

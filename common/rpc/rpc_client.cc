@@ -70,7 +70,10 @@ class Call : public RpcCall, public std::enable_shared_from_this<Call> {
  private:
   absl::Status Finish() {
     if (out_ == nullptr) return absl::OkStatus();
-    auto r = DeserializeVar(response_);
+    // Into the caller's variable, reusing its buffer (recv ops pull into the
+    // same parameter every step).
+    auto r = DeserializeVar(response_, [this](const sendrecv::VariableMessage&) { return std::move(*out_); });
+    response_.Clear();
     if (!r.ok()) return Annotate(r.status(), absl::StrCat("reply to ", KindName(kind_), " '", name_, "' from ", ep_));
     if (!r->var.IsInitialized()) {
       return absl::NotFoundError(absl::StrCat(KindName(kind_), " '", name_, "' from ", ep_, ": the reply holds no value"));

@@ -63,14 +63,22 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
         return;
       }
-      impl_->pools_[kind_]->Schedule([this] { Serve(); });
+      if (impl_->handler_->NeverBlocks(static_cast<RpcKind>(kind_))) {
+        Serve();
+      } else {
+        impl_->pools_[kind_]->Schedule([this] { Serve(); });
+      }
     }
     void OnWriteDone(bool) override {}
     void OnDone() override { delete this; }
 
    private:
     void Serve() {
-      auto req = DeserializeVar(request_);
+      const RpcKind kind = static_cast<RpcKind>(kind_);
+      auto req = DeserializeVar(request_, [this, kind](const sendrecv::VariableMessage& meta) {
+        return impl_->handler_->SpareBuffer(kind, meta);
+      });
+      request_.Clear();  // release gRPC's copy of the payload now
       if (!req.ok()) {
         Finish(ToGrpc(req.status()));
         return;

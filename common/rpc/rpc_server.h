@@ -35,6 +35,13 @@ class RpcHandler {
  public:
   virtual ~RpcHandler() = default;
   virtual absl::Status Handle(RpcKind kind, Received& request, Reply* reply) = 0;
+  // A variable whose buffer the incoming payload may reuse (see SpareFn);
+  // by default none.
+  virtual Variable SpareBuffer(RpcKind /*kind*/, const sendrecv::VariableMessage& /*meta*/) { return {}; }
+  // True when Handle for this kind never waits (no barrier, no long lock):
+  // the server then runs it on gRPC's own thread, saving a thread hand-off
+  // per call. By default every kind goes through its pool.
+  virtual bool NeverBlocks(RpcKind /*kind*/) const { return false; }
 };
 
 struct ServerOptions {

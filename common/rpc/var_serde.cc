@@ -150,7 +150,7 @@ absl::StatusOr<grpc::ByteBuffer> SerializeVar(const std::string& name, const Var
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer) {
+absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer, const SpareFn& spare) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return absl::InvalidArgumentError("message could not be read");
   SliceReader in(slices);
@@ -181,6 +181,12 @@ absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer) {
       if (static_cast<uint64_t>(dims.numel()) * SizeOf(dt) != n) {
         return bad(absl::StrCat("payload has ", n, " bytes, its header says ", DataTypeName(dt), dims.ToString()));
       }
+      if (spare) {
+        Variable old = spare(r.meta);
+        if (old.IsType<Tensor>()) payload = std::move(*old.GetMutable<Tensor>());
+        else if (old.IsType<SelectedRows>()) payload = std::move(old.GetMutable<SelectedRows>()->value);
+      }
+      payload.set_lod({});
       payload.Resize(dims);
       void* dst = payload.mutable_data(dt);
       if (!in.Bytes(dst, n)) return bad("truncated payload");

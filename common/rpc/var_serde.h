@@ -10,6 +10,7 @@
 // Thread-safety: stateless functions.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <grpcpp/support/byte_buffer.h>
@@ -39,8 +40,13 @@ struct Received {
   Variable var;
 };
 
+// Given the parsed header, a variable whose tensor buffer the payload may
+// be copied into (reused when large enough and not shared), so that steady
+// traffic allocates nothing; an empty Variable means a fresh buffer.
+using SpareFn = std::function<Variable(const sendrecv::VariableMessage& meta)>;
+
 // InvalidArgument naming the variable for a message that does not parse or
 // whose payload does not match its header.
-absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer);
+absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer, const SpareFn& spare = nullptr);
 
 }  // namespace oar::rpc

@@ -1,0 +1,316 @@
+// rpc_bench: Oar's RPC layer between two processes on loopback, each figure
+// beside its baseline from the same run: a raw TCP stream (raw_tcp.h) and a
+// bare generic gRPC service with the same channel tuning (bare_grpc.h).
+//   1. push + pull of a 4 MiB fp32 block: ours vs bare gRPC (target >= 0.9x
+//      its throughput) and vs raw TCP (>= 0.5x);
+//   2. a 64 MiB parameter in 16 blocks, all calls in flight: vs raw TCP, and
+//      vs figure 1 (must not fall below it by more than 10%);
+//   3. 64-byte round trip: ours vs bare gRPC (<= 1.2x) and raw TCP;
+//   4. a sync round of 4 trainer threads with 1 MiB gradients through a real
+//      ParameterServer (send, batch barrier, optimize, get, fetch barrier)
+//      against the model 4 x 2 x 1 MiB / bare throughput + 4 bare round trips
+//      (<= 1.5x);
+//   5. pserver peak RSS holding a 256 MiB model (64 blocks, Adam) after a
+//      full push + pull, against 1.3 x (parameters + state) + 64 MiB.
+// The client re-executes itself as the server (--role=server / memory).
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "bench/bare_grpc.h"
+#include "bench/bench_pserver_program.h"
+#include "bench/bench_util.h"
+#include "bench/raw_tcp.h"
+#include "common/executor.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_server.h"
+#include "common/tensor_io.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
+DEFINE_string(port_file, "", "server roles: write the ports here");
+
+extern char** environ;
+
+namespace oar::bench {
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+// Ours, echo style: stores what is sent (recycling the previous value's
+// buffer, as ParameterServer does), serves it back.
+class StoreHandler : public rpc::RpcHandler {
+ public:
+  Variable SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) override {
+    absl::MutexLock l(&mu_);
+    auto it = spares_.find(meta.varname());
+    if (kind != rpc::RpcKind::kSend || it == spares_.end()) return {};
+    Variable v = std::move(it->second);
+    spares_.erase(it);
+    return v;
+  }
+  bool NeverBlocks(rpc::RpcKind) const override { return true; }  // a map under a short lock
+  absl::Status Handle(rpc::RpcKind kind, rpc::Received& req, rpc::Reply* reply) override {
+    absl::MutexLock l(&mu_);
+    if (kind == rpc::RpcKind::kSend) {
+      Variable& dst = vars_[req.meta.varname()];
+      std::swap(dst, req.var);
+      spares_[req.meta.varname()] = std::move(req.var);
+      return absl::OkStatus();
+    }
+    auto it = vars_.find(req.meta.varname());
+    if (it == vars_.end()) return absl::NotFoundError(req.meta.varname());
+    reply->name = it->first;
+    reply->owned = it->second;  // shares the buffer: no copy
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, Variable> vars_, spares_;
+};
+
+int Server() {
+  const int raw = StartRawTcpServer();
+  BareService bare_service(64 * kMiB);
+  int bare = 0;
+  auto bare_server = StartBareServer(&bare_service, &bare);
+  StoreHandler store;
+  auto ours = rpc::RpcServer::Start({.endpoint = "127.0.0.1:0"}, &store);
+  CHECK(ours.ok()) << ours.status();
+  BenchPserver sync = MakeBenchPserver(1, kMiB / 4, /*adam=*/false, 4);
+  Scope scope;
+  Executor exe;
+  CHECK(exe.Run(sync.startup, &scope).ok());
+  auto ps = ParameterServer::Create(sync.config, sync.main, &scope);
+  CHECK(ps.ok()) << ps.status();
+  auto ps_ep = (*ps)->Start();
+  CHECK(ps_ep.ok());
+  std::thread loop([&] { CHECK((*ps)->Run().ok()); });
+  CHECK(WriteFileAtomically(FLAGS_port_file, absl::StrCat(raw, " ", bare, " ", (*ours)->port(), " ",
+                                                          ps_ep->substr(ps_ep->rfind(':') + 1), "\n"))
+            .ok());
+  loop.join();
+  std::this_thread::sleep_for(std::chrono::hours(1));  // killed by the client
+  return 0;
+}
+
+int MemoryServer() {
+  BenchPserver model = MakeBenchPserver(64, kMiB, /*adam=*/true, 1);  // 64 x 4 MiB
+  Scope scope;
+  Executor exe;
+  CHECK(exe.Run(model.startup, &scope).ok());
+  auto ps = ParameterServer::Create(model.config, model.main, &scope);
+  CHECK(ps.ok()) << ps.status();
+  auto ep = (*ps)->Start();
+  CHECK(ep.ok());
+  CHECK(WriteFileAtomically(FLAGS_port_file, ep->substr(ep->rfind(':') + 1) + "\n").ok());
+  absl::Status s = (*ps)->Run();
+  return s.ok() ? 0 : 1;
+}
+
+struct Child {
+  pid_t pid = -1;
+  std::vector<int> ports;
+  Child(const std::string& role, size_t nports) {
+    const std::string file = "/tmp/oar_rpc_bench_" + std::to_string(::getpid()) + "_" + role;
+    std::remove(file.c_str());
+    std::vector<std::string> args = {"/proc/self/exe", "--role=" + role, "--port_file=" + file};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    CHECK_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    for (int i = 0; i < 3000 && ports.size() < nports; ++i) {
+      std::ifstream in(file);
+      ports.clear();
+      int p;
+      while (in >> p) ports.push_back(p);
+      if (ports.size() < nports) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK_EQ(ports.size(), nports) << "server did not start";
+  }
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  std::string Ep(size_t i) const { return "127.0.0.1:" + std::to_string(ports[i]); }
+};
+
+Variable Floats(size_t bytes) {
+  Variable v;
+  float* p = v.GetMutable<Tensor>()->mutable_data<float>({static_cast<int64_t>(bytes / 4)});
+  for (size_t i = 0; i < bytes / 4; ++i) p[i] = static_cast<float>(i % 97);
+  return v;
+}
+
+double GBps(size_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
+
+long StatusKb(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string k;
+  long v;
+  std::string unit;
+  while (in >> k) {
+    if (k == key + ":") {
+      in >> v >> unit;
+      return v;
+    }
+  }
+  return -1;
+}
+
+int Client() {
+  Child server("server", 4);
+  RawTcpClient raw(server.ports[0]);
+  CHECK(raw.ok());
+  BareClient bare(server.Ep(1));
+  rpc::RpcClient ours(rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+  const std::string ep = server.Ep(2);
+
+  // 1. 4 MiB push + pull.
+  Variable block = Floats(4 * kMiB);
+  std::vector<char> sink(64 * kMiB);
+  const void* data = block.Get<Tensor>().raw_data();
+  Variable got4;  // pulled into the same variable every time, as recv does
+  auto ours_4m = [&] {
+    CHECK(ours.AsyncSendVar(ep, "w", &block)->Wait().ok());
+    CHECK(ours.AsyncGetVar(ep, "w", &got4)->Wait().ok());
+  };
+  auto bare_4m = [&] { CHECK(bare.Push(data, 4 * kMiB) && bare.Pull(sink.data(), 4 * kMiB)); };
+  auto raw_4m = [&] { CHECK(raw.Push(data, 4 * kMiB) && raw.Pull(sink.data(), 4 * kMiB)); };
+  Paired vb = TimePaired(ours_4m, bare_4m, 10, 7);
+  Paired vr = TimePaired(ours_4m, raw_4m, 10, 7);
+  const double ours_gbps = GBps(8 * kMiB, vb.a_seconds);
+  std::printf("rpc_4MiB push+pull: ours %.2f GB/s, bare gRPC %.2f GB/s -> %.2fx (target >= 0.90x); raw TCP %.2f GB/s "
+              "-> %.2fx (target >= 0.50x)\n",
+              ours_gbps, GBps(8 * kMiB, vb.b_seconds), 1.0 / vb.ratio, GBps(8 * kMiB, vr.b_seconds), 1.0 / vr.ratio);
+
+  // 2. 64 MiB in 16 blocks, all in flight.
+  std::vector<Variable> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(Floats(4 * kMiB));
+  std::vector<Variable> got(16);
+  auto ours_64m = [&] {
+    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+    for (int i = 0; i < 16; ++i) calls.push_back(ours.AsyncSendVar(ep, "b" + std::to_string(i), &blocks[i]));
+    for (auto& c : calls) CHECK(c->Wait().ok());
+    calls.clear();
+    for (int i = 0; i < 16; ++i) calls.push_back(ours.AsyncGetVar(ep, "b" + std::to_string(i), &got[i]));
+    for (auto& c : calls) CHECK(c->Wait().ok());
+  };
+  Variable big = Floats(64 * kMiB);
+  auto raw_64m = [&] { CHECK(raw.Push(big.Get<Tensor>().raw_data(), 64 * kMiB) && raw.Pull(sink.data(), 64 * kMiB)); };
+  Paired big_r = TimePaired(ours_64m, raw_64m, 2, 5);
+  const double big_gbps = GBps(128 * kMiB, big_r.a_seconds);
+  std::printf("rpc_64MiB in 16 blocks, in flight: ours %.2f GB/s, raw TCP %.2f GB/s -> %.2fx; vs the 4 MiB figure "
+              "%.2fx (target >= 0.90x)\n",
+              big_gbps, GBps(128 * kMiB, big_r.b_seconds), 1.0 / big_r.ratio, big_gbps / ours_gbps);
+
+  // 3. 64-byte round trip.
+  Variable small = Floats(64);
+  auto ours_rt = [&] { CHECK(ours.AsyncSendVar(ep, "s", &small)->Wait().ok()); };
+  auto bare_rt = [&] { CHECK(bare.Push(small.Get<Tensor>().raw_data(), 64)); };
+  auto raw_rt = [&] { CHECK(raw.Push(small.Get<Tensor>().raw_data(), 64)); };
+  Paired rt = TimePaired(ours_rt, bare_rt, 200, 7);
+  Paired rt_raw = TimePaired(ours_rt, raw_rt, 200, 7);
+  std::printf("rpc_64B round trip: ours %.1f us, bare gRPC %.1f us -> %.2fx (target <= 1.20x); raw TCP %.1f us -> "
+              "%.1fx\n",
+              rt.a_seconds * 1e6, rt.b_seconds * 1e6, rt.ratio, rt_raw.b_seconds * 1e6, rt_raw.ratio);
+
+  // 4. A sync round: 4 trainers, 1 MiB gradients, through the ParameterServer.
+  const std::string ps = server.Ep(3);
+  Variable grad = Floats(kMiB);
+  auto trainer = [&](int t, int rounds) {
+    rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+    Variable p;
+    for (int r = 0; r < rounds; ++r) {
+      CHECK(c.AsyncSendVar(ps, "p0@GRAD", &grad, {.trainer_id = t})->Wait().ok());
+      CHECK(c.AsyncSendBatchBarrier(ps, t)->Wait().ok());
+      CHECK(c.AsyncGetVar(ps, "p0", &p, t)->Wait().ok());
+      CHECK(c.AsyncSendFetchBarrier(ps, t)->Wait().ok());
+    }
+  };
+  {  // the initial pull
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) {
+      ts.emplace_back([&, t] {
+        rpc::RpcClient c;
+        Variable p;
+        CHECK(c.AsyncGetVar(ps, "p0", &p, t)->Wait().ok());
+        CHECK(c.AsyncSendFetchBarrier(ps, t)->Wait().ok());
+      });
+    }
+    for (auto& th : ts) th.join();
+  }
+  constexpr int kRounds = 30;
+  auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) ts.emplace_back(trainer, t, kRounds);
+    for (auto& th : ts) th.join();
+  }
+  const double round = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kRounds;
+  auto bare_1m = [&] { CHECK(bare.Push(data, kMiB) && bare.Pull(sink.data(), kMiB)); };
+  const double bare_1m_s = TimeCalls(bare_1m, 20);  // 2 MiB moved
+  const double model = 4 * bare_1m_s + 4 * rt.b_seconds;
+  std::printf("rpc_sync_round 4 trainers x 1 MiB: %.2f ms, model 4 x 2 x 1 MiB / bare gRPC + 4 bare round trips = "
+              "%.2f ms -> %.2fx (target <= 1.50x)\n",
+              round * 1e3, model * 1e3, round / model);
+  for (int t = 0; t < 4; ++t) CHECK(ours.AsyncSendComplete(ps, t)->Wait().ok());
+
+  // 5. Pserver memory with a 256 MiB model and Adam.
+  Child mem("memory", 1);
+  const std::string mep = mem.Ep(0);
+  const long before_kb = StatusKb(mem.pid, "VmRSS");
+  Variable g4 = Floats(4 * kMiB);
+  CHECK(ours.AsyncSendFetchBarrier(mep, 0)->Wait().ok());  // ends the initial-pull phase
+  for (int i = 0; i < 64; i += 8) {
+    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+    for (int k = i; k < i + 8; ++k) calls.push_back(ours.AsyncSendVar(mep, "p" + std::to_string(k) + "@GRAD", &g4));
+    for (auto& c : calls) {
+      absl::Status st = c->Wait();
+      CHECK(st.ok()) << st;
+    }
+  }
+  CHECK(ours.AsyncSendBatchBarrier(mep, 0)->Wait().ok());
+  for (int i = 0; i < 64; i += 8) {
+    std::vector<Variable> got(8);
+    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+    for (int k = i; k < i + 8; ++k) calls.push_back(ours.AsyncGetVar(mep, "p" + std::to_string(k), &got[k - i]));
+    for (auto& c : calls) {
+      absl::Status st = c->Wait();
+      CHECK(st.ok()) << st;
+    }
+  }
+  CHECK(ours.AsyncSendFetchBarrier(mep, 0)->Wait().ok());
+  const long peak_kb = StatusKb(mem.pid, "VmHWM");
+  CHECK(ours.AsyncSendComplete(mep, 0)->Wait().ok());
+  const double state_mib = 256.0 * 3;  // parameters + two Adam moments
+  std::printf("pserver_memory 256 MiB model + Adam state (%.0f MiB): peak RSS %.0f MiB (at start %.0f MiB), budget "
+              "1.3 x %.0f + 64 = %.0f MiB -> %s; without the 256 MiB of received gradients (held until the batch "
+              "barrier) %.0f MiB -> %s\n",
+              state_mib, peak_kb / 1024.0, before_kb / 1024.0, state_mib, 1.3 * state_mib + 64,
+              peak_kb / 1024.0 <= 1.3 * state_mib + 64 ? "within" : "OVER", peak_kb / 1024.0 - 256,
+              peak_kb / 1024.0 - 256 <= 1.3 * state_mib + 64 ? "within" : "OVER");
+  return 0;
+}
+
+}  // namespace
+}  // namespace oar::bench
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  if (FLAGS_role == "server") return oar::bench::Server();
+  if (FLAGS_role == "memory") return oar::bench::MemoryServer();
+  return oar::bench::Client();
+}
