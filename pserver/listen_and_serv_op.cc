@@ -44,7 +44,18 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   config.server.tls_cert = FLAGS_rpc_tls_cert;
   config.server.tls_key = FLAGS_rpc_tls_key;
   if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
-  OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, ctx.runner()->program(), ctx.scope(), ctx.place()));
+  // The Executor gives ops a local scope; the persistables (what the
+  // pserver updates, serves and checkpoints) live in an ancestor of it.
+  Scope* scope = ctx.scope();
+  const ProgramDesc& program = ctx.runner()->program();
+  for (const auto& [name, v] : program.Block(0).vars()) {
+    if (!v.persistable) continue;
+    while (scope->FindLocalVar(name) == nullptr && scope->parent() != nullptr) {
+      scope = const_cast<Scope*>(scope->parent());
+    }
+    break;
+  }
+  OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, program, scope, ctx.place()));
   OAR_ASSIGN_OR_RETURN(std::string bound, ps->Start());
   const std::string port = bound.substr(bound.rfind(':') + 1);
   LOG(INFO) << "pserver " << config.pserver_id << " serving on " << bound << " (" << config.fanin << " trainers, "

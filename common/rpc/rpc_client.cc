@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/executor.h"
 #include "common/status.h"
+#include "glog/logging.h"
 
 namespace oar::rpc {
 namespace {
@@ -229,7 +230,16 @@ absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : eps) calls.push_back(AsyncSendComplete(ep, trainer_id));
   absl::Status first;
-  for (auto& c : calls) first.Update(c->Wait());
+  for (auto& c : calls) {
+    absl::Status s = c->Wait();
+    // A pserver that is already gone has nothing left to wait for: this
+    // trainer's work is done either way, so say so and go on.
+    if (s.code() == absl::StatusCode::kUnavailable) {
+      LOG(WARNING) << s.message();
+      continue;
+    }
+    first.Update(s);
+  }
   {
     absl::MutexLock l(&mu_);
     contacted_.clear();

@@ -74,7 +74,8 @@ class RpcClient {
   absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms);
 
   // Sends COMPLETE@RECV to every endpoint this client has talked to (once),
-  // as `trainer_id` (-1: the id of this client's last send or get).
+  // as `trainer_id` (-1: the id of this client's last send). An endpoint
+  // that is no longer reachable is logged as a warning, not an error.
   absl::Status SendCompleteToAll(int64_t trainer_id = -1);
 
  private:

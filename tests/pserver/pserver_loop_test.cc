@@ -3,6 +3,7 @@
 // talking gRPC on loopback, against a single-process reference.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -179,6 +180,66 @@ TEST(PserverLoopTest, ATrainerThatNeverArrivesFailsThePserverNamingIt) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find("trainer(s) 1 never arrived"), std::string::npos) << s;
   EXPECT_NE(s.message().find("pserver 127.0.0.1:"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace oar
+
+namespace oar {
+namespace {
+
+// The user's path end to end: the trainer's Executor runs the RPC ops, then
+// a checkpoint_notify op, then Executor::Close() says COMPLETE, and the
+// pserver's listen_and_serv returns.
+TEST(PserverLoopTest, ExecutorCloseCompletesAndCheckpointNotifyOpSaves) {
+  PserverThread ps(1, true);
+  ASSERT_FALSE(ps.endpoint.empty());
+  DistPrograms d(ps.endpoint, 1, true);
+  Executor exe;
+  Scope scope;
+  ASSERT_TRUE(exe.Run(d.trainer_startup, &scope).ok());
+  for (int step = 0; step < 3; ++step) {
+    auto r = exe.Run(d.trainer, &scope, DistPrograms::Batch(step, 0, kBatch), {d.loss.name()});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  const std::string dir = ::testing::TempDir() + "/oar_notify_ckpt";
+  std::filesystem::remove_all(dir);
+  ProgramDesc notify;
+  OpDesc* op = notify.MutableBlock(0)->AppendOp();
+  op->type = "checkpoint_notify";
+  op->SetAttr("epmap", std::vector<std::string>{ps.endpoint});
+  op->SetAttr("dir", dir);
+  auto st = exe.Run(notify, &scope);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/__manifest__"));
+  absl::Status closed = exe.Close();
+  EXPECT_TRUE(closed.ok()) << closed;
+  EXPECT_TRUE(ps.Join().ok());  // returns: the only trainer completed
+}
+
+TEST(DistOpsTest, SplitByrefMakesViewsNotCopies) {
+  OpRegistry::ExtendGlobal(RegisterDistOps);
+  ProgramDesc p;
+  BlockDesc* b = p.MutableBlock(0);
+  b->Var("x")->shape = {5, 2};
+  for (const char* n : {"x", "a", "b"}) b->Var(n)->persistable = true;
+  OpDesc* op = b->AppendOp();
+  op->type = "split_byref";
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"a", "b"});
+  op->SetAttr("sections", std::vector<int32_t>{2, 3});
+  Executor exe;
+  Scope scope;
+  Tensor x = MakeTensor<float>({5, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  *scope.Var("x")->GetMutable<Tensor>() = x;
+  auto ran = exe.Run(p, &scope);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_NE(scope.FindVar("b"), nullptr);
+  const Tensor& bt = scope.FindVar("b")->Get<Tensor>();
+  EXPECT_EQ(bt.dims(), (DDim{3, 2}));
+  EXPECT_EQ(bt.data<float>(), x.data<float>() + 4);  // the same memory
+  p.MutableBlock(0)->MutableOp(0)->SetAttr("sections", std::vector<int32_t>{2, 2});
+  EXPECT_NE(exe.Run(p, &scope).status().message().find("sections add up to 4 rows, X has 5"), std::string::npos);
 }
 
 }  // namespace
