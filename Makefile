@@ -27,6 +27,7 @@ bench: build
 	@$(BUILD_DIR)/bench/executor_bench
 	@$(BUILD_DIR)/bench/conv_bench
 	@$(BUILD_DIR)/bench/parallel_executor_bench
+	@$(BUILD_DIR)/bench/rpc_bench 2>/dev/null
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -72,6 +72,11 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
       ps->first_grad_ = g;
     }
   }
+  if (ps->config_.optimize_blocks.size() > 1) {
+    const size_t threads = std::min<size_t>(ps->config_.optimize_blocks.size(),
+                                            std::max(1u, std::thread::hardware_concurrency()));
+    ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
+  }
   if (ps->config_.sync_mode) {
     ps->barrier_ = std::make_unique<StepBarrier>(ps->config_.fanin, absl::Milliseconds(ps->config_.timeout_ms));
   }
@@ -156,16 +161,17 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
   // Blocks touch disjoint parameters: run them side by side.
   absl::Mutex mu;
   absl::Status first;
-  {
-    ThreadPool pool(static_cast<int>(std::min<size_t>(ids.size(), std::max(1u, std::thread::hardware_concurrency()))));
-    for (int id : ids) {
-      pool.Schedule([this, id, &mu, &first] {
-        absl::Status s = RunBlockLocked(id, scope_);
-        absl::MutexLock l(&mu);
-        first.Update(s);
-      });
-    }
-  }  // joins
+  size_t left = ids.size();
+  for (int id : ids) {
+    optimize_pool_->Schedule([this, id, &mu, &first, &left] {
+      absl::Status s = RunBlockLocked(id, scope_);
+      absl::MutexLock l(&mu);
+      first.Update(s);
+      --left;
+    });
+  }
+  absl::MutexLock l(&mu);
+  mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));
   return first;
 }
 

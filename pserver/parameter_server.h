@@ -39,6 +39,7 @@
 #include "common/executor.h"
 #include "common/prepared_block.h"
 #include "common/rpc/rpc_server.h"
+#include "common/thread_pool.h"
 #include "pserver/step_barrier.h"
 
 namespace oar {
@@ -108,6 +109,7 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<std::string, Variable> spares_ ABSL_GUARDED_BY(recv_mu_);  // by target name
   absl::Mutex optimize_mu_;      // held while optimize blocks run (checkpoints wait)
   std::string first_grad_;       // async: its arrival advances the LR schedule
+  std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
   std::unique_ptr<rpc::RpcServer> server_;
   std::string bound_endpoint_;
   absl::Mutex state_mu_;
