@@ -3,7 +3,12 @@
 namespace oar {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { Work(); });
+  const size_t n = static_cast<size_t>(std::max(1, threads));
+  {
+    absl::MutexLock lock(&mu_);
+    own_.resize(n);
+  }
+  for (size_t i = 0; i < n; ++i) workers_.emplace_back([this, i] { Work(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -19,17 +24,36 @@ void ThreadPool::Schedule(std::function<void()> fn) {
   queue_.push_back(std::move(fn));
 }
 
-void ThreadPool::Work() {
+void ThreadPool::ScheduleOn(int worker, std::function<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  own_[static_cast<size_t>(worker) % own_.size()].push_back(std::move(fn));
+  ++own_pending_;
+}
+
+void ThreadPool::Work(size_t index) {
+  struct Ready {
+    ThreadPool* pool;
+    size_t index;
+  } ready{this, index};
   while (true) {
     std::function<void()> fn;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](ThreadPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return p->stopping_ || !p->queue_.empty(); },
-          this));
-      if (queue_.empty()) return;  // stopping and nothing left
-      fn = std::move(queue_.front());
-      queue_.pop_front();
+          +[](Ready* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return r->pool->stopping_ || !r->pool->queue_.empty() || !r->pool->own_[r->index].empty();
+          },
+          &ready));
+      if (!own_[index].empty()) {
+        fn = std::move(own_[index].front());
+        own_[index].pop_front();
+        --own_pending_;
+      } else if (!queue_.empty()) {
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      } else {
+        return;  // stopping and nothing left for this worker
+      }
     }
     fn();
   }

@@ -24,13 +24,19 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Schedule(std::function<void()> fn);
+  // Runs `fn` on worker `worker % size()` (keeps a data-parallel place's
+  // ops on one core and its caches); that worker takes its own queue first,
+  // the shared one next.
+  void ScheduleOn(int worker, std::function<void()> fn);
   int size() const { return static_cast<int>(workers_.size()); }
 
  private:
-  void Work();
+  void Work(size_t index);
 
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::deque<std::function<void()>>> own_ ABSL_GUARDED_BY(mu_);  // per worker
+  size_t own_pending_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };

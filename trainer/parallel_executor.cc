@@ -262,6 +262,7 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   // A worker runs one ready handle it made ready itself inline (no hand-off
   // through the pool's queue, no thread wake-up on a chain of ops) and
   // schedules only the others.
+  std::function<void(size_t)> dispatch;  // to a worker: its place's, when one worker per place
   std::function<void(size_t)> run = [&](size_t id) {
     while (true) {
       const OpHandle& h = g.ops[id];
@@ -289,11 +290,29 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
         --in_flight;
       }
       if (ready.empty()) return;
-      for (size_t k = 1; k < ready.size(); ++k) pool_->Schedule([&run, r = ready[k]] { run(r); });
-      id = ready[0];
+      // Continue with a handle of this worker's place when there is one; hand
+      // the others to the workers of their places.
+      size_t next = 0;
+      for (size_t k = 0; k < ready.size(); ++k) {
+        if (g.ops[ready[k]].place == g.ops[id].place) {
+          next = k;
+          break;
+        }
+      }
+      for (size_t k = 0; k < ready.size(); ++k) {
+        if (k != next) dispatch(ready[k]);
+      }
+      id = ready[next];
     }
   };
   std::vector<size_t> roots;
+  dispatch = [&](size_t r) {
+    if (pool_->size() == static_cast<int>(places_.size())) {
+      pool_->ScheduleOn(static_cast<int>(g.ops[r].place), [&run, r] { run(r); });
+    } else {
+      pool_->Schedule([&run, r] { run(r); });
+    }
+  };
   for (size_t i = 0; i < g.ops.size(); ++i) {
     pending[i] = static_cast<int>(g.ops[i].deps.size());
     if (pending[i] == 0) roots.push_back(i);
@@ -302,7 +321,7 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
     absl::MutexLock lock(&mu);
     in_flight = roots.size();
   }
-  for (size_t r : roots) pool_->Schedule([&run, r] { run(r); });
+  for (size_t r : roots) dispatch(r);
   absl::MutexLock lock(&mu);
   mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &in_flight));
   if (first_error.ok() && done != g.ops.size()) {
