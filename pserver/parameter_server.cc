@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     OAR_ASSIGN_OR_RETURN(ps->blocks_[id], PreparedBlock::Create(program, id, OpRegistry::Global(), place));
     ps->block_mu_[id] = std::make_unique<absl::Mutex>();
     for (size_t i = 0; i < program.Block(id).OpSize(); ++i) {
+      for (const auto& p : program.Block(id).Op(i).Input("Param")) ps->params_.insert(p);
       for (const auto& out : program.Block(id).Op(i).OutputArgNames()) {
         const VarDesc* v = global.FindVar(out);
         if (v != nullptr && v->persistable) ps->param_block_[out] = id;
@@ -253,7 +254,7 @@ absl::StatusOr<std::string> ParameterServer::Target(const std::string& name, int
   if (desc == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": no variable '", name, "' to receive"));
   }
-  if (desc->persistable) {
+  if (params_.count(target)) {  // Fluid's merged gradients are persistable too: only parameters are refused
     return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name,
                                                    "' is a parameter here; trainers send gradients"));
   }
@@ -336,7 +337,17 @@ absl::Status ParameterServer::HandleCheckpoint(const rpc::Received& request) {
   absl::MutexLock opt(&optimize_mu_);
   std::vector<std::unique_ptr<absl::MutexLock>> locks;  // async: no block mid-update
   for (auto& [id, mu] : block_mu_) locks.push_back(std::make_unique<absl::MutexLock>(mu.get()));
-  absl::Status s = save_checkpoint(exe_, scope_, dir, program_);
+  // Parameters and optimizer state: not the gradients (Fluid declares the
+  // merged ones persistable) and not what holds no value yet.
+  ProgramDesc saved(program_);
+  for (const auto& [name, v] : program_.Block(0).vars()) {
+    const Variable* var = scope_->FindVar(name);
+    const bool gradient = config_.grad_to_block_id.count(name) > 0 || name.find("@GRAD") != std::string::npos;
+    if (v.persistable && (gradient || var == nullptr || !var->IsInitialized())) {
+      saved.MutableBlock(0)->FindMutableVar(name)->persistable = false;
+    }
+  }
+  absl::Status s = save_checkpoint(exe_, scope_, dir, saved);
   if (s.ok()) LOG(INFO) << "pserver " << bound_endpoint_ << ": checkpoint saved to " << dir;
   return Annotate(s, absl::StrCat("pserver ", bound_endpoint_, " checkpoint to ", dir));
 }

@@ -105,6 +105,7 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block (async; checkpoint)
   std::map<std::string, int> param_block_;                // persistable output → block writing it
+  std::set<std::string> params_;                          // optimizer ops' Param inputs
   absl::Mutex recv_mu_;          // writes of received variables, spares_
   std::map<std::string, Variable> spares_ ABSL_GUARDED_BY(recv_mu_);  // by target name
   absl::Mutex optimize_mu_;      // held while optimize blocks run (checkpoints wait)

@@ -103,6 +103,7 @@ struct DistPrograms {
       for (const auto& n : {sgd.Input("Param")[0], sgd.Input("LearningRate")[0], sgd.Input("Grad")[0]}) {
         *p0->Var(n) = *ref.FindVar(n);
       }
+      p0->Var(sgd.Input("Grad")[0])->persistable = true;  // as Fluid declares the merged gradient
       BlockDesc* ob = pserver.AppendBlock(0);
       const int32_t id = static_cast<int32_t>(pserver.NumBlocks() - 1);
       blocks.push_back(id);
