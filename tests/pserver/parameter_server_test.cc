@@ -118,3 +118,24 @@ TEST(ParameterServerTest, StopEndsRunCleanly) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+TEST(ParameterServerTest, GetVariableNoBarrierDoesNotWaitForTheStep) {
+  Server s;
+  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 3000, .retry_times = 0});
+  // Trainer 0 has announced its batch: a plain Get now waits for the
+  // optimize (which never comes here); the no-barrier Get answers at once.
+  ASSERT_TRUE(c.AsyncSendBatchBarrier(s.ep, 0)->Wait().ok());
+  Variable got;
+  absl::Status st = c.AsyncGetVar(s.ep, "fc_0.w_0", &got, 0, /*no_barrier=*/true)->Wait();
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(got.Get<Tensor>().dims(), (DDim{4, 1}));
+  rpc::RpcClient quick(rpc::ClientOptions{.deadline_ms = 300, .retry_times = 0});
+  EXPECT_EQ(quick.AsyncGetVar(s.ep, "fc_0.w_0", &got, 0)->Wait().code(), absl::StatusCode::kDeadlineExceeded);
+  s.ps->Stop();  // releases the waiting Get before the server shuts down
+}
+
+}  // namespace
+}  // namespace oar

@@ -244,3 +244,58 @@ TEST(DistOpsTest, SplitByrefMakesViewsNotCopies) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+// Adds an LR-decay block (here: a step counter the block increments) to the
+// fixture's pserver program.
+void AddLrBlock(ProgramDesc* pserver) {
+  VarDesc* step = pserver->MutableBlock(0)->Var("lr_step");
+  step->shape = {1};
+  step->persistable = true;
+  BlockDesc* lr = pserver->AppendBlock(0);
+  OpDesc* inc = lr->AppendOp();
+  inc->type = "increment";
+  inc->SetInput("X", {"lr_step"});
+  inc->SetOutput("Out", {"lr_step"});
+  pserver->MutableBlock(0)->MutableOp(0)->SetAttr("lr_decay_block_id", static_cast<int32_t>(pserver->NumBlocks() - 1));
+}
+
+class LrBlockTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LrBlockTest, TheLrDecayBlockRunsOncePerStep) {
+  const bool sync = GetParam();
+  const int trainers = sync ? 2 : 1;
+  FLAGS_rpc_deadline = 20000;
+  auto d = std::make_shared<DistPrograms>("127.0.0.1:0", trainers, sync);
+  AddLrBlock(&d->pserver);
+  const std::string port_file = ::testing::TempDir() + "/oar_lr_port_" + std::to_string(::getpid());
+  std::remove(port_file.c_str());
+  FLAGS_pserver_port_file = port_file;
+  Scope scope;
+  Executor exe;
+  ASSERT_TRUE(exe.Run(d->startup.desc(), &scope).ok());
+  *scope.Var("lr_step")->GetMutable<Tensor>() = MakeTensor<float>({1}, {0});
+  absl::Status result;
+  std::thread server([&] { result = exe.Run(d->pserver, &scope).status(); });
+  std::string ep;
+  for (int i = 0; i < 500 && ep.empty(); ++i) {
+    std::ifstream in(port_file);
+    std::string port;
+    if (in >> port) ep = "127.0.0.1:" + port;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(ep.empty());
+  std::vector<std::thread> ts;
+  for (int t = 0; t < trainers; ++t) ts.emplace_back([&, t] { RunTrainer(ep, t, trainers, sync, 4); });
+  for (auto& t : ts) t.join();
+  server.join();
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_EQ(TensorToVector<float>(scope.FindVar("lr_step")->Get<Tensor>())[0], 4.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LrBlockTest, ::testing::Values(true, false));
+
+}  // namespace
+}  // namespace oar
