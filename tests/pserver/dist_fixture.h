@@ -12,7 +12,10 @@
 // Thread-safety: test-only.
 #pragma once
 
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -155,5 +158,17 @@ struct DistPrograms {
     return {{"x", MakeTensor<float>({n, 4}, xs)}, {"y", MakeTensor<float>({n, 1}, ys)}};
   }
 };
+
+// Waits (up to 10 s) for a pserver's port file; "127.0.0.1:<port>", or ""
+// when it never appeared.
+inline std::string WaitForPortFile(const std::string& path) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(path);
+    std::string port;
+    if (in >> port) return "127.0.0.1:" + port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
 
 }  // namespace oar

@@ -53,12 +53,7 @@ struct PserverThread {
     auto d = std::make_shared<DistPrograms>("127.0.0.1:0", trainers, sync);
     EXPECT_TRUE(exe.Run(d->startup.desc(), &scope).ok());  // the same initial values as the reference
     thread = std::thread([this, d] { result = exe.Run(d->pserver, &scope).status(); });
-    for (int i = 0; i < 500 && endpoint.empty(); ++i) {
-      std::ifstream in(port_file);
-      std::string port;
-      if (in >> port) endpoint = "127.0.0.1:" + port;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    endpoint = WaitForPortFile(port_file);
     EXPECT_FALSE(endpoint.empty()) << "the pserver never wrote " << port_file;
   }
   absl::Status Join() {
@@ -279,13 +274,7 @@ TEST_P(LrBlockTest, TheLrDecayBlockRunsOncePerStep) {
   *scope.Var("lr_step")->GetMutable<Tensor>() = MakeTensor<float>({1}, {0});
   absl::Status result;
   std::thread server([&] { result = exe.Run(d->pserver, &scope).status(); });
-  std::string ep;
-  for (int i = 0; i < 500 && ep.empty(); ++i) {
-    std::ifstream in(port_file);
-    std::string port;
-    if (in >> port) ep = "127.0.0.1:" + port;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::string ep = WaitForPortFile(port_file);
   ASSERT_FALSE(ep.empty());
   std::vector<std::thread> ts;
   for (int t = 0; t < trainers; ++t) ts.emplace_back([&, t] { RunTrainer(ep, t, trainers, sync, 4); });

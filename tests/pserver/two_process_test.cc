@@ -32,12 +32,7 @@ struct Process {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-    for (int i = 0; i < 1000 && endpoint.empty(); ++i) {
-      std::ifstream in(port_file);
-      std::string port;
-      if (in >> port) endpoint = "127.0.0.1:" + port;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    endpoint = WaitForPortFile(port_file);
     EXPECT_FALSE(endpoint.empty());
   }
   // Exit status, or -1 if it has not exited within `seconds`.
