@@ -1,0 +1,36 @@
+// DistributeTranspilerConfig: Fluid's knobs for the DistributeTranspiler
+// (../shared/reference: DistributeTranspilerConfig), with Fluid's defaults.
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "transpiler/ps_dispatcher.h"
+
+namespace oar {
+
+struct DistributeTranspilerConfig {
+  enum class SplitMethod { kRoundRobin, kHashName };
+  bool slice_var_up = true;
+  SplitMethod split_method = SplitMethod::kRoundRobin;
+  int64_t min_block_size = 8192;  // elements; smaller is an error
+  std::string mode = "pserver";   // "pserver" | "nccl2"
+  bool sync_mode = true;
+  bool runtime_split_send_recv = false;
+  bool wait_port = true;
+  bool enable_dc_asgd = false;
+
+  // InvalidArgument naming the field for a value Fluid would reject.
+  absl::Status Validate() const;
+  std::unique_ptr<PSDispatcher> MakeDispatcher(std::vector<std::string> endpoints) const;
+};
+
+// "roundrobin" | "hashname" (as `oar transpile --split-method` takes them).
+absl::StatusOr<DistributeTranspilerConfig::SplitMethod> ParseSplitMethod(const std::string& name);
+
+}  // namespace oar
