@@ -1,5 +1,8 @@
 #include "common/prepared_block.h"
 
+#include <algorithm>
+
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
@@ -22,7 +25,7 @@ absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
     auto info = registry.Get(op->type);
     if (!info.ok()) return Annotate(info.status(), where);
     OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), where));
-    pb->ops_.push_back(OpRuntime{op, *info, {}, nullptr, DataType::kFloat32});
+    pb->ops_.push_back(OpRuntime{op, *info, {}, {}, nullptr, DataType::kFloat32});
   }
   return pb;
 }
@@ -67,6 +70,14 @@ absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
       }
       op.binding.outputs.push_back(std::move(bs));
     }
+    op.in_place.clear();
+    for (const BoundSlot& in : op.binding.inputs) {
+      for (const Variable* v : in.vars) {
+        for (const BoundSlot& out : op.binding.outputs) {
+          if (v != nullptr && std::find(out.vars.begin(), out.vars.end(), v) != out.vars.end()) op.in_place.push_back(v);
+        }
+      }
+    }
   }
   bound_scope_ = scope;
   bound_local_ = local;
@@ -103,6 +114,15 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
   if (op.kernel == nullptr || dtype != op.kernel_dtype) {
     OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
     op.kernel_dtype = dtype;
+  }
+  // An in-place kernel reads its input through a pointer taken before it
+  // asks for the output buffer; when another owner shares that buffer (an RPC
+  // reply in flight, a fetched value) mutable_data gives the output a fresh
+  // one, and the other owner may let the old one go while the kernel still
+  // reads it. Hold the inputs' buffers until the kernel returns.
+  absl::InlinedVector<std::shared_ptr<const void>, 4> alive;
+  for (const Variable* v : op.in_place) {
+    if (v->IsType<Tensor>()) alive.push_back(v->Get<Tensor>().KeepAlive());
   }
   return op.kernel(ctx);
 }

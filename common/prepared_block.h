@@ -51,6 +51,7 @@ class PreparedBlock : public BlockRunner {
     const OpDesc* desc;
     const OpInfo* info;
     OpBinding binding;
+    std::vector<const Variable*> in_place;  // bound both as an input and an output
     KernelFn kernel = nullptr;
     DataType kernel_dtype = DataType::kFloat32;
   };

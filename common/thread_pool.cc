@@ -27,7 +27,6 @@ void ThreadPool::Schedule(std::function<void()> fn) {
 void ThreadPool::ScheduleOn(int worker, std::function<void()> fn) {
   absl::MutexLock lock(&mu_);
   own_[static_cast<size_t>(worker) % own_.size()].push_back(std::move(fn));
-  ++own_pending_;
 }
 
 void ThreadPool::Work(size_t index) {
@@ -47,7 +46,6 @@ void ThreadPool::Work(size_t index) {
       if (!own_[index].empty()) {
         fn = std::move(own_[index].front());
         own_[index].pop_front();
-        --own_pending_;
       } else if (!queue_.empty()) {
         fn = std::move(queue_.front());
         queue_.pop_front();

@@ -36,7 +36,6 @@ class ThreadPool {
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::deque<std::function<void()>>> own_ ABSL_GUARDED_BY(mu_);  // per worker
-  size_t own_pending_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };

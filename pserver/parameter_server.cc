@@ -321,13 +321,11 @@ absl::Status ParameterServer::HandleGet(rpc::Received& request, bool barrier, rp
   }
   if (barrier) OAR_RETURN_IF_ERROR(barrier_->BeforeGet(id));
   reply->name = name;
-  auto owner = param_block_.find(name);
-  if (owner != param_block_.end() && !config_.sync_mode) {
-    absl::MutexLock l(block_mu_.at(owner->second).get());
-    reply->owned = *v;  // shares the buffer; the next update writes a new one
-  } else {
-    reply->owned = *v;
-  }
+  // Async: the block updating this parameter may be running; take its lock.
+  auto owner = config_.sync_mode ? param_block_.end() : param_block_.find(name);
+  std::unique_ptr<absl::MutexLock> l;
+  if (owner != param_block_.end()) l = std::make_unique<absl::MutexLock>(block_mu_.at(owner->second).get());
+  reply->owned = *v;  // shares the buffer; the next update writes a new one
   return absl::OkStatus();
 }
 

@@ -28,18 +28,20 @@ absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const s
   return absl::OkStatus();
 }
 
+absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
+  return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what);
+}
+
 absl::Status StepBarrier::BeforeGradient(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
-  auto not_optimizing = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; };
-  return AwaitLocked(not_optimizing, absl::StrCat("gradient from trainer ", trainer_id));
+  return AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id));
 }
 
 absl::Status StepBarrier::BatchBarrier(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
-  auto not_optimizing = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; };
-  if (absl::Status s = AwaitLocked(not_optimizing, "BATCH_BARRIER"); !s.ok()) return s;
+  if (absl::Status s = AwaitNotOptimizing("BATCH_BARRIER"); !s.ok()) return s;
   batch_.insert(trainer_id);
   return absl::OkStatus();
 }

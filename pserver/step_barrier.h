@@ -62,6 +62,8 @@ class StepBarrier {
   absl::Status CheckTrainer(int trainer_id) const;
   // Waits for cond (mu_ held) up to the timeout; `what` names the wait.
   absl::Status AwaitLocked(const std::function<bool()>& cond, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gradients and BATCH_BARRIER are taken in any phase but kOptimize.
+  absl::Status AwaitNotOptimizing(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int fanin_;
   const absl::Duration timeout_;

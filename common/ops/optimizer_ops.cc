@@ -63,8 +63,8 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-// The dense Adam update, the same arithmetic as the lambda in AdamKernel,
-// with clones for AVX2 and the baseline picked at load time (it is the
+// The Adam update over n contiguous elements (the whole tensor, or one
+// row of a sparse gradient), with clones for AVX2 and the baseline picked at load time (it is the
 // optimizer step's hot loop). Outputs alias their inputs index for index at
 // most (in-place update), so the loop carries no dependence.
 template <typename T>
@@ -102,13 +102,6 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   const T corr2 = std::sqrt(T(1) - b2p[0]);
   const T lr_t = lr[0] * corr2 / (T(1) - b1p[0]);
   const T eps_t = eps * corr2;
-  auto update = [&](int64_t i, T gi) {
-    const T a = b1 * m1[i] + (T(1) - b1) * gi;
-    const T b = b2 * m2[i] + (T(1) - b2) * gi * gi;
-    m1out[i] = a;
-    m2out[i] = b;
-    pout[i] = p[i] - lr_t * (a / (std::sqrt(b) + eps_t));
-  };
   if (!g.sparse()) {
     AdamDense<T>(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
     return absl::OkStatus();
@@ -119,7 +112,9 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   if (m2out != m2) std::copy(m2, m2 + param->numel(), m2out);
   const T* v = g.rows.value.template data<T>();
   for (size_t r = 0; r < g.rows.rows.size(); ++r) {
-    for (int64_t k = 0; k < g.width; ++k) update(g.rows.rows[r] * g.width + k, v[r * g.width + k]);
+    const int64_t at = g.rows.rows[r] * g.width;  // rows are unique (ReadGrad merged them)
+    AdamDense<T>(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at,
+                 m1out + at, m2out + at);
   }
   return absl::OkStatus();
 }

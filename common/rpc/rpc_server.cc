@@ -38,7 +38,7 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
   // once, delete on done.
   class Call : public grpc::ServerGenericBidiReactor {
    public:
-    Call(Impl* impl, grpc::GenericCallbackServerContext* ctx) : impl_(impl), ctx_(ctx) {
+    Call(Impl* impl, grpc::GenericCallbackServerContext* ctx) : impl_(impl) {
       kind_ = -1;
       for (int k = 0; k < kNumRpcKinds; ++k) {
         if (ctx->method() == MethodPath(static_cast<RpcKind>(k))) kind_ = k;
@@ -99,7 +99,6 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
       StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
     }
     Impl* impl_;
-    grpc::GenericCallbackServerContext* ctx_;
     int kind_;
     grpc::ByteBuffer request_, response_;
   };

@@ -194,3 +194,54 @@ TEST(ExecutorTest, RegressionScopeDestroyedBeforeExecutor) {
 
 }  // namespace
 }  // namespace oar
+
+namespace oar {
+namespace {
+
+// The other owner of an in-place op's buffer lets it go while the kernel
+// runs (as an RPC reply finishing mid-optimize does). 64 MiB is above
+// glibc's mmap threshold, so without the executor's hold on the input the
+// read below touches unmapped memory and the test crashes.
+Tensor* g_other_owner = nullptr;
+
+absl::Status ReleasingAddOne(const ExecutionContext& ctx) {
+  const Tensor* x = ctx.Input("X");
+  const float* in = x->data<float>();
+  float* out = ctx.Output("Out")->mutable_data<float>(x->dims());  // shared: a fresh buffer
+  *g_other_owner = Tensor();                                      // the other owner lets go
+  for (int64_t i = 0; i < x->numel(); ++i) out[i] = in[i] + 1;
+  return absl::OkStatus();
+}
+
+TEST(ExecutorTest, InPlaceKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
+  OpRegistry registry;
+  registry.Register("releasing_add_one").Input("X").Output("Out")
+      .SetInferShape([](InferShapeContext& c) {
+        c.SetOutputDim("Out", c.InputDim("X"));
+        return absl::OkStatus();
+      })
+      .Kernel<float>(ReleasingAddOne);
+  ProgramDesc p;
+  VarDesc* v = p.MutableBlock(0)->Var("v");
+  v->shape = {16 << 20};
+  v->persistable = true;
+  OpDesc* op = p.MutableBlock(0)->AppendOp();
+  op->type = "releasing_add_one";
+  op->SetInput("X", {"v"});
+  op->SetOutput("Out", {"v"});
+  Scope scope;
+  Tensor* t = scope.Var("v")->GetMutable<Tensor>();
+  float* d = t->mutable_data<float>({16 << 20});
+  std::fill(d, d + t->numel(), 1.0f);
+  Tensor other = *t;  // shares the buffer
+  g_other_owner = &other;
+  Executor exe(CPUPlace(), {}, &registry);
+  auto s = exe.Run(p, &scope);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tensor& r = scope.FindVar("v")->Get<Tensor>();
+  EXPECT_EQ(r.data<float>()[0], 2.0f);
+  EXPECT_EQ(r.data<float>()[r.numel() - 1], 2.0f);
+}
+
+}  // namespace
+}  // namespace oar
