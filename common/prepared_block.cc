@@ -119,10 +119,11 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
   // asks for the output buffer; when another owner shares that buffer (an RPC
   // reply in flight, a fetched value) mutable_data gives the output a fresh
   // one, and the other owner may let the old one go while the kernel still
-  // reads it. Hold the inputs' buffers until the kernel returns.
+  // reads it. Hold such shared buffers until the kernel returns (only
+  // shared ones: a hold on an unshared buffer would itself force the copy).
   absl::InlinedVector<std::shared_ptr<const void>, 4> alive;
   for (const Variable* v : op.in_place) {
-    if (v->IsType<Tensor>()) alive.push_back(v->Get<Tensor>().KeepAlive());
+    if (v->IsType<Tensor>() && v->Get<Tensor>().BufferShared()) alive.push_back(v->Get<Tensor>().KeepAlive());
   }
   return op.kernel(ctx);
 }

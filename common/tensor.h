@@ -74,6 +74,9 @@ class Tensor {
   // A reference that keeps this tensor's buffer alive (for zero-copy sends:
   // the buffer outlives the tensor while a transfer still reads it).
   std::shared_ptr<const void> KeepAlive() const;
+  // True when another tensor (or a KeepAlive reference) shares the buffer;
+  // mutable_data then gives this tensor a fresh one.
+  bool BufferShared() const { return holder_.use_count() > 1; }
 
   // Rows [begin, end) of the first dimension, sharing the buffer.
   Tensor Slice(int64_t begin, int64_t end) const;
