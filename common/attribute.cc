@@ -81,7 +81,8 @@ struct Printer {
     return absl::StrCat("blocks[", absl::StrJoin(v.idx, ", "), "]");
   }
   std::string operator()(const std::vector<std::string>& v) const {
-    return absl::StrCat("[\"", absl::StrJoin(v, "\", \""), v.empty() ? "" : "\"", "]");
+    if (v.empty()) return "[]";
+    return absl::StrCat("[\"", absl::StrJoin(v, "\", \""), "\"]");
   }
   std::string operator()(const std::vector<bool>& v) const {
     std::vector<std::string> s;

@@ -1,5 +1,7 @@
 #include "transpiler/ps_dispatcher.h"
 
+#include "absl/strings/numbers.h"
+
 namespace oar {
 
 std::vector<std::string> RoundRobin::Dispatch(const std::vector<std::string>& names) {
@@ -22,7 +24,19 @@ uint64_t StableHash(const std::string& s) {
 
 std::vector<std::string> HashName::Dispatch(const std::vector<std::string>& names) {
   std::vector<std::string> out;
-  for (const auto& n : names) out.push_back(endpoints_[StableHash(n) % endpoints_.size()]);
+  for (const auto& n : names) {
+    // "fc_w.block2" → variable "fc_w", block 2; any other name is block 0.
+    std::string var = n;
+    uint64_t block = 0;  // a suffix too long for uint64 leaves the name whole
+    const size_t dot = n.rfind(".block");
+    if (dot != std::string::npos && absl::SimpleAtoi(n.substr(dot + 6), &block) &&
+        n.find_first_not_of("0123456789", dot + 6) == std::string::npos) {
+      var = n.substr(0, dot);
+    } else {
+      block = 0;
+    }
+    out.push_back(endpoints_[(StableHash(var) + block) % endpoints_.size()]);
+  }
   return out;
 }
 

@@ -1,8 +1,10 @@
 // Fluid's PS dispatchers: which pserver endpoint each variable block goes
 // to. RoundRobin hands out endpoints in turn (reset() restarts the turn);
-// HashName picks endpoint hash(name) % n — with a fixed hash (FNV-1a), so
-// every process of a job computes the same placement, unlike Fluid's, which
-// used Python's per-process salted hash().
+// HashName places block 0 of variable v on endpoint hash(v) % n and block i
+// on the i-th endpoint after it. Unlike Fluid's (Python's per-process salted
+// hash() of each block name), the hash is fixed (FNV-1a), so every process
+// of a job computes the same placement, and the blocks of one variable never
+// share a pserver (a variable has at most n blocks).
 //
 // Thread-safety: a dispatcher is used by one thread.
 #pragma once
