@@ -39,6 +39,9 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,
                        ParseGradToBlockId(ctx.Attr<std::vector<std::string>>("grad_to_block_id")));
   config.lr_decay_block_id = ctx.Attr<int32_t>("lr_decay_block_id");
+  // Fluid lists the LR-decay block first among the optimize blocks; it runs
+  // once per step before them, so the config keeps it apart.
+  std::erase(config.optimize_blocks, config.lr_decay_block_id);
   config.pserver_id = ctx.Attr<int32_t>("pserver_id");
   config.server.auth_token = rpc::AuthTokenFromEnv();
   config.server.tls_cert = FLAGS_rpc_tls_cert;

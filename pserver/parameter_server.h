@@ -48,7 +48,7 @@ struct PserverConfig {
   std::string endpoint;  // host:port (port 0: any free port)
   int fanin = 1;         // trainers
   bool sync_mode = true;
-  std::vector<int> optimize_blocks;                // block ids
+  std::vector<int> optimize_blocks;                // block ids, not counting the LR-decay block
   std::map<std::string, int> grad_to_block_id;    // "fc_w@GRAD.block0" → block id
   int lr_decay_block_id = -1;
   int pserver_id = 0;

@@ -1,5 +1,7 @@
 #include "trainer/dist_ops.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
@@ -25,9 +27,28 @@ absl::Status CheckSameLength(const ExecutionContext& ctx, size_t n, const std::s
 absl::Status SendKernel(const ExecutionContext& ctx) {
   const auto& names = ctx.op().Input("X");
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
-  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, names.size(), "epmap", epmap.size()));
+  const auto send_varnames = ctx.Attr<std::vector<std::string>>("send_varnames");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
   std::vector<std::shared_ptr<RpcCall>> calls;
+  if (!send_varnames.empty()) {  // runtime split: rows of X[0] by `sections`
+    OAR_RETURN_IF_ERROR(CheckSameLength(ctx, send_varnames.size(), "epmap", epmap.size()));
+    const auto sections = ctx.Attr<std::vector<int32_t>>("sections");
+    OAR_RETURN_IF_ERROR(CheckSameLength(ctx, send_varnames.size(), "sections", sections.size()));
+    OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+    int64_t begin = 0;
+    std::vector<Variable> parts(sections.size());
+    for (size_t i = 0; i < sections.size(); ++i) {
+      if (begin + sections[i] > x->dims()[0]) {
+        return absl::InvalidArgumentError(absl::StrCat("send: sections add up to more than the ", x->dims()[0],
+                                                       " rows of '", names[0], "'"));
+      }
+      *parts[i].GetMutable<Tensor>() = x->Slice(begin, begin + sections[i]);  // a view: no copy
+      begin += sections[i];
+      calls.push_back(RpcClient::Global()->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid}));
+    }
+    return WaitAll(calls);
+  }
+  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, names.size(), "epmap", epmap.size()));
   for (size_t i = 0; i < names.size(); ++i) {
     const Variable* v = ctx.InputVar("X", i);
     if (v == nullptr || !v->IsInitialized()) {
@@ -38,14 +59,52 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
   return WaitAll(calls);  // the variables must not change while in flight
 }
 
+// Runtime split: the blocks `remote[i]` from `epmap[i]`, stacked by rows
+// into `out`.
+absl::Status RecvAndConcat(const ExecutionContext& ctx, const std::vector<std::string>& epmap,
+                           const std::vector<std::string>& remote, int64_t tid) {
+  std::vector<Variable> parts(remote.size());
+  std::vector<std::shared_ptr<RpcCall>> calls;
+  for (size_t i = 0; i < remote.size(); ++i) {
+    calls.push_back(RpcClient::Global()->AsyncGetVar(epmap[i], remote[i], &parts[i], tid));
+  }
+  OAR_RETURN_IF_ERROR(WaitAll(calls));
+  DDim dims;
+  int64_t rows = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& t = parts[i].Get<Tensor>();
+    if (i == 0) dims = t.dims();
+    if (t.dims().size() != dims.size() || t.dtype() != parts[0].Get<Tensor>().dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("recv: block '", remote[i], "' from ", epmap[i],
+                                                     " does not stack with '", remote[0], "'"));
+    }
+    rows += t.dims()[0];
+  }
+  dims[0] = rows;
+  Tensor* out = ctx.Output("Out", 0);
+  out->Resize(dims);
+  char* dst = static_cast<char*>(out->mutable_data(parts[0].Get<Tensor>().dtype()));
+  for (const auto& p : parts) {
+    const Tensor& t = p.Get<Tensor>();
+    std::memcpy(dst, t.raw_data(), t.nbytes());
+    dst += t.nbytes();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RecvKernel(const ExecutionContext& ctx) {
   const auto& outs = ctx.op().Output("Out");
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
-  auto varnames = ctx.Attr<std::vector<std::string>>("varnames");
+  const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  auto varnames = ctx.Attr<std::vector<std::string>>("recv_varnames");
+  if (varnames.empty()) varnames = ctx.Attr<std::vector<std::string>>("varnames");
+  if (outs.size() == 1 && varnames.size() > 1) {
+    OAR_RETURN_IF_ERROR(CheckSameLength(ctx, varnames.size(), "epmap", epmap.size()));
+    return RecvAndConcat(ctx, epmap, varnames, tid);
+  }
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "epmap", epmap.size()));
   if (varnames.empty()) varnames = outs;
-  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "varnames", varnames.size()));
-  const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "recv_varnames", varnames.size()));
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < outs.size(); ++i) {
     calls.push_back(RpcClient::Global()->AsyncGetVar(epmap[i], varnames[i], ctx.OutputVar("Out", i), tid));
@@ -111,7 +170,7 @@ void RegisterDistOps(OpRegistry* r) {
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SendKernel);
   r->Register("recv").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable)
       .Attr("epmap", std::vector<std::string>{}).Attr("varnames", std::vector<std::string>{})
-      .Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
+      .Attr("recv_varnames", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(RecvKernel);
   r->Register("send_barrier").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
       .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)

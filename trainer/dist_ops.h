@@ -1,7 +1,12 @@
 // The trainer's distributed ops, with Fluid's slots and attributes:
-//   send(X...)              attrs epmap, trainer_id, sync_mode: X[i] → epmap[i]
-//   recv() -> Out...        attrs epmap, varnames, trainer_id: Out[i] ← epmap[i]
-//                           (the remote name is varnames[i] when given)
+//   send(X...)              attrs epmap, trainer_id: X[i] → epmap[i]; with
+//                           send_varnames + sections (runtime split), rows
+//                           of X[0] cut by sections go to epmap[i] as
+//                           send_varnames[i]
+//   recv() -> Out...        attrs epmap, recv_varnames (or varnames),
+//                           trainer_id: Out[i] ← epmap[i] (remote name
+//                           recv_varnames[i] when given); one Out and several
+//                           recv_varnames (runtime split): the blocks stacked
 //   send_barrier            attrs endpoints, trainer_id: BATCH_BARRIER to each
 //   fetch_barrier           attrs endpoints, trainer_id: FETCH_BARRIER to each
 //   split_byref(X) -> Out...  attr sections (rows per part): views, no copy

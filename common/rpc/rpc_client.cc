@@ -131,7 +131,6 @@ RpcClient* RpcClient::Global() {
 
 std::shared_ptr<grpc::Channel> RpcClient::Channel(const std::string& ep) {
   absl::MutexLock l(&mu_);
-  contacted_.insert(ep);
   auto& ch = channels_[ep];
   if (ch == nullptr) {
     grpc::ChannelArguments args;
@@ -154,8 +153,13 @@ std::shared_ptr<grpc::Channel> RpcClient::Channel(const std::string& ep) {
 }
 
 std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, const std::string& name,
-                                          absl::StatusOr<grpc::ByteBuffer> request, Variable* out) {
+                                          absl::StatusOr<grpc::ByteBuffer> request, Variable* out,
+                                          int64_t trainer_id) {
   if (absl::Status s = CheckEndpoint(ep); !s.ok()) return std::make_shared<FailedCall>(s);
+  {
+    absl::MutexLock l(&mu_);
+    contacted_[trainer_id].insert(ep);
+  }
   if (!request.ok()) {
     return std::make_shared<FailedCall>(Annotate(request.status(), absl::StrCat(KindName(kind), " to ", ep)));
   }
@@ -166,18 +170,15 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,
                                                  const SendOptions& options) {
-  {
-    absl::MutexLock l(&mu_);
-    last_trainer_id_ = options.trainer_id;
-  }
-  return Start(RpcKind::kSend, ep, name, SerializeVar(name, var, options), nullptr);
+  return Start(RpcKind::kSend, ep, name, SerializeVar(name, var, options), nullptr, options.trainer_id);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                                 int64_t trainer_id, bool no_barrier) {
   SendOptions o;
   o.trainer_id = trainer_id;
-  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, SerializeVar(name, nullptr, o), out);
+  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, SerializeVar(name, nullptr, o), out,
+               trainer_id);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, const std::string& name,
@@ -187,7 +188,7 @@ std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, cons
   o.trainer_id = trainer_id;
   o.table_name = table;
   o.out_varname = name;
-  return Start(RpcKind::kPrefetch, ep, name, SerializeVar(name, ids, o), out);
+  return Start(RpcKind::kPrefetch, ep, name, SerializeVar(name, ids, o), out, trainer_id);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id) {
@@ -205,7 +206,8 @@ std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep,
   SendOptions o;
   o.trainer_id = trainer_id;
   o.out_varname = dir;
-  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, SerializeVar(kCheckpointSave, nullptr, o), nullptr);
+  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, SerializeVar(kCheckpointSave, nullptr, o), nullptr,
+               trainer_id);
 }
 
 absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms) {
@@ -221,14 +223,21 @@ absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoint
 }
 
 absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
-  std::set<std::string> eps;
+  std::map<int64_t, std::set<std::string>> todo;
   {
     absl::MutexLock l(&mu_);
-    eps.swap(contacted_);
-    if (trainer_id < 0) trainer_id = last_trainer_id_;
+    for (auto it = contacted_.begin(); it != contacted_.end();) {
+      if (trainer_id < 0 || it->first == trainer_id) {
+        todo.insert(contacted_.extract(it++));
+      } else {
+        ++it;
+      }
+    }
   }
   std::vector<std::shared_ptr<RpcCall>> calls;
-  for (const auto& ep : eps) calls.push_back(AsyncSendComplete(ep, trainer_id));
+  for (const auto& [id, eps] : todo) {
+    for (const auto& ep : eps) calls.push_back(AsyncSendComplete(ep, id));
+  }
   absl::Status first;
   for (auto& c : calls) {
     absl::Status s = c->Wait();
@@ -241,8 +250,8 @@ absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
     first.Update(s);
   }
   {
-    absl::MutexLock l(&mu_);
-    contacted_.clear();
+    absl::MutexLock l(&mu_);  // the COMPLETE calls themselves are no reason to send another
+    for (const auto& [id, eps] : todo) contacted_.erase(id);
   }
   return first;
 }

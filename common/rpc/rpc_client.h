@@ -73,21 +73,22 @@ class RpcClient {
   // in all; the error lists the endpoints that never did.
   absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms);
 
-  // Sends COMPLETE@RECV to every endpoint this client has talked to (once),
-  // as `trainer_id` (-1: the id of this client's last send). An endpoint
-  // that is no longer reachable is logged as a warning, not an error.
+  // Sends COMPLETE@RECV, once, to every endpoint that `trainer_id` has
+  // called through this client (-1: every trainer id that has called
+  // anything, each as itself). An endpoint that is no longer reachable is
+  // logged as a warning, not an error.
   absl::Status SendCompleteToAll(int64_t trainer_id = -1);
 
  private:
   std::shared_ptr<grpc::Channel> Channel(const std::string& ep);
   std::shared_ptr<RpcCall> Start(RpcKind kind, const std::string& ep, const std::string& name,
-                                 absl::StatusOr<grpc::ByteBuffer> request, Variable* out);
+                                 absl::StatusOr<grpc::ByteBuffer> request, Variable* out, int64_t trainer_id);
 
   ClientOptions options_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> contacted_ ABSL_GUARDED_BY(mu_);
-  int64_t last_trainer_id_ ABSL_GUARDED_BY(mu_) = 0;
+  // Endpoints each trainer id has called (COMPLETE goes to these, as it).
+  std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace oar::rpc
