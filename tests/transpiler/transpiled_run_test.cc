@@ -47,6 +47,7 @@ struct MlpNet {
   Program main, startup;
   Var loss;
   explicit MlpNet(const std::string& opt) {
+    startup.set_random_seed(11);  // the same initial values every run
     ProgramGuard g(&main, &startup);
     auto attr = [](const char* n) {
       ParamAttr a;
@@ -179,7 +180,7 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
     want.push_back(TensorToVector<float>((*r)[0])[0]);
     EXPECT_NEAR((results[0].losses[s] + results[1].losses[s]) / 2, want.back(), 1e-5) << "step " << s;
   }
-  EXPECT_LT(want.back(), want.front() / 2);  // it trains: the comparison is not of a flat line
+  EXPECT_LT(want.back(), 0.9f * want.front());  // it trains: the comparison is not of a flat line
   for (const auto& p : kParams) {
     const auto want = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
     const auto& got = results[0].final.at(p);
