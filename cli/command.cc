@@ -1,5 +1,6 @@
 #include "cli/command.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -12,15 +13,20 @@ namespace oar::cli {
 int RunTrain(const std::vector<std::string>& args);
 int RunExport(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
+int RunTranspile(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
       {"train", "train a model from examples/ in this process", "oar train --model NAME [flags]",
-       "cli/train_cmd.cc", RunTrain},
+       "cli/train_cmd.cc", {}, RunTrain},
       {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
-       "cli/export_cmd.cc", RunExport},
+       "cli/export_cmd.cc", {"model", "optimizer", "lr", "seed", "batch_size"}, RunExport},
       {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",
-       "cli/inspect_cmd.cc", RunInspect},
+       "cli/inspect_cmd.cc", {}, RunInspect},
+      {"transpile", "split a program into trainer and pserver programs (DistributeTranspiler)",
+       "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "
+       "--trainer_id I [--async] [--mode pserver|nccl2] --out DIR [--json]",
+       "cli/transpile_cmd.cc", {"out", "model", "optimizer", "lr", "seed", "batch_size"}, RunTranspile},
   };
   return *cmds;
 }
@@ -31,7 +37,8 @@ void PrintCommandHelp(const Command& cmd) {
   gflags::GetAllFlags(&flags);
   bool header = false;
   for (const auto& f : flags) {
-    if (!absl::EndsWith(f.filename, cmd.flags_file)) continue;
+    const bool shared = std::find(cmd.shared_flags.begin(), cmd.shared_flags.end(), f.name) != cmd.shared_flags.end();
+    if (!absl::EndsWith(f.filename, cmd.flags_file) && !shared) continue;
     if (!header) {
       std::cout << "\nflags:\n";
       header = true;

@@ -11,7 +11,7 @@
 #include "common/status.h"
 #include "gflags/gflags.h"
 
-DEFINE_string(out, "", "directory to write main.pb and startup.pb into (created if missing)");
+DEFINE_string(out, "", "directory to write the programs into (created if missing)");
 DECLARE_string(model);
 DECLARE_string(optimizer);
 DECLARE_double(lr);

@@ -3,6 +3,10 @@
 #include <string>
 
 #include "cli/command.h"
+#include "common/op_registry.h"
+#include "pserver/pserver_ops.h"
+#include "trainer/dist_ops.h"
+#include "trainer/gen_nccl_id_op.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -22,6 +26,11 @@ void PrintUsage() {
 
 int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
+  // Every op a transpiled program may hold, so any command can run or
+  // inspect any role's program.
+  oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
+  oar::OpRegistry::ExtendGlobal(oar::RegisterGenNcclIdOp);
+  oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
   FLAGS_logtostderr = true;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

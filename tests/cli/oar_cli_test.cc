@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_split.h"
 #include "common/program_desc.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace oar {
 namespace {
@@ -40,7 +42,7 @@ std::string TempDir(const std::string& tag) {
 TEST(OarCliTest, HelpListsCommandsAndEachCommandsFlags) {
   Result r = Oar("--help");
   EXPECT_EQ(r.code, 0);
-  for (const char* c : {"train", "export", "inspect"}) EXPECT_NE(r.out.find(c), std::string::npos);
+  for (const char* c : {"train", "export", "inspect", "transpile"}) EXPECT_NE(r.out.find(c), std::string::npos);
   Result t = Oar("train --help");
   EXPECT_EQ(t.code, 0);
   EXPECT_NE(t.out.find("--batch_size"), std::string::npos) << t.out;
@@ -151,6 +153,84 @@ TEST(OarCliTest, TrainsOnTwoPlaces) {
   EXPECT_NE(r.out.find("training on 2 CPU places"), std::string::npos);
   EXPECT_NE(r.out.find("test_accuracy="), std::string::npos);
   EXPECT_NE(Oar("train --places -3").code, 0);
+}
+
+}  // namespace
+}  // namespace oar
+
+namespace oar {
+namespace {
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> JsonOps(const nlohmann::json& program, size_t block = 0) {
+  return program["blocks"][block]["ops"].get<std::vector<std::string>>();
+}
+
+TEST(OarCliTest, TranspileWritesEveryProgramAndAJsonSummary) {
+  const std::string eps = "127.0.0.1:6174,127.0.0.1:6175";
+  const std::string dir = TempDir("transpile_a"), again = TempDir("transpile_b");
+  Result r = Oar("transpile --pservers " + eps + " --trainers 2 --trainer-id 1 --out " + dir + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "pserver");
+  EXPECT_EQ(j["trainer_id"], 1);
+  const auto ops = JsonOps(j["trainer"]["main"]);
+  for (const char* want : {"split_byref", "send", "send_barrier", "recv", "fetch_barrier", "concat"}) {
+    EXPECT_NE(std::find(ops.begin(), ops.end(), want), ops.end()) << want;
+  }
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "adam"), ops.end()) << "the optimizer runs on the pservers";
+  ASSERT_EQ(j["pservers"].size(), 2u);
+  for (const auto& ps : j["pservers"]) {
+    EXPECT_EQ(JsonOps(ps["main"]), std::vector<std::string>{"listen_and_serv"});
+    EXPECT_GE(ps["main"]["blocks"].size(), 2u);
+  }
+  // The files hold the same programs, and a second process writes the same bytes.
+  auto trainer = ProgramDesc::Parse(ReadBytes(dir + "/trainer.main.pb"));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_EQ((*trainer)->Block(0).OpSize(), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ((*trainer)->Block(0).Op(i).type, ops[i]);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/pserver_1.startup.pbtxt"));
+  ASSERT_EQ(Oar("transpile --pservers " + eps + " --trainers 2 --trainer-id 1 --out " + again).code, 0);
+  for (const char* f : {"trainer.main.pb", "trainer.startup.pb", "pserver_0.main.pb", "pserver_0.startup.pb",
+                        "pserver_1.main.pb", "pserver_1.startup.pb"}) {
+    EXPECT_EQ(ReadBytes(dir + "/" + f), ReadBytes(again + "/" + f)) << f;
+    EXPECT_EQ(Oar(std::string("inspect ") + dir + "/" + f).code, 0) << f << " holds an op Oar cannot run";
+  }
+}
+
+TEST(OarCliTest, TranspilesProgramFilesAndNamesBadArguments) {
+  const std::string dir = TempDir("transpile_files");
+  ASSERT_EQ(Oar("export --optimizer sgd --out " + dir).code, 0);
+  Result r = Oar("transpile --program " + dir + "/main.pb --startup " + dir +
+                 "/startup.pb --pservers 127.0.0.1:6174 --trainers 2 --async --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["sync"].get<bool>());
+  const auto ops = JsonOps(j["trainer"]["main"]);
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "send_barrier"), ops.end());
+  EXPECT_EQ(JsonOps(j["pservers"][0]["main"], 1), std::vector<std::string>{"sgd"});
+
+  Result both = Oar("transpile --sync --async --json");
+  EXPECT_EQ(both.code, 1);
+  EXPECT_NE(both.out.find("--sync and --async contradict"), std::string::npos) << both.out;
+  Result id = Oar("transpile --trainers 2 --trainer-id 2 --json");
+  EXPECT_EQ(id.code, 1);
+  EXPECT_NE(id.out.find("trainer_id 2 is not in [0, 2)"), std::string::npos) << id.out;
+  Result ep = Oar("transpile --pservers 127.0.0.1 --json");
+  EXPECT_NE(ep.out.find("'127.0.0.1' is not host:port"), std::string::npos) << ep.out;
+  Result missing = Oar("transpile --program /nonexistent/main.pb --startup x --json");
+  EXPECT_NE(missing.out.find("cannot open /nonexistent/main.pb"), std::string::npos) << missing.out;
+  Result nccl = Oar("transpile --mode nccl2 --trainer-endpoints 10.0.0.1:6170,10.0.0.2:6170 --current-endpoint "
+                    "10.0.0.2:6170 --trainer-id 1 --json");
+  ASSERT_EQ(nccl.code, 0) << nccl.out;
+  const auto startup = JsonOps(nlohmann::json::parse(nccl.out)["trainer"]["startup"]);
+  EXPECT_EQ(startup.back(), "gen_nccl_id");
 }
 
 }  // namespace

@@ -3,13 +3,10 @@
 // loopback — against the single-process program on the same global batches:
 // the mean of the trainers' losses equals the single-process loss within
 // 1e-5 at every step, and the final parameters agree.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
 #include "common/rpc/rpc_client.h"
@@ -18,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "pserver/pserver_ops.h"
 #include "tests/transpiler/fc_net.h"
+#include "tests/util/free_port.h"
 #include "trainer/dist_ops.h"
 
 namespace oar {
@@ -26,19 +24,6 @@ namespace {
 constexpr int kSteps = 10;
 constexpr int kBatch = 8;
 const std::vector<std::string> kParams = {"b1", "b2", "w1", "w2"};
-
-// A port nothing listens on right now.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // x[128] → fc(128, relu) "w1"/"b1" (16384 weights: two blocks) → fc(1)
 // "w2"/"b2" → square error → mean.
@@ -121,15 +106,15 @@ void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::
   out->status = rpc::RpcClient::Global()->SendCompleteToAll(id);
 }
 
-void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfig config = {}) {
+void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfig config = {}, int pservers = 2) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
   FLAGS_rpc_deadline = 30000;
-  const std::vector<std::string> eps = {"127.0.0.1:" + std::to_string(FreePort()),
-                                        "127.0.0.1:" + std::to_string(FreePort())};
-  const std::string ep_list = eps[0] + "," + eps[1];
+  std::vector<std::string> eps;
+  for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
+  const std::string ep_list = absl::StrJoin(eps, ",");
   // Every process transpiles the same model the same way.
-  std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(2), pserver_startup(2);
+  std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(pservers), pserver_startup(pservers);
   std::string loss;
   for (int t = 0; t < 2; ++t) {
     MlpNet net(opt);
@@ -138,15 +123,15 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
     ASSERT_TRUE(tr.transpile(t, &net.main.desc(), ep_list, 2, true, &net.startup.desc()).ok());
     trainer[t] = *tr.get_trainer_program(/*wait_port=*/false);
     trainer_startup[t] = *tr.get_trainer_startup_program();
-    for (int p = 0; p < 2 && t == 0; ++p) {
+    for (int p = 0; p < pservers && t == 0; ++p) {
       auto pair = tr.get_pserver_programs(eps[p]);
       ASSERT_TRUE(pair.ok()) << pair.status();
       std::tie(pserver[p], pserver_startup[p]) = *pair;
     }
   }
-  std::vector<absl::Status> ps_status(2);
+  std::vector<absl::Status> ps_status(pservers);
   std::vector<std::thread> threads;
-  for (int p = 0; p < 2; ++p) {
+  for (int p = 0; p < pservers; ++p) {
     threads.emplace_back([&, p] {
       Executor exe;
       Scope scope;
@@ -159,7 +144,7 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
     threads.emplace_back([&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, t, &results[t]); });
   }
   for (auto& th : threads) th.join();
-  for (int p = 0; p < 2; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
+  for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
   for (int t = 0; t < 2; ++t) ASSERT_TRUE(results[t].status.ok()) << "trainer " << t << ": " << results[t].status;
   EXPECT_EQ(results[0].initial, results[1].initial);  // both pulled the pservers' values
 
@@ -193,6 +178,14 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
 TEST(TranspiledRunTest, SgdWithLrDecayMatchesSingleProcess) { CheckAgainstSingleProcess("sgd"); }
 
 TEST(TranspiledRunTest, AdamMatchesSingleProcess) { CheckAgainstSingleProcess("adam"); }
+
+// Four variables kept whole on five pservers: the fifth owns nothing and
+// only runs the LR-decay block.
+TEST(TranspiledRunTest, IdlePserverAndWholeVariablesMatchSingleProcess) {
+  DistributeTranspilerConfig c;
+  c.slice_var_up = false;
+  CheckAgainstSingleProcess("sgd", c, 5);
+}
 
 TEST(TranspiledRunTest, RuntimeSplitMatchesSingleProcess) {
   DistributeTranspilerConfig c;

@@ -1,0 +1,112 @@
+#include "trainer/gen_nccl_id_op.h"
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/config.h"
+#include "common/ops/op_util.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_server.h"
+#include "common/status.h"
+#if OAR_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+namespace oar {
+namespace {
+
+constexpr char kNcclIdName[] = "NCCLID";
+
+absl::Status MakeId(uint8_t* out) {
+#if OAR_HAVE_NCCL
+  static_assert(sizeof(ncclUniqueId) == kNcclIdBytes);
+  ncclUniqueId id;
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return absl::InternalError(absl::StrCat("gen_nccl_id: ncclGetUniqueId: ", ncclGetErrorString(r)));
+  std::memcpy(out, &id, kNcclIdBytes);
+#else
+  std::random_device rd;
+  for (int i = 0; i < kNcclIdBytes; ++i) out[i] = static_cast<uint8_t>(rd());
+#endif
+  return absl::OkStatus();
+}
+
+// Serves one NCCLID from trainer 0, then nothing else.
+class IdReceiver : public rpc::RpcHandler {
+ public:
+  absl::Status Handle(rpc::RpcKind kind, rpc::Received& request, rpc::Reply*) override {
+    if (kind != rpc::RpcKind::kSend || request.meta.varname() != kNcclIdName) {
+      return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: this endpoint only takes ", kNcclIdName, ", not '",
+                                                     request.meta.varname(), "'"));
+    }
+    const Tensor& t = request.var.Get<Tensor>();
+    if (t.nbytes() != kNcclIdBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: an NCCL id has ", kNcclIdBytes, " bytes, got ",
+                                                     t.nbytes()));
+    }
+    absl::MutexLock l(&mu_);
+    id_.assign(static_cast<const uint8_t*>(t.raw_data()), static_cast<const uint8_t*>(t.raw_data()) + kNcclIdBytes);
+    return absl::OkStatus();
+  }
+  bool NeverBlocks(rpc::RpcKind) const override { return true; }
+  // The id, or empty after timeout_ms.
+  std::vector<uint8_t> Wait(int timeout_ms) {
+    absl::MutexLock l(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(+[](std::vector<uint8_t>* id) { return !id->empty(); }, &id_),
+                         absl::Milliseconds(timeout_ms));
+    return id_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<uint8_t> id_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
+  const auto endpoint = ctx.Attr<std::string>("endpoint");
+  const auto others = ctx.Attr<std::vector<std::string>>("endpoint_list");
+  const int tid = ctx.Attr<int32_t>("trainer_id");
+  Tensor* out = ctx.Output("NCCLID", 0);
+  uint8_t* id = out->mutable_data<uint8_t>(DDim{kNcclIdBytes});
+  if (tid == 0) {
+    OAR_RETURN_IF_ERROR(MakeId(id));
+    OAR_RETURN_IF_ERROR(rpc::RpcClient::Global()->WaitServerReady(others, FLAGS_rpc_deadline));
+    Variable v;
+    *v.GetMutable<Tensor>() = *out;
+    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+    for (const auto& ep : others) {
+      calls.push_back(rpc::RpcClient::Global()->AsyncSendVar(ep, kNcclIdName, &v, {.trainer_id = 0, .raw_bytes = true}));
+    }
+    absl::Status first;
+    for (auto& c : calls) first.Update(c->Wait());
+    return first;
+  }
+  IdReceiver receiver;
+  rpc::ServerOptions options;
+  options.endpoint = endpoint;
+  options.auth_token = rpc::AuthTokenFromEnv();
+  OAR_ASSIGN_OR_RETURN(auto server, rpc::RpcServer::Start(options, &receiver));
+  const std::vector<uint8_t> got = receiver.Wait(FLAGS_rpc_deadline);
+  server->Shutdown();
+  if (got.empty()) {
+    return absl::DeadlineExceededError(absl::StrCat("gen_nccl_id: trainer ", tid, " on ", endpoint,
+                                                    " got no NCCL id from trainer 0 within ", FLAGS_rpc_deadline,
+                                                    " ms (FLAGS_rpc_deadline)"));
+  }
+  std::memcpy(id, got.data(), kNcclIdBytes);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterGenNcclIdOp(OpRegistry* r) {
+  r->Register("gen_nccl_id").Output("NCCLID").Attr("endpoint", std::string()).Attr("endpoint_list", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0}).Attr("nccl_comm_num", int32_t{1}).Attr("use_hierarchical_allreduce", false)
+      .Attr("hierarchical_allreduce_inter_nranks", int32_t{0})
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(GenNcclIdKernel);
+}
+
+}  // namespace oar
