@@ -254,6 +254,12 @@ absl::StatusOr<std::string> ParameterServer::Target(const std::string& name, int
   if (desc == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": no variable '", name, "' to receive"));
   }
+  // A name that carries a trainer suffix (as the transpiler names them)
+  // must carry the sender's own id: one trainer must not fill another's slot.
+  const size_t suffix = target.rfind(".trainer_");
+  if (suffix != std::string::npos && target.substr(suffix + 9) != std::to_string(trainer_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name, "' belongs to another trainer"));
+  }
   if (params_.count(target)) {  // Fluid's merged gradients are persistable too: only parameters are refused
     return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name,
                                                    "' is a parameter here; trainers send gradients"));

@@ -65,6 +65,7 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
   cases.push_back({wg, Dense(DataType::kFloat32, {3, 1}), 0, "has shape [3, 1], the pserver's is [4, 1]"});
   cases.push_back({wg, Dense(DataType::kFloat32, {4, 1}), 2, "trainer_id 2 is not in [0, 2) (Fanin)"});
   cases.push_back({w, Dense(DataType::kFloat32, {4, 1}), 0, "is a parameter here"});
+  cases.push_back({wg + ".trainer_0", Dense(DataType::kFloat32, {4, 1}), 1, "belongs to another trainer"});
   for (const auto& k : cases) {
     absl::Status st = send(k.name, k.v, k.tid);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
