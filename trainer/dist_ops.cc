@@ -1,5 +1,6 @@
 #include "trainer/dist_ops.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -161,9 +162,56 @@ absl::Status SplitByrefKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// Rows of a sparse gradient by the pserver block they fall in; each part's
+// rows count from its block's first row.
+absl::Status SplitSelectedRowsKernel(const ExecutionContext& ctx) {
+  const Variable* xv = ctx.InputVar("X", 0);
+  if (xv == nullptr || !xv->IsType<SelectedRows>()) {
+    return absl::InvalidArgumentError("split_selected_rows: X must be SelectedRows");
+  }
+  const SelectedRows& x = xv->Get<SelectedRows>();
+  const auto sections = ctx.Attr<std::vector<int64_t>>("height_sections");
+  if (sections.size() != ctx.op().Output("Out").size()) {
+    return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: ", sections.size(), " height_sections for ",
+                                                   ctx.op().Output("Out").size(), " outputs"));
+  }
+  std::vector<int64_t> offsets = {0};
+  for (int64_t h : sections) offsets.push_back(offsets.back() + h);
+  const int64_t width = x.rows.empty() ? 0 : x.value.numel() / static_cast<int64_t>(x.rows.size());
+  const size_t row_bytes = static_cast<size_t>(width) * SizeOf(x.value.dtype());
+  std::vector<std::vector<size_t>> picked(sections.size());
+  for (size_t k = 0; k < x.rows.size(); ++k) {
+    const auto at = std::upper_bound(offsets.begin(), offsets.end(), x.rows[k]) - offsets.begin() - 1;
+    if (x.rows[k] < 0 || at >= static_cast<long>(sections.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: row ", x.rows[k], " is outside the ",
+                                                     offsets.back(), " rows of height_sections"));
+    }
+    picked[static_cast<size_t>(at)].push_back(k);
+  }
+  for (size_t s = 0; s < sections.size(); ++s) {
+    SelectedRows* out = ctx.OutputVar("Out", s)->GetMutable<SelectedRows>();
+    out->height = sections[s];
+    out->rows.clear();
+    DDim dims = x.value.dims();
+    if (dims.size() == 0) dims = DDim{0};
+    dims[0] = static_cast<int64_t>(picked[s].size());
+    out->value.Resize(dims);
+    char* dst = static_cast<char*>(out->value.mutable_data(x.value.dtype()));
+    for (size_t k : picked[s]) {
+      out->rows.push_back(x.rows[k] - offsets[s]);
+      std::memcpy(dst, static_cast<const char*>(x.value.raw_data()) + k * row_bytes, row_bytes);
+      dst += row_bytes;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterDistOps(OpRegistry* r) {
+  r->Register("split_selected_rows").Input("X").Output("Out", kDuplicable)
+      .Attr("height_sections", std::vector<int64_t>{})
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitSelectedRowsKernel);
   r->Register("send").Input("X", kDuplicable).Output("Out", kDuplicable | kDispensable)
       .Attr("epmap", std::vector<std::string>{}).Attr("send_varnames", std::vector<std::string>{})
       .Attr("sections", std::vector<int32_t>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)

@@ -10,6 +10,8 @@
 //   send_barrier            attrs endpoints, trainer_id: BATCH_BARRIER to each
 //   fetch_barrier           attrs endpoints, trainer_id: FETCH_BARRIER to each
 //   split_byref(X) -> Out...  attr sections (rows per part): views, no copy
+//   split_selected_rows(X) -> Out...  attr height_sections: a SelectedRows
+//                           cut by row ranges, rows renumbered per part
 //   checkpoint_notify       attrs epmap, dir, trainer_id: each pserver saves
 // Calls go out concurrently through RpcClient::Global() and are all waited
 // for; errors name the RPC, variable and endpoint. Register with

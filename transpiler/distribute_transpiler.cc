@@ -66,6 +66,19 @@ absl::Status DistributeTranspiler::transpile(int trainer_id, ProgramDesc* progra
   }
   s.trainers = *count;
   OAR_ASSIGN_OR_RETURN(s.pservers, ParseEndpoints(pservers, "pserver endpoints"));
+  if (s.config.enable_dc_asgd) {
+    return absl::UnimplementedError(
+        "enable_dc_asgd: DC-ASGD needs per-trainer parameter backups on the pservers (ref_by_trainer_id), which "
+        "Oar does not have yet; train without it");
+  }
+  for (size_t i = 0; i < s.origin.Block(0).OpSize(); ++i) {
+    const OpDesc& op = s.origin.Block(0).Op(i);
+    if (op.type == "lookup_table" && op.GetAttr<bool>("is_distributed")) {
+      return absl::UnimplementedError(absl::StrCat(
+          "lookup_table on '", op.Input("W")[0], "' has is_distributed set: distributed lookup tables (prefetch) ",
+          "are not supported yet; use is_sparse without is_distributed"));
+    }
+  }
   for (size_t i : FindOptimizePass(s.origin.Block(0)).optimize_ops) {
     const OpDesc& op = s.origin.Block(0).Op(i);
     if (!op.inputs.count("Param") || !op.inputs.count("LearningRate")) continue;

@@ -129,7 +129,18 @@ absl::Status InsertSends(TranspileState* s) {
       return absl::InvalidArgumentError(
           absl::StrCat("no op in block 0 computes gradient '", sent, "' of parameter '", sp.param, "'"));
     }
-    if (SlicedVar(sp) && !runtime_split) {
+    const bool sparse = sp.grad_blocks[0].type == paddle::framework::proto::VarType::SELECTED_ROWS;
+    if (SlicedVar(sp) && sparse && runtime_split) {
+      return absl::InvalidArgumentError(absl::StrCat("runtime_split_send_recv cannot cut the sparse gradient '",
+                                                     sp.grad, "'; turn it off or keep '", sp.param, "' whole"));
+    }
+    if (SlicedVar(sp) && sparse) {
+      const auto rows = Rows(sp.grad_blocks);
+      *main->InsertOp(static_cast<size_t>(index + 1)) =
+          MakeOp("split_selected_rows", {{"X", {sp.grad}}}, {{"Out", Names(sp.grad_blocks)}},
+                 {{"height_sections", std::vector<int64_t>(rows.begin(), rows.end())}}, kDist);
+      ++index;
+    } else if (SlicedVar(sp) && !runtime_split) {
       *main->InsertOp(static_cast<size_t>(index + 1)) =
           MakeOp("split_byref", {{"X", {sp.grad}}}, {{"Out", Names(sp.grad_blocks)}},
                  {{"sections", Rows(sp.grad_blocks)}}, kDist);

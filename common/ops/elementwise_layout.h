@@ -28,12 +28,14 @@ inline absl::StatusOr<Bcast> ElementwiseLayout(const std::string& op, const DDim
     return b;
   }
   b.same = false;
-  while (y.size() > 1 && y[y.size() - 1] == 1) {  // Fluid trims trailing 1s
+  // As Fluid: the default axis comes from Y's rank as given, then Y's
+  // trailing 1s are dropped (all of them: a Y of [1] is a scalar).
+  if (axis == -1) axis = x.size() - y.size();
+  while (y.size() > 0 && y[y.size() - 1] == 1) {
     DDim t;
     for (int i = 0; i < y.size() - 1; ++i) t.push_back(y[i]);
     y = t;
   }
-  if (axis == -1) axis = x.size() - y.size();
   if (axis < 0 || axis + y.size() > x.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         op, ": cannot broadcast Y", y.ToString(), " into X", x.ToString(), " at axis ", axis));

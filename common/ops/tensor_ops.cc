@@ -185,12 +185,27 @@ std::vector<OpDesc> SumGradMaker(const OpDesc& fwd) {
 
 template <typename T>
 absl::Status ScaleKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const T s = static_cast<T>(ctx.Attr<float>("scale"));
   const T b = static_cast<T>(ctx.Attr<float>("bias"));
   const bool after = ctx.Attr<bool>("bias_after_scale");
+  const Tensor* x = nullptr;
+  T* op = nullptr;
+  const Variable* xv = ctx.InputVar("X", 0);
+  if (xv != nullptr && xv->IsType<SelectedRows>()) {  // a sparse gradient: same rows, values scaled (Fluid's too)
+    const SelectedRows& in = xv->Get<SelectedRows>();
+    SelectedRows* out = ctx.OutputVar("Out", 0)->GetMutable<SelectedRows>();
+    if (out != &in) {
+      out->rows = in.rows;
+      out->height = in.height;
+      out->value.Resize(in.value.dims());
+    }
+    x = &in.value;
+    op = out->value.mutable_data<T>();
+  } else {
+    OAR_ASSIGN_OR_RETURN(x, RequireInput(ctx, "X"));
+    op = ctx.Output("Out")->mutable_data<T>();
+  }
   const T* xp = x->data<T>();
-  T* op = ctx.Output("Out")->mutable_data<T>();
   const int64_t n = x->numel();
   if (after) {
     for (int64_t i = 0; i < n; ++i) op[i] = s * xp[i] + b;

@@ -237,6 +237,39 @@ TEST(DistOpsTest, SplitByrefMakesViewsNotCopies) {
   EXPECT_NE(exe.Run(p, &scope).status().message().find("sections add up to 4 rows, X has 5"), std::string::npos);
 }
 
+TEST(DistOpsTest, SplitSelectedRowsCutsRowsByHeightSections) {
+  OpRegistry::ExtendGlobal(RegisterDistOps);
+  ProgramDesc p;
+  BlockDesc* b = p.MutableBlock(0);
+  for (const char* n : {"g", "g0", "g1"}) {
+    b->Var(n)->type = paddle::framework::proto::VarType::SELECTED_ROWS;
+    b->Var(n)->persistable = true;
+  }
+  OpDesc* op = b->AppendOp();
+  op->type = "split_selected_rows";
+  op->SetInput("X", {"g"});
+  op->SetOutput("Out", {"g0", "g1"});
+  op->SetAttr("height_sections", std::vector<int64_t>{4, 6});
+  Executor exe;
+  Scope scope;
+  SelectedRows* g = scope.Var("g")->GetMutable<SelectedRows>();
+  g->height = 10;
+  g->rows = {7, 1, 4, 1};
+  g->value = MakeTensor<float>({4, 2}, {70, 71, 10, 11, 40, 41, 12, 13});
+  auto ran = exe.Run(p, &scope);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  const SelectedRows& g0 = scope.FindVar("g0")->Get<SelectedRows>();
+  const SelectedRows& g1 = scope.FindVar("g1")->Get<SelectedRows>();
+  EXPECT_EQ(g0.height, 4);
+  EXPECT_EQ(g0.rows, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(TensorToVector<float>(g0.value), (std::vector<float>{10, 11, 12, 13}));
+  EXPECT_EQ(g1.height, 6);
+  EXPECT_EQ(g1.rows, (std::vector<int64_t>{3, 0}));  // rows 7 and 4, counted from row 4
+  EXPECT_EQ(TensorToVector<float>(g1.value), (std::vector<float>{70, 71, 40, 41}));
+  g->rows = {12, 0, 0, 0};
+  EXPECT_NE(exe.Run(p, &scope).status().message().find("row 12 is outside the 10 rows"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oar
 

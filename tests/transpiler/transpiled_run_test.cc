@@ -23,14 +23,15 @@ namespace {
 
 constexpr int kSteps = 10;
 constexpr int kBatch = 8;
-const std::vector<std::string> kParams = {"b1", "b2", "w1", "w2"};
 
 // x[128] → fc(128, relu) "w1"/"b1" (16384 weights: two blocks) → fc(1)
-// "w2"/"b2" → square error → mean.
+// "w2"/"b2" → square error → mean; or, for "sparse", int64 ids → a sparse
+// embedding "emb" [4096, 8] (two blocks) → fc(1) → square error → mean.
 struct MlpNet {
   UniqueNameGuard names;
   Program main, startup;
   Var loss;
+  std::vector<std::string> params = {"b1", "b2", "w1", "w2"};
   explicit MlpNet(const std::string& opt) {
     startup.set_random_seed(11);  // the same initial values every run
     ProgramGuard g(&main, &startup);
@@ -39,6 +40,16 @@ struct MlpNet {
       a.name = n;
       return a;
     };
+    if (opt == "sparse") {
+      params = {"b2", "emb", "w2"};
+      Var ids = layers::data("x", {1}, DataType::kInt64);
+      Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, -1, attr("emb"));
+      loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1, "", attr("w2"), attr("b2")),
+                                                    layers::data("y", {1})));
+      optimizer::SGD(0.5f).minimize(loss);
+      EXPECT_TRUE(main.status().ok()) << main.status();
+      return;
+    }
     Var x = layers::data("x", {128});
     Var h = layers::fc(x, 128, "relu", attr("w1"), attr("b1"));
     Var pred = layers::fc(h, 1, "", attr("w2"), attr("b2"));
@@ -54,7 +65,17 @@ struct MlpNet {
   }
 };
 
-FeedMap Batch(int step, int begin, int end) {
+FeedMap Batch(const std::string& opt, int step, int begin, int end) {
+  if (opt == "sparse") {  // ids that repeat within and across the trainers' halves
+    std::vector<int64_t> ids;
+    std::vector<float> ys;
+    for (int i = begin; i < end; ++i) {
+      ids.push_back((i * 997) % 4096 / (i % 3 == 0 ? 4096 : 1));  // the same every step
+      ys.push_back(std::cos(0.3f * static_cast<float>(ids.back())));
+    }
+    const int64_t n = end - begin;
+    return {{"x", MakeTensor<int64_t>({n, 1}, ids)}, {"y", MakeTensor<float>({n, 1}, ys)}};
+  }
   std::vector<float> xs, ys;
   for (int i = begin; i < end; ++i) {
     float target = 0.1f;
@@ -75,13 +96,13 @@ struct TrainerResult {
   std::map<std::string, std::vector<float>> initial, final;
 };
 
-void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::string& loss, int id,
-                TrainerResult* out) {
+void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::string& loss,
+                const std::vector<std::string>& param_names, const std::string& opt, int id, TrainerResult* out) {
   Executor exe;
   Scope scope;
   auto params = [&] {
     std::map<std::string, std::vector<float>> m;
-    for (const auto& p : kParams) m[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
+    for (const auto& p : param_names) m[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
     return m;
   };
   auto st = exe.Run(startup, &scope);
@@ -92,7 +113,7 @@ void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::
   out->initial = params();
   const int half = kBatch / 2;
   for (int s = 0; s < kSteps; ++s) {
-    auto r = exe.Run(main, &scope, Batch(s, id * half, (id + 1) * half), {loss});
+    auto r = exe.Run(main, &scope, Batch(opt, s, id * half, (id + 1) * half), {loss});
     if (!r.ok()) {
       out->status = r.status();
       return;
@@ -116,9 +137,11 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   // Every process transpiles the same model the same way.
   std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(pservers), pserver_startup(pservers);
   std::string loss;
+  std::vector<std::string> param_names;
   for (int t = 0; t < 2; ++t) {
     MlpNet net(opt);
     loss = net.loss.name();
+    param_names = net.params;
     DistributeTranspiler tr(config);
     ASSERT_TRUE(tr.transpile(t, &net.main.desc(), ep_list, 2, true, &net.startup.desc()).ok());
     trainer[t] = *tr.get_trainer_program(/*wait_port=*/false);
@@ -141,7 +164,8 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   }
   std::vector<TrainerResult> results(2);
   for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, t, &results[t]); });
+    threads.emplace_back(
+        [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t]); });
   }
   for (auto& th : threads) th.join();
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
@@ -160,13 +184,13 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   }
   std::vector<float> want;
   for (int s = 0; s < kSteps; ++s) {
-    auto r = exe.Run(ref.main.desc(), &scope, Batch(s, 0, kBatch), {ref.loss.name()});
+    auto r = exe.Run(ref.main.desc(), &scope, Batch(opt, s, 0, kBatch), {ref.loss.name()});
     ASSERT_TRUE(r.ok()) << r.status();
     want.push_back(TensorToVector<float>((*r)[0])[0]);
     EXPECT_NEAR((results[0].losses[s] + results[1].losses[s]) / 2, want.back(), 1e-5) << "step " << s;
   }
   EXPECT_LT(want.back(), 0.9f * want.front());  // it trains: the comparison is not of a flat line
-  for (const auto& p : kParams) {
+  for (const auto& p : param_names) {
     const auto want = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
     const auto& got = results[0].final.at(p);
     ASSERT_EQ(got.size(), want.size()) << p;
@@ -178,6 +202,10 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
 TEST(TranspiledRunTest, SgdWithLrDecayMatchesSingleProcess) { CheckAgainstSingleProcess("sgd"); }
 
 TEST(TranspiledRunTest, AdamMatchesSingleProcess) { CheckAgainstSingleProcess("adam"); }
+
+// The embedding's sparse gradient is cut by split_selected_rows; each
+// pserver merges the trainers' rows with sum (SelectedRows) and scale.
+TEST(TranspiledRunTest, SparseEmbeddingMatchesSingleProcess) { CheckAgainstSingleProcess("sparse"); }
 
 // Four variables kept whole on five pservers: the fifth owns nothing and
 // only runs the LR-decay block.
