@@ -1,7 +1,11 @@
 #include "cli/command.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -82,6 +86,33 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv) {
 int Fail(const std::string& message) {
   std::cerr << "oar: error: " << message << "\n";
   return 1;
+}
+
+}  // namespace oar::cli
+
+namespace oar::cli {
+
+int RunWithoutArgs(const std::string& command, const std::vector<std::string>& args, absl::Status (*body)()) {
+  if (!args.empty()) return Fail(command + " takes no positional arguments (got '" + args[0] + "')");
+  absl::Status s = body();
+  return s.ok() ? 0 : Fail(std::string(s.message()));
+}
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError("cannot open " + path + ": " + std::strerror(errno));
+  std::stringstream buf;
+  buf << f.rdbuf();
+  return buf.str();
+}
+
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return absl::PermissionDeniedError(path + ": " + std::strerror(errno));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) return absl::DataLossError(path + ": write failed");
+  return absl::OkStatus();
 }
 
 }  // namespace oar::cli

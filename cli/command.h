@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace oar::cli {
 
 struct Command {
@@ -35,5 +37,13 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv);
 
 // Prints "oar: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
+
+// Runs `body` for a command that takes no positional arguments: 0 on
+// success, else Fail with its message.
+int RunWithoutArgs(const std::string& command, const std::vector<std::string>& args, absl::Status (*body)());
+
+// Whole-file I/O with errors that name the path.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes);
 
 }  // namespace oar::cli

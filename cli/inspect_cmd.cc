@@ -15,11 +15,9 @@ namespace oar::cli {
 
 int RunInspect(const std::vector<std::string>& args) {
   if (args.size() != 1) return Fail("usage: oar inspect FILE.pb");
-  std::ifstream f(args[0], std::ios::binary);
-  if (!f) return Fail("cannot open " + args[0]);
-  std::stringstream buf;
-  buf << f.rdbuf();
-  auto program = ProgramDesc::Parse(buf.str());
+  auto bytes = ReadFileBytes(args[0]);
+  if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
+  auto program = ProgramDesc::Parse(*bytes);
   if (!program.ok()) return Fail(args[0] + ": " + std::string(program.status().message()));
   std::cout << (*program)->ToString();
   const OpRegistry& registry = OpRegistry::Global();

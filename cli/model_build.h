@@ -32,4 +32,9 @@ struct ModelPrograms {
 // programs fail to build (the program's recorded error).
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& options);
 
+// BuildModel with the options from the --model, --optimizer, --lr, --seed
+// and --batch_size flags (defined in train_cmd.cc, shared by the commands
+// that build a model).
+absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags();
+
 }  // namespace oar::cli

@@ -30,6 +30,11 @@ DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwi
 DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
+
+absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
+  return BuildModel({FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size});
+}
+
 namespace {
 
 // Gives a [batch, 784] image tensor the shape the model's feed declares
@@ -73,8 +78,7 @@ absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope
 absl::Status Train() {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
-  BuildOptions bo{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size};
-  OAR_ASSIGN_OR_RETURN(auto programs, BuildModel(bo));
+  OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
   if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {

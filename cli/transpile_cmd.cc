@@ -35,21 +35,14 @@ DEFINE_string(split_method, "roundrobin", "how blocks are placed on pservers: ro
 DEFINE_bool(runtime_split_send_recv, false, "send whole variables and let send/recv cut them (no split_byref)");
 DEFINE_bool(json, false, "print a JSON summary of the programs on stdout");
 DECLARE_string(out);
-DECLARE_string(model);
-DECLARE_string(optimizer);
-DECLARE_double(lr);
-DECLARE_int32(seed);
-DECLARE_int32(batch_size);
 
 namespace oar::cli {
 namespace {
 
 absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* flag) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat(flag, ": cannot open ", path));
-  std::stringstream buf;
-  buf << f.rdbuf();
-  auto p = ProgramDesc::Parse(buf.str());
+  auto bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return absl::NotFoundError(absl::StrCat(flag, ": ", bytes.status().message()));
+  auto p = ProgramDesc::Parse(*bytes);
   if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", p.status().message()));
   return **p;
 }
@@ -57,14 +50,8 @@ absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* fla
 absl::Status WriteProgram(const std::string& dir, const std::string& name, const ProgramDesc& p) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(p.ToProto(), &text);
-  for (const auto& [ext, bytes] : {std::pair{".pb", p.Serialize()}, std::pair{".pbtxt", text}}) {
-    const std::string path = dir + "/" + name + ext;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
-  }
-  return absl::OkStatus();
+  OAR_RETURN_IF_ERROR(WriteFileBytes(dir + "/" + name + ".pb", p.Serialize()));
+  return WriteFileBytes(dir + "/" + name + ".pbtxt", text);
 }
 
 nlohmann::ordered_json ProgramJson(const ProgramDesc& p) {
@@ -105,8 +92,7 @@ absl::Status Transpile() {
     OAR_ASSIGN_OR_RETURN(main, ReadProgram(FLAGS_program, "--program"));
     OAR_ASSIGN_OR_RETURN(startup, ReadProgram(FLAGS_startup, "--startup"));
   } else {
-    BuildOptions bo{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size};
-    OAR_ASSIGN_OR_RETURN(auto programs, BuildModel(bo));
+    OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
     main = programs->main.desc();
     startup = programs->startup.desc();
   }
@@ -154,10 +140,6 @@ absl::Status Transpile() {
 
 }  // namespace
 
-int RunTranspile(const std::vector<std::string>& args) {
-  if (!args.empty()) return Fail("transpile takes no positional arguments (got '" + args[0] + "')");
-  absl::Status s = Transpile();
-  return s.ok() ? 0 : Fail(std::string(s.message()));
-}
+int RunTranspile(const std::vector<std::string>& args) { return RunWithoutArgs("transpile", args, Transpile); }
 
 }  // namespace oar::cli
