@@ -18,6 +18,7 @@ int RunTrain(const std::vector<std::string>& args);
 int RunExport(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunTranspile(const std::vector<std::string>& args);
+int RunRun(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
@@ -31,6 +32,15 @@ const std::vector<Command>& Commands() {
        "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "
        "--trainer_id I [--async] [--mode pserver|nccl2] --out DIR [--json]",
        "cli/transpile_cmd.cc", {"out", "model", "optimizer", "lr", "seed", "batch_size"}, RunTranspile},
+      {"run", "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say",
+       "PADDLE_TRAINING_ROLE=TRAINER|PSERVER PADDLE_TRAINERS_NUM=N PADDLE_PSERVER_ENDPOINTS=EP,EP ... oar run "
+       "--model NAME [flags]",
+       "cli/run_cmd.cc",
+       {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "limit", "constant_init", "step_log",
+        "max_steps", "program", "startup", "pservers", "trainers", "trainer_id", "current_endpoint",
+        "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
+        "runtime_split_send_recv"},
+       RunRun},
   };
   return *cmds;
 }

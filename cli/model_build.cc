@@ -3,8 +3,66 @@
 #include "absl/strings/str_cat.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
+#include "common/data/batcher.h"
+#include "common/status.h"
 
 namespace oar::cli {
+
+// Gives a [batch, 784] image tensor the shape the model's feed declares
+// (e.g. [batch, 1, 28, 28]) without copying.
+void ShapeLikeFeed(const Var& feed, Tensor* t) {
+  std::vector<int64_t> shape = feed.shape();
+  if (shape.empty()) return;
+  shape[0] = t->dims()[0];
+  DDim d(shape);
+  if (d.numel() == t->numel()) t->Resize(d);
+}
+
+absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope,
+                                    const Dataset& test, int64_t batch_size) {
+  Batcher batches(test, batch_size, /*shuffle=*/false);
+  batches.Reset();
+  Tensor x, y;
+  EvalResult r;
+  int64_t seen = 0;
+  while (batches.Next(&x, &y)) {
+    ShapeLikeFeed(p.vars.feeds[0], &x);
+    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(p.test.desc(), scope,
+                                           {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
+                                           {p.vars.loss.name(), p.vars.accuracy.name()}));
+    const int64_t n = x.dims()[0];
+    r.loss += out[0].data<float>()[0] * n;
+    r.accuracy += out[1].data<float>()[0] * n;
+    seen += n;
+  }
+  if (seen > 0) {
+    r.loss /= seen;
+    r.accuracy /= seen;
+  }
+  return r;
+}
+
+namespace {
+
+// Random initializers → fill_constant(value), same shape and dtype.
+void MakeInitializersConstant(BlockDesc* startup, float value) {
+  for (size_t i = 0; i < startup->OpSize(); ++i) {
+    OpDesc* op = startup->MutableOp(i);
+    if (op->type != "uniform_random" && op->type != "gaussian_random" && op->type != "truncated_gaussian_random") {
+      continue;
+    }
+    OpDesc c;
+    c.type = "fill_constant";
+    c.outputs = op->outputs;
+    for (const char* keep : {"shape", "dtype", kOpRoleAttr}) {
+      if (op->HasAttr(keep)) c.attrs[keep] = op->attrs[keep];
+    }
+    c.SetAttr("value", value);
+    *op = c;
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o) {
   const ModelSpec* spec = FindModel(o.model);
@@ -44,6 +102,7 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o)
     return absl::InvalidArgumentError(
         absl::StrCat("model ", o.model, " failed to build: ", p->main.status().message()));
   }
+  if (o.constant_init) MakeInitializersConstant(p->startup.global_block(), *o.constant_init);
   return p;
 }
 

@@ -5,10 +5,13 @@
 // synchronized.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/api/program.h"
+#include "common/data/fashion_mnist.h"
+#include "common/executor.h"
 #include "examples/model_zoo.h"
 
 namespace oar::cli {
@@ -19,6 +22,10 @@ struct BuildOptions {
   float learning_rate = 0.001f;
   int32_t seed = 1;                 // startup program's random_seed
   int64_t batch_size = 128;         // sets the steps per epoch of a model's schedule
+  // When set, every random initializer in the startup program becomes a
+  // fill_constant of this value (runs that must start equal, e.g. a
+  // distributed run against a single process).
+  std::optional<float> constant_init;
 };
 
 struct ModelPrograms {
@@ -31,6 +38,18 @@ struct ModelPrograms {
 // InvalidArgument for an unknown model or optimizer, or a model whose
 // programs fail to build (the program's recorded error).
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& options);
+
+// Gives a [batch, 784] image tensor the shape the model's feed declares
+// (e.g. [batch, 1, 28, 28]) without copying.
+void ShapeLikeFeed(const Var& feed, Tensor* t);
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
+// The test program's mean loss and accuracy over `test`, on the parameters
+// in `scope`.
+absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope, const Dataset& test,
+                                    int64_t batch_size);
 
 // BuildModel with the options from the --model, --optimizer, --lr, --seed
 // and --batch_size flags (defined in train_cmd.cc, shared by the commands

@@ -1,5 +1,10 @@
 #include "cli/progress_bar.h"
 
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +53,21 @@ void ProgressBar::Draw(bool final) {
                static_cast<long long>(total_), examples_per_second(), loss_,
                (final || !tty_) ? "\n" : "");
   std::fflush(out_);
+}
+
+absl::StatusOr<StepLog> StepLog::Open(const std::string& path) {
+  StepLog log;
+  if (path.empty()) return log;
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) return absl::PermissionDeniedError(absl::StrCat("--step_log ", path, ": ", std::strerror(errno)));
+  log.file_.reset(f, &std::fclose);
+  return log;
+}
+
+void StepLog::Add(double loss) {
+  if (!file_) return;
+  std::fprintf(file_.get(), "%.9g\n", loss);
+  std::fflush(file_.get());
 }
 
 }  // namespace oar::cli

@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
+
+#include "absl/status/statusor.h"
 
 namespace oar::cli {
 
@@ -35,6 +38,18 @@ class ProgressBar {
   int64_t last_report_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
+};
+
+// --step_log: each step's loss on its own line, at full float precision,
+// flushed as it goes (the end-to-end tests compare runs step by step).
+class StepLog {
+ public:
+  // A log that writes nothing when `path` is empty.
+  static absl::StatusOr<StepLog> Open(const std::string& path);
+  void Add(double loss);
+
+ private:
+  std::shared_ptr<std::FILE> file_;
 };
 
 }  // namespace oar::cli

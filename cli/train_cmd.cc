@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
@@ -27,53 +28,26 @@ DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to 
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
 DEFINE_int32(places, 1, "CPU places to train on in parallel (ParallelExecutor; 0 reads CPU_NUM)");
 DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwise_add + relu/sigmoid/tanh");
+DEFINE_string(constant_init, "", "fill every randomly initialized parameter with this value instead (to compare runs)");
+DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
+DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
 DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
 
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
-  return BuildModel({FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size});
+  BuildOptions o{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size};
+  if (!FLAGS_constant_init.empty()) {
+    float v = 0;
+    if (!absl::SimpleAtof(FLAGS_constant_init, &v)) {
+      return absl::InvalidArgumentError("--constant_init='" + FLAGS_constant_init + "' is not a number");
+    }
+    o.constant_init = v;
+  }
+  return BuildModel(o);
 }
 
 namespace {
-
-// Gives a [batch, 784] image tensor the shape the model's feed declares
-// (e.g. [batch, 1, 28, 28]) without copying.
-void ShapeLikeFeed(const Var& feed, Tensor* t) {
-  std::vector<int64_t> shape = feed.shape();
-  if (shape.empty()) return;
-  shape[0] = t->dims()[0];
-  DDim d(shape);
-  if (d.numel() == t->numel()) t->Resize(d);
-}
-
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope,
-                                    const Dataset& test, int64_t batch_size) {
-  Batcher batches(test, batch_size, /*shuffle=*/false);
-  batches.Reset();
-  Tensor x, y;
-  EvalResult r;
-  int64_t seen = 0;
-  while (batches.Next(&x, &y)) {
-    ShapeLikeFeed(p.vars.feeds[0], &x);
-    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(p.test.desc(), scope,
-                                           {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
-                                           {p.vars.loss.name(), p.vars.accuracy.name()}));
-    const int64_t n = x.dims()[0];
-    r.loss += out[0].data<float>()[0] * n;
-    r.accuracy += out[1].data<float>()[0] * n;
-    seen += n;
-  }
-  if (seen > 0) {
-    r.loss /= seen;
-    r.accuracy /= seen;
-  }
-  return r;
-}
 
 absl::Status Train() {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
@@ -114,11 +88,12 @@ absl::Status Train() {
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   Tensor x, y;
   double total_seconds = 0, last_loss = 0;
-  int64_t total_examples = 0;
-  for (int epoch = 1; epoch <= FLAGS_epochs; ++epoch) {
+  int64_t total_examples = 0, steps = 0;
+  OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
+  for (int epoch = 1; epoch <= FLAGS_epochs && !(FLAGS_max_steps > 0 && steps >= FLAGS_max_steps); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
     batches.Reset();
-    while (batches.Next(&x, &y)) {
+    while ((FLAGS_max_steps <= 0 || steps < FLAGS_max_steps) && batches.Next(&x, &y)) {
       ShapeLikeFeed(feeds[0], &x);
       const FeedMap batch = {{feeds[0].name(), x}, {feeds[1].name(), y}};
       std::vector<Tensor> out;
@@ -130,6 +105,9 @@ absl::Status Train() {
       last_loss = 0;  // with several places: the mean of their losses
       for (int64_t i = 0; i < out[0].numel(); ++i) last_loss += out[0].data<float>()[i] / out[0].numel();
       bar.Step(x.dims()[0], last_loss);
+      step_log.Add(last_loss);
+      ++steps;
+      total_examples += x.dims()[0];
     }
     bar.Finish();
     std::fprintf(stderr, "epoch %d: %.1f s\n", epoch, bar.seconds());
@@ -138,7 +116,6 @@ absl::Status Train() {
       if (pe != nullptr) OAR_RETURN_IF_ERROR(pe->GatherToPlace0());
       OAR_RETURN_IF_ERROR(Annotate(save_checkpoint(exe, &scope, FLAGS_save, programs->main.desc()), "--save"));
     }
-    total_examples += train.size();
   }
   OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 500));
   std::printf("trained %s: %d epochs, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",

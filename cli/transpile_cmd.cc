@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
+#include "cli/transpile_cmd.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "common/status.h"
@@ -37,7 +38,6 @@ DEFINE_bool(json, false, "print a JSON summary of the programs on stdout");
 DECLARE_string(out);
 
 namespace oar::cli {
-namespace {
 
 absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* flag) {
   auto bytes = ReadFileBytes(path);
@@ -46,6 +46,8 @@ absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* fla
   if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", p.status().message()));
   return **p;
 }
+
+namespace {
 
 absl::Status WriteProgram(const std::string& dir, const std::string& name, const ProgramDesc& p) {
   std::string text;
@@ -67,7 +69,9 @@ nlohmann::ordered_json ProgramJson(const ProgramDesc& p) {
   return {{"blocks", blocks}};
 }
 
-absl::StatusOr<DistributeTranspilerConfig> ConfigFromFlags() {
+}  // namespace
+
+absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   DistributeTranspilerConfig c;
   c.mode = FLAGS_mode;
   c.min_block_size = FLAGS_min_block_size;
@@ -83,9 +87,11 @@ absl::StatusOr<DistributeTranspilerConfig> ConfigFromFlags() {
   return c;
 }
 
+namespace {
+
 absl::Status Transpile() {
   if (FLAGS_out.empty() && !FLAGS_json) return absl::InvalidArgumentError("give --out DIR, --json or both");
-  OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, ConfigFromFlags());
+  OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   ProgramDesc main, startup;
   if (!FLAGS_program.empty()) {
     if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");

@@ -81,6 +81,20 @@ std::vector<std::pair<size_t, std::string>> OnPlace(size_t p, const std::vector<
 }  // namespace
 
 SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode) {
+  // A transpiled trainer program talks to pservers (ops with role RPC or
+  // Dist): they run once, on place 0, after the gradients are all-reduced;
+  // the parameters they bring back are broadcast to the other places.
+  const int32_t kDistRoles = static_cast<int32_t>(OpRole::kRPC) | static_cast<int32_t>(OpRole::kDist);
+  auto is_dist = [&](const OpDesc& op) { return places > 1 && (op.role() & kDistRoles) != 0; };
+  std::map<std::string, size_t> last_dist_write;  // persistable outputs of dist ops
+  for (size_t i = 0; i < block.OpSize(); ++i) {
+    if (!is_dist(block.Op(i))) continue;
+    for (const auto& out : block.Op(i).OutputArgNames()) {
+      const VarDesc* v = block.FindVarRecursive(out);
+      if (v != nullptr && v->persistable) last_dist_write[out] = i;
+    }
+  }
+  if (!last_dist_write.empty() && mode == GradientMode::kReduce) mode = GradientMode::kAllReduce;
   // Gradients and their parameters, named by backward ops' op_role_var
   // ([param, grad, ...]); the last op writing each gradient; and, for
   // kReduce, each gradient's owner place and the last optimize op writing
@@ -129,7 +143,7 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
   Builder b(places);
   for (size_t i = 0; i < block.OpSize(); ++i) {
     const OpDesc& op = block.Op(i);
-    const int only = optimize_owner(op);
+    const int only = is_dist(op) ? 0 : optimize_owner(op);
     for (size_t p = 0; p < places; ++p) {
       if (only >= 0 && static_cast<size_t>(only) != p) continue;
       OpHandle h;
@@ -166,9 +180,14 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
       }
       b.graph().gradients.push_back(grad);
     }
+    std::vector<std::pair<std::string, size_t>> broadcasts;
     for (const auto& [param, at] : last_update) {
-      if (at != i) continue;
-      const size_t from = param_owner[param];
+      if (at == i) broadcasts.emplace_back(param, param_owner[param]);
+    }
+    for (const auto& [param, at] : last_dist_write) {
+      if (at == i) broadcasts.emplace_back(param, 0);
+    }
+    for (const auto& [param, from] : broadcasts) {
       OpHandle h;
       h.kind = OpHandle::Kind::kBroadcast;
       h.var = param;

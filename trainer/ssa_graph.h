@@ -4,7 +4,11 @@
 // placed after the gradient's last writer. Each variable on each place gets
 // a new version (VarHandle) per write; an op handle depends on the writers
 // of the versions it reads (read-after-write), on the readers of a version
-// it overwrites (write-after-read) and on its previous writer.
+// it overwrites (write-after-read) and on its previous writer. In a
+// transpiled trainer program the RPC and Dist ops (split_byref, send,
+// barriers, recv, concat) run on place 0 only, and every persistable
+// variable they write (the parameters pulled back) is then broadcast from
+// place 0; kReduce becomes kAllReduce there, so place 0 sends the full sums.
 //
 // Thread-safety: immutable after BuildSsaGraph.
 #pragma once

@@ -6,19 +6,36 @@
 
 namespace oar {
 
-Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
-    : data_(data), batch_size_(std::max<int64_t>(1, batch_size)), shuffle_(shuffle), rng_(seed) {
-  order_.resize(static_cast<size_t>(data.size()));
-  std::iota(order_.begin(), order_.end(), 0);
+Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, int64_t shard,
+                 int64_t shards)
+    : data_(data),
+      batch_size_(std::max<int64_t>(1, batch_size)),
+      shuffle_(shuffle),
+      shard_(shard),
+      shards_(std::max<int64_t>(1, shards)),
+      rng_(seed) {
+  all_.resize(static_cast<size_t>(data.size()));
+  std::iota(all_.begin(), all_.end(), 0);
+  TakeShard();
+}
+
+void Batcher::TakeShard() {
+  order_.clear();
+  for (size_t p = static_cast<size_t>(shard_); p < all_.size(); p += static_cast<size_t>(shards_)) {
+    order_.push_back(all_[p]);
+  }
 }
 
 void Batcher::Reset() {
   pos_ = 0;
-  if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
+  if (shuffle_) {
+    std::shuffle(all_.begin(), all_.end(), rng_);
+    TakeShard();
+  }
 }
 
 bool Batcher::Next(Tensor* images, Tensor* labels) {
-  const int64_t n = data_.size();
+  const int64_t n = static_cast<int64_t>(order_.size());
   if (pos_ >= n) return false;
   const int64_t b = std::min(batch_size_, n - pos_);
   const int64_t width = data_.images.dims()[1];

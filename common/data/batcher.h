@@ -1,5 +1,8 @@
 // Batcher: walks a dataset in (optionally shuffled) mini-batches, copying
-// each batch's rows into contiguous tensors.
+// each batch's rows into contiguous tensors. With shards > 1 it walks one
+// shard: the examples at positions p % shards == shard of the epoch's order
+// (the same shuffle, by seed, in every trainer), so trainer t's k-th batch
+// of B holds its part of the single process's k-th batch of B * shards.
 //
 //   Batcher b(ds, 128, /*shuffle=*/true, /*seed=*/1);
 //   for (b.Reset(); b.Next(&x, &y);) ...
@@ -17,19 +20,25 @@ namespace oar {
 
 class Batcher {
  public:
-  Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed = 0);
+  Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed = 0, int64_t shard = 0,
+          int64_t shards = 1);
   // Starts a new epoch (reshuffling when enabled).
   void Reset();
   // Fills the next batch (the last may be smaller); false at the epoch's end.
   bool Next(Tensor* images, Tensor* labels);
-  int64_t num_batches() const { return (data_.size() + batch_size_ - 1) / batch_size_; }
+  int64_t num_batches() const { return (static_cast<int64_t>(order_.size()) + batch_size_ - 1) / batch_size_; }
+  int64_t size() const { return static_cast<int64_t>(order_.size()); }  // examples per epoch
 
  private:
+  void TakeShard();
+
   const Dataset& data_;
   int64_t batch_size_;
   bool shuffle_;
+  int64_t shard_, shards_;
   std::mt19937_64 rng_;
-  std::vector<int64_t> order_;
+  std::vector<int64_t> all_;    // the epoch's order of every example
+  std::vector<int64_t> order_;  // this shard's part of it
   int64_t pos_ = 0;
 };
 

@@ -1,0 +1,171 @@
+// `oar run`: one process of a distributed job, its role and cluster read
+// from the PADDLE_* environment (cli/role_env.h) or flags. Every process
+// transpiles the same model the same way; then
+//  - a PSERVER runs its startup and pserver programs until every trainer
+//    has said COMPLETE (or SIGTERM);
+//  - a TRAINER waits (bounded) for the pservers, runs its startup program
+//    (pulling the parameters), trains on its shard of Fashion-MNIST (example
+//    i of each epoch's order goes to trainer i % trainers) on --cpu_num
+//    places, says COMPLETE, and trainer 0 evaluates on the test set.
+// With --report, a trainer also prints machine-readable lines on stdout for
+// `oar launch`:
+//   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
+//   @oar result trainer=0 examples=60000 seconds=20.1 loss=0.31 test_accuracy=0.87 test_loss=0.36
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "cli/model_build.h"
+#include "cli/progress_bar.h"
+#include "cli/role_env.h"
+#include "cli/transpile_cmd.h"
+#include "common/data/batcher.h"
+#include "common/status.h"
+#include "gflags/gflags.h"
+#include "pserver/pserver_runtime.h"
+#include "trainer/places.h"
+#include "trainer/trainer_runtime.h"
+#include "transpiler/distribute_transpiler.h"
+
+DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
+DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
+DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar launch)");
+DECLARE_string(program);
+DECLARE_string(startup);
+DECLARE_string(pservers);
+DECLARE_int32(trainers);
+DECLARE_int32(trainer_id);
+DECLARE_string(current_endpoint);
+DECLARE_string(trainer_endpoints);
+DECLARE_string(mode);
+DECLARE_int32(epochs);
+DECLARE_int32(batch_size);
+DECLARE_int32(seed);
+DECLARE_string(data_dir);
+DECLARE_int64(limit);
+DECLARE_string(step_log);
+DECLARE_int64(max_steps);
+
+namespace oar::cli {
+namespace {
+
+bool FlagSet(const char* name) {
+  gflags::CommandLineFlagInfo info;
+  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
+}
+
+absl::StatusOr<RoleEnv> RoleFromEnvAndFlags() {
+  RoleOverrides o;
+  if (FlagSet("role")) o.role = FLAGS_role;
+  if (FlagSet("pservers")) o.pservers = FLAGS_pservers;
+  if (FlagSet("current_endpoint")) o.current_endpoint = FLAGS_current_endpoint;
+  if (FlagSet("trainer_endpoints")) o.trainer_endpoints = FLAGS_trainer_endpoints;
+  if (FlagSet("trainer_id")) o.trainer_id = FLAGS_trainer_id;
+  if (FlagSet("trainers")) o.trainers = FLAGS_trainers;
+  return ResolveRole([](const char* n) { return std::getenv(n); }, o, FLAGS_mode == "nccl2");
+}
+
+absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, DistributeTranspiler& t) {
+  OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
+  OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
+  TrainerRuntime::Options options;
+  options.loss = model.vars.loss.name();
+  if (FLAGS_cpu_num > 1) {
+    options.places = CpuPlaces(FLAGS_cpu_num);
+  } else if (FLAGS_cpu_num == 0) {
+    OAR_ASSIGN_OR_RETURN(options.places, CpuPlacesFromEnv());
+  }
+  OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
+  OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
+  if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {
+    train.images = train.images.Slice(0, FLAGS_limit);
+    train.labels = train.labels.Slice(0, FLAGS_limit);
+  }
+  Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id,
+                  env.trainers);
+  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld on %zu place(s), pservers %s\n", env.trainer_id,
+               env.trainers, static_cast<long long>(batches.size()), static_cast<long long>(train.size()),
+               rt->num_places(), absl::StrJoin(env.pservers, ",").c_str());
+  OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
+  const auto& feeds = model.vars.feeds;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t steps = 0, examples = 0;
+  double loss = 0;
+  Tensor x, y;
+  auto out_of_steps = [&] { return FLAGS_max_steps > 0 && steps >= FLAGS_max_steps; };
+  for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
+    ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
+                    batches.num_batches());
+    batches.Reset();
+    int64_t step_in_epoch = 0;
+    while (!out_of_steps() && batches.Next(&x, &y)) {
+      ShapeLikeFeed(feeds[0], &x);
+      OAR_ASSIGN_OR_RETURN(float l, rt->Step({{feeds[0].name(), x}, {feeds[1].name(), y}}));
+      loss = l;
+      ++steps;
+      ++step_in_epoch;
+      examples += x.dims()[0];
+      step_log.Add(loss);
+      if (FLAGS_report) {
+        std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
+                    env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(step_in_epoch),
+                    static_cast<long long>(batches.num_batches()), static_cast<long long>(examples), loss);
+        std::fflush(stdout);
+      } else {
+        bar.Step(x.dims()[0], loss);
+      }
+    }
+    if (!FLAGS_report) bar.Finish();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Done with the pservers: they stop waiting for this trainer.
+  OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
+  std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f",
+                                       env.trainer_id, static_cast<long long>(examples), seconds, loss);
+  if (env.trainer_id == 0) {
+    OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
+    OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), model, rt->scope(), test, 500));
+    absl::StrAppendFormat(&result, " test_accuracy=%.4f test_loss=%.4f", eval.accuracy, eval.loss);
+  }
+  std::printf("%s\n", result.c_str());
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  OAR_ASSIGN_OR_RETURN(RoleEnv env, RoleFromEnvAndFlags());
+  OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
+  if (config.mode == "nccl2") {
+    return absl::UnimplementedError(
+        "oar run: nccl2 mode needs the trainers' collective all-reduce (NCCL or the TCP ring), which is not built "
+        "yet; use pserver mode");
+  }
+  if (!FLAGS_program.empty() && env.role == RoleEnv::Role::kTrainer) {
+    return absl::InvalidArgumentError(
+        "a TRAINER needs --model: program files do not say which variables to feed the data to");
+  }
+  OAR_ASSIGN_OR_RETURN(auto model, BuildModelFromFlags());
+  ProgramDesc main = model->main.desc(), startup = model->startup.desc();
+  if (!FLAGS_program.empty()) {
+    if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");
+    OAR_ASSIGN_OR_RETURN(main, ReadProgram(FLAGS_program, "--program"));
+    OAR_ASSIGN_OR_RETURN(startup, ReadProgram(FLAGS_startup, "--startup"));
+  }
+  DistributeTranspiler t(config);
+  OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
+                                  config.sync_mode, &startup, env.current_endpoint));
+  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, *model, t);
+  OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
+  std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
+               config.sync_mode ? "sync" : "async");
+  return RunPserver(programs.first, programs.second);
+}
+
+}  // namespace
+
+int RunRun(const std::vector<std::string>& args) { return RunWithoutArgs("run", args, Run); }
+
+}  // namespace oar::cli

@@ -1,0 +1,58 @@
+// TrainerRuntime: what a trainer process does with its (transpiled)
+// programs: runs the startup program (which pulls the parameters from the
+// pservers), then one step per Step() call — on one CPU place with the
+// Executor, or data-parallel over several with the ParallelExecutor, whose
+// SSA graph runs the RPC ops once, on place 0, after the places' gradients
+// are all-reduced — and Close() says COMPLETE to every pserver.
+//
+//   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(trainer, startup, {.loss = "mean_0.tmp_0"}));
+//   OAR_ASSIGN_OR_RETURN(float loss, rt->Step({{"x", xs}, {"y", ys}}));
+//   OAR_RETURN_IF_ERROR(rt->Close());
+//
+// Thread-safety: one thread drives a runtime.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/executor.h"
+#include "common/place.h"
+#include "common/scope.h"
+#include "trainer/parallel_executor.h"
+
+namespace oar {
+
+class TrainerRuntime {
+ public:
+  struct Options {
+    std::string loss;           // the loss variable, fetched every step
+    std::vector<Place> places;  // empty or one: the plain Executor
+    BuildStrategy build;
+  };
+  static absl::StatusOr<std::unique_ptr<TrainerRuntime>> Create(ProgramDesc main, const ProgramDesc& startup,
+                                                                Options options);
+
+  // One step on `feed` (split across the places); the mean loss.
+  absl::StatusOr<float> Step(const FeedMap& feed);
+  // Says COMPLETE to the pservers (they stop waiting for this trainer).
+  absl::Status Close();
+
+  // The scope that holds the parameters after each step (place 0's).
+  Scope* scope() { return &scope_; }
+  Executor& executor() { return exe_; }
+  size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
+
+ private:
+  TrainerRuntime() = default;
+
+  Options options_;
+  ProgramDesc main_;
+  Executor exe_;
+  Scope scope_;
+  std::unique_ptr<ParallelExecutor> pe_;
+  bool closed_ = false;
+};
+
+}  // namespace oar
