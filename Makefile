@@ -21,7 +21,7 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 demo: build
-	@$(BUILD_DIR)/cli/oar train --model fashion_mlp --epochs 2
+	@$(BUILD_DIR)/cli/oar launch --pservers 2 --trainers 2 --model fashion_mlp
 
 bench: build
 	@$(BUILD_DIR)/bench/executor_bench

@@ -19,6 +19,7 @@ int RunExport(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunTranspile(const std::vector<std::string>& args);
 int RunRun(const std::vector<std::string>& args);
+int RunLaunch(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
@@ -41,6 +42,13 @@ const std::vector<Command>& Commands() {
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
         "runtime_split_send_recv"},
        RunRun},
+      {"launch", "run a whole cluster (pservers and trainers) on this machine, with one progress display",
+       "oar launch --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] [--log_dir DIR]",
+       "cli/launch_cmd.cc",
+       {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
+        "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "min_block_size", "no_slice",
+        "split_method", "runtime_split_send_recv"},
+       RunLaunch},
   };
   return *cmds;
 }

@@ -5,8 +5,9 @@
 //    has said COMPLETE (or SIGTERM);
 //  - a TRAINER waits (bounded) for the pservers, runs its startup program
 //    (pulling the parameters), trains on its shard of Fashion-MNIST (example
-//    i of each epoch's order goes to trainer i % trainers) on --cpu_num
-//    places, says COMPLETE, and trainer 0 evaluates on the test set.
+//    i of each epoch's order goes to trainer i % trainers) in batches of
+//    --batch_size / trainers (so --batch_size is the global batch) on
+//    --cpu_num places, says COMPLETE, and trainer 0 evaluates on the test set.
 // With --report, a trainer also prints machine-readable lines on stdout for
 // `oar launch`:
 //   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
@@ -84,11 +85,14 @@ absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, Distribu
     train.images = train.images.Slice(0, FLAGS_limit);
     train.labels = train.labels.Slice(0, FLAGS_limit);
   }
-  Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id,
-                  env.trainers);
-  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld on %zu place(s), pservers %s\n", env.trainer_id,
-               env.trainers, static_cast<long long>(batches.size()), static_cast<long long>(train.size()),
-               rt->num_places(), absl::StrJoin(env.pservers, ",").c_str());
+  // --batch_size is the global batch, as in `oar train`: each trainer takes
+  // its 1/trainers of it, so a sync job makes the single process's steps.
+  const int64_t batch = std::max<int64_t>(1, FLAGS_batch_size / env.trainers);
+  Batcher batches(train, batch, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id, env.trainers);
+  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld, batch %lld, on %zu place(s), pservers %s\n",
+               env.trainer_id, env.trainers, static_cast<long long>(batches.size()),
+               static_cast<long long>(train.size()), static_cast<long long>(batch), rt->num_places(),
+               absl::StrJoin(env.pservers, ",").c_str());
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   const auto& feeds = model.vars.feeds;
   const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,213 @@
+// `oar launch --pservers P --trainers T --model NAME`: a whole cluster on
+// this machine. Picks P free ports on 127.0.0.1, starts P pservers and T
+// trainers as `oar run` processes with the PADDLE_* environment each role
+// reads, shows one progress display for the trainers, and prints a summary
+// (test accuracy, wall time, examples/s). A failing process, or Ctrl-C,
+// stops every other process; the launcher then exits non-zero naming the
+// role that failed and why.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "cli/launch_monitor.h"
+#include "cli/process_group.h"
+#include "common/status.h"
+#include "gflags/gflags.h"
+
+DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR/trainer.<id>.steps");
+DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
+DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
+DECLARE_string(pservers);
+DECLARE_int32(trainers);
+
+namespace oar::cli {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnLaunchSignal(int sig) { g_signal = sig; }
+
+// Flags every child gets as the launcher has them.
+const char* const kForwardedFlags[] = {
+    "model",       "optimizer",    "lr",     "seed",           "batch_size",  "epochs",
+    "data_dir",    "limit",        "constant_init", "max_steps", "sync",      "async",
+    "min_block_size", "no_slice",  "split_method", "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times"};
+
+absl::StatusOr<std::vector<int>> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {  // all held open until the last is chosen, so none repeats
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      return absl::UnavailableError("no free port on 127.0.0.1");
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "oar" : p.string();
+}
+
+// Why child i failed, from its exit and its last log lines.
+std::string Explain(const ProcessGroup& g, const LaunchMonitor& m, const ChildExit& e) {
+  std::string why = e.signal ? absl::StrCat("killed by signal ", e.signal) : absl::StrCat("exit code ", e.code);
+  const auto tail = m.Tail(e.index);
+  std::vector<std::string> last;
+  for (auto it = tail.rbegin(); it != tail.rend() && last.size() < 3; ++it) {
+    if (it->find("error") != std::string::npos || it->find("Error") != std::string::npos || last.empty()) {
+      last.insert(last.begin(), *it);
+    }
+  }
+  return absl::StrCat(g.spec(e.index).name, " failed (", why, ")", last.empty() ? "" : ":\n  ",
+                      absl::StrJoin(last, "\n  "));
+}
+
+absl::Status Launch() {
+  int pservers = 0;
+  if (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--pservers takes the number of pservers (>= 1), got '",
+                                                   FLAGS_pservers, "'"));
+  }
+  const int trainers = FLAGS_trainers;
+  if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
+  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(pservers));
+  std::vector<std::string> eps;
+  for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));
+  const std::string ep_list = absl::StrJoin(eps, ",");
+  for (const auto* dir : {&FLAGS_log_dir, &FLAGS_step_log_dir}) {
+    std::error_code ec;
+    if (!dir->empty()) std::filesystem::create_directories(*dir, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat(*dir, ": ", ec.message()));
+  }
+  std::vector<std::string> common = {SelfExe(), "run"};
+  for (const char* f : kForwardedFlags) {
+    std::string v;
+    if (gflags::GetCommandLineOption(f, &v)) common.push_back(absl::StrCat("--", f, "=", v));
+  }
+  std::vector<ChildSpec> specs;
+  std::vector<std::string> names;
+  std::vector<int> trainer_of;
+  const std::string trainers_num = std::to_string(trainers);
+  for (int i = 0; i < pservers; ++i) {
+    specs.push_back({absl::StrCat("pserver.", i), common,
+                     {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
+                      {"PADDLE_PSERVER_ENDPOINTS", ep_list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}}});
+    trainer_of.push_back(-1);
+  }
+  for (int i = 0; i < trainers; ++i) {
+    std::vector<std::string> argv = common;
+    argv.push_back("--report");
+    std::string cpu;
+    if (gflags::GetCommandLineOption("cpu_num", &cpu)) argv.push_back("--cpu_num=" + cpu);
+    if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
+    specs.push_back({absl::StrCat("trainer.", i), argv,
+                     {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
+                      {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", ep_list}}});
+    trainer_of.push_back(i);
+  }
+  for (const auto& s : specs) names.push_back(s.name);
+  std::string sync;
+  gflags::GetCommandLineOption("async", &sync);
+  std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
+               sync == "true" ? "async" : "sync");
+
+  const auto start = std::chrono::steady_clock::now();
+  LaunchMonitor monitor(names, trainer_of, FLAGS_log_dir);
+  OAR_RETURN_IF_ERROR(monitor.OpenLogs());
+  struct sigaction sa {};
+  sa.sa_handler = OnLaunchSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ProcessGroup group;
+  OAR_RETURN_IF_ERROR(group.Start(std::move(specs), [&monitor](size_t c, const std::string& line, bool out) {
+    monitor.OnLine(c, line, out);
+  }));
+  int trainers_done = 0;
+  std::optional<std::chrono::steady_clock::time_point> trainers_done_at;
+  for (;;) {
+    monitor.Tick();
+    for (const ChildExit& e : group.Poll()) {
+      const bool is_trainer = trainer_of[e.index] >= 0;
+      // A pserver exits 0 once every trainer has said COMPLETE (which a
+      // trainer does before its final evaluation); one that stops early
+      // shows up as the trainers' RPC errors.
+      if (e.code != 0) {
+        group.StopAll();
+        group.DrainOutput();
+        monitor.Finish();
+        return absl::AbortedError(Explain(group, monitor, e));
+      }
+      if (is_trainer && ++trainers_done == trainers) trainers_done_at = std::chrono::steady_clock::now();
+    }
+    bool any = false;
+    for (size_t i = 0; i < group.size(); ++i) any |= group.running(i);
+    if (!any) break;
+    if (g_signal != 0) {
+      group.StopAll();
+      group.DrainOutput();
+      monitor.Finish();
+      return absl::CancelledError(absl::StrCat("interrupted (signal ", g_signal.load(), "); stopped every process"));
+    }
+    if (trainers_done_at &&
+        std::chrono::steady_clock::now() - *trainers_done_at > std::chrono::milliseconds(FLAGS_pserver_exit_timeout_ms)) {
+      group.StopAll();  // the trainers are done; a pserver that lingers is told to go
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  group.DrainOutput();
+  monitor.Finish();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t examples = 0;
+  double train_seconds = 0, loss = 0;
+  std::string accuracy = "n/a", test_loss = "n/a";
+  for (const auto& r : monitor.Trainers()) {
+    auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
+    int64_t n = 0;
+    double s = 0, l = 0;
+    (void)absl::SimpleAtoi(get("examples"), &n);
+    (void)absl::SimpleAtod(get("seconds"), &s);
+    (void)absl::SimpleAtod(get("loss"), &l);
+    examples += n;
+    train_seconds = std::max(train_seconds, s);
+    loss += l / trainers;
+    if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
+    if (!get("test_loss").empty()) test_loss = get("test_loss");
+  }
+  std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s (first step after %.1f s)\n", pservers,
+              trainers, sync == "true" ? "async" : "sync", wall, monitor.FirstStepSeconds());
+  std::printf("  trained on %lld examples in %.1f s: %.0f examples/s across the trainers (this host has %u cores)\n",
+              static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
+              std::thread::hardware_concurrency());
+  std::printf("  last loss %.4f\n", loss);
+  std::printf("test_loss=%s\n", test_loss.c_str());
+  std::printf("test_accuracy=%s\n", accuracy.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunLaunch(const std::vector<std::string>& args) { return RunWithoutArgs("launch", args, Launch); }
+
+}  // namespace oar::cli

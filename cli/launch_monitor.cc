@@ -1,0 +1,166 @@
+#include "cli/launch_monitor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace oar::cli {
+namespace {
+
+constexpr size_t kTailLines = 20;
+
+// "@oar progress a=1 b=x" → {a: 1, b: x}
+std::map<std::string, std::string> Fields(const std::string& line) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view kv : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    const size_t eq = kv.find('=');
+    if (eq != absl::string_view::npos) out[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  return out;
+}
+
+template <typename T>
+T Num(const std::map<std::string, std::string>& f, const char* key) {
+  T v{};
+  auto it = f.find(key);
+  if (it != f.end()) {
+    if constexpr (std::is_floating_point_v<T>) {
+      (void)absl::SimpleAtod(it->second, &v);
+    } else {
+      (void)absl::SimpleAtoi(it->second, &v);
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+LaunchMonitor::LaunchMonitor(std::vector<std::string> names, std::vector<int> trainer_of, std::string log_dir)
+    : names_(std::move(names)),
+      trainer_of_(std::move(trainer_of)),
+      log_dir_(std::move(log_dir)),
+      tty_(::isatty(2) == 1) {
+  absl::MutexLock l(&mu_);
+  tails_.resize(names_.size());
+  logs_.resize(names_.size());
+  int trainers = 0;
+  for (int t : trainer_of_) trainers = std::max(trainers, t + 1);
+  trainers_.resize(static_cast<size_t>(trainers));
+}
+
+absl::Status LaunchMonitor::OpenLogs() {
+  if (log_dir_.empty()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const std::string path = absl::StrCat(log_dir_, "/", names_[i], ".log");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return absl::PermissionDeniedError(absl::StrCat("--log_dir: ", path, ": ", std::strerror(errno)));
+    logs_[i].reset(f, &std::fclose);
+  }
+  return absl::OkStatus();
+}
+
+void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdout) {
+  absl::MutexLock l(&mu_);
+  const int trainer = trainer_of_[child];
+  if (from_stdout && trainer >= 0 && absl::StartsWith(line, "@oar ")) {
+    auto f = Fields(line);
+    TrainerReport& r = trainers_[static_cast<size_t>(trainer)];
+    if (absl::StartsWith(line, "@oar progress")) {
+      r.epoch = Num<int>(f, "epoch");
+      r.epochs = Num<int>(f, "epochs");
+      r.step = Num<int64_t>(f, "step");
+      r.steps = Num<int64_t>(f, "steps");
+      r.examples = Num<int64_t>(f, "examples");
+      r.loss = Num<double>(f, "loss");
+      if (first_step_ < 0) first_step_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    } else if (absl::StartsWith(line, "@oar result")) {
+      r.result = f;
+    }
+    return;
+  }
+  tails_[child].push_back(line);
+  if (tails_[child].size() > kTailLines) tails_[child].pop_front();
+  if (logs_[child]) {
+    std::fprintf(logs_[child].get(), "%s\n", line.c_str());
+    std::fflush(logs_[child].get());
+    return;
+  }
+  ClearLocked();
+  std::fprintf(stderr, "[%s] %s\n", names_[child].c_str(), line.c_str());
+}
+
+void LaunchMonitor::ClearLocked() {
+  if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
+}
+
+void LaunchMonitor::DrawLocked(bool final) {
+  int epoch = 0, epochs = 0;
+  int64_t step = -1, steps = 0, examples = 0;
+  double loss = 0;
+  for (const auto& r : trainers_) {
+    epoch = std::max(epoch, r.epoch);
+    epochs = std::max(epochs, r.epochs);
+    step = step < 0 ? r.step : std::min(step, r.step);
+    steps = std::max(steps, r.steps);
+    examples += r.examples;
+    loss += r.loss / static_cast<double>(trainers_.size());
+  }
+  if (epoch == 0) return;  // nothing reported yet
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::string text =
+      absl::StrFormat("epoch %d/%d  step %lld/%lld  loss %.4f  %.0f examples/s (%zu trainers)", epoch, epochs,
+                      static_cast<long long>(step), static_cast<long long>(steps), loss,
+                      examples / std::max(secs - std::max(first_step_, 0.0), 1e-9), trainers_.size());
+  if (tty_) {
+    std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final ? "\n" : "");
+    drawn_ = !final;
+    return;
+  }
+  // Not a terminal: a line at every tenth of an epoch.
+  const int decile = steps > 0 ? static_cast<int>(epoch * 10 + step * 10 / steps) : 0;
+  if (final || decile != last_decile_) {
+    std::fprintf(stderr, "%s\n", text.c_str());
+    last_decile_ = decile;
+  }
+}
+
+void LaunchMonitor::Tick() {
+  absl::MutexLock l(&mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (tty_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
+  last_draw_ = now;
+  DrawLocked(false);
+}
+
+void LaunchMonitor::Finish() {
+  absl::MutexLock l(&mu_);
+  DrawLocked(true);
+  drawn_ = false;
+}
+
+std::vector<std::string> LaunchMonitor::Tail(size_t child) const {
+  absl::MutexLock l(&mu_);
+  return {tails_[child].begin(), tails_[child].end()};
+}
+
+std::vector<TrainerReport> LaunchMonitor::Trainers() const {
+  absl::MutexLock l(&mu_);
+  return trainers_;
+}
+
+double LaunchMonitor::FirstStepSeconds() const {
+  absl::MutexLock l(&mu_);
+  return first_step_;
+}
+
+}  // namespace oar::cli

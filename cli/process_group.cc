@@ -1,0 +1,167 @@
+#include "cli/process_group.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace oar::cli {
+namespace {
+
+// The launcher's environment with `extra` set on top.
+std::vector<std::string> ChildEnvironment(const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+ProcessGroup::~ProcessGroup() {
+  bool any = false;
+  for (pid_t p : pids_) any |= p > 0;
+  if (any) StopAll(2000);
+  DrainOutput();
+}
+
+absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line) {
+  specs_ = std::move(children);
+  on_line_ = std::move(on_line);
+  for (const auto& c : specs_) {
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));
+    }
+    std::vector<std::string> argv = c.argv, envp = ChildEnvironment(c.env);
+    std::vector<char*> argv_c = CStrings(argv), envp_c = CStrings(envp);
+    const pid_t launcher = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", c.name, ": ", std::strerror(errno)));
+    if (pid == 0) {  // the child: only async-signal-safe calls until exec
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher) ::_exit(127);  // the launcher died already
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      ::execve(argv_c[0], argv_c.data(), envp_c.data());
+      const char msg[] = "oar launch: exec failed\n";
+      [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof(msg) - 1);
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    pids_.push_back(pid);
+    fds_.push_back(out[0]);
+    fds_.push_back(err[0]);
+  }
+  reader_ = std::thread([this] { ReadLoop(); });
+  return absl::OkStatus();
+}
+
+void ProcessGroup::ReadLoop() {
+  std::vector<std::string> partial(fds_.size());
+  std::vector<int> fds = fds_;
+  char buf[65536];
+  for (;;) {
+    std::vector<pollfd> pfds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i] < 0) continue;
+      pfds.push_back({fds[i], POLLIN, 0});
+      which.push_back(i);
+    }
+    if (pfds.empty()) return;
+    if (::poll(pfds.data(), pfds.size(), 200) < 0 && errno != EINTR) return;
+    for (size_t k = 0; k < pfds.size(); ++k) {
+      if (pfds[k].revents == 0) continue;
+      const size_t i = which[k];
+      const ssize_t n = ::read(fds[i], buf, sizeof(buf));
+      if (n > 0) {
+        partial[i].append(buf, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = partial[i].find('\n')) != std::string::npos) {
+          on_line_(i / 2, partial[i].substr(0, nl), i % 2 == 0);
+          partial[i].erase(0, nl + 1);
+        }
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        if (!partial[i].empty()) on_line_(i / 2, partial[i], i % 2 == 0);
+        partial[i].clear();
+        ::close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+}
+
+std::vector<ChildExit> ProcessGroup::Poll() {
+  std::vector<ChildExit> out;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (pids_[i] <= 0) continue;
+    int st = 0;
+    if (::waitpid(pids_[i], &st, WNOHANG) != pids_[i]) continue;
+    pids_[i] = -1;
+    if (WIFSIGNALED(st)) {
+      out.push_back({i, 128 + WTERMSIG(st), WTERMSIG(st)});
+    } else {
+      out.push_back({i, WEXITSTATUS(st), 0});
+    }
+  }
+  return out;
+}
+
+void ProcessGroup::Signal(int sig) {
+  for (pid_t p : pids_) {
+    if (p > 0) ::kill(-p, sig);  // its whole process group
+  }
+}
+
+void ProcessGroup::StopAll(int grace_ms) {
+  Signal(SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  auto running = [&] {
+    for (pid_t p : pids_) {
+      if (p > 0) return true;
+    }
+    return false;
+  };
+  while (running() && std::chrono::steady_clock::now() < deadline) {
+    Poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Signal(SIGKILL);
+  for (pid_t& p : pids_) {
+    if (p > 0) ::waitpid(p, nullptr, 0);
+    p = -1;
+  }
+}
+
+void ProcessGroup::DrainOutput() {
+  if (reader_.joinable()) reader_.join();
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,76 @@
+// ProcessGroup: the child processes of `oar launch`. Each child is started
+// with fork + exec in its own process group (so a terminal's Ctrl-C reaches
+// the launcher only, which then stops them in order), dies with the
+// launcher (PR_SET_PDEATHSIG), and has its stdout and stderr read line by
+// line by one reader thread and handed to a callback.
+//
+//   ProcessGroup g;
+//   OAR_RETURN_IF_ERROR(g.Start({{"pserver.0", argv, env}}, on_line));
+//   ... g.Poll() until every child has exited, g.StopAll() to end early.
+//
+// Shutdown order (the destructor): SIGTERM to every live child, a grace
+// period, SIGKILL, reap, then join the reader thread once every pipe is
+// closed.
+//
+// Thread-safety: Start/Poll/StopAll from one thread; the callback runs on
+// the reader thread, one line at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace oar::cli {
+
+struct ChildSpec {
+  std::string name;                                      // "pserver.0", "trainer.1"
+  std::vector<std::string> argv;                         // argv[0] is the program
+  std::vector<std::pair<std::string, std::string>> env;  // added to the launcher's environment
+};
+
+struct ChildExit {
+  size_t index;
+  int code;    // exit code, or 128 + signal
+  int signal;  // the signal that ended it, 0 if it exited
+};
+
+class ProcessGroup {
+ public:
+  using LineFn = std::function<void(size_t child, const std::string& line, bool from_stdout)>;
+
+  ProcessGroup() = default;
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  absl::Status Start(std::vector<ChildSpec> children, LineFn on_line);
+  // Reaps children that have exited since the last call (without blocking).
+  std::vector<ChildExit> Poll();
+  // Sends `sig` to every child still running.
+  void Signal(int sig);
+  // SIGTERM, up to `grace_ms` for them to exit, then SIGKILL; reaps all.
+  void StopAll(int grace_ms = 5000);
+  bool running(size_t i) const { return pids_[i] > 0; }
+  size_t size() const { return specs_.size(); }
+  const ChildSpec& spec(size_t i) const { return specs_[i]; }
+  // Waits until the reader has passed on every line the children wrote.
+  void DrainOutput();
+
+ private:
+  void ReadLoop();
+
+  std::vector<ChildSpec> specs_;
+  std::vector<pid_t> pids_;
+  std::vector<int> fds_;  // read ends: child i's stdout at 2i, stderr at 2i+1 (-1 once closed)
+  LineFn on_line_;
+  std::thread reader_;
+};
+
+}  // namespace oar::cli
