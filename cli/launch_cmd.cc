@@ -101,9 +101,11 @@ absl::Status Launch() {
     if (ec) return absl::PermissionDeniedError(absl::StrCat(*dir, ": ", ec.message()));
   }
   std::vector<std::string> common = {SelfExe(), "run"};
-  for (const char* f : kForwardedFlags) {
-    std::string v;
-    if (gflags::GetCommandLineOption(f, &v)) common.push_back(absl::StrCat("--", f, "=", v));
+  for (const char* f : kForwardedFlags) {  // those set here: a child's own defaults are the same
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(f, &info) && !info.is_default) {
+      common.push_back(absl::StrCat("--", f, "=", info.current_value));
+    }
   }
   std::vector<ChildSpec> specs;
   std::vector<std::string> names;
@@ -118,8 +120,8 @@ absl::Status Launch() {
   for (int i = 0; i < trainers; ++i) {
     std::vector<std::string> argv = common;
     argv.push_back("--report");
-    std::string cpu;
-    if (gflags::GetCommandLineOption("cpu_num", &cpu)) argv.push_back("--cpu_num=" + cpu);
+    gflags::CommandLineFlagInfo cpu;
+    if (gflags::GetCommandLineFlagInfo("cpu_num", &cpu) && !cpu.is_default) argv.push_back("--cpu_num=" + cpu.current_value);
     if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
     specs.push_back({absl::StrCat("trainer.", i), argv,
                      {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},

@@ -140,6 +140,10 @@ void ProcessGroup::Signal(int sig) {
   }
 }
 
+void ProcessGroup::SignalOne(size_t i, int sig) {
+  if (i < pids_.size() && pids_[i] > 0) ::kill(-pids_[i], sig);
+}
+
 void ProcessGroup::StopAll(int grace_ms) {
   Signal(SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);

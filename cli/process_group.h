@@ -53,8 +53,9 @@ class ProcessGroup {
   absl::Status Start(std::vector<ChildSpec> children, LineFn on_line);
   // Reaps children that have exited since the last call (without blocking).
   std::vector<ChildExit> Poll();
-  // Sends `sig` to every child still running.
+  // Sends `sig` to every child still running, or to child i only.
   void Signal(int sig);
+  void SignalOne(size_t i, int sig);
   // SIGTERM, up to `grace_ms` for them to exit, then SIGKILL; reaps all.
   void StopAll(int grace_ms = 5000);
   bool running(size_t i) const { return pids_[i] > 0; }

@@ -12,32 +12,11 @@
 #include "absl/strings/str_split.h"
 #include "common/program_desc.h"
 #include "gtest/gtest.h"
+#include "tests/util/oar_process.h"
 #include "nlohmann/json.hpp"
 
 namespace oar {
 namespace {
-
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr
-};
-
-Result Oar(const std::string& args) {
-  std::string cmd = std::string(OAR_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string TempDir(const std::string& tag) {
-  auto d = std::filesystem::temp_directory_path() / ("oar_cli_" + tag + "_" + std::to_string(getpid()));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
 
 TEST(OarCliTest, HelpListsCommandsAndEachCommandsFlags) {
   Result r = Oar("--help");

@@ -1,0 +1,186 @@
+// Distributed training end to end: real `oar` processes on loopback, as a
+// user runs them — `oar launch` for whole clusters, `oar run` processes with
+// the PADDLE_* environment where a test must kill one of them.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/process_group.h"
+#include "gtest/gtest.h"
+#include "tests/util/free_port.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+// A small fashion_mlp run: the same data, order and constant initial values
+// everywhere, 10 steps of a global batch of 64, plain SGD. (Adam's first
+// steps divide by the gradients' own magnitude, so where a gradient is
+// float noise the two runs step differently by up to the learning rate;
+// tests/transpiler compares Adam in-process on a model without such ties.)
+const std::string kSmall =
+    "--model fashion_mlp --limit 2000 --batch_size 64 --seed 3 --constant_init 0.01 --optimizer sgd --lr 0.001";
+
+std::vector<double> ReadSteps(const std::string& path) {
+  std::vector<double> out;
+  std::ifstream f(path);
+  for (double v; f >> v;) out.push_back(v);
+  return out;
+}
+
+TEST(DistE2eTest, SyncTwoByTwoMatchesTheSingleProcessStepByStep) {
+  const std::string dir = TempDir("sync");
+  Result ref = Oar("train " + kSmall + " --max_steps 10 --step_log " + dir + "/ref.steps");
+  ASSERT_EQ(ref.code, 0) << ref.out;
+  Result dist = Oar("launch --pservers 2 --trainers 2 " + kSmall + " --max_steps 10 --step_log_dir " + dir);
+  ASSERT_EQ(dist.code, 0) << dist.out;
+  const auto want = ReadSteps(dir + "/ref.steps");
+  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
+  ASSERT_EQ(want.size(), 10u);
+  ASSERT_EQ(t0.size(), 10u);
+  ASSERT_EQ(t1.size(), 10u);
+  // Fluid's method: each trainer's loss is on its half of the global batch.
+  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
+  // The parameters move: the comparison is not of a flat line.
+  double moved = 0;
+  for (size_t s = 1; s < want.size(); ++s) moved = std::max(moved, std::abs(want[s] - want[s - 1]));
+  EXPECT_GT(moved, 1e-3);
+}
+
+TEST(DistE2eTest, AsyncTwoByTwoTrains) {
+  const std::string dir = TempDir("async");
+  Result r = Oar("launch --pservers 2 --trainers 2 --async --model fashion_mlp --limit 6000 --epochs 1 "
+                 "--batch_size 64 --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("async"), std::string::npos) << r.out;
+  for (int t = 0; t < 2; ++t) {
+    const auto steps = ReadSteps(dir + "/trainer." + std::to_string(t) + ".steps");
+    ASSERT_GE(steps.size(), 40u) << "trainer " << t;
+    double tail = 0;
+    for (size_t i = steps.size() - 10; i < steps.size(); ++i) tail += steps[i] / 10;
+    EXPECT_LT(tail, 0.5 * steps.front()) << "trainer " << t << " started at " << steps.front();
+  }
+}
+
+TEST(DistE2eTest, UnevenShardsTheShortTrainerCompletesAndTheOtherFinishes) {
+  // 201 examples, a global batch of 200: trainer 0 holds 101 (two steps),
+  // trainer 1 holds 100 (one step) and says COMPLETE while trainer 0 goes on.
+  const std::string dir = TempDir("uneven");
+  Result r = Oar("launch --pservers 1 --trainers 2 --model fashion_mlp --limit 201 --batch_size 200 --epochs 1 "
+                 "--rpc_deadline 10000 --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(ReadSteps(dir + "/trainer.0.steps").size(), 2u);
+  EXPECT_EQ(ReadSteps(dir + "/trainer.1.steps").size(), 1u);
+  EXPECT_NE(r.out.find("test_accuracy="), std::string::npos) << r.out;
+}
+
+TEST(DistE2eTest, LauncherReportsSuccessAndNamesAFailingRole) {
+  Result ok = Oar("launch --pservers 1 --trainers 1 --model fashion_mlp --limit 1000 --epochs 1");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  for (const char* want : {"1 pserver(s) x 1 trainer(s), sync", "examples/s", "test_accuracy="}) {
+    EXPECT_NE(ok.out.find(want), std::string::npos) << want << "\n" << ok.out;
+  }
+  Result bad = Oar("launch --pservers 2 --trainers 2 --model nope");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("failed (exit code 1)"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("unknown model 'nope'"), std::string::npos) << bad.out;
+  Result count = Oar("launch --pservers two --trainers 2");
+  EXPECT_EQ(count.code, 1);
+  EXPECT_NE(count.out.find("--pservers takes the number of pservers"), std::string::npos) << count.out;
+}
+
+// Starts 2 pservers and 2 trainers as separate `oar run` processes and
+// returns when every trainer has reported a step.
+struct Cluster {
+  std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint()};
+  cli::ProcessGroup group;
+  absl::Mutex mu;
+  std::vector<std::string> logs[4];
+  int stepped = 0;
+
+  explicit Cluster(int deadline_ms) {
+    const std::string list = absl::StrJoin(eps, ",");
+    std::vector<std::string> args = {OAR_BINARY, "run", "--model=fashion_mlp", "--epochs=5", "--batch_size=64",
+                                     "--rpc_deadline=" + std::to_string(deadline_ms), "--rpc_retry_times=1"};
+    std::vector<cli::ChildSpec> specs;
+    for (int i = 0; i < 2; ++i) {
+      specs.push_back({"pserver." + std::to_string(i), args,
+                       {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_TRAINERS_NUM", "2"},
+                        {"PADDLE_PSERVER_ENDPOINTS", list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}}});
+    }
+    for (int i = 0; i < 2; ++i) {
+      auto a = args;
+      a.push_back("--report");
+      specs.push_back({"trainer." + std::to_string(i), a,
+                       {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"},
+                        {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", list}}});
+    }
+    bool seen[2] = {false, false};
+    EXPECT_TRUE(group.Start(std::move(specs), [this, &seen](size_t c, const std::string& line, bool) {
+                  absl::MutexLock l(&mu);
+                  logs[c].push_back(line);
+                  if (c >= 2 && line.rfind("@oar progress", 0) == 0 && !seen[c - 2]) {
+                    seen[c - 2] = true;
+                    ++stepped;
+                  }
+                }).ok());
+    absl::MutexLock l(&mu);
+    mu.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n == 2; }, &stepped), absl::Seconds(60));
+    EXPECT_EQ(stepped, 2) << "the trainers never started training";
+  }
+
+  // Waits (at most `seconds`) for every process to exit; their exit codes.
+  std::map<size_t, int> WaitAll(double seconds) {
+    std::map<size_t, int> codes;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (codes.size() < group.size() && std::chrono::steady_clock::now() < until) {
+      for (const auto& e : group.Poll()) codes[e.index] = e.code;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    group.StopAll(1000);
+    group.DrainOutput();
+    return codes;
+  }
+  std::string Log(size_t i) {
+    absl::MutexLock l(&mu);
+    return absl::StrJoin(logs[i], "\n");
+  }
+};
+
+TEST(DistE2eTest, AKilledPserverFailsEveryTrainerNamingItsEndpoint) {
+  Cluster c(/*deadline_ms=*/2000);
+  const auto start = std::chrono::steady_clock::now();
+  c.group.SignalOne(0, SIGKILL);  // pserver 0
+  auto codes = c.WaitAll(30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t t : {2u, 3u}) {
+    ASSERT_TRUE(codes.count(t)) << "trainer " << t - 2 << " hung";
+    EXPECT_NE(codes[t], 0) << c.Log(t);
+    EXPECT_NE(c.Log(t).find(c.eps[0]), std::string::npos) << c.Log(t);
+  }
+  EXPECT_LT(took, 30);
+}
+
+TEST(DistE2eTest, AKilledTrainerFailsThePserversBarrierNamingItsId) {
+  Cluster c(/*deadline_ms=*/2000);
+  c.group.SignalOne(3, SIGKILL);  // trainer 1
+  auto codes = c.WaitAll(30);
+  for (size_t p : {0u, 1u}) {
+    ASSERT_TRUE(codes.count(p)) << "pserver " << p << " hung";
+    EXPECT_NE(codes[p], 0) << c.Log(p);
+    EXPECT_NE(c.Log(p).find("trainer(s) 1 never arrived"), std::string::npos) << c.Log(p);
+  }
+  ASSERT_TRUE(codes.count(2)) << "trainer 0 hung";
+  EXPECT_NE(codes[2], 0) << c.Log(2);
+}
+
+}  // namespace
+}  // namespace oar

@@ -1,0 +1,41 @@
+// Runs the real `oar` binary (OAR_BINARY, set by CMake) as a user would:
+// its exit code and everything it printed, stdout then stderr merged.
+//
+// Thread-safety: any thread; each call is its own process.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace oar {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr
+};
+
+inline Result Oar(const std::string& args) {
+  const std::string cmd = std::string(OAR_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A fresh directory for one test, removed first if it exists.
+inline std::string TempDir(const std::string& tag) {
+  auto d = std::filesystem::temp_directory_path() / ("oar_" + tag + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+}  // namespace oar
