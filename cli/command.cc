@@ -9,7 +9,9 @@
 #include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cli/role_env.h"
 #include "gflags/gflags.h"
 
 namespace oar::cli {
@@ -33,7 +35,8 @@ const std::vector<Command>& Commands() {
        "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "
        "--trainer_id I [--async] [--mode pserver|nccl2] --out DIR [--json]",
        "cli/transpile_cmd.cc", {"out", "model", "optimizer", "lr", "seed", "batch_size"}, RunTranspile},
-      {"run", "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say",
+      {"run", "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say "
+               "(reads " + absl::StrJoin(RoleEnvVariables(), ", ") + ")",
        "PADDLE_TRAINING_ROLE=TRAINER|PSERVER PADDLE_TRAINERS_NUM=N PADDLE_PSERVER_ENDPOINTS=EP,EP ... oar run "
        "--model NAME [flags]",
        "cli/run_cmd.cc",

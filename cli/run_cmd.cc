@@ -34,6 +34,7 @@
 DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
 DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
 DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar launch)");
+DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
 DECLARE_string(program);
 DECLARE_string(startup);
 DECLARE_string(pservers);
@@ -141,6 +142,12 @@ absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, Distribu
 
 absl::Status Run() {
   OAR_ASSIGN_OR_RETURN(RoleEnv env, RoleFromEnvAndFlags());
+  if (FLAGS_dry_run) {
+    std::printf("role=%s trainer_id=%d trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n",
+                env.RoleName().c_str(), env.trainer_id, env.trainers, absl::StrJoin(env.pservers, ",").c_str(),
+                env.current_endpoint.c_str(), absl::StrJoin(env.trainer_endpoints, ",").c_str());
+    return absl::OkStatus();
+  }
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   if (config.mode == "nccl2") {
     return absl::UnimplementedError(
