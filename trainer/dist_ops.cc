@@ -20,6 +20,15 @@ absl::Status WaitAll(std::vector<std::shared_ptr<RpcCall>>& calls) {
   return first;
 }
 
+// With sync_mode (the default) the op waits for its calls; without, they
+// are left pending for the trainer's next barrier (sync training, where the
+// transpiler sets sync_mode false on send and recv, as Fluid 1.x does).
+absl::Status WaitOrDefer(const ExecutionContext& ctx, std::vector<std::shared_ptr<RpcCall>>& calls, int64_t tid) {
+  if (ctx.Attr<bool>("sync_mode")) return WaitAll(calls);
+  for (auto& c : calls) RpcClient::Global()->AddPending(tid, std::move(c));
+  return absl::OkStatus();
+}
+
 absl::Status CheckSameLength(const ExecutionContext& ctx, size_t n, const std::string& attr, size_t m) {
   if (n == m) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", n, " variables but ", m, " entries in ", attr));
@@ -57,7 +66,7 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     }
     calls.push_back(RpcClient::Global()->AsyncSendVar(epmap[i], names[i], v, {.trainer_id = tid}));
   }
-  return WaitAll(calls);  // the variables must not change while in flight
+  return WaitOrDefer(ctx, calls, tid);  // the variables must not change while in flight
 }
 
 // Runtime split: the blocks `remote[i]` from `epmap[i]`, stacked by rows
@@ -110,12 +119,13 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   for (size_t i = 0; i < outs.size(); ++i) {
     calls.push_back(RpcClient::Global()->AsyncGetVar(epmap[i], varnames[i], ctx.OutputVar("Out", i), tid));
   }
-  return WaitAll(calls);
+  return WaitOrDefer(ctx, calls, tid);  // a deferred Out is ready after the fetch barrier
 }
 
 template <bool kBatch>
 absl::Status BarrierKernel(const ExecutionContext& ctx) {
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_RETURN_IF_ERROR(RpcClient::Global()->WaitPending(tid));  // this trainer's sends (or recvs) first
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : ctx.Attr<std::vector<std::string>>("endpoints")) {
     calls.push_back(kBatch ? RpcClient::Global()->AsyncSendBatchBarrier(ep, tid)

@@ -155,6 +155,9 @@ absl::Status InsertSends(TranspileState* s) {
         // carries it, since the pserver counts barriers per trainer.
         {"trainer_id", int32_t{s->trainer_id}},
         {kOpRoleVarAttr, std::vector<std::string>{sp.param, sent}},
+        // Fluid 1.x's flag: in sync training a send does not wait for its
+        // calls (send_barrier does), in async training it does.
+        {"sync_mode", !s->sync},
     };
     const std::vector<std::string> x = runtime_split ? std::vector<std::string>{sent} : Names(sp.grad_blocks);
     *main->InsertOp(static_cast<size_t>(index + 1)) = MakeOp("send", {{"X", x}}, {{"Out", {sp.send_out}}}, attrs, kRPC);
@@ -183,6 +186,7 @@ void AppendRecvs(TranspileState* s) {
         {"recv_varnames", runtime_split ? Names(sp.param_blocks) : std::vector<std::string>{}},
         {"trainer_id", tid},
         {kOpRoleVarAttr, std::vector<std::string>{sp.param, SentGradName(sp)}},
+        {"sync_mode", !s->sync},  // as send's: fetch_barrier waits for the recvs in sync training
     };
     *main->AppendOp() = MakeOp("recv", {{"X", {s->sync ? barrier_out : sp.send_out}}}, {{"Out", out}}, attrs, kRPC);
   }

@@ -222,7 +222,33 @@ absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoint
                                                   absl::StrJoin(missing, ", ")));
 }
 
+void RpcClient::AddPending(int64_t trainer_id, std::shared_ptr<RpcCall> call) {
+  absl::MutexLock l(&mu_);
+  pending_[trainer_id].push_back(std::move(call));
+}
+
+absl::Status RpcClient::WaitPending(int64_t trainer_id) {
+  std::vector<std::shared_ptr<RpcCall>> calls;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(trainer_id);
+    if (it == pending_.end()) return absl::OkStatus();
+    calls.swap(it->second);
+  }
+  absl::Status first;
+  for (auto& c : calls) first.Update(c->Wait());
+  return first;
+}
+
 absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
+  std::vector<int64_t> waiting;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [id, calls] : pending_) {
+      if (trainer_id < 0 || id == trainer_id) waiting.push_back(id);
+    }
+  }
+  for (int64_t id : waiting) (void)WaitPending(id);  // their errors were the ops' to report
   std::map<int64_t, std::set<std::string>> todo;
   {
     absl::MutexLock l(&mu_);

@@ -73,6 +73,12 @@ class RpcClient {
   // in all; the error lists the endpoints that never did.
   absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms);
 
+  // Calls a trainer's ops started without waiting (send and recv in sync
+  // training, as Fluid's do); the trainer's next barrier, or COMPLETE,
+  // waits for them first and reports the first that failed.
+  void AddPending(int64_t trainer_id, std::shared_ptr<RpcCall> call);
+  absl::Status WaitPending(int64_t trainer_id);
+
   // Sends COMPLETE@RECV, once, to every endpoint that `trainer_id` has
   // called through this client (-1: every trainer id that has called
   // anything, each as itself). An endpoint that is no longer reachable is
@@ -89,6 +95,7 @@ class RpcClient {
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   // Endpoints each trainer id has called (COMPLETE goes to these, as it).
   std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::vector<std::shared_ptr<RpcCall>>> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace oar::rpc
