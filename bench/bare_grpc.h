@@ -56,9 +56,10 @@ class BareService : public grpc::CallbackGenericService {
   std::string data_;
 };
 
+// Listens on 127.0.0.1:*port (0: any free port); *port is the one bound.
 inline std::unique_ptr<grpc::Server> StartBareServer(BareService* service, int* port) {
   grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  b.AddListeningPort("127.0.0.1:" + std::to_string(*port), grpc::InsecureServerCredentials(), port);
   b.SetMaxReceiveMessageSize(-1);
   b.SetMaxSendMessageSize(-1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024);

@@ -1,0 +1,181 @@
+// dist_step_bench: the step time of fashion_mlp (batch 128, Adam) with one
+// trainer and one pserver process in sync mode, against a model measured in
+// the same run:
+//   single-process step + pushing and pulling the parameters' bytes through
+//   a bare tuned gRPC service + 4 bare gRPC round trips (send, barrier, get,
+//   fetch barrier).
+// The pserver process also serves the bare service, so both go over the
+// same loopback between the same two processes. Rounds alternate the four
+// measurements; the median per-round ratio is reported (target <= 1.25x).
+// Then, when the oar binary is given, a 2 x 2 `oar launch` and a single
+// `oar train` on the same 200 steps report their examples/s side by side.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "bench/bare_grpc.h"
+#include "bench/bench_util.h"
+#include "cli/model_build.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "pserver/pserver_ops.h"
+#include "pserver/pserver_runtime.h"
+#include "tests/util/free_port.h"
+#include "tests/util/oar_process.h"
+#include "trainer/dist_ops.h"
+#include "trainer/trainer_runtime.h"
+#include "transpiler/distribute_transpiler.h"
+
+DEFINE_string(role, "trainer", "trainer (runs the benchmark) or pserver (spawned by it)");
+DEFINE_int32(port, 0, "pserver: the port of its parameter server");
+DEFINE_int32(bare_port, 0, "pserver: the port of its bare gRPC service");
+DEFINE_int32(rounds, 7, "alternating rounds");
+DEFINE_int32(steps, 20, "steps (or calls) per round");
+
+extern char** environ;
+
+namespace oar::bench {
+namespace {
+
+absl::StatusOr<std::unique_ptr<cli::ModelPrograms>> Model() {
+  return cli::BuildModel({.model = "fashion_mlp", .optimizer = "adam", .learning_rate = 0.001f, .seed = 1,
+                          .batch_size = 128});
+}
+
+// Both processes transpile the same model the same way.
+std::unique_ptr<DistributeTranspiler> Transpile(cli::ModelPrograms* m, const std::string& ep) {
+  auto t = std::make_unique<DistributeTranspiler>();
+  CHECK(t->transpile(0, &m->main.desc(), ep, 1, true, &m->startup.desc()).ok());
+  return t;
+}
+
+int Pserver() {
+  BareService bare(8 << 20);
+  int bare_port = FLAGS_bare_port;
+  auto bare_server = StartBareServer(&bare, &bare_port);
+  CHECK_EQ(bare_port, FLAGS_bare_port) << "bare port taken";
+  auto m = Model();
+  CHECK(m.ok()) << m.status();
+  const std::string ep = absl::StrCat("127.0.0.1:", FLAGS_port);
+  auto t = Transpile(m->get(), ep);
+  auto ps = t->get_pserver_programs(ep);
+  CHECK(ps.ok()) << ps.status();
+  absl::Status s = RunPserver(ps->first, ps->second);
+  return s.ok() ? 0 : 1;
+}
+
+int64_t ParamBytes(const cli::ModelPrograms& m) {
+  int64_t n = 0;
+  for (const auto& p : m.main.parameters()) {
+    int64_t e = 1;
+    for (int64_t d : m.main.desc().Block(0).FindVar(p)->shape) e *= d;
+    n += e * 4;
+  }
+  return n;
+}
+
+double ExamplesPerSecond(const std::string& out) {
+  const size_t at = out.find(" examples/s");
+  if (at == std::string::npos) return 0;
+  const size_t begin = out.find_last_of(" (", at - 1);  // "... 12345 examples/s" or "(12345 examples/s"
+  return std::atof(out.substr(begin + 1, at - begin - 1).c_str());
+}
+
+int Trainer(const char* self) {
+  const int port = FreePort(), bare_port = FreePort();
+  std::vector<std::string> args = {self, "--role=pserver", absl::StrCat("--port=", port),
+                                   absl::StrCat("--bare_port=", bare_port)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  CHECK_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  const std::string ep = absl::StrCat("127.0.0.1:", port);
+  CHECK(rpc::RpcClient::Global()->WaitServerReady({ep, absl::StrCat("127.0.0.1:", bare_port)}, 30000).ok());
+
+  auto m = Model();
+  CHECK(m.ok()) << m.status();
+  ProgramDesc single_main = (*m)->main.desc(), single_startup = (*m)->startup.desc();
+  auto t = Transpile(m->get(), ep);
+  auto trainer = t->get_trainer_program(true);
+  CHECK(trainer.ok()) << trainer.status();
+  auto rt = TrainerRuntime::Create(*trainer, *t->get_trainer_startup_program(), {.loss = (*m)->vars.loss.name()});
+  CHECK(rt.ok()) << rt.status();
+
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<float> xs(128 * 784);
+  std::vector<int64_t> ys(128);
+  for (auto& v : xs) v = u(rng);
+  for (auto& v : ys) v = rng() % 10;
+  const FeedMap feed = {{(*m)->vars.feeds[0].name(), MakeTensor<float>({128, 784}, xs)},
+                        {(*m)->vars.feeds[1].name(), MakeTensor<int64_t>({128, 1}, ys)}};
+  Executor exe;
+  Scope scope;
+  CHECK(exe.Run(single_startup, &scope).ok());
+  const std::string loss = (*m)->vars.loss.name();
+
+  BareClient bare(absl::StrCat("127.0.0.1:", bare_port));
+  const int64_t bytes = ParamBytes(**m);
+  std::vector<char> payload(static_cast<size_t>(bytes), 'p'), sink(static_cast<size_t>(bytes));
+  const char one = 1;
+  auto dist_step = [&] { CHECK((*rt)->Step(feed).ok()); };
+  auto single_step = [&] { CHECK(exe.Run(single_main, &scope, feed, {loss}).ok()); };
+  auto move = [&] { CHECK(bare.Push(payload.data(), payload.size()) && bare.Pull(sink.data(), bytes)); };
+  auto round_trips = [&] {
+    for (int i = 0; i < 4; ++i) CHECK(bare.Push(&one, 1));
+  };
+  for (int i = 0; i < 5; ++i) {  // warm up every path
+    dist_step();
+    single_step();
+    move();
+    round_trips();
+  }
+  std::vector<double> td, ts, tm, tr, ratio;
+  for (int r = 0; r < FLAGS_rounds; ++r) {
+    td.push_back(TimeCalls(dist_step, FLAGS_steps));
+    ts.push_back(TimeCalls(single_step, FLAGS_steps));
+    tm.push_back(TimeCalls(move, FLAGS_steps));
+    tr.push_back(TimeCalls(round_trips, FLAGS_steps));
+    ratio.push_back(td.back() / (ts.back() + tm.back() + tr.back()));
+  }
+  CHECK((*rt)->Close().ok());
+  waitpid(pid, nullptr, 0);
+  std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync)\n",
+              static_cast<long long>(bytes));
+  std::printf("  distributed step          %8.3f ms\n", Median(td) * 1e3);
+  std::printf("  model                     %8.3f ms = single-process step %.3f + push/pull %.3f (bare gRPC, %.2f GB/s)"
+              " + 4 round trips %.3f\n",
+              (Median(ts) + Median(tm) + Median(tr)) * 1e3, Median(ts) * 1e3, Median(tm) * 1e3,
+              2.0 * bytes / Median(tm) / 1e9, Median(tr) * 1e3);
+  std::printf("  ratio                     %8.2fx (target <= 1.25x)\n", Median(ratio));
+
+  const std::string flags = "--model fashion_mlp --limit 25600 --batch_size 128 --epochs 1";
+  Result single = Oar("train " + flags);
+  Result dist = Oar("launch --pservers 2 --trainers 2 " + flags);
+  if (single.code == 0 && dist.code == 0) {
+    std::printf("  2 pservers x 2 trainers:  %8.0f examples/s (oar launch, 200 steps)\n", ExamplesPerSecond(dist.out));
+    std::printf("  single process:           %8.0f examples/s (oar train, the same steps)\n",
+                ExamplesPerSecond(single.out));
+    std::printf("  (this host has %u cores for all %d processes)\n", std::thread::hardware_concurrency(), 4);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace oar::bench
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
+  oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
+  return FLAGS_role == "pserver" ? oar::bench::Pserver() : oar::bench::Trainer(argv[0]);
+}
