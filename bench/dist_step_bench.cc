@@ -21,6 +21,7 @@
 #include "bench/bare_grpc.h"
 #include "bench/bench_util.h"
 #include "cli/model_build.h"
+#include "common/blas.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "gflags/gflags.h"
@@ -38,6 +39,7 @@ DEFINE_int32(port, 0, "pserver: the port of its parameter server");
 DEFINE_int32(bare_port, 0, "pserver: the port of its bare gRPC service");
 DEFINE_int32(rounds, 7, "alternating rounds");
 DEFINE_int32(steps, 20, "steps (or calls) per round");
+DEFINE_int32(blas_threads, 1, "OpenBLAS threads in each process (two processes share this host)");
 
 extern char** environ;
 
@@ -148,8 +150,9 @@ int Trainer(const char* self) {
   }
   CHECK((*rt)->Close().ok());
   waitpid(pid, nullptr, 0);
-  std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync)\n",
-              static_cast<long long>(bytes));
+  std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync), "
+              "%d BLAS thread(s) each\n",
+              static_cast<long long>(bytes), FLAGS_blas_threads);
   std::printf("  distributed step          %8.3f ms\n", Median(td) * 1e3);
   std::printf("  model                     %8.3f ms = single-process step %.3f + push/pull %.3f (bare gRPC, %.2f GB/s)"
               " + 4 round trips %.3f\n",
@@ -177,5 +180,6 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
   oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
+  oar::SetBlasThreads(FLAGS_blas_threads);
   return FLAGS_role == "pserver" ? oar::bench::Pserver() : oar::bench::Trainer(argv[0]);
 }

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -127,6 +128,14 @@ absl::Status Launch() {
                      {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
                       {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", ep_list}}});
     trainer_of.push_back(i);
+  }
+  // Every process on one host: each gets its share of the cores for BLAS
+  // (OpenBLAS threads that spin while their process waits on the network
+  // would take the cores the others need), unless the user chose.
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::string share = std::to_string(std::max(1u, cores / static_cast<unsigned>(pservers + trainers)));
+    for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
   }
   for (const auto& s : specs) names.push_back(s.name);
   std::string sync;
