@@ -43,14 +43,14 @@ const std::vector<Command>& Commands() {
        {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "limit", "constant_init", "step_log",
         "max_steps", "program", "startup", "pservers", "trainers", "trainer_id", "current_endpoint",
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
-        "runtime_split_send_recv"},
+        "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times", "loss_name", "feed_names"},
        RunRun},
       {"launch", "run a whole cluster (pservers and trainers) on this machine, with one progress display",
        "oar launch --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] [--log_dir DIR]",
        "cli/launch_cmd.cc",
        {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
         "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "min_block_size", "no_slice",
-        "split_method", "runtime_split_send_recv"},
+        "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names"},
        RunLaunch},
   };
   return *cmds;

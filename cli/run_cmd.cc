@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
@@ -34,6 +35,8 @@
 DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
 DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
 DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar launch)");
+DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
+DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
 DECLARE_string(program);
 DECLARE_string(startup);
@@ -70,11 +73,49 @@ absl::StatusOr<RoleEnv> RoleFromEnvAndFlags() {
   return ResolveRole([](const char* n) { return std::getenv(n); }, o, FLAGS_mode == "nccl2");
 }
 
-absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, DistributeTranspiler& t) {
+// What a trainer feeds and fetches: from the model, or, for program files,
+// from --loss_name and --feed_names (and then nothing to evaluate with).
+struct TrainerIo {
+  std::string loss, image, label;
+  std::vector<int64_t> image_shape;
+  const ModelPrograms* model = nullptr;  // for the test-set evaluation
+};
+
+absl::StatusOr<TrainerIo> IoFor(const ModelPrograms* model, const ProgramDesc& main) {
+  TrainerIo io;
+  if (model != nullptr) {
+    io = {model->vars.loss.name(), model->vars.feeds[0].name(), model->vars.feeds[1].name(),
+          model->vars.feeds[0].shape(), model};
+    return io;
+  }
+  const std::vector<std::string> feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
+  if (FLAGS_loss_name.empty() || feeds.size() != 2) {
+    return absl::InvalidArgumentError(
+        "a TRAINER given --program needs --loss_name and --feed_names IMAGE,LABEL (the variables to fetch and feed)");
+  }
+  for (const auto& n : {FLAGS_loss_name, feeds[0], feeds[1]}) {
+    if (main.Block(0).FindVar(n) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--program has no variable '", n, "'"));
+    }
+  }
+  io = {FLAGS_loss_name, feeds[0], feeds[1], main.Block(0).FindVar(feeds[0])->shape, nullptr};
+  return io;
+}
+
+// A [batch, 784] image tensor in the feed's declared shape (no copy).
+void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
+  if (feed_shape.empty()) return;
+  std::vector<int64_t> shape = feed_shape;
+  shape[0] = t->dims()[0];
+  DDim d(shape);
+  if (d.numel() == t->numel()) t->Resize(d);
+}
+
+absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t) {
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
-  options.loss = model.vars.loss.name();
+  options.loss = io.loss;
   if (FLAGS_cpu_num > 1) {
     options.places = CpuPlaces(FLAGS_cpu_num);
   } else if (FLAGS_cpu_num == 0) {
@@ -95,7 +136,6 @@ absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, Distribu
                static_cast<long long>(train.size()), static_cast<long long>(batch), rt->num_places(),
                absl::StrJoin(env.pservers, ",").c_str());
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
-  const auto& feeds = model.vars.feeds;
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0, examples = 0;
   double loss = 0;
@@ -107,8 +147,8 @@ absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, Distribu
     batches.Reset();
     int64_t step_in_epoch = 0;
     while (!out_of_steps() && batches.Next(&x, &y)) {
-      ShapeLikeFeed(feeds[0], &x);
-      OAR_ASSIGN_OR_RETURN(float l, rt->Step({{feeds[0].name(), x}, {feeds[1].name(), y}}));
+      ShapeLike(io.image_shape, &x);
+      OAR_ASSIGN_OR_RETURN(float l, rt->Step({{io.image, x}, {io.label, y}}));
       loss = l;
       ++steps;
       ++step_in_epoch;
@@ -130,9 +170,9 @@ absl::Status RunTrainer(const RoleEnv& env, const ModelPrograms& model, Distribu
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
   std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f",
                                        env.trainer_id, static_cast<long long>(examples), seconds, loss);
-  if (env.trainer_id == 0) {
+  if (env.trainer_id == 0 && io.model != nullptr) {
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
-    OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), model, rt->scope(), test, 500));
+    OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));
     absl::StrAppendFormat(&result, " test_accuracy=%.4f test_loss=%.4f", eval.accuracy, eval.loss);
   }
   std::printf("%s\n", result.c_str());
@@ -154,21 +194,25 @@ absl::Status Run() {
         "oar run: nccl2 mode needs the trainers' collective all-reduce (NCCL or the TCP ring), which is not built "
         "yet; use pserver mode");
   }
-  if (!FLAGS_program.empty() && env.role == RoleEnv::Role::kTrainer) {
-    return absl::InvalidArgumentError(
-        "a TRAINER needs --model: program files do not say which variables to feed the data to");
-  }
-  OAR_ASSIGN_OR_RETURN(auto model, BuildModelFromFlags());
-  ProgramDesc main = model->main.desc(), startup = model->startup.desc();
+  std::unique_ptr<ModelPrograms> model;
+  ProgramDesc main, startup;
   if (!FLAGS_program.empty()) {
     if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");
     OAR_ASSIGN_OR_RETURN(main, ReadProgram(FLAGS_program, "--program"));
     OAR_ASSIGN_OR_RETURN(startup, ReadProgram(FLAGS_startup, "--startup"));
+  } else {
+    OAR_ASSIGN_OR_RETURN(model, BuildModelFromFlags());
+    main = model->main.desc();
+    startup = model->startup.desc();
+  }
+  TrainerIo io;
+  if (env.role == RoleEnv::Role::kTrainer) {
+    OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
   DistributeTranspiler t(config);
   OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
                                   config.sync_mode, &startup, env.current_endpoint));
-  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, *model, t);
+  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t);
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");

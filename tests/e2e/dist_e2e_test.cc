@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,63 @@ TEST(DistE2eTest, LauncherReportsSuccessAndNamesAFailingRole) {
   Result count = Oar("launch --pservers two --trainers 2");
   EXPECT_EQ(count.code, 1);
   EXPECT_NE(count.out.find("--pservers takes the number of pservers"), std::string::npos) << count.out;
+}
+
+TEST(DistE2eTest, TrainsFromProgramFiles) {
+  const std::string dir = TempDir("files");
+  ASSERT_EQ(Oar("export --optimizer sgd --lr 0.05 --out " + dir).code, 0);
+  const std::string files = " --program " + dir + "/main.pb --startup " + dir + "/startup.pb";
+  Result r = Oar("launch --pservers 2 --trainers 2" + files +
+                 " --loss_name mean_0.tmp_0 --feed_names x,label --limit 3000 --epochs 1 --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto steps = ReadSteps(dir + "/trainer.0.steps");
+  ASSERT_GE(steps.size(), 20u);
+  EXPECT_LT(steps.back(), steps.front());
+  Result missing = Oar("launch --pservers 1 --trainers 1 --limit 300" + files);
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find("needs --loss_name and --feed_names"), std::string::npos) << missing.out;
+}
+
+// Ctrl-C on the launcher stops every process it started.
+TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
+  // A flag value unique to this test, forwarded to every child's command line.
+  const std::string marker = "--rpc_deadline=" + std::to_string(170000 + ::getpid() % 10000);
+  cli::ProcessGroup launcher;
+  absl::Mutex mu;
+  bool training = false;
+  std::vector<std::string> out;
+  ASSERT_TRUE(launcher
+                  .Start({{"launcher",
+                           {OAR_BINARY, "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
+                            marker},
+                           {}}},
+                         [&](size_t, const std::string& line, bool) {
+                           absl::MutexLock l(&mu);
+                           out.push_back(line);
+                           if (line.rfind("epoch ", 0) == 0) training = true;
+                         })
+                  .ok());
+  {
+    absl::MutexLock l(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&training), absl::Seconds(60));
+    ASSERT_TRUE(training) << absl::StrJoin(out, "\n");
+  }
+  launcher.SignalOne(0, SIGINT);
+  std::optional<cli::ChildExit> exit;
+  for (int i = 0; i < 300 && !exit; ++i) {
+    for (const auto& e : launcher.Poll()) exit = e;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(exit.has_value()) << "the launcher did not stop within 15 s";
+  EXPECT_EQ(exit->code, 1);
+  launcher.DrainOutput();
+  EXPECT_NE(absl::StrJoin(out, "\n").find("interrupted"), std::string::npos) << absl::StrJoin(out, "\n");
+  // No process of the cluster is left.
+  for (const auto& p : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream cmd(p.path() / "cmdline");
+    std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(line.find(marker), std::string::npos) << "left running: " << p.path();
+  }
 }
 
 // Starts 2 pservers and 2 trainers as separate `oar run` processes and
