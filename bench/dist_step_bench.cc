@@ -181,5 +181,6 @@ int main(int argc, char** argv) {
   oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
   oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
   oar::SetBlasThreads(FLAGS_blas_threads);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as the oar binary does
   return FLAGS_role == "pserver" ? oar::bench::Pserver() : oar::bench::Trainer(argv[0]);
 }
