@@ -56,6 +56,22 @@ TEST(DistE2eTest, SyncTwoByTwoMatchesTheSingleProcessStepByStep) {
   EXPECT_GT(moved, 1e-3);
 }
 
+// Each trainer data-parallel over 2 CPU places: the ParallelExecutor
+// all-reduces the places' gradients and place 0 alone talks to the pservers.
+TEST(DistE2eTest, SyncTrainersOnTwoPlacesEachMatchTheSingleProcess) {
+  const std::string dir = TempDir("sync_places");
+  Result ref = Oar("train " + kSmall + " --max_steps 10 --step_log " + dir + "/ref.steps");
+  ASSERT_EQ(ref.code, 0) << ref.out;
+  Result dist =
+      Oar("launch --pservers 2 --trainers 2 --cpu_num 2 " + kSmall + " --max_steps 10 --step_log_dir " + dir);
+  ASSERT_EQ(dist.code, 0) << dist.out;
+  const auto want = ReadSteps(dir + "/ref.steps");
+  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
+  ASSERT_EQ(t0.size(), want.size());
+  ASSERT_EQ(t1.size(), want.size());
+  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
+}
+
 TEST(DistE2eTest, AsyncTwoByTwoTrains) {
   const std::string dir = TempDir("async");
   Result r = Oar("launch --pservers 2 --trainers 2 --async --model fashion_mlp --limit 6000 --epochs 1 "
