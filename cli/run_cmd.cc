@@ -38,8 +38,6 @@ DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar 
 DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
 DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
-DECLARE_string(program);
-DECLARE_string(startup);
 DECLARE_string(pservers);
 DECLARE_int32(trainers);
 DECLARE_int32(trainer_id);
@@ -196,15 +194,7 @@ absl::Status Run() {
   }
   std::unique_ptr<ModelPrograms> model;
   ProgramDesc main, startup;
-  if (!FLAGS_program.empty()) {
-    if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");
-    OAR_ASSIGN_OR_RETURN(main, ReadProgram(FLAGS_program, "--program"));
-    OAR_ASSIGN_OR_RETURN(startup, ReadProgram(FLAGS_startup, "--startup"));
-  } else {
-    OAR_ASSIGN_OR_RETURN(model, BuildModelFromFlags());
-    main = model->main.desc();
-    startup = model->startup.desc();
-  }
+  OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
   TrainerIo io;
   if (env.role == RoleEnv::Role::kTrainer) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));

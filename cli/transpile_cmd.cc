@@ -71,6 +71,19 @@ nlohmann::ordered_json ProgramJson(const ProgramDesc& p) {
 
 }  // namespace
 
+absl::Status ProgramsFromFlags(ProgramDesc* main, ProgramDesc* startup, std::unique_ptr<ModelPrograms>* model) {
+  if (!FLAGS_program.empty()) {
+    if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");
+    OAR_ASSIGN_OR_RETURN(*main, ReadProgram(FLAGS_program, "--program"));
+    OAR_ASSIGN_OR_RETURN(*startup, ReadProgram(FLAGS_startup, "--startup"));
+    return absl::OkStatus();
+  }
+  OAR_ASSIGN_OR_RETURN(*model, BuildModelFromFlags());
+  *main = (*model)->main.desc();
+  *startup = (*model)->startup.desc();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   DistributeTranspilerConfig c;
   c.mode = FLAGS_mode;
@@ -93,15 +106,8 @@ absl::Status Transpile() {
   if (FLAGS_out.empty() && !FLAGS_json) return absl::InvalidArgumentError("give --out DIR, --json or both");
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   ProgramDesc main, startup;
-  if (!FLAGS_program.empty()) {
-    if (FLAGS_startup.empty()) return absl::InvalidArgumentError("--program needs --startup");
-    OAR_ASSIGN_OR_RETURN(main, ReadProgram(FLAGS_program, "--program"));
-    OAR_ASSIGN_OR_RETURN(startup, ReadProgram(FLAGS_startup, "--startup"));
-  } else {
-    OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
-    main = programs->main.desc();
-    startup = programs->startup.desc();
-  }
+  std::unique_ptr<ModelPrograms> model;
+  OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
   DistributeTranspiler t(config);
   const bool nccl2 = config.mode == "nccl2";
   if (nccl2 && FLAGS_trainer_endpoints.empty()) return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");

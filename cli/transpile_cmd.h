@@ -7,7 +7,10 @@
 
 #include <string>
 
+#include <memory>
+
 #include "absl/status/statusor.h"
+#include "cli/model_build.h"
 #include "common/program_desc.h"
 #include "transpiler/transpiler_config.h"
 
@@ -16,5 +19,9 @@ namespace oar::cli {
 absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags();
 // `flag` names the flag the path came from, for the error.
 absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* flag);
+
+// The programs to distribute: the --program/--startup files, or else the
+// --model built from the flags (then also kept in *model).
+absl::Status ProgramsFromFlags(ProgramDesc* main, ProgramDesc* startup, std::unique_ptr<ModelPrograms>* model);
 
 }  // namespace oar::cli
