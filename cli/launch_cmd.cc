@@ -123,7 +123,11 @@ absl::Status Launch() {
     std::vector<std::string> argv = common;
     argv.push_back("--report");
     gflags::CommandLineFlagInfo cpu;
-    if (gflags::GetCommandLineFlagInfo("cpu_num", &cpu) && !cpu.is_default) argv.push_back("--cpu_num=" + cpu.current_value);
+    if (gflags::GetCommandLineFlagInfo("cpu_num", &cpu) && !cpu.is_default) {
+      argv.push_back("--cpu_num=" + cpu.current_value);
+    } else if (std::getenv("CPU_NUM") == nullptr) {
+      argv.push_back("--cpu_num=1");  // one place per trainer unless asked (CPU_NUM or --cpu_num)
+    }
     if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
     specs.push_back({absl::StrCat("trainer.", i), argv,
                      {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},

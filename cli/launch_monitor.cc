@@ -81,7 +81,9 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
       r.steps = Num<int64_t>(f, "steps");
       r.examples = Num<int64_t>(f, "examples");
       r.loss = Num<double>(f, "loss");
-      if (first_step_ < 0) first_step_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (first_step_ < 0) first_step_ = now;
+      last_step_ = now;
     } else if (absl::StartsWith(line, "@oar result")) {
       r.result = f;
     }
@@ -116,11 +118,12 @@ void LaunchMonitor::DrawLocked(bool final) {
     loss += r.loss / static_cast<double>(trainers_.size());
   }
   if (epoch == 0) return;  // nothing reported yet
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // Examples per second over the time trainers were stepping.
+  const double secs = std::max(last_step_ - first_step_, 1e-3);
   const std::string text =
       absl::StrFormat("epoch %d/%d  step %lld/%lld  loss %.4f  %.0f examples/s (%zu trainers)", epoch, epochs,
                       static_cast<long long>(step), static_cast<long long>(steps), loss,
-                      examples / std::max(secs - std::max(first_step_, 0.0), 1e-9), trainers_.size());
+                      examples / secs, trainers_.size());
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final ? "\n" : "");
     drawn_ = !final;
@@ -128,7 +131,7 @@ void LaunchMonitor::DrawLocked(bool final) {
   }
   // Not a terminal: a line at every tenth of an epoch.
   const int decile = steps > 0 ? static_cast<int>(epoch * 10 + step * 10 / steps) : 0;
-  if (final || decile != last_decile_) {
+  if (decile != last_decile_) {
     std::fprintf(stderr, "%s\n", text.c_str());
     last_decile_ = decile;
   }

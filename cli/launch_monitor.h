@@ -63,7 +63,8 @@ class LaunchMonitor {
   std::vector<std::shared_ptr<std::FILE>> logs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::deque<std::string>> tails_ ABSL_GUARDED_BY(mu_);
   std::vector<TrainerReport> trainers_ ABSL_GUARDED_BY(mu_);
-  double first_step_ ABSL_GUARDED_BY(mu_) = -1;
+  double first_step_ ABSL_GUARDED_BY(mu_) = -1;  // seconds from start_ to the first and last step reported
+  double last_step_ ABSL_GUARDED_BY(mu_) = -1;
   bool drawn_ ABSL_GUARDED_BY(mu_) = false;
   int last_decile_ ABSL_GUARDED_BY(mu_) = -1;
   std::chrono::steady_clock::time_point last_draw_ ABSL_GUARDED_BY(mu_);
