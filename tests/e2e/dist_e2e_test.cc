@@ -230,7 +230,7 @@ struct Cluster {
 };
 
 TEST(DistE2eTest, AKilledPserverFailsEveryTrainerNamingItsEndpoint) {
-  Cluster c(/*deadline_ms=*/2000);
+  Cluster c(/*deadline_ms=*/4000);
   const auto start = std::chrono::steady_clock::now();
   c.group.SignalOne(0, SIGKILL);  // pserver 0
   auto codes = c.WaitAll(30);
@@ -244,7 +244,7 @@ TEST(DistE2eTest, AKilledPserverFailsEveryTrainerNamingItsEndpoint) {
 }
 
 TEST(DistE2eTest, AKilledTrainerFailsThePserversBarrierNamingItsId) {
-  Cluster c(/*deadline_ms=*/2000);
+  Cluster c(/*deadline_ms=*/4000);
   c.group.SignalOne(3, SIGKILL);  // trainer 1
   auto codes = c.WaitAll(30);
   for (size_t p : {0u, 1u}) {
