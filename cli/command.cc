@@ -35,23 +35,26 @@ const std::vector<Command>& Commands() {
        "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "
        "--trainer_id I [--async] [--mode pserver|nccl2] --out DIR [--json]",
        "cli/transpile_cmd.cc", {"out", "model", "optimizer", "lr", "seed", "batch_size"}, RunTranspile},
-      {"run", "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say "
-               "(reads " + absl::StrJoin(RoleEnvVariables(), ", ") + ")",
+      {"run", "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say",
        "PADDLE_TRAINING_ROLE=TRAINER|PSERVER PADDLE_TRAINERS_NUM=N PADDLE_PSERVER_ENDPOINTS=EP,EP ... oar run "
-       "--model NAME [flags]",
+       "--model NAME [flags]\n\n(reads " + absl::StrJoin(RoleEnvVariables(), ", ") + "; flags override them)",
        "cli/run_cmd.cc",
        {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "limit", "constant_init", "step_log",
         "max_steps", "program", "startup", "pservers", "trainers", "trainer_id", "current_endpoint",
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
         "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times", "loss_name", "feed_names"},
-       RunRun},
+       RunRun,
+       {{"batch_size", "the global batch: each trainer takes batch_size / trainers"}}},
       {"launch", "run a whole cluster (pservers and trainers) on this machine, with one progress display",
        "oar launch --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] [--log_dir DIR]",
        "cli/launch_cmd.cc",
        {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
         "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "min_block_size", "no_slice",
         "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names"},
-       RunLaunch},
+       RunLaunch,
+       {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
+        {"pservers", "the number of pservers to start (1 when not given)"},
+        {"batch_size", "the global batch: each trainer takes batch_size / trainers"}}},
   };
   return *cmds;
 }
@@ -68,9 +71,10 @@ void PrintCommandHelp(const Command& cmd) {
       std::cout << "\nflags:\n";
       header = true;
     }
-    std::cout << "  --" << f.name << " (" << f.type << ", default " 
+    auto own = cmd.flag_help.find(f.name);
+    std::cout << "  --" << f.name << " (" << f.type << ", default "
               << (f.default_value.empty() ? "\"\"" : f.default_value) << ")\n      "
-              << f.description << "\n";
+              << (own != cmd.flag_help.end() ? own->second : f.description) << "\n";
   }
   std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
 }

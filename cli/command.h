@@ -7,6 +7,7 @@
 // Thread-safety: used from main() only.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct Command {
   // Runs with the positional arguments left after flag parsing; returns the
   // process exit code.
   int (*run)(const std::vector<std::string>& args) = nullptr;
+  std::map<std::string, std::string> flag_help;  // what a shared flag means for this command, where it differs
 };
 
 const std::vector<Command>& Commands();

@@ -86,8 +86,10 @@ std::string Explain(const ProcessGroup& g, const LaunchMonitor& m, const ChildEx
 }
 
 absl::Status Launch() {
-  int pservers = 0;
-  if (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1) {
+  int pservers = 1;  // when --pservers is not given
+  gflags::CommandLineFlagInfo given;
+  if (gflags::GetCommandLineFlagInfo("pservers", &given) && !given.is_default &&
+      (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--pservers takes the number of pservers (>= 1), got '",
                                                    FLAGS_pservers, "'"));
   }

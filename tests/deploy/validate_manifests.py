@@ -115,7 +115,7 @@ def main():
 
     # Every role variable set is one `oar run` reads.
     help_text = subprocess.run([a.oar, "run", "--help"], capture_output=True, text=True).stdout
-    m = re.search(r"\(reads ([A-Z_, ]+)\)", help_text)
+    m = re.search(r"\(reads ([A-Z_, ]+);", help_text)
     if not check(m is not None, "`oar run --help` does not list the variables it reads"):
         return report()
     reads = set(v.strip() for v in m.group(1).split(","))
