@@ -89,6 +89,16 @@ inline absl::StatusOr<TranspiledSet> TranspileNet(const FcNetOptions& net_option
   return out;
 }
 
+// The first op of `type` in `b` (a test failure when there is none).
+inline const OpDesc& OnlyOp(const BlockDesc& b, const std::string& type) {
+  for (size_t i = 0; i < b.OpSize(); ++i) {
+    if (b.Op(i).type == type) return b.Op(i);
+  }
+  static const OpDesc none;
+  ADD_FAILURE() << "no " << type << " op";
+  return none;
+}
+
 inline std::vector<std::string> OpTypes(const BlockDesc& block) {
   std::vector<std::string> out;
   for (size_t i = 0; i < block.OpSize(); ++i) out.push_back(block.Op(i).type);

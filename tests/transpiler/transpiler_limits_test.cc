@@ -1,0 +1,110 @@
+// The DistributeTranspiler on sparse gradients, and what it refuses
+// (distributed lookup tables, DC-ASGD, cross-parameter clipping, bad
+// arguments) with errors that say why.
+#include "gtest/gtest.h"
+#include "tests/transpiler/fc_net.h"
+#include "transpiler/distribute_transpiler.h"
+
+namespace oar {
+namespace {
+
+using Ops = std::vector<std::string>;
+
+TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
+  UniqueNameGuard names;
+  Program main, startup;
+  {
+    ProgramGuard g(&main, &startup);
+    ParamAttr emb;
+    emb.name = "emb";
+    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, /*is_sparse=*/true, -1, emb);
+    optimizer::SGD(0.1f).minimize(layers::mean(e));
+  }
+  DistributeTranspiler t;
+  ASSERT_TRUE(t.transpile(0, &main.desc(), kTwoPservers, 2, true, &startup.desc()).ok());
+  auto trainer = t.get_trainer_program(false);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  const OpDesc& split = OnlyOp(trainer->Block(0), "split_selected_rows");
+  EXPECT_EQ(split.GetAttr<std::vector<int64_t>>("height_sections"), (std::vector<int64_t>{2048, 2048}));
+  EXPECT_EQ(split.Output("Out"), (Ops{"emb@GRAD.block0.trainer_0", "emb@GRAD.block1.trainer_0"}));
+  EXPECT_EQ(split.role(), static_cast<int32_t>(OpRole::kDist));
+  auto ps = t.get_pserver_program("127.0.0.1:6174");
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->Block(0).FindVar("emb@GRAD.block0")->type, paddle::framework::proto::VarType::SELECTED_ROWS);
+  EXPECT_EQ(ps->Block(0).Op(0).GetAttr<Ops>("sparse_grad_to_param"), (Ops{"emb@GRAD.block0:emb.block0"}));
+  DistributeTranspilerConfig c;
+  c.runtime_split_send_recv = true;
+  FcNet again;  // any program: only the sparse one is refused below
+  UniqueNameGuard names2;
+  Program main2, startup2;
+  {
+    ProgramGuard g(&main2, &startup2);
+    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true);
+    optimizer::SGD(0.1f).minimize(layers::mean(e));
+  }
+  DistributeTranspiler rt(c);
+  absl::Status s = rt.transpile(0, &main2.desc(), kTwoPservers, 2, true, &startup2.desc());
+  EXPECT_NE(s.message().find("runtime_split_send_recv cannot cut the sparse gradient"), std::string::npos) << s;
+}
+
+TEST(DistributeTranspilerTest, RefusesWhatItCannotDistribute) {
+  {  // a distributed lookup table
+    UniqueNameGuard names;
+    Program main, startup;
+    {
+      ProgramGuard g(&main, &startup);
+      Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true);
+      optimizer::SGD(0.1f).minimize(layers::mean(e));
+    }
+    for (size_t i = 0; i < main.desc().Block(0).OpSize(); ++i) {
+      OpDesc* op = main.desc().MutableBlock(0)->MutableOp(i);
+      if (op->type == "lookup_table") op->SetAttr("is_distributed", true);
+    }
+    absl::Status s = DistributeTranspiler().transpile(0, &main.desc(), kTwoPservers, 2, true, &startup.desc());
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_NE(s.message().find("distributed lookup tables"), std::string::npos) << s;
+  }
+  {  // DC-ASGD
+    FcNet net;
+    DistributeTranspilerConfig c;
+    c.enable_dc_asgd = true;
+    c.sync_mode = false;
+    absl::Status s = DistributeTranspiler(c).transpile(0, &net.main.desc(), kTwoPservers, 2, false, &net.startup.desc());
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  }
+  {  // GradientClipByGlobalNorm mixes every gradient: no pserver can compute it alone
+    UniqueNameGuard names;
+    Program main, startup;
+    {
+      ProgramGuard g(&main, &startup);
+      Var h = layers::fc(layers::data("x", {1000}), 1000);
+      set_gradient_clip(GradientClipByGlobalNorm(1.0f));
+      optimizer::SGD(0.1f).minimize(layers::mean(h));
+    }
+    DistributeTranspiler t;
+    ASSERT_TRUE(main.status().ok()) << main.status();
+    ASSERT_TRUE(t.transpile(0, &main.desc(), kTwoPservers, 2, true, &startup.desc()).ok());
+    absl::Status s = t.get_pserver_program("127.0.0.1:6175").status();
+    EXPECT_NE(s.message().find("GradientClipByGlobalNorm"), std::string::npos) << s;
+  }
+  {  // bad arguments name what is wrong
+    FcNet net;
+    DistributeTranspiler t;
+    EXPECT_NE(t.transpile(2, &net.main.desc(), kTwoPservers, 2).message().find("trainer_id 2 is not in [0, 2)"),
+              std::string::npos);
+    FcNet net2;
+    EXPECT_NE(DistributeTranspiler().transpile(0, &net2.main.desc(), "a:1,a:1", 2).message().find("listed twice"),
+              std::string::npos);
+    FcNet net3;
+    DistributeTranspiler t3;
+    ASSERT_TRUE(t3.transpile(0, &net3.main.desc(), kTwoPservers, 2, true, &net3.startup.desc()).ok());
+    EXPECT_NE(t3.get_pserver_program("127.0.0.1:9").status().message().find("not one of the pservers"),
+              std::string::npos);
+    Program empty;
+    EXPECT_NE(DistributeTranspiler().transpile(0, &empty.desc(), kTwoPservers, 2).message().find("no optimize ops"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace oar
