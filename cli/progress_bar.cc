@@ -1,13 +1,12 @@
 #include "cli/progress_bar.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-
-#include <unistd.h>
-
-#include <algorithm>
 
 namespace oar::cli {
 

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/rpc/rpc_client.h"

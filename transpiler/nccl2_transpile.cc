@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "common/status.h"
