@@ -83,8 +83,10 @@ int64_t ParamBytes(const cli::ModelPrograms& m) {
   return n;
 }
 
-double ExamplesPerSecond(const std::string& out) {
-  const size_t at = out.find(" examples/s");
+// The summary's figure: `after` is what follows it in the summary line
+// (" examples/s across" for oar launch, " examples/s)" for oar train).
+double ExamplesPerSecond(const std::string& out, const std::string& after) {
+  const size_t at = out.find(after);
   if (at == std::string::npos) return 0;
   const size_t begin = out.find_last_of(" (", at - 1);  // "... 12345 examples/s" or "(12345 examples/s"
   return std::atof(out.substr(begin + 1, at - begin - 1).c_str());
@@ -164,9 +166,10 @@ int Trainer(const char* self) {
   Result single = Oar("train " + flags);
   Result dist = Oar("launch --pservers 2 --trainers 2 " + flags);
   if (single.code == 0 && dist.code == 0) {
-    std::printf("  2 pservers x 2 trainers:  %8.0f examples/s (oar launch, 200 steps)\n", ExamplesPerSecond(dist.out));
+    std::printf("  2 pservers x 2 trainers:  %8.0f examples/s (oar launch, 200 steps)\n",
+                ExamplesPerSecond(dist.out, " examples/s across"));
     std::printf("  single process:           %8.0f examples/s (oar train, the same steps)\n",
-                ExamplesPerSecond(single.out));
+                ExamplesPerSecond(single.out, " examples/s)"));
     std::printf("  (this host has %u cores for all %d processes)\n", std::thread::hardware_concurrency(), 4);
   }
   return 0;
