@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/api/program.h"
 #include "common/program_desc.h"
 #include "transpiler/transpile_state.h"
 #include "transpiler/transpiler_config.h"
@@ -62,6 +63,15 @@ class DistributeTranspiler {
   absl::Status transpile(int trainer_id, ProgramDesc* program, const std::string& pservers = "127.0.0.1:6174",
                          std::variant<int, std::string> trainers = 1, bool sync_mode = true,
                          ProgramDesc* startup = nullptr, const std::string& current_endpoint = "127.0.0.1:6174");
+
+  // The same for programs built with the layers API (DESIGN's sketch):
+  //   t.transpile(0, &main, "10.0.0.1:6174,10.0.0.2:6174", 2, true, &startup);
+  absl::Status transpile(int trainer_id, Program* program, const std::string& pservers = "127.0.0.1:6174",
+                         std::variant<int, std::string> trainers = 1, bool sync_mode = true,
+                         Program* startup = nullptr, const std::string& current_endpoint = "127.0.0.1:6174") {
+    return transpile(trainer_id, program == nullptr ? nullptr : &program->desc(), pservers, std::move(trainers),
+                     sync_mode, startup == nullptr ? nullptr : &startup->desc(), current_endpoint);
+  }
 
   // The trainer program (the edited `program`, without optimize and LR ops).
   // With wait_port, first waits (bounded by FLAGS_rpc_deadline) until every

@@ -143,7 +143,7 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
     loss = net.loss.name();
     param_names = net.params;
     DistributeTranspiler tr(config);
-    ASSERT_TRUE(tr.transpile(t, &net.main.desc(), ep_list, 2, true, &net.startup.desc()).ok());
+    ASSERT_TRUE(tr.transpile(t, &net.main, ep_list, 2, true, &net.startup).ok());  // the Program overload
     trainer[t] = *tr.get_trainer_program(/*wait_port=*/false);
     trainer_startup[t] = *tr.get_trainer_startup_program();
     for (int p = 0; p < pservers && t == 0; ++p) {
