@@ -117,6 +117,11 @@ int Fail(const std::string& message) {
 
 namespace oar::cli {
 
+bool FlagGiven(const char* name) {
+  gflags::CommandLineFlagInfo info;
+  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
+}
+
 int RunWithoutArgs(const std::string& command, const std::vector<std::string>& args, absl::Status (*body)()) {
   if (!args.empty()) return Fail(command + " takes no positional arguments (got '" + args[0] + "')");
   absl::Status s = body();

@@ -37,6 +37,10 @@ void PrintCommandHelp(const Command& cmd);
 // --underscored_names. Returns the positional arguments.
 std::vector<std::string> ParseCommandFlags(int argc, char** argv);
 
+// True when flag `name` was given (on the command line or as FLAGS_<name>),
+// not left at its default.
+bool FlagGiven(const char* name);
+
 // Prints "oar: error: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
 

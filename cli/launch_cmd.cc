@@ -32,6 +32,8 @@ DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
 DECLARE_int32(trainers);
+DECLARE_bool(async);
+DECLARE_bool(sync);
 
 namespace oar::cli {
 namespace {
@@ -87,9 +89,7 @@ std::string Explain(const ProcessGroup& g, const LaunchMonitor& m, const ChildEx
 
 absl::Status Launch() {
   int pservers = 1;  // when --pservers is not given
-  gflags::CommandLineFlagInfo given;
-  if (gflags::GetCommandLineFlagInfo("pservers", &given) && !given.is_default &&
-      (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
+  if (FlagGiven("pservers") && (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--pservers takes the number of pservers (>= 1), got '",
                                                    FLAGS_pservers, "'"));
   }
@@ -106,10 +106,8 @@ absl::Status Launch() {
   }
   std::vector<std::string> common = {SelfExe(), "run"};
   for (const char* f : kForwardedFlags) {  // those set here: a child's own defaults are the same
-    gflags::CommandLineFlagInfo info;
-    if (gflags::GetCommandLineFlagInfo(f, &info) && !info.is_default) {
-      common.push_back(absl::StrCat("--", f, "=", info.current_value));
-    }
+    std::string value;
+    if (FlagGiven(f) && gflags::GetCommandLineOption(f, &value)) common.push_back(absl::StrCat("--", f, "=", value));
   }
   std::vector<ChildSpec> specs;
   std::vector<std::string> names;
@@ -124,9 +122,9 @@ absl::Status Launch() {
   for (int i = 0; i < trainers; ++i) {
     std::vector<std::string> argv = common;
     argv.push_back("--report");
-    gflags::CommandLineFlagInfo cpu;
-    if (gflags::GetCommandLineFlagInfo("cpu_num", &cpu) && !cpu.is_default) {
-      argv.push_back("--cpu_num=" + cpu.current_value);
+    std::string cpu;
+    if (FlagGiven("cpu_num") && gflags::GetCommandLineOption("cpu_num", &cpu)) {
+      argv.push_back("--cpu_num=" + cpu);
     } else if (std::getenv("CPU_NUM") == nullptr) {
       argv.push_back("--cpu_num=1");  // one place per trainer unless asked (CPU_NUM or --cpu_num)
     }
@@ -145,10 +143,9 @@ absl::Status Launch() {
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
   }
   for (const auto& s : specs) names.push_back(s.name);
-  std::string sync;
-  gflags::GetCommandLineOption("async", &sync);
+  const char* mode = FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as TranspilerConfigFromFlags reads them
   std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
-               sync == "true" ? "async" : "sync");
+               mode);
 
   const auto start = std::chrono::steady_clock::now();
   LaunchMonitor monitor(names, trainer_of, FLAGS_log_dir);
@@ -214,7 +211,7 @@ absl::Status Launch() {
     if (!get("test_loss").empty()) test_loss = get("test_loss");
   }
   std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s (first step after %.1f s)\n", pservers,
-              trainers, sync == "true" ? "async" : "sync", wall, monitor.FirstStepSeconds());
+              trainers, mode, wall, monitor.FirstStepSeconds());
   std::printf("  trained on %lld examples in %.1f s: %.0f examples/s across the trainers (this host has %u cores)\n",
               static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
               std::thread::hardware_concurrency());

@@ -55,19 +55,14 @@ DECLARE_int64(max_steps);
 namespace oar::cli {
 namespace {
 
-bool FlagSet(const char* name) {
-  gflags::CommandLineFlagInfo info;
-  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
-}
-
 absl::StatusOr<RoleEnv> RoleFromEnvAndFlags() {
   RoleOverrides o;
-  if (FlagSet("role")) o.role = FLAGS_role;
-  if (FlagSet("pservers")) o.pservers = FLAGS_pservers;
-  if (FlagSet("current_endpoint")) o.current_endpoint = FLAGS_current_endpoint;
-  if (FlagSet("trainer_endpoints")) o.trainer_endpoints = FLAGS_trainer_endpoints;
-  if (FlagSet("trainer_id")) o.trainer_id = FLAGS_trainer_id;
-  if (FlagSet("trainers")) o.trainers = FLAGS_trainers;
+  if (FlagGiven("role")) o.role = FLAGS_role;
+  if (FlagGiven("pservers")) o.pservers = FLAGS_pservers;
+  if (FlagGiven("current_endpoint")) o.current_endpoint = FLAGS_current_endpoint;
+  if (FlagGiven("trainer_endpoints")) o.trainer_endpoints = FLAGS_trainer_endpoints;
+  if (FlagGiven("trainer_id")) o.trainer_id = FLAGS_trainer_id;
+  if (FlagGiven("trainers")) o.trainers = FLAGS_trainers;
   return ResolveRole([](const char* n) { return std::getenv(n); }, o, FLAGS_mode == "nccl2");
 }
 

@@ -92,9 +92,7 @@ absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   c.runtime_split_send_recv = FLAGS_runtime_split_send_recv;
   c.wait_port = false;  // nothing runs here: there is no one to wait for
   OAR_ASSIGN_OR_RETURN(c.split_method, ParseSplitMethod(FLAGS_split_method));
-  gflags::CommandLineFlagInfo sync;
-  gflags::GetCommandLineFlagInfo("sync", &sync);
-  if (FLAGS_async && !sync.is_default && FLAGS_sync) return absl::InvalidArgumentError("--sync and --async contradict");
+  if (FLAGS_async && FlagGiven("sync") && FLAGS_sync) return absl::InvalidArgumentError("--sync and --async contradict");
   c.sync_mode = FLAGS_sync && !FLAGS_async;
   OAR_RETURN_IF_ERROR(c.Validate());
   return c;

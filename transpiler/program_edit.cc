@@ -49,24 +49,6 @@ VarDesc* CloneVar(BlockDesc* block, const VarDesc& var) {
   return v;
 }
 
-VarNameParts SplitVarName(const std::string& name) {
-  VarNameParts p;
-  size_t trainer_at = name.find(".trainer_");
-  if (trainer_at != std::string::npos) {
-    p.trainer = name.substr(trainer_at + 1);
-  } else {
-    trainer_at = name.size();
-  }
-  size_t block_at = name.find(".block");
-  if (block_at != std::string::npos && block_at < trainer_at) {
-    p.block = name.substr(block_at + 1, trainer_at - block_at - 1);
-  } else {
-    block_at = name.size();
-  }
-  p.origin = name.substr(0, std::min(block_at, trainer_at));
-  return p;
-}
-
 std::vector<int64_t> BlockShape(const std::vector<int64_t>& shape, int64_t size) {
   int64_t width = 1;
   for (size_t i = 1; i < shape.size(); ++i) width *= shape[i];

@@ -27,13 +27,6 @@ OpDesc MakeOp(std::string type, OpDesc::VarMap inputs, OpDesc::VarMap outputs,
 // Copies `var` into `block` under its own name unless the block has it.
 VarDesc* CloneVar(BlockDesc* block, const VarDesc& var);
 
-// Fluid's reading of a transpiled name: "fc_w@GRAD.block1.trainer_0" →
-// origin "fc_w@GRAD", block "block1", trainer "trainer_0".
-struct VarNameParts {
-  std::string origin, block, trainer;
-};
-VarNameParts SplitVarName(const std::string& name);
-
 // Rows of a block of `size` elements cut from a variable of `shape`, as a
 // shape: [size / width, shape[1:]...].
 std::vector<int64_t> BlockShape(const std::vector<int64_t>& shape, int64_t size);
