@@ -22,6 +22,7 @@
 #include "bench/bench_util.h"
 #include "cli/model_build.h"
 #include "common/blas.h"
+#include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "gflags/gflags.h"
@@ -102,7 +103,11 @@ int Trainer(const char* self) {
   pid_t pid = -1;
   CHECK_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
   const std::string ep = absl::StrCat("127.0.0.1:", port);
-  CHECK(rpc::RpcClient::Global()->WaitServerReady({ep, absl::StrCat("127.0.0.1:", bare_port)}, 30000).ok());
+  {
+    rpc::GrpcTransport grpc;
+    rpc::RpcClient probe(&grpc);
+    CHECK(probe.WaitServerReady({ep, absl::StrCat("127.0.0.1:", bare_port)}, 30000).ok());
+  }
 
   auto m = Model();
   CHECK(m.ok()) << m.status();

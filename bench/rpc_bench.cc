@@ -11,7 +11,13 @@
 //      against the model 4 x 2 x 1 MiB / bare throughput + 4 bare round trips
 //      (<= 1.5x);
 //   5. pserver peak RSS holding a 256 MiB model (64 blocks, Adam) after a
-//      full push + pull, against 1.3 x (parameters + state) + 64 MiB.
+//      full push + pull by 1 and by 4 trainers, against 1.3 x (parameters +
+//      state) + 64 MiB;
+//   6. the cost of checking every request (its header against a declared
+//      variable) and of applying each (trainer, sequence number) once: the
+//      4 MiB push + pull and the 64 B round trip through a handler that does
+//      both, against the same handler without them (targets <= 1.03x and
+//      <= 1.05x). The client numbers its calls in both.
 // The client re-executes itself as the server (--role=server / memory).
 #include <spawn.h>
 #include <sys/wait.h>
@@ -28,14 +34,17 @@
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
 #include "common/executor.h"
+#include "common/rpc/grpc_server.h"
+#include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
-#include "common/rpc/rpc_server.h"
+#include "pserver/replay_guard.h"
 #include "common/tensor_io.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
 DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
 DEFINE_string(port_file, "", "server roles: write the ports here");
+DEFINE_int32(trainers, 1, "memory role: the trainers (Fanin) of the 256 MiB model");
 
 extern char** environ;
 
@@ -44,37 +53,51 @@ namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-// Ours, echo style: stores what is sent (recycling the previous value's
-// buffer, as ParameterServer does), serves it back.
+// Ours, echo style: stores what is sent (into the previous value's buffer,
+// as ParameterServer does), serves it back. `checked`: each request's header
+// is checked against the first one seen under its name (dtype, shape; what
+// VarStore::Admit does against a declaration) and each (trainer, sequence
+// number) applied once through a ReplayGuard, as ParameterServer does.
 class StoreHandler : public rpc::RpcHandler {
  public:
-  Variable SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) override {
-    absl::MutexLock l(&mu_);
-    auto it = spares_.find(meta.varname());
-    if (kind != rpc::RpcKind::kSend || it == spares_.end()) return {};
-    Variable v = std::move(it->second);
-    spares_.erase(it);
-    return v;
-  }
+  explicit StoreHandler(bool checked) : checked_(checked), guard_(4) {}
   bool NeverBlocks(rpc::RpcKind) const override { return true; }  // a map under a short lock
-  absl::Status Handle(rpc::RpcKind kind, rpc::Received& req, rpc::Reply* reply) override {
-    absl::MutexLock l(&mu_);
-    if (kind == rpc::RpcKind::kSend) {
-      Variable& dst = vars_[req.meta.varname()];
-      std::swap(dst, req.var);
-      spares_[req.meta.varname()] = std::move(req.var);
-      return absl::OkStatus();
-    }
-    auto it = vars_.find(req.meta.varname());
-    if (it == vars_.end()) return absl::NotFoundError(req.meta.varname());
-    reply->name = it->first;
-    reply->owned = it->second;  // shares the buffer: no copy
-    return absl::OkStatus();
+  absl::Status Handle(rpc::RpcKind kind, const rpc::IncomingMessage& req, rpc::Reply* reply) override {
+    const rpc::MessageHeader& h = req.header();
+    const uint64_t seq = checked_ ? static_cast<uint64_t>(h.meta.oar_seq()) : 0;
+    auto ticket = guard_.Begin(static_cast<int>(h.trainer_id()), seq, absl::Now() + absl::Seconds(10));
+    if (!ticket.ok()) return ticket.status();
+    absl::Status s = Apply(kind, req, reply);
+    guard_.End(static_cast<int>(h.trainer_id()), seq, s);
+    return s;
   }
 
  private:
+  absl::Status Apply(rpc::RpcKind kind, const rpc::IncomingMessage& req, rpc::Reply* reply) {
+    const rpc::MessageHeader& h = req.header();
+    absl::MutexLock l(&mu_);
+    if (kind == rpc::RpcKind::kSend) {
+      if (checked_) {
+        auto [decl, fresh] = declared_.try_emplace(h.name(), std::make_pair(h.dtype, h.dims));
+        if (!fresh && (decl->second.first != h.dtype || decl->second.second != h.dims)) {
+          return absl::InvalidArgumentError(absl::StrCat("'", h.name(), "' has the wrong dtype or shape"));
+        }
+      }
+      req.DecodeInto(&vars_[h.name()]);
+      return absl::OkStatus();
+    }
+    auto it = vars_.find(h.name());
+    if (it == vars_.end()) return absl::NotFoundError(h.name());
+    reply->name = it->first;
+    reply->var = it->second;  // shares the buffer: no copy
+    return absl::OkStatus();
+  }
+
+  const bool checked_;
+  ReplayGuard guard_;
   absl::Mutex mu_;
-  std::map<std::string, Variable> vars_, spares_;
+  std::map<std::string, Variable> vars_;
+  std::map<std::string, std::pair<DataType, DDim>> declared_;
 };
 
 int Server() {
@@ -82,20 +105,25 @@ int Server() {
   BareService bare_service(64 * kMiB);
   int bare = 0;
   auto bare_server = StartBareServer(&bare_service, &bare);
-  StoreHandler store;
-  auto ours = rpc::RpcServer::Start({.endpoint = "127.0.0.1:0"}, &store);
+  StoreHandler store(/*checked=*/true), unchecked(/*checked=*/false);
+  auto ours = rpc::GrpcServer::Start({.endpoint = "127.0.0.1:0"}, &store);
   CHECK(ours.ok()) << ours.status();
+  auto plain = rpc::GrpcServer::Start({.endpoint = "127.0.0.1:0"}, &unchecked);
+  CHECK(plain.ok()) << plain.status();
   BenchPserver sync = MakeBenchPserver(1, kMiB / 4, /*adam=*/false, 4);
   Scope scope;
   Executor exe;
   CHECK(exe.Run(sync.startup, &scope).ok());
+  rpc::GrpcTransport grpc;
+  sync.config.transport = &grpc;
   auto ps = ParameterServer::Create(sync.config, sync.main, &scope);
   CHECK(ps.ok()) << ps.status();
   auto ps_ep = (*ps)->Start();
   CHECK(ps_ep.ok());
   std::thread loop([&] { CHECK((*ps)->Run().ok()); });
   CHECK(WriteFileAtomically(FLAGS_port_file, absl::StrCat(raw, " ", bare, " ", (*ours)->port(), " ",
-                                                          ps_ep->substr(ps_ep->rfind(':') + 1), "\n"))
+                                                          ps_ep->substr(ps_ep->rfind(':') + 1), " ", (*plain)->port(),
+                                                          "\n"))
             .ok());
   loop.join();
   std::this_thread::sleep_for(std::chrono::hours(1));  // killed by the client
@@ -103,10 +131,12 @@ int Server() {
 }
 
 int MemoryServer() {
-  BenchPserver model = MakeBenchPserver(64, kMiB, /*adam=*/true, 1);  // 64 x 4 MiB
+  BenchPserver model = MakeBenchPserver(64, kMiB, /*adam=*/true, FLAGS_trainers);  // 64 x 4 MiB
   Scope scope;
   Executor exe;
   CHECK(exe.Run(model.startup, &scope).ok());
+  rpc::GrpcTransport grpc;
+  model.config.transport = &grpc;
   auto ps = ParameterServer::Create(model.config, model.main, &scope);
   CHECK(ps.ok()) << ps.status();
   auto ep = (*ps)->Start();
@@ -119,10 +149,11 @@ int MemoryServer() {
 struct Child {
   pid_t pid = -1;
   std::vector<int> ports;
-  Child(const std::string& role, size_t nports) {
+  Child(const std::string& role, size_t nports, int trainers = 1) {
     const std::string file = "/tmp/oar_rpc_bench_" + std::to_string(::getpid()) + "_" + role;
     std::remove(file.c_str());
-    std::vector<std::string> args = {"/proc/self/exe", "--role=" + role, "--port_file=" + file};
+    std::vector<std::string> args = {"/proc/self/exe", "--role=" + role, "--port_file=" + file,
+                                     "--trainers=" + std::to_string(trainers)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -169,11 +200,12 @@ long StatusKb(pid_t pid, const std::string& key) {
 }
 
 int Client() {
-  Child server("server", 4);
+  Child server("server", 5);
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());
   BareClient bare(server.Ep(1));
-  rpc::RpcClient ours(rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+  rpc::GrpcTransport grpc;
+  rpc::RpcClient ours(&grpc, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
   const std::string ep = server.Ep(2);
 
   // 1. 4 MiB push + pull.
@@ -229,7 +261,7 @@ int Client() {
   const std::string ps = server.Ep(3);
   Variable grad = Floats(kMiB);
   auto trainer = [&](int t, int rounds) {
-    rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+    rpc::RpcClient c(&grpc, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
     Variable p;
     for (int r = 0; r < rounds; ++r) {
       CHECK(c.AsyncSendVar(ps, "p0@GRAD", &grad, {.trainer_id = t})->Wait().ok());
@@ -242,7 +274,7 @@ int Client() {
     std::vector<std::thread> ts;
     for (int t = 0; t < 4; ++t) {
       ts.emplace_back([&, t] {
-        rpc::RpcClient c;
+        rpc::RpcClient c(&grpc);
         Variable p;
         CHECK(c.AsyncGetVar(ps, "p0", &p, t)->Wait().ok());
         CHECK(c.AsyncSendFetchBarrier(ps, t)->Wait().ok());
@@ -266,40 +298,62 @@ int Client() {
               round * 1e3, model * 1e3, round / model);
   for (int t = 0; t < 4; ++t) CHECK(ours.AsyncSendComplete(ps, t)->Wait().ok());
 
-  // 5. Pserver memory with a 256 MiB model and Adam.
-  Child mem("memory", 1);
-  const std::string mep = mem.Ep(0);
-  const long before_kb = StatusKb(mem.pid, "VmRSS");
-  Variable g4 = Floats(4 * kMiB);
-  CHECK(ours.AsyncSendFetchBarrier(mep, 0)->Wait().ok());  // ends the initial-pull phase
-  for (int i = 0; i < 64; i += 8) {
-    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-    for (int k = i; k < i + 8; ++k) calls.push_back(ours.AsyncSendVar(mep, "p" + std::to_string(k) + "@GRAD", &g4));
-    for (auto& c : calls) {
-      absl::Status st = c->Wait();
-      CHECK(st.ok()) << st;
-    }
+  // 5. Pserver memory with a 256 MiB model and Adam, pushed by 1 and by 4 trainers.
+  for (int trainers : {1, 4}) {
+    Child mem("memory", 1, trainers);
+    const std::string mep = mem.Ep(0);
+    const long before_kb = StatusKb(mem.pid, "VmRSS");
+    Variable g4 = Floats(4 * kMiB);
+    auto push_pull = [&](int t) {
+      rpc::RpcClient c(&grpc, rpc::ClientOptions{.deadline_ms = 120000, .retry_times = 0});
+      CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());  // ends the initial-pull phase
+      for (int i = 0; i < 64; i += 8) {
+        std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+        for (int k = i; k < i + 8; ++k) {
+          calls.push_back(c.AsyncSendVar(mep, "p" + std::to_string(k) + "@GRAD", &g4, {.trainer_id = t}));
+        }
+        for (auto& call : calls) {
+          absl::Status st = call->Wait();
+          CHECK(st.ok()) << st;
+        }
+      }
+      CHECK(c.AsyncSendBatchBarrier(mep, t)->Wait().ok());
+      for (int i = 0; i < 64; i += 8) {
+        std::vector<Variable> got(8);
+        std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+        for (int k = i; k < i + 8; ++k) calls.push_back(c.AsyncGetVar(mep, "p" + std::to_string(k), &got[k - i], t));
+        for (auto& call : calls) {
+          absl::Status st = call->Wait();
+          CHECK(st.ok()) << st;
+        }
+      }
+      CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());
+    };
+    std::vector<std::thread> ts;
+    for (int t = 0; t < trainers; ++t) ts.emplace_back(push_pull, t);
+    for (auto& th : ts) th.join();
+    const long peak_kb = StatusKb(mem.pid, "VmHWM");
+    for (int t = 0; t < trainers; ++t) CHECK(ours.AsyncSendComplete(mep, t)->Wait().ok());
+    const double state_mib = 256.0 * 3;  // parameters + two Adam moments
+    std::printf("pserver_memory %d trainer(s), 256 MiB model + Adam state (%.0f MiB): peak RSS %.0f MiB (at start "
+                "%.0f MiB), budget 1.3 x %.0f + 64 = %.0f MiB -> %s\n",
+                trainers, state_mib, peak_kb / 1024.0, before_kb / 1024.0, state_mib, 1.3 * state_mib + 64,
+                peak_kb / 1024.0 <= 1.3 * state_mib + 64 ? "within" : "OVER");
   }
-  CHECK(ours.AsyncSendBatchBarrier(mep, 0)->Wait().ok());
-  for (int i = 0; i < 64; i += 8) {
-    std::vector<Variable> got(8);
-    std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-    for (int k = i; k < i + 8; ++k) calls.push_back(ours.AsyncGetVar(mep, "p" + std::to_string(k), &got[k - i]));
-    for (auto& c : calls) {
-      absl::Status st = c->Wait();
-      CHECK(st.ok()) << st;
-    }
-  }
-  CHECK(ours.AsyncSendFetchBarrier(mep, 0)->Wait().ok());
-  const long peak_kb = StatusKb(mem.pid, "VmHWM");
-  CHECK(ours.AsyncSendComplete(mep, 0)->Wait().ok());
-  const double state_mib = 256.0 * 3;  // parameters + two Adam moments
-  std::printf("pserver_memory 256 MiB model + Adam state (%.0f MiB): peak RSS %.0f MiB (at start %.0f MiB), budget "
-              "1.3 x %.0f + 64 = %.0f MiB -> %s; without the 256 MiB of received gradients (held until the batch "
-              "barrier) %.0f MiB -> %s\n",
-              state_mib, peak_kb / 1024.0, before_kb / 1024.0, state_mib, 1.3 * state_mib + 64,
-              peak_kb / 1024.0 <= 1.3 * state_mib + 64 ? "within" : "OVER", peak_kb / 1024.0 - 256,
-              peak_kb / 1024.0 - 256 <= 1.3 * state_mib + 64 ? "within" : "OVER");
+
+  // 6. What checking and de-duplicating every request costs.
+  const std::string unchecked_ep = server.Ep(4);
+  auto plain_4m = [&] {
+    CHECK(ours.AsyncSendVar(unchecked_ep, "w", &block)->Wait().ok());
+    CHECK(ours.AsyncGetVar(unchecked_ep, "w", &got4)->Wait().ok());
+  };
+  auto plain_rt = [&] { CHECK(ours.AsyncSendVar(unchecked_ep, "s", &small)->Wait().ok()); };
+  Paired c4 = TimePaired(ours_4m, plain_4m, 10, 9);
+  Paired crt = TimePaired(ours_rt, plain_rt, 200, 9);
+  std::printf("rpc_checked 4 MiB push+pull: %.2f GB/s checked, %.2f GB/s unchecked -> %.3fx time (target <= 1.03x); "
+              "64 B round trip: %.1f us checked, %.1f us unchecked -> %.3fx (target <= 1.05x)\n",
+              GBps(8 * kMiB, c4.a_seconds), GBps(8 * kMiB, c4.b_seconds), c4.ratio, crt.a_seconds * 1e6,
+              crt.b_seconds * 1e6, crt.ratio);
   return 0;
 }
 

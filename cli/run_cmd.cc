@@ -109,6 +109,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
   options.loss = io.loss;
+  options.pservers = env.pservers;
   if (FLAGS_cpu_num > 1) {
     options.places = CpuPlaces(FLAGS_cpu_num);
   } else if (FLAGS_cpu_num == 0) {

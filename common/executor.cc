@@ -69,7 +69,7 @@ void AddFeedFetchOps(ProgramDesc* program, const std::vector<std::string>& feed_
 
 absl::StatusOr<std::unique_ptr<PreparedBlock>> Executor::Prepare(const ProgramDesc& program,
                                                                  int block_id) const {
-  return PreparedBlock::Create(program, block_id, *registry_, place_);
+  return PreparedBlock::Create(program, block_id, *registry_, place_, options_.env);
 }
 
 absl::Status Executor::RunPrepared(PreparedBlock* block, Scope* scope) {
@@ -194,28 +194,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Sc
   return out;
 }
 
-namespace {
-absl::Mutex close_mu(absl::kConstInit);
-std::vector<std::function<absl::Status()>>& CloseHooks() {
-  static auto* hooks = new std::vector<std::function<absl::Status()>>();
-  return *hooks;
-}
-}  // namespace
-
-void Executor::AddCloseHook(std::function<absl::Status()> hook) {
-  absl::MutexLock l(&close_mu);
-  CloseHooks().push_back(std::move(hook));
-}
-
 absl::Status Executor::Close() {
-  std::vector<std::function<absl::Status()>> hooks;
-  {
-    absl::MutexLock l(&close_mu);
-    hooks = CloseHooks();
-  }
-  absl::Status first;
-  for (auto& h : hooks) first.Update(h());
-  return first;
+  if (options_.env == nullptr || !options_.env->on_close) return absl::OkStatus();
+  return options_.env->on_close();
 }
 
 }  // namespace oar

@@ -27,6 +27,7 @@
 #include "common/op_registry.h"
 #include "common/place.h"
 #include "common/program_desc.h"
+#include "common/run_env.h"
 #include "common/scope.h"
 
 namespace oar {
@@ -39,6 +40,9 @@ struct ExecutorOptions {
   // step reuse the previous step's buffers instead of page-faulting in fresh
   // ones; 1 drops after every run, as Fluid's plain Executor did.
   int num_iteration_per_drop_scope = 100;
+  // The network objects its ops use (RPC client, transport); must outlive
+  // the executor. Null: ops that need the network fail with a clear error.
+  const RunEnv* env = nullptr;
 };
 
 // A block ready to run: ops validated and bound to kernels. Built by
@@ -69,13 +73,11 @@ class Executor {
 
   const Place& place() const { return place_; }
 
-  // Fluid's Executor.close(): a trainer's last call. Runs the close hooks —
-  // the RPC layer's sends COMPLETE@RECV to every pserver this process talked
-  // to, so the pservers stop waiting for this trainer. Returns the first
-  // hook's error; calling it again does nothing more.
+  // Fluid's Executor.close(): a trainer's last call. With an RPC client in
+  // its RunEnv, sends COMPLETE@RECV to every pserver that client talked to,
+  // so the pservers stop waiting for this trainer. Returns the first error;
+  // calling it again does nothing more.
   absl::Status Close();
-  // Registers a hook run by every Executor::Close (process-wide).
-  static void AddCloseHook(std::function<absl::Status()> hook);
 
  private:
   struct CacheEntry;

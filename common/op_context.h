@@ -16,6 +16,7 @@
 #include "common/ddim.h"
 #include "common/place.h"
 #include "common/program_desc.h"
+#include "common/run_env.h"
 #include "common/scope.h"
 
 namespace oar {
@@ -117,8 +118,8 @@ class BlockRunner {
 class ExecutionContext {
  public:
   ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place,
-                   Scope* scope = nullptr, BlockRunner* runner = nullptr)
-      : op_(op), binding_(binding), place_(place), scope_(scope), runner_(runner) {}
+                   Scope* scope = nullptr, BlockRunner* runner = nullptr, const RunEnv* env = nullptr)
+      : op_(op), binding_(binding), place_(place), scope_(scope), runner_(runner), env_(env) {}
 
   const OpDesc& op() const { return op_; }
   const Place& place() const { return place_; }
@@ -126,6 +127,9 @@ class ExecutionContext {
   // caller runs single ops without an executor.
   Scope* scope() const { return scope_; }
   BlockRunner* runner() const { return runner_; }
+  // The network objects of the runtime that runs the op; null where none
+  // was given (ops that need one return FailedPrecondition).
+  const RunEnv* env() const { return env_; }
   template <typename T>
   T Attr(const std::string& name) const {
     return op_.GetAttr<T>(name);
@@ -149,6 +153,7 @@ class ExecutionContext {
   const Place& place_;
   Scope* scope_;
   BlockRunner* runner_;
+  const RunEnv* env_;
 };
 
 // The bound variables of `slot` in `slots`, or nullptr when absent.

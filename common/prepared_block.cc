@@ -11,13 +11,13 @@ namespace oar {
 namespace proto = paddle::framework::proto;
 
 absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
-    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place) {
+    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place, const RunEnv* env) {
   if (block_id < 0 || block_id >= static_cast<int>(program.NumBlocks())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
   }
   auto copy = std::make_unique<ProgramDesc>(program);
-  std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place, &registry));
+  std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place, &registry, env));
   BlockDesc* block = pb->program_->MutableBlock(block_id);
   for (size_t i = 0; i < block->OpSize(); ++i) {
     OpDesc* op = block->MutableOp(i);
@@ -109,7 +109,7 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
     RuntimeInferShapeContext ictx(*op.desc, op.binding);
     OAR_RETURN_IF_ERROR(infer(ictx));
   }
-  ExecutionContext ctx(*op.desc, op.binding, place_, bound_local_, this);
+  ExecutionContext ctx(*op.desc, op.binding, place_, bound_local_, this, env_);
   DataType dtype = op.info->KernelDtype(ctx);
   if (op.kernel == nullptr || dtype != op.kernel_dtype) {
     OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
@@ -131,7 +131,7 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
 absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
   auto& sub = sub_blocks_[idx];
   if (sub == nullptr) {
-    OAR_ASSIGN_OR_RETURN(sub, Create(*program_, idx, *registry_, place_));
+    OAR_ASSIGN_OR_RETURN(sub, Create(*program_, idx, *registry_, place_, env_));
   }
   OAR_RETURN_IF_ERROR(sub->Bind(bound_scope_, scope));
   absl::Status s = sub->Run();

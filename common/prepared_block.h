@@ -21,8 +21,11 @@ class PreparedBlock : public BlockRunner {
  public:
   // Copies `program`, checks every op of block `block_id` against `registry`.
   // InvalidArgument/NotFound naming the block, op index and type.
+  // `env` (may be null) is what the ops see as ExecutionContext::env(); it
+  // must outlive the block.
   static absl::StatusOr<std::unique_ptr<PreparedBlock>> Create(
-      const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place);
+      const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place,
+      const RunEnv* env = nullptr);
 
   // Creates the block's variables — persistable ones in `scope`, the rest in
   // `local` (a descendant of `scope`, or `scope` itself) — and binds every op
@@ -56,8 +59,9 @@ class PreparedBlock : public BlockRunner {
     DataType kernel_dtype = DataType::kFloat32;
   };
 
-  PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place, const OpRegistry* registry)
-      : program_(std::move(program)), block_id_(block_id), place_(place), registry_(registry) {}
+  PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place, const OpRegistry* registry,
+                const RunEnv* env)
+      : program_(std::move(program)), block_id_(block_id), place_(place), registry_(registry), env_(env) {}
   absl::Status CheckInputsSet(const OpRuntime& op) const;
   absl::Status RunOp(OpRuntime& op);
 
@@ -65,6 +69,7 @@ class PreparedBlock : public BlockRunner {
   int block_id_;
   Place place_;
   const OpRegistry* registry_;
+  const RunEnv* env_;
   std::vector<OpRuntime> ops_;
   Scope* bound_scope_ = nullptr;
   Scope* bound_local_ = nullptr;

@@ -24,6 +24,13 @@ void ThreadPool::Schedule(std::function<void()> fn) {
   queue_.push_back(std::move(fn));
 }
 
+bool ThreadPool::TrySchedule(std::function<void()> fn, size_t max_queued) {
+  absl::MutexLock lock(&mu_);
+  if (queue_.size() >= max_queued) return false;
+  queue_.push_back(std::move(fn));
+  return true;
+}
+
 void ThreadPool::ScheduleOn(int worker, std::function<void()> fn) {
   absl::MutexLock lock(&mu_);
   own_[static_cast<size_t>(worker) % own_.size()].push_back(std::move(fn));

@@ -24,6 +24,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Schedule(std::function<void()> fn);
+  // Schedules `fn` unless `max_queued` closures already wait in the shared
+  // queue; false (and `fn` dropped) then. For callers that must bound memory
+  // under a flood, answering "busy" instead of queueing.
+  bool TrySchedule(std::function<void()> fn, size_t max_queued);
   // Runs `fn` on worker `worker % size()` (keeps a data-parallel place's
   // ops on one core and its caches); that worker takes its own queue first,
   // the shared one next.

@@ -1,6 +1,7 @@
 // listen_and_serv: the op that is a pserver program's block 0. It runs a
-// ParameterServer over the op's scope and program until every trainer has
-// completed, SIGTERM/SIGINT, or an error. Fluid's attributes: endpoint,
+// ParameterServer over the op's scope and program, serving through the
+// executor's RunEnv transport (gRPC when none is given), until every trainer
+// has completed, SIGTERM/SIGINT, or an error. Fluid's attributes: endpoint,
 // Fanin, optimize_blocks, grad_to_block_id, sync_mode, distributed_mode
 // (0 sync, 1 async), lr_decay_block_id, checkpint_block_id (Fluid's
 // spelling), pserver_id. The bound port goes to the log and, when
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/op_registry.h"
+#include "common/rpc/grpc_transport.h"
 #include "common/ops/op_util.h"
 #include "common/tensor_io.h"
 #include "gflags/gflags.h"
@@ -47,6 +49,13 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   config.server.tls_cert = FLAGS_rpc_tls_cert;
   config.server.tls_key = FLAGS_rpc_tls_key;
   if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
+  // The runtime's transport, or gRPC.
+  std::unique_ptr<rpc::GrpcTransport> own;
+  config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
+  if (config.transport == nullptr) {
+    own = std::make_unique<rpc::GrpcTransport>();
+    config.transport = own.get();
+  }
   // The Executor gives ops a local scope; the persistables (what the
   // pserver updates, serves and checkpoints) live in an ancestor of it.
   Scope* scope = ctx.scope();

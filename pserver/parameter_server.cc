@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
                                                                          const ProgramDesc& program, Scope* scope,
                                                                          Place place) {
   if (config.fanin < 1) return absl::InvalidArgumentError(absl::StrCat("Fanin must be >= 1, got ", config.fanin));
+  if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
   if (config.timeout_ms <= 0) config.timeout_ms = FLAGS_rpc_deadline;
   const int nblocks = static_cast<int>(program.NumBlocks());
@@ -45,59 +46,62 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.lr_decay_block_id >= 0) OAR_RETURN_IF_ERROR(check_block(config.lr_decay_block_id, "lr_decay_block_id"));
 
   std::unique_ptr<ParameterServer> ps(new ParameterServer(std::move(config), program, scope, place));
+  const PserverConfig& c = ps->config_;
+  OAR_ASSIGN_OR_RETURN(ps->store_, VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id));
+  ps->guard_ = std::make_unique<ReplayGuard>(c.fanin);
   const BlockDesc& global = program.Block(0);
   for (const auto& [name, v] : global.vars()) {
     if (scope->FindVar(name) != nullptr) continue;  // e.g. parameters, in an ancestor scope
     Variable* var = scope->Var(name);
     if (v.type == paddle::framework::proto::VarType::SELECTED_ROWS) var->GetMutable<SelectedRows>();
   }
-  std::vector<int> ids = ps->config_.optimize_blocks;
-  if (ps->config_.lr_decay_block_id > 0) ids.push_back(ps->config_.lr_decay_block_id);
-  for (const auto& [g, id] : ps->config_.grad_to_block_id) ids.push_back(id);
+  // The blocks whose leading `sum` the store does as gradients arrive run
+  // without it (the program itself keeps Fluid's ops).
+  ProgramDesc runnable(program);
+  for (int id : ps->store_->merged_blocks()) runnable.MutableBlock(static_cast<size_t>(id))->RemoveOps(0, 1);
+  std::vector<int> ids = c.optimize_blocks;
+  if (c.lr_decay_block_id > 0) ids.push_back(c.lr_decay_block_id);
+  for (const auto& [g, id] : c.grad_to_block_id) ids.push_back(id);
   for (int id : ids) {
     if (ps->blocks_.count(id)) continue;
-    OAR_ASSIGN_OR_RETURN(ps->blocks_[id], PreparedBlock::Create(program, id, OpRegistry::Global(), place));
+    OAR_ASSIGN_OR_RETURN(ps->blocks_[id], PreparedBlock::Create(runnable, id, OpRegistry::Global(), place));
     ps->block_mu_[id] = std::make_unique<absl::Mutex>();
     for (size_t i = 0; i < program.Block(id).OpSize(); ++i) {
-      for (const auto& p : program.Block(id).Op(i).Input("Param")) ps->params_.insert(p);
       for (const auto& out : program.Block(id).Op(i).OutputArgNames()) {
         const VarDesc* v = global.FindVar(out);
-        if (v != nullptr && v->persistable) ps->param_block_[out] = id;
+        if (v != nullptr && v->persistable && id != c.lr_decay_block_id) ps->param_block_[out] = id;
       }
     }
   }
   int first = nblocks;
-  for (const auto& [g, id] : ps->config_.grad_to_block_id) {
+  for (const auto& [g, id] : c.grad_to_block_id) {
     if (id < first) {
       first = id;
       ps->first_grad_ = g;
     }
   }
-  if (ps->config_.optimize_blocks.size() > 1) {
-    const size_t threads = std::min<size_t>(ps->config_.optimize_blocks.size(),
-                                            std::max(1u, std::thread::hardware_concurrency()));
+  if (c.optimize_blocks.size() > 1) {
+    const size_t threads = std::min<size_t>(c.optimize_blocks.size(), std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
   }
-  if (ps->config_.sync_mode) {
-    ps->barrier_ = std::make_unique<StepBarrier>(ps->config_.fanin, absl::Milliseconds(ps->config_.timeout_ms));
-  }
+  if (c.sync_mode) ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms));
   {
     absl::MutexLock l(&ps->state_mu_);
-    ps->last_message_ = absl::Now();
+    ps->last_message_.assign(static_cast<size_t>(c.fanin), absl::Now());
   }
   return ps;
 }
 
 ParameterServer::~ParameterServer() {
   Stop();
-  server_.reset();  // shuts down: in-flight handlers finish (their waits were released)
+  listener_.reset();  // shuts down: in-flight handlers finish (their waits were released)
 }
 
 absl::StatusOr<std::string> ParameterServer::Start() {
   rpc::ServerOptions o = config_.server;
   o.endpoint = config_.endpoint;
-  OAR_ASSIGN_OR_RETURN(server_, rpc::RpcServer::Start(o, this));
-  bound_endpoint_ = server_->endpoint();
+  OAR_ASSIGN_OR_RETURN(listener_, config_.transport->Listen(o, this));
+  bound_endpoint_ = listener_->endpoint();
   return bound_endpoint_;
 }
 
@@ -109,13 +113,21 @@ void ParameterServer::Stop() {
   if (barrier_) barrier_->Stop();
 }
 
+PserverStats ParameterServer::stats() const {
+  absl::MutexLock l(&state_mu_);
+  PserverStats s = stats_;
+  s.duplicates = guard_->duplicates();
+  if (barrier_) s.steps = barrier_->step();
+  return s;
+}
+
 std::string ParameterServer::Who(int trainer_id) const {
   return absl::StrCat("pserver ", bound_endpoint_.empty() ? config_.endpoint : bound_endpoint_, " (trainer ",
                       trainer_id, ")");
 }
 
 absl::Status ParameterServer::Run() {
-  if (server_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
+  if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
   return s.ok() ? s : Annotate(s, absl::StrCat("pserver ", bound_endpoint_));
 }
@@ -152,27 +164,34 @@ absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
   return s;
 }
 
+absl::Status ParameterServer::RunLrBlock() {
+  if (config_.lr_decay_block_id <= 0) return absl::OkStatus();
+  absl::WriterMutexLock l(&lr_mu_);
+  return RunBlockLocked(config_.lr_decay_block_id, scope_);
+}
+
 absl::Status ParameterServer::RunOptimizeBlocks() {
-  if (config_.lr_decay_block_id > 0) OAR_RETURN_IF_ERROR(RunBlockLocked(config_.lr_decay_block_id, scope_));
+  OAR_RETURN_IF_ERROR(store_->BeforeOptimize(barrier_->completed_at_optimize()));
+  OAR_RETURN_IF_ERROR(RunLrBlock());
   const auto& ids = config_.optimize_blocks;
-  if (ids.size() <= 1) {
-    for (int id : ids) OAR_RETURN_IF_ERROR(RunBlockLocked(id, scope_));
-    return absl::OkStatus();
-  }
-  // Blocks touch disjoint parameters: run them side by side.
-  absl::Mutex mu;
   absl::Status first;
-  size_t left = ids.size();
-  for (int id : ids) {
-    optimize_pool_->Schedule([this, id, &mu, &first, &left] {
-      absl::Status s = RunBlockLocked(id, scope_);
-      absl::MutexLock l(&mu);
-      first.Update(s);
-      --left;
-    });
+  if (ids.size() <= 1) {
+    for (int id : ids) first.Update(RunBlockLocked(id, scope_));
+  } else {  // blocks touch disjoint parameters: run them side by side
+    absl::Mutex mu;
+    size_t left = ids.size();
+    for (int id : ids) {
+      optimize_pool_->Schedule([this, id, &mu, &first, &left] {
+        absl::Status s = RunBlockLocked(id, scope_);
+        absl::MutexLock l(&mu);
+        first.Update(s);
+        --left;
+      });
+    }
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));
   }
-  absl::MutexLock l(&mu);
-  mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));
+  store_->AfterOptimize();
   return first;
 }
 
@@ -186,20 +205,23 @@ absl::Status ParameterServer::RunAsync() {
     state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(done)* d) { return (*d)(); }, &done),
                                absl::Milliseconds(100));
     if (done()) return absl::OkStatus();
-    if (absl::Now() - last_message_ > idle) {
-      std::vector<int> missing;
-      for (int t = 0; t < config_.fanin; ++t) {
-        if (!completed_.count(t)) missing.push_back(t);
-      }
-      return absl::DeadlineExceededError(absl::StrCat("no message from any trainer for ", absl::FormatDuration(idle),
-                                                      "; trainer(s) ", absl::StrJoin(missing, ", "),
-                                                      " never completed (FLAGS_rpc_deadline)"));
+    // A trainer that went silent without completing has died or hangs.
+    std::vector<int> silent;
+    const absl::Time now = absl::Now();
+    for (int t = 0; t < config_.fanin; ++t) {
+      if (!completed_.count(t) && now - last_message_[static_cast<size_t>(t)] > idle) silent.push_back(t);
+    }
+    if (!silent.empty()) {
+      return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "),
+                                                      " sent nothing for ", absl::FormatDuration(idle),
+                                                      " and never completed (FLAGS_rpc_deadline; died or stuck?)"));
     }
   }
 }
 
-absl::Status ParameterServer::Handle(rpc::RpcKind kind, rpc::Received& request, rpc::Reply* reply) {
-  const int64_t tid = request.meta.trainer_id();
+absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
+  const rpc::MessageHeader& h = request.header();
+  const int64_t tid = h.trainer_id();
   if (tid < 0 || tid >= config_.fanin) {
     return absl::InvalidArgumentError(absl::StrCat("pserver ", bound_endpoint_, ": trainer_id ", tid,
                                                    " is not in [0, ", config_.fanin, ") (Fanin)"));
@@ -207,138 +229,94 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, rpc::Received& request, 
   const int id = static_cast<int>(tid);
   {
     absl::MutexLock l(&state_mu_);
-    last_message_ = absl::Now();
+    last_message_[static_cast<size_t>(id)] = absl::Now();
   }
-  const std::string& name = request.meta.varname();
-  switch (kind) {
-    case rpc::RpcKind::kSend:
-      if (name == rpc::kBatchBarrier) return barrier_ ? barrier_->BatchBarrier(id) : absl::OkStatus();
-      if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
-      if (name == rpc::kComplete) {
-        if (barrier_) barrier_->Complete(id);
-        absl::MutexLock l(&state_mu_);
-        completed_.insert(id);
-        LOG(INFO) << "pserver " << bound_endpoint_ << ": trainer " << id << " completed";
-        return absl::OkStatus();
-      }
-      return HandleSend(request);
-    case rpc::RpcKind::kGet: return HandleGet(request, config_.sync_mode, reply);
-    case rpc::RpcKind::kGetNoBarrier: return HandleGet(request, false, reply);
-    case rpc::RpcKind::kCheckpointNotify: return HandleCheckpoint(request);
-    case rpc::RpcKind::kPrefetch:
-      return absl::UnimplementedError("PrefetchVariable: distributed lookup tables are not supported yet");
+  if (kind == rpc::RpcKind::kPrefetch) {
+    return absl::UnimplementedError("PrefetchVariable: distributed lookup tables are not supported yet");
   }
-  return absl::InternalError("unknown RPC kind");
-}
-
-std::string ParameterServer::TargetName(const std::string& name, int64_t trainer_id) const {
-  std::string per_trainer = absl::StrCat(name, ".trainer_", trainer_id);
-  return program_.Block(0).FindVar(per_trainer) != nullptr ? per_trainer : name;
-}
-
-Variable ParameterServer::SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) {
-  if (kind != rpc::RpcKind::kSend) return {};
-  const std::string target = TargetName(meta.varname(), meta.trainer_id());
-  absl::MutexLock l(&recv_mu_);
-  auto it = spares_.find(target);
-  if (it == spares_.end()) return {};
-  Variable v = std::move(it->second);
-  spares_.erase(it);
-  return v;
-}
-
-absl::StatusOr<std::string> ParameterServer::Target(const std::string& name, int trainer_id,
-                                                    const Variable& value) const {
-  const std::string target = TargetName(name, trainer_id);
-  const VarDesc* desc = program_.Block(0).FindVar(target);
-  if (desc == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": no variable '", name, "' to receive"));
+  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
+  OAR_ASSIGN_OR_RETURN(ReplayGuard::Ticket ticket,
+                       guard_->Begin(id, seq, absl::Now() + absl::Milliseconds(config_.timeout_ms)));
+  const bool get = kind == rpc::RpcKind::kGet || kind == rpc::RpcKind::kGetNoBarrier;
+  if (ticket.duplicate) {
+    // A retry whose first copy arrived: the same answer. A Get is read-only:
+    // serve it again, without the barrier the first copy already passed.
+    if (get && ticket.first_answer.ok()) return HandleGet(request, id, /*barrier=*/false, reply);
+    return ticket.first_answer;
   }
-  // A name that carries a trainer suffix (as the transpiler names them)
-  // must carry the sender's own id: one trainer must not fill another's slot.
-  const size_t suffix = target.rfind(".trainer_");
-  if (suffix != std::string::npos && target.substr(suffix + 9) != std::to_string(trainer_id)) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name, "' belongs to another trainer"));
-  }
-  if (params_.count(target)) {  // Fluid's merged gradients are persistable too: only parameters are refused
-    return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name,
-                                                   "' is a parameter here; trainers send gradients"));
-  }
-  const bool sparse = value.IsType<SelectedRows>();
-  const Tensor& t = sparse ? value.Get<SelectedRows>().value : value.Get<Tensor>();
-  auto mismatch = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(trainer_id), ": '", name, "' ", what));
-  };
-  if (t.dtype() != desc->dtype) {
-    return mismatch(absl::StrCat("has dtype ", DataTypeName(t.dtype()), ", the pserver's is ", DataTypeName(desc->dtype)));
-  }
-  const DDim& d = t.dims();
-  const auto& want = desc->shape;
-  bool ok = static_cast<size_t>(d.size()) == want.size();
-  for (size_t i = sparse ? 1 : 0; ok && i < want.size(); ++i) ok = want[i] < 0 || want[i] == d[static_cast<int>(i)];
-  if (sparse && ok && !want.empty() && want[0] >= 0 && value.Get<SelectedRows>().height != want[0]) ok = false;
-  if (!ok) {
-    return mismatch(absl::StrCat("has shape ", d.ToString(), sparse ? " (SelectedRows)" : "", ", the pserver's is [",
-                                 absl::StrJoin(want, ", "), "]"));
-  }
-  return target;
-}
-
-absl::Status ParameterServer::HandleSend(rpc::Received& request) {
-  const std::string name = request.meta.varname();
-  const int id = static_cast<int>(request.meta.trainer_id());
-  if (!request.var.IsInitialized()) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": '", name, "' carries no value"));
-  }
-  OAR_ASSIGN_OR_RETURN(std::string target, Target(name, id, request.var));
-  if (config_.sync_mode) {
-    OAR_RETURN_IF_ERROR(barrier_->BeforeGradient(id));
-    absl::MutexLock l(&recv_mu_);
-    Variable* dst = scope_->FindVar(target);
-    if (dst == nullptr) dst = scope_->Var(target);
-    std::swap(*dst, request.var);
-    spares_[target] = std::move(request.var);  // the previous value's buffer takes the next payload
-    return absl::OkStatus();
-  }
-  auto block = config_.grad_to_block_id.find(name);
-  if (block == config_.grad_to_block_id.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": no optimize block for '", name, "'"));
-  }
-  Scope* child = &scope_->NewScope();
-  *child->Var(target) = std::move(request.var);
   absl::Status s;
-  if (name == first_grad_ && config_.lr_decay_block_id > 0) s = RunBlockLocked(config_.lr_decay_block_id, scope_);
-  if (s.ok()) s = RunBlockLocked(block->second, child);
-  {
-    absl::MutexLock l(&recv_mu_);
-    spares_[target] = std::move(*child->Var(target));
+  if (get) {
+    s = HandleGet(request, id, kind == rpc::RpcKind::kGet && config_.sync_mode, reply);
+  } else if (kind == rpc::RpcKind::kCheckpointNotify) {
+    s = HandleCheckpoint(request);
+  } else {
+    s = HandleSend(request, id);
   }
-  scope_->DeleteScope(child);
+  guard_->End(id, seq, s);
   return s;
 }
 
-absl::Status ParameterServer::HandleGet(rpc::Received& request, bool barrier, rpc::Reply* reply) {
-  const std::string& name = request.meta.varname();
-  const int id = static_cast<int>(request.meta.trainer_id());
-  const VarDesc* desc = program_.Block(0).FindVar(name);
-  const Variable* v = desc != nullptr ? scope_->FindVar(name) : nullptr;
+absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, int id) {
+  const std::string& name = request.header().name();
+  if (name == rpc::kBatchBarrier) return barrier_ ? barrier_->BatchBarrier(id) : absl::OkStatus();
+  if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
+  if (name == rpc::kComplete) {
+    if (barrier_) barrier_->Complete(id);
+    absl::MutexLock l(&state_mu_);
+    if (completed_.insert(id).second) LOG(INFO) << "pserver " << bound_endpoint_ << ": trainer " << id << " completed";
+    return absl::OkStatus();
+  }
+  auto admitted = store_->Admit(request.header(), id);
+  if (!admitted.ok()) return Annotate(admitted.status(), absl::StrCat("pserver ", bound_endpoint_));
+  const VarStore::Receivable& r = **admitted;
+  absl::Status s;
+  if (config_.sync_mode) {
+    OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id));
+    s = store_->Receive(r, id, request);
+    barrier_->EndReceive();
+  } else {
+    Scope* child = &scope_->NewScope();
+    store_->ReceiveInto(r, request, child);
+    if (store_->NameOf(r) == first_grad_) s = RunLrBlock();
+    if (s.ok()) {
+      absl::ReaderMutexLock lr(&lr_mu_);
+      s = RunBlockLocked(store_->BlockOf(r), child);
+    }
+    scope_->DeleteScope(child);
+  }
+  if (s.ok()) {
+    absl::MutexLock l(&state_mu_);
+    ++stats_.gradients_applied;
+  }
+  return s.ok() ? s : Annotate(s, Who(id));
+}
+
+absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int id, bool barrier,
+                                        rpc::Reply* reply) {
+  const std::string& name = request.header().name();
+  if (absl::Status s = store_->CheckServable(name); !s.ok()) return Annotate(s, Who(id));
+  const Variable* v = scope_->FindVar(name);
   if (v == nullptr || !v->IsInitialized()) {
-    return absl::NotFoundError(absl::StrCat(Who(id), ": no variable '", name, "' to serve"));
+    return absl::NotFoundError(absl::StrCat(Who(id), ": parameter '", name, "' has no value"));
   }
   if (barrier) OAR_RETURN_IF_ERROR(barrier_->BeforeGet(id));
   reply->name = name;
-  // Async: the block updating this parameter may be running; take its lock.
-  auto owner = config_.sync_mode ? param_block_.end() : param_block_.find(name);
-  std::unique_ptr<absl::MutexLock> l;
-  if (owner != param_block_.end()) l = std::make_unique<absl::MutexLock>(block_mu_.at(owner->second).get());
-  reply->owned = *v;  // shares the buffer; the next update writes a new one
+  // The block that updates this parameter may be running: read under its lock.
+  auto owner = param_block_.find(name);
+  if (owner == param_block_.end()) {
+    reply->var = *v;
+    return absl::OkStatus();
+  }
+  absl::ReaderMutexLock l(block_mu_.at(owner->second).get());
+  reply->var = *v;  // shares the buffer; the next update writes a new one
   return absl::OkStatus();
 }
 
-absl::Status ParameterServer::HandleCheckpoint(const rpc::Received& request) {
-  const std::string& dir = request.meta.out_varname();
+absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& request) {
+  const std::string& dir = request.header().meta.out_varname();
   if (dir.empty()) return absl::InvalidArgumentError("CheckpointNotify without a directory (out_varname)");
   absl::MutexLock opt(&optimize_mu_);
+  absl::WriterMutexLock lr(&lr_mu_);
   std::vector<std::unique_ptr<absl::MutexLock>> locks;  // async: no block mid-update
   for (auto& [id, mu] : block_mu_) locks.push_back(std::make_unique<absl::MutexLock>(mu.get()));
   // Parameters and optimizer state: not the gradients (Fluid declares the

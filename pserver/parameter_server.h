@@ -1,46 +1,58 @@
-// ParameterServer: one pserver's behaviour, as Fluid's listen_and_serv op
-// defines it (the op is a thin wrapper, listen_and_serv_op.cc).
+// ParameterServer: one pserver's loops, as Fluid's listen_and_serv op
+// defines them (the op is a thin wrapper, listen_and_serv_op.cc). What may be
+// received, served and reset is the VarStore's (var_store.h); which calls
+// were already applied is the ReplayGuard's (replay_guard.h).
 //
 // sync: the first phase serves the trainers' initial parameter pull until
-// every trainer's FETCH_BARRIER; then each step receives gradients (stored as
-// `<grad>.trainer_<id>` when the program declares such a variable, else as
-// `<grad>`) until every live trainer's BATCH_BARRIER, runs the LR-decay
-// block, then the optimize blocks in parallel, then serves Gets until every
-// live trainer's FETCH_BARRIER (StepBarrier). COMPLETE@RECV from a trainer
-// lowers the fan-in; Run returns when every trainer has completed.
+// every trainer's FETCH_BARRIER; then each step receives gradients (merged
+// as they arrive, see VarStore) until every live trainer's BATCH_BARRIER,
+// runs the LR-decay block, then the optimize blocks in parallel, then serves
+// Gets until every live trainer's FETCH_BARRIER (StepBarrier). COMPLETE@RECV
+// from a trainer lowers the fan-in and zeroes what it left behind; Run
+// returns when every trainer has completed.
 //
 // async: each arriving gradient runs its optimize block at once, in a child
-// scope of its own, under that block's lock; Gets return current values. The
-// LR-decay block runs once per trainer step (on the gradient of the first
-// optimize block). Run returns when every trainer has completed, and fails
-// when no trainer has sent anything for FLAGS_rpc_deadline.
+// scope of its own; Gets return current values. The LR-decay block runs once
+// per trainer step (on the gradient of the first optimize block). Run
+// returns when every trainer has completed, and fails naming the trainers
+// that sent nothing for FLAGS_rpc_deadline.
 //
-// Every received variable is checked against the program's declaration
-// (name, dtype, shape; SelectedRows width and rows) and the sender's
-// trainer_id against Fanin; a bad message is answered INVALID_ARGUMENT and
-// the server keeps serving.
+// Every request is checked before anything is allocated: trainer_id <
+// Fanin, the variable's header against its declaration (VarStore::Admit),
+// its size against the transport's cap (MaxRequestBytes); a Get names a
+// parameter this pserver serves. A bad message is answered INVALID_ARGUMENT
+// naming variable and trainer, and the server keeps serving. A call that
+// carries a sequence number is applied once; its duplicate gets the first
+// answer.
+//
+// Locks, in the order they are taken: optimize_mu_ (a sync optimize pass; a
+// checkpoint) → lr_mu_ (writer: the LR-decay block; reader: async optimize
+// blocks, which read the rate) → block_mu_[id] in ascending id (writer: the
+// block runs; reader: serving a parameter it writes). StepBarrier, VarStore,
+// ReplayGuard and state_mu_ locks are leaves: nothing is taken under them.
 //
 // Shutdown order: Stop() (from any thread, e.g. on SIGTERM) → the step in
 // progress finishes, barrier waits are released → Run returns → the
-// destructor shuts the RPC server down (handlers drained) → pools join.
+// destructor shuts the listener down (handlers drained) → pools join.
 //
 // Thread-safety: Start and Run from one thread; Stop from any; the handler
-// methods run concurrently on the RPC server's pools.
+// methods run concurrently on the transport's threads.
 #pragma once
 
-#include <atomic>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/executor.h"
 #include "common/prepared_block.h"
-#include "common/rpc/rpc_server.h"
+#include "common/rpc/transport.h"
 #include "common/thread_pool.h"
+#include "pserver/replay_guard.h"
 #include "pserver/step_barrier.h"
+#include "pserver/var_store.h"
 
 namespace oar {
 
@@ -48,16 +60,24 @@ struct PserverConfig {
   std::string endpoint;  // host:port (port 0: any free port)
   int fanin = 1;         // trainers
   bool sync_mode = true;
-  std::vector<int> optimize_blocks;                // block ids, not counting the LR-decay block
-  std::map<std::string, int> grad_to_block_id;    // "fc_w@GRAD.block0" → block id
+  std::vector<int> optimize_blocks;             // block ids, not counting the LR-decay block
+  std::map<std::string, int> grad_to_block_id;  // "fc_w@GRAD.block0" → block id
   int lr_decay_block_id = -1;
   int pserver_id = 0;
   int timeout_ms = 0;  // barrier and idle bound; 0: FLAGS_rpc_deadline
-  rpc::ServerOptions server;  // endpoint filled from `endpoint`; auth/TLS as set
+  rpc::ServerOptions server;            // endpoint filled from `endpoint`; auth/TLS as set
+  rpc::Transport* transport = nullptr;  // serves the requests; must outlive the server
 };
 
 // Parses Fluid's `grad_to_block_id` attribute entries ("name:id").
 absl::StatusOr<std::map<std::string, int>> ParseGradToBlockId(const std::vector<std::string>& entries);
+
+// What a pserver did (tests compare these with what the trainers sent).
+struct PserverStats {
+  int64_t gradients_applied = 0;  // received and stored (sync) or optimized (async)
+  int64_t duplicates = 0;         // calls answered as their first copy was
+  int64_t steps = 0;              // sync optimize passes
+};
 
 class ParameterServer : public rpc::RpcHandler {
  public:
@@ -72,23 +92,20 @@ class ParameterServer : public rpc::RpcHandler {
   // Serves until every trainer has completed, Stop(), or an error.
   absl::Status Run();
   void Stop();
+  PserverStats stats() const;
 
-  absl::Status Handle(rpc::RpcKind kind, rpc::Received& request, rpc::Reply* reply) override;
-  // The previous value of the variable a gradient lands in: its buffer takes
-  // the next payload, so steady training allocates nothing per step.
-  Variable SpareBuffer(rpc::RpcKind kind, const sendrecv::VariableMessage& meta) override;
-  // Run on gRPC's own thread, saving a hand-off per message:
-  //  - GetVariableNoBarrier, and Gets in async mode, which take a short lock;
-  //  - sends in sync mode (gradients and the BATCH/FETCH/COMPLETE control
-  //    messages), which store or count and wait at most for the optimize
-  //    pass in progress (a step's time, and bounded by the timeout). This
-  //    took the dist_step_bench ratio from about 1.31x to 1.24x.
-  // Sync Gets wait for the other trainers, and async sends run the
-  // optimize block: those stay on their pools.
+  absl::Status Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) override;
+  // Run on the transport's own thread, saving a hand-off per message:
+  // GetVariableNoBarrier and Gets in async mode, which take a short lock;
+  // sends in sync mode (gradients and the BATCH/FETCH/COMPLETE control
+  // messages), which store or count and wait at most for the optimize pass
+  // in progress. Sync Gets wait for the other trainers, and async sends run
+  // the optimize block: those stay on their pools.
   bool NeverBlocks(rpc::RpcKind kind) const override {
     return kind == rpc::RpcKind::kGetNoBarrier || (kind == rpc::RpcKind::kGet && !config_.sync_mode) ||
            (kind == rpc::RpcKind::kSend && config_.sync_mode);
   }
+  uint64_t MaxRequestBytes() const override { return store_->MaxRequestBytes(); }
 
  private:
   ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place);
@@ -96,35 +113,33 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status RunAsync();
   absl::Status RunOptimizeBlocks();
   absl::Status RunBlockLocked(int block_id, Scope* local);
-  absl::Status HandleSend(rpc::Received& request);
-  absl::Status HandleGet(rpc::Received& request, bool barrier, rpc::Reply* reply);
-  absl::Status HandleCheckpoint(const rpc::Received& request);
-  // The variable a trainer's `name` is stored as, checked against its
-  // declaration.
-  absl::StatusOr<std::string> Target(const std::string& name, int trainer_id, const Variable& value) const;
-  std::string TargetName(const std::string& name, int64_t trainer_id) const;
+  absl::Status RunLrBlock();
+  absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
+  absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
+  absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);
   std::string Who(int trainer_id) const;
 
   PserverConfig config_;
   const ProgramDesc& program_;
   Scope* scope_;
   Place place_;
+  std::unique_ptr<VarStore> store_;
+  std::unique_ptr<ReplayGuard> guard_;
   std::unique_ptr<StepBarrier> barrier_;  // sync only
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
-  std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block (async; checkpoint)
+  std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block
   std::map<std::string, int> param_block_;                // persistable output → block writing it
-  std::set<std::string> params_;                          // optimizer ops' Param inputs
-  absl::Mutex recv_mu_;          // writes of received variables, spares_
-  std::map<std::string, Variable> spares_ ABSL_GUARDED_BY(recv_mu_);  // by target name
-  absl::Mutex optimize_mu_;      // held while optimize blocks run (checkpoints wait)
-  std::string first_grad_;       // async: its arrival advances the LR schedule
+  absl::Mutex optimize_mu_;
+  absl::Mutex lr_mu_;
+  std::string first_grad_;  // async: its arrival advances the LR schedule
   std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
-  std::unique_ptr<rpc::RpcServer> server_;
+  std::unique_ptr<rpc::Listener> listener_;
   std::string bound_endpoint_;
-  absl::Mutex state_mu_;
+  mutable absl::Mutex state_mu_;
   std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
-  absl::Time last_message_ ABSL_GUARDED_BY(state_mu_);
+  std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
+  PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints
 };
 

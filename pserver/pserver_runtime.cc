@@ -1,12 +1,16 @@
 #include "pserver/pserver_runtime.h"
 
 #include "common/executor.h"
+#include "common/rpc/grpc_transport.h"
 #include "common/status.h"
 
 namespace oar {
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup) {
-  Executor exe;
+  rpc::GrpcTransport grpc;
+  RunEnv env;
+  env.transport = &grpc;
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
   return exe.Run(main, &scope).status();

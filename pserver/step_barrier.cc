@@ -32,10 +32,17 @@ absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
   return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what);
 }
 
-absl::Status StepBarrier::BeforeGradient(int trainer_id) {
+absl::Status StepBarrier::BeginReceive(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
-  return AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id));
+  if (absl::Status s = AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id)); !s.ok()) return s;
+  ++receiving_;
+  return absl::OkStatus();
+}
+
+void StepBarrier::EndReceive() {
+  absl::MutexLock l(&mu_);
+  --receiving_;
 }
 
 absl::Status StepBarrier::BatchBarrier(int trainer_id) {
@@ -73,11 +80,11 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
   absl::MutexLock l(&mu_);
   const bool serving = phase_ == Phase::kServe;
   std::set<int>& arrived = serving ? fetch_ : batch_;
-  auto all_in = [this, &arrived]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto all_in = [this, &arrived, serving]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (int t = 0; t < fanin_; ++t) {
       if (!arrived.count(t) && !completed_.count(t)) return false;
     }
-    return true;
+    return serving || receiving_ == 0;
   };
   absl::Status s = AwaitLocked(all_in, "");
   if (absl::IsDeadlineExceeded(s)) {
@@ -97,6 +104,7 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
     phase_ = Phase::kRecv;
   } else {
     phase_ = Phase::kOptimize;
+    completed_at_optimize_ = completed_;
   }
   return true;
 }
@@ -121,6 +129,11 @@ StepBarrier::Phase StepBarrier::phase() const {
 int StepBarrier::step() const {
   absl::MutexLock l(&mu_);
   return step_;
+}
+
+std::set<int> StepBarrier::completed_at_optimize() const {
+  absl::MutexLock l(&mu_);
+  return completed_at_optimize_;
 }
 
 }  // namespace oar

@@ -37,8 +37,12 @@ class StepBarrier {
   StepBarrier(int fanin, absl::Duration timeout) : fanin_(fanin), timeout_(timeout) {}
 
   // --- handler side (one call per message) ---
-  // Before storing a trainer's gradient.
-  absl::Status BeforeGradient(int trainer_id);
+  // Before storing a trainer's gradient: waits while an optimize pass runs,
+  // then counts the store as in progress, so the loop does not start the
+  // next optimize pass until EndReceive (no check-then-act gap between the
+  // phase check and the store). Every OK BeginReceive needs one EndReceive.
+  absl::Status BeginReceive(int trainer_id);
+  void EndReceive();
   absl::Status BatchBarrier(int trainer_id);
   absl::Status FetchBarrier(int trainer_id);
   // Before serving a trainer's Get.
@@ -47,9 +51,10 @@ class StepBarrier {
 
   // --- loop side ---
   // Waits until every live trainer has sent the barrier of the current
-  // phase (FETCH in kServe, BATCH in kRecv), then moves to the next phase
-  // (kServe → kRecv, kRecv → kOptimize). Returns false (and OK) when every
-  // trainer has completed; DeadlineExceeded listing the missing ids.
+  // phase (FETCH in kServe, BATCH in kRecv) — and, before kOptimize, until no
+  // gradient is being stored — then moves to the next phase (kServe → kRecv,
+  // kRecv → kOptimize). Returns false (and OK) when every trainer has
+  // completed; DeadlineExceeded listing the missing ids.
   absl::StatusOr<bool> AwaitPhaseEnd();
   // kOptimize → kServe, after the optimize blocks ran.
   void OptimizeDone();
@@ -57,6 +62,9 @@ class StepBarrier {
   void Stop();
   Phase phase() const;
   int step() const;  // optimizes done
+  // The trainers that had completed when the step moved to kOptimize (a
+  // COMPLETE arriving during the pass counts from the next step).
+  std::set<int> completed_at_optimize() const;
 
  private:
   absl::Status CheckTrainer(int trainer_id) const;
@@ -72,6 +80,8 @@ class StepBarrier {
   std::set<int> batch_ ABSL_GUARDED_BY(mu_), fetch_ ABSL_GUARDED_BY(mu_), completed_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   int step_ ABSL_GUARDED_BY(mu_) = 0;
+  int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
+  std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace oar

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
+#include "common/selected_rows_util.h"
 #include "common/status.h"
 
 namespace oar {
@@ -13,6 +15,15 @@ namespace {
 
 using rpc::RpcCall;
 using rpc::RpcClient;
+
+// The RPC client of the runtime running the op.
+absl::StatusOr<RpcClient*> Client(const ExecutionContext& ctx) {
+  if (ctx.env() == nullptr || ctx.env()->rpc == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ctx.op().type, ": no RPC client; run this program with an executor given a RunEnv (a trainer runtime)"));
+  }
+  return ctx.env()->rpc;
+}
 
 absl::Status WaitAll(std::vector<std::shared_ptr<RpcCall>>& calls) {
   absl::Status first;
@@ -23,9 +34,10 @@ absl::Status WaitAll(std::vector<std::shared_ptr<RpcCall>>& calls) {
 // With sync_mode (the default) the op waits for its calls; without, they
 // are left pending for the trainer's next barrier (sync training, where the
 // transpiler sets sync_mode false on send and recv, as Fluid 1.x does).
-absl::Status WaitOrDefer(const ExecutionContext& ctx, std::vector<std::shared_ptr<RpcCall>>& calls, int64_t tid) {
+absl::Status WaitOrDefer(const ExecutionContext& ctx, RpcClient* client, std::vector<std::shared_ptr<RpcCall>>& calls,
+                         int64_t tid) {
   if (ctx.Attr<bool>("sync_mode")) return WaitAll(calls);
-  for (auto& c : calls) RpcClient::Global()->AddPending(tid, std::move(c));
+  for (auto& c : calls) client->AddPending(tid, std::move(c));
   return absl::OkStatus();
 }
 
@@ -39,6 +51,7 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
   const auto send_varnames = ctx.Attr<std::vector<std::string>>("send_varnames");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
   std::vector<std::shared_ptr<RpcCall>> calls;
   if (!send_varnames.empty()) {  // runtime split: rows of X[0] by `sections`
     OAR_RETURN_IF_ERROR(CheckSameLength(ctx, send_varnames.size(), "epmap", epmap.size()));
@@ -48,13 +61,14 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     int64_t begin = 0;
     std::vector<Variable> parts(sections.size());
     for (size_t i = 0; i < sections.size(); ++i) {
-      if (begin + sections[i] > x->dims()[0]) {
-        return absl::InvalidArgumentError(absl::StrCat("send: sections add up to more than the ", x->dims()[0],
-                                                       " rows of '", names[0], "'"));
+      if (sections[i] < 0 || begin + sections[i] > x->dims()[0]) {
+        return absl::InvalidArgumentError(absl::StrCat("send: sections [", absl::StrJoin(sections, ", "),
+                                                       "] do not cut the ", x->dims()[0], " rows of '", names[0],
+                                                       "' (negative, or more than it has)"));
       }
       *parts[i].GetMutable<Tensor>() = x->Slice(begin, begin + sections[i]);  // a view: no copy
       begin += sections[i];
-      calls.push_back(RpcClient::Global()->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid}));
+      calls.push_back(client->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid}));
     }
     return WaitAll(calls);
   }
@@ -64,31 +78,36 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     if (v == nullptr || !v->IsInitialized()) {
       return absl::FailedPreconditionError(absl::StrCat("send: '", names[i], "' has no value"));
     }
-    calls.push_back(RpcClient::Global()->AsyncSendVar(epmap[i], names[i], v, {.trainer_id = tid}));
+    calls.push_back(client->AsyncSendVar(epmap[i], names[i], v, {.trainer_id = tid}));
   }
-  return WaitOrDefer(ctx, calls, tid);  // the variables must not change while in flight
+  return WaitOrDefer(ctx, client, calls, tid);  // the variables must not change while in flight
 }
 
 // Runtime split: the blocks `remote[i]` from `epmap[i]`, stacked by rows
 // into `out`.
-absl::Status RecvAndConcat(const ExecutionContext& ctx, const std::vector<std::string>& epmap,
+absl::Status RecvAndConcat(const ExecutionContext& ctx, RpcClient* client, const std::vector<std::string>& epmap,
                            const std::vector<std::string>& remote, int64_t tid) {
   std::vector<Variable> parts(remote.size());
   std::vector<std::shared_ptr<RpcCall>> calls;
-  for (size_t i = 0; i < remote.size(); ++i) {
-    calls.push_back(RpcClient::Global()->AsyncGetVar(epmap[i], remote[i], &parts[i], tid));
-  }
+  for (size_t i = 0; i < remote.size(); ++i) calls.push_back(client->AsyncGetVar(epmap[i], remote[i], &parts[i], tid));
   OAR_RETURN_IF_ERROR(WaitAll(calls));
+  // Every block a dense tensor of the first one's dtype and row shape.
   DDim dims;
   int64_t rows = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& t = parts[i].Get<Tensor>();
-    if (i == 0) dims = t.dims();
-    if (t.dims().size() != dims.size() || t.dtype() != parts[0].Get<Tensor>().dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat("recv: block '", remote[i], "' from ", epmap[i],
-                                                     " does not stack with '", remote[0], "'"));
+    const Tensor* t = parts[i].IsType<Tensor>() ? &parts[i].Get<Tensor>() : nullptr;
+    if (i == 0 && t != nullptr) dims = t->dims();
+    bool same = t != nullptr && t->dims().size() == dims.size() && dims.size() > 0 &&
+                t->dtype() == parts[0].Get<Tensor>().dtype();
+    for (int d = 1; same && d < dims.size(); ++d) same = t->dims()[d] == dims[d];
+    if (!same) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "recv: block '", remote[i], "' from ", epmap[i], " (",
+          t != nullptr ? DataTypeName(t->dtype()) + t->dims().ToString() : "not a dense tensor",
+          ") does not stack with '", remote[0], "' (",
+          parts[0].IsType<Tensor>() ? DataTypeName(parts[0].Get<Tensor>().dtype()) + dims.ToString() : "?", ")"));
     }
-    rows += t.dims()[0];
+    rows += t->dims()[0];
   }
   dims[0] = rows;
   Tensor* out = ctx.Output("Out", 0);
@@ -106,30 +125,31 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   const auto& outs = ctx.op().Output("Out");
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
   auto varnames = ctx.Attr<std::vector<std::string>>("recv_varnames");
   if (varnames.empty()) varnames = ctx.Attr<std::vector<std::string>>("varnames");
   if (outs.size() == 1 && varnames.size() > 1) {
     OAR_RETURN_IF_ERROR(CheckSameLength(ctx, varnames.size(), "epmap", epmap.size()));
-    return RecvAndConcat(ctx, epmap, varnames, tid);
+    return RecvAndConcat(ctx, client, epmap, varnames, tid);
   }
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "epmap", epmap.size()));
   if (varnames.empty()) varnames = outs;
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "recv_varnames", varnames.size()));
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < outs.size(); ++i) {
-    calls.push_back(RpcClient::Global()->AsyncGetVar(epmap[i], varnames[i], ctx.OutputVar("Out", i), tid));
+    calls.push_back(client->AsyncGetVar(epmap[i], varnames[i], ctx.OutputVar("Out", i), tid));
   }
-  return WaitOrDefer(ctx, calls, tid);  // a deferred Out is ready after the fetch barrier
+  return WaitOrDefer(ctx, client, calls, tid);  // a deferred Out is ready after the fetch barrier
 }
 
 template <bool kBatch>
 absl::Status BarrierKernel(const ExecutionContext& ctx) {
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
-  OAR_RETURN_IF_ERROR(RpcClient::Global()->WaitPending(tid));  // this trainer's sends (or recvs) first
+  OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
+  OAR_RETURN_IF_ERROR(client->WaitPending(tid));  // this trainer's sends (or recvs) first
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : ctx.Attr<std::vector<std::string>>("endpoints")) {
-    calls.push_back(kBatch ? RpcClient::Global()->AsyncSendBatchBarrier(ep, tid)
-                           : RpcClient::Global()->AsyncSendFetchBarrier(ep, tid));
+    calls.push_back(kBatch ? client->AsyncSendBatchBarrier(ep, tid) : client->AsyncSendFetchBarrier(ep, tid));
   }
   return WaitAll(calls);
 }
@@ -137,9 +157,10 @@ absl::Status BarrierKernel(const ExecutionContext& ctx) {
 absl::Status CheckpointNotifyKernel(const ExecutionContext& ctx) {
   const std::string dir = ctx.Attr<std::string>("dir");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : ctx.Attr<std::vector<std::string>>("epmap")) {
-    calls.push_back(RpcClient::Global()->AsyncCheckpointNotify(ep, dir, tid));
+    calls.push_back(client->AsyncCheckpointNotify(ep, dir, tid));
   }
   return WaitAll(calls);
 }
@@ -152,6 +173,7 @@ absl::Status SplitByrefInferShape(InferShapeContext& ctx) {
   }
   int64_t total = 0;
   for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i] < 0) return ctx.Error("section ", i, " is negative (", sections[i], ")");
     DDim d = x;
     d[0] = sections[i];
     total += sections[i];
@@ -180,13 +202,17 @@ absl::Status SplitSelectedRowsKernel(const ExecutionContext& ctx) {
     return absl::InvalidArgumentError("split_selected_rows: X must be SelectedRows");
   }
   const SelectedRows& x = xv->Get<SelectedRows>();
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(x, absl::StrCat("split_selected_rows: X '", ctx.op().Input("X")[0], "'")));
   const auto sections = ctx.Attr<std::vector<int64_t>>("height_sections");
   if (sections.size() != ctx.op().Output("Out").size()) {
     return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: ", sections.size(), " height_sections for ",
                                                    ctx.op().Output("Out").size(), " outputs"));
   }
   std::vector<int64_t> offsets = {0};
-  for (int64_t h : sections) offsets.push_back(offsets.back() + h);
+  for (int64_t h : sections) {
+    if (h < 0) return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: a height section is negative (", h, ")"));
+    offsets.push_back(offsets.back() + h);
+  }
   const int64_t width = x.rows.empty() ? 0 : x.value.numel() / static_cast<int64_t>(x.rows.size());
   const size_t row_bytes = static_cast<size_t>(width) * SizeOf(x.value.dtype());
   std::vector<std::vector<size_t>> picked(sections.size());

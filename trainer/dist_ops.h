@@ -13,8 +13,9 @@
 //   split_selected_rows(X) -> Out...  attr height_sections: a SelectedRows
 //                           cut by row ranges, rows renumbered per part
 //   checkpoint_notify       attrs epmap, dir, trainer_id: each pserver saves
-// Calls go out concurrently through RpcClient::Global() and are all waited
-// for; errors name the RPC, variable and endpoint. Register with
+// Calls go out concurrently through the RPC client of the executor's RunEnv
+// (FailedPrecondition without one) and are all waited for; errors name the
+// RPC, variable and endpoint. Register with
 // OpRegistry::ExtendGlobal(RegisterDistOps).
 //
 // Thread-safety: call RegisterDistOps at start-up.

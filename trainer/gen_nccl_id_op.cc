@@ -9,7 +9,7 @@
 #include "common/config.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
-#include "common/rpc/rpc_server.h"
+#include "common/rpc/transport.h"
 #include "common/status.h"
 #if OAR_HAVE_NCCL
 #include <nccl.h>
@@ -37,18 +37,20 @@ absl::Status MakeId(uint8_t* out) {
 // Serves one NCCLID from trainer 0, then nothing else.
 class IdReceiver : public rpc::RpcHandler {
  public:
-  absl::Status Handle(rpc::RpcKind kind, rpc::Received& request, rpc::Reply*) override {
-    if (kind != rpc::RpcKind::kSend || request.meta.varname() != kNcclIdName) {
-      return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: this endpoint only takes ", kNcclIdName, ", not '",
-                                                     request.meta.varname(), "'"));
+  absl::Status Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply*) override {
+    const rpc::MessageHeader& h = request.header();
+    if (kind != rpc::RpcKind::kSend || h.name() != kNcclIdName) {
+      return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: this endpoint only takes ", kNcclIdName, ", not ",
+                                                     rpc::KindName(kind), " '", h.name(), "'"));
     }
-    const Tensor& t = request.var.Get<Tensor>();
-    if (t.nbytes() != kNcclIdBytes) {
+    if (h.payload_bytes != kNcclIdBytes || (h.kind != rpc::PayloadKind::kRawBytes && h.kind != rpc::PayloadKind::kTensor)) {
       return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: an NCCL id has ", kNcclIdBytes, " bytes, got ",
-                                                     t.nbytes()));
+                                                     h.Describe()));
     }
+    std::vector<uint8_t> id(kNcclIdBytes);
+    request.CopyPayload(id.data());
     absl::MutexLock l(&mu_);
-    id_.assign(static_cast<const uint8_t*>(t.raw_data()), static_cast<const uint8_t*>(t.raw_data()) + kNcclIdBytes);
+    id_ = std::move(id);
     return absl::OkStatus();
   }
   bool NeverBlocks(rpc::RpcKind) const override { return true; }
@@ -69,16 +71,21 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
   const auto endpoint = ctx.Attr<std::string>("endpoint");
   const auto others = ctx.Attr<std::vector<std::string>>("endpoint_list");
   const int tid = ctx.Attr<int32_t>("trainer_id");
+  const RunEnv* env = ctx.env();
+  if (env == nullptr || env->rpc == nullptr || env->transport == nullptr) {
+    return absl::FailedPreconditionError(
+        "gen_nccl_id: no RPC client or transport; run the startup program with an executor given a RunEnv");
+  }
   Tensor* out = ctx.Output("NCCLID", 0);
   uint8_t* id = out->mutable_data<uint8_t>(DDim{kNcclIdBytes});
   if (tid == 0) {
     OAR_RETURN_IF_ERROR(MakeId(id));
-    OAR_RETURN_IF_ERROR(rpc::RpcClient::Global()->WaitServerReady(others, FLAGS_rpc_deadline));
+    OAR_RETURN_IF_ERROR(Annotate(env->rpc->WaitServerReady(others, FLAGS_rpc_deadline), "gen_nccl_id: trainers"));
     Variable v;
     *v.GetMutable<Tensor>() = *out;
     std::vector<std::shared_ptr<rpc::RpcCall>> calls;
     for (const auto& ep : others) {
-      calls.push_back(rpc::RpcClient::Global()->AsyncSendVar(ep, kNcclIdName, &v, {.trainer_id = 0, .raw_bytes = true}));
+      calls.push_back(env->rpc->AsyncSendVar(ep, kNcclIdName, &v, {.trainer_id = 0, .raw_bytes = true}));
     }
     absl::Status first;
     for (auto& c : calls) first.Update(c->Wait());
@@ -88,7 +95,7 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
   rpc::ServerOptions options;
   options.endpoint = endpoint;
   options.auth_token = rpc::AuthTokenFromEnv();
-  OAR_ASSIGN_OR_RETURN(auto server, rpc::RpcServer::Start(options, &receiver));
+  OAR_ASSIGN_OR_RETURN(auto server, env->transport->Listen(options, &receiver));
   const std::vector<uint8_t> got = receiver.Wait(FLAGS_rpc_deadline);
   server->Shutdown();
   if (got.empty()) {

@@ -23,7 +23,7 @@ struct ParallelExecutor::Compiled {
 absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
     BuildStrategy build, ExecutionStrategy exec, int num_trainers, int trainer_id,
-    const ParallelExecutor* share_vars_from) {
+    const ParallelExecutor* share_vars_from, const RunEnv* env) {
   if (places.empty()) return absl::InvalidArgumentError("ParallelExecutor needs at least one place");
   if (share_vars_from != nullptr) {
     if (share_vars_from->places_.size() != places.size()) {
@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   pe->exec_ = exec;
   pe->num_trainers_ = num_trainers;
   pe->trainer_id_ = trainer_id;
+  pe->env_ = env;
   pe->scope_ = scope;
   const size_t n = pe->places_.size();
   // Place 0 uses the caller's scope; the others get copies of its
@@ -126,7 +127,7 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   auto c = std::make_unique<Compiled>();
   c->feed_names = feed_names;
   for (size_t p = 0; p < n; ++p) {
-    auto block = PreparedBlock::Create(with_io, 0, OpRegistry::Global(), places_[p]);
+    auto block = PreparedBlock::Create(with_io, 0, OpRegistry::Global(), places_[p], env_);
     if (!block.ok()) {
       compiled_.erase(key);
       return block.status();

@@ -38,11 +38,12 @@ class ParallelExecutor {
   // loss that is not in the program. With `share_vars_from` (e.g. a test
   // program's executor sharing the train program's parameters) every place
   // uses that executor's persistables, which must outlive this one; `scope`
-  // may then be null.
+  // may then be null. `env` (the RPC client of a transpiled trainer program's
+  // ops) must outlive the executor.
   static absl::StatusOr<std::unique_ptr<ParallelExecutor>> Create(
       std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
       BuildStrategy build = {}, ExecutionStrategy exec = {}, int num_trainers = 1, int trainer_id = 0,
-      const ParallelExecutor* share_vars_from = nullptr);
+      const ParallelExecutor* share_vars_from = nullptr, const RunEnv* env = nullptr);
   ~ParallelExecutor();
 
   // Splits `feed` across the places, runs one step, returns `fetch_list`
@@ -85,6 +86,7 @@ class ParallelExecutor {
   ExecutionStrategy exec_;
   int num_trainers_ = 1;
   int trainer_id_ = 0;
+  const RunEnv* env_ = nullptr;
   Scope* scope_ = nullptr;
   std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids
   bool owns_place_scopes_ = true;     // false when shared from another executor

@@ -1,6 +1,9 @@
 // TrainerRuntime: what a trainer process does with its (transpiled)
-// programs: runs the startup program (which pulls the parameters from the
-// pservers), then one step per Step() call — on one CPU place with the
+// programs: owns its network objects (a gRPC transport — wrapped by
+// --rpc_fault_injection when set — or the transport it is given, and the
+// RPC client over it), waits (bounded by FLAGS_rpc_deadline) until every
+// pserver accepts connections, runs the startup program (which pulls the
+// parameters), then one step per Step() call — on one CPU place with the
 // Executor, or data-parallel over several with the ParallelExecutor, whose
 // SSA graph runs the RPC ops once, on place 0, after the places' gradients
 // are all-reduced — and Close() says COMPLETE to every pserver.
@@ -19,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "common/executor.h"
 #include "common/place.h"
+#include "common/rpc/rpc_client.h"
 #include "common/scope.h"
 #include "trainer/parallel_executor.h"
 
@@ -30,6 +34,8 @@ class TrainerRuntime {
     std::string loss;           // the loss variable, fetched every step
     std::vector<Place> places;  // empty or one: the plain Executor
     BuildStrategy build;
+    std::vector<std::string> pservers;   // waited for before the startup program
+    rpc::Transport* transport = nullptr;  // null: gRPC (must outlive the runtime)
   };
   static absl::StatusOr<std::unique_ptr<TrainerRuntime>> Create(ProgramDesc main, const ProgramDesc& startup,
                                                                 Options options);
@@ -41,7 +47,8 @@ class TrainerRuntime {
 
   // The scope that holds the parameters after each step (place 0's).
   Scope* scope() { return &scope_; }
-  Executor& executor() { return exe_; }
+  Executor& executor() { return *exe_; }
+  rpc::RpcClient* client() { return client_.get(); }
   size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
 
  private:
@@ -49,7 +56,10 @@ class TrainerRuntime {
 
   Options options_;
   ProgramDesc main_;
-  Executor exe_;
+  std::unique_ptr<rpc::Transport> own_transport_, fault_transport_;
+  std::unique_ptr<rpc::RpcClient> client_;
+  RunEnv env_;
+  std::unique_ptr<Executor> exe_;
   Scope scope_;
   std::unique_ptr<ParallelExecutor> pe_;
   bool closed_ = false;

@@ -6,8 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/rpc/rpc_client.h"
-#include "common/rpc/rpc_common.h"
 #include "common/status.h"
 #include "transpiler/optimizer_shapes.h"
 #include "transpiler/optimize_pass.h"
@@ -97,15 +95,12 @@ absl::Status DistributeTranspiler::CheckTranspiled(const char* what) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_program(bool wait_port) {
+absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_program(bool /*wait_port*/) {
   OAR_RETURN_IF_ERROR(CheckTranspiled("get_trainer_program"));
   if (state_.config.mode == "nccl2") return *state_.program;
   if (!trainer_program_made_) {
     StripOptimizer(&state_);
     trainer_program_made_ = true;
-  }
-  if (wait_port) {
-    OAR_RETURN_IF_ERROR(rpc::RpcClient::Global()->WaitServerReady(state_.pservers, FLAGS_rpc_deadline));
   }
   return *state_.program;
 }

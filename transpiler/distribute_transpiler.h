@@ -74,8 +74,9 @@ class DistributeTranspiler {
   }
 
   // The trainer program (the edited `program`, without optimize and LR ops).
-  // With wait_port, first waits (bounded by FLAGS_rpc_deadline) until every
-  // pserver accepts connections.
+  // `wait_port` is Fluid's; Oar's transpiler does no network I/O, so it is
+  // accepted and ignored: the trainer runtime waits for the pservers
+  // (bounded by FLAGS_rpc_deadline) before it pulls the parameters.
   absl::StatusOr<ProgramDesc> get_trainer_program(bool wait_port = true);
   // The trainer's startup program (the edited `startup`).
   absl::StatusOr<ProgramDesc> get_trainer_startup_program() const;

@@ -6,8 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/rpc/rpc_client.h"
-#include "common/rpc/rpc_common.h"
 #include "common/status.h"
 #include "transpiler/program_edit.h"
 #include "transpiler/transpile_state.h"
@@ -31,10 +29,6 @@ absl::Status TranspileNccl2(TranspileState* s, const std::string& current_endpoi
   std::vector<std::string> others;
   for (const auto& ep : eps) {
     if (ep != current_endpoint) others.push_back(ep);
-  }
-  // Trainer 0 sends the id; it waits until the others listen for it.
-  if (s->trainer_id == 0 && s->config.wait_port && !others.empty()) {
-    OAR_RETURN_IF_ERROR(rpc::RpcClient::Global()->WaitServerReady(others, FLAGS_rpc_deadline));
   }
   BlockDesc* block = startup->MutableBlock(0);
   VarDesc* id = block->Var("NCCLID");

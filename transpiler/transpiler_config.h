@@ -22,7 +22,7 @@ struct DistributeTranspilerConfig {
   std::string mode = "pserver";   // "pserver" | "nccl2"
   bool sync_mode = true;
   bool runtime_split_send_recv = false;
-  bool wait_port = true;
+  bool wait_port = true;  // Fluid's; ignored (the transpiler does no network I/O)
   bool enable_dc_asgd = false;
 
   // InvalidArgument naming the field for a value Fluid would reject.

@@ -1,98 +1,113 @@
 #include "common/rpc/rpc_client.h"
 
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-
-#include <chrono>
-#include <thread>
+#include <algorithm>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/executor.h"
 #include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::rpc {
 namespace {
 
-bool Retryable(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded;
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return ((r % ((uint64_t{1} << (64 - kSeqCounterBits - 1)) - 1)) + 1) << kSeqCounterBits;  // nonzero, positive
 }
 
-// One RPC with its retries; an attempt runs on gRPC's callback threads, the
-// retry decision happens in Wait.
+// One RPC with its retries. An attempt runs on the transport's threads; the
+// retry decision happens in Wait, on the caller's thread.
 class Call : public RpcCall, public std::enable_shared_from_this<Call> {
  public:
-  Call(std::shared_ptr<grpc::Channel> channel, RpcKind kind, std::string ep, std::string name,
-       grpc::ByteBuffer request, Variable* out, const ClientOptions& o)
-      : channel_(std::move(channel)), kind_(kind), ep_(std::move(ep)), name_(std::move(name)),
-        request_(std::move(request)), out_(out), options_(o) {}
+  Call(Transport* transport, RpcKind kind, std::string ep, std::shared_ptr<const OutgoingMessage> request,
+       Variable* out, absl::Time deadline, int retry_times)
+      : transport_(transport), kind_(kind), ep_(std::move(ep)), name_(request->header.name()),
+        request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times) {}
 
   void StartAttempt() {
     {
       absl::MutexLock l(&mu_);
       done_ = false;
-      ctx_ = std::make_unique<grpc::ClientContext>();
-      response_.Clear();
+      reply_.reset();
     }
-    ctx_->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.deadline_ms));
-    if (!options_.auth_token.empty()) ctx_->AddMetadata(kAuthMetadataKey, options_.auth_token);
-    grpc::GenericStub stub(channel_);
-    auto self = shared_from_this();  // alive until the callback ran
-    stub.UnaryCall(ctx_.get(), MethodPath(kind_), grpc::StubOptions(), &request_, &response_,
-                   [self](grpc::Status s) {
-                     absl::MutexLock l(&self->mu_);
-                     self->status_ = FromGrpc(s);
-                     self->done_ = true;
-                   });
+    auto self = shared_from_this();  // alive until the attempt ended
+    transport_->Call(kind_, ep_, request_, deadline_,
+                     [self](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
+                       absl::MutexLock l(&self->mu_);
+                       self->status_ = std::move(s);
+                       self->reply_ = std::move(reply);
+                       self->done_ = true;
+                     });
   }
 
   absl::Status Wait() override {
-    int backoff_ms = 50;
+    if (finished_) return final_;
+    absl::Duration backoff = absl::Milliseconds(50);
     for (int attempt = 0;; ++attempt) {
       absl::Status s;
+      std::unique_ptr<IncomingMessage> reply;
       {
         absl::MutexLock l(&mu_);
-        mu_.Await(absl::Condition(&done_));
-        s = status_;
+        // The transport ends every attempt by the deadline; the slack only
+        // guards against one that does not.
+        if (!mu_.AwaitWithDeadline(absl::Condition(&done_), deadline_ + absl::Seconds(5))) {
+          s = absl::DeadlineExceededError("the transport never answered");
+        } else {
+          s = status_;
+          reply = std::move(reply_);
+        }
       }
-      if (s.ok()) return Finish();
-      if (!Retryable(s) || attempt >= options_.retry_times) {
-        return absl::Status(s.code(), absl::StrCat(KindName(kind_), " '", name_, "' to pserver ", ep_, " failed",
-                                                   attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "",
-                                                   ": ", s.message()));
+      if (s.ok()) s = Finish(reply.get());
+      const absl::Duration left = deadline_ - absl::Now();
+      if (s.ok() || !Retryable(s) || attempt >= retry_times_ || left <= absl::ZeroDuration() ||
+          s.code() == absl::StatusCode::kDeadlineExceeded) {
+        return Done(s, attempt);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      backoff_ms = std::min(backoff_ms * 2, 2000);
+      absl::SleepFor(std::min(backoff, left));
+      backoff = std::min(backoff * 2, absl::Seconds(2));
       StartAttempt();
     }
   }
 
  private:
-  absl::Status Finish() {
+  absl::Status Finish(const IncomingMessage* reply) {
     if (out_ == nullptr) return absl::OkStatus();
-    // Into the caller's variable, reusing its buffer (recv ops pull into the
-    // same parameter every step).
-    auto r = DeserializeVar(response_, [this](const sendrecv::VariableMessage&) { return std::move(*out_); });
-    response_.Clear();
-    if (!r.ok()) return Annotate(r.status(), absl::StrCat("reply to ", KindName(kind_), " '", name_, "' from ", ep_));
-    if (!r->var.IsInitialized()) {
-      return absl::NotFoundError(absl::StrCat(KindName(kind_), " '", name_, "' from ", ep_, ": the reply holds no value"));
+    if (reply == nullptr || reply->header().kind == PayloadKind::kNone) {
+      return absl::NotFoundError(absl::StrCat("the reply holds no value"));
     }
-    *out_ = std::move(r->var);
+    if (!reply->header().name().empty() && reply->header().name() != name_) {
+      return absl::InvalidArgumentError(absl::StrCat("the reply carries '", reply->header().name(), "'"));
+    }
+    reply->DecodeInto(out_);  // checked when parsed: cannot fail half-way
     return absl::OkStatus();
   }
 
-  std::shared_ptr<grpc::Channel> channel_;
+  absl::Status Done(const absl::Status& s, int attempt) {
+    finished_ = true;
+    request_.reset();  // the payload is free for its writer again
+    if (s.ok()) return final_ = s;
+    final_ = absl::Status(s.code(), absl::StrCat(KindName(kind_), " '", name_, "' to ", ep_, " failed",
+                                                 attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "",
+                                                 ": ", s.message()));
+    return final_;
+  }
+
+  Transport* transport_;
   RpcKind kind_;
-  std::string ep_, name_;
-  grpc::ByteBuffer request_, response_;
+  std::string ep_;
+  std::string name_;
+  std::shared_ptr<const OutgoingMessage> request_;  // released when the call ends
   Variable* out_;
-  ClientOptions options_;
+  absl::Time deadline_;
+  int retry_times_;
   absl::Mutex mu_;
-  bool done_ = false;
-  absl::Status status_;
-  std::unique_ptr<grpc::ClientContext> ctx_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<IncomingMessage> reply_ ABSL_GUARDED_BY(mu_);
+  bool finished_ = false;  // Wait's own state (one waiting thread)
+  absl::Status final_;
 };
 
 class FailedCall : public RpcCall {
@@ -106,89 +121,56 @@ class FailedCall : public RpcCall {
 
 }  // namespace
 
-ClientOptions ClientOptions::FromFlagsAndEnv() {
-  ClientOptions o;
-  o.auth_token = AuthTokenFromEnv();
-  o.tls_ca = FLAGS_rpc_tls_ca;
-  return o;
-}
-
-RpcClient::RpcClient(ClientOptions options) : options_(std::move(options)) {
+RpcClient::RpcClient(Transport* transport, Options options)
+    : transport_(transport), options_(options), incarnation_(NewIncarnation()) {
   if (options_.deadline_ms <= 0) options_.deadline_ms = FLAGS_rpc_deadline;
   if (options_.retry_times < 0) options_.retry_times = FLAGS_rpc_retry_times;
 }
 
 RpcClient::~RpcClient() = default;
 
-RpcClient* RpcClient::Global() {
-  static RpcClient* client = [] {
-    auto* c = new RpcClient();
-    Executor::AddCloseHook([c] { return c->SendCompleteToAll(); });
-    return c;
-  }();
-  return client;
-}
-
-std::shared_ptr<grpc::Channel> RpcClient::Channel(const std::string& ep) {
-  absl::MutexLock l(&mu_);
-  auto& ch = channels_[ep];
-  if (ch == nullptr) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024);
-    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (!options_.tls_ca.empty()) {
-      auto ca = ReadTlsFile("rpc_tls_ca", options_.tls_ca);
-      grpc::SslCredentialsOptions ssl;
-      if (ca.ok()) ssl.pem_root_certs = *ca;
-      creds = grpc::SslCredentials(ssl);
-    }
-    ch = grpc::CreateCustomChannel(ep, creds, args);
-  }
-  return ch;
-}
-
 std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, const std::string& name,
-                                          absl::StatusOr<grpc::ByteBuffer> request, Variable* out,
-                                          int64_t trainer_id) {
+                                          const Variable* var, const SendOptions& options, Variable* out) {
   if (absl::Status s = CheckEndpoint(ep); !s.ok()) return std::make_shared<FailedCall>(s);
+  sendrecv::VariableMessage meta;
+  meta.set_varname(name);
+  meta.set_trainer_id(options.trainer_id);
+  meta.set_out_varname(options.out_varname);
+  meta.set_table_name(options.table_name);
   {
     absl::MutexLock l(&mu_);
-    contacted_[trainer_id].insert(ep);
+    contacted_[options.trainer_id].insert(ep);
+    meta.set_oar_seq(static_cast<int64_t>(incarnation_ | ++next_seq_[{options.trainer_id, ep}]));
   }
-  if (!request.ok()) {
-    return std::make_shared<FailedCall>(Annotate(request.status(), absl::StrCat(KindName(kind), " to ", ep)));
+  auto header = HeaderOf(std::move(meta), var, options.raw_bytes);
+  if (!header.ok()) {
+    return std::make_shared<FailedCall>(Annotate(header.status(), absl::StrCat(KindName(kind), " to ", ep)));
   }
-  auto call = std::make_shared<Call>(Channel(ep), kind, ep, name, *std::move(request), out, options_);
+  auto request = std::make_shared<OutgoingMessage>();
+  request->header = *std::move(header);
+  if (var != nullptr) request->var = *var;  // shares the buffers
+  auto call = std::make_shared<Call>(transport_, kind, ep, std::move(request), out,
+                                     absl::Now() + absl::Milliseconds(options_.deadline_ms), options_.retry_times);
   call->StartAttempt();
   return call;
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,
                                                  const SendOptions& options) {
-  return Start(RpcKind::kSend, ep, name, SerializeVar(name, var, options), nullptr, options.trainer_id);
+  return Start(RpcKind::kSend, ep, name, var, options, nullptr);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                                 int64_t trainer_id, bool no_barrier) {
-  SendOptions o;
-  o.trainer_id = trainer_id;
-  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, SerializeVar(name, nullptr, o), out,
-               trainer_id);
+  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, nullptr, {.trainer_id = trainer_id},
+               out);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, const std::string& name,
                                                      const Variable* ids, const std::string& table, Variable* out,
                                                      int64_t trainer_id) {
-  SendOptions o;
-  o.trainer_id = trainer_id;
-  o.table_name = table;
-  o.out_varname = name;
-  return Start(RpcKind::kPrefetch, ep, name, SerializeVar(name, ids, o), out, trainer_id);
+  return Start(RpcKind::kPrefetch, ep, name, ids, {.trainer_id = trainer_id, .out_varname = name, .table_name = table},
+               out);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id) {
@@ -203,22 +185,19 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendComplete(const std::string& ep, int
 
 std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep, const std::string& dir,
                                                           int64_t trainer_id) {
-  SendOptions o;
-  o.trainer_id = trainer_id;
-  o.out_varname = dir;
-  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, SerializeVar(kCheckpointSave, nullptr, o), nullptr,
-               trainer_id);
+  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, nullptr,
+               {.trainer_id = trainer_id, .out_varname = dir}, nullptr);
 }
 
 absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms) {
-  const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
   std::vector<std::string> missing;
   for (const auto& ep : endpoints) {
     OAR_RETURN_IF_ERROR(CheckEndpoint(ep));
-    if (!Channel(ep)->WaitForConnected(deadline)) missing.push_back(ep);
+    if (!transport_->WaitReady(ep, deadline).ok()) missing.push_back(ep);
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat("pservers not reachable after ", timeout_ms, " ms: ",
+  return absl::DeadlineExceededError(absl::StrCat("not reachable after ", timeout_ms, " ms: ",
                                                   absl::StrJoin(missing, ", ")));
 }
 
@@ -280,6 +259,14 @@ absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {
     for (const auto& [id, eps] : todo) contacted_.erase(id);
   }
   return first;
+}
+
+RunEnv ClientEnv(RpcClient* client) {
+  RunEnv env;
+  env.rpc = client;
+  env.transport = client->transport();
+  env.on_close = [client] { return client->SendCompleteToAll(); };
+  return env;
 }
 
 }  // namespace oar::rpc

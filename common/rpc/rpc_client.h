@@ -1,16 +1,27 @@
-// RpcClient: the trainer's side of SendRecvService. One gRPC channel per
-// endpoint (message size uncapped, 16 MiB frames); every call is async and
-// returns a handle whose Wait() gives its result. A call has a deadline of
-// FLAGS_rpc_deadline ms and is retried up to FLAGS_rpc_retry_times on
-// UNAVAILABLE or DEADLINE_EXCEEDED, with doubling backoff; a failure names
-// the RPC, the variable and the endpoint.
+// RpcClient: the trainer's side of SendRecvService, over any Transport.
+// Every call is async and returns a handle whose Wait() gives its result.
 //
-//   RpcClient* c = RpcClient::Global();
-//   auto sent = c->AsyncSendVar("10.0.0.2:6174", "fc_w@GRAD.block0", &var, {.trainer_id = 1});
+//   GrpcTransport grpc;
+//   RpcClient client(&grpc);
+//   auto sent = client.AsyncSendVar("10.0.0.2:6174", "fc_w@GRAD.block0", &var, {.trainer_id = 1});
 //   OAR_RETURN_IF_ERROR(sent->Wait());
 //
-// Retrying is safe for this protocol: a pserver stores a trainer's variable
-// by name and counts barriers per trainer id, so a repeat changes nothing.
+// Deadlines and retries: a call, all its attempts included, ends within
+// FLAGS_rpc_deadline ms of its start. An attempt that fails UNAVAILABLE
+// (connection refused, reset, an injected drop) or RESOURCE_EXHAUSTED (a busy
+// server) is retried, up to FLAGS_rpc_retry_times times, after a doubling
+// backoff (50 ms to 2 s). A failure names the RPC, the variable and the
+// endpoint.
+//
+// Idempotence: each call carries a sequence number (VariableMessage.oar_seq,
+// counted per trainer id and endpoint, the same on every retry of the call,
+// with a random per-process incarnation in its high bits). A pserver applies
+// a (trainer, seq) once and answers a duplicate — a retry whose first attempt
+// did arrive — as it answered the first, so a retried gradient is not
+// applied twice and a retried barrier is not counted for another step.
+//
+// A reply is parsed and checked before it is written into the caller's
+// variable, so a malformed reply leaves the variable as it was.
 //
 // Thread-safety: every method may be called concurrently; a handle's Wait()
 // from one thread.
@@ -20,46 +31,49 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/rpc/rpc_common.h"
-#include "common/rpc/var_serde.h"
-
-namespace grpc {
-class Channel;
-}
+#include "common/run_env.h"
+#include "common/rpc/transport.h"
 
 namespace oar::rpc {
 
-struct ClientOptions {
-  int deadline_ms = 0;   // 0: FLAGS_rpc_deadline
-  int retry_times = -1;  // -1: FLAGS_rpc_retry_times
-  std::string auth_token;  // sent with every call when set
-  std::string tls_ca;      // PEM root certificates file; TLS when set
-  static ClientOptions FromFlagsAndEnv();
+struct SendOptions {
+  int64_t trainer_id = 0;
+  std::string out_varname;
+  std::string table_name;
+  bool raw_bytes = false;  // send a uint8 tensor as NCCL_ID raw bytes
 };
 
 class RpcCall {
  public:
   virtual ~RpcCall() = default;
-  // Blocks until the call (and its retries) finish; bounded by the deadline
-  // times (retries + 1) plus the backoff.
+  // Blocks until the call (and its retries) finish: at most the call's
+  // deadline after it started. Returns the final status; idempotent.
   virtual absl::Status Wait() = 0;
+};
+
+struct ClientOptions {
+  int deadline_ms = 0;   // 0: FLAGS_rpc_deadline
+  int retry_times = -1;  // -1: FLAGS_rpc_retry_times
 };
 
 class RpcClient {
  public:
-  explicit RpcClient(ClientOptions options = ClientOptions::FromFlagsAndEnv());
+  using Options = ClientOptions;
+  // `transport` must outlive the client.
+  explicit RpcClient(Transport* transport, Options options = {});
   ~RpcClient();
-  // The process-wide client the trainer ops use.
-  static RpcClient* Global();
 
-  // `var` (and the tensor memory it references) must stay unchanged until Wait
-  // returns.
+  Transport* transport() const { return transport_; }
+
+  // `var` is shared (not copied) until the call ends: its writer then gets a
+  // fresh buffer, so the variable may be reused at once.
   std::shared_ptr<RpcCall> AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,
                                         const SendOptions& options = {});
-  // Fills `*out` with the server's variable `name`.
+  // Fills `*out` with the server's variable `name` (left unchanged on error).
   std::shared_ptr<RpcCall> AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                        int64_t trainer_id = 0, bool no_barrier = false);
   std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name, const Variable* ids,
@@ -86,16 +100,25 @@ class RpcClient {
   absl::Status SendCompleteToAll(int64_t trainer_id = -1);
 
  private:
-  std::shared_ptr<grpc::Channel> Channel(const std::string& ep);
-  std::shared_ptr<RpcCall> Start(RpcKind kind, const std::string& ep, const std::string& name,
-                                 absl::StatusOr<grpc::ByteBuffer> request, Variable* out, int64_t trainer_id);
+  std::shared_ptr<RpcCall> Start(RpcKind kind, const std::string& ep, const std::string& name, const Variable* var,
+                                 const SendOptions& options, Variable* out);
 
-  ClientOptions options_;
+  Transport* transport_;
+  Options options_;
+  const uint64_t incarnation_;  // high bits of every sequence number
   absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<int64_t, std::string>, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
   // Endpoints each trainer id has called (COMPLETE goes to these, as it).
   std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::vector<std::shared_ptr<RpcCall>>> pending_ ABSL_GUARDED_BY(mu_);
 };
+
+// The bits of oar_seq above the per-endpoint counter: a sender's incarnation.
+inline constexpr int kSeqCounterBits = 40;
+
+// The RunEnv of a trainer that calls through `client`: its ops use the
+// client and its transport, and Executor::Close() says COMPLETE to every
+// endpoint the client called.
+RunEnv ClientEnv(RpcClient* client);
 
 }  // namespace oar::rpc

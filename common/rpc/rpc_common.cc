@@ -10,13 +10,18 @@
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");
-DEFINE_int32(rpc_retry_times, 3, "retries of an RPC that failed UNAVAILABLE or DEADLINE_EXCEEDED");
+DEFINE_int32(rpc_retry_times, 3,
+             "retries of an RPC that failed UNAVAILABLE or RESOURCE_EXHAUSTED, all within its --rpc_deadline");
 DEFINE_int32(rpc_send_thread_num, 12, "pserver threads handling SendVariable");
 DEFINE_int32(rpc_get_thread_num, 12, "pserver threads handling GetVariable");
 DEFINE_int32(rpc_prefetch_thread_num, 12, "pserver threads handling PrefetchVariable");
 DEFINE_string(rpc_tls_cert, "", "PEM certificate of this server (TLS when set with --rpc_tls_key)");
 DEFINE_string(rpc_tls_key, "", "PEM private key of this server");
 DEFINE_string(rpc_tls_ca, "", "PEM root certificates that clients trust (TLS on the client side when set)");
+DEFINE_int64(rpc_max_message_bytes, 0,
+             "largest request a server reads; 0: a pserver derives it from the largest variable it receives");
+DEFINE_int32(rpc_max_queued_requests, 256,
+             "requests of one RPC kind waiting for a handler thread before new ones are answered RESOURCE_EXHAUSTED");
 
 namespace oar::rpc {
 
@@ -39,14 +44,9 @@ std::string AuthTokenFromEnv() {
   return t ? t : "";
 }
 
-absl::Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+bool Retryable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded ||
+         s.code() == absl::StatusCode::kResourceExhausted;
 }
 
 absl::Status CheckEndpoint(const std::string& endpoint) {

@@ -1,14 +1,12 @@
-// Names and options shared by the RPC client and server: the RPC kinds and
-// their gRPC method paths (Fluid's sendrecv.SendRecvService), the reserved
-// control-message variable names, the rpc flags, and the conversion of gRPC
-// status codes to absl::Status (done here, at the edge, only).
+// Names and options shared by the RPC client, servers and transports: the
+// RPC kinds and their method paths (Fluid's sendrecv.SendRecvService), the
+// reserved control-message variable names and the rpc flags. gRPC's own types
+// stay in grpc_status.h and the grpc_* files.
 //
 // Thread-safety: constants and stateless functions.
 #pragma once
 
 #include <string>
-
-#include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,6 +20,8 @@ DECLARE_int32(rpc_prefetch_thread_num);
 DECLARE_string(rpc_tls_cert);
 DECLARE_string(rpc_tls_key);
 DECLARE_string(rpc_tls_ca);
+DECLARE_int64(rpc_max_message_bytes);
+DECLARE_int32(rpc_max_queued_requests);
 
 namespace oar::rpc {
 
@@ -43,8 +43,9 @@ inline constexpr char kAuthMetadataKey[] = "oar-auth-token";
 // OAR_AUTH_TOKEN from the environment ("" when unset).
 std::string AuthTokenFromEnv();
 
-absl::Status FromGrpc(const grpc::Status& s);
-grpc::Status ToGrpc(const absl::Status& s);
+// True for the failures a client retries (with backoff, within the call's
+// deadline): UNAVAILABLE, DEADLINE_EXCEEDED of one attempt, RESOURCE_EXHAUSTED.
+bool Retryable(const absl::Status& s);
 
 // "host:port" split; InvalidArgument naming the endpoint otherwise.
 absl::Status CheckEndpoint(const std::string& endpoint);

@@ -1,7 +1,6 @@
 #include "common/rpc/var_serde.h"
 
 #include <cstring>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -10,36 +9,7 @@ namespace oar::rpc {
 namespace {
 
 constexpr int kSerializedField = 8;
-
-absl::StatusOr<sendrecv::VariableMessage::Type> WireType(DataType t) {
-  switch (t) {
-    case DataType::kBool: return sendrecv::VariableMessage::BOOL;
-    case DataType::kInt16: return sendrecv::VariableMessage::INT16;
-    case DataType::kInt32: return sendrecv::VariableMessage::INT32;
-    case DataType::kInt64: return sendrecv::VariableMessage::INT64;
-    case DataType::kFloat16: return sendrecv::VariableMessage::FP16;
-    case DataType::kFloat32: return sendrecv::VariableMessage::FP32;
-    case DataType::kFloat64: return sendrecv::VariableMessage::FP64;
-    case DataType::kUInt8: return sendrecv::VariableMessage::UINT8;
-    case DataType::kInt8: return sendrecv::VariableMessage::INT8;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int>(t), " cannot be sent"));
-}
-
-absl::StatusOr<DataType> FromWireType(int t, const std::string& name) {
-  switch (t) {
-    case sendrecv::VariableMessage::BOOL: return DataType::kBool;
-    case sendrecv::VariableMessage::INT16: return DataType::kInt16;
-    case sendrecv::VariableMessage::INT32: return DataType::kInt32;
-    case sendrecv::VariableMessage::INT64: return DataType::kInt64;
-    case sendrecv::VariableMessage::FP16: return DataType::kFloat16;
-    case sendrecv::VariableMessage::FP32: return DataType::kFloat32;
-    case sendrecv::VariableMessage::FP64: return DataType::kFloat64;
-    case sendrecv::VariableMessage::UINT8: return DataType::kUInt8;
-    case sendrecv::VariableMessage::INT8: return DataType::kInt8;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("variable '", name, "': unknown data_type ", t));
-}
+constexpr int kRowsField = 9;
 
 void AppendVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
@@ -56,8 +26,10 @@ class SliceReader {
  public:
   explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) { Skip0(); }
   bool done() const { return i_ == slices_.size(); }
-  size_t remaining() const {
-    size_t n = 0;
+  size_t slice() const { return i_; }
+  size_t offset() const { return off_; }
+  uint64_t remaining() const {
+    uint64_t n = 0;
     for (size_t k = i_; k < slices_.size(); ++k) n += slices_[k].size() - (k == i_ ? off_ : 0);
     return n;
   }
@@ -72,11 +44,11 @@ class SliceReader {
     return false;
   }
   // Copies n bytes to dst (or skips them when dst is null).
-  bool Bytes(void* dst, size_t n) {
+  bool Bytes(void* dst, uint64_t n) {
     char* d = static_cast<char*>(dst);
     while (n > 0) {
       if (done()) return false;
-      const size_t take = std::min(n, slices_[i_].size() - off_);
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, slices_[i_].size() - off_));
       if (d != nullptr) {
         std::memcpy(d, slices_[i_].begin() + off_, take);
         d += take;
@@ -99,98 +71,60 @@ class SliceReader {
   size_t i_ = 0, off_ = 0;
 };
 
+const Tensor* PayloadOf(const Variable* var) {
+  if (var == nullptr) return nullptr;
+  if (var->IsType<Tensor>()) return &var->Get<Tensor>();
+  if (var->IsType<SelectedRows>()) return &var->Get<SelectedRows>().value;
+  return nullptr;
+}
+
 }  // namespace
 
-absl::StatusOr<grpc::ByteBuffer> SerializeVar(const std::string& name, const Variable* var,
-                                              const SendOptions& options) {
-  sendrecv::VariableMessage meta;
-  meta.set_varname(name);
-  meta.set_trainer_id(options.trainer_id);
-  meta.set_out_varname(options.out_varname);
-  meta.set_table_name(options.table_name);
-  const Tensor* payload = nullptr;
-  if (var != nullptr && var->IsType<Tensor>()) {
-    payload = &var->Get<Tensor>();
-    meta.set_type(options.raw_bytes ? sendrecv::NCCL_ID : sendrecv::LOD_TENSOR);
-    meta.set_lod_level(static_cast<int64_t>(payload->lod().size()));
-    for (const auto& level : payload->lod()) {
-      auto* l = meta.add_lod();
-      for (size_t v : level) l->add_lod_data(static_cast<int64_t>(v));
-    }
-  } else if (var != nullptr && var->IsType<SelectedRows>()) {
-    const SelectedRows& sr = var->Get<SelectedRows>();
-    payload = &sr.value;
-    meta.set_type(sendrecv::SELECTED_ROWS);
-    meta.set_slr_height(sr.height);
-    meta.set_rows(sr.rows.data(), sr.rows.size() * sizeof(int64_t));
-  } else if (var != nullptr && var->IsInitialized()) {
-    return absl::InvalidArgumentError(absl::StrCat("variable '", name, "' holds neither a tensor nor SelectedRows"));
+absl::StatusOr<grpc::ByteBuffer> SerializeMessage(const MessageHeader& header, const Variable* var) {
+  std::string bytes;
+  header.meta.SerializeToString(&bytes);
+  if (header.kind == PayloadKind::kSelectedRows) {
+    AppendVarint(&bytes, (kRowsField << 3) | 2);
+    AppendVarint(&bytes, header.rows.size() * sizeof(int64_t));
+    bytes.append(reinterpret_cast<const char*>(header.rows.data()), header.rows.size() * sizeof(int64_t));
   }
-  if (payload != nullptr) {
-    if (payload->numel() > 0 && !payload->initialized()) {
-      return absl::FailedPreconditionError(absl::StrCat("variable '", name, "' has no data to send"));
-    }
-    OAR_ASSIGN_OR_RETURN(auto t, WireType(payload->dtype()));
-    meta.set_data_type(t);
-    for (int i = 0; i < payload->dims().size(); ++i) meta.add_dims(payload->dims()[i]);
+  const Tensor* payload = header.kind == PayloadKind::kNone ? nullptr : PayloadOf(var);
+  if (header.kind != PayloadKind::kNone && (payload == nullptr || payload->nbytes() != header.payload_bytes)) {
+    return absl::InternalError(absl::StrCat("'", header.name(), "': the variable no longer matches its header"));
   }
-  std::string header;
-  meta.SerializeToString(&header);
   std::vector<grpc::Slice> slices;
-  const size_t nbytes = payload != nullptr ? payload->nbytes() : 0;
   if (payload != nullptr) {
-    AppendVarint(&header, (kSerializedField << 3) | 2);  // length-delimited field 8
-    AppendVarint(&header, nbytes);
+    AppendVarint(&bytes, (kSerializedField << 3) | 2);  // length-delimited field 8
+    AppendVarint(&bytes, header.payload_bytes);
   }
-  slices.emplace_back(header);
-  if (nbytes > 0) {
+  slices.emplace_back(bytes);
+  if (payload != nullptr && header.payload_bytes > 0) {
     auto* keep = new std::shared_ptr<const void>(payload->KeepAlive());
-    slices.emplace_back(const_cast<void*>(payload->raw_data()), nbytes, &ReleaseKeepAlive, keep);
+    slices.emplace_back(const_cast<void*>(payload->raw_data()), header.payload_bytes, &ReleaseKeepAlive, keep);
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer, const SpareFn& spare) {
+absl::StatusOr<std::unique_ptr<GrpcMessage>> ParseMessage(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return absl::InvalidArgumentError("message could not be read");
   SliceReader in(slices);
-  Received r;
   std::string header;  // every field but 8, re-encoded as read
-  Tensor payload;
   bool has_payload = false;
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed VariableMessage", r.meta.varname().empty() ? "" : " for '" + r.meta.varname() + "'",
-                     ": ", why));
-  };
+  uint64_t payload_len = 0;
+  size_t payload_slice = 0, payload_offset = 0;
+  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("malformed VariableMessage: " + why); };
   while (!in.done()) {
     uint64_t tag;
     if (!in.Varint(&tag)) return bad("truncated tag");
     const int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
     if (field == kSerializedField && wire == 2) {
-      uint64_t n;
-      if (!in.Varint(&n) || n > in.remaining()) return bad("payload longer than the message");
-      if (!r.meta.ParseFromString(header)) return bad("header does not parse");
-      OAR_ASSIGN_OR_RETURN(DataType dt, FromWireType(r.meta.data_type(), r.meta.varname()));
-      DDim dims;
-      for (int64_t d : r.meta.dims()) {
-        if (d < 0) return bad(absl::StrCat("negative dimension ", d));
-        dims.push_back(d);
-      }
-      if (r.meta.type() == sendrecv::NCCL_ID && dims.size() == 0) dims.push_back(static_cast<int64_t>(n));
-      if (static_cast<uint64_t>(dims.numel()) * SizeOf(dt) != n) {
-        return bad(absl::StrCat("payload has ", n, " bytes, its header says ", DataTypeName(dt), dims.ToString()));
-      }
-      if (spare) {
-        Variable old = spare(r.meta);
-        if (old.IsType<Tensor>()) payload = std::move(*old.GetMutable<Tensor>());
-        else if (old.IsType<SelectedRows>()) payload = std::move(old.GetMutable<SelectedRows>()->value);
-      }
-      payload.set_lod({});
-      payload.Resize(dims);
-      void* dst = payload.mutable_data(dt);
-      if (!in.Bytes(dst, n)) return bad("truncated payload");
+      if (has_payload) return bad("two payloads");
+      if (!in.Varint(&payload_len) || payload_len > in.remaining()) return bad("payload longer than the message");
       has_payload = true;
+      payload_slice = in.slice();
+      payload_offset = in.offset();
+      in.Bytes(nullptr, payload_len);
       continue;
     }
     // Copy the field through to the header.
@@ -217,54 +151,29 @@ absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buffer, const Sp
     }
     header += field_bytes;
   }
-  if (!r.meta.ParseFromString(header)) return bad("header does not parse");
-  if (!has_payload) {
-    if (r.meta.dims_size() > 0) {  // an empty tensor travels without field 8
-      OAR_ASSIGN_OR_RETURN(DataType dt, FromWireType(r.meta.data_type(), r.meta.varname()));
-      DDim dims;
-      for (int64_t d : r.meta.dims()) dims.push_back(d);
-      if (dims.numel() != 0) return bad("tensor without payload");
-      payload.Resize(dims);
-      payload.mutable_data(dt);
-      has_payload = true;
-    } else {
-      return r;  // header only
-    }
+  sendrecv::VariableMessage meta;
+  if (!meta.ParseFromString(header)) return bad("header does not parse");
+  OAR_ASSIGN_OR_RETURN(MessageHeader h, ParseHeader(std::move(meta), has_payload, payload_len));
+  return std::unique_ptr<GrpcMessage>(new GrpcMessage(std::move(h), std::move(slices), payload_slice, payload_offset));
+}
+
+void GrpcMessage::ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const {
+  uint64_t left = header().payload_bytes;
+  size_t off = offset_;
+  for (size_t i = slice_; i < slices_.size() && left > 0; ++i) {
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(left, slices_[i].size() - off));
+    if (take > 0) fn(reinterpret_cast<const char*>(slices_[i].begin()) + off, take);
+    left -= take;
+    off = 0;
   }
-  // LoD: offsets must be non-decreasing and end at dim 0.
-  LoD lod;
-  for (const auto& level : r.meta.lod()) {
-    std::vector<size_t> l;
-    for (int64_t v : level.lod_data()) {
-      if (v < 0 || (!l.empty() && static_cast<size_t>(v) < l.back())) return bad("LoD offsets decrease");
-      l.push_back(static_cast<size_t>(v));
-    }
-    lod.push_back(std::move(l));
-  }
-  if (!lod.empty() && (payload.dims().size() == 0 || lod.back().empty() ||
-                       lod.back().back() != static_cast<size_t>(payload.dims()[0]))) {
-    return bad("LoD does not end at the tensor's first dimension");
-  }
-  payload.set_lod(lod);
-  if (r.meta.type() == sendrecv::SELECTED_ROWS) {
-    const std::string& rows = r.meta.rows();
-    if (rows.size() % sizeof(int64_t) != 0) return bad("rows is not a whole number of int64");
-    SelectedRows* sr = r.var.GetMutable<SelectedRows>();
-    sr->rows.resize(rows.size() / sizeof(int64_t));
-    if (!rows.empty()) std::memcpy(sr->rows.data(), rows.data(), rows.size());
-    sr->height = r.meta.slr_height();
-    if (payload.dims().size() == 0 || static_cast<size_t>(payload.dims()[0]) != sr->rows.size()) {
-      return bad(absl::StrCat(sr->rows.size(), " rows but the value has shape ", payload.dims().ToString()));
-    }
-    for (int64_t row : sr->rows) {
-      if (row < 0 || row >= sr->height) return bad(absl::StrCat("row ", row, " outside height ", sr->height));
-    }
-    sr->value = std::move(payload);
-    r.meta.clear_rows();
-  } else {
-    *r.var.GetMutable<Tensor>() = std::move(payload);
-  }
-  return r;
+}
+
+void GrpcMessage::CopyPayload(void* dst) const {
+  char* d = static_cast<char*>(dst);
+  ForEachPayloadPiece([&d](const char* p, size_t n) {
+    std::memcpy(d, p, n);
+    d += n;
+  });
 }
 
 }  // namespace oar::rpc

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/api/io.h"
+#include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
@@ -18,6 +19,7 @@ struct Server {
   DistPrograms d{"127.0.0.1:0", 2, true};
   Executor exe;
   Scope scope;
+  rpc::GrpcTransport transport;
   std::unique_ptr<ParameterServer> ps;
   std::string ep;
   Server() {
@@ -29,6 +31,7 @@ struct Server {
     c.optimize_blocks = ls.GetAttr<BlockRefs>("optimize_blocks").idx;
     c.grad_to_block_id = *ParseGradToBlockId(ls.GetAttr<std::vector<std::string>>("grad_to_block_id"));
     c.timeout_ms = 20000;
+    c.transport = &transport;
     auto created = ParameterServer::Create(c, d.pserver, &scope);
     EXPECT_TRUE(created.ok()) << created.status();
     ps = *std::move(created);
@@ -48,7 +51,7 @@ Variable Dense(DataType dt, const DDim& dims) {
 
 TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
   Server s;
-  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
   const std::string w = "fc_0.w_0", wg = "fc_0.w_0@GRAD";  // shape [4, 1]
   auto send = [&](const std::string& name, const Variable& v, int tid) {
     return c.AsyncSendVar(s.ep, name, &v, {.trainer_id = tid})->Wait();
@@ -60,12 +63,21 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
     std::string expect;
   };
   std::vector<Case> cases;
-  cases.push_back({"nope@GRAD", Dense(DataType::kFloat32, {4, 1}), 0, "no variable 'nope@GRAD' to receive"});
-  cases.push_back({wg, Dense(DataType::kInt64, {4, 1}), 1, "'" + wg + "' has dtype int64, the pserver's is float32"});
-  cases.push_back({wg, Dense(DataType::kFloat32, {3, 1}), 0, "has shape [3, 1], the pserver's is [4, 1]"});
+  cases.push_back({"nope@GRAD", Dense(DataType::kFloat32, {4, 1}), 0, "this pserver receives no such variable"});
+  cases.push_back({wg, Dense(DataType::kInt64, {4, 1}), 1, "sent '" + wg + "' as int64[4, 1]: the pserver's dtype is float32"});
+  cases.push_back({wg, Dense(DataType::kFloat32, {3, 1}), 0, "as float32[3, 1]: the pserver's shape is [4, 1]"});
   cases.push_back({wg, Dense(DataType::kFloat32, {4, 1}), 2, "trainer_id 2 is not in [0, 2) (Fanin)"});
   cases.push_back({w, Dense(DataType::kFloat32, {4, 1}), 0, "is a parameter here"});
-  cases.push_back({wg + ".trainer_0", Dense(DataType::kFloat32, {4, 1}), 1, "belongs to another trainer"});
+  cases.push_back({wg + ".trainer_0", Dense(DataType::kFloat32, {4, 1}), 1, "which belongs to trainer 0"});
+  {
+    Variable sparse;
+    SelectedRows* sr = sparse.GetMutable<SelectedRows>();
+    sr->height = 4;
+    sr->rows = {1};
+    sr->value.mutable_data<float>({1, 1});
+    cases.push_back({wg, sparse, 0, "the pserver receives it as a dense tensor"});
+  }
+  cases.push_back({wg, Variable(), 0, "it carries no value"});
   for (const auto& k : cases) {
     absl::Status st = send(k.name, k.v, k.tid);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
@@ -83,7 +95,7 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
 
 TEST(ParameterServerTest, CheckpointNotifySavesAWholeCheckpoint) {
   Server s;
-  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
   const std::string dir = ::testing::TempDir() + "/oar_ps_ckpt";
   std::filesystem::remove_all(dir);
   absl::Status st = c.AsyncCheckpointNotify(s.ep, dir, 0)->Wait();
@@ -125,7 +137,7 @@ namespace {
 
 TEST(ParameterServerTest, GetVariableNoBarrierDoesNotWaitForTheStep) {
   Server s;
-  rpc::RpcClient c(rpc::ClientOptions{.deadline_ms = 3000, .retry_times = 0});
+  rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 3000, .retry_times = 0});
   // Trainer 0 has announced its batch: a plain Get now waits for the
   // optimize (which never comes here); the no-barrier Get answers at once.
   ASSERT_TRUE(c.AsyncSendBatchBarrier(s.ep, 0)->Wait().ok());
@@ -133,7 +145,7 @@ TEST(ParameterServerTest, GetVariableNoBarrierDoesNotWaitForTheStep) {
   absl::Status st = c.AsyncGetVar(s.ep, "fc_0.w_0", &got, 0, /*no_barrier=*/true)->Wait();
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(got.Get<Tensor>().dims(), (DDim{4, 1}));
-  rpc::RpcClient quick(rpc::ClientOptions{.deadline_ms = 300, .retry_times = 0});
+  rpc::RpcClient quick(&s.transport, rpc::ClientOptions{.deadline_ms = 300, .retry_times = 0});
   EXPECT_EQ(quick.AsyncGetVar(s.ep, "fc_0.w_0", &got, 0)->Wait().code(), absl::StatusCode::kDeadlineExceeded);
   s.ps->Stop();  // releases the waiting Get before the server shuts down
 }

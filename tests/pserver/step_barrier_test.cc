@@ -34,7 +34,9 @@ void Trainer(StepBarrier* b, int id, int steps, std::atomic<int>* errors) {
   expect(b->BeforeGet(id));
   expect(b->FetchBarrier(id));
   for (int i = 0; i < steps; ++i) {
-    expect(b->BeforeGradient(id));
+    absl::Status r = b->BeginReceive(id);
+    expect(r);
+    if (r.ok()) b->EndReceive();
     expect(b->BatchBarrier(id));
     expect(b->BeforeGet(id));
     if (b->step() != i + 1) ++*errors;  // the parameters of this step's update
@@ -96,7 +98,7 @@ TEST(StepBarrierTest, ATrainerThatNeverArrivesFailsTheBarrierNamingIt) {
 TEST(StepBarrierTest, OutOfRangeTrainerIdsAreRejectedAndStopReleasesWaits) {
   StepBarrier b(2, absl::Seconds(30));
   EXPECT_EQ(b.BatchBarrier(2).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(b.BeforeGradient(-1).message().find("trainer_id -1 is not in [0, 2)"), std::string::npos);
+  EXPECT_NE(b.BeginReceive(-1).message().find("trainer_id -1 is not in [0, 2)"), std::string::npos);
   // A Get for trainer 0 after its batch barrier waits for an optimize that
   // never comes; Stop releases it.
   ASSERT_TRUE(b.BatchBarrier(0).ok());
@@ -105,6 +107,28 @@ TEST(StepBarrierTest, OutOfRangeTrainerIdsAreRejectedAndStopReleasesWaits) {
   b.Stop();
   waiter.join();
   EXPECT_EQ(got.code(), absl::StatusCode::kCancelled);
+}
+
+// Regression: a gradient's handler checked "not optimizing", released the
+// lock, then stored; a late copy could land while the optimize pass read the
+// variable. Now a store in progress holds the next optimize pass back.
+TEST(StepBarrierTest, AStoreInProgressHoldsTheOptimizePassBack) {
+  StepBarrier b(1, absl::Seconds(20));
+  ASSERT_TRUE(b.FetchBarrier(0).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  ASSERT_TRUE(b.BatchBarrier(0).ok());
+  std::atomic<bool> moved{false};
+  std::thread loop([&] {
+    EXPECT_TRUE(*b.AwaitPhaseEnd());
+    moved = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(moved.load());  // still storing: no optimize yet
+  EXPECT_EQ(b.phase(), StepBarrier::Phase::kRecv);
+  b.EndReceive();
+  loop.join();
+  EXPECT_EQ(b.phase(), StepBarrier::Phase::kOptimize);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/rpc/rpc_client.h"
+#include "tests/util/trainer_net.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
 
@@ -60,14 +61,14 @@ void Train(const std::string& ep, int id, absl::Status* result) {
   for (auto* p : {&d.trainer, &d.trainer_startup}) {
     for (size_t i = 0; i < p->Block(0).OpSize(); ++i) p->MutableBlock(0)->MutableOp(i)->SetAttr("trainer_id", int32_t{id});
   }
-  Executor exe;
+  TrainerNet net;
+  Executor exe(CPUPlace(), net.options());
   Scope scope;
   *result = exe.Run(d.trainer_startup, &scope).status();
   for (int step = 0; step < 5 && result->ok(); ++step) {
     *result = exe.Run(d.trainer, &scope, DistPrograms::Batch(step, id * 4, id * 4 + 4), {d.loss.name()}).status();
   }
-  rpc::RpcClient own(rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
-  result->Update(own.AsyncSendComplete(ep, id)->Wait());
+  result->Update(net.client.AsyncSendComplete(ep, id)->Wait());
 }
 
 TEST(TwoProcessTest, SyncTrainingAgainstAPserverProcess) {

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
+#include "tests/util/trainer_net.h"
 #include "transpiler/distribute_transpiler.h"
 
 namespace oar {
@@ -27,7 +28,6 @@ absl::StatusOr<ProgramDesc> Nccl2Startup(int id, const std::vector<std::string>&
   }
   DistributeTranspilerConfig c;
   c.mode = "nccl2";
-  c.wait_port = false;  // the op waits for the others itself
   DistributeTranspiler t(c);
   OAR_RETURN_IF_ERROR(t.transpile(id, &main.desc(), "", eps[0] + "," + eps[1] + "," + eps[2], true, &startup.desc(),
                                   eps[static_cast<size_t>(id)]));
@@ -48,7 +48,8 @@ TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
         status[t] = startup.status();
         return;
       }
-      Executor exe;
+      TrainerNet net;
+      Executor exe(CPUPlace(), net.options());
       Scope scope;
       status[t] = exe.Run(*startup, &scope).status();
       if (status[t].ok()) ids[t] = TensorToVector<uint8_t>(scope.FindVar("NCCLID")->Get<Tensor>());
@@ -68,12 +69,50 @@ TEST(GenNcclIdTest, AMissingTrainerZeroIsABoundedErrorNamingTheEndpoint) {
   const std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
   auto startup = Nccl2Startup(1, eps);
   ASSERT_TRUE(startup.ok()) << startup.status();
-  Executor exe;
+  TrainerNet net;
+  Executor exe(CPUPlace(), net.options());
   Scope scope;
   absl::Status s = exe.Run(*startup, &scope).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find(eps[1]), std::string::npos) << s;
   FLAGS_rpc_deadline = 20000;
+}
+
+// Regression: a header-only message to a trainer waiting for the id threw
+// on gRPC's thread and terminated the process; now it is an error answer
+// and the receiver keeps waiting for the real id.
+TEST(GenNcclIdTest, AHeaderOnlyMessageIsAnErrorAnswerNotACrash) {
+  OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
+  FLAGS_rpc_deadline = 20000;
+  const std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  absl::Status status;
+  std::vector<uint8_t> id;
+  std::thread t1([&] {
+    auto startup = Nccl2Startup(1, eps);
+    TrainerNet net;
+    Executor exe(CPUPlace(), net.options());
+    Scope scope;
+    status = startup.ok() ? exe.Run(*startup, &scope).status() : startup.status();
+    if (status.ok()) id = TensorToVector<uint8_t>(scope.FindVar("NCCLID")->Get<Tensor>());
+  });
+  TrainerNet probe;
+  ASSERT_TRUE(probe.client.WaitServerReady({eps[1]}, 20000).ok());
+  absl::Status bad = probe.client.AsyncSendVar(eps[1], "NCCLID", nullptr)->Wait();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_NE(bad.message().find("no value"), std::string::npos) << bad;
+  Variable wrong;
+  wrong.GetMutable<Tensor>()->mutable_data<uint8_t>({7});
+  EXPECT_EQ(probe.client.AsyncSendVar(eps[1], "NCCLID", &wrong, {.raw_bytes = true})->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  // The real id still gets through.
+  Variable real;
+  uint8_t* p = real.GetMutable<Tensor>()->mutable_data<uint8_t>({kNcclIdBytes});
+  for (int i = 0; i < kNcclIdBytes; ++i) p[i] = static_cast<uint8_t>(i + 1);
+  EXPECT_TRUE(probe.client.AsyncSendVar(eps[1], "NCCLID", &real, {.raw_bytes = true})->Wait().ok());
+  t1.join();
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(id.size(), static_cast<size_t>(kNcclIdBytes));
+  EXPECT_EQ(id[5], 6);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "pserver/pserver_ops.h"
 #include "tests/transpiler/fc_net.h"
 #include "tests/util/free_port.h"
+#include "tests/util/trainer_net.h"
 #include "trainer/dist_ops.h"
 
 namespace oar {
@@ -97,9 +98,13 @@ struct TrainerResult {
 };
 
 void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::string& loss,
-                const std::vector<std::string>& param_names, const std::string& opt, int id, TrainerResult* out) {
-  Executor exe;
+                const std::vector<std::string>& param_names, const std::string& opt, int id, TrainerResult* out,
+                const std::vector<std::string>& pservers) {
+  TrainerNet net;
+  Executor exe(CPUPlace(), net.options());
   Scope scope;
+  out->status = net.client.WaitServerReady(pservers, FLAGS_rpc_deadline);
+  if (!out->status.ok()) return;
   auto params = [&] {
     std::map<std::string, std::vector<float>> m;
     for (const auto& p : param_names) m[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
@@ -121,10 +126,9 @@ void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::
     out->losses.push_back(TensorToVector<float>((*r)[0])[0]);
   }
   out->final = params();
-  // A trainer process calls exe.Close(), which says COMPLETE for every
-  // trainer id of the process; two trainers share this one, so each says
-  // it for itself.
-  out->status = rpc::RpcClient::Global()->SendCompleteToAll(id);
+  // As a trainer process does: Executor::Close() says COMPLETE to every
+  // pserver this trainer's client called.
+  out->status = exe.Close();
 }
 
 void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfig config = {}, int pservers = 2) {
@@ -165,7 +169,7 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   std::vector<TrainerResult> results(2);
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back(
-        [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t]); });
+        [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t], eps); });
   }
   for (auto& th : threads) th.join();
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];

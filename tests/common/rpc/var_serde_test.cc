@@ -15,6 +15,36 @@ Tensor Filled(DataType dt, const DDim& dims) {
   return t;
 }
 
+struct Received {
+  sendrecv::VariableMessage meta;
+  Variable var;
+};
+
+struct SendOptions {
+  int64_t trainer_id = 0;
+  std::string out_varname;
+  bool raw_bytes = false;
+};
+
+absl::StatusOr<grpc::ByteBuffer> SerializeVar(const std::string& name, const Variable* v, SendOptions o = {}) {
+  sendrecv::VariableMessage meta;
+  meta.set_varname(name);
+  meta.set_trainer_id(o.trainer_id);
+  meta.set_out_varname(o.out_varname);
+  auto h = HeaderOf(meta, v, o.raw_bytes);
+  if (!h.ok()) return h.status();
+  return SerializeMessage(*h, v);
+}
+
+absl::StatusOr<Received> DeserializeVar(const grpc::ByteBuffer& buf) {
+  auto m = ParseMessage(buf);
+  if (!m.ok()) return m.status();
+  Received r;
+  r.meta = (*m)->header().meta;
+  (*m)->DecodeInto(&r.var);
+  return r;
+}
+
 absl::StatusOr<Received> RoundTrip(const std::string& name, const Variable* v, SendOptions o = {}) {
   auto buf = SerializeVar(name, v, o);
   if (!buf.ok()) return buf.status();
@@ -146,6 +176,56 @@ TEST(SerdeTest, MalformedMessagesAreErrorsNotCrashes) {
   EXPECT_NE(parse(rows.SerializeAsString()).status().message().find("row 5 outside height 2"), std::string::npos);
   // Garbage.
   EXPECT_FALSE(parse(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11)).ok());
+}
+
+// Regression: dims [2^62+1] of fp32 multiplied to 4 bytes (mod 2^64) and
+// passed the payload check with a 4-byte payload; now the product is checked
+// before anything is allocated.
+TEST(SerdeTest, DimsWhoseProductOverflowsAreRefusedFromTheHeader) {
+  sendrecv::VariableMessage lie;
+  lie.set_varname("g");
+  lie.set_data_type(sendrecv::VariableMessage::FP32);
+  lie.add_dims((int64_t{1} << 62) + 1);
+  lie.set_serialized(std::string(4, '\0'));
+  grpc::Slice s(lie.SerializeAsString());
+  auto r = ParseMessage(grpc::ByteBuffer(&s, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("overflows"), std::string::npos) << r.status();
+  lie.clear_dims();
+  lie.add_dims(int64_t{1} << 40);
+  lie.add_dims(int64_t{1} << 40);
+  grpc::Slice s2(lie.SerializeAsString());
+  EXPECT_FALSE(ParseMessage(grpc::ByteBuffer(&s2, 1)).ok());
+  EXPECT_FALSE(CheckedBytes(DDim{-1, 4}, DataType::kFloat32).ok());
+  EXPECT_EQ(*CheckedBytes(DDim{3, 4}, DataType::kFloat64), 96u);
+}
+
+// The payload spread over slices that cut elements in half is still added
+// element by element into the destination.
+TEST(SerdeTest, AddPayloadIntoSumsAcrossSlicesThatCutElements) {
+  Variable v;
+  float* p = v.GetMutable<Tensor>()->mutable_data<float>({7});
+  for (int i = 0; i < 7; ++i) p[i] = 0.5f * static_cast<float>(i);
+  auto buf = SerializeVar("g", &v);
+  ASSERT_TRUE(buf.ok());
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buf->Dump(&slices).ok());
+  std::string bytes;
+  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // Cut the bytes into 3-byte slices.
+  std::vector<grpc::Slice> cut;
+  for (size_t i = 0; i < bytes.size(); i += 3) cut.emplace_back(bytes.substr(i, 3));
+  auto msg = ParseMessage(grpc::ByteBuffer(cut.data(), cut.size()));
+  ASSERT_TRUE(msg.ok()) << msg.status();
+  Tensor acc;
+  float* a = acc.mutable_data<float>({7});
+  for (int i = 0; i < 7; ++i) a[i] = 100.0f;
+  ASSERT_TRUE((*msg)->AddPayloadInto(&acc).ok());
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(a[i], 100.0f + 0.5f * static_cast<float>(i)) << i;
+  Tensor wrong;
+  wrong.mutable_data<float>({6});
+  EXPECT_EQ((*msg)->AddPayloadInto(&wrong).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,17 +1,21 @@
-#include "common/rpc/rpc_server.h"
+#include "common/rpc/grpc_server.h"
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 
+#include <climits>
+
 #include "absl/strings/str_cat.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/var_serde.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "glog/logging.h"
 
 namespace oar::rpc {
 
-class RpcServer::Impl : public grpc::CallbackGenericService {
+class GrpcServer::Impl : public grpc::CallbackGenericService {
  public:
   Impl(RpcHandler* handler, const ServerOptions& o) : handler_(handler), token_(o.auth_token) {
     auto n = [](int v, int flag) { return v > 0 ? v : std::max(1, flag); };
@@ -21,6 +25,8 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
     pools_[static_cast<int>(RpcKind::kPrefetch)] =
         std::make_unique<ThreadPool>(n(o.prefetch_threads, FLAGS_rpc_prefetch_thread_num));
     pools_[static_cast<int>(RpcKind::kCheckpointNotify)] = std::make_unique<ThreadPool>(1);
+    max_queued_ = static_cast<size_t>(o.max_queued_requests > 0 ? o.max_queued_requests
+                                                                 : std::max(1, FLAGS_rpc_max_queued_requests));
   }
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
@@ -32,6 +38,7 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
   }
 
   std::unique_ptr<grpc::Server> server;
+  std::string endpoint;
 
  private:
   // One unary call seen through the bidi reactor: read one request, answer
@@ -63,10 +70,16 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
         return;
       }
-      if (impl_->handler_->NeverBlocks(static_cast<RpcKind>(kind_))) {
+      const RpcKind kind = static_cast<RpcKind>(kind_);
+      if (impl_->handler_->NeverBlocks(kind)) {
         Serve();
-      } else {
-        impl_->pools_[kind_]->Schedule([this] { Serve(); });
+        return;
+      }
+      if (!impl_->pools_[kind_]->TrySchedule([this] { Serve(); }, impl_->max_queued_)) {
+        request_.Clear();
+        Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            absl::StrCat(impl_->endpoint, ": ", impl_->max_queued_, " ", KindName(kind),
+                                         " requests are already waiting (FLAGS_rpc_max_queued_requests); retry later")));
       }
     }
     void OnWriteDone(bool) override {}
@@ -75,28 +88,33 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
    private:
     void Serve() {
       const RpcKind kind = static_cast<RpcKind>(kind_);
-      auto req = DeserializeVar(request_, [this, kind](const sendrecv::VariableMessage& meta) {
-        return impl_->handler_->SpareBuffer(kind, meta);
-      });
-      request_.Clear();  // release gRPC's copy of the payload now
+      auto req = ParseMessage(request_);
+      request_.Clear();  // the message holds its own references to the slices
       if (!req.ok()) {
         Finish(ToGrpc(req.status()));
         return;
       }
       Reply reply;
-      absl::Status s = impl_->handler_->Handle(static_cast<RpcKind>(kind_), *req, &reply);
+      absl::Status s = impl_->handler_->Handle(kind, **req, &reply);
+      req->reset();  // release the request's bytes before the reply is written
       if (!s.ok()) {
         Finish(ToGrpc(s));
         return;
       }
-      const Variable* v = reply.var != nullptr ? reply.var : (reply.owned.IsInitialized() ? &reply.owned : nullptr);
-      auto out = SerializeVar(reply.name, v);
+      auto header = HeaderOf(Named(reply.name), reply.var.IsInitialized() ? &reply.var : nullptr);
+      absl::StatusOr<grpc::ByteBuffer> out =
+          header.ok() ? SerializeMessage(*header, &reply.var) : absl::StatusOr<grpc::ByteBuffer>(header.status());
       if (!out.ok()) {
         Finish(ToGrpc(out.status()));
         return;
       }
       response_ = *std::move(out);
       StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    }
+    static sendrecv::VariableMessage Named(const std::string& name) {
+      sendrecv::VariableMessage m;
+      m.set_varname(name);
+      return m;
     }
     Impl* impl_;
     int kind_;
@@ -105,12 +123,13 @@ class RpcServer::Impl : public grpc::CallbackGenericService {
 
   RpcHandler* handler_;
   std::string token_;
+  size_t max_queued_ = 0;
   std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
 };
 
-absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const ServerOptions& options, RpcHandler* handler) {
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOptions& options, RpcHandler* handler) {
   OAR_RETURN_IF_ERROR(CheckEndpoint(options.endpoint));
-  std::unique_ptr<RpcServer> s(new RpcServer());
+  std::unique_ptr<GrpcServer> s(new GrpcServer());
   s->impl_ = std::make_unique<Impl>(handler, options);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
@@ -121,8 +140,11 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const ServerOptions&
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
   }
+  uint64_t cap = options.max_message_bytes;
+  if (cap == 0 && FLAGS_rpc_max_message_bytes > 0) cap = static_cast<uint64_t>(FLAGS_rpc_max_message_bytes);
+  if (cap == 0) cap = handler->MaxRequestBytes();
   builder.AddListeningPort(options.endpoint, creds, &s->port_);
-  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxReceiveMessageSize(cap == 0 || cap > INT_MAX ? -1 : static_cast<int>(cap));
   builder.SetMaxSendMessageSize(-1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
@@ -134,17 +156,19 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const ServerOptions&
                                                " (address in use, or not an address of this host?)"));
   }
   s->endpoint_ = absl::StrCat(options.endpoint.substr(0, options.endpoint.rfind(':')), ":", s->port_);
-  LOG(INFO) << "RPC server listening on " << s->endpoint_;
+  s->impl_->endpoint = s->endpoint_;
+  LOG(INFO) << "RPC server listening on " << s->endpoint_
+            << (cap > 0 ? absl::StrCat(" (requests up to ", cap, " bytes)") : "");
   return s;
 }
 
-void RpcServer::Shutdown() {
+void GrpcServer::Shutdown() {
   if (impl_ == nullptr || impl_->server == nullptr) return;
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   impl_->StopPools();
   impl_->server.reset();
 }
 
-RpcServer::~RpcServer() { Shutdown(); }
+GrpcServer::~GrpcServer() { Shutdown(); }
 
 }  // namespace oar::rpc

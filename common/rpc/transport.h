@@ -1,0 +1,107 @@
+// Transport: how trainers and pservers reach each other, in Oar's types. The
+// RPC client (rpc_client.h: sequence numbers, retries, pending calls) and the
+// servers (ParameterServer, the gen_nccl_id receiver) are written once against
+// this interface; implementations carry the calls:
+//   GrpcTransport       Fluid's sendrecv.SendRecvService over gRPC (grpc_transport.h)
+//   InProcessTransport  handlers in this process, no sockets (inprocess_transport.h)
+//   FaultInjectingTransport  a wrapper that drops, delays, duplicates and
+//                            fails calls by a seeded schedule (fault_injection.h)
+// Ops get the client (and through it the transport) from their executor's
+// RunEnv (common/run_env.h), never from a process-wide singleton.
+//
+//   GrpcTransport grpc;
+//   auto listener = grpc.Listen({.endpoint = "127.0.0.1:0"}, &handler);   // serve
+//   RpcClient client(&grpc);                                              // call
+//
+// Thread-safety: implementations are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/rpc/message.h"
+#include "common/rpc/rpc_common.h"
+
+namespace oar::rpc {
+
+// What a handler answers: a variable (Get, Prefetch) or nothing.
+struct Reply {
+  std::string name;
+  Variable var;  // may share the served tensor's buffer (its writer then allocates a new one)
+};
+
+class RpcHandler {
+ public:
+  virtual ~RpcHandler() = default;
+  // Serves one request. Its header was checked by the transport
+  // (ParseHeader); its payload has not been copied anywhere yet. An error
+  // goes back to the caller as the call's status.
+  virtual absl::Status Handle(RpcKind kind, const IncomingMessage& request, Reply* reply) = 0;
+  // True when Handle for this kind never waits long (no barrier, no long
+  // lock): a transport may then run it on its own I/O thread instead of
+  // handing it to a pool. By default every kind goes through its pool.
+  virtual bool NeverBlocks(RpcKind /*kind*/) const { return false; }
+  // The largest request this handler can accept, in bytes (0: no bound of
+  // its own). Transports refuse larger messages before reading them whole.
+  virtual uint64_t MaxRequestBytes() const { return 0; }
+};
+
+struct ServerOptions {
+  std::string endpoint;  // host:port; port 0 picks a free one; binds to host only
+  int send_threads = 0, get_threads = 0, prefetch_threads = 0;  // 0: the flags
+  std::string auth_token;         // "": no check
+  std::string tls_cert, tls_key;  // PEM file paths; TLS when both are set
+  // Requests larger than this are refused unread (RESOURCE_EXHAUSTED);
+  // 0: FLAGS_rpc_max_message_bytes, or else the handler's MaxRequestBytes().
+  uint64_t max_message_bytes = 0;
+  // Requests waiting for a handler thread, per RPC kind, beyond which new
+  // ones are answered RESOURCE_EXHAUSTED (clients back off and retry);
+  // 0: FLAGS_rpc_max_queued_requests.
+  int max_queued_requests = 0;
+};
+
+// A served endpoint. Destroying it stops serving: no new calls; calls in
+// progress finish or are cancelled (their handlers must not wait forever:
+// the owner releases their waits first).
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // host:port with the port actually bound.
+  virtual const std::string& endpoint() const = 0;
+  virtual void Shutdown() = 0;
+};
+
+// A request: its header and the variable whose payload it carries (shares
+// the tensor's buffer, so the payload stays alive while any attempt reads it).
+struct OutgoingMessage {
+  MessageHeader header;
+  Variable var;
+};
+
+// The outcome of one attempt: OK with the reply (Get, Prefetch: a variable;
+// other kinds: a header-only message), or the error.
+using CallDone = std::function<void(absl::Status status, std::unique_ptr<IncomingMessage> reply)>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // "grpc", "in-process", "faulty(grpc)"...
+  virtual std::string Name() const = 0;
+  // Starts one attempt of `kind` to `ep` and returns; `done` runs exactly
+  // once, on a transport thread or inline. The transport gives up at
+  // `deadline` (DEADLINE_EXCEEDED). Retries are the caller's business.
+  virtual void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
+                    absl::Time deadline, CallDone done) = 0;
+  // Blocks until `ep` accepts calls, at most until `deadline`;
+  // DeadlineExceeded naming the endpoint otherwise.
+  virtual absl::Status WaitReady(const std::string& ep, absl::Time deadline) = 0;
+  // Serves `handler` (which must outlive the listener) on options.endpoint.
+  virtual absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) = 0;
+};
+
+}  // namespace oar::rpc

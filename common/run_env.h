@@ -1,0 +1,34 @@
+// RunEnv: what ops that talk to other processes reach the network through.
+// A runtime (a trainer, a pserver, a test) owns the objects, hands an
+// Executor (ExecutorOptions::env) or a ParallelExecutor a RunEnv pointing at
+// them, and every op they run sees it in its ExecutionContext — there is no
+// process-wide client, so tests run several trainers and pservers in one
+// process, each with its own transport (gRPC, in-process, fault-injecting).
+//
+//   rpc::GrpcTransport grpc;
+//   rpc::RpcClient client(&grpc);
+//   RunEnv env = rpc::ClientEnv(&client);   // rpc_client.h: rpc, transport, on_close
+//   Executor exe(CPUPlace(), {.env = &env});
+//
+// Thread-safety: a plain struct; the objects it points at are safe for
+// concurrent use and must outlive every executor given the RunEnv.
+#pragma once
+
+#include <functional>
+
+#include "absl/status/status.h"
+
+namespace oar {
+namespace rpc {
+class RpcClient;
+class Transport;
+}  // namespace rpc
+
+struct RunEnv {
+  rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
+  rpc::Transport* transport = nullptr;   // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
+  // What Executor::Close() does: a trainer says COMPLETE to its pservers.
+  std::function<absl::Status()> on_close;
+};
+
+}  // namespace oar

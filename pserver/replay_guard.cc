@@ -1,0 +1,94 @@
+#include "pserver/replay_guard.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_client.h"
+#include "glog/logging.h"
+
+namespace oar {
+namespace {
+
+constexpr uint64_t kCounterMask = (uint64_t{1} << rpc::kSeqCounterBits) - 1;
+
+}  // namespace
+
+ReplayGuard::ReplayGuard(int fanin, size_t window) : window_(std::max<size_t>(window, 1)) {
+  absl::MutexLock l(&mu_);
+  tables_.resize(static_cast<size_t>(std::max(fanin, 1)));
+}
+
+absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq, absl::Time deadline) {
+  if (seq == 0) return Ticket{};
+  absl::MutexLock l(&mu_);
+  Table& t = tables_.at(static_cast<size_t>(trainer));
+  const uint64_t incarnation = seq & ~kCounterMask, counter = seq & kCounterMask;
+  if (incarnation != t.incarnation) {
+    if (t.incarnation != 0) LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
+    t = Table{};
+    t.incarnation = incarnation;
+  }
+  if (counter <= t.evicted_up_to && !t.entries.count(counter)) {
+    ++duplicates_;
+    return Ticket{.duplicate = true, .first_answer = absl::OkStatus()};
+  }
+  auto [it, fresh] = t.entries.try_emplace(counter);
+  if (fresh) return Ticket{};
+  ++duplicates_;
+  // Looked up afresh on each check: a new incarnation may replace the table.
+  struct First {
+    ReplayGuard* g;
+    size_t trainer;
+    uint64_t incarnation, counter;
+    const Entry* Find() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const Table& t = g->tables_[trainer];
+      if (t.incarnation != incarnation) return nullptr;
+      auto it = t.entries.find(counter);
+      return it == t.entries.end() ? nullptr : &it->second;
+    }
+  } first{this, static_cast<size_t>(trainer), incarnation, counter};
+  const bool finished = mu_.AwaitWithDeadline(absl::Condition(
+                                                  +[](First* f) {
+                                                    const Entry* e = f->Find();
+                                                    return e == nullptr || e->done;
+                                                  },
+                                                  &first),
+                                              deadline);
+  const Entry* e = first.Find();
+  if (e == nullptr) {
+    if (tables_[static_cast<size_t>(trainer)].incarnation != incarnation) {
+      return absl::AbortedError(absl::StrCat("trainer ", trainer, " restarted while a retry of its call waited"));
+    }
+    return Ticket{.duplicate = true, .first_answer = absl::OkStatus()};  // finished and already forgotten
+  }
+  if (!finished) {
+    return absl::DeadlineExceededError(absl::StrCat("a retry of call ", counter, " from trainer ", trainer,
+                                                    " waited for the first attempt, still running"));
+  }
+  return Ticket{.duplicate = true, .first_answer = e->answer};
+}
+
+void ReplayGuard::End(int trainer, uint64_t seq, const absl::Status& answer) {
+  if (seq == 0) return;
+  absl::MutexLock l(&mu_);
+  Table& t = tables_.at(static_cast<size_t>(trainer));
+  if ((seq & ~kCounterMask) != t.incarnation) return;  // a newer incarnation took over meanwhile
+  auto it = t.entries.find(seq & kCounterMask);
+  if (it == t.entries.end() || it->second.done) return;
+  it->second.done = true;
+  it->second.answer = answer;
+  ++t.done;
+  // Forget the oldest finished numbers beyond the window.
+  while (t.done > window_) {
+    auto oldest = t.entries.begin();
+    if (!oldest->second.done) break;  // wait until it finishes
+    t.evicted_up_to = std::max(t.evicted_up_to, oldest->first);
+    t.entries.erase(oldest);
+    --t.done;
+  }
+}
+
+int64_t ReplayGuard::duplicates() const {
+  absl::MutexLock l(&mu_);
+  return duplicates_;
+}
+
+}  // namespace oar

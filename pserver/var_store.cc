@@ -1,0 +1,274 @@
+#include "pserver/var_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace oar {
+namespace {
+
+namespace proto = paddle::framework::proto;
+
+std::string TrainerCopy(const std::string& name, int t) { return absl::StrCat(name, ".trainer_", t); }
+
+// "fc_w@GRAD.trainer_1" → ("fc_w@GRAD", 1); no suffix → (name, -1).
+std::pair<std::string, int> SplitTrainerSuffix(const std::string& name) {
+  const size_t at = name.rfind(".trainer_");
+  int id = -1;
+  if (at == std::string::npos || !absl::SimpleAtoi(name.substr(at + 9), &id) || id < 0) return {name, -1};
+  return {name.substr(0, at), id};
+}
+
+template <typename T>
+void Fill(Tensor* t, T v) {
+  T* p = static_cast<T*>(t->raw_data());
+  std::fill(p, p + t->numel(), v);
+}
+
+void Zero(Variable* v) {
+  if (v->IsType<SelectedRows>()) {
+    SelectedRows* sr = v->GetMutable<SelectedRows>();
+    sr->rows.clear();
+    DDim d = sr->value.dims();
+    if (d.size() > 0) {
+      d[0] = 0;
+      sr->value.Resize(d);
+      sr->value.mutable_data(sr->value.dtype());
+    }
+  } else if (v->IsType<Tensor>() && v->Get<Tensor>().initialized()) {
+    Tensor* t = v->GetMutable<Tensor>();
+    std::memset(t->mutable_data(t->dtype()), 0, t->nbytes());
+  }
+}
+
+}  // namespace
+
+struct VarStore::Receivable {
+  enum class Mode { kDirect, kPerTrainer, kMerged };
+  std::string name;     // the merged gradient's name ("fc_w@GRAD.block0")
+  Mode mode = Mode::kDirect;
+  bool sparse = false;
+  int block = -1;
+  const VarDesc* desc = nullptr;  // what a message is checked against
+  // Per step (mu guards them; the loop reads them with no receive in flight).
+  mutable absl::Mutex mu;
+  mutable std::set<int> arrived ABSL_GUARDED_BY(mu);
+  mutable std::map<int, SelectedRows> sparse_parts ABSL_GUARDED_BY(mu);  // kMerged sparse, by trainer
+};
+
+VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync)
+    : program_(program), scope_(scope), fanin_(fanin), sync_(sync) {}
+VarStore::~VarStore() = default;
+
+absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& program, Scope* scope, int fanin,
+                                                           bool sync_mode,
+                                                           const std::map<std::string, int>& grad_to_block_id) {
+  std::unique_ptr<VarStore> s(new VarStore(program, scope, fanin, sync_mode));
+  const BlockDesc& global = program.Block(0);
+  for (const auto& [name, block] : grad_to_block_id) {
+    const VarDesc* desc = global.FindVar(name);
+    if (desc == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("grad_to_block_id names '", name,
+                                                     "', which the pserver program does not declare"));
+    }
+    auto r = std::make_unique<Receivable>();
+    r->name = name;
+    r->block = block;
+    r->desc = desc;
+    bool copies = sync_mode && fanin > 1;
+    for (int t = 0; copies && t < fanin; ++t) copies = global.FindVar(TrainerCopy(name, t)) != nullptr;
+    if (copies) {
+      r->mode = Receivable::Mode::kPerTrainer;
+      r->desc = global.FindVar(TrainerCopy(name, 0));
+      // Fluid's merge at the head of the block: sum of the copies, in trainer order, into `name`, then scale.
+      const BlockDesc& b = program.Block(static_cast<size_t>(block));
+      std::vector<std::string> all;
+      for (int t = 0; t < fanin; ++t) all.push_back(TrainerCopy(name, t));
+      if (b.OpSize() >= 2 && b.Op(0).type == "sum" && b.Op(0).Input("X") == all &&
+          b.Op(0).Output("Out") == std::vector<std::string>{name} && b.Op(1).type == "scale" &&
+          b.Op(1).Input("X") == std::vector<std::string>{name}) {
+        r->mode = Receivable::Mode::kMerged;
+        s->merged_blocks_.insert(block);
+      }
+    }
+    r->sparse = r->desc->type == proto::VarType::SELECTED_ROWS;
+    // The largest message: the declared tensor (a sparse one at least as
+    // many rows as its height, or 64Ki), plus its rows and a header.
+    std::vector<int64_t> shape = r->desc->shape;
+    uint64_t bytes = 0;
+    if (!shape.empty() && std::all_of(shape.begin() + 1, shape.end(), [](int64_t d) { return d >= 0; })) {
+      const int64_t rows = r->sparse ? std::max<int64_t>(shape[0], 65536) : shape[0];
+      if (rows >= 0) {
+        shape[0] = rows;
+        auto b = rpc::CheckedBytes(DDim(shape), r->desc->dtype);
+        if (b.ok()) bytes = *b + (r->sparse ? static_cast<uint64_t>(rows) * sizeof(int64_t) : 0);
+      }
+    }
+    s->max_request_bytes_ = std::max(s->max_request_bytes_, bytes + 64 * 1024);
+    s->receivable_[name] = std::move(r);
+  }
+  for (size_t b = 1; b < program.NumBlocks(); ++b) {
+    for (size_t i = 0; i < program.Block(b).OpSize(); ++i) {
+      for (const auto& p : program.Block(b).Op(i).Input("Param")) s->servable_.insert(p);
+    }
+  }
+  return s;
+}
+
+absl::Status VarStore::CheckAgainst(const VarDesc& desc, const rpc::MessageHeader& h, int trainer) const {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(), "' as ", h.Describe(),
+                                                   ": ", what));
+  };
+  const bool sparse = desc.type == proto::VarType::SELECTED_ROWS;
+  if (h.kind == rpc::PayloadKind::kNone) return bad("it carries no value");
+  if (sparse != (h.kind == rpc::PayloadKind::kSelectedRows) || h.kind == rpc::PayloadKind::kRawBytes) {
+    return bad(absl::StrCat("the pserver receives it as ", sparse ? "SelectedRows" : "a dense tensor"));
+  }
+  if (h.dtype != desc.dtype) return bad(absl::StrCat("the pserver's dtype is ", DataTypeName(desc.dtype)));
+  bool ok = static_cast<size_t>(h.dims.size()) == desc.shape.size();
+  for (size_t i = sparse ? 1 : 0; ok && i < desc.shape.size(); ++i) {
+    ok = desc.shape[i] < 0 || desc.shape[i] == h.dims[static_cast<int>(i)];
+  }
+  if (!ok) {
+    return bad(absl::StrCat("the pserver's shape is [", absl::StrJoin(desc.shape, ", "), "]",
+                            sparse ? " (the rows may vary)" : ""));
+  }
+  if (sparse && !desc.shape.empty() && desc.shape[0] >= 0 && h.height != desc.shape[0]) {
+    return bad(absl::StrCat("the pserver's height is ", desc.shape[0]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const VarStore::Receivable*> VarStore::Admit(const rpc::MessageHeader& h, int trainer) const {
+  const auto [base, suffix] = SplitTrainerSuffix(h.name());
+  auto it = receivable_.find(base);
+  if (it == receivable_.end() || (suffix >= 0 && it->second->mode == Receivable::Mode::kDirect)) {
+    // A name that is itself declared but not received (a parameter, an accumulator).
+    const bool param = servable_.count(h.name()) > 0;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer ", trainer, " sent '", h.name(), "': ",
+        param ? "that is a parameter here; trainers send gradients" : "this pserver receives no such variable"));
+  }
+  if (suffix >= 0 && suffix != trainer) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(),
+                                                   "', which belongs to trainer ", suffix));
+  }
+  OAR_RETURN_IF_ERROR(CheckAgainst(*it->second->desc, h, trainer));
+  return it->second.get();
+}
+
+absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::IncomingMessage& msg) {
+  switch (r.mode) {
+    case Receivable::Mode::kDirect: {
+      absl::MutexLock l(&r.mu);
+      msg.DecodeInto(scope_->Var(r.name));
+      return absl::OkStatus();
+    }
+    case Receivable::Mode::kPerTrainer: {
+      absl::MutexLock l(&r.mu);
+      msg.DecodeInto(scope_->Var(TrainerCopy(r.name, trainer)));
+      r.arrived.insert(trainer);
+      return absl::OkStatus();
+    }
+    case Receivable::Mode::kMerged: break;
+  }
+  absl::MutexLock l(&r.mu);
+  if (!r.arrived.insert(trainer).second) {
+    return absl::AlreadyExistsError(absl::StrCat("trainer ", trainer, " already sent '", r.name, "' this step"));
+  }
+  if (r.sparse) {
+    Variable part;
+    msg.DecodeInto(&part);
+    r.sparse_parts[trainer] = std::move(*part.GetMutable<SelectedRows>());
+    return absl::OkStatus();
+  }
+  Variable* merged = scope_->Var(r.name);
+  if (r.arrived.size() == 1) {
+    msg.DecodeInto(merged);  // the first: a copy into the merged buffer
+    return absl::OkStatus();
+  }
+  return msg.AddPayloadInto(merged->GetMutable<Tensor>());
+}
+
+void VarStore::ReceiveInto(const Receivable& r, const rpc::IncomingMessage& msg, Scope* local) const {
+  msg.DecodeInto(local->Var(r.name));
+}
+
+int VarStore::BlockOf(const Receivable& r) const { return r.block; }
+const std::string& VarStore::NameOf(const Receivable& r) const { return r.name; }
+
+absl::Status VarStore::BeforeOptimize(const std::set<int>& completed) {
+  for (auto& [name, r] : receivable_) {
+    if (r->mode == Receivable::Mode::kDirect) continue;
+    absl::MutexLock l(&r->mu);
+    if (r->mode == Receivable::Mode::kPerTrainer) {
+      for (int t : completed) {
+        if (reset_done_.count(t) == 0) Zero(scope_->Var(TrainerCopy(name, t)));
+      }
+    }
+    for (int t = 0; t < fanin_; ++t) {
+      if (completed.count(t) == 0 && r->arrived.count(t) == 0) {
+        return absl::FailedPreconditionError(absl::StrCat("trainer ", t, " reached the batch barrier without sending '",
+                                                          name, "'"));
+      }
+    }
+    if (r->mode != Receivable::Mode::kMerged) continue;
+    Variable* merged = scope_->Var(name);
+    if (r->sparse) {  // rows of every trainer, in trainer order, as `sum` joins them
+      SelectedRows* out = merged->GetMutable<SelectedRows>();
+      out->rows.clear();
+      out->height = r->desc->shape.empty() ? 0 : r->desc->shape[0];
+      int64_t n = 0;
+      const Tensor* first = nullptr;
+      for (const auto& [t, part] : r->sparse_parts) {
+        n += static_cast<int64_t>(part.rows.size());
+        if (first == nullptr) first = &part.value;
+      }
+      if (first == nullptr) {
+        Zero(merged);
+        continue;
+      }
+      DDim d = first->dims();
+      d[0] = n;
+      out->value.Resize(d);
+      char* dst = static_cast<char*>(out->value.mutable_data(first->dtype()));
+      for (const auto& [t, part] : r->sparse_parts) {
+        out->rows.insert(out->rows.end(), part.rows.begin(), part.rows.end());
+        if (part.value.nbytes() > 0) std::memcpy(dst, part.value.raw_data(), part.value.nbytes());
+        dst += part.value.nbytes();
+      }
+      out->height = r->sparse_parts.begin()->second.height;
+    } else if (r->arrived.empty()) {  // every trainer completed: nothing to add
+      Zero(merged);
+    }
+  }
+  reset_done_.insert(completed.begin(), completed.end());
+  return absl::OkStatus();
+}
+
+void VarStore::AfterOptimize() {
+  for (auto& [name, r] : receivable_) {
+    absl::MutexLock l(&r->mu);
+    r->arrived.clear();
+    r->sparse_parts.clear();
+    if (!r->sparse) continue;
+    if (r->mode == Receivable::Mode::kPerTrainer) {
+      for (int t = 0; t < fanin_; ++t) Zero(scope_->Var(TrainerCopy(name, t)));
+    } else {
+      Zero(scope_->Var(name));
+    }
+  }
+}
+
+absl::Status VarStore::CheckServable(const std::string& name) const {
+  if (servable_.count(name)) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("no parameter '", name, "' to serve (a pserver serves only the parameters",
+                                          " it updates)"));
+}
+
+}  // namespace oar

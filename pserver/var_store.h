@@ -1,0 +1,112 @@
+// VarStore: the pserver's rules for variables — what may be received, from
+// whom, into what; what may be served; what is reset — split out of
+// ParameterServer, which keeps only its loops.
+//
+// Receiving. A trainer sends a gradient by the name the pserver program
+// gives it (`fc_w@GRAD.block0`, or with its own `.trainer_<id>` suffix).
+// Admit checks the message's header against the declaration — the name is
+// one of listen_and_serv's grad_to_block_id, a `.trainer_<id>` suffix is the
+// sender's own, dtype, dense or SelectedRows as declared, every declared
+// dimension (−1 only where the program has −1), a SelectedRows' height and
+// width — before a byte of its payload is copied or any memory allocated.
+// Where the gradient goes:
+//  - sync, several trainers, and the optimize block starts with Fluid's merge
+//    (`sum(X=[g.trainer_0 .. g.trainer_{n-1}]) -> g`, `scale(g) -> g`):
+//    streaming merge — each arriving dense gradient is added straight into
+//    `g` (the first one copied), so no per-trainer copy is ever held and the
+//    pserver's memory does not grow with the number of trainers; sparse ones
+//    are kept per trainer and joined in trainer order before the optimize
+//    pass (as `sum` would). The block then runs without its `sum` op
+//    (merged_blocks()); the program itself stays op for op Fluid's.
+//  - sync, per-trainer copies without that pattern: `g.trainer_<id>`, as
+//    Fluid stores them; a trainer that completed has its copies zeroed
+//    (Fluid's ResetReceivedVars), so it stops contributing.
+//  - sync, one trainer (no copies): `g` itself.
+//  - async: a variable `g` in the caller's child scope for its block.
+// Sparse received variables are cleared after every optimize pass, so a
+// stale sparse gradient is never applied twice.
+//
+// Merging rounds like `sum` for up to two trainers; with more, the sum of
+// the dense gradients is taken in arrival order (as an all-reduce would), so
+// it may differ from `sum`'s trainer order in the last bits.
+//
+// Serving: only the parameters the optimize blocks update (optimizer ops'
+// `Param`), never a gradient another thread may be writing.
+//
+// Thread-safety: Admit, Receive and CheckServable may be called concurrently
+// (each received variable has its own lock); BeforeOptimize and
+// AfterOptimize only while no Receive runs (the step barrier ensures it).
+// Lock order: a receivable's lock is a leaf.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/program_desc.h"
+#include "common/rpc/message.h"
+#include "common/scope.h"
+
+namespace oar {
+
+class VarStore {
+ public:
+  struct Receivable;
+
+  // `program` is the pserver program, `scope` holds its persistables; both
+  // outlive the store. InvalidArgument when grad_to_block_id names an
+  // undeclared variable.
+  static absl::StatusOr<std::unique_ptr<VarStore>> Create(const ProgramDesc& program, Scope* scope, int fanin,
+                                                          bool sync_mode,
+                                                          const std::map<std::string, int>& grad_to_block_id);
+  ~VarStore();
+
+  // The receivable a gradient message fills, after checking its header.
+  // InvalidArgument naming the variable, the trainer and what is wrong.
+  absl::StatusOr<const Receivable*> Admit(const rpc::MessageHeader& header, int trainer) const;
+  // Sync: stores (or merges) a trainer's gradient for this step.
+  absl::Status Receive(const Receivable& r, int trainer, const rpc::IncomingMessage& msg);
+  // Async: the gradient as `local`'s variable of its block.
+  void ReceiveInto(const Receivable& r, const rpc::IncomingMessage& msg, Scope* local) const;
+  // The optimize block a receivable feeds.
+  int BlockOf(const Receivable& r) const;
+  const std::string& NameOf(const Receivable& r) const;
+
+  // Sync, no receive in flight, before the optimize pass: zeroes the copies
+  // of trainers in `completed` (once), joins sparse merges, and checks that
+  // every other trainer sent every merged gradient this step
+  // (FailedPrecondition naming the trainer and the variable otherwise).
+  absl::Status BeforeOptimize(const std::set<int>& completed);
+  // Sync, after the optimize pass: clears sparse received variables and this
+  // step's arrivals.
+  void AfterOptimize();
+
+  // OK when `name` is a parameter this pserver serves; NotFound otherwise.
+  absl::Status CheckServable(const std::string& name) const;
+  // The optimize blocks whose leading `sum` the store performs as it
+  // receives: run them without their first op.
+  const std::set<int>& merged_blocks() const { return merged_blocks_; }
+  // The largest gradient message a trainer may send here (its header
+  // included), from the declarations.
+  uint64_t MaxRequestBytes() const { return max_request_bytes_; }
+
+ private:
+  VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync);
+  absl::Status CheckAgainst(const VarDesc& desc, const rpc::MessageHeader& h, int trainer) const;
+
+  const ProgramDesc& program_;
+  Scope* scope_;
+  const int fanin_;
+  const bool sync_;
+  std::map<std::string, std::unique_ptr<Receivable>> receivable_;  // by merged name
+  std::set<std::string> servable_;
+  std::set<int> merged_blocks_;
+  std::set<int> reset_done_;  // trainers whose copies were zeroed (loop thread only)
+  uint64_t max_request_bytes_ = 0;
+};
+
+}  // namespace oar
