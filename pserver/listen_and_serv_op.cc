@@ -30,24 +30,7 @@ std::atomic<bool> g_signalled{false};
 extern "C" void OnSignal(int) { g_signalled.store(true); }
 
 absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
-  PserverConfig config;
-  config.endpoint = ctx.Attr<std::string>("endpoint");
-  config.fanin = ctx.Attr<int32_t>("Fanin");
-  const int mode = ctx.Attr<int32_t>("distributed_mode");
-  config.sync_mode = ctx.Attr<bool>("sync_mode") && mode == 0;
-  if (mode > 1) return absl::UnimplementedError(absl::StrCat("listen_and_serv: distributed_mode ", mode,
-                                                             " (half-async/geo) is not supported"));
-  config.optimize_blocks = ctx.Attr<BlockRefs>("optimize_blocks").idx;
-  OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,
-                       ParseGradToBlockId(ctx.Attr<std::vector<std::string>>("grad_to_block_id")));
-  config.lr_decay_block_id = ctx.Attr<int32_t>("lr_decay_block_id");
-  // Fluid lists the LR-decay block first among the optimize blocks; it runs
-  // once per step before them, so the config keeps it apart.
-  std::erase(config.optimize_blocks, config.lr_decay_block_id);
-  config.pserver_id = ctx.Attr<int32_t>("pserver_id");
-  config.server.auth_token = rpc::AuthTokenFromEnv();
-  config.server.tls_cert = FLAGS_rpc_tls_cert;
-  config.server.tls_key = FLAGS_rpc_tls_key;
+  OAR_ASSIGN_OR_RETURN(PserverConfig config, ListenAndServConfig(ctx.op()));
   if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
   // The runtime's transport, or gRPC.
   std::unique_ptr<rpc::GrpcTransport> own;
@@ -101,6 +84,33 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
 }
 
 }  // namespace
+
+absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
+  if (op.type != "listen_and_serv") {
+    return absl::InvalidArgumentError(absl::StrCat("expected a listen_and_serv op, got '", op.type, "'"));
+  }
+  PserverConfig config;
+  config.endpoint = op.GetAttr<std::string>("endpoint", "127.0.0.1:6164");
+  config.fanin = op.GetAttr<int32_t>("Fanin", 1);
+  const int mode = op.GetAttr<int32_t>("distributed_mode", 0);
+  config.sync_mode = op.GetAttr<bool>("sync_mode", true) && mode == 0;
+  if (mode > 1) {
+    return absl::UnimplementedError(absl::StrCat("listen_and_serv: distributed_mode ", mode,
+                                                 " (half-async/geo) is not supported"));
+  }
+  config.optimize_blocks = op.GetAttr<BlockRefs>("optimize_blocks", BlockRefs{}).idx;
+  OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,
+                       ParseGradToBlockId(op.GetAttr<std::vector<std::string>>("grad_to_block_id", {})));
+  config.lr_decay_block_id = op.GetAttr<int32_t>("lr_decay_block_id", -1);
+  // Fluid lists the LR-decay block first among the optimize blocks; it runs
+  // once per step before them, so the config keeps it apart.
+  std::erase(config.optimize_blocks, config.lr_decay_block_id);
+  config.pserver_id = op.GetAttr<int32_t>("pserver_id", 0);
+  config.server.auth_token = rpc::AuthTokenFromEnv();
+  config.server.tls_cert = FLAGS_rpc_tls_cert;
+  config.server.tls_key = FLAGS_rpc_tls_key;
+  return config;
+}
 
 void RegisterPserverOps(OpRegistry* r) {
   r->Register("listen_and_serv").Input("X", kDuplicable | kDispensable)

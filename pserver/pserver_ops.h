@@ -6,9 +6,15 @@
 #pragma once
 
 #include "common/op_registry.h"
+#include "pserver/parameter_server.h"
 
 namespace oar {
 
 void RegisterPserverOps(OpRegistry* r);
+
+// The ParameterServer configuration a listen_and_serv op describes (its
+// attributes, plus OAR_AUTH_TOKEN and the TLS flags); the transport is left
+// for the caller. InvalidArgument for a malformed attribute.
+absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& listen_and_serv);
 
 }  // namespace oar

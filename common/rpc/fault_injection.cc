@@ -173,12 +173,18 @@ void FaultInjectingTransport::Call(RpcKind kind, const std::string& ep, std::sha
   }
   if (Draw(m, kReorder) < spec_.reorder) {
     count(&FaultStats::reordered);
-    ReleaseHeld(ep);  // at most one held per endpoint
+    ++in_flight_;
+    std::unique_ptr<Held> previous;  // at most one held per endpoint: the one before goes out now
     {
       absl::MutexLock l(&mu_);
+      previous = std::move(held_[ep]);
       held_[ep] = std::make_unique<Held>(Held{kind, std::move(request), deadline, std::move(done), lose_reply});
     }
-    ++in_flight_;
+    if (previous != nullptr) {
+      Forward(previous->kind, ep, std::move(previous->request), previous->deadline, std::move(previous->done),
+              previous->lose_reply);
+      --in_flight_;
+    }
     timer_.At(absl::Now() + spec_.max_delay, [this, ep] { ReleaseHeld(ep); });
     return;
   }

@@ -1,0 +1,82 @@
+// ReplayGuard: each (trainer, sequence number) is applied once; a duplicate
+// gets the first answer, waiting for it when the first is still running.
+#include "pserver/replay_guard.h"
+
+#include <atomic>
+#include <thread>
+
+#include "common/rpc/rpc_client.h"
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+constexpr uint64_t kInc = uint64_t{5} << rpc::kSeqCounterBits;  // an incarnation
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(10); }
+
+TEST(ReplayGuardTest, ADuplicateGetsTheFirstAnswerAndIsNotAppliedAgain) {
+  ReplayGuard g(2);
+  auto t = g.Begin(0, kInc | 1, Soon());
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->duplicate);
+  g.End(0, kInc | 1, absl::InvalidArgumentError("bad shape"));
+  auto d = g.Begin(0, kInc | 1, Soon());
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->duplicate);
+  EXPECT_EQ(d->first_answer.code(), absl::StatusCode::kInvalidArgument);
+  // Another trainer's number 1 is its own call.
+  EXPECT_FALSE(g.Begin(1, kInc | 1, Soon())->duplicate);
+  EXPECT_EQ(g.duplicates(), 1);
+}
+
+TEST(ReplayGuardTest, ADuplicateWaitsForTheFirstStillRunning) {
+  ReplayGuard g(1);
+  ASSERT_FALSE(g.Begin(0, kInc | 7, Soon())->duplicate);
+  std::atomic<bool> answered{false};
+  absl::StatusOr<ReplayGuard::Ticket> dup;
+  std::thread retry([&] {
+    dup = g.Begin(0, kInc | 7, Soon());
+    answered = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(answered.load());
+  g.End(0, kInc | 7, absl::OkStatus());
+  retry.join();
+  ASSERT_TRUE(dup.ok());
+  EXPECT_TRUE(dup->duplicate);
+  EXPECT_TRUE(dup->first_answer.ok());
+  // Bounded: a duplicate of a call that never ends gives up at its deadline.
+  ASSERT_FALSE(g.Begin(0, kInc | 8, Soon())->duplicate);
+  EXPECT_EQ(g.Begin(0, kInc | 8, absl::Now() + absl::Milliseconds(50)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(ReplayGuardTest, SequenceZeroIsNeverDeduplicated) {
+  ReplayGuard g(1);
+  EXPECT_FALSE(g.Begin(0, 0, Soon())->duplicate);
+  g.End(0, 0, absl::OkStatus());
+  EXPECT_FALSE(g.Begin(0, 0, Soon())->duplicate);
+}
+
+TEST(ReplayGuardTest, ANewIncarnationStartsAFreshTable) {
+  ReplayGuard g(1);
+  ASSERT_FALSE(g.Begin(0, kInc | 3, Soon())->duplicate);
+  g.End(0, kInc | 3, absl::OkStatus());
+  const uint64_t restarted = uint64_t{9} << rpc::kSeqCounterBits;
+  EXPECT_FALSE(g.Begin(0, restarted | 3, Soon())->duplicate);  // a restarted trainer's own call 3
+}
+
+TEST(ReplayGuardTest, NumbersOlderThanTheWindowCountAsFinishedDuplicates) {
+  ReplayGuard g(1, /*window=*/4);
+  for (uint64_t i = 1; i <= 10; ++i) {
+    ASSERT_FALSE(g.Begin(0, kInc | i, Soon())->duplicate) << i;
+    g.End(0, kInc | i, absl::OkStatus());
+  }
+  EXPECT_TRUE(g.Begin(0, kInc | 2, Soon())->duplicate);   // evicted: long finished
+  EXPECT_TRUE(g.Begin(0, kInc | 9, Soon())->duplicate);   // still kept
+  EXPECT_FALSE(g.Begin(0, kInc | 11, Soon())->duplicate);  // new
+}
+
+}  // namespace
+}  // namespace oar
