@@ -171,7 +171,7 @@ absl::Status ConditionalBlockKernel(const ExecutionContext& ctx) {
     return absl::FailedPreconditionError("conditional_block: needs an executor that can run sub-blocks");
   }
   Scope& child = ctx.scope()->NewScope();
-  absl::Status s = ctx.runner()->RunBlock(ctx.Attr<BlockRef>("sub_block").idx, &child);
+  absl::Status s = ctx.runner()->RunBlock(sub_block, &child);
   ctx.scope()->DeleteScope(&child);
   return s;
 }
@@ -179,6 +179,12 @@ absl::Status ConditionalBlockKernel(const ExecutionContext& ctx) {
 absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
 DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
+  const int32_t sub_block = ctx.Attr<BlockRef>("sub_block").idx;
+  if (ctx.runner()->IsRunning(sub_block)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conditional_block: sub_block ", sub_block,
+        " is already running (it is the block of this op, or one that runs it); running it again would never end"));
+  }
 template <template <typename> class Cmp>
 void RegisterCompare(OpRegistry* r, const std::string& type) {
   r->Register(type).Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1}).Attr("force_cpu", false)

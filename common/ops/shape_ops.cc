@@ -226,7 +226,7 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
 void RegisterShapeOps(OpRegistry* r) {
   auto view = [r](const std::string& type, const std::string& attr, Attribute def) {
     r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable).Attr(attr, def)
-        .SetInferShape(ViewInferShape)
+        .SetInferShape(ViewInferShape).InPlaceMayReshape()
         .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
         .SetKernelDtype(nullptr)
         .Kernel<float>(ViewKernel).Kernel<double>(ViewKernel).Kernel<int64_t>(ViewKernel)
