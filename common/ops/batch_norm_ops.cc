@@ -44,6 +44,11 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* bias, RequireInput(ctx, "Bias"));
   OAR_ASSIGN_OR_RETURN(const Tensor* mean, RequireInput(ctx, "Mean"));
   OAR_ASSIGN_OR_RETURN(const Tensor* var, RequireInput(ctx, "Variance"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  for (const auto& [slot, t] : {std::pair<const char*, const Tensor*>{"Scale", scale}, {"Bias", bias},
+                                {"Mean", mean}, {"Variance", var}}) {
+    OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, 0, *t));
+  }
   const NCHW v = View(x->dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T mom = static_cast<T>(ctx.Attr<float>("momentum"));

@@ -63,6 +63,8 @@ template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Y", 0, *y));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
   const T* __restrict xp = x->data<T>();
   const T* __restrict yp = y->data<T>();

@@ -51,6 +51,9 @@ inline void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t cols) {
 inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const DDim& label,
                              const char* x_slot) {
   bool soft = ctx.Attr<bool>("soft_label");
+  if (x.size() < 1 || label.size() < 1) {  // the class axis is the last one
+    return ctx.Error(x_slot, x.ToString(), " and Label", label.ToString(), " must have rank >= 1");
+  }
   if (x.size() != label.size()) {
     return ctx.Error("Label", label.ToString(), " must have the rank of ", x_slot, x.ToString());
   }

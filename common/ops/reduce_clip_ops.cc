@@ -22,7 +22,8 @@ std::vector<bool> ReducedDims(const InferShapeContext& ctx, int rank) {
   return r;
 }
 
-absl::Status ReduceInferShape(InferShapeContext& ctx) {
+// Out's shape; every `dim` must lie in [-rank, rank).
+absl::StatusOr<DDim> ReduceOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
   for (int d : ctx.Attr<std::vector<int32_t>>("dim")) {
     if (d < -x.size() || d >= x.size()) return ctx.Error("dim ", d, " out of range for X", x.ToString());
@@ -35,6 +36,11 @@ absl::Status ReduceInferShape(InferShapeContext& ctx) {
     else if (keep) out.push_back(1);
   }
   if (out.size() == 0) out = DDim{1};
+  return out;
+}
+
+absl::Status ReduceInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ReduceOutDims(ctx));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   return absl::OkStatus();
@@ -68,14 +74,20 @@ std::vector<bool> ReducedAtRuntime(const ExecutionContext& ctx, int rank) {
 template <typename T, bool kMean>
 absl::Status ReduceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T* xp = x->data<T>();  // before Out's buffer: in place, that may be a fresh one
+  const int64_t n = x->numel();
   Tensor* out = ctx.Output("Out");
+  std::vector<T> copy;
+  if (out == x) {  // in place (only over unit dims): Out is zeroed below, keep X's values
+    copy.assign(xp, xp + n);
+    xp = copy.data();
+  }
   T* o = out->mutable_data<T>();
   std::fill(o, o + out->numel(), T(0));
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
-  const T* xp = x->data<T>();
   for (size_t e = 0; e < map.size(); ++e) o[map[e]] += xp[e];
   if (kMean && out->numel() > 0) {
-    const T k = T(out->numel()) / T(x->numel());
+    const T k = T(out->numel()) / T(n);
     for (int64_t i = 0; i < out->numel(); ++i) o[i] *= k;
   }
   return absl::OkStatus();
