@@ -86,14 +86,18 @@ std::vector<OpDesc> ConcatGradMaker(const OpDesc& fwd) {
 }
 
 absl::Status ConcatGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ConcatDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   for (size_t i = 0; i < ctx.OutputSize(GradVarName("X")); ++i) {
     ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X", i), i);
   }
   return absl::OkStatus();
 }
 
+template <typename T>
 absl::Status ConcatGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   std::vector<Tensor*> outs = ctx.MultiOutput(GradVarName("X"));
   std::vector<Tensor> scratch(outs.size());  // for @EMPTY@ pieces
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -180,7 +184,7 @@ void RegisterConcatSplitOps(OpRegistry* r) {
   r->Register("concat_grad").Input("X", kDuplicable).Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDuplicable | kDispensable).Attr("axis", int32_t{0})
       .SetInferShape(ConcatGradInferShape)
-      .Kernel<float>(ConcatGradKernel).Kernel<double>(ConcatGradKernel);
+      .Kernel<float>(ConcatGradKernel<float>).Kernel<double>(ConcatGradKernel<double>);
   r->Register("split").Input("X").Output("Out", kDuplicable)
       .Attr("axis", int32_t{0}).Attr("num", int32_t{0}).Attr("sections", std::vector<int32_t>{})
       .SetInferShape(SplitInferShape).SetGradMaker(SplitGradMaker)

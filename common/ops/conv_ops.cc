@@ -107,6 +107,8 @@ absl::Status ConvKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status ConvGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ConvOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Output"), out));
   ctx.SetOutputDim(GradVarName("Input"), ctx.InputDim("Input"));
   ctx.SetOutputDim(GradVarName("Filter"), ctx.InputDim("Filter"));
   return absl::OkStatus();
@@ -117,6 +119,9 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
   OAR_ASSIGN_OR_RETURN(const Tensor* filter, RequireInput(ctx, "Filter"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Output")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Input", 0, *in));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Filter", 0, *filter));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Output"), 0, *dout));
   Tensor* din = ctx.Output(GradVarName("Input"));
   Tensor* dfilter = ctx.Output(GradVarName("Filter"));
   const ConvSetup c = Setup(in->dims(), filter->dims(), dout->dims(), ctx.op());

@@ -79,6 +79,15 @@ inline DDim LossDims(const DDim& x) {
   return d;
 }
 
+// Checks a loss op's Label dtype: T for soft labels, int64 for hard ones.
+template <typename T>
+inline absl::Status RequireLabelDtype(const ExecutionContext& ctx, const Tensor& label) {
+  const DataType want = ctx.Attr<bool>("soft_label") ? DataTypeOf<T>::value : DataType::kInt64;
+  if (label.dtype() == want) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input Label has dtype ",
+                                                 DataTypeName(label.dtype()), ", expected ", DataTypeName(want)));
+}
+
 // Validates a hard label value against the class count.
 inline absl::Status CheckLabelValue(const ExecutionContext& ctx, int64_t label, int64_t row,
                              int64_t classes) {

@@ -64,6 +64,8 @@ absl::Status MulKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status MulGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MulOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
   return absl::OkStatus();
@@ -74,6 +76,7 @@ absl::Status MulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
   DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
   DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
   int64_t m = x2[0], k = x2[1], n = y2[1];
@@ -160,6 +163,8 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status MatmulGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MatmulOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
   return absl::OkStatus();
@@ -170,6 +175,7 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
   bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
   T alpha = T(ctx.Attr<float>("alpha"));
   MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);

@@ -46,6 +46,12 @@ absl::Status ReduceInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status ReduceGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ReduceOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
+  return GradSameShapeAsX(ctx);
+}
+
 // Maps each input element to its output element: out index = the input
 // index with reduced coordinates dropped.
 std::vector<int64_t> OutIndex(const DDim& x, const std::vector<bool>& reduced) {
@@ -97,6 +103,7 @@ template <typename T, bool kMean>
 absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
@@ -130,6 +137,7 @@ template <typename T>
 absl::Status ClipGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const T lo = static_cast<T>(ctx.Attr<float>("min")), hi = static_cast<T>(ctx.Attr<float>("max"));
@@ -138,6 +146,11 @@ absl::Status ClipGradKernel(const ExecutionContext& ctx) {
   T* d = dx->mutable_data<T>();
   for (int64_t i = 0, n = x->numel(); i < n; ++i) d[i] = (xp[i] > lo && xp[i] < hi) ? gp[i] : T(0);
   return absl::OkStatus();
+}
+
+absl::Status ClipGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), "X"));
+  return GradSameShapeAsX(ctx);
 }
 
 absl::Status ClipByNormInferShape(InferShapeContext& ctx) {
@@ -172,7 +185,7 @@ void RegisterReduceClipOps(OpRegistry* r) {
         .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
     attrs(r->Register(type + "_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-        .SetInferShape(GradSameShapeAsX)
+        .SetInferShape(ReduceGradInferShape)
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
   };
   reduce("reduce_sum", ReduceKernel<float, false>, ReduceKernel<double, false>, ReduceGradKernel<float, false>,
@@ -183,7 +196,7 @@ void RegisterReduceClipOps(OpRegistry* r) {
       .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);
   r->Register("clip_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(GradSameShapeAsX).OAR_FLOAT_KERNELS(ClipGradKernel);
+      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(ClipGradInferShape).OAR_FLOAT_KERNELS(ClipGradKernel);
   r->Register("clip_by_norm").Input("X").Output("Out").Attr("max_norm", 1.0f)
       .SetInferShape(ClipByNormInferShape).OAR_FLOAT_KERNELS(ClipByNormKernel);
 }
