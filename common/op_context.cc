@@ -96,7 +96,18 @@ DataType RuntimeInferShapeContext::InputDtype(const std::string& slot, size_t i)
 void RuntimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
   Variable* v = At(binding_.outputs, slot, i);
   if (v == nullptr) return;
-  if (v->IsType<SelectedRows>()) return;  // sparse outputs size themselves
+  if (v->IsType<SelectedRows>()) {  // sparse outputs size themselves; a dense kernel gets `dims`
+    if (!dims.HasUnknown()) sparse_output_dims_.emplace_back(v, dims);
+    return;
+  }
+  if (dims.HasUnknown()) {
+    if (status_.ok()) {
+      const auto& args = op().Output(slot);
+      status_ = Error("output ", slot, " ('", i < args.size() ? args[i] : "?", "') has shape ", dims.ToString(),
+                      "; a run-time shape cannot have a negative dimension");
+    }
+    return;
+  }
   v->GetMutable<Tensor>()->Resize(dims);
 }
 
@@ -128,15 +139,31 @@ std::vector<const Tensor*> ExecutionContext::MultiInput(const std::string& slot)
   for (size_t i = 0, n = InputSize(slot); i < n; ++i) out.push_back(Input(slot, i));
   return out;
 }
+Tensor* ExecutionContext::AsDenseOutput(Variable* v) const {
+  if (v == nullptr) return nullptr;
+  if (v->IsType<Tensor>()) return v->GetMutable<Tensor>();
+  // A SelectedRows (or nothing) becomes a tensor; give it the dense shape
+  // inference gave the variable, or a dense kernel would size its writes
+  // from its inputs and overrun a fresh rank-0 tensor.
+  DDim dims;
+  if (sparse_output_dims_ != nullptr) {
+    for (const auto& [var, d] : *sparse_output_dims_) {
+      if (var == v) dims = d;
+    }
+  }
+  const bool was_sparse = v->IsType<SelectedRows>();
+  Tensor* t = v->GetMutable<Tensor>();
+  if (was_sparse) t->Resize(dims);
+  return t;
+}
 Tensor* ExecutionContext::Output(const std::string& slot, size_t i) const {
-  Variable* v = OutputVar(slot, i);
-  return v ? v->GetMutable<Tensor>() : nullptr;
+  return AsDenseOutput(OutputVar(slot, i));
 }
 std::vector<Tensor*> ExecutionContext::MultiOutput(const std::string& slot) const {
   std::vector<Tensor*> out;
   const auto* vars = FindBoundSlot(binding_.outputs, slot);
   if (vars == nullptr) return out;
-  for (Variable* v : *vars) out.push_back(v ? v->GetMutable<Tensor>() : nullptr);
+  for (Variable* v : *vars) out.push_back(AsDenseOutput(v));
   return out;
 }
 

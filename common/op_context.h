@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "common/ddim.h"
 #include "common/place.h"
@@ -86,7 +87,14 @@ class CompileTimeInferShapeContext : public InferShapeContext {
   BlockDesc* block_;
 };
 
-// Run-time shape inference over bound variables.
+// Dense shapes inferred for outputs that hold a SelectedRows: a sparse
+// kernel sizes such an output itself; a dense kernel that asks for it as a
+// Tensor (ExecutionContext::Output) gets one of this shape.
+using SparseOutputDims = absl::InlinedVector<std::pair<const Variable*, DDim>, 1>;
+
+// Run-time shape inference over bound variables. Run-time shapes are never
+// negative: SetOutputDim refuses one (leaving the output as it was) and
+// status() reports it.
 class RuntimeInferShapeContext : public InferShapeContext {
  public:
   RuntimeInferShapeContext(const OpDesc& op, const OpBinding& binding)
@@ -98,8 +106,15 @@ class RuntimeInferShapeContext : public InferShapeContext {
   void ShareLoD(const std::string& in, const std::string& out) override;
   bool IsRuntime() const override { return true; }
 
+  // InvalidArgument "<op>: output Out ('o') has shape [-1, 3] ..." for the
+  // first negative shape SetOutputDim was given; OK otherwise.
+  const absl::Status& status() const { return status_; }
+  const SparseOutputDims& sparse_output_dims() const { return sparse_output_dims_; }
+
  private:
   const OpBinding& binding_;
+  absl::Status status_;
+  SparseOutputDims sparse_output_dims_;
 };
 
 // Runs other blocks of the program an op belongs to (for control-flow ops
@@ -110,6 +125,9 @@ class BlockRunner {
   // Runs block `idx` with its temporaries in `scope` (a child of the op's
   // scope); returns the first failing op's error.
   virtual absl::Status RunBlock(int32_t idx, Scope* scope) = 0;
+  // True when block `idx` is running already (it is this runner's block or
+  // one whose op runs it): running it again would never end.
+  virtual bool IsRunning(int32_t) const { return false; }
   // The program the blocks belong to (ops that run blocks themselves, e.g.
   // listen_and_serv, prepare their own copies).
   virtual const ProgramDesc& program() const = 0;
@@ -120,6 +138,10 @@ class ExecutionContext {
   ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place,
                    Scope* scope = nullptr, BlockRunner* runner = nullptr, const RunEnv* env = nullptr)
       : op_(op), binding_(binding), place_(place), scope_(scope), runner_(runner), env_(env) {}
+
+  // The shapes run-time inference gave outputs that hold a SelectedRows
+  // (see Output); not owned, must outlive this context.
+  void set_sparse_output_dims(const SparseOutputDims* dims) { sparse_output_dims_ = dims; }
 
   const OpDesc& op() const { return op_; }
   const Place& place() const { return place_; }
@@ -142,8 +164,9 @@ class ExecutionContext {
   // The i-th input as a dense tensor; nullptr when missing or not a tensor.
   const Tensor* Input(const std::string& slot, size_t i = 0) const;
   std::vector<const Tensor*> MultiInput(const std::string& slot) const;
-  // The i-th output as a dense tensor (made one if it held something else);
-  // nullptr when the argument is missing or @EMPTY@.
+  // The i-th output as a dense tensor (made one if it held something else:
+  // a SelectedRows becomes a tensor of the shape inference gave it); nullptr
+  // when the argument is missing or @EMPTY@.
   Tensor* Output(const std::string& slot, size_t i = 0) const;
   std::vector<Tensor*> MultiOutput(const std::string& slot) const;
 
@@ -154,6 +177,9 @@ class ExecutionContext {
   Scope* scope_;
   BlockRunner* runner_;
   const RunEnv* env_;
+  const SparseOutputDims* sparse_output_dims_ = nullptr;
+
+  Tensor* AsDenseOutput(Variable* v) const;
 };
 
 // The bound variables of `slot` in `slots`, or nullptr when absent.

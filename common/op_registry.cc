@@ -63,6 +63,16 @@ absl::Status CheckSlots(const std::string& type, const char* what,
       return absl::InvalidArgumentError(
           absl::StrCat(type, ": missing required ", what, " slot '", s.name, "'"));
     }
+    // A kernel writes every argument of a required output; @EMPTY@ binds to
+    // no variable. (A required input named @EMPTY@ is reported at run time
+    // as having no value.)
+    if (std::string(what) != "output") continue;
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      if (it->second[i] == kEmptyVarName) {
+        return absl::InvalidArgumentError(absl::StrCat(type, ": required output slot '", s.name, "' has ",
+                                                       kEmptyVarName, " (argument ", i, "); name a variable"));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -55,6 +55,10 @@ class OpInfo {
   OpInfo& SetGradMaker(GradMakerFn fn) { grad_maker_ = std::move(fn); return *this; }
   OpInfo& SetKernelDtype(KernelDtypeFn fn) { kernel_dtype_ = fn; return *this; }
   OpInfo& SetInferVarType(InferVarTypeFn fn) { infer_var_type_ = fn; return *this; }
+  // For view ops (reshape2 ...): an output bound to the op's own input may
+  // take a new shape with the same element count. Other ops bound in place
+  // must keep the input's shape (PreparedBlock checks).
+  OpInfo& InPlaceMayReshape() { in_place_may_reshape_ = true; return *this; }
   OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
   template <typename T>
   OpInfo& Kernel(KernelFn fn, Place::Kind place = Place::Kind::kCPU) {
@@ -69,9 +73,11 @@ class OpInfo {
   InferVarTypeFn infer_var_type() const { return infer_var_type_; }
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool HasGrad() const { return static_cast<bool>(grad_maker_); }
+  bool in_place_may_reshape() const { return in_place_may_reshape_; }
 
   // Checks `op` against this spec (unknown slots, missing required slots,
-  // several arguments in a plain slot, attribute types) and fills in
+  // @EMPTY@ in a required output slot, several arguments in a plain slot,
+  // attribute types) and fills in
   // defaults for absent attributes. InvalidArgument naming the slot/attr.
   absl::Status CheckAndFill(OpDesc* op) const;
   // The kernel for (place, dtype); NotFound naming both when there is none.
@@ -87,6 +93,7 @@ class OpInfo {
   GradMakerFn grad_maker_;
   KernelDtypeFn kernel_dtype_ = nullptr;
   InferVarTypeFn infer_var_type_ = nullptr;
+  bool in_place_may_reshape_ = false;
   std::map<std::pair<int, int>, KernelFn> kernels_;
 };
 

@@ -73,8 +73,12 @@ absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
     op.in_place.clear();
     for (const BoundSlot& in : op.binding.inputs) {
       for (const Variable* v : in.vars) {
+        if (v == nullptr) continue;
         for (const BoundSlot& out : op.binding.outputs) {
-          if (v != nullptr && std::find(out.vars.begin(), out.vars.end(), v) != out.vars.end()) op.in_place.push_back(v);
+          for (size_t k = 0; k < out.vars.size(); ++k) {
+            if (out.vars[k] != v) continue;
+            op.in_place.push_back({out.vars[k], in.name, out.name, &op.desc->outputs.at(*out.name)[k]});
+          }
         }
       }
     }
@@ -103,13 +107,43 @@ absl::Status PreparedBlock::CheckInputsSet(const OpRuntime& op) const {
   return absl::OkStatus();
 }
 
+absl::Status PreparedBlock::InferShape(OpRuntime& op, RuntimeInferShapeContext* ictx) const {
+  InferShapeFn infer = op.info->infer_shape();
+  if (infer == nullptr) return absl::OkStatus();
+  // Inference resizes an in-place output, and so its input too: a kernel
+  // would then read the input as if it had the new shape. Keep the shapes
+  // of inputs that hold data to check (and restore) them.
+  absl::InlinedVector<DDim, 2> before;
+  for (const InPlaceArg& a : op.in_place) {
+    const bool has_data = a.var->IsType<Tensor>() && a.var->Get<Tensor>().initialized();
+    before.push_back(has_data ? a.var->Get<Tensor>().dims() : DDim{-1});
+  }
+  OAR_RETURN_IF_ERROR(infer(*ictx));
+  OAR_RETURN_IF_ERROR(ictx->status());
+  for (size_t j = 0; j < op.in_place.size(); ++j) {
+    const InPlaceArg& a = op.in_place[j];
+    if (before[j].HasUnknown() || !a.var->IsType<Tensor>()) continue;
+    const DDim now = a.var->Get<Tensor>().dims();
+    if (now == before[j] || (op.info->in_place_may_reshape() && now.numel() == before[j].numel())) continue;
+    for (size_t r = 0; r < op.in_place.size(); ++r) {  // leave the variables as they were
+      if (!before[r].HasUnknown() && op.in_place[r].var->IsType<Tensor>()) {
+        op.in_place[r].var->GetMutable<Tensor>()->Resize(before[r]);
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        op.desc->type, ": output ", *a.out_slot, " ('", *a.name, "') is also input ", *a.in_slot,
+        "; in place its shape would change from ", before[j].ToString(), " to ", now.ToString(),
+        ", which the kernel cannot do: give the output its own variable"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PreparedBlock::RunOp(OpRuntime& op) {
   OAR_RETURN_IF_ERROR(CheckInputsSet(op));
-  if (InferShapeFn infer = op.info->infer_shape()) {
-    RuntimeInferShapeContext ictx(*op.desc, op.binding);
-    OAR_RETURN_IF_ERROR(infer(ictx));
-  }
+  RuntimeInferShapeContext ictx(*op.desc, op.binding);
+  OAR_RETURN_IF_ERROR(InferShape(op, &ictx));
   ExecutionContext ctx(*op.desc, op.binding, place_, bound_local_, this, env_);
+  ctx.set_sparse_output_dims(&ictx.sparse_output_dims());
   DataType dtype = op.info->KernelDtype(ctx);
   if (op.kernel == nullptr || dtype != op.kernel_dtype) {
     OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
@@ -122,16 +156,29 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
   // reads it. Hold such shared buffers until the kernel returns (only
   // shared ones: a hold on an unshared buffer would itself force the copy).
   absl::InlinedVector<std::shared_ptr<const void>, 4> alive;
-  for (const Variable* v : op.in_place) {
+  for (const InPlaceArg& a : op.in_place) {
+    const Variable* v = a.var;
     if (v->IsType<Tensor>() && v->Get<Tensor>().BufferShared()) alive.push_back(v->Get<Tensor>().KeepAlive());
   }
   return op.kernel(ctx);
 }
 
+bool PreparedBlock::IsRunning(int32_t idx) const {
+  for (const PreparedBlock* b = this; b != nullptr; b = b->parent_) {
+    if (b->block_id_ == idx) return true;
+  }
+  return false;
+}
+
 absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
+  if (IsRunning(idx)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block ", idx, " is already running: a block cannot run itself or a block that runs it"));
+  }
   auto& sub = sub_blocks_[idx];
   if (sub == nullptr) {
     OAR_ASSIGN_OR_RETURN(sub, Create(*program_, idx, *registry_, place_, env_));
+    sub->parent_ = this;
   }
   OAR_RETURN_IF_ERROR(sub->Bind(bound_scope_, scope));
   absl::Status s = sub->Run();

@@ -43,18 +43,27 @@ class PreparedBlock : public BlockRunner {
   const OpDesc& Op(size_t i) const { return *ops_[i].desc; }
 
   // BlockRunner: runs a sub-block of this program (prepared on first use).
+  // InvalidArgument when block `idx` is this one or one that runs it.
   absl::Status RunBlock(int32_t idx, Scope* scope) override;
+  bool IsRunning(int32_t idx) const override;
 
   const ProgramDesc& program() const override { return *program_; }
   const BlockDesc& block() const { return program_->Block(block_id_); }
   int block_id() const { return block_id_; }
 
  private:
+  // A variable bound both as an input and an output of one op.
+  struct InPlaceArg {
+    Variable* var;
+    const std::string* in_slot;
+    const std::string* out_slot;
+    const std::string* name;
+  };
   struct OpRuntime {
     const OpDesc* desc;
     const OpInfo* info;
     OpBinding binding;
-    std::vector<const Variable*> in_place;  // bound both as an input and an output
+    std::vector<InPlaceArg> in_place;
     KernelFn kernel = nullptr;
     DataType kernel_dtype = DataType::kFloat32;
   };
@@ -63,6 +72,7 @@ class PreparedBlock : public BlockRunner {
                 const RunEnv* env)
       : program_(std::move(program)), block_id_(block_id), place_(place), registry_(registry), env_(env) {}
   absl::Status CheckInputsSet(const OpRuntime& op) const;
+  absl::Status InferShape(OpRuntime& op, RuntimeInferShapeContext* ictx) const;
   absl::Status RunOp(OpRuntime& op);
 
   std::unique_ptr<ProgramDesc> program_;
@@ -74,6 +84,7 @@ class PreparedBlock : public BlockRunner {
   Scope* bound_scope_ = nullptr;
   Scope* bound_local_ = nullptr;
   std::map<int32_t, std::unique_ptr<PreparedBlock>> sub_blocks_;
+  const PreparedBlock* parent_ = nullptr;  // the block whose op runs this one
 };
 
 }  // namespace oar

@@ -1,21 +1,41 @@
 #include "common/tensor.h"
 
-#include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 namespace oar {
 
 namespace {
 constexpr size_t kAlignment = 64;
+
+// Bytes for a `dims`-shaped buffer of `dtype`. A negative dimension or a
+// size that overflows is a bug in the caller (ops check shapes first:
+// PreparedBlock rejects negative inferred shapes), and writing through a
+// wrapped-around size would corrupt the heap, so both stop the process.
+size_t CheckedBytes(const DDim& dims, DataType dtype) {
+  uint64_t bytes = SizeOf(dtype);
+  for (int64_t d : dims) {
+    if (d < 0) LOG(FATAL) << "Tensor::mutable_data: shape " << dims.ToString() << " has a negative dimension";
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
+      LOG(FATAL) << "Tensor::mutable_data: the byte size of shape " << dims.ToString() << " overflows";
+    }
+  }
+  if (bytes > std::numeric_limits<size_t>::max() / 2) {
+    LOG(FATAL) << "Tensor::mutable_data: the byte size of shape " << dims.ToString() << " overflows";
+  }
+  return static_cast<size_t>(bytes);
 }
+}  // namespace
 
 struct Tensor::Buffer {
   explicit Buffer(size_t n) : size(n) {
     size_t rounded = (n + kAlignment - 1) / kAlignment * kAlignment;
     ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    if (ptr == nullptr) LOG(FATAL) << "Tensor: cannot allocate " << n << " bytes";
   }
   ~Buffer() { std::free(ptr); }
   Buffer(const Buffer&) = delete;
@@ -25,8 +45,7 @@ struct Tensor::Buffer {
 };
 
 void* Tensor::mutable_data(DataType dtype, const Place& place) {
-  assert(!dims_.HasUnknown());
-  size_t need = static_cast<size_t>(dims_.numel()) * SizeOf(dtype);
+  const size_t need = CheckedBytes(dims_, dtype);
   dtype_ = dtype;
   place_ = place;
   // Never write into a buffer another tensor still shares (a view, a fed

@@ -71,6 +71,8 @@ absl::Status Backward(const ExecutionContext& ctx) {
   const char* src = kUsesX ? "X" : "Out";
   OAR_ASSIGN_OR_RETURN(const Tensor* s, RequireInput(ctx, src));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, src, 0, *s));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const T* sp = s->data<T>();
@@ -82,7 +84,11 @@ absl::Status Backward(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status GradShapeFromOut(InferShapeContext& ctx) {
+// X@GRAD takes the shape of the grad op's X (or Out); Out@GRAD must match it.
+template <bool kUsesX>
+absl::Status UnaryGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), kUsesX ? "X" : "Out"));
+  if (kUsesX) return GradSameShapeAsX(ctx);
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("Out"));
   return absl::OkStatus();
 }
@@ -99,8 +105,8 @@ void RegisterUnary(OpRegistry* r, const std::string& type) {
   }
   r->Register(type + "_grad").Input(src).Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable)
-      .SetInferShape(kUsesX ? GradSameShapeAsX : GradShapeFromOut)
-      .Kernel<float>(Backward<A, float, kUsesX>).template Kernel<double>(Backward<A, double, kUsesX>);
+      .SetInferShape(UnaryGradInferShape<kUsesX>)
+      .template Kernel<float>(Backward<A, float, kUsesX>).template Kernel<double>(Backward<A, double, kUsesX>);
 }
 
 }  // namespace

@@ -44,6 +44,11 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* bias, RequireInput(ctx, "Bias"));
   OAR_ASSIGN_OR_RETURN(const Tensor* mean, RequireInput(ctx, "Mean"));
   OAR_ASSIGN_OR_RETURN(const Tensor* var, RequireInput(ctx, "Variance"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  for (const auto& [slot, t] : {std::pair<const char*, const Tensor*>{"Scale", scale}, {"Bias", bias},
+                                {"Mean", mean}, {"Variance", var}}) {
+    OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, 0, *t));
+  }
   const NCHW v = View(x->dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T mom = static_cast<T>(ctx.Attr<float>("momentum"));
@@ -98,7 +103,15 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// Scale, Bias and the saved statistics hold one value per channel of X;
+// Y@GRAD has X's shape.
 absl::Status BatchNormGradInferShape(InferShapeContext& ctx) {
+  const DDim x = ctx.InputDim("X");
+  if (x.size() < 2 || x.size() > 5) return ctx.Error("X", x.ToString(), " must have rank 2 to 5");
+  for (const char* s : {"Scale", "Bias", "SavedMean", "SavedVariance"}) {
+    OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, s, DDim{x[1]}));
+  }
+  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Y"), "X"));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Scale"), ctx.InputDim("Scale"));
   ctx.SetOutputDim(GradVarName("Bias"), ctx.InputDim("Scale"));
@@ -112,6 +125,10 @@ absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* saved_mean, RequireInput(ctx, "SavedMean"));
   OAR_ASSIGN_OR_RETURN(const Tensor* saved_inv, RequireInput(ctx, "SavedVariance"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dy_t, RequireInput(ctx, GradVarName("Y")));
+  for (const auto& [slot, t] : {std::pair<std::string, const Tensor*>{"X", x}, {"Scale", scale},
+                                {"SavedMean", saved_mean}, {"SavedVariance", saved_inv}, {GradVarName("Y"), dy_t}}) {
+    OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, 0, *t));
+  }
   const NCHW v = View(x->dims());
   const bool global = ctx.Attr<bool>("use_global_stats");
   const T* xp = x->data<T>();

@@ -117,6 +117,15 @@ struct Or { bool operator()(bool a, bool b) const { return a || b; } };
 struct Xor { bool operator()(bool a, bool b) const { return a != b; } };
 
 absl::Status LogicInferShape(InferShapeContext& ctx) {
+  if (ctx.HasInput("Y")) {  // logical_not has no Y
+    const DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
+    const bool known = !x.HasUnknown() && !y.HasUnknown();
+    // As Fluid: the element counts must agree (or Y holds one value).
+    if ((ctx.IsRuntime() || known) && x.numel() != y.numel() && y.numel() != 1) {
+      return ctx.Error("Y ('", ctx.op().Input("Y")[0], "')", y.ToString(), " must match X ('",
+                       ctx.op().Input("X")[0], "')", x.ToString(), " or hold one value");
+    }
+  }
   ctx.SetOutputDim("Out", ctx.InputDim("X"));
   ctx.SetOutputDtype("Out", DataType::kBool);
   return absl::OkStatus();
@@ -170,8 +179,14 @@ absl::Status ConditionalBlockKernel(const ExecutionContext& ctx) {
   if (ctx.scope() == nullptr || ctx.runner() == nullptr) {
     return absl::FailedPreconditionError("conditional_block: needs an executor that can run sub-blocks");
   }
+  const int32_t sub_block = ctx.Attr<BlockRef>("sub_block").idx;
+  if (ctx.runner()->IsRunning(sub_block)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conditional_block: sub_block ", sub_block,
+        " is already running (it is the block of this op, or one that runs it); running it again would never end"));
+  }
   Scope& child = ctx.scope()->NewScope();
-  absl::Status s = ctx.runner()->RunBlock(ctx.Attr<BlockRef>("sub_block").idx, &child);
+  absl::Status s = ctx.runner()->RunBlock(sub_block, &child);
   ctx.scope()->DeleteScope(&child);
   return s;
 }

@@ -29,7 +29,8 @@ absl::StatusOr<std::array<std::vector<int32_t>, 3>> ConvAttrs(const OpDesc& op) 
   return a;
 }
 
-absl::Status ConvInferShape(InferShapeContext& ctx) {
+// Output's shape for Input and Filter, checking channels, groups and attrs.
+absl::StatusOr<DDim> ConvOutDims(const InferShapeContext& ctx) {
   DDim in = ctx.InputDim("Input"), f = ctx.InputDim("Filter");
   if (in.size() != 4 || f.size() != 4) {
     return ctx.Error("Input", in.ToString(), " and Filter", f.ToString(), " must be 4-D (NCHW, MCHW)");
@@ -50,6 +51,11 @@ absl::Status ConvInferShape(InferShapeContext& ctx) {
     if (o <= 0) return ctx.Error("Filter", f.ToString(), " does not fit Input", in.ToString(), " with these paddings");
     out[2 + k] = o;
   }
+  return out;
+}
+
+absl::Status ConvInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ConvOutDims(ctx));
   ctx.SetOutputDim("Output", out);
   ctx.SetOutputDtype("Output", ctx.InputDtype("Input"));
   return absl::OkStatus();
@@ -82,6 +88,8 @@ template <typename T>
 absl::Status ConvKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
   OAR_ASSIGN_OR_RETURN(const Tensor* filter, RequireInput(ctx, "Filter"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Input", 0, *in));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Filter", 0, *filter));
   Tensor* out = ctx.Output("Output");
   const ConvSetup c = Setup(in->dims(), filter->dims(), out->dims(), ctx.op());
   std::vector<T> col(static_cast<size_t>(c.k * c.plane));
@@ -99,6 +107,8 @@ absl::Status ConvKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status ConvGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ConvOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Output"), out));
   ctx.SetOutputDim(GradVarName("Input"), ctx.InputDim("Input"));
   ctx.SetOutputDim(GradVarName("Filter"), ctx.InputDim("Filter"));
   return absl::OkStatus();
@@ -109,6 +119,9 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
   OAR_ASSIGN_OR_RETURN(const Tensor* filter, RequireInput(ctx, "Filter"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Output")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Input", 0, *in));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Filter", 0, *filter));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Output"), 0, *dout));
   Tensor* din = ctx.Output(GradVarName("Input"));
   Tensor* dfilter = ctx.Output(GradVarName("Filter"));
   const ConvSetup c = Setup(in->dims(), filter->dims(), dout->dims(), ctx.op());

@@ -61,6 +61,8 @@ template <typename T>
 absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* mask, RequireInput(ctx, "Mask"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Mask", 0, *mask));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const T p = static_cast<T>(ctx.Attr<float>("dropout_prob"));
@@ -74,6 +76,7 @@ absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status DropoutGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Mask", ctx.InputDim(GradVarName("Out"))));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim(GradVarName("Out")));
   return absl::OkStatus();
 }

@@ -63,6 +63,8 @@ template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Y", 0, *y));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
   const T* __restrict xp = x->data<T>();
   const T* __restrict yp = y->data<T>();
@@ -71,7 +73,10 @@ absl::Status ForwardKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// Out (when given) and Out@GRAD have X's shape.
 absl::Status ElementwiseGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), ctx.InputDim("X")));
+  if (ctx.HasInput("Out")) OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Out", ctx.InputDim("X")));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
   return absl::OkStatus();
@@ -82,7 +87,11 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
-  const Tensor* out = ctx.Input("Out");  // only div needs it
+  const Tensor* out = ctx.Input("Out");  // only div and pow need it
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Y", 0, *y));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
+  if (out != nullptr && out->initialized()) OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Out", 0, *out));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
   const T* __restrict xp = x->data<T>();
   const T* __restrict yp = y->data<T>();

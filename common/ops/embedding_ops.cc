@@ -12,7 +12,8 @@ namespace {
 
 constexpr int64_t kNoPadding = -1;
 
-absl::Status LookupInferShape(InferShapeContext& ctx) {
+// Out's shape: Ids' with the last dimension (1) replaced by W's width.
+absl::StatusOr<DDim> LookupOutDims(const InferShapeContext& ctx) {
   DDim w = ctx.InputDim("W"), ids = ctx.InputDim("Ids");
   if (w.size() != 2) return ctx.Error("W", w.ToString(), " must be 2-D [rows, width]");
   if (ids.size() < 1 || (ids[ids.size() - 1] != 1 && ids[ids.size() - 1] >= 0)) {
@@ -21,6 +22,11 @@ absl::Status LookupInferShape(InferShapeContext& ctx) {
   if (ctx.InputDtype("Ids") != DataType::kInt64) return ctx.Error("Ids must be int64");
   DDim out = ids;
   out[out.size() - 1] = w[1];
+  return out;
+}
+
+absl::Status LookupInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, LookupOutDims(ctx));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("W"));
   ctx.ShareLoD("Ids", "Out");
@@ -64,6 +70,8 @@ void LookupGradVarType(const OpDesc& op, BlockDesc* block) {
 }
 
 absl::Status LookupGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, LookupOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   ctx.SetOutputDim(GradVarName("W"), ctx.InputDim("W"));
   ctx.SetOutputDtype(GradVarName("W"), ctx.InputDtype("W"));
   return absl::OkStatus();
@@ -74,6 +82,8 @@ absl::Status LookupGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
   OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Ids", *ids));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
   Variable* dw_var = ctx.OutputVar(GradVarName("W"));
   if (dw_var == nullptr) return absl::OkStatus();
   const int64_t rows = w->dims()[0], width = w->dims()[1], pad = ctx.Attr<int64_t>("padding_idx");

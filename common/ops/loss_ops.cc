@@ -48,11 +48,20 @@ absl::Status CrossEntropyKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status CrossEntropyGradInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X"), label = ctx.InputDim("Label");
+  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, x, label, "X"));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Y"), LossDims(x)));
+  return GradSameShapeAsX(ctx);
+}
+
 template <typename T>
 absl::Status CrossEntropyGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* label, RequireInput(ctx, "Label"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dy, RequireInput(ctx, GradVarName("Y")));
+  OAR_RETURN_IF_ERROR(RequireLabelDtype<T>(ctx, *label));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Y"), 0, *dy));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   auto [rows, cols] = RowsCols(x->dims());
@@ -95,10 +104,20 @@ absl::Status MeanKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status MeanGradInferShape(InferShapeContext& ctx) {
+  const DDim g = ctx.InputDim(GradVarName("Out"));
+  if (ctx.IsRuntime() && g.numel() != 1) {
+    return ctx.Error("input ", InputLabel(ctx.op(), GradVarName("Out")), " has shape ", g.ToString(),
+                     ", expected [1]");
+  }
+  return GradSameShapeAsX(ctx);
+}
+
 template <typename T>
 absl::Status MeanGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   int64_t n = x->numel();
@@ -119,14 +138,14 @@ void RegisterLossOps(OpRegistry* r) {
   r->Register("cross_entropy_grad").Input("X").Input("Label").Input(GradVarName("Y"))
       .Output(GradVarName("X"), kDispensable)
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
-      .SetInferShape(GradSameShapeAsX)
+      .SetInferShape(CrossEntropyGradInferShape)
       .Kernel<float>(CrossEntropyGradKernel<float>).Kernel<double>(CrossEntropyGradKernel<double>);
 
   r->Register("mean").Input("X").Output("Out").SetInferShape(MeanInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .Kernel<float>(MeanKernel<float>).Kernel<double>(MeanKernel<double>);
   r->Register("mean_grad").Input("X").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(GradSameShapeAsX)
+      .Output(GradVarName("X"), kDispensable).SetInferShape(MeanGradInferShape)
       .Kernel<float>(MeanGradKernel<float>).Kernel<double>(MeanGradKernel<double>);
 }
 

@@ -51,6 +51,9 @@ inline void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t cols) {
 inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const DDim& label,
                              const char* x_slot) {
   bool soft = ctx.Attr<bool>("soft_label");
+  if (x.size() < 1 || label.size() < 1) {  // the class axis is the last one
+    return ctx.Error(x_slot, x.ToString(), " and Label", label.ToString(), " must have rank >= 1");
+  }
   if (x.size() != label.size()) {
     return ctx.Error("Label", label.ToString(), " must have the rank of ", x_slot, x.ToString());
   }
@@ -74,6 +77,15 @@ inline DDim LossDims(const DDim& x) {
   DDim d = x;
   d[d.size() - 1] = 1;
   return d;
+}
+
+// Checks a loss op's Label dtype: T for soft labels, int64 for hard ones.
+template <typename T>
+inline absl::Status RequireLabelDtype(const ExecutionContext& ctx, const Tensor& label) {
+  const DataType want = ctx.Attr<bool>("soft_label") ? DataTypeOf<T>::value : DataType::kInt64;
+  if (label.dtype() == want) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input Label has dtype ",
+                                                 DataTypeName(label.dtype()), ", expected ", DataTypeName(want)));
 }
 
 // Validates a hard label value against the class count.

@@ -11,7 +11,10 @@ namespace {
 
 // ---- mul: Out = flatten(X, x_num_col_dims) · flatten(Y, y_num_col_dims) ----
 
-absl::Status MulInferShape(InferShapeContext& ctx) {
+// Out's shape: X's leading x_num_col_dims dimensions, then Y's after its
+// y_num_col_dims. X's flattened columns must equal Y's flattened rows, zero
+// included (an unknown, -1, build-time size is not compared).
+absl::StatusOr<DDim> MulOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
   int xn = ctx.Attr<int32_t>("x_num_col_dims"), yn = ctx.Attr<int32_t>("y_num_col_dims");
   if (xn < 1 || xn >= x.size() || yn < 1 || yn >= y.size()) {
@@ -19,16 +22,31 @@ absl::Status MulInferShape(InferShapeContext& ctx) {
                      " out of range for X", x.ToString(), " and Y", y.ToString());
   }
   int64_t xk = x.Product(xn, x.size()), yk = y.Product(0, yn);
-  if (xk > 0 && yk > 0 && xk != yk) {
-    return ctx.Error("X", x.ToString(), " flattens to ", xk, " columns but Y",
-                     y.ToString(), " to ", yk, " rows");
+  if (xk >= 0 && yk >= 0 && xk != yk) {
+    return ctx.Error("X ('", ctx.op().Input("X")[0], "')", x.ToString(), " flattens to ", xk, " columns but Y ('",
+                     ctx.op().Input("Y")[0], "')", y.ToString(), " to ", yk, " rows");
   }
   DDim out;
   for (int i = 0; i < xn; ++i) out.push_back(x[i]);
   for (int i = yn; i < y.size(); ++i) out.push_back(y[i]);
+  return out;
+}
+
+absl::Status MulInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MulOutDims(ctx));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   ctx.ShareLoD("X", "Out");
+  return absl::OkStatus();
+}
+
+// X, Y (and Out@GRAD for the grad) in the kernel's dtype T.
+template <typename T>
+absl::Status RequireOperandDtypes(const ExecutionContext& ctx, const Tensor& x, const Tensor& y,
+                                  const Tensor* dout = nullptr) {
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, x));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Y", 0, y));
+  if (dout != nullptr) OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
   return absl::OkStatus();
 }
 
@@ -36,6 +54,7 @@ template <typename T>
 absl::Status MulKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y));
   Tensor* out = ctx.Output("Out");
   DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
   DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
@@ -45,6 +64,8 @@ absl::Status MulKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status MulGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MulOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
   return absl::OkStatus();
@@ -55,6 +76,7 @@ absl::Status MulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
   DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
   DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
   int64_t m = x2[0], k = x2[1], n = y2[1];
@@ -81,18 +103,21 @@ MatDims OpDims(const DDim& d, bool trans) {
   return {d.Product(0, r - 2), trans ? b : a, trans ? a : b};
 }
 
-absl::Status MatmulInferShape(InferShapeContext& ctx) {
+// Out's shape: the leading (batch) dimensions of the higher-rank operand,
+// then op(X)'s rows and op(Y)'s columns. Inner and batch sizes must agree
+// exactly, zero included (a side of rank 2 broadcasts over the batch).
+absl::StatusOr<DDim> MatmulOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
   if (x.size() < 2 || y.size() < 2) {
     return ctx.Error("X", x.ToString(), " and Y", y.ToString(), " must be at least 2-D");
   }
   bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
   MatDims a = OpDims(x, tx), b = OpDims(y, ty);
-  if (a.cols > 0 && b.rows > 0 && a.cols != b.rows) {
+  if (a.cols >= 0 && b.rows >= 0 && a.cols != b.rows) {
     return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols,
                      ", Y", y.ToString(), " gives ", b.rows);
   }
-  if (x.size() > 2 && y.size() > 2 && a.batch > 0 && b.batch > 0 && a.batch != b.batch) {
+  if (x.size() > 2 && y.size() > 2 && a.batch >= 0 && b.batch >= 0 && a.batch != b.batch) {
     return ctx.Error("batch dimensions differ: X", x.ToString(), ", Y", y.ToString());
   }
   const DDim& lead = x.size() >= y.size() ? x : y;
@@ -100,6 +125,11 @@ absl::Status MatmulInferShape(InferShapeContext& ctx) {
   for (int i = 0; i < lead.size() - 2; ++i) out.push_back(lead[i]);
   out.push_back(a.rows);
   out.push_back(b.cols);
+  return out;
+}
+
+absl::Status MatmulInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MatmulOutDims(ctx));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   return absl::OkStatus();
@@ -122,6 +152,7 @@ template <typename T>
 absl::Status MatmulKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y));
   bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
   MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
   int64_t batch = std::max(a.batch, b.batch);
@@ -132,6 +163,8 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status MatmulGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, MatmulOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("X"));
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
   return absl::OkStatus();
@@ -142,6 +175,7 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
   bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
   T alpha = T(ctx.Attr<float>("alpha"));
   MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);

@@ -28,4 +28,34 @@ absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx,
   return t;
 }
 
+std::string InputLabel(const OpDesc& op, const std::string& slot, size_t i) {
+  const auto& args = op.Input(slot);
+  const std::string name = i < args.size() ? args[i] : "?";
+  if (args.size() > 1) return absl::StrCat("'", name, "' (", slot, "[", i, "])");
+  return absl::StrCat("'", name, "' (", slot, ")");
+}
+
+absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want, size_t i) {
+  if (!ctx.IsRuntime()) return absl::OkStatus();
+  const DDim got = ctx.InputDim(slot, i);
+  if (got == want) return absl::OkStatus();
+  return ctx.Error("input ", InputLabel(ctx.op(), slot, i), " has shape ", got.ToString(), ", expected ",
+                   want.ToString());
+}
+
+absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& slot, const std::string& like) {
+  if (!ctx.IsRuntime()) return absl::OkStatus();
+  const DDim got = ctx.InputDim(slot), want = ctx.InputDim(like);
+  if (got != want) {
+    return ctx.Error("input ", InputLabel(ctx.op(), slot), " has shape ", got.ToString(), ", expected ",
+                     want.ToString(), " (the shape of ", InputLabel(ctx.op(), like), ")");
+  }
+  if (ctx.InputDtype(slot) != ctx.InputDtype(like)) {
+    return ctx.Error("input ", InputLabel(ctx.op(), slot), " has dtype ", DataTypeName(ctx.InputDtype(slot)),
+                     ", expected ", DataTypeName(ctx.InputDtype(like)), " (the dtype of ",
+                     InputLabel(ctx.op(), like), ")");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace oar

@@ -34,4 +34,29 @@ absl::Status RequireDtype(const ExecutionContext& ctx, const std::string& slot,
       ", expected ", DataTypeName(DataTypeOf<T>::value)));
 }
 
+// "'b' (X[1])": the i-th argument of input `slot` and where it sits (the
+// index only when the slot holds several).
+std::string InputLabel(const OpDesc& op, const std::string& slot, size_t i = 0);
+
+// Checks that input `slot`[i], tensor `t`, has dtype T, the dtype of the
+// kernel that runs: InvalidArgument "<op>: input 'b' (X[1]) has dtype int64,
+// expected float32" otherwise. For kernels that read several inputs as T.
+template <typename T>
+absl::Status RequireInputDtype(const ExecutionContext& ctx, const std::string& slot, size_t i,
+                               const Tensor& t) {
+  if (t.dtype() == DataTypeOf<T>::value) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i), " has dtype ", DataTypeName(t.dtype()),
+      ", expected ", DataTypeName(DataTypeOf<T>::value)));
+}
+
+// At run time, InvalidArgument "<op>: input 'g' (Out@GRAD) has shape [3],
+// expected [2, 3]" unless input `slot`[i] has shape `want`. Does nothing at
+// build time (shapes there may be stale or unknown). For shape inference.
+absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want,
+                             size_t i = 0);
+// At run time, input `slot` (a gradient, e.g. Out@GRAD) must have the shape
+// and dtype of input `like` (e.g. Out): InvalidArgument naming both otherwise.
+absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& slot, const std::string& like);
+
 }  // namespace oar

@@ -15,7 +15,8 @@ void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entropy
 void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
-void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, sum, scale, feed, fetch
+void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, scale, feed, fetch
+void RegisterSumOp(OpRegistry* r);           // sum (dense and sparse inputs)
 void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam (+ the ones below)
 void RegisterMoreOptimizerOps(OpRegistry* r);  // adagrad, decayed_adagrad, adamax, rmsprop, ftrl, lars_momentum
 void RegisterEmbeddingOps(OpRegistry* r);    // lookup_table, merge_selected_rows

@@ -95,6 +95,9 @@ absl::Status RmspropKernel(const ExecutionContext& ctx) {
   const T* mg = nullptr;
   if (centered) {
     OAR_ASSIGN_OR_RETURN(mg, In<T>(ctx, "MeanGrad"));
+    if (ctx.Output("MeanGradOut") == nullptr) {
+      return absl::InvalidArgumentError("rmsprop: centered=true needs MeanGradOut (the updated MeanGrad)");
+    }
   }
   const T rho = static_cast<T>(ctx.Attr<float>("decay")), eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T mu = static_cast<T>(ctx.Attr<float>("momentum"));

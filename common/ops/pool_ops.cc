@@ -60,6 +60,16 @@ absl::Status PoolInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Out and Out@GRAD have the shape pooling X gives.
+absl::Status PoolGradInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X");
+  OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x));
+  const DDim out{x[0], x[1], g.oh, g.ow};
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Out", out));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
+  return GradSameShapeAsX(ctx);
+}
+
 // Calls fn(out_index, h0, h1, w0, w1, divisor) for each output cell; the
 // window [h0,h1)×[w0,w1) is clipped to the image.
 template <typename Fn>
@@ -103,6 +113,8 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Out", 0, *out));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x->dims()));
@@ -153,7 +165,7 @@ void RegisterPoolOps(OpRegistry* r) {
       .Kernel<float>(PoolKernel<float>).Kernel<double>(PoolKernel<double>);
   attrs(r->Register("pool2d_grad").Input("X").Input("Out").Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
-      .SetInferShape(GradSameShapeAsX)
+      .SetInferShape(PoolGradInferShape)
       .Kernel<float>(PoolGradKernel<float>).Kernel<double>(PoolGradKernel<double>);
 }
 

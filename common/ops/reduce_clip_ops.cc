@@ -22,7 +22,8 @@ std::vector<bool> ReducedDims(const InferShapeContext& ctx, int rank) {
   return r;
 }
 
-absl::Status ReduceInferShape(InferShapeContext& ctx) {
+// Out's shape; every `dim` must lie in [-rank, rank).
+absl::StatusOr<DDim> ReduceOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
   for (int d : ctx.Attr<std::vector<int32_t>>("dim")) {
     if (d < -x.size() || d >= x.size()) return ctx.Error("dim ", d, " out of range for X", x.ToString());
@@ -35,9 +36,20 @@ absl::Status ReduceInferShape(InferShapeContext& ctx) {
     else if (keep) out.push_back(1);
   }
   if (out.size() == 0) out = DDim{1};
+  return out;
+}
+
+absl::Status ReduceInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ReduceOutDims(ctx));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   return absl::OkStatus();
+}
+
+absl::Status ReduceGradInferShape(InferShapeContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(DDim out, ReduceOutDims(ctx));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
+  return GradSameShapeAsX(ctx);
 }
 
 // Maps each input element to its output element: out index = the input
@@ -68,14 +80,20 @@ std::vector<bool> ReducedAtRuntime(const ExecutionContext& ctx, int rank) {
 template <typename T, bool kMean>
 absl::Status ReduceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  const T* xp = x->data<T>();  // before Out's buffer: in place, that may be a fresh one
+  const int64_t n = x->numel();
   Tensor* out = ctx.Output("Out");
+  std::vector<T> copy;
+  if (out == x) {  // in place (only over unit dims): Out is zeroed below, keep X's values
+    copy.assign(xp, xp + n);
+    xp = copy.data();
+  }
   T* o = out->mutable_data<T>();
   std::fill(o, o + out->numel(), T(0));
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
-  const T* xp = x->data<T>();
   for (size_t e = 0; e < map.size(); ++e) o[map[e]] += xp[e];
   if (kMean && out->numel() > 0) {
-    const T k = T(out->numel()) / T(x->numel());
+    const T k = T(out->numel()) / T(n);
     for (int64_t i = 0; i < out->numel(); ++i) o[i] *= k;
   }
   return absl::OkStatus();
@@ -85,6 +103,7 @@ template <typename T, bool kMean>
 absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
@@ -118,6 +137,7 @@ template <typename T>
 absl::Status ClipGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const T lo = static_cast<T>(ctx.Attr<float>("min")), hi = static_cast<T>(ctx.Attr<float>("max"));
@@ -126,6 +146,11 @@ absl::Status ClipGradKernel(const ExecutionContext& ctx) {
   T* d = dx->mutable_data<T>();
   for (int64_t i = 0, n = x->numel(); i < n; ++i) d[i] = (xp[i] > lo && xp[i] < hi) ? gp[i] : T(0);
   return absl::OkStatus();
+}
+
+absl::Status ClipGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), "X"));
+  return GradSameShapeAsX(ctx);
 }
 
 absl::Status ClipByNormInferShape(InferShapeContext& ctx) {
@@ -160,7 +185,7 @@ void RegisterReduceClipOps(OpRegistry* r) {
         .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
     attrs(r->Register(type + "_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-        .SetInferShape(GradSameShapeAsX)
+        .SetInferShape(ReduceGradInferShape)
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
   };
   reduce("reduce_sum", ReduceKernel<float, false>, ReduceKernel<double, false>, ReduceGradKernel<float, false>,
@@ -171,7 +196,7 @@ void RegisterReduceClipOps(OpRegistry* r) {
       .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);
   r->Register("clip_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(GradSameShapeAsX).OAR_FLOAT_KERNELS(ClipGradKernel);
+      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(ClipGradInferShape).OAR_FLOAT_KERNELS(ClipGradKernel);
   r->Register("clip_by_norm").Input("X").Output("Out").Attr("max_norm", 1.0f)
       .SetInferShape(ClipByNormInferShape).OAR_FLOAT_KERNELS(ClipByNormKernel);
 }

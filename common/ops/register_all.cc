@@ -12,6 +12,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterLossOps(r);
   RegisterMetricOps(r);
   RegisterTensorOps(r);
+  RegisterSumOp(r);
   RegisterOptimizerOps(r);
   RegisterShapeOps(r);
   RegisterConcatSplitOps(r);

@@ -40,8 +40,9 @@ absl::Status SequencePoolInferShape(InferShapeContext& ctx) {
 
 // The last LoD level of `x`, checked against its rows.
 absl::StatusOr<std::vector<size_t>> Offsets(const ExecutionContext& ctx, const Tensor& x) {
-  if (x.lod().empty()) {
-    return absl::InvalidArgumentError("sequence_pool: input X ('" + ctx.op().Input("X")[0] + "') has no LoD");
+  if (x.lod().empty() || x.dims().size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input X ('", ctx.op().Input("X")[0], "')",
+                                                   x.dims().ToString(), " has no LoD"));
   }
   const std::vector<size_t>& off = x.lod().back();
   if (off.empty() || off.front() != 0 || off.back() != static_cast<size_t>(x.dims()[0]) ||
@@ -113,6 +114,17 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
   if (pool == Pool::kMax && (mi == nullptr || !mi->initialized())) {
     return absl::InvalidArgumentError("sequence_pool_grad: MAX pooling needs MaxIndex");
   }
+  // Out@GRAD (and MaxIndex) have one row per sequence.
+  DDim od = x->dims();
+  od[0] = static_cast<int64_t>(off.size()) - 1;
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
+  for (const auto& [slot, t] : {std::pair<std::string, const Tensor*>{GradVarName("Out"), g}, {"MaxIndex", mi}}) {
+    if (t != nullptr && t->dims() != od) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence_pool_grad: input ", InputLabel(ctx.op(), slot),
+                                                     " has shape ", t->dims().ToString(), ", expected ", od.ToString()));
+    }
+  }
+  if (mi != nullptr) OAR_RETURN_IF_ERROR(RequireInputDtype<int32_t>(ctx, "MaxIndex", 0, *mi));
   const int64_t width = x->dims()[0] ? x->numel() / x->dims()[0] : 0;
   const T* gp = g->data<T>();
   T* d = dx->mutable_data<T>(x->dims());
@@ -126,7 +138,15 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
       switch (pool) {
         case Pool::kFirst: d[b * width + k] = gv; break;
         case Pool::kLast: d[(e - 1) * width + k] = gv; break;
-        case Pool::kMax: d[mi->data<int32_t>()[s * width + k] * width + k] = gv; break;
+        case Pool::kMax: {
+          const int64_t r = mi->data<int32_t>()[s * width + k];  // a row of this sequence
+          if (r < b || r >= e) {
+            return absl::InvalidArgumentError(absl::StrCat("sequence_pool_grad: MaxIndex ", r, " at [", s, ", ", k,
+                                                           "] is outside sequence ", s, "'s rows [", b, ", ", e, ")"));
+          }
+          d[r * width + k] = gv;
+          break;
+        }
         default: {
           const T share = pool == Pool::kSum ? gv : pool == Pool::kAverage ? gv / T(len) : gv / std::sqrt(T(len));
           for (int64_t r = b; r < e; ++r) d[r * width + k] = share;

@@ -137,7 +137,15 @@ absl::Status ViewKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status ViewGradInferShape(InferShapeContext& ctx) {
-  ctx.SetOutputDim(GradVarName("X"), FromXShape(ctx.InputDim("XShape")));
+  const DDim x = FromXShape(ctx.InputDim("XShape"));
+  const std::string gout = GradVarName("Out");
+  // X@GRAD is a view of Out@GRAD's buffer with X's shape: same element count.
+  if (ctx.IsRuntime() && ctx.InputDim(gout).numel() != x.numel()) {
+    return ctx.Error("input ", InputLabel(ctx.op(), gout), " has ", ctx.InputDim(gout).numel(),
+                     " elements, expected ", x.numel(), " (X", x.ToString(), " from XShape ",
+                     InputLabel(ctx.op(), "XShape"), ")");
+  }
+  ctx.SetOutputDim(GradVarName("X"), x);
   return absl::OkStatus();
 }
 
@@ -158,8 +166,9 @@ DataType ViewGradDtype(const ExecutionContext& ctx) {
 
 // ---- transpose2 ----
 
-absl::Status TransposeInferShape(InferShapeContext& ctx) {
-  DDim x = ctx.InputDim("X");
+// X's dimensions permuted by the `axis` attribute, which must be a
+// permutation of X's dimensions.
+absl::StatusOr<DDim> TransposedDims(const InferShapeContext& ctx, const DDim& x) {
   auto axis = ctx.Attr<std::vector<int32_t>>("axis");
   std::vector<int32_t> sorted = axis;
   std::sort(sorted.begin(), sorted.end());
@@ -170,6 +179,12 @@ absl::Status TransposeInferShape(InferShapeContext& ctx) {
   }
   DDim out;
   for (int a : axis) out.push_back(x[a]);
+  return out;
+}
+
+absl::Status TransposeInferShape(InferShapeContext& ctx) {
+  DDim x = ctx.InputDim("X");
+  OAR_ASSIGN_OR_RETURN(DDim out, TransposedDims(ctx, x));
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   ctx.SetOutputDim("XShape", XShapeOf(x));
@@ -205,7 +220,10 @@ absl::Status TransposeKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status TransposeGradInferShape(InferShapeContext& ctx) {
-  ctx.SetOutputDim(GradVarName("X"), FromXShape(ctx.InputDim("XShape")));
+  const DDim x = FromXShape(ctx.InputDim("XShape"));
+  OAR_ASSIGN_OR_RETURN(DDim out, TransposedDims(ctx, x));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
+  ctx.SetOutputDim(GradVarName("X"), x);
   return absl::OkStatus();
 }
 
@@ -226,7 +244,7 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
 void RegisterShapeOps(OpRegistry* r) {
   auto view = [r](const std::string& type, const std::string& attr, Attribute def) {
     r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable).Attr(attr, def)
-        .SetInferShape(ViewInferShape)
+        .SetInferShape(ViewInferShape).InPlaceMayReshape()
         .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
         .SetKernelDtype(nullptr)
         .Kernel<float>(ViewKernel).Kernel<double>(ViewKernel).Kernel<int64_t>(ViewKernel)

@@ -25,6 +25,7 @@ absl::Status SoftmaxKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status SoftmaxGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), "Out"));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("Out"));
   return absl::OkStatus();
 }
@@ -33,6 +34,7 @@ template <typename T>
 absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   auto [rows, cols] = RowsCols(out->dims());
@@ -91,6 +93,10 @@ absl::Status SwceKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status SwceGradInferShape(InferShapeContext& ctx) {
+  const DDim sm = ctx.InputDim("Softmax");
+  OAR_RETURN_IF_ERROR(CheckLastAxis(ctx, sm));
+  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, sm, ctx.InputDim("Label"), "Softmax"));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Loss"), LossDims(sm)));
   ctx.SetOutputDim(GradVarName("Logits"), ctx.InputDim("Softmax"));
   return absl::OkStatus();
 }
@@ -100,6 +106,8 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* sm, RequireInput(ctx, "Softmax"));
   OAR_ASSIGN_OR_RETURN(const Tensor* label, RequireInput(ctx, "Label"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dloss, RequireInput(ctx, GradVarName("Loss")));
+  OAR_RETURN_IF_ERROR(RequireLabelDtype<T>(ctx, *label));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Loss"), 0, *dloss));
   Tensor* dx = ctx.Output(GradVarName("Logits"));
   if (dx == nullptr) return absl::OkStatus();
   auto [rows, cols] = RowsCols(sm->dims());
@@ -119,6 +127,7 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
       std::fill(d + o, d + o + cols, T(0));
       continue;
     }
+    OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, cols));
     for (int64_t c = 0; c < cols; ++c) d[o + c] = s[o + c] * g[r];
     d[o + lp[r]] -= g[r];
   }

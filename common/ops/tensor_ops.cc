@@ -1,12 +1,10 @@
 // Tensor creation and plumbing: fill_constant, uniform_random,
-// gaussian_random, sum, scale, feed, fetch.
+// gaussian_random, scale, feed, fetch (sum is in sum_op.cc).
 #include <random>
 
-#include "absl/strings/str_join.h"
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {
@@ -68,119 +66,6 @@ absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-// ---- sum ----
-
-absl::Status SumInferShape(InferShapeContext& ctx) {
-  size_t n = ctx.InputSize("X");
-  DDim first = ctx.InputDim("X", 0);
-  for (size_t i = 1; i < n; ++i) {
-    DDim d = ctx.InputDim("X", i);
-    if (d.numel() >= 0 && first.numel() >= 0 && d != first) {
-      return ctx.Error("input X[", i, "]", d.ToString(), " differs from X[0]", first.ToString());
-    }
-  }
-  ctx.SetOutputDim("Out", first);
-  ctx.SetOutputDtype("Out", ctx.InputDtype("X", 0));
-  ctx.ShareLoD("X", "Out");
-  return absl::OkStatus();
-}
-
-// Dense output: the sum of dense inputs plus the rows of sparse ones.
-// Sparse output (every input sparse): the rows and values concatenated.
-template <typename T>
-absl::Status SumKernel(const ExecutionContext& ctx) {
-  const size_t n = ctx.InputSize("X");
-  std::vector<const Variable*> xs;
-  bool all_sparse = true;
-  for (size_t i = 0; i < n; ++i) {
-    const Variable* v = ctx.InputVar("X", i);
-    const bool dense_ok = v != nullptr && v->IsType<Tensor>() && v->Get<Tensor>().initialized();
-    const bool sparse_ok = v != nullptr && v->IsType<SelectedRows>();
-    if (!dense_ok && !sparse_ok) {
-      return absl::InvalidArgumentError(absl::StrCat("sum: input X[", i, "] ('", ctx.op().Input("X")[i],
-                                                     "') holds no tensor"));
-    }
-    if (sparse_ok) OAR_RETURN_IF_ERROR(CheckSelectedRows(v->Get<SelectedRows>(), "sum: X[" + std::to_string(i) + "]"));
-    all_sparse &= sparse_ok;
-    xs.push_back(v);
-  }
-  Variable* out_var = ctx.OutputVar("Out");
-  if (all_sparse) {
-    SelectedRows merged;
-    merged.height = xs[0]->Get<SelectedRows>().height;
-    int64_t total = 0, width = 0;
-    for (const Variable* v : xs) {
-      const SelectedRows& s = v->Get<SelectedRows>();
-      merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
-      total += static_cast<int64_t>(s.rows.size());
-      if (!s.rows.empty()) width = s.value.numel() / static_cast<int64_t>(s.rows.size());
-    }
-    T* dst = merged.value.mutable_data<T>(DDim{total, width});
-    for (const Variable* v : xs) {
-      const SelectedRows& s = v->Get<SelectedRows>();
-      std::copy(s.value.data<T>(), s.value.data<T>() + s.value.numel(), dst);
-      dst += s.value.numel();
-    }
-    *out_var->GetMutable<SelectedRows>() = std::move(merged);
-    return absl::OkStatus();
-  }
-  Tensor* out = out_var->GetMutable<Tensor>();
-  const int64_t numel = out->numel();
-  // Out may alias an input (x = x + y): then accumulate aside and copy; else
-  // straight into Out, with no allocation on this per-step path.
-  const bool aliased = std::find(xs.begin(), xs.end(), out_var) != xs.end();
-  std::vector<T> scratch;
-  T* acc = nullptr;
-  if (aliased) {
-    scratch.assign(static_cast<size_t>(numel), T(0));
-    acc = scratch.data();
-  } else {
-    acc = out->mutable_data<T>();
-    std::fill(acc, acc + numel, T(0));
-  }
-  for (const Variable* v : xs) {
-    if (v->IsType<Tensor>()) {
-      const T* p = v->Get<Tensor>().data<T>();
-      for (int64_t j = 0; j < numel; ++j) acc[j] += p[j];
-      continue;
-    }
-    const SelectedRows& s = v->Get<SelectedRows>();
-    if (s.rows.empty()) continue;
-    const int64_t width = s.value.numel() / static_cast<int64_t>(s.rows.size());
-    const T* p = s.value.data<T>();
-    for (size_t r = 0; r < s.rows.size(); ++r) {
-      for (int64_t k = 0; k < width; ++k) acc[s.rows[r] * width + k] += p[r * width + k];
-    }
-  }
-  if (aliased) std::copy(scratch.begin(), scratch.end(), out->mutable_data<T>());
-  return absl::OkStatus();
-}
-
-void SumVarType(const OpDesc& op, BlockDesc* block) {
-  bool all_sparse = true;
-  for (const auto& in : op.Input("X")) {
-    const VarDesc* v = block->FindVarRecursive(in);
-    all_sparse &= v != nullptr && v->type == paddle::framework::proto::VarType::SELECTED_ROWS;
-  }
-  for (const auto& out : op.Output("Out")) {
-    block->Var(out)->type = all_sparse ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                       : paddle::framework::proto::VarType::LOD_TENSOR;
-  }
-}
-
-std::vector<OpDesc> SumGradMaker(const OpDesc& fwd) {
-  std::vector<OpDesc> ops;
-  for (const auto& x : fwd.Input("X")) {
-    OpDesc g;
-    g.type = "scale";
-    g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
-    g.SetOutput("Out", {GradVarName(x)});
-    g.SetAttr("scale", 1.0f);
-    ops.push_back(std::move(g));
-  }
-  return ops;
-}
-
 // ---- scale: Out = scale * X + bias (or scale * (X + bias)) ----
 
 template <typename T>
@@ -189,6 +74,8 @@ absl::Status ScaleKernel(const ExecutionContext& ctx) {
   const T b = static_cast<T>(ctx.Attr<float>("bias"));
   const bool after = ctx.Attr<bool>("bias_after_scale");
   const Tensor* x = nullptr;
+  const T* xp = nullptr;
+  int64_t n = 0;
   T* op = nullptr;
   const Variable* xv = ctx.InputVar("X", 0);
   if (xv != nullptr && xv->IsType<SelectedRows>()) {  // a sparse gradient: same rows, values scaled (Fluid's too)
@@ -200,13 +87,15 @@ absl::Status ScaleKernel(const ExecutionContext& ctx) {
       out->value.Resize(in.value.dims());
     }
     x = &in.value;
+    xp = x->data<T>();  // before Out's buffer: in place, that may be a fresh one
+    n = x->numel();
     op = out->value.mutable_data<T>();
   } else {
     OAR_ASSIGN_OR_RETURN(x, RequireInput(ctx, "X"));
+    xp = x->data<T>();
+    n = x->numel();
     op = ctx.Output("Out")->mutable_data<T>();
   }
-  const T* xp = x->data<T>();
-  const int64_t n = x->numel();
   if (after) {
     for (int64_t i = 0; i < n; ++i) op[i] = s * xp[i] + b;
   } else {
@@ -279,10 +168,6 @@ void RegisterTensorOps(OpRegistry* r) {
       .SetInferShape(ShapeFromAttr)
       .Kernel<float>(GaussianRandomKernel<float>).Kernel<double>(GaussianRandomKernel<double>);
 
-  r->Register("sum").Input("X", kDuplicable).Output("Out").Attr("use_mkldnn", false)
-      .SetInferShape(SumInferShape).SetGradMaker(SumGradMaker).SetInferVarType(SumVarType)
-      .Kernel<float>(SumKernel<float>).Kernel<double>(SumKernel<double>)
-      .Kernel<int64_t>(SumKernel<int64_t>);
   r->Register("scale").Input("X").Output("Out")
       .Attr("scale", 1.0f).Attr("bias", 0.0f).Attr("bias_after_scale", true)
       .SetInferShape(SameShapeAsX).SetGradMaker(ScaleGradMaker)

@@ -67,5 +67,18 @@ TEST(VariableTest, HoldsOneKindAtATime) {
   EXPECT_EQ(v.Get<SelectedRows>().rows.size(), 2u);
 }
 
+// A negative element count used to wrap to a tiny allocation (the assert
+// that caught it is compiled out in Release); now it stops the process with
+// the dims, before anything writes past the buffer.
+TEST(TensorDeathTest, MutableDataWithANegativeDimensionDies) {
+  Tensor t;
+  EXPECT_DEATH(t.mutable_data<float>(DDim{-1, 3}), "negative dimension");
+}
+
+TEST(TensorDeathTest, MutableDataWhoseByteCountOverflowsDies) {
+  Tensor t;
+  EXPECT_DEATH(t.mutable_data<float>(DDim{int64_t{1} << 40, int64_t{1} << 30}), "overflows");
+}
+
 }  // namespace
 }  // namespace oar
