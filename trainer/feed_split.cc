@@ -78,9 +78,18 @@ absl::StatusOr<std::vector<Tensor>> MergeFetched(const std::vector<std::vector<T
   for (size_t i = 0; i < fetched[0].size(); ++i) {
     DDim d = fetched[0][i].dims();
     int64_t rows = 0;
-    for (const auto& f : fetched) {
-      if (f[i].dtype() != fetched[0][i].dtype() || f[i].dims().size() != d.size()) {
-        return absl::InternalError(absl::StrCat("fetch #", i, ": places returned different kinds of tensor"));
+    // Checked before any byte is copied: every place's tensor holds data of
+    // place 0's dtype and the same shape past dim 0.
+    for (size_t p = 0; p < fetched.size(); ++p) {
+      const auto& f = fetched[p];
+      bool same = i < f.size() && f[i].initialized() && f[i].dtype() == fetched[0][i].dtype() &&
+                  f[i].dims().size() == d.size();
+      for (int k = 1; same && k < d.size(); ++k) same = f[i].dims()[k] == d[k];
+      if (!same) {
+        return absl::InternalError(absl::StrCat(
+            "fetch #", i, ": place ", p, " returned ",
+            i < f.size() && f[i].initialized() ? DataTypeName(f[i].dtype()) + f[i].dims().ToString() : "nothing",
+            ", place 0 ", DataTypeName(fetched[0][i].dtype()), d.ToString()));
       }
       rows += d.size() ? f[i].dims()[0] : 1;
     }

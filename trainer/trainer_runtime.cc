@@ -40,6 +40,9 @@ absl::StatusOr<float> TrainerRuntime::Step(const FeedMap& feed) {
   } else {
     OAR_ASSIGN_OR_RETURN(out, exe_->Run(main_, &scope_, feed, {options_.loss}));
   }
+  if (out.empty() || out[0].dtype() != DataType::kFloat32 || out[0].numel() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the loss '", options_.loss, "' is not a float32 tensor with a value"));
+  }
   float loss = 0;  // with several places: the mean of their losses
   for (int64_t i = 0; i < out[0].numel(); ++i) loss += out[0].data<float>()[i] / static_cast<float>(out[0].numel());
   return loss;

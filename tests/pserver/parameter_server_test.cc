@@ -93,6 +93,19 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
   EXPECT_EQ(c.AsyncGetVar(s.ep, "nope", &got, 0)->Wait().code(), absl::StatusCode::kNotFound);
 }
 
+// Regression: a Get could name any variable, a gradient included, and read
+// it while a send swapped its buffer. Only parameters are served.
+TEST(ParameterServerTest, GetsMayNameOnlyTheParametersItServes) {
+  Server s;
+  rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  for (const char* name : {"fc_0.w_0@GRAD", "fc_0.w_0@GRAD.trainer_0", "learning_rate_0"}) {
+    Variable got;
+    absl::Status st = c.AsyncGetVar(s.ep, name, &got, 0, /*no_barrier=*/true)->Wait();
+    EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << name << ": " << st;
+    EXPECT_NE(st.message().find("a pserver serves only the parameters"), std::string::npos) << st;
+  }
+}
+
 TEST(ParameterServerTest, CheckpointNotifySavesAWholeCheckpoint) {
   Server s;
   rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0});

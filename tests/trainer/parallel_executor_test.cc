@@ -45,6 +45,19 @@ TEST(FeedSplitTest, MergesFetchesAlongDim0) {
   EXPECT_EQ(TensorToVector<float>((*merged)[0]), (std::vector<float>{1, 2, 3}));
 }
 
+// Regression: places' fetches were checked for dtype and rank only, so
+// [2, 3] and [2, 5] made a [4, 3] result into which 2 x 5 values were copied.
+TEST(FeedSplitTest, FetchesThatDisagreePastDim0AreAnErrorNotAnOverflow) {
+  Tensor a = MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = MakeTensor<float>({2, 5}, std::vector<float>(10, 7.0f));
+  auto merged = MergeFetched({{a}, {b}});
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find("place 1 returned float32[2, 5], place 0 float32[2, 3]"),
+            std::string::npos)
+      << merged.status();
+  EXPECT_FALSE(MergeFetched({{a}, {Tensor()}}).ok());  // a place that fetched nothing
+}
+
 TEST(PlacesTest, ReadsCpuNum) {
   setenv("CPU_NUM", "3", 1);
   EXPECT_EQ(CpuPlacesFromEnv()->size(), 3u);

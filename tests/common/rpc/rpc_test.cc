@@ -2,6 +2,7 @@
 // in-memory handler: large payloads, handler errors, malformed requests and
 // replies, auth tokens, TLS, message caps, bounded queues, dead endpoints
 // and bounded waits.
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -277,6 +278,57 @@ TEST(RpcTest, ServerBindsOnlyToTheEndpointsHost) {
   auto s = GrpcServer::Start(o, &h);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("10.255.255.1:0"), std::string::npos) << s.status();
+}
+
+// A server that answers every call with the same raw bytes.
+class JunkService : public grpc::CallbackGenericService {
+ public:
+  explicit JunkService(std::string reply) : reply_(std::move(reply)) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Reactor : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& reply) : slice_(reply), response_(&slice_, 1) { StartRead(&request_); }
+      void OnReadDone(bool) override { StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK); }
+      void OnDone() override { delete this; }
+
+     private:
+      grpc::Slice slice_;
+      grpc::ByteBuffer request_, response_;
+    };
+    return new Reactor(reply_);
+  }
+
+ private:
+  std::string reply_;
+};
+
+// Regression: the client moved the receiving variable's buffer out before
+// it parsed the reply, so a malformed reply emptied a parameter. Now the
+// reply is parsed and checked first, and the variable keeps its value.
+TEST(RpcTest, AMalformedReplyLeavesTheTargetVariableAsItWas) {
+  sendrecv::VariableMessage lie;  // claims 1000 floats, carries 8 bytes
+  lie.set_varname("w");
+  lie.set_data_type(sendrecv::VariableMessage::FP32);
+  lie.add_dims(1000);
+  lie.set_serialized(std::string(8, '\0'));
+  JunkService junk(lie.SerializeAsString());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterCallbackGenericService(&junk);
+  auto server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  Client c(ClientOptions{.deadline_ms = 5000, .retry_times = 0});
+  Variable w;
+  *w.GetMutable<Tensor>() = MakeTensor<float>({4}, {1, 2, 3, 4});
+  const void* before = w.Get<Tensor>().raw_data();
+  absl::Status s = c->AsyncGetVar("127.0.0.1:" + std::to_string(port), "w", &w)->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("the reply"), std::string::npos) << s;
+  ASSERT_TRUE(w.IsType<Tensor>());
+  EXPECT_EQ(w.Get<Tensor>().raw_data(), before);
+  EXPECT_EQ(TensorToVector<float>(w.Get<Tensor>()), (std::vector<float>{1, 2, 3, 4}));
+  server->Shutdown();
 }
 
 }  // namespace
