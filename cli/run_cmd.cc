@@ -7,7 +7,10 @@
 //    (pulling the parameters), trains on its shard of Fashion-MNIST (example
 //    i of each epoch's order goes to trainer i % trainers) in batches of
 //    --batch_size / trainers (so --batch_size is the global batch) on
-//    --cpu_num places, says COMPLETE, and trainer 0 evaluates on the test set.
+//    --cpu_num places, says COMPLETE, and trainer 0 evaluates on the test set;
+//    with --checkpoint_dir and --checkpoint_every N, trainer 0 has every
+//    pserver save a checkpoint after each N steps (checkpoint_notify), and a
+//    pserver started with --checkpoint_dir restores from it.
 // With --report, a trainer also prints machine-readable lines on stdout for
 // `oar launch`:
 //   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
@@ -38,6 +41,10 @@ DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar 
 DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
 DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
+DEFINE_string(checkpoint_dir, "",
+              "trainers: where trainer 0 asks the pservers to checkpoint (every --checkpoint_every steps); pservers: "
+              "restore from DIR/pserver_<id> when a checkpoint is there (a restarted pserver rejoins the job)");
+DEFINE_int32(checkpoint_every, 0, "with --checkpoint_dir: trainer 0 checkpoints the pservers every N steps (0: never)");
 DECLARE_string(pservers);
 DECLARE_int32(trainers);
 DECLARE_int32(trainer_id);
@@ -130,6 +137,14 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                static_cast<long long>(train.size()), static_cast<long long>(batch), rt->num_places(),
                absl::StrJoin(env.pservers, ",").c_str());
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
+  ProgramDesc notify;  // checkpoint_notify to every pserver, run by trainer 0
+  if (env.trainer_id == 0 && !FLAGS_checkpoint_dir.empty() && FLAGS_checkpoint_every > 0) {
+    OpDesc* op = notify.MutableBlock(0)->AppendOp();
+    op->type = "checkpoint_notify";
+    op->SetAttr("epmap", env.pservers);
+    op->SetAttr("dir", FLAGS_checkpoint_dir);
+    op->SetAttr("trainer_id", int32_t{0});
+  }
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0, examples = 0;
   double loss = 0;
@@ -148,6 +163,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       ++step_in_epoch;
       examples += x.dims()[0];
       step_log.Add(loss);
+      if (notify.Block(0).OpSize() > 0 && steps % FLAGS_checkpoint_every == 0) {
+        OAR_RETURN_IF_ERROR(Annotate(rt->executor().Run(notify, rt->scope()).status(),
+                                     absl::StrCat("checkpoint after step ", steps)));
+      }
       if (FLAGS_report) {
         std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
                     env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(step_in_epoch),
@@ -202,7 +221,7 @@ absl::Status Run() {
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");
-  return RunPserver(programs.first, programs.second);
+  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir);
 }
 
 }  // namespace

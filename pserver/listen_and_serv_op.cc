@@ -1,7 +1,10 @@
 // listen_and_serv: the op that is a pserver program's block 0. It runs a
 // ParameterServer over the op's scope and program, serving through the
 // executor's RunEnv transport (gRPC when none is given), until every trainer
-// has completed, SIGTERM/SIGINT, or an error. Fluid's attributes: endpoint,
+// has completed, SIGTERM/SIGINT, or an error. With Oar's attribute
+// `oar_checkpoint_dir` (set by the pserver runtime from --checkpoint_dir)
+// and a checkpoint in <dir>/pserver_<id>, it first restores from it and
+// resumes the job (a restarted pserver). Fluid's attributes: endpoint,
 // Fanin, optimize_blocks, grad_to_block_id, sync_mode, distributed_mode
 // (0 sync, 1 async), lr_decay_block_id, checkpint_block_id (Fluid's
 // spelling), pserver_id. The bound port goes to the log and, when
@@ -9,9 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/executor.h"
 #include "common/op_registry.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/ops/op_util.h"
@@ -49,6 +54,19 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
       scope = const_cast<Scope*>(scope->parent());
     }
     break;
+  }
+  // A restart: this pserver's last checkpoint, when there is one.
+  const std::string dir = ctx.Attr<std::string>("oar_checkpoint_dir");
+  if (!dir.empty()) {
+    const std::string own = PserverCheckpointDir(dir, config.pserver_id);
+    if (std::filesystem::exists(own + "/__manifest__")) {
+      Executor exe;
+      auto step = LoadPserverCheckpoint(exe, scope, own, program, config);
+      if (!step.ok()) return Annotate(step.status(), absl::StrCat("restoring pserver ", config.pserver_id, " from ", own));
+      config.restored = true;
+      config.restored_step = *step;
+      LOG(INFO) << "pserver " << config.pserver_id << ": restored from " << own << " (step " << *step << ")";
+    }
   }
   OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, program, scope, ctx.place()));
   OAR_ASSIGN_OR_RETURN(std::string bound, ps->Start());
@@ -120,7 +138,7 @@ void RegisterPserverOps(OpRegistry* r) {
       .Attr("sync_mode", true).Attr("distributed_mode", int32_t{0}).Attr("lr_decay_block_id", int32_t{-1})
       .Attr("checkpint_block_id", int32_t{-1}).Attr("pserver_id", int32_t{0}).Attr("dc_asgd", false)
       .Attr("rpc_get_thread_num", int32_t{12}).Attr("rpc_send_thread_num", int32_t{12})
-      .Attr("rpc_prefetch_thread_num", int32_t{12})
+      .Attr("rpc_prefetch_thread_num", int32_t{12}).Attr("oar_checkpoint_dir", std::string())
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ListenAndServKernel);
 }
 

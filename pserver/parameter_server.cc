@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/api/io.h"
+#include "common/rpc/rpc_client.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "glog/logging.h"
@@ -21,6 +22,43 @@ absl::StatusOr<std::map<std::string, int>> ParseGradToBlockId(const std::vector<
     out[e.substr(0, colon)] = id;
   }
   return out;
+}
+
+std::string PserverCheckpointDir(const std::string& dir, int pserver_id) {
+  return absl::StrCat(dir, "/pserver_", pserver_id);
+}
+
+namespace {
+constexpr char kStepVar[] = "@OAR_PSERVER_STEP@";  // a checkpoint's step
+}  // namespace
+
+ProgramDesc PserverState(const ProgramDesc& program, Scope* scope, const std::map<std::string, int>& grad_to_block_id) {
+  // Parameters and optimizer state: not the gradients (Fluid declares the
+  // merged ones persistable) and not what holds no value; and the step.
+  ProgramDesc state(program);
+  VarDesc* step = state.MutableBlock(0)->Var(kStepVar);
+  step->dtype = DataType::kInt64;
+  step->shape = {1};
+  step->persistable = true;
+  for (const auto& [name, v] : program.Block(0).vars()) {
+    const Variable* var = scope->FindVar(name);
+    const bool gradient = grad_to_block_id.count(name) > 0 || name.find("@GRAD") != std::string::npos;
+    if (v.persistable && (gradient || var == nullptr || !var->IsInitialized())) {
+      state.MutableBlock(0)->FindMutableVar(name)->persistable = false;
+    }
+  }
+  return state;
+}
+
+absl::StatusOr<int64_t> LoadPserverCheckpoint(Executor& exe, Scope* scope, const std::string& own_dir,
+                                              const ProgramDesc& program, const PserverConfig& config) {
+  OAR_RETURN_IF_ERROR(load_checkpoint(exe, scope, own_dir, PserverState(program, scope, config.grad_to_block_id)));
+  const Variable* step = scope->FindVar(kStepVar);
+  if (step == nullptr || !step->IsType<Tensor>() || step->Get<Tensor>().dtype() != DataType::kInt64 ||
+      step->Get<Tensor>().numel() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(own_dir, ": the checkpoint has no step"));
+  }
+  return step->Get<Tensor>().data<int64_t>()[0];
 }
 
 ParameterServer::ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place)
@@ -84,10 +122,14 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     const size_t threads = std::min<size_t>(c.optimize_blocks.size(), std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
   }
-  if (c.sync_mode) ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms));
+  if (c.sync_mode) {
+    ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms),
+                                                 c.restored ? static_cast<int>(c.restored_step) : 0);
+  }
   {
     absl::MutexLock l(&ps->state_mu_);
     ps->last_message_.assign(static_cast<size_t>(c.fanin), absl::Now());
+    for (int t = 0; c.restored && c.sync_mode && t < c.fanin; ++t) ps->unsynced_.insert(t);
   }
   return ps;
 }
@@ -234,6 +276,8 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   if (kind == rpc::RpcKind::kPrefetch) {
     return absl::UnimplementedError("PrefetchVariable: distributed lookup tables are not supported yet");
   }
+  bool covered = false;
+  if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
   OAR_ASSIGN_OR_RETURN(ReplayGuard::Ticket ticket,
                        guard_->Begin(id, seq, absl::Now() + absl::Milliseconds(config_.timeout_ms)));
@@ -256,8 +300,42 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   return s;
 }
 
+absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int id, rpc::Reply* reply,
+                                          bool* covered) {
+  if (!config_.restored || !config_.sync_mode) return absl::OkStatus();
+  const bool send = kind == rpc::RpcKind::kSend;
+  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
+  absl::MutexLock l(&state_mu_);
+  if (unsynced_.count(id)) {
+    if (send && h.name() == rpc::kResync && h.meta.oar_replay()) {
+      unsynced_.erase(id);
+      resynced_at_[id] = seq;
+      // A trainer past this step's pull (F > S) has the parameters the
+      // checkpoint holds: it counts as fetched.
+      if (h.meta.oar_step() > config_.restored_step) barrier_->AdmitFetched(id);
+      reply->step = config_.restored_step;
+      *covered = true;
+      LOG(INFO) << "pserver " << bound_endpoint_ << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
+      return absl::OkStatus();
+    }
+    if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();
+    return absl::AbortedError(absl::StrCat("pserver ", bound_endpoint_, " restarted from its checkpoint of step ",
+                                           config_.restored_step, ": trainer ", id, " resyncs first"));
+  }
+  // A gradient or BATCH_BARRIER sent before the trainer's resync: the
+  // replay carried it, or the checkpoint holds its step.
+  auto at = resynced_at_.find(id);
+  constexpr uint64_t kCounter = (uint64_t{1} << rpc::kSeqCounterBits) - 1;
+  if (send && !h.meta.oar_replay() && at != resynced_at_.end() && seq != 0 && (seq & ~kCounter) == (at->second & ~kCounter) &&
+      seq < at->second && h.name() != rpc::kFetchBarrier && h.name() != rpc::kComplete) {
+    *covered = true;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, int id) {
   const std::string& name = request.header().name();
+  if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart
   if (name == rpc::kBatchBarrier) return barrier_ ? barrier_->BatchBarrier(id) : absl::OkStatus();
   if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
   if (name == rpc::kComplete) {
@@ -319,19 +397,13 @@ absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& reque
   absl::WriterMutexLock lr(&lr_mu_);
   std::vector<std::unique_ptr<absl::MutexLock>> locks;  // async: no block mid-update
   for (auto& [id, mu] : block_mu_) locks.push_back(std::make_unique<absl::MutexLock>(mu.get()));
-  // Parameters and optimizer state: not the gradients (Fluid declares the
-  // merged ones persistable) and not what holds no value yet.
-  ProgramDesc saved(program_);
-  for (const auto& [name, v] : program_.Block(0).vars()) {
-    const Variable* var = scope_->FindVar(name);
-    const bool gradient = config_.grad_to_block_id.count(name) > 0 || name.find("@GRAD") != std::string::npos;
-    if (v.persistable && (gradient || var == nullptr || !var->IsInitialized())) {
-      saved.MutableBlock(0)->FindMutableVar(name)->persistable = false;
-    }
-  }
-  absl::Status s = save_checkpoint(exe_, scope_, dir, saved);
-  if (s.ok()) LOG(INFO) << "pserver " << bound_endpoint_ << ": checkpoint saved to " << dir;
-  return Annotate(s, absl::StrCat("pserver ", bound_endpoint_, " checkpoint to ", dir));
+  int64_t* step = scope_->Var(kStepVar)->GetMutable<Tensor>()->mutable_data<int64_t>(DDim{1});
+  *step = barrier_ ? barrier_->step() : 0;
+  const ProgramDesc saved = PserverState(program_, scope_, config_.grad_to_block_id);
+  const std::string own = PserverCheckpointDir(dir, config_.pserver_id);
+  absl::Status s = save_checkpoint(exe_, scope_, own, saved);
+  if (s.ok()) LOG(INFO) << "pserver " << bound_endpoint_ << ": checkpoint saved to " << own;
+  return Annotate(s, absl::StrCat("pserver ", bound_endpoint_, " checkpoint to ", own));
 }
 
 }  // namespace oar

@@ -11,6 +11,11 @@
 // from a trainer lowers the fan-in and zeroes what it left behind; Run
 // returns when every trainer has completed.
 //
+// Restart: a pserver restored from its checkpoint (config.restored) answers
+// ABORTED to each trainer until that trainer has resent its current step
+// (oar_replay messages, then RESYNC@RECV); the clients do that by
+// themselves. Parameters roll back to the checkpoint on this pserver only.
+//
 // async: each arriving gradient runs its optimize block at once, in a child
 // scope of its own; Gets return current values. The LR-decay block runs once
 // per trainer step (on the gradient of the first optimize block). Run
@@ -67,7 +72,25 @@ struct PserverConfig {
   int timeout_ms = 0;  // barrier and idle bound; 0: FLAGS_rpc_deadline
   rpc::ServerOptions server;            // endpoint filled from `endpoint`; auth/TLS as set
   rpc::Transport* transport = nullptr;  // serves the requests; must outlive the server
+  // The scope was restored from this pserver's checkpoint while the job
+  // runs on: sync mode starts at the gradients of the trainers' current
+  // step, and each trainer resends that step before anything else
+  // (rpc/step_journal.h).
+  bool restored = false;
+  int64_t restored_step = 0;  // the optimize passes the restored state holds
 };
+
+// Where a pserver saves on CheckpointNotify(dir) and restores from:
+// dir/pserver_<pserver_id>, so the pservers of a job share one directory.
+std::string PserverCheckpointDir(const std::string& dir, int pserver_id);
+// The pserver program with only its state persistable: parameters and
+// optimizer state that hold a value in `scope`, not gradients. What a
+// checkpoint holds.
+ProgramDesc PserverState(const ProgramDesc& program, Scope* scope, const std::map<std::string, int>& grad_to_block_id);
+// Loads <own_dir>'s checkpoint into `scope` (after the startup program
+// ran); returns the step it was taken at.
+absl::StatusOr<int64_t> LoadPserverCheckpoint(Executor& exe, Scope* scope, const std::string& own_dir,
+                                              const ProgramDesc& program, const PserverConfig& config);
 
 // Parses Fluid's `grad_to_block_id` attribute entries ("name:id").
 absl::StatusOr<std::map<std::string, int>> ParseGradToBlockId(const std::vector<std::string>& entries);
@@ -117,6 +140,11 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
   absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);
+  // Restored: ABORTED for a trainer that has not resynced; the resync
+  // itself; OK and *covered for a call made before the trainer's resync
+  // whose effect the replay or the checkpoint already carries.
+  absl::Status CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int trainer, rpc::Reply* reply,
+                           bool* covered);
   std::string Who(int trainer_id) const;
 
   PserverConfig config_;
@@ -137,6 +165,8 @@ class ParameterServer : public rpc::RpcHandler {
   std::string bound_endpoint_;
   mutable absl::Mutex state_mu_;
   std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
+  std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);  // restored: trainers yet to resync
+  std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);  // their RESYNC's sequence number
   std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);

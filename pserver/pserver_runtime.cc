@@ -6,14 +6,21 @@
 
 namespace oar {
 
-absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup) {
+absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir) {
   rpc::GrpcTransport grpc;
   RunEnv env;
   env.transport = &grpc;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
-  return exe.Run(main, &scope).status();
+  ProgramDesc program(main);
+  if (!checkpoint_dir.empty()) {
+    BlockDesc* b = program.MutableBlock(0);
+    for (size_t i = 0; i < b->OpSize(); ++i) {
+      if (b->Op(i).type == "listen_and_serv") b->MutableOp(i)->SetAttr("oar_checkpoint_dir", checkpoint_dir);
+    }
+  }
+  return exe.Run(program, &scope).status();
 }
 
 }  // namespace oar

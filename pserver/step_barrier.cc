@@ -71,6 +71,11 @@ absl::Status StepBarrier::BeforeGet(int trainer_id) {
   return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id));
 }
 
+void StepBarrier::AdmitFetched(int trainer_id) {
+  absl::MutexLock l(&mu_);
+  if (CheckTrainer(trainer_id).ok() && phase_ == Phase::kServe) fetch_.insert(trainer_id);
+}
+
 void StepBarrier::Complete(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (CheckTrainer(trainer_id).ok()) completed_.insert(trainer_id);

@@ -34,7 +34,10 @@ namespace oar {
 class StepBarrier {
  public:
   enum class Phase { kServe, kRecv, kOptimize };
-  StepBarrier(int fanin, absl::Duration timeout) : fanin_(fanin), timeout_(timeout) {}
+  // `first_step`: the optimize passes already done — a pserver restored
+  // from a checkpoint resumes serving that step's parameters.
+  StepBarrier(int fanin, absl::Duration timeout, int first_step = 0)
+      : fanin_(fanin), timeout_(timeout), step_(first_step) {}
 
   // --- handler side (one call per message) ---
   // Before storing a trainer's gradient: waits while an optimize pass runs,
@@ -48,6 +51,9 @@ class StepBarrier {
   // Before serving a trainer's Get.
   absl::Status BeforeGet(int trainer_id);
   void Complete(int trainer_id);
+  // A trainer that rejoins a restored pserver having pulled this step's
+  // parameters already (from before the restart) counts as fetched.
+  void AdmitFetched(int trainer_id);
 
   // --- loop side ---
   // Waits until every live trainer has sent the barrier of the current
@@ -79,7 +85,7 @@ class StepBarrier {
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kServe;
   std::set<int> batch_ ABSL_GUARDED_BY(mu_), fetch_ ABSL_GUARDED_BY(mu_), completed_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  int step_ ABSL_GUARDED_BY(mu_) = 0;
+  int step_ ABSL_GUARDED_BY(mu_);
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
 };

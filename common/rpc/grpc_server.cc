@@ -101,7 +101,9 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
         Finish(ToGrpc(s));
         return;
       }
-      auto header = HeaderOf(Named(reply.name), reply.var.IsInitialized() ? &reply.var : nullptr);
+      sendrecv::VariableMessage meta = Named(reply.name);
+      meta.set_oar_step(reply.step);
+      auto header = HeaderOf(std::move(meta), reply.var.IsInitialized() ? &reply.var : nullptr);
       absl::StatusOr<grpc::ByteBuffer> out =
           header.ok() ? SerializeMessage(*header, &reply.var) : absl::StatusOr<grpc::ByteBuffer>(header.status());
       if (!out.ok()) {

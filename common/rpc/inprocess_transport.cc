@@ -1,5 +1,7 @@
 #include "common/rpc/inprocess_transport.h"
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -62,10 +64,12 @@ class InProcessTransport::Server : public Listener {
   const std::string& endpoint() const override { return endpoint_; }
   void Shutdown() override {
     if (net_ == nullptr) return;
-    net_->Remove(endpoint_);
+    net_->Remove(endpoint_, this);
     net_ = nullptr;
     for (auto& p : pools_) p.reset();  // queued calls still run: their waits were released by the owner
   }
+
+  void Disconnect() { down_ = true; }
 
   void Serve(RpcKind kind, std::shared_ptr<const OutgoingMessage> request, std::shared_ptr<Outcome> outcome) {
     if (max_bytes_ > 0 && request->header.payload_bytes > max_bytes_) {
@@ -79,12 +83,17 @@ class InProcessTransport::Server : public Listener {
       InMemoryMessage msg(request->header, request->var);
       Reply reply;
       absl::Status s = handler_->Handle(kind, msg, &reply);
+      if (down_) {
+        outcome->Fire(absl::UnavailableError(absl::StrCat("connection to ", endpoint_, " reset")), nullptr);
+        return;
+      }
       if (!s.ok()) {
         outcome->Fire(std::move(s), nullptr);
         return;
       }
       sendrecv::VariableMessage meta;
       meta.set_varname(reply.name);
+      meta.set_oar_step(reply.step);
       auto header = HeaderOf(std::move(meta), reply.var.IsInitialized() ? &reply.var : nullptr);
       if (!header.ok()) {
         outcome->Fire(header.status(), nullptr);
@@ -105,6 +114,7 @@ class InProcessTransport::Server : public Listener {
   InProcessTransport* net_;
   std::string endpoint_;
   RpcHandler* handler_;
+  std::atomic<bool> down_{false};
   size_t max_queued_ = 0;
   uint64_t max_bytes_ = 0;
   std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
@@ -183,9 +193,22 @@ absl::StatusOr<std::unique_ptr<Listener>> InProcessTransport::Listen(const Serve
   return std::unique_ptr<Listener>(new ServerHandle(server));
 }
 
-void InProcessTransport::Remove(const std::string& endpoint) {
+void InProcessTransport::Disconnect(const std::string& ep) {
+  std::shared_ptr<Server> server;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = servers_.find(ep);
+    if (it == servers_.end()) return;
+    server = it->second;
+    servers_.erase(it);
+  }
+  server->Disconnect();
+}
+
+void InProcessTransport::Remove(const std::string& endpoint, const Listener* server) {
   absl::MutexLock l(&mu_);
-  servers_.erase(endpoint);
+  auto it = servers_.find(endpoint);
+  if (it != servers_.end() && it->second.get() == server) servers_.erase(it);  // not a successor's
 }
 
 }  // namespace oar::rpc

@@ -38,10 +38,14 @@ class InProcessTransport final : public Transport {
             CallDone done) override;
   absl::Status WaitReady(const std::string& ep, absl::Time deadline) override;
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override;
+  // What the peers of a crashed server see: new calls to `ep` are refused
+  // and the answers of calls in progress are lost (UNAVAILABLE). The
+  // listener still has to be destroyed by its owner.
+  void Disconnect(const std::string& ep);
 
  private:
   class Server;
-  void Remove(const std::string& endpoint);
+  void Remove(const std::string& endpoint, const Listener* server);
 
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Server>> servers_ ABSL_GUARDED_BY(mu_);

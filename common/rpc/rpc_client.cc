@@ -17,14 +17,27 @@ uint64_t NewIncarnation() {
   return ((r % ((uint64_t{1} << (64 - kSeqCounterBits - 1)) - 1)) + 1) << kSeqCounterBits;  // nonzero, positive
 }
 
+}  // namespace
+
 // One RPC with its retries. An attempt runs on the transport's threads; the
 // retry decision happens in Wait, on the caller's thread.
-class Call : public RpcCall, public std::enable_shared_from_this<Call> {
+class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCall> {
  public:
-  Call(Transport* transport, RpcKind kind, std::string ep, std::shared_ptr<const OutgoingMessage> request,
-       Variable* out, absl::Time deadline, int retry_times)
+  ClientCall(Transport* transport, RpcKind kind, std::string ep, std::shared_ptr<const OutgoingMessage> request,
+             Variable* out, absl::Time deadline, int retry_times)
       : transport_(transport), kind_(kind), ep_(std::move(ep)), name_(request->header.name()),
         request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times) {}
+
+  // How the call recovers from a restarted pserver (see StepJournal).
+  struct Recovery {
+    RpcClient* client = nullptr;  // null: no recovery (RESYNC and replayed messages)
+    int64_t trainer = 0;
+    int64_t resyncs_seen = 0;
+    bool ends_step = false;  // FETCH_BARRIER: OK ends the trainer's step with ep
+  };
+  void set_recovery(Recovery r) { recovery_ = r; }
+  // Where the reply's oar_step goes (RESYNC@RECV).
+  void set_reply_step(int64_t* step) { reply_step_ = step; }
 
   void StartAttempt() {
     {
@@ -60,6 +73,17 @@ class Call : public RpcCall, public std::enable_shared_from_this<Call> {
         }
       }
       if (s.ok()) s = Finish(reply.get());
+      if (s.code() == absl::StatusCode::kAborted && recovery_.client != nullptr) {
+        // The pserver restarted from its checkpoint: resend the step, then
+        // this call unless the resent step carried it.
+        absl::Status r = recovery_.client->Recover(recovery_.trainer, ep_, recovery_.resyncs_seen);
+        if (r.ok() && absl::Now() < deadline_) {
+          recovery_.resyncs_seen = recovery_.client->journal_.Resyncs(recovery_.trainer, ep_);
+          StartAttempt();
+          continue;
+        }
+        if (!r.ok()) s = r;
+      }
       const absl::Duration left = deadline_ - absl::Now();
       if (s.ok() || !Retryable(s) || attempt >= retry_times_ || left <= absl::ZeroDuration() ||
           s.code() == absl::StatusCode::kDeadlineExceeded) {
@@ -73,6 +97,7 @@ class Call : public RpcCall, public std::enable_shared_from_this<Call> {
 
  private:
   absl::Status Finish(const IncomingMessage* reply) {
+    if (reply_step_ != nullptr && reply != nullptr) *reply_step_ = reply->header().meta.oar_step();
     if (out_ == nullptr) return absl::OkStatus();
     if (reply == nullptr || reply->header().kind == PayloadKind::kNone) {
       return absl::NotFoundError(absl::StrCat("the reply holds no value"));
@@ -87,6 +112,9 @@ class Call : public RpcCall, public std::enable_shared_from_this<Call> {
   absl::Status Done(const absl::Status& s, int attempt) {
     finished_ = true;
     request_.reset();  // the payload is free for its writer again
+    if (s.ok() && recovery_.client != nullptr && recovery_.ends_step) {
+      recovery_.client->journal_.StepDone(recovery_.trainer, ep_);
+    }
     if (s.ok()) return final_ = s;
     final_ = absl::Status(s.code(), absl::StrCat(KindName(kind_), " '", name_, "' to ", ep_, " failed",
                                                  attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "",
@@ -108,7 +136,11 @@ class Call : public RpcCall, public std::enable_shared_from_this<Call> {
   std::unique_ptr<IncomingMessage> reply_ ABSL_GUARDED_BY(mu_);
   bool finished_ = false;  // Wait's own state (one waiting thread)
   absl::Status final_;
+  Recovery recovery_;
+  int64_t* reply_step_ = nullptr;
 };
+
+namespace {
 
 class FailedCall : public RpcCall {
  public:
@@ -130,17 +162,33 @@ RpcClient::RpcClient(Transport* transport, Options options)
 RpcClient::~RpcClient() = default;
 
 std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, const std::string& name,
-                                          const Variable* var, const SendOptions& options, Variable* out) {
+                                          const Variable* var, const SendOptions& options, Variable* out,
+                                          int64_t* reply_step) {
   if (absl::Status s = CheckEndpoint(ep); !s.ok()) return std::make_shared<FailedCall>(s);
   sendrecv::VariableMessage meta;
   meta.set_varname(name);
   meta.set_trainer_id(options.trainer_id);
   meta.set_out_varname(options.out_varname);
   meta.set_table_name(options.table_name);
+  meta.set_oar_replay(options.replay);
+  meta.set_oar_step(options.step);
   {
     absl::MutexLock l(&mu_);
     contacted_[options.trainer_id].insert(ep);
     meta.set_oar_seq(static_cast<int64_t>(incarnation_ | ++next_seq_[{options.trainer_id, ep}]));
+  }
+  ClientCall::Recovery recovery;
+  if (!options.replay) {  // replays are not journaled and do not recover themselves
+    recovery.client = this;
+    recovery.trainer = options.trainer_id;
+    recovery.resyncs_seen = journal_.Resyncs(options.trainer_id, ep);
+    if (kind == RpcKind::kSend && name == kBatchBarrier) {
+      journal_.AddBatchBarrier(options.trainer_id, ep);
+    } else if (kind == RpcKind::kSend && name == kFetchBarrier) {
+      recovery.ends_step = true;
+    } else if (kind == RpcKind::kSend && var != nullptr && var->IsInitialized()) {
+      journal_.AddSend(options.trainer_id, ep, name, *var);
+    }
   }
   auto header = HeaderOf(std::move(meta), var, options.raw_bytes);
   if (!header.ok()) {
@@ -149,10 +197,27 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   auto request = std::make_shared<OutgoingMessage>();
   request->header = *std::move(header);
   if (var != nullptr) request->var = *var;  // shares the buffers
-  auto call = std::make_shared<Call>(transport_, kind, ep, std::move(request), out,
-                                     absl::Now() + absl::Milliseconds(options_.deadline_ms), options_.retry_times);
+  auto call = std::make_shared<ClientCall>(transport_, kind, ep, std::move(request), out,
+                                           absl::Now() + absl::Milliseconds(options_.deadline_ms),
+                                           options_.retry_times);
+  call->set_recovery(recovery);
+  call->set_reply_step(reply_step);
   call->StartAttempt();
   return call;
+}
+
+absl::Status RpcClient::Recover(int64_t trainer, const std::string& ep, int64_t resyncs_seen) {
+  auto resync = [&](int64_t fetches) -> absl::StatusOr<int64_t> {
+    int64_t restored = -1;
+    OAR_RETURN_IF_ERROR(Start(RpcKind::kSend, ep, kResync, nullptr,
+                              {.trainer_id = trainer, .replay = true, .step = fetches}, nullptr, &restored)
+                            ->Wait());
+    return restored;
+  };
+  auto send = [&](const std::string& name, const Variable* var) {
+    return Start(RpcKind::kSend, ep, name, var, {.trainer_id = trainer, .replay = true}, nullptr)->Wait();
+  };
+  return journal_.Resync(trainer, ep, resyncs_seen, resync, send);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,

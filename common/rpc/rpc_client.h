@@ -23,6 +23,10 @@
 // A reply is parsed and checked before it is written into the caller's
 // variable, so a malformed reply leaves the variable as it was.
 //
+// A pserver restarted from its checkpoint answers ABORTED until the trainer
+// has resent its current step (StepJournal); the client does that by itself
+// and then retries the call, so sync training goes on across the restart.
+//
 // Thread-safety: every method may be called concurrently; a handle's Wait()
 // from one thread.
 #pragma once
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/rpc/step_journal.h"
 #include "common/run_env.h"
 #include "common/rpc/transport.h"
 
@@ -45,6 +50,8 @@ struct SendOptions {
   std::string out_varname;
   std::string table_name;
   bool raw_bytes = false;  // send a uint8 tensor as NCCL_ID raw bytes
+  bool replay = false;     // a replay of the step to a restarted pserver (StepJournal)
+  int64_t step = 0;        // VariableMessage.oar_step (RESYNC@RECV)
 };
 
 class RpcCall {
@@ -101,7 +108,10 @@ class RpcClient {
 
  private:
   std::shared_ptr<RpcCall> Start(RpcKind kind, const std::string& ep, const std::string& name, const Variable* var,
-                                 const SendOptions& options, Variable* out);
+                                 const SendOptions& options, Variable* out, int64_t* reply_step = nullptr);
+  friend class ClientCall;
+  // After an ABORTED from a restarted `ep` (see StepJournal::Resync).
+  absl::Status Recover(int64_t trainer, const std::string& ep, int64_t resyncs_seen);
 
   Transport* transport_;
   Options options_;
@@ -111,6 +121,7 @@ class RpcClient {
   // Endpoints each trainer id has called (COMPLETE goes to these, as it).
   std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::vector<std::shared_ptr<RpcCall>>> pending_ ABSL_GUARDED_BY(mu_);
+  StepJournal journal_;
 };
 
 // The bits of oar_seq above the per-endpoint counter: a sender's incarnation.

@@ -37,6 +37,8 @@ inline constexpr char kBatchBarrier[] = "BATCH_BARRIER@RECV";
 inline constexpr char kFetchBarrier[] = "FETCH_BARRIER@RECV";
 inline constexpr char kComplete[] = "COMPLETE@RECV";
 inline constexpr char kCheckpointSave[] = "SAVE@CHECKPOINTNOTIFY";
+// Oar's: ends a trainer's replay of its step to a restarted pserver.
+inline constexpr char kResync[] = "RESYNC@RECV";
 
 // The metadata key carrying OAR_AUTH_TOKEN.
 inline constexpr char kAuthMetadataKey[] = "oar-auth-token";

@@ -32,7 +32,8 @@ namespace oar::rpc {
 // What a handler answers: a variable (Get, Prefetch) or nothing.
 struct Reply {
   std::string name;
-  Variable var;  // may share the served tensor's buffer (its writer then allocates a new one)
+  Variable var;       // may share the served tensor's buffer (its writer then allocates a new one)
+  int64_t step = 0;   // VariableMessage.oar_step of the reply (RESYNC@RECV)
 };
 
 class RpcHandler {

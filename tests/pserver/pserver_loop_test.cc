@@ -208,7 +208,7 @@ TEST(PserverLoopTest, ExecutorCloseCompletesAndCheckpointNotifyOpSaves) {
   op->SetAttr("dir", dir);
   auto st = exe.Run(notify, &scope);
   ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_TRUE(std::filesystem::exists(dir + "/__manifest__"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/pserver_0/__manifest__"));
   absl::Status closed = exe.Close();
   EXPECT_TRUE(closed.ok()) << closed;
   EXPECT_TRUE(ps.Join().ok());  // returns: the only trainer completed

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,7 @@
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/inprocess_transport.h"
 #include "common/rpc/rpc_client.h"
+#include "common/status.h"
 #include "gtest/gtest.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_ops.h"
@@ -44,6 +46,8 @@
 #include "transpiler/distribute_transpiler.h"
 
 namespace oar {
+
+class JobControl;
 
 struct JobSpec {
   int pservers = 2;
@@ -56,6 +60,8 @@ struct JobSpec {
   rpc::FaultSpec faults;          // on the trainers' calls
   int deadline_ms = 20000;
   int retry_times = 10;
+  // Called by each trainer's thread after each of its steps (0-based).
+  std::function<void(int trainer, int step, JobControl& job)> after_step;
 };
 
 struct JobResult {
@@ -83,6 +89,25 @@ struct JobResult {
     }
     return out;
   }
+};
+
+// What a test's after_step hook may do to the running job.
+class JobControl {
+ public:
+  // Every pserver saves a checkpoint into `dir` (as checkpoint_notify does),
+  // sent by this trainer.
+  absl::Status Checkpoint(const std::string& dir) {
+    for (const auto& ep : endpoints) OAR_RETURN_IF_ERROR(client->AsyncCheckpointNotify(ep, dir, trainer)->Wait());
+    return absl::OkStatus();
+  }
+  // Pserver p crashes (its peers see UNAVAILABLE) and starts again,
+  // restored from its checkpoint in `dir`.
+  absl::Status RestartPserver(int p, const std::string& dir) { return restart(p, dir); }
+
+  std::vector<std::string> endpoints;
+  rpc::RpcClient* client = nullptr;
+  int trainer = 0;
+  std::function<absl::Status(int, const std::string&)> restart;
 };
 
 inline const std::vector<std::string>& JobParams() {
@@ -171,34 +196,47 @@ inline JobResult RunJob(const JobSpec& spec) {
     faulty = std::make_unique<rpc::FaultInjectingTransport>(base.get(), spec.faults);
     trainer_transport = faulty.get();
   }
-  // Pservers.
-  std::vector<std::unique_ptr<Scope>> ps_scope;
-  std::vector<std::unique_ptr<ParameterServer>> servers;
-  out.pserver_status.assign(eps.size(), absl::OkStatus());
   std::vector<std::thread> threads;
-  for (size_t p = 0; p < eps.size(); ++p) {
-    ps_scope.push_back(std::make_unique<Scope>());
+  // Pservers: each a ParameterServer run on its own thread.
+  struct Pserver {
+    std::unique_ptr<Scope> scope;
+    std::unique_ptr<ParameterServer> server;
+    std::thread thread;
+    absl::Status status;
+  };
+  std::vector<Pserver> ps(eps.size());
+  absl::Mutex ps_mu;  // restarts
+  auto start_pserver = [&](size_t p, const std::string& restore_dir) -> absl::Status {
+    ps[p].scope = std::make_unique<Scope>();
     Executor exe;
-    absl::Status s = exe.Run(pserver_startup[p], ps_scope[p].get()).status();
-    auto config_or = ListenAndServConfig(pserver[p].Block(0).Op(pserver[p].Block(0).OpSize() - 1));
-    if (s.ok()) s = config_or.status();
-    std::unique_ptr<ParameterServer> ps;
-    if (s.ok()) {
-      PserverConfig c = *config_or;
-      c.transport = base.get();
-      c.timeout_ms = spec.deadline_ms;
-      auto created = ParameterServer::Create(c, pserver[p], ps_scope[p].get());
-      s = created.status();
-      if (s.ok()) ps = *std::move(created);
+    OAR_RETURN_IF_ERROR(exe.Run(pserver_startup[p], ps[p].scope.get()).status());
+    OAR_ASSIGN_OR_RETURN(PserverConfig c, ListenAndServConfig(pserver[p].Block(0).Op(pserver[p].Block(0).OpSize() - 1)));
+    c.transport = base.get();
+    c.timeout_ms = spec.deadline_ms;
+    if (!restore_dir.empty()) {
+      OAR_ASSIGN_OR_RETURN(c.restored_step, LoadPserverCheckpoint(exe, ps[p].scope.get(),
+                                                                  PserverCheckpointDir(restore_dir, c.pserver_id),
+                                                                  pserver[p], c));
+      c.restored = true;
     }
-    if (s.ok()) s = ps->Start().status();
-    out.pserver_status[p] = s;
-    servers.push_back(std::move(ps));
-  }
-  for (size_t p = 0; p < eps.size(); ++p) {
-    if (servers[p] == nullptr || !out.pserver_status[p].ok()) continue;
-    threads.emplace_back([&, p] { out.pserver_status[p] = servers[p]->Run(); });
-  }
+    OAR_ASSIGN_OR_RETURN(ps[p].server, ParameterServer::Create(c, pserver[p], ps[p].scope.get()));
+    OAR_RETURN_IF_ERROR(ps[p].server->Start().status());
+    ps[p].thread = std::thread([&, p] { ps[p].status = ps[p].server->Run(); });
+    return absl::OkStatus();
+  };
+  out.pserver_status.assign(eps.size(), absl::OkStatus());
+  for (size_t p = 0; p < eps.size(); ++p) out.pserver_status[p] = start_pserver(p, "");
+  JobControl control;
+  control.restart = [&](int p, const std::string& dir) {
+    absl::MutexLock l(&ps_mu);
+    auto* inproc = dynamic_cast<rpc::InProcessTransport*>(base.get());
+    if (inproc != nullptr) inproc->Disconnect(eps[static_cast<size_t>(p)]);  // as its peers see a crash
+    ps[p].server->Stop();
+    ps[p].thread.join();
+    ps[p].server.reset();
+    return start_pserver(static_cast<size_t>(p), dir);
+  };
+  control.endpoints = eps;
   // Trainers.
   const size_t n = static_cast<size_t>(spec.trainers);
   out.trainer_status.assign(n, absl::OkStatus());
@@ -226,15 +264,25 @@ inline JobResult RunJob(const JobSpec& spec) {
         auto r = exe.Run(trainer[t], &scope, JobBatch(step, begin, begin + per), {loss});
         s = r.status();
         if (s.ok()) out.losses[t].push_back(TensorToVector<float>((*r)[0])[0]);
+        if (s.ok() && spec.after_step) {
+          JobControl mine = control;
+          mine.client = &client;
+          mine.trainer = static_cast<int>(t);
+          spec.after_step(static_cast<int>(t), step, mine);
+        }
       }
       if (s.ok()) out.final[t] = params();
       s.Update(exe.Close());
     });
   }
   for (auto& th : threads) th.join();
-  for (auto& ps : servers) out.pserver_stats.push_back(ps ? ps->stats() : PserverStats{});
+  for (size_t p = 0; p < ps.size(); ++p) {
+    if (ps[p].thread.joinable()) ps[p].thread.join();
+    if (out.pserver_status[p].ok()) out.pserver_status[p] = ps[p].status;
+    out.pserver_stats.push_back(ps[p].server ? ps[p].server->stats() : PserverStats{});
+  }
   if (faulty) out.faults = faulty->stats();
-  servers.clear();
+  ps.clear();
   return out;
 }
 
