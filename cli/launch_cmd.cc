@@ -46,7 +46,8 @@ const char* const kForwardedFlags[] = {
     "model",       "optimizer",    "lr",     "seed",           "batch_size",  "epochs",
     "data_dir",    "limit",        "constant_init", "max_steps", "sync",      "async",
     "min_block_size", "no_slice",  "split_method", "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times",
-    "program",     "startup",      "loss_name", "feed_names"};
+    "program",     "startup",      "loss_name", "feed_names", "rpc_fault_injection", "checkpoint_dir",
+    "checkpoint_every"};
 
 absl::StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;

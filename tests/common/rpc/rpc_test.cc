@@ -306,11 +306,13 @@ class JunkService : public grpc::CallbackGenericService {
 // it parsed the reply, so a malformed reply emptied a parameter. Now the
 // reply is parsed and checked first, and the variable keeps its value.
 TEST(RpcTest, AMalformedReplyLeavesTheTargetVariableAsItWas) {
-  sendrecv::VariableMessage lie;  // claims 1000 floats, carries 8 bytes
+  sendrecv::VariableMessage lie;  // sizes that add up, a LoD that does not
   lie.set_varname("w");
   lie.set_data_type(sendrecv::VariableMessage::FP32);
-  lie.add_dims(1000);
-  lie.set_serialized(std::string(8, '\0'));
+  lie.add_dims(4);
+  lie.set_serialized(std::string(16, '\0'));
+  auto* lod = lie.add_lod();
+  for (int64_t v : {0, 3, 1}) lod->add_lod_data(v);
   JunkService junk(lie.SerializeAsString());
   grpc::ServerBuilder builder;
   int port = 0;
@@ -325,6 +327,7 @@ TEST(RpcTest, AMalformedReplyLeavesTheTargetVariableAsItWas) {
   absl::Status s = c->AsyncGetVar("127.0.0.1:" + std::to_string(port), "w", &w)->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("the reply"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("LoD offsets decrease"), std::string::npos) << s;
   ASSERT_TRUE(w.IsType<Tensor>());
   EXPECT_EQ(w.Get<Tensor>().raw_data(), before);
   EXPECT_EQ(TensorToVector<float>(w.Get<Tensor>()), (std::vector<float>{1, 2, 3, 4}));
