@@ -1,5 +1,6 @@
 #include "pserver/parameter_server.h"
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -86,6 +87,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   std::unique_ptr<ParameterServer> ps(new ParameterServer(std::move(config), program, scope, place));
   const PserverConfig& c = ps->config_;
   OAR_ASSIGN_OR_RETURN(ps->store_, VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id));
+  for (const auto& [g, id] : c.grad_to_block_id) ++ps->receivables_of_[id];
   ps->guard_ = std::make_unique<ReplayGuard>(c.fanin);
   const BlockDesc& global = program.Block(0);
   for (const auto& [name, v] : global.vars()) {
@@ -118,8 +120,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
       ps->first_grad_ = g;
     }
   }
-  if (c.optimize_blocks.size() > 1) {
-    const size_t threads = std::min<size_t>(c.optimize_blocks.size(), std::max(1u, std::thread::hardware_concurrency()));
+  if (c.sync_mode) {  // blocks run side by side, as their gradients complete
+    const size_t threads = std::clamp<size_t>(c.optimize_blocks.size(), 1, std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
   }
   if (c.sync_mode) {
@@ -174,29 +176,6 @@ absl::Status ParameterServer::Run() {
   return s.ok() ? s : Annotate(s, absl::StrCat("pserver ", bound_endpoint_));
 }
 
-absl::Status ParameterServer::RunSync() {
-  while (true) {
-    absl::StatusOr<bool> more = barrier_->AwaitPhaseEnd();
-    if (!more.ok()) {
-      absl::MutexLock l(&state_mu_);
-      if (stopped_ && absl::IsCancelled(more.status())) return absl::OkStatus();  // SIGTERM: clean exit
-      return more.status();
-    }
-    if (!*more) return absl::OkStatus();  // every trainer completed
-    if (barrier_->phase() != StepBarrier::Phase::kOptimize) continue;
-    absl::Status s;
-    {
-      absl::MutexLock l(&optimize_mu_);
-      s = RunOptimizeBlocks();
-    }
-    if (!s.ok()) {
-      barrier_->Stop();
-      return s;
-    }
-    barrier_->OptimizeDone();
-  }
-}
-
 absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
   absl::MutexLock l(block_mu_.at(block_id).get());
   PreparedBlock* b = blocks_.at(block_id).get();
@@ -210,31 +189,6 @@ absl::Status ParameterServer::RunLrBlock() {
   if (config_.lr_decay_block_id <= 0) return absl::OkStatus();
   absl::WriterMutexLock l(&lr_mu_);
   return RunBlockLocked(config_.lr_decay_block_id, scope_);
-}
-
-absl::Status ParameterServer::RunOptimizeBlocks() {
-  OAR_RETURN_IF_ERROR(store_->BeforeOptimize(barrier_->completed_at_optimize()));
-  OAR_RETURN_IF_ERROR(RunLrBlock());
-  const auto& ids = config_.optimize_blocks;
-  absl::Status first;
-  if (ids.size() <= 1) {
-    for (int id : ids) first.Update(RunBlockLocked(id, scope_));
-  } else {  // blocks touch disjoint parameters: run them side by side
-    absl::Mutex mu;
-    size_t left = ids.size();
-    for (int id : ids) {
-      optimize_pool_->Schedule([this, id, &mu, &first, &left] {
-        absl::Status s = RunBlockLocked(id, scope_);
-        absl::MutexLock l(&mu);
-        first.Update(s);
-        --left;
-      });
-    }
-    absl::MutexLock l(&mu);
-    mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));
-  }
-  store_->AfterOptimize();
-  return first;
 }
 
 absl::Status ParameterServer::RunAsync() {
@@ -340,8 +294,11 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
   if (name == rpc::kComplete) {
     if (barrier_) barrier_->Complete(id);
-    absl::MutexLock l(&state_mu_);
-    if (completed_.insert(id).second) LOG(INFO) << "pserver " << bound_endpoint_ << ": trainer " << id << " completed";
+    {
+      absl::MutexLock l(&state_mu_);
+      if (completed_.insert(id).second) LOG(INFO) << "pserver " << bound_endpoint_ << ": trainer " << id << " completed";
+    }
+    if (barrier_) ScheduleReady();  // the blocks that waited only for this trainer
     return absl::OkStatus();
   }
   auto admitted = store_->Admit(request.header(), id);
@@ -351,6 +308,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   if (config_.sync_mode) {
     OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id));
     s = store_->Receive(r, id, request);
+    if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
     barrier_->EndReceive();
   } else {
     Scope* child = &scope_->NewScope();
@@ -393,6 +351,10 @@ absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int
 absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& request) {
   const std::string& dir = request.header().meta.out_varname();
   if (dir.empty()) return absl::InvalidArgumentError("CheckpointNotify without a directory (out_varname)");
+  if (barrier_) OAR_RETURN_IF_ERROR(HoldEarlyBlocks());  // a step boundary: no block of the next step has run
+  absl::Cleanup resume = [this] {
+    if (barrier_) ResumeEarlyBlocks();
+  };
   absl::MutexLock opt(&optimize_mu_);
   absl::WriterMutexLock lr(&lr_mu_);
   std::vector<std::unique_ptr<absl::MutexLock>> locks;  // async: no block mid-update

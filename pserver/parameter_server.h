@@ -6,10 +6,14 @@
 // sync: the first phase serves the trainers' initial parameter pull until
 // every trainer's FETCH_BARRIER; then each step receives gradients (merged
 // as they arrive, see VarStore) until every live trainer's BATCH_BARRIER,
-// runs the LR-decay block, then the optimize blocks in parallel, then serves
-// Gets until every live trainer's FETCH_BARRIER (StepBarrier). COMPLETE@RECV
-// from a trainer lowers the fan-in and zeroes what it left behind; Run
-// returns when every trainer has completed.
+// runs the optimize blocks (the LR-decay block first), then serves Gets
+// until every live trainer's FETCH_BARRIER (StepBarrier). A block whose
+// gradient every live trainer has sent runs at once, while the others still
+// arrive, and its merged gradient is freed (parameter_server_sync.cc): the
+// result is the same as at the barrier, and the pserver holds received
+// gradients only while their blocks wait. COMPLETE@RECV from a trainer
+// lowers the fan-in and zeroes what it left behind; Run returns when every
+// trainer has completed.
 //
 // Restart: a pserver restored from its checkpoint (config.restored) answers
 // ABORTED to each trainer until that trainer has resent its current step
@@ -31,9 +35,11 @@
 // answer.
 //
 // Locks, in the order they are taken: optimize_mu_ (a sync optimize pass; a
-// checkpoint) → lr_mu_ (writer: the LR-decay block; reader: async optimize
-// blocks, which read the rate) → block_mu_[id] in ascending id (writer: the
-// block runs; reader: serving a parameter it writes). StepBarrier, VarStore,
+// checkpoint) → lr_once_mu_ (the step's one LR-decay run) → lr_mu_
+// (writer: the LR-decay block; reader: async optimize blocks, which read
+// the rate) → block_mu_[id] in ascending id (writer: the block runs;
+// reader: serving a parameter it writes). step_mu_ (which only schedules
+// work on the pool) → StepBarrier's lock; StepBarrier, VarStore,
 // ReplayGuard and state_mu_ locks are leaves: nothing is taken under them.
 //
 // Shutdown order: Stop() (from any thread, e.g. on SIGTERM) → the step in
@@ -134,7 +140,16 @@ class ParameterServer : public rpc::RpcHandler {
   ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place);
   absl::Status RunSync();
   absl::Status RunAsync();
+  // parameter_server_sync.cc: the sync step's blocks.
   absl::Status RunOptimizeBlocks();
+  void MaybeRunEarly(const VarStore::Receivable& r);
+  void ScheduleReady();
+  void TryScheduleLocked(const VarStore::Receivable& r, const std::set<int>& completed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  void RunEarly(const VarStore::Receivable* r);
+  absl::Status RunLrOnce();
+  absl::Status HoldEarlyBlocks();
+  void ResumeEarlyBlocks();
   absl::Status RunBlockLocked(int block_id, Scope* local);
   absl::Status RunLrBlock();
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
@@ -158,7 +173,16 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block
   std::map<std::string, int> param_block_;                // persistable output → block writing it
   absl::Mutex optimize_mu_;
+  absl::Mutex lr_once_mu_;
+  bool lr_ran_ ABSL_GUARDED_BY(lr_once_mu_) = false;  // this step's LR-decay run
   absl::Mutex lr_mu_;
+  // Sync: this step's blocks run before the barrier.
+  absl::Mutex step_mu_;
+  std::set<int> scheduled_ ABSL_GUARDED_BY(step_mu_);
+  int running_ ABSL_GUARDED_BY(step_mu_) = 0;
+  int holding_ ABSL_GUARDED_BY(step_mu_) = 0;  // checkpoints waiting for a step boundary
+  absl::Status early_error_ ABSL_GUARDED_BY(step_mu_);
+  std::map<int, int> receivables_of_;  // block → receivables feeding it
   std::string first_grad_;  // async: its arrival advances the LR schedule
   std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
   std::unique_ptr<rpc::Listener> listener_;

@@ -136,6 +136,11 @@ int StepBarrier::step() const {
   return step_;
 }
 
+std::set<int> StepBarrier::completed() const {
+  absl::MutexLock l(&mu_);
+  return completed_;
+}
+
 std::set<int> StepBarrier::completed_at_optimize() const {
   absl::MutexLock l(&mu_);
   return completed_at_optimize_;

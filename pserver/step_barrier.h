@@ -71,6 +71,8 @@ class StepBarrier {
   // The trainers that had completed when the step moved to kOptimize (a
   // COMPLETE arriving during the pass counts from the next step).
   std::set<int> completed_at_optimize() const;
+  // The trainers that have completed so far.
+  std::set<int> completed() const;
 
  private:
   absl::Status CheckTrainer(int trainer_id) const;

@@ -58,6 +58,7 @@ struct VarStore::Receivable {
   mutable absl::Mutex mu;
   mutable std::set<int> arrived ABSL_GUARDED_BY(mu);
   mutable std::map<int, SelectedRows> sparse_parts ABSL_GUARDED_BY(mu);  // kMerged sparse, by trainer
+  mutable std::set<int> reset_done ABSL_GUARDED_BY(mu);  // kPerTrainer: departed trainers' copies zeroed
 };
 
 VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync)
@@ -167,6 +168,7 @@ absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::Inco
     case Receivable::Mode::kDirect: {
       absl::MutexLock l(&r.mu);
       msg.DecodeInto(scope_->Var(r.name));
+      r.arrived.insert(trainer);
       return absl::OkStatus();
     }
     case Receivable::Mode::kPerTrainer: {
@@ -202,67 +204,97 @@ void VarStore::ReceiveInto(const Receivable& r, const rpc::IncomingMessage& msg,
 int VarStore::BlockOf(const Receivable& r) const { return r.block; }
 const std::string& VarStore::NameOf(const Receivable& r) const { return r.name; }
 
-absl::Status VarStore::BeforeOptimize(const std::set<int>& completed) {
-  for (auto& [name, r] : receivable_) {
-    if (r->mode == Receivable::Mode::kDirect) continue;
-    absl::MutexLock l(&r->mu);
-    if (r->mode == Receivable::Mode::kPerTrainer) {
-      for (int t : completed) {
-        if (reset_done_.count(t) == 0) Zero(scope_->Var(TrainerCopy(name, t)));
-      }
-    }
-    for (int t = 0; t < fanin_; ++t) {
-      if (completed.count(t) == 0 && r->arrived.count(t) == 0) {
-        return absl::FailedPreconditionError(absl::StrCat("trainer ", t, " reached the batch barrier without sending '",
-                                                          name, "'"));
-      }
-    }
-    if (r->mode != Receivable::Mode::kMerged) continue;
-    Variable* merged = scope_->Var(name);
-    if (r->sparse) {  // rows of every trainer, in trainer order, as `sum` joins them
-      SelectedRows* out = merged->GetMutable<SelectedRows>();
-      out->rows.clear();
-      out->height = r->desc->shape.empty() ? 0 : r->desc->shape[0];
-      int64_t n = 0;
-      const Tensor* first = nullptr;
-      for (const auto& [t, part] : r->sparse_parts) {
-        n += static_cast<int64_t>(part.rows.size());
-        if (first == nullptr) first = &part.value;
-      }
-      if (first == nullptr) {
-        Zero(merged);
-        continue;
-      }
-      DDim d = first->dims();
-      d[0] = n;
-      out->value.Resize(d);
-      char* dst = static_cast<char*>(out->value.mutable_data(first->dtype()));
-      for (const auto& [t, part] : r->sparse_parts) {
-        out->rows.insert(out->rows.end(), part.rows.begin(), part.rows.end());
-        if (part.value.nbytes() > 0) std::memcpy(dst, part.value.raw_data(), part.value.nbytes());
-        dst += part.value.nbytes();
-      }
-      out->height = r->sparse_parts.begin()->second.height;
-    } else if (r->arrived.empty()) {  // every trainer completed: nothing to add
-      Zero(merged);
+bool VarStore::Ready(const Receivable& r, const std::set<int>& completed) const {
+  absl::MutexLock l(&r.mu);
+  if (r.arrived.empty()) return false;  // nothing to apply (every trainer may have completed)
+  if (r.mode == Receivable::Mode::kDirect) return fanin_ == 1;  // else: the barrier decides
+  for (int t = 0; t < fanin_; ++t) {
+    if (completed.count(t) == 0 && r.arrived.count(t) == 0) return false;
+  }
+  return true;
+}
+
+absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& completed) {
+  if (r.mode == Receivable::Mode::kDirect) return absl::OkStatus();
+  const std::string& name = r.name;
+  absl::MutexLock l(&r.mu);
+  if (r.mode == Receivable::Mode::kPerTrainer) {
+    for (int t : completed) {
+      if (r.reset_done.insert(t).second) Zero(scope_->Var(TrainerCopy(name, t)));
     }
   }
-  reset_done_.insert(completed.begin(), completed.end());
+  for (int t = 0; t < fanin_; ++t) {
+    if (completed.count(t) == 0 && r.arrived.count(t) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("trainer ", t, " reached the batch barrier without sending '",
+                                                        name, "'"));
+    }
+  }
+  if (r.mode != Receivable::Mode::kMerged) return absl::OkStatus();
+  Variable* merged = scope_->Var(name);
+  if (r.sparse) {  // rows of every trainer, in trainer order, as `sum` joins them
+    SelectedRows* out = merged->GetMutable<SelectedRows>();
+    out->rows.clear();
+    out->height = r.desc->shape.empty() ? 0 : r.desc->shape[0];
+    int64_t n = 0;
+    const Tensor* first = nullptr;
+    for (const auto& [t, part] : r.sparse_parts) {
+      n += static_cast<int64_t>(part.rows.size());
+      if (first == nullptr) first = &part.value;
+    }
+    if (first == nullptr) {
+      Zero(merged);
+      return absl::OkStatus();
+    }
+    DDim d = first->dims();
+    d[0] = n;
+    out->value.Resize(d);
+    char* dst = static_cast<char*>(out->value.mutable_data(first->dtype()));
+    for (const auto& [t, part] : r.sparse_parts) {
+      out->rows.insert(out->rows.end(), part.rows.begin(), part.rows.end());
+      if (part.value.nbytes() > 0) std::memcpy(dst, part.value.raw_data(), part.value.nbytes());
+      dst += part.value.nbytes();
+    }
+    out->height = r.sparse_parts.begin()->second.height;
+  } else if (r.arrived.empty()) {  // every trainer completed: nothing to add
+    Zero(merged);
+  }
+  return absl::OkStatus();
+}
+
+void VarStore::Release(const Receivable& r) {
+  absl::MutexLock l(&r.mu);
+  r.arrived.clear();
+  r.sparse_parts.clear();
+  if (r.mode == Receivable::Mode::kPerTrainer) {
+    for (int t = 0; r.sparse && t < fanin_; ++t) Zero(scope_->Var(TrainerCopy(r.name, t)));
+    return;
+  }
+  if (r.sparse) {
+    Zero(scope_->Var(r.name));
+  } else {
+    scope_->Var(r.name)->Clear();  // the next step's first arrival allocates again
+  }
+}
+
+absl::Status VarStore::BeforeOptimize(const std::set<int>& completed) {
+  for (auto& [name, r] : receivable_) OAR_RETURN_IF_ERROR(Finalize(*r, completed));
   return absl::OkStatus();
 }
 
 void VarStore::AfterOptimize() {
-  for (auto& [name, r] : receivable_) {
-    absl::MutexLock l(&r->mu);
-    r->arrived.clear();
-    r->sparse_parts.clear();
-    if (!r->sparse) continue;
-    if (r->mode == Receivable::Mode::kPerTrainer) {
-      for (int t = 0; t < fanin_; ++t) Zero(scope_->Var(TrainerCopy(name, t)));
-    } else {
-      Zero(scope_->Var(name));
-    }
-  }
+  for (auto& [name, r] : receivable_) Release(*r);
+}
+
+std::vector<const VarStore::Receivable*> VarStore::receivables() const {
+  std::vector<const Receivable*> out;
+  for (const auto& [name, r] : receivable_) out.push_back(r.get());
+  return out;
+}
+
+int VarStore::ReceivablesOf(int block) const {
+  int n = 0;
+  for (const auto& [name, r] : receivable_) n += r->block == block;
+  return n;
 }
 
 absl::Status VarStore::CheckServable(const std::string& name) const {

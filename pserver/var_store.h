@@ -76,14 +76,25 @@ class VarStore {
   int BlockOf(const Receivable& r) const;
   const std::string& NameOf(const Receivable& r) const;
 
-  // Sync, no receive in flight, before the optimize pass: zeroes the copies
-  // of trainers in `completed` (once), joins sparse merges, and checks that
-  // every other trainer sent every merged gradient this step
-  // (FailedPrecondition naming the trainer and the variable otherwise).
+  // Sync: true when every trainer not in `completed` has sent `r` this step
+  // (and at least one has).
+  bool Ready(const Receivable& r, const std::set<int>& completed) const;
+  // Sync, before `r`'s block runs (no receive of `r` in flight): zeroes the
+  // copies of trainers in `completed` (once), joins a sparse merge, and
+  // checks that every other trainer sent `r` this step (FailedPrecondition
+  // naming the trainer and the variable otherwise).
+  absl::Status Finalize(const Receivable& r, const std::set<int>& completed);
+  // Sync, after `r`'s block ran: clears this step's arrivals and sparse
+  // received variables, and frees a merged gradient's buffer (the next
+  // step's first arrival makes a new one), so a pserver holds received
+  // gradients only while their blocks wait.
+  void Release(const Receivable& r);
+  // Finalize / Release for every receivable.
   absl::Status BeforeOptimize(const std::set<int>& completed);
-  // Sync, after the optimize pass: clears sparse received variables and this
-  // step's arrivals.
   void AfterOptimize();
+  std::vector<const Receivable*> receivables() const;
+  // How many receivables feed `block`.
+  int ReceivablesOf(int block) const;
 
   // OK when `name` is a parameter this pserver serves; NotFound otherwise.
   absl::Status CheckServable(const std::string& name) const;
@@ -105,7 +116,6 @@ class VarStore {
   std::map<std::string, std::unique_ptr<Receivable>> receivable_;  // by merged name
   std::set<std::string> servable_;
   std::set<int> merged_blocks_;
-  std::set<int> reset_done_;  // trainers whose copies were zeroed (loop thread only)
   uint64_t max_request_bytes_ = 0;
 };
 
