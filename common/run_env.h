@@ -23,10 +23,14 @@ namespace rpc {
 class RpcClient;
 class Transport;
 }  // namespace rpc
+class Collective;  // trainer/collective/collective.h
 
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
   rpc::Transport* transport = nullptr;   // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
+  // nccl2 mode: this trainer's communicator with the others (the
+  // ParallelExecutor all-reduces gradients across trainers through it).
+  Collective* collective = nullptr;
   // What Executor::Close() does: a trainer says COMPLETE to its pservers.
   std::function<absl::Status()> on_close;
 };

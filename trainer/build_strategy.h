@@ -24,6 +24,9 @@ struct BuildStrategy {
   // Fuse elementwise_add + relu/sigmoid/tanh (and their grads) into
   // fused_elemwise_activation ops (fuse_elewise_add_act_pass.h).
   bool fuse_elewise_add_act_ops = false;
+  // Across trainers (nccl2 mode): pack small gradients into buckets of up to
+  // FLAGS_fuse_parameter_memory_size MB, one all-reduce each.
+  bool fuse_all_reduce_ops = false;
 };
 
 struct ExecutionStrategy {

@@ -1,16 +1,22 @@
 #include "trainer/parallel_executor.h"
 
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "gflags/gflags.h"
 #include "common/blas.h"
 #include "common/prepared_block.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
+#include "trainer/collective/inprocess_collective.h"
 #include "trainer/feed_split.h"
 #include "trainer/fuse_elewise_add_act_pass.h"
+
+DEFINE_double(fuse_parameter_memory_size, 16.0,
+              "with fuse_all_reduce_ops: the most gradient memory (MB) one all-reduce across trainers packs");
 
 namespace oar {
 
@@ -56,6 +62,19 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   pe->num_trainers_ = num_trainers;
   pe->trainer_id_ = trainer_id;
   pe->env_ = env;
+  if (num_trainers > 1) {
+    Collective* c = env != nullptr ? env->collective : nullptr;
+    if (c == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ParallelExecutor: ", num_trainers, " trainers but no collective in the RunEnv to all-reduce across them"));
+    }
+    if (c->size() != num_trainers || c->rank() != trainer_id) {
+      return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: trainer ", trainer_id, " of ", num_trainers,
+                                                     ", but the collective is rank ", c->rank(), " of ", c->size()));
+    }
+    pe->cross_ = c;
+    pe->ordered_ = std::make_unique<OrderedCollectives>();
+  }
   pe->scope_ = scope;
   const size_t n = pe->places_.size();
   // Place 0 uses the caller's scope; the others get copies of its
@@ -137,7 +156,12 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   const GradientMode mode = n == 1 ? GradientMode::kNone
                             : build_.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce ? GradientMode::kReduce
                                                                                                : GradientMode::kAllReduce;
-  c->graph = BuildSsaGraph(c->blocks[0]->block(), n, mode);
+  CrossTrainer cross;
+  cross.enabled = cross_ != nullptr;
+  if (build_.fuse_all_reduce_ops) {
+    cross.bucket_bytes = static_cast<int64_t>(FLAGS_fuse_parameter_memory_size * (1 << 20));
+  }
+  c->graph = BuildSsaGraph(c->blocks[0]->block(), n, mode, cross);
   if (!build_.debug_graphviz_path.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(build_.debug_graphviz_path, ToGraphviz(c->graph)),
                                  "debug_graphviz_path"));
@@ -182,48 +206,116 @@ absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to, size_t
   }
   const Tensor& first = vars[0]->Get<Tensor>();
   const int64_t numel = first.numel();
-  for (size_t p = 1; p < vars.size(); ++p) {
-    const Tensor& t = vars[p]->Get<Tensor>();
-    if (!vars[p]->IsType<Tensor>() || t.numel() != numel || t.dtype() != first.dtype()) {
+  std::vector<Tensor*> bufs;
+  for (size_t p = 0; p < vars.size(); ++p) {
+    const Tensor* t = vars[p]->IsType<Tensor>() ? &vars[p]->Get<Tensor>() : nullptr;
+    if (t == nullptr || t->numel() != numel || t->dtype() != first.dtype()) {
       return absl::InternalError(absl::StrCat("all_reduce: gradient '", grad, "' differs in shape on place ", p));
     }
+    bufs.push_back(vars[p]->GetMutable<Tensor>());
   }
   // Slice [lo, hi) of the gradient: summed in place into the home place's
-  // buffer, then copied to the others for all-reduce (no scratch buffer).
-  // Buffers are written in place, as an in-place collective would: the
-  // chunk handles of one gradient touch disjoint slices and run concurrently.
+  // buffer, then copied to the others for all-reduce (no scratch buffer):
+  // the in-process backend's kernels (collective/inprocess_collective.h).
+  // The chunk handles of one gradient touch disjoint slices and run
+  // concurrently.
   const int64_t lo = numel * static_cast<int64_t>(chunk) / static_cast<int64_t>(chunks);
   const int64_t hi = numel * static_cast<int64_t>(chunk + 1) / static_cast<int64_t>(chunks);
-  auto reduce = [&](auto zero) {
-    using T = decltype(zero);
-    const size_t home = to >= 0 ? static_cast<size_t>(to) : chunk % vars.size();
-    T* sum = static_cast<T*>(vars[home]->GetMutable<Tensor>()->raw_data());
-    for (size_t p = 0; p < vars.size(); ++p) {
-      if (p == home) continue;
-      const T* src = vars[p]->Get<Tensor>().data<T>();
-      for (int64_t i = lo; i < hi; ++i) sum[i] += src[i];
-    }
-    if (to >= 0) return;
-    for (size_t p = 0; p < vars.size(); ++p) {
-      if (p != home) std::copy(sum + lo, sum + hi, static_cast<T*>(vars[p]->GetMutable<Tensor>()->raw_data()) + lo);
-    }
-  };
-  if (first.dtype() == DataType::kFloat32) reduce(0.0f);
-  else if (first.dtype() == DataType::kFloat64) reduce(0.0);
-  else return absl::UnimplementedError(absl::StrCat("all_reduce: dtype ", DataTypeName(first.dtype())));
+  const size_t home = to >= 0 ? static_cast<size_t>(to) : chunk % vars.size();
+  OAR_RETURN_IF_ERROR(Annotate(ReduceSlice(bufs, home, lo, hi), absl::StrCat("all_reduce of '", grad, "'")));
+  if (to < 0) CopySlice(bufs, home, lo, hi);
   return absl::OkStatus();
 }
 
 absl::Status ParallelExecutor::Broadcast(const std::string& param, size_t from) {
   const Variable* src = local_scopes_[from]->FindVar(param);
-  if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) {
+  const bool sparse = src != nullptr && src->IsType<SelectedRows>();
+  if (src == nullptr || (!sparse && (!src->IsType<Tensor>() || !src->Get<Tensor>().initialized()))) {
     return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' has no value on place ", from));
   }
   for (size_t p = 0; p < places_.size(); ++p) {
     if (p == from) continue;
     Variable* dst = local_scopes_[p]->FindVar(param);
     if (dst == nullptr) return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' missing on place ", p));
-    dst->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+    if (sparse) {
+      const SelectedRows& s = src->Get<SelectedRows>();
+      SelectedRows* d = dst->GetMutable<SelectedRows>();
+      d->rows = s.rows;
+      d->height = s.height;
+      d->value.CopyFrom(s.value);
+    } else {
+      dst->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
+  std::vector<Variable*> vars;
+  for (const auto& g : h.vars) {
+    Variable* v = local_scopes_[0]->FindVar(g);
+    if (v == nullptr || !v->IsInitialized()) {
+      return absl::FailedPreconditionError(absl::StrCat("all_reduce across trainers: gradient '", g, "' has no value"));
+    }
+    vars.push_back(v);
+  }
+  if (vars.size() == 1 && vars[0]->IsType<SelectedRows>()) {  // sparse: every trainer's rows, in rank order
+    SelectedRows* sr = vars[0]->GetMutable<SelectedRows>();
+    Tensor rows;
+    int64_t* r = rows.mutable_data<int64_t>({static_cast<int64_t>(sr->rows.size())});
+    std::copy(sr->rows.begin(), sr->rows.end(), r);
+    std::vector<Tensor> all_rows, all_values;
+    OAR_RETURN_IF_ERROR(cross_->AllGather(rows, &all_rows, h.var + "@ROWS"));
+    OAR_RETURN_IF_ERROR(cross_->AllGather(sr->value, &all_values, h.var));
+    SelectedRows merged;
+    merged.height = sr->height;
+    int64_t n = 0;
+    for (const Tensor& t : all_rows) n += t.numel();
+    DDim d = sr->value.dims().size() > 0 ? sr->value.dims() : DDim{0};
+    d[0] = n;
+    merged.value.Resize(d);
+    char* dst = static_cast<char*>(merged.value.mutable_data(sr->value.dtype()));
+    for (size_t k = 0; k < all_rows.size(); ++k) {
+      if (all_values[k].dims().size() != d.size() || all_values[k].dims()[0] != all_rows[k].numel()) {
+        return absl::InvalidArgumentError(absl::StrCat("all_reduce across trainers: trainer ", k, " sent '", h.var,
+                                                       "' with ", all_rows[k].numel(), " rows and values ",
+                                                       all_values[k].dims().ToString()));
+      }
+      const int64_t* rk = all_rows[k].data<int64_t>();
+      merged.rows.insert(merged.rows.end(), rk, rk + all_rows[k].numel());
+      if (all_values[k].nbytes() > 0) std::memcpy(dst, all_values[k].raw_data(), all_values[k].nbytes());
+      dst += all_values[k].nbytes();
+    }
+    *sr = std::move(merged);
+    return absl::OkStatus();
+  }
+  if (vars.size() == 1) {
+    if (!vars[0]->IsType<Tensor>()) return absl::InvalidArgumentError(absl::StrCat("'", h.var, "' is not a tensor"));
+    return cross_->AllReduce(vars[0]->GetMutable<Tensor>(), h.var);
+  }
+  // A bucket: packed into one buffer (kept across steps), reduced, unpacked.
+  int64_t total = 0;
+  for (size_t k = 0; k < vars.size(); ++k) {
+    if (!vars[k]->IsType<Tensor>() || vars[k]->Get<Tensor>().dtype() != vars[0]->Get<Tensor>().dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("bucket of '", h.var, "': '", h.vars[k], "' does not pack"));
+    }
+    total += vars[k]->Get<Tensor>().numel();
+  }
+  const DataType dt = vars[0]->Get<Tensor>().dtype();
+  Tensor& buf = buckets_[h.cross_index];
+  buf.Resize({total});
+  char* packed = static_cast<char*>(buf.mutable_data(dt));
+  for (Variable* v : vars) {
+    const Tensor& t = v->Get<Tensor>();
+    std::memcpy(packed, t.raw_data(), t.nbytes());
+    packed += t.nbytes();
+  }
+  OAR_RETURN_IF_ERROR(cross_->AllReduce(&buf, absl::StrCat("bucket(", h.var, " +", vars.size() - 1, ")")));
+  const char* from = static_cast<const char*>(buf.raw_data());
+  for (Variable* v : vars) {
+    Tensor* t = v->GetMutable<Tensor>();
+    std::memcpy(t->raw_data(), from, t->nbytes());
+    from += t->nbytes();
   }
   return absl::OkStatus();
 }
@@ -264,6 +356,37 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   // through the pool's queue, no thread wake-up on a chain of ops) and
   // schedules only the others.
   std::function<void(size_t)> dispatch;  // to a worker: its place's, when one worker per place
+  // Bookkeeping when handle `id` ends: the dependents it made ready (none
+  // after an error); it leaves flight and they enter it.
+  auto finish = [&](size_t id, const absl::Status& s) {
+    const OpHandle& h = g.ops[id];
+    std::vector<size_t> ready;
+    bool failed_now = false;
+    {
+      absl::MutexLock lock(&mu);
+      ++done;
+      if (!s.ok() && first_error.ok()) {
+        first_error = Annotate(s, h.kind == OpHandle::Kind::kCompute ? absl::StrCat("place ", h.place) : h.label);
+        failed_now = true;
+      }
+      if (first_error.ok()) {
+        for (size_t d : h.dependents) {
+          if (--pending[d] == 0) ready.push_back(d);
+        }
+      }
+      // Every ready handle enters flight before this one leaves it.
+      in_flight += ready.size();
+      if (!failed_now || ordered_ == nullptr) --in_flight;
+    }
+    if (failed_now && ordered_ != nullptr) {
+      // Collectives waiting for a turn that will not come end too (each
+      // leaves flight through this function); then this handle leaves.
+      ordered_->Cancel(absl::CancelledError("the step failed"));
+      absl::MutexLock lock(&mu);
+      --in_flight;
+    }
+    return ready;
+  };
   std::function<void(size_t)> run = [&](size_t id) {
     while (true) {
       const OpHandle& h = g.ops[id];
@@ -273,23 +396,17 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
         case OpHandle::Kind::kAllReduce: s = AllReduce(h.var, -1, h.chunk, h.chunks); break;
         case OpHandle::Kind::kReduce: s = AllReduce(h.var, static_cast<int>(h.place)); break;
         case OpHandle::Kind::kBroadcast: s = Broadcast(h.var, h.place); break;
+        case OpHandle::Kind::kCrossAllReduce:
+          // On the collectives' thread, in the trainers' common order; this
+          // worker goes on with other handles meanwhile.
+          ordered_->Submit(
+              h.cross_index, [this, &h] { return CrossAllReduce(h); },
+              [&, id](absl::Status st) {
+                for (size_t r : finish(id, st)) dispatch(r);
+              });
+          return;
       }
-      std::vector<size_t> ready;
-      {
-        absl::MutexLock lock(&mu);
-        ++done;
-        if (!s.ok() && first_error.ok()) {
-          first_error = Annotate(s, h.kind == OpHandle::Kind::kCompute ? absl::StrCat("place ", h.place) : h.label);
-        }
-        if (first_error.ok()) {
-          for (size_t d : h.dependents) {
-            if (--pending[d] == 0) ready.push_back(d);
-          }
-        }
-        // This handle leaves flight; the one run inline next takes its place.
-        in_flight += ready.size();
-        --in_flight;
-      }
+      std::vector<size_t> ready = finish(id, s);
       if (ready.empty()) return;
       // Continue with a handle of this worker's place when there is one; hand
       // the others to the workers of their places.
@@ -322,6 +439,7 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
     absl::MutexLock lock(&mu);
     in_flight = roots.size();
   }
+  if (ordered_ != nullptr) ordered_->BeginStep();
   for (size_t r : roots) dispatch(r);
   absl::MutexLock lock(&mu);
   mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &in_flight));

@@ -13,6 +13,14 @@
 //
 // With several places each runs OpenBLAS with one thread.
 //
+// Across trainers (nccl2 mode: num_trainers > 1, and the RunEnv's
+// collective): each gradient is reduced onto place 0, all-reduced among the
+// trainers there — on a thread of its own, in one order on every trainer,
+// as soon as backward has written it (or its bucket, with
+// fuse_all_reduce_ops), while backward goes on — and broadcast back to the
+// other places; loss@GRAD is scaled by 1 / (places x trainers), so the sum
+// is the mean over every example of the global batch.
+//
 // Thread-safety: externally synchronized (one Run at a time).
 #pragma once
 
@@ -24,6 +32,8 @@
 #include "absl/status/statusor.h"
 #include "common/executor.h"
 #include "trainer/build_strategy.h"
+#include "trainer/collective/collective.h"
+#include "trainer/collective/ordered_collectives.h"
 #include "trainer/ssa_graph.h"
 #include "common/thread_pool.h"
 
@@ -78,6 +88,10 @@ class ParallelExecutor {
   // sparse one, by chunk 0), onto every place (to < 0) or onto place `to`.
   absl::Status AllReduce(const std::string& grad, int to = -1, size_t chunk = 0, size_t chunks = 1);
   absl::Status Broadcast(const std::string& param, size_t from);
+  // A kCrossAllReduce handle's work: its gradients on place 0 summed over
+  // the trainers (dense ones packed into one buffer; a sparse one's rows and
+  // values gathered and joined in rank order).
+  absl::Status CrossAllReduce(const OpHandle& h);
 
   std::vector<Place> places_;
   std::string loss_name_;
@@ -87,6 +101,9 @@ class ParallelExecutor {
   int num_trainers_ = 1;
   int trainer_id_ = 0;
   const RunEnv* env_ = nullptr;
+  Collective* cross_ = nullptr;  // nccl2 mode
+  std::unique_ptr<OrderedCollectives> ordered_;
+  std::map<size_t, Tensor> buckets_;  // packing buffers, by cross_index, reused across steps
   Scope* scope_ = nullptr;
   std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids
   bool owns_place_scopes_ = true;     // false when shared from another executor

@@ -1,9 +1,12 @@
 #include "trainer/ssa_graph.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/ddim.h"
 
 namespace oar {
 namespace {
@@ -80,7 +83,7 @@ std::vector<std::pair<size_t, std::string>> OnPlace(size_t p, const std::vector<
 
 }  // namespace
 
-SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode) {
+SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode, CrossTrainer cross) {
   // A transpiled trainer program talks to pservers (ops with role RPC or
   // Dist): they run once, on place 0, after the gradients are all-reduced;
   // the parameters they bring back are broadcast to the other places.
@@ -95,6 +98,7 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
     }
   }
   if (!last_dist_write.empty() && mode == GradientMode::kReduce) mode = GradientMode::kAllReduce;
+  if (cross.enabled) mode = GradientMode::kAllReduce;  // hierarchical: reduce, across, broadcast
   // Gradients and their parameters, named by backward ops' op_role_var
   // ([param, grad, ...]); the last op writing each gradient; and, for
   // kReduce, each gradient's owner place and the last optimize op writing
@@ -104,7 +108,7 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
   std::map<std::string, size_t> last_write, owner, last_update;
   const int32_t kBackward = static_cast<int32_t>(OpRole::kBackward);
   const int32_t kOptimize = static_cast<int32_t>(OpRole::kOptimize);
-  if (mode != GradientMode::kNone) {
+  if (mode != GradientMode::kNone || cross.enabled) {
     for (size_t i = 0; i < block.OpSize(); ++i) {
       if (!(block.Op(i).role() & kBackward)) continue;
       const auto role_var = block.Op(i).GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
@@ -120,6 +124,44 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
         if (param_of.count(out)) last_write[out] = i;
       }
     }
+  }
+  // Across trainers: buckets of dense gradients in the order backward
+  // writes them, each closed at `bucket_bytes`; a sparse gradient (or one of
+  // unknown size) goes alone. The bucket's handle follows its last write.
+  std::map<size_t, std::vector<std::vector<std::string>>> buckets_at;  // op index → buckets closed there
+  if (cross.enabled) {
+    std::vector<std::pair<size_t, std::string>> order;
+    for (const auto& [g, at] : last_write) order.emplace_back(at, g);
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return std::find(grads.begin(), grads.end(), a.second) < std::find(grads.begin(), grads.end(), b.second);
+    });
+    std::vector<std::string> open;
+    int64_t open_bytes = 0;
+    size_t open_at = 0;
+    DataType open_dtype = DataType::kFloat32;
+    auto close = [&] {
+      if (!open.empty()) buckets_at[open_at].push_back(open);
+      open.clear();
+      open_bytes = 0;
+    };
+    for (const auto& [at, g] : order) {
+      const VarDesc* v = block.FindVarRecursive(g);
+      const bool dense = v != nullptr && v->type == paddle::framework::proto::VarType::LOD_TENSOR &&
+                         !DDim(v->shape).HasUnknown() && !v->shape.empty();
+      const int64_t bytes = dense ? DDim(v->shape).numel() * static_cast<int64_t>(SizeOf(v->dtype)) : 0;
+      if (!dense || cross.bucket_bytes <= 0) {
+        close();
+        buckets_at[at].push_back({g});
+        continue;
+      }
+      if (!open.empty() && (open_bytes + bytes > cross.bucket_bytes || v->dtype != open_dtype)) close();
+      open_dtype = v->dtype;
+      open.push_back(g);
+      open_bytes += bytes;
+      open_at = at;
+    }
+    close();
   }
   // The owner of an optimize op under kReduce (none: every place runs it).
   auto optimize_owner = [&](const OpDesc& op) -> int {
@@ -158,6 +200,16 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
       h.var = grad;
       std::vector<std::pair<size_t, std::string>> all;
       for (size_t p = 0; p < places; ++p) all.emplace_back(p, grad);
+      if (cross.enabled) {  // onto place 0 first; across trainers below
+        if (places > 1) {
+          h.kind = OpHandle::Kind::kReduce;
+          h.place = 0;
+          h.label = absl::StrCat("reduce(", grad, ") -> place 0");
+          b.Add(std::move(h), all, {{0, grad}});
+        }
+        b.graph().gradients.push_back(grad);
+        continue;
+      }
       if (mode == GradientMode::kReduce) {
         h.kind = OpHandle::Kind::kReduce;
         h.place = owner[grad];
@@ -179,6 +231,27 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode)
         b.AddGroup(std::move(chunks), all, all);
       }
       b.graph().gradients.push_back(grad);
+    }
+    for (const auto& bucket : buckets_at[i]) {
+      OpHandle h;
+      h.kind = OpHandle::Kind::kCrossAllReduce;
+      h.place = 0;
+      h.vars = bucket;
+      h.var = bucket.front();
+      h.cross_index = b.graph().cross_ops++;
+      h.label = absl::StrCat("all_reduce across trainers(", absl::StrJoin(bucket, ", "), ")");
+      b.Add(std::move(h), OnPlace(0, bucket), OnPlace(0, bucket));
+      for (const auto& g : bucket) {
+        if (places < 2) continue;
+        OpHandle bc;
+        bc.kind = OpHandle::Kind::kBroadcast;
+        bc.var = g;
+        bc.place = 0;
+        bc.label = absl::StrCat("broadcast(", g, ") from place 0");
+        std::vector<std::pair<size_t, std::string>> others;
+        for (size_t p = 1; p < places; ++p) others.emplace_back(p, g);
+        b.Add(std::move(bc), {{0, g}}, others);
+      }
     }
     std::vector<std::pair<std::string, size_t>> broadcasts;
     for (const auto& [param, at] : last_update) {

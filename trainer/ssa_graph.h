@@ -31,13 +31,18 @@ struct OpHandle {
   // kAllReduce: every place gets the sum of `var` over places.
   // kReduce: the sum lands on `place` (the gradient's owner) only.
   // kBroadcast: `var` (a parameter) is copied from `place` to the others.
-  enum class Kind { kCompute, kAllReduce, kReduce, kBroadcast };
+  // kCrossAllReduce: `vars` (one gradient, or a bucket of them) on place 0
+  //   summed over the trainers through the collective; handles of this kind
+  //   run in `cross_index` order on every trainer, asynchronously.
+  enum class Kind { kCompute, kAllReduce, kReduce, kBroadcast, kCrossAllReduce };
   Kind kind = Kind::kCompute;
   size_t place = 0;     // kCompute: where it runs; kReduce/kBroadcast: the owner
   size_t op_index = 0;  // kCompute: index into the block
   std::string var;      // kAllReduce: the gradient summed across places
   size_t chunk = 0;     // kAllReduce: this handle sums slice `chunk` of `chunks`
   size_t chunks = 1;
+  std::vector<std::string> vars;  // kCrossAllReduce: the gradients, packed in this order
+  size_t cross_index = 0;         // kCrossAllReduce: its place in the trainers' common order
   std::string label;    // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
   std::vector<size_t> deps;
   std::vector<size_t> dependents;
@@ -48,6 +53,7 @@ struct SsaGraph {
   std::vector<OpHandle> ops;
   std::vector<VarHandle> vars;
   std::vector<std::string> gradients;  // those all-reduced, in program order
+  size_t cross_ops = 0;                // kCrossAllReduce handles
 };
 
 enum class GradientMode {
@@ -57,7 +63,17 @@ enum class GradientMode {
                // the owner runs that parameter's optimize ops, then broadcasts it
 };
 
-SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode);
+// Across trainers (nccl2 mode): every gradient is reduced onto place 0,
+// all-reduced among the trainers there, and broadcast back to the other
+// places (hierarchical). Dense gradients are packed into buckets of up to
+// `bucket_bytes` (0: one all-reduce per gradient), in the order backward
+// writes them; a bucket goes out as soon as its last gradient is written.
+struct CrossTrainer {
+  bool enabled = false;
+  int64_t bucket_bytes = 0;
+};
+
+SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode, CrossTrainer cross = {});
 
 // The graph as Graphviz dot: one node per op handle (all-reduce handles as
 // boxes), one edge per dependency.

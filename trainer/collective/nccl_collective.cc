@@ -1,0 +1,201 @@
+#include "trainer/collective/nccl_collective.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+#include "common/status.h"
+
+#if OAR_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstring>
+#endif
+
+namespace oar {
+
+#if OAR_HAVE_NCCL
+namespace {
+
+absl::Status Cuda(cudaError_t e, const char* call, int device) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, " on GPU ", device, ": ", cudaGetErrorString(e)));
+}
+
+absl::Status Nccl(ncclResult_t r, const char* call) {
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(r)));
+}
+
+absl::StatusOr<ncclDataType_t> NcclType(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return ncclFloat32;
+    case DataType::kFloat64: return ncclFloat64;
+    case DataType::kFloat16: return ncclFloat16;
+    case DataType::kInt32: return ncclInt32;
+    case DataType::kInt64: return ncclInt64;
+    case DataType::kUInt8: return ncclUint8;
+    case DataType::kInt8: return ncclInt8;
+    default: return absl::InvalidArgumentError(absl::StrCat("NCCL cannot move ", DataTypeName(t), " tensors"));
+  }
+}
+
+class NcclCollective : public Collective {
+ public:
+  NcclCollective(const NcclOptions& o) : o_(o) {}
+  ~NcclCollective() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (buffer_ != nullptr) cudaFree(buffer_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  absl::Status Init() {
+    OAR_RETURN_IF_ERROR(Cuda(cudaSetDevice(o_.device), "cudaSetDevice", o_.device));
+    OAR_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", o_.device));
+    ncclUniqueId id;
+    std::memcpy(&id, o_.unique_id, sizeof(id));
+    return Nccl(ncclCommInitRank(&comm_, o_.size, id, o_.rank), "ncclCommInitRank");
+  }
+
+  int rank() const override { return o_.rank; }
+  int size() const override { return o_.size; }
+  std::string backend() const override { return "nccl"; }
+
+  absl::Status AllReduce(Tensor* t, const std::string& name) override {
+    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(t->dtype()));
+    if (t->dtype() == DataType::kUInt8 || t->dtype() == DataType::kInt8) {
+      return absl::InvalidArgumentError(absl::StrCat("AllReduce '", name, "': int8/uint8 do not add"));
+    }
+    return Staged(t, name, "AllReduce", [&](void* buf) {
+      return Nccl(ncclAllReduce(buf, buf, static_cast<size_t>(t->numel()), type, ncclSum, comm_, stream_),
+                  "ncclAllReduce");
+    });
+  }
+
+  absl::Status Broadcast(Tensor* t, int root, const std::string& name) override {
+    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(t->dtype()));
+    return Staged(t, name, "Broadcast", [&](void* buf) {
+      return Nccl(ncclBroadcast(buf, buf, static_cast<size_t>(t->numel()), type, root, comm_, stream_),
+                  "ncclBroadcast");
+    });
+  }
+
+  absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) override {
+    // Sizes first, then every block padded to the largest.
+    Tensor sizes;
+    int64_t* s = sizes.mutable_data<int64_t>({o_.size});
+    std::memset(s, 0, sizeof(int64_t) * static_cast<size_t>(o_.size));
+    s[o_.rank] = static_cast<int64_t>(in.nbytes());
+    OAR_RETURN_IF_ERROR(AllReduce(&sizes, name + "@sizes"));
+    int64_t most = 0;
+    for (int r = 0; r < o_.size; ++r) most = std::max(most, s[r]);
+    Tensor all;
+    char* a = reinterpret_cast<char*>(all.mutable_data<uint8_t>({most * o_.size}));
+    std::memset(a, 0, static_cast<size_t>(most * o_.size));
+    std::memcpy(a + most * o_.rank, in.raw_data(), in.nbytes());
+    Tensor mine;
+    mine.mutable_data<uint8_t>({most});
+    OAR_RETURN_IF_ERROR(Staged(&all, name, "AllGather", [&](void* buf) {
+      char* b = static_cast<char*>(buf);
+      return Nccl(ncclAllGather(b + most * o_.rank, b, static_cast<size_t>(most), ncclUint8, comm_, stream_),
+                  "ncclAllGather");
+    }));
+    // Blocks share every dimension but the first (rows of a sparse
+    // gradient); the first follows from each block's bytes.
+    const int64_t row = in.dims().size() > 1 ? in.dims().Product(1, in.dims().size()) : 1;
+    const int64_t row_bytes = row * static_cast<int64_t>(SizeOf(in.dtype()));
+    out->assign(static_cast<size_t>(o_.size), Tensor());
+    for (int r = 0; r < o_.size; ++r) {
+      Tensor& dst = (*out)[static_cast<size_t>(r)];
+      DDim d = in.dims().size() > 0 ? in.dims() : DDim{1};
+      d[0] = row_bytes > 0 ? s[r] / row_bytes : 0;
+      dst.Resize(d);
+      void* p = dst.mutable_data(in.dtype());
+      if (s[r] > 0) std::memcpy(p, a + most * r, static_cast<size_t>(s[r]));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Barrier() override {
+    Tensor one;
+    one.mutable_data<int32_t>({1})[0] = 1;
+    return AllReduce(&one, "barrier");
+  }
+
+ private:
+  template <typename Fn>
+  absl::Status Staged(Tensor* t, const std::string& name, const char* what, Fn collective) {
+    if (broken_) return absl::FailedPreconditionError("the NCCL communicator was aborted by an earlier failure");
+    const size_t bytes = t->nbytes();
+    if (bytes > capacity_) {
+      if (buffer_ != nullptr) cudaFree(buffer_);
+      buffer_ = nullptr;
+      OAR_RETURN_IF_ERROR(Cuda(cudaMalloc(&buffer_, bytes), "cudaMalloc", o_.device));
+      capacity_ = bytes;
+    }
+    auto fail = [&](const absl::Status& s) { return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank)); };
+    if (bytes > 0) {
+      absl::Status s = Cuda(cudaMemcpyAsync(buffer_, t->raw_data(), bytes, cudaMemcpyHostToDevice, stream_),
+                            "cudaMemcpyAsync", o_.device);
+      if (!s.ok()) return fail(s);
+    }
+    if (absl::Status s = collective(buffer_); !s.ok()) return fail(s);
+    if (bytes > 0) {
+      absl::Status s = Cuda(cudaMemcpyAsync(t->raw_data(), buffer_, bytes, cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync", o_.device);
+      if (!s.ok()) return fail(s);
+    }
+    // Bounded wait: poll the stream, abort the communicator at the deadline.
+    const absl::Time deadline = absl::Now() + o_.timeout;
+    while (true) {
+      const cudaError_t q = cudaStreamQuery(stream_);
+      if (q == cudaSuccess) return absl::OkStatus();
+      if (q != cudaErrorNotReady) return fail(Cuda(q, "cudaStreamQuery", o_.device));
+      ncclResult_t async_error = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &async_error);
+      if (async_error != ncclSuccess || absl::Now() > deadline) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        broken_ = true;
+        return fail(async_error != ncclSuccess
+                        ? Nccl(async_error, "NCCL")
+                        : absl::DeadlineExceededError(absl::StrCat("not finished after ", absl::FormatDuration(o_.timeout),
+                                                                   " (a peer died or hangs; FLAGS_rpc_deadline)")));
+      }
+      absl::SleepFor(absl::Microseconds(20));
+    }
+  }
+
+  NcclOptions o_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* buffer_ = nullptr;
+  size_t capacity_ = 0;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+bool NcclAvailable() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+absl::StatusOr<std::unique_ptr<Collective>> CreateNcclCollective(const NcclOptions& options) {
+  if (!NcclAvailable()) return absl::FailedPreconditionError("the NCCL backend needs a GPU; this host has none visible");
+  if (options.unique_id == nullptr) return absl::InvalidArgumentError("the NCCL backend needs the ncclUniqueId");
+  auto c = std::make_unique<NcclCollective>(options);
+  OAR_RETURN_IF_ERROR(c->Init());
+  return std::unique_ptr<Collective>(std::move(c));
+}
+
+#else  // !OAR_HAVE_NCCL
+
+bool NcclAvailable() { return false; }
+
+absl::StatusOr<std::unique_ptr<Collective>> CreateNcclCollective(const NcclOptions&) {
+  return absl::UnimplementedError("this Oar was built without NCCL (CUDA and NCCL were not found)");
+}
+
+#endif
+
+}  // namespace oar
