@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/role_env.h"
@@ -42,19 +43,25 @@ const std::vector<Command>& Commands() {
        {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "limit", "constant_init", "step_log",
         "max_steps", "program", "startup", "pservers", "trainers", "trainer_id", "current_endpoint",
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
-        "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times", "loss_name", "feed_names"},
+        "runtime_split_send_recv", "loss_name", "feed_names"},
        RunRun,
-       {{"batch_size", "the global batch: each trainer takes batch_size / trainers"}}},
-      {"launch", "run a whole cluster (pservers and trainers) on this machine, with one progress display",
-       "oar launch --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] [--log_dir DIR]",
+       {{"batch_size", "the global batch: each trainer takes batch_size / trainers"}},
+       {"/common/rpc/", "/pserver/", "/trainer/"}},
+      {"launch", "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
+       "display",
+       "oar launch [--mode pserver] --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] "
+       "[--log_dir DIR]\n       oar launch --mode nccl2 --trainers T --model NAME [--cpu_num N] ...",
        "cli/launch_cmd.cc",
        {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
-        "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "min_block_size", "no_slice",
-        "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names"},
+        "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "mode", "min_block_size", "no_slice",
+        "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names",
+        "checkpoint_dir", "checkpoint_every"},
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
-        {"pservers", "the number of pservers to start (1 when not given)"},
-        {"batch_size", "the global batch: each trainer takes batch_size / trainers"}}},
+        {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},
+        {"mode", "pserver (pservers and trainers) or nccl2 (trainers that all-reduce among themselves)"},
+        {"batch_size", "the global batch: each trainer takes batch_size / trainers"}},
+       {"/common/rpc/", "/trainer/"}},
   };
   return *cmds;
 }
@@ -79,7 +86,7 @@ void PrintCommandHelp(const Command& cmd) {
   std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
 }
 
-std::vector<std::string> ParseCommandFlags(int argc, char** argv) {
+std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   for (const auto& f : flags) {
@@ -96,7 +103,14 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv) {
       size_t eq = a.find('=');
       std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       std::string rest = eq == std::string::npos ? "" : a.substr(eq);
-      a = "--" + absl::StrReplaceAll(name, {{"-", "_"}}) + rest;
+      name = absl::StrReplaceAll(name, {{"-", "_"}});
+      a = "--" + name + rest;
+      gflags::CommandLineFlagInfo info;
+      if (given != nullptr) {  // --nosync names the flag sync
+        given->push_back(!gflags::GetCommandLineFlagInfo(name.c_str(), &info) && absl::StartsWith(name, "no")
+                             ? name.substr(2)
+                             : name);
+      }
     }
     storage.push_back(a);
   }
@@ -106,6 +120,43 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv) {
   char** p = ptrs.data();
   gflags::ParseCommandLineNonHelpFlags(&n, &p, /*remove_flags=*/true);
   return std::vector<std::string>(p + 1, p + n);
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+bool CommandReads(const Command& cmd, const std::string& name) {
+  gflags::CommandLineFlagInfo f;
+  if (!gflags::GetCommandLineFlagInfo(name.c_str(), &f)) return false;
+  if (absl::EndsWith(f.filename, cmd.flags_file)) return true;
+  if (std::find(cmd.shared_flags.begin(), cmd.shared_flags.end(), name) != cmd.shared_flags.end()) return true;
+  for (const auto& dir : cmd.flag_dirs) {
+    if (f.filename.find(dir) != std::string::npos) return true;
+  }
+  // glog's and gflags' own flags (logging, --flagfile...) go with every command.
+  for (const char* ours : {"/cli/", "/common/", "/trainer/", "/pserver/", "/transpiler/", "/examples/", "/bench/"}) {
+    if (f.filename.find(ours) != std::string::npos) return false;
+  }
+  return true;
+}
+
+absl::Status CheckFlagsRead(const Command& cmd, const std::vector<std::string>& given) {
+  for (const auto& name : given) {
+    if (CommandReads(cmd, name)) continue;
+    std::vector<std::string> readers;
+    for (const auto& c : Commands()) {
+      if (CommandReads(c, name)) readers.push_back("oar " + c.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "oar ", cmd.name, " does not read --", name,
+        readers.empty() ? "" : absl::StrCat(" (", absl::StrJoin(readers, ", "), " do)"),
+        "; see 'oar ", cmd.name, " --help'"));
+  }
+  return absl::OkStatus();
 }
 
 int Fail(const std::string& message) {

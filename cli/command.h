@@ -25,6 +25,8 @@ struct Command {
   // process exit code.
   int (*run)(const std::vector<std::string>& args) = nullptr;
   std::map<std::string, std::string> flag_help;  // what a shared flag means for this command, where it differs
+  // Source folders whose flags it also reads ("common/rpc/": the rpc flags).
+  std::vector<std::string> flag_dirs;
 };
 
 const std::vector<Command>& Commands();
@@ -34,8 +36,17 @@ void PrintCommandHelp(const Command& cmd);
 
 // Parses argv (argv[0] = "oar", argv[1] = command) with gflags after applying
 // FLAGS_* environment variables and accepting --dashed-names for
-// --underscored_names. Returns the positional arguments.
-std::vector<std::string> ParseCommandFlags(int argc, char** argv);
+// --underscored_names. Returns the positional arguments; `given` (if not
+// null) gets the names of the flags given on the command line.
+std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given = nullptr);
+
+const Command* FindCommand(const std::string& name);
+// True when `cmd` reads flag `name`: defined in its file, shared with it,
+// from one of its flag_dirs, or one of glog's and gflags' own.
+bool CommandReads(const Command& cmd, const std::string& name);
+// InvalidArgument naming the first of `given` that `cmd` does not read (a
+// flag that would be silently ignored), and where it belongs.
+absl::Status CheckFlagsRead(const Command& cmd, const std::vector<std::string>& given);
 
 // True when flag `name` was given (on the command line or as FLAGS_<name>),
 // not left at its default.

@@ -2,14 +2,18 @@
 // this machine. Picks P free ports on 127.0.0.1, starts P pservers and T
 // trainers as `oar run` processes with the PADDLE_* environment each role
 // reads, shows one progress display for the trainers, and prints a summary
-// (test accuracy, wall time, examples/s). A failing process, or Ctrl-C,
-// stops every other process; the launcher then exits non-zero naming the
-// role that failed and why.
+// (test accuracy, wall time, examples/s). With --mode nccl2 there are no
+// pservers: T trainers, each on a free port (PADDLE_TRAINER_ENDPOINTS), that
+// all-reduce among themselves. Every flag given here that `oar run` reads
+// goes to each child. A failing process, or Ctrl-C, stops every other
+// process; the launcher then exits non-zero naming the role that failed and
+// why.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +38,7 @@ DECLARE_string(pservers);
 DECLARE_int32(trainers);
 DECLARE_bool(async);
 DECLARE_bool(sync);
+DECLARE_string(mode);
 
 namespace oar::cli {
 namespace {
@@ -41,13 +46,9 @@ namespace {
 std::atomic<int> g_signal{0};
 void OnLaunchSignal(int sig) { g_signal = sig; }
 
-// Flags every child gets as the launcher has them.
-const char* const kForwardedFlags[] = {
-    "model",       "optimizer",    "lr",     "seed",           "batch_size",  "epochs",
-    "data_dir",    "limit",        "constant_init", "max_steps", "sync",      "async",
-    "min_block_size", "no_slice",  "split_method", "runtime_split_send_recv", "rpc_deadline", "rpc_retry_times",
-    "program",     "startup",      "loss_name", "feed_names", "rpc_fault_injection", "checkpoint_dir",
-    "checkpoint_every"};
+// Flags `oar run` reads that the launcher sets per child itself.
+const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
+                                      "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num"};
 
 absl::StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;
@@ -89,15 +90,21 @@ std::string Explain(const ProcessGroup& g, const LaunchMonitor& m, const ChildEx
 }
 
 absl::Status Launch() {
-  int pservers = 1;  // when --pservers is not given
+  const bool nccl2 = FLAGS_mode == "nccl2";
+  if (!nccl2 && FLAGS_mode != "pserver") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode is pserver or nccl2, got '", FLAGS_mode, "'"));
+  }
+  int pservers = nccl2 ? 0 : 1;  // when --pservers is not given
+  if (nccl2 && FlagGiven("pservers")) return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
+  if (nccl2 && (FLAGS_async || !FLAGS_sync)) return absl::InvalidArgumentError("--mode nccl2 is synchronous: drop --async");
   if (FlagGiven("pservers") && (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--pservers takes the number of pservers (>= 1), got '",
                                                    FLAGS_pservers, "'"));
   }
   const int trainers = FLAGS_trainers;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
-  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(pservers));
-  std::vector<std::string> eps;
+  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(nccl2 ? trainers : pservers));
+  std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
   for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));
   const std::string ep_list = absl::StrJoin(eps, ",");
   for (const auto* dir : {&FLAGS_log_dir, &FLAGS_step_log_dir}) {
@@ -106,9 +113,13 @@ absl::Status Launch() {
     if (ec) return absl::PermissionDeniedError(absl::StrCat(*dir, ": ", ec.message()));
   }
   std::vector<std::string> common = {SelfExe(), "run"};
-  for (const char* f : kForwardedFlags) {  // those set here: a child's own defaults are the same
-    std::string value;
-    if (FlagGiven(f) && gflags::GetCommandLineOption(f, &value)) common.push_back(absl::StrCat("--", f, "=", value));
+  const Command* run = FindCommand("run");
+  std::vector<gflags::CommandLineFlagInfo> all;
+  gflags::GetAllFlags(&all);
+  for (const auto& f : all) {  // those set here that `oar run` reads: a child's own defaults are the same
+    if (f.is_default || !CommandReads(*run, f.name)) continue;
+    if (std::find(std::begin(kPerChildFlags), std::end(kPerChildFlags), f.name) != std::end(kPerChildFlags)) continue;
+    common.push_back(absl::StrCat("--", f.name, "=", f.current_value));
   }
   std::vector<ChildSpec> specs;
   std::vector<std::string> names;
@@ -130,9 +141,16 @@ absl::Status Launch() {
       argv.push_back("--cpu_num=1");  // one place per trainer unless asked (CPU_NUM or --cpu_num)
     }
     if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
-    specs.push_back({absl::StrCat("trainer.", i), argv,
-                     {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
-                      {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", ep_list}}});
+    ChildSpec spec{absl::StrCat("trainer.", i), argv,
+                   {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
+                    {"PADDLE_TRAINER_ID", std::to_string(i)}}};
+    if (nccl2) {
+      spec.env.push_back({"PADDLE_TRAINER_ENDPOINTS", ep_list});
+      spec.env.push_back({"PADDLE_CURRENT_ENDPOINT", eps[i]});
+    } else {
+      spec.env.push_back({"PADDLE_PSERVER_ENDPOINTS", ep_list});
+    }
+    specs.push_back(std::move(spec));
     trainer_of.push_back(i);
   }
   // Every process on one host: each gets its share of the cores for BLAS
@@ -144,9 +162,14 @@ absl::Status Launch() {
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
   }
   for (const auto& s : specs) names.push_back(s.name);
-  const char* mode = FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as TranspilerConfigFromFlags reads them
-  std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
-               mode);
+  const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
+  if (nccl2) {
+    std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
+                 ep_list.c_str());
+  } else {
+    std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
+                 mode);
+  }
 
   const auto start = std::chrono::steady_clock::now();
   LaunchMonitor monitor(names, trainer_of, FLAGS_log_dir);
@@ -198,6 +221,8 @@ absl::Status Launch() {
   int64_t examples = 0;
   double train_seconds = 0, loss = 0;
   std::string accuracy = "n/a", test_loss = "n/a";
+  std::vector<std::string> unused;
+  int index = 0;
   for (const auto& r : monitor.Trainers()) {
     auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
     int64_t n = 0;
@@ -210,9 +235,21 @@ absl::Status Launch() {
     loss += l / trainers;
     if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
     if (!get("test_loss").empty()) test_loss = get("test_loss");
+    int64_t left = 0;
+    if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
+    ++index;
   }
-  std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s (first step after %.1f s)\n", pservers,
-              trainers, mode, wall, monitor.FirstStepSeconds());
+  if (nccl2) {
+    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s (first step after %.1f s)\n", trainers, wall,
+                monitor.FirstStepSeconds());
+  } else {
+    std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s (first step after %.1f s)\n",
+                pservers, trainers, mode, wall, monitor.FirstStepSeconds());
+  }
+  if (!unused.empty()) {
+    std::printf("  examples left unused so every trainer stopped at the same step: %s\n",
+                absl::StrJoin(unused, ", ").c_str());
+  }
   std::printf("  trained on %lld examples in %.1f s: %.0f examples/s across the trainers (this host has %u cores)\n",
               static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
               std::thread::hardware_concurrency());

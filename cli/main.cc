@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
         return 0;
       }
     }
-    std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv);
+    std::vector<std::string> given;
+    std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv, &given);
+    if (absl::Status s = oar::cli::CheckFlagsRead(cmd, given); !s.ok()) return oar::cli::Fail(std::string(s.message()));
     return cmd.run(args);
   }
   std::cerr << "oar: error: unknown command '" << name << "'\n";

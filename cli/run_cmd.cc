@@ -1,6 +1,6 @@
 // `oar run`: one process of a distributed job, its role and cluster read
 // from the PADDLE_* environment (cli/role_env.h) or flags. Every process
-// transpiles the same model the same way; then
+// transpiles the same model the same way (--mode pserver or nccl2); then
 //  - a PSERVER runs its startup and pserver programs until every trainer
 //    has said COMPLETE (or SIGTERM);
 //  - a TRAINER waits (bounded) for the pservers, runs its startup program
@@ -10,7 +10,12 @@
 //    --cpu_num places, says COMPLETE, and trainer 0 evaluates on the test set;
 //    with --checkpoint_dir and --checkpoint_every N, trainer 0 has every
 //    pserver save a checkpoint after each N steps (checkpoint_notify), and a
-//    pserver started with --checkpoint_dir restores from it.
+//    pserver started with --checkpoint_dir restores from it;
+//  - in nccl2 mode there are only trainers (PADDLE_TRAINER_ENDPOINTS): they
+//    get one id from trainer 0 (gen_nccl_id), join the TCP ring, start from
+//    trainer 0's parameters, all-reduce gradients every step, and agree on
+//    each epoch's steps (the shortest shard's), saying how many examples
+//    they leave unused.
 // With --report, a trainer also prints machine-readable lines on stdout for
 // `oar launch`:
 //   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
@@ -111,12 +116,16 @@ void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
   if (d.numel() == t->numel()) t->Resize(d);
 }
 
-absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t) {
+absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2) {
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
   options.loss = io.loss;
   options.pservers = env.pservers;
+  options.nccl2 = nccl2;
+  options.trainers = env.trainers;
+  options.trainer_id = env.trainer_id;
+  options.trainer_endpoints = env.trainer_endpoints;
   if (FLAGS_cpu_num > 1) {
     options.places = CpuPlaces(FLAGS_cpu_num);
   } else if (FLAGS_cpu_num == 0) {
@@ -132,10 +141,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // its 1/trainers of it, so a sync job makes the single process's steps.
   const int64_t batch = std::max<int64_t>(1, FLAGS_batch_size / env.trainers);
   Batcher batches(train, batch, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id, env.trainers);
-  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld, batch %lld, on %zu place(s), pservers %s\n",
-               env.trainer_id, env.trainers, static_cast<long long>(batches.size()),
-               static_cast<long long>(train.size()), static_cast<long long>(batch), rt->num_places(),
-               absl::StrJoin(env.pservers, ",").c_str());
+  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld, batch %lld, on %zu place(s), %s %s\n", env.trainer_id,
+               env.trainers, static_cast<long long>(batches.size()), static_cast<long long>(train.size()),
+               static_cast<long long>(batch), rt->num_places(), nccl2 ? "nccl2 with trainers" : "pservers",
+               absl::StrJoin(nccl2 ? env.trainer_endpoints : env.pservers, ",").c_str());
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   ProgramDesc notify;  // checkpoint_notify to every pserver, run by trainer 0
   if (env.trainer_id == 0 && !FLAGS_checkpoint_dir.empty() && FLAGS_checkpoint_every > 0) {
@@ -146,7 +155,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     op->SetAttr("trainer_id", int32_t{0});
   }
   const auto start = std::chrono::steady_clock::now();
-  int64_t steps = 0, examples = 0;
+  int64_t steps = 0, examples = 0, unused = 0;
   double loss = 0;
   Tensor x, y;
   auto out_of_steps = [&] { return FLAGS_max_steps > 0 && steps >= FLAGS_max_steps; };
@@ -155,7 +164,16 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                     batches.num_batches());
     batches.Reset();
     int64_t step_in_epoch = 0;
-    while (!out_of_steps() && batches.Next(&x, &y)) {
+    // nccl2: every trainer takes the fewest steps any has this epoch.
+    std::vector<int64_t> counts;
+    OAR_ASSIGN_OR_RETURN(const int64_t agreed, rt->AgreeOnSteps(batches.num_batches(), &counts));
+    if (agreed < batches.num_batches()) {
+      const int64_t left = std::max<int64_t>(0, batches.size() - agreed * batch);
+      unused += left;
+      std::fprintf(stderr, "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
+                   env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
+    }
+    while (!out_of_steps() && step_in_epoch < agreed && batches.Next(&x, &y)) {
       ShapeLike(io.image_shape, &x);
       OAR_ASSIGN_OR_RETURN(float l, rt->Step({{io.image, x}, {io.label, y}}));
       loss = l;
@@ -181,8 +199,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Done with the pservers: they stop waiting for this trainer.
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
-  std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f",
-                                       env.trainer_id, static_cast<long long>(examples), seconds, loss);
+  std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld",
+                                       env.trainer_id, static_cast<long long>(examples), seconds, loss,
+                                       static_cast<long long>(unused));
   if (env.trainer_id == 0 && io.model != nullptr) {
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
     OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));
@@ -202,11 +221,7 @@ absl::Status Run() {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
-  if (config.mode == "nccl2") {
-    return absl::UnimplementedError(
-        "oar run: nccl2 mode needs the trainers' collective all-reduce (NCCL or the TCP ring), which is not built "
-        "yet; use pserver mode");
-  }
+  const bool nccl2 = config.mode == "nccl2";
   std::unique_ptr<ModelPrograms> model;
   ProgramDesc main, startup;
   OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
@@ -215,9 +230,14 @@ absl::Status Run() {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
   DistributeTranspiler t(config);
-  OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
-                                  config.sync_mode, &startup, env.current_endpoint));
-  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t);
+  if (nccl2) {
+    OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, "", absl::StrJoin(env.trainer_endpoints, ","), true,
+                                    &startup, env.current_endpoint));
+  } else {
+    OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
+                                    config.sync_mode, &startup, env.current_endpoint));
+  }
+  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2);
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");

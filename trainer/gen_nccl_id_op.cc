@@ -71,6 +71,15 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
   const auto endpoint = ctx.Attr<std::string>("endpoint");
   const auto others = ctx.Attr<std::vector<std::string>>("endpoint_list");
   const int tid = ctx.Attr<int32_t>("trainer_id");
+  if (ctx.Attr<int32_t>("nccl_comm_num") != 1) {
+    return absl::UnimplementedError(absl::StrCat("gen_nccl_id: nccl_comm_num ", ctx.Attr<int32_t>("nccl_comm_num"),
+                                                 " (several communicators per trainer) is not supported; Oar uses one"));
+  }
+  if (ctx.Attr<bool>("use_hierarchical_allreduce")) {
+    return absl::UnimplementedError(
+        "gen_nccl_id: use_hierarchical_allreduce (inter- and intra-node NCCL rings) is not supported; Oar's "
+        "hierarchy is a trainer's places, then the trainers");
+  }
   const RunEnv* env = ctx.env();
   if (env == nullptr || env->rpc == nullptr || env->transport == nullptr) {
     return absl::FailedPreconditionError(

@@ -3,6 +3,7 @@
 #include "common/rpc/fault_injection.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/status.h"
+#include "trainer/collective/join_trainers.h"
 
 namespace oar {
 
@@ -25,12 +26,39 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
                                  "waiting for the pservers (FLAGS_rpc_deadline)"));
   }
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));
-  if (rt->options_.places.size() > 1) {
-    OAR_ASSIGN_OR_RETURN(rt->pe_, ParallelExecutor::Create(rt->options_.places, rt->options_.loss, rt->main_,
-                                                           &rt->scope_, rt->options_.build, {}, 1, 0, nullptr,
-                                                           &rt->env_));
+  const Options& o = rt->options_;
+  if (o.nccl2 && o.trainers > 1) {
+    OAR_RETURN_IF_ERROR(rt->JoinCollective());
+  }
+  if (o.places.size() > 1 || rt->collective_ != nullptr) {
+    std::vector<Place> places = o.places.empty() ? std::vector<Place>{CPUPlace()} : o.places;
+    OAR_ASSIGN_OR_RETURN(rt->pe_, ParallelExecutor::Create(places, o.loss, rt->main_, &rt->scope_, o.build, {},
+                                                           rt->collective_ ? o.trainers : 1,
+                                                           rt->collective_ ? o.trainer_id : 0, nullptr, &rt->env_));
   }
   return rt;
+}
+
+absl::Status TrainerRuntime::JoinCollective() {
+  const Variable* id = scope_.FindVar("NCCLID");
+  OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers({.id = id != nullptr && id->IsType<Tensor>() ? &id->Get<Tensor>() : nullptr,
+                                                  .rank = options_.trainer_id,
+                                                  .endpoints = options_.trainer_endpoints}));
+  env_.collective = collective_.get();
+  env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
+  // Every trainer starts from trainer 0's parameters and optimizer state,
+  // whatever its own initializers drew.
+  std::vector<std::string> names;
+  for (const auto& [name, v] : main_.Block(0).vars()) {
+    const Variable* var = scope_.FindVar(name);
+    if (v.persistable && var != nullptr && var->IsType<Tensor>() && var->Get<Tensor>().initialized()) {
+      names.push_back(name);
+    }
+  }
+  for (const auto& name : names) {
+    OAR_RETURN_IF_ERROR(collective_->Broadcast(scope_.Var(name)->GetMutable<Tensor>(), 0, name));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<float> TrainerRuntime::Step(const FeedMap& feed) {
@@ -51,7 +79,25 @@ absl::StatusOr<float> TrainerRuntime::Step(const FeedMap& feed) {
 absl::Status TrainerRuntime::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
-  return exe_->Close();
+  absl::Status s = exe_->Close();
+  if (collective_ != nullptr) s.Update(Annotate(collective_->Barrier(), "the trainers' closing barrier"));
+  return s;
+}
+
+absl::StatusOr<int64_t> TrainerRuntime::AgreeOnSteps(int64_t mine, std::vector<int64_t>* everyone) {
+  everyone->assign(1, mine);
+  if (collective_ == nullptr) return mine;
+  Tensor t;
+  t.mutable_data<int64_t>({1})[0] = mine;
+  std::vector<Tensor> all;
+  OAR_RETURN_IF_ERROR(Annotate(collective_->AllGather(t, &all, "steps this epoch"), "agreeing on the epoch's steps"));
+  everyone->clear();
+  int64_t least = mine;
+  for (const Tensor& a : all) {
+    everyone->push_back(a.data<int64_t>()[0]);
+    least = std::min(least, everyone->back());
+  }
+  return least;
 }
 
 }  // namespace oar

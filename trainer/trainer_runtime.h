@@ -6,7 +6,9 @@
 // parameters), then one step per Step() call — on one CPU place with the
 // Executor, or data-parallel over several with the ParallelExecutor, whose
 // SSA graph runs the RPC ops once, on place 0, after the places' gradients
-// are all-reduced — and Close() says COMPLETE to every pserver.
+// are all-reduced — and Close() says COMPLETE to every pserver. In nccl2
+// mode there are no pservers: the trainers join one collective and the
+// ParallelExecutor all-reduces gradients across them (see Options::nccl2).
 //
 //   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(trainer, startup, {.loss = "mean_0.tmp_0"}));
 //   OAR_ASSIGN_OR_RETURN(float loss, rt->Step({{"x", xs}, {"y", ys}}));
@@ -36,14 +38,28 @@ class TrainerRuntime {
     BuildStrategy build;
     std::vector<std::string> pservers;   // waited for before the startup program
     rpc::Transport* transport = nullptr;  // null: gRPC (must outlive the runtime)
+    // nccl2 mode: no pservers; the startup program's gen_nccl_id gives every
+    // trainer the same id, from which they join one collective (the TCP ring
+    // among trainer_endpoints on CPUs), take trainer 0's parameters, and the
+    // ParallelExecutor all-reduces gradients across them every step.
+    bool nccl2 = false;
+    int trainers = 1;
+    int trainer_id = 0;
+    std::vector<std::string> trainer_endpoints;
   };
   static absl::StatusOr<std::unique_ptr<TrainerRuntime>> Create(ProgramDesc main, const ProgramDesc& startup,
                                                                 Options options);
 
   // One step on `feed` (split across the places); the mean loss.
   absl::StatusOr<float> Step(const FeedMap& feed);
-  // Says COMPLETE to the pservers (they stop waiting for this trainer).
+  // Says COMPLETE to the pservers (they stop waiting for this trainer); in
+  // nccl2 mode, waits (bounded) for every trainer to get here.
   absl::Status Close();
+  // nccl2 mode: every trainer says how many steps it has this epoch and all
+  // take the fewest, so none waits for a collective the others never call
+  // (Fluid hangs here). `everyone` gets each trainer's count. Without a
+  // collective: `mine`.
+  absl::StatusOr<int64_t> AgreeOnSteps(int64_t mine, std::vector<int64_t>* everyone);
 
   // The scope that holds the parameters after each step (place 0's).
   Scope* scope() { return &scope_; }
@@ -53,11 +69,13 @@ class TrainerRuntime {
 
  private:
   TrainerRuntime() = default;
+  absl::Status JoinCollective();
 
   Options options_;
   ProgramDesc main_;
   std::unique_ptr<rpc::Transport> own_transport_, fault_transport_;
   std::unique_ptr<rpc::RpcClient> client_;
+  std::unique_ptr<Collective> collective_;  // nccl2 mode
   RunEnv env_;
   std::unique_ptr<Executor> exe_;
   Scope scope_;

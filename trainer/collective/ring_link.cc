@@ -171,24 +171,31 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
   // Connect to the successor, retrying while it does not listen yet.
   asio::steady_timer retry(m.io);
   std::string rejected;
-  std::function<void()> connect = [&] {
+  // A connection that breaks before the handshake's answer (the port may
+  // still belong to the peer's rendezvous server, closing) is tried again;
+  // an explicit refusal is final.
+  std::function<void()> connect;
+  auto again = [&] {
+    boost::system::error_code ignored;
+    m.to_next.close(ignored);
+    retry.expires_after(std::chrono::milliseconds(50));
+    retry.async_wait([&](const boost::system::error_code& te) {
+      if (!te) connect();
+    });
+  };
+  connect = [&] {
     m.to_next.async_connect(succ, [&](const boost::system::error_code& e) {
-      if (e) {
-        boost::system::error_code ignored;
-        m.to_next.close(ignored);
-        retry.expires_after(std::chrono::milliseconds(50));
-        retry.async_wait([&](const boost::system::error_code& te) {
-          if (!te) connect();
-        });
-        return;
-      }
+      if (e == asio::error::operation_aborted) return;
+      if (e) return again();
       asio::async_write(m.to_next, asio::buffer(mine), [&](const boost::system::error_code& we, size_t) {
-        if (we) return m.Fail(absl::UnavailableError(absl::StrCat(link->Peer(next), ": ", we.message())));
+        if (we == asio::error::operation_aborted) return;
+        if (we) return again();
         asio::async_read(m.to_next, asio::buffer(&ack, 1), [&](const boost::system::error_code& re, size_t) {
-          if (re || ack != 1) {
+          if (re == asio::error::operation_aborted) return;
+          if (re) return again();
+          if (ack != 1) {
             return m.Fail(absl::PermissionDeniedError(absl::StrCat(
-                link->Peer(next), " refused this rank: another job's token, rank or ring size (",
-                re ? re.message() : "handshake mismatch", ")")));
+                link->Peer(next), " refused this rank: another job's token, rank or ring size")));
           }
           connected = true;
           Tune(m.to_next);

@@ -1,0 +1,151 @@
+// nccl2 mode end to end with real `oar` processes on loopback: `oar launch
+// --mode nccl2` trains step for step as one process on as many places; an
+// uneven split ends without a hang and says what was left unused; a killed
+// trainer, or trainers running different programs, end every other trainer
+// with an error naming the rank and its endpoint — within FLAGS_rpc_deadline
+// + 5 s.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/process_group.h"
+#include "gtest/gtest.h"
+#include "tests/util/free_port.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+const std::string kSmall =
+    "--model fashion_mlp --limit 2000 --batch_size 64 --seed 3 --constant_init 0.01 --optimizer sgd --lr 0.001";
+
+std::vector<double> ReadSteps(const std::string& path) {
+  std::vector<double> out;
+  std::ifstream f(path);
+  for (double v; f >> v;) out.push_back(v);
+  return out;
+}
+
+void CheckAgainstPlaces(int trainers, int places) {
+  const std::string dir = TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places));
+  Result ref = Oar("train " + kSmall + " --places " + std::to_string(trainers * places) + " --max_steps 10 --step_log " +
+                   dir + "/ref.steps");
+  ASSERT_EQ(ref.code, 0) << ref.out;
+  Result r = Oar("launch --mode nccl2 --trainers " + std::to_string(trainers) + " --cpu_num " +
+                 std::to_string(places) + " " + kSmall + " --max_steps 10 --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("nccl2, " + std::to_string(trainers) + " trainer(s)"), std::string::npos) << r.out;
+  const auto want = ReadSteps(dir + "/ref.steps");
+  ASSERT_EQ(want.size(), 10u);
+  std::vector<std::vector<double>> got;
+  for (int t = 0; t < trainers; ++t) got.push_back(ReadSteps(dir + "/trainer." + std::to_string(t) + ".steps"));
+  for (size_t s = 0; s < want.size(); ++s) {
+    double mean = 0;
+    for (const auto& g : got) {
+      ASSERT_EQ(g.size(), want.size());
+      mean += g[s] / trainers;
+    }
+    EXPECT_NEAR(mean, want[s], 1e-6) << "step " << s;
+  }
+  EXPECT_GT(std::abs(want.back() - want.front()), 1e-3);  // it trains
+}
+
+TEST(Nccl2E2eTest, TwoTrainersOnOnePlaceMatchOneProcessOnTwoStepByStep) { CheckAgainstPlaces(2, 1); }
+TEST(Nccl2E2eTest, TwoTrainersOnTwoPlacesMatchOneProcessOnFourStepByStep) { CheckAgainstPlaces(2, 2); }
+
+TEST(Nccl2E2eTest, UnevenShardsEndTogetherAndSayWhatWasLeft) {
+  // 201 examples, a global batch of 200: trainer 0 has 2 batches, trainer 1 one.
+  Result r = Oar("launch --mode nccl2 --trainers 2 --model fashion_mlp --limit 201 --batch_size 200 --epochs 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("examples left unused so every trainer stopped at the same step: trainer 0: 1"),
+            std::string::npos)
+      << r.out;
+}
+
+// Trainers as separate `oar run` processes, each told its role by PADDLE_*.
+struct Trainers {
+  std::vector<std::string> eps;
+  cli::ProcessGroup group;
+  absl::Mutex mu;
+  std::vector<std::vector<std::string>> logs;
+  int stepped = 0;
+  std::map<size_t, int> codes;
+
+  Trainers(int n, int deadline_ms, const std::function<std::vector<std::string>(int)>& extra) {
+    for (int i = 0; i < n; ++i) eps.push_back(FreeEndpoint());
+    logs.resize(static_cast<size_t>(n));
+    std::vector<cli::ChildSpec> specs;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> args = {OAR_BINARY, "run", "--mode=nccl2", "--batch_size=64", "--report",
+                                       "--rpc_deadline=" + std::to_string(deadline_ms)};
+      for (const auto& a : extra(i)) args.push_back(a);
+      specs.push_back({"trainer." + std::to_string(i), args,
+                       {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", std::to_string(n)},
+                        {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_TRAINER_ENDPOINTS", absl::StrJoin(eps, ",")},
+                        {"PADDLE_CURRENT_ENDPOINT", eps[i]}, {"OPENBLAS_NUM_THREADS", "1"}}});
+    }
+    EXPECT_TRUE(group.Start(std::move(specs), [this](size_t c, const std::string& line, bool) {
+                  absl::MutexLock l(&mu);
+                  logs[c].push_back(line);
+                  if (line.rfind("@oar progress", 0) == 0) ++stepped;
+                }).ok());
+  }
+  bool AwaitSteps(int n, absl::Duration d) {
+    absl::MutexLock l(&mu);
+    struct Want {
+      Trainers* t;
+      int n;
+    } w{this, n};
+    return mu.AwaitWithTimeout(absl::Condition(+[](Want* w) ABSL_NO_THREAD_SAFETY_ANALYSIS { return w->t->stepped >= w->n; }, &w), d);
+  }
+  void WaitAll(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (codes.size() < group.size() && std::chrono::steady_clock::now() < until) {
+      for (const auto& e : group.Poll()) codes[e.index] = e.code;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    group.StopAll(1000);
+    group.DrainOutput();
+  }
+  std::string Log(size_t i) {
+    absl::MutexLock l(&mu);
+    return absl::StrJoin(logs[i], "\n");
+  }
+};
+
+TEST(Nccl2E2eTest, AKilledTrainerFailsEveryOtherNamingItsRankAndEndpoint) {
+  Trainers t(3, /*deadline_ms=*/4000, [](int) { return std::vector<std::string>{"--model=fashion_mlp", "--epochs=5"}; });
+  ASSERT_TRUE(t.AwaitSteps(3, absl::Seconds(60))) << "the trainers never started training";
+  const auto start = std::chrono::steady_clock::now();
+  t.group.SignalOne(1, SIGKILL);
+  t.WaitAll(30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t i : {0u, 2u}) {
+    ASSERT_TRUE(t.codes.count(i)) << "trainer " << i << " hung";
+    EXPECT_NE(t.codes[i], 0) << t.Log(i);
+  }
+  // Trainer 2 reads from trainer 1: it names it.
+  EXPECT_NE(t.Log(2).find("rank 1 (" + t.eps[1] + ")"), std::string::npos) << t.Log(2);
+  EXPECT_LT(took, 4 + 5);  // FLAGS_rpc_deadline + 5 s
+}
+
+TEST(Nccl2E2eTest, TrainersWithDifferentProgramsFailNamingTheVariableAndBothRanks) {
+  Trainers t(2, 4000, [](int i) {
+    return std::vector<std::string>{i == 0 ? "--model=fashion_mlp" : "--model=fashion_cnn", "--epochs=1"};
+  });
+  t.WaitAll(60);
+  bool named = false;
+  for (size_t i : {0u, 1u}) {
+    ASSERT_TRUE(t.codes.count(i)) << "trainer " << i << " hung";
+    EXPECT_NE(t.codes[i], 0) << t.Log(i);
+    named |= t.Log(i).find("programs disagree") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << t.Log(0) << "\n---\n" << t.Log(1);
+}
+
+}  // namespace
+}  // namespace oar
