@@ -55,7 +55,7 @@ const std::vector<Command>& Commands() {
        {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
         "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "mode", "min_block_size", "no_slice",
         "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names",
-        "checkpoint_dir", "checkpoint_every"},
+        "checkpoint_dir", "checkpoint_every", "fuse_all_reduce_ops"},
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
         {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},

@@ -49,6 +49,9 @@ DEFINE_bool(dry_run, false, "print the role and cluster read from the environmen
 DEFINE_string(checkpoint_dir, "",
               "trainers: where trainer 0 asks the pservers to checkpoint (every --checkpoint_every steps); pservers: "
               "restore from DIR/pserver_<id> when a checkpoint is there (a restarted pserver rejoins the job)");
+DEFINE_bool(fuse_all_reduce_ops, true,
+            "nccl2 mode: pack gradients into buckets of --fuse_parameter_memory_size MB, one all-reduce each "
+            "(Fluid's BuildStrategy.fuse_all_reduce_ops)");
 DEFINE_int32(checkpoint_every, 0, "with --checkpoint_dir: trainer 0 checkpoints the pservers every N steps (0: never)");
 DECLARE_string(pservers);
 DECLARE_int32(trainers);
@@ -123,6 +126,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.loss = io.loss;
   options.pservers = env.pservers;
   options.nccl2 = nccl2;
+  options.build.fuse_all_reduce_ops = FLAGS_fuse_all_reduce_ops;
   options.trainers = env.trainers;
   options.trainer_id = env.trainer_id;
   options.trainer_endpoints = env.trainer_endpoints;

@@ -83,7 +83,10 @@ class ParallelExecutor {
   ParallelExecutor() = default;
   absl::StatusOr<Compiled*> GetOrCompile(const std::vector<std::string>& feed_names,
                                          const std::vector<std::string>& fetch_list);
+  // parallel_executor_run.cc: the step's graph on the pool (several
+  // places) or on the calling thread (one place).
   absl::Status RunGraph(Compiled* c);
+  absl::Status RunGraphOnCaller(Compiled* c);
   // Sums `grad` over places: slice `chunk` of `chunks` of a dense one (all of a
   // sparse one, by chunk 0), onto every place (to < 0) or onto place `to`.
   absl::Status AllReduce(const std::string& grad, int to = -1, size_t chunk = 0, size_t chunks = 1);

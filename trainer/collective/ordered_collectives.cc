@@ -44,22 +44,37 @@ void OrderedCollectives::Cancel(const absl::Status& why) {
   for (auto& [index, call] : dropped) call.done(why);
 }
 
+bool OrderedCollectives::TryRunInline(size_t index) {
+  absl::MutexLock l(&mu_);
+  if (busy_ || next_ != index || !cancelled_.ok()) return false;
+  busy_ = true;
+  ++next_;
+  return true;
+}
+
+void OrderedCollectives::InlineDone() {
+  absl::MutexLock l(&mu_);
+  busy_ = false;
+}
+
 void OrderedCollectives::Loop() {
   absl::MutexLock l(&mu_);
   while (true) {
     mu_.Await(absl::Condition(
         +[](OrderedCollectives* o) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return o->stopping_ || o->waiting_.count(o->next_) > 0;
+          return o->stopping_ || (!o->busy_ && o->waiting_.count(o->next_) > 0);
         },
         this));
     if (stopping_) return;
     Call call = std::move(waiting_[next_]);
     waiting_.erase(next_);
     ++next_;
+    busy_ = true;
     mu_.Unlock();
     absl::Status s = call.work();
     call.done(std::move(s));
     mu_.Lock();
+    busy_ = false;
   }
 }
 

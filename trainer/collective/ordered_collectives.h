@@ -40,6 +40,12 @@ class OrderedCollectives {
   // The step failed elsewhere: calls waiting for their turn (and any
   // submitted later this step) end at once with `why`, without running.
   void Cancel(const absl::Status& why);
+  // True when call `index` may run now on the caller's own thread (its turn
+  // has come and the collectives' thread is idle): the caller then runs it
+  // and calls InlineDone(). Saves two thread hand-offs when the caller has
+  // nothing else to do meanwhile.
+  bool TryRunInline(size_t index);
+  void InlineDone();
 
  private:
   struct Call {
@@ -51,6 +57,7 @@ class OrderedCollectives {
   std::map<size_t, Call> waiting_ ABSL_GUARDED_BY(mu_);
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status cancelled_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // a call is running (on the thread or inline)
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -15,6 +15,8 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 constexpr char kMagic[8] = {'O', 'A', 'R', 'R', 'I', 'N', 'G', '1'};
+// The acceptor's answer: this magic and then 1 (welcome) or 0 (refused).
+constexpr char kAckMagic[7] = {'O', 'A', 'R', 'A', 'C', 'K', '1'};
 constexpr size_t kTokenBytes = 32;
 constexpr size_t kHandshakeBytes = 8 + kTokenBytes + 4 + 4;
 constexpr int kSocketBuffer = 4 << 20;
@@ -145,7 +147,7 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
   // Accept the predecessor: check its handshake, answer 1 (or 0 and go on
   // accepting: a stranger is not the end of the job).
   char theirs[kHandshakeBytes];
-  char verdict = 0, ack = 0;
+  char verdict[8] = {}, ack[8] = {};
   std::function<void()> accept = [&] {
     acceptor.async_accept(m.from_prev, [&](const boost::system::error_code& e) {
       if (e) return m.Fail(absl::UnavailableError(absl::StrCat("accepting ", link->Peer(prev), ": ", e.message())));
@@ -154,8 +156,9 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
         std::memcpy(&r, theirs + 8 + kTokenBytes, 4);
         std::memcpy(&size, theirs + 12 + kTokenBytes, 4);
         const bool good = !e2 && std::memcmp(theirs, mine.data(), 8 + kTokenBytes) == 0 && r == prev && size == n;
-        verdict = good ? 1 : 0;
-        asio::async_write(m.from_prev, asio::buffer(&verdict, 1), [&, good](const boost::system::error_code&, size_t) {
+        std::memcpy(verdict, kAckMagic, 7);
+        verdict[7] = good ? 1 : 0;
+        asio::async_write(m.from_prev, asio::buffer(verdict, 8), [&, good](const boost::system::error_code&, size_t) {
           if (good) {
             accepted = true;
             Tune(m.from_prev);
@@ -190,10 +193,12 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
       asio::async_write(m.to_next, asio::buffer(mine), [&](const boost::system::error_code& we, size_t) {
         if (we == asio::error::operation_aborted) return;
         if (we) return again();
-        asio::async_read(m.to_next, asio::buffer(&ack, 1), [&](const boost::system::error_code& re, size_t) {
+        asio::async_read(m.to_next, asio::buffer(ack, 8), [&](const boost::system::error_code& re, size_t) {
           if (re == asio::error::operation_aborted) return;
-          if (re) return again();
-          if (ack != 1) {
+          // Not our ring yet (the peer's port may still be its rendezvous
+          // server): try again.
+          if (re || std::memcmp(ack, kAckMagic, 7) != 0) return again();
+          if (ack[7] != 1) {
             return m.Fail(absl::PermissionDeniedError(absl::StrCat(
                 link->Peer(next), " refused this rank: another job's token, rank or ring size")));
           }

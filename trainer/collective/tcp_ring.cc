@@ -182,8 +182,11 @@ absl::Status TcpRing::AllReduce(Tensor* t, const std::string& name) {
   if (t->numel() > 0 && !t->initialized()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' has no data"));
   if (size() == 1) return absl::OkStatus();
   const Header h = impl_->Make(kAllReduce, t, name);
-  absl::Status s = t->nbytes() < impl_->o.small_bytes || t->numel() < size() ? impl_->SmallAllReduce(t, h, name)
-                                                                             : impl_->RingAllReduce(t, h, name);
+  // Two ranks move the same bytes either way, and gathering takes one
+  // exchange where the ring takes two: gather up to pair_bytes.
+  const size_t small = size() == 2 ? std::max(impl_->o.small_bytes, impl_->o.pair_bytes) : impl_->o.small_bytes;
+  absl::Status s = t->nbytes() < small || t->numel() < size() ? impl_->SmallAllReduce(t, h, name)
+                                                              : impl_->RingAllReduce(t, h, name);
   return s.ok() ? s : impl_->Fail(s, kAllReduce, name);
 }
 

@@ -10,8 +10,9 @@
 // one of n slices to its successor while it receives another from its
 // predecessor and adds it as it arrives, chunk by chunk; sizes need not
 // divide by n, and a zero-size tensor is fine. A small one (below
-// small_bytes) is all-gathered whole and summed in rank order: one round
-// trip with two ranks. Broadcast pipelines chunks around the ring;
+// small_bytes; with two ranks, below pair_bytes, since both ways move the
+// same bytes there) is all-gathered whole and summed in rank order: one
+// exchange with two ranks. Broadcast pipelines chunks around the ring;
 // AllGather passes blocks of any size around it.
 //
 // Every operation opens with a header (operation, sequence number, tensor
@@ -45,6 +46,7 @@ struct TcpRingOptions {
   absl::Duration timeout = absl::ZeroDuration();  // connecting, and each operation; 0: FLAGS_rpc_deadline
   size_t chunk_bytes = 512 << 10;  // the pipelining unit
   size_t small_bytes = 32 << 10;   // all-reduces below this all-gather instead
+  size_t pair_bytes = 4 << 20;     // with two ranks, below this
 };
 
 class TcpRing final : public Collective {
