@@ -212,5 +212,27 @@ TEST(OarCliTest, TranspilesProgramFilesAndNamesBadArguments) {
   EXPECT_EQ(startup.back(), "gen_nccl_id");
 }
 
+// Regression: every command took every flag of the binary, so `oar launch
+// --mode nccl2` silently ran a pserver job. Now a flag a command does not
+// read is an error naming it and the commands that do read it.
+TEST(OarCliTest, ACommandRefusesAFlagItDoesNotRead) {
+  Result t = Oar("train --mode nccl2 --epochs 1");
+  EXPECT_NE(t.code, 0);
+  EXPECT_NE(t.out.find("oar train does not read --mode"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("oar launch"), std::string::npos) << t.out;  // who does
+  Result l = Oar("launch --trainers 2 --role TRAINER");
+  EXPECT_NE(l.code, 0);
+  EXPECT_NE(l.out.find("oar launch does not read --role"), std::string::npos) << l.out;
+  Result e = Oar("export --out /tmp/x --rpc_deadline 10");
+  EXPECT_NE(e.code, 0);
+  EXPECT_NE(e.out.find("oar export does not read --rpc_deadline"), std::string::npos) << e.out;
+  Result n = Oar("launch --mode nccl2 --pservers 2 --trainers 2");
+  EXPECT_NE(n.code, 0);
+  EXPECT_NE(n.out.find("--mode nccl2 has no pservers"), std::string::npos) << n.out;
+  Result nosync = Oar("train --nosync");  // --noX names flag X
+  EXPECT_NE(nosync.out.find("does not read --sync"), std::string::npos) << nosync.out;
+  EXPECT_EQ(Oar("launch --help").code, 0);
+}
+
 }  // namespace
 }  // namespace oar

@@ -26,9 +26,9 @@ def check(cond, msg):
     return cond
 
 
-def load(deploy):
+def load(deploy, sub=""):
     docs = {}
-    k8s = os.path.join(deploy, "k8s")
+    k8s = os.path.join(deploy, "k8s", sub)
     for name in sorted(os.listdir(k8s)):
         if not name.endswith(".yaml"):
             continue
@@ -152,7 +152,47 @@ def main():
     check("FROM debian:12" in docker, "the Dockerfile is not based on Debian 12")
     check("scripts/install-deps.sh" in docker, "the Dockerfile does not install with scripts/install-deps.sh")
     check('ENTRYPOINT ["oar", "run"]' in docker, "the image's entrypoint is not `oar run`")
+    check_collective(a.oar, a.deploy, reads, helpers)
     return report()
+
+
+def check_collective(oar, deploy, reads, helpers):
+    """deploy/k8s/collective: nccl2 mode's trainers-only job."""
+    docs = load(deploy, "collective")
+    for kind in ("Service", "Job"):
+        check(kind in docs, "deploy/k8s/collective has no %s" % kind)
+    if "Service" not in docs or "Job" not in docs:
+        return
+    svc, job = docs["Service"], docs["Job"]
+    where = "collective"
+    check(svc["spec"].get("clusterIP") == "None", "%s: the trainers' Service must be headless" % where)
+    check(svc["spec"].get("publishNotReadyAddresses") is True, "%s: the Service must publish not-ready addresses" % where)
+    pod = job["spec"]["template"]
+    for k, v in svc["spec"]["selector"].items():
+        check(pod["metadata"]["labels"].get(k) == v, "%s: Service selector %s=%s does not match the trainers" % (where, k, v))
+    check(pod["spec"].get("subdomain") == svc["metadata"]["name"],
+          "%s: the trainer pods' subdomain must be the Service (their DNS names)" % where)
+    check(job["spec"].get("completionMode") == "Indexed", "%s: the Job must be Indexed (trainer id = index)" % where)
+    trainers = job["spec"]["completions"]
+    check(job["spec"].get("parallelism") == trainers, "%s: parallelism must equal completions (all train at once)" % where)
+    port = svc["spec"]["ports"][0]["port"]
+    c = container(job)
+    check(any(p["containerPort"] == port for p in c.get("ports", [])), "%s: the trainer does not expose %d" % (where, port))
+    for e in c.get("env", []):
+        check(e["name"] in reads or e["name"] in helpers, "%s sets %s, which oar run does not read" % (where, e["name"]))
+    name = job["metadata"]["name"]
+    expect = ["%s-%d.%s:%d" % (name, i, svc["metadata"]["name"], port) for i in range(trainers)]
+    for i in range(trainers):
+        ann = {"batch.kubernetes.io/job-completion-index": str(i)}
+        got = dry_run(oar, pod_env(c, "%s-%d-abcde" % (name, i), ann), c.get("args", []))
+        if got:
+            check(got["role"] == "TRAINER", "%s trainer %d resolves role %s" % (where, i, got["role"]))
+            check(got["trainer_id"] == str(i), "%s trainer %d resolves trainer_id %s" % (where, i, got["trainer_id"]))
+            check(got["trainers"] == str(trainers), "%s trainer %d expects %s trainers" % (where, i, got["trainers"]))
+            check(got["trainer_endpoints"] == ",".join(expect),
+                  "%s trainer %d sees trainers %s, not %s" % (where, i, got["trainer_endpoints"], ",".join(expect)))
+            check(got["current_endpoint"] == expect[i],
+                  "%s trainer %d resolves its endpoint %s, not %s" % (where, i, got["current_endpoint"], expect[i]))
 
 
 def report():
