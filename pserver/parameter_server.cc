@@ -191,6 +191,13 @@ absl::Status ParameterServer::RunLrBlock() {
   return RunBlockLocked(config_.lr_decay_block_id, scope_);
 }
 
+// A trainer that completed before this pserver's restart told the old
+// process, not this one: say so, as that is the likely cause of the wait.
+std::string ParameterServer::RestoredHint() const {
+  return absl::StrCat("; this pserver restarted from its step-", config_.restored_step,
+                      " checkpoint, so a trainer that completed before the restart is not known to have completed");
+}
+
 absl::Status ParameterServer::RunAsync() {
   absl::MutexLock l(&state_mu_);
   const absl::Duration idle = absl::Milliseconds(config_.timeout_ms);
@@ -210,7 +217,8 @@ absl::Status ParameterServer::RunAsync() {
     if (!silent.empty()) {
       return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "),
                                                       " sent nothing for ", absl::FormatDuration(idle),
-                                                      " and never completed (FLAGS_rpc_deadline; died or stuck?)"));
+                                                      " and never completed (FLAGS_rpc_deadline; died or stuck?)",
+                                                      config_.restored ? RestoredHint() : ""));
     }
   }
 }

@@ -140,6 +140,7 @@ class ParameterServer : public rpc::RpcHandler {
   ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place);
   absl::Status RunSync();
   absl::Status RunAsync();
+  std::string RestoredHint() const;
   // parameter_server_sync.cc: the sync step's blocks.
   absl::Status RunOptimizeBlocks();
   void MaybeRunEarly(const VarStore::Receivable& r);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
+#include "common/rpc/handler_pools.h"
 #include "common/rpc/var_serde.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -17,25 +18,13 @@ namespace oar::rpc {
 
 class GrpcServer::Impl : public grpc::CallbackGenericService {
  public:
-  Impl(RpcHandler* handler, const ServerOptions& o) : handler_(handler), token_(o.auth_token) {
-    auto n = [](int v, int flag) { return v > 0 ? v : std::max(1, flag); };
-    pools_[static_cast<int>(RpcKind::kSend)] = std::make_unique<ThreadPool>(n(o.send_threads, FLAGS_rpc_send_thread_num));
-    pools_[static_cast<int>(RpcKind::kGet)] = std::make_unique<ThreadPool>(n(o.get_threads, FLAGS_rpc_get_thread_num));
-    pools_[static_cast<int>(RpcKind::kGetNoBarrier)] = std::make_unique<ThreadPool>(2);
-    pools_[static_cast<int>(RpcKind::kPrefetch)] =
-        std::make_unique<ThreadPool>(n(o.prefetch_threads, FLAGS_rpc_prefetch_thread_num));
-    pools_[static_cast<int>(RpcKind::kCheckpointNotify)] = std::make_unique<ThreadPool>(1);
-    max_queued_ = static_cast<size_t>(o.max_queued_requests > 0 ? o.max_queued_requests
-                                                                 : std::max(1, FLAGS_rpc_max_queued_requests));
-  }
+  Impl(RpcHandler* handler, const ServerOptions& o) : handler_(handler), token_(o.auth_token), pools_(o) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     return new Call(this, ctx);
   }
 
-  void StopPools() {
-    for (auto& p : pools_) p.reset();
-  }
+  void StopPools() { pools_.Stop(); }
 
   std::unique_ptr<grpc::Server> server;
   std::string endpoint;
@@ -75,10 +64,10 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
         Serve();
         return;
       }
-      if (!impl_->pools_[kind_]->TrySchedule([this] { Serve(); }, impl_->max_queued_)) {
+      if (!impl_->pools_.TrySchedule(kind, [this] { Serve(); })) {
         request_.Clear();
         Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            absl::StrCat(impl_->endpoint, ": ", impl_->max_queued_, " ", KindName(kind),
+                            absl::StrCat(impl_->endpoint, ": ", impl_->pools_.max_queued(), " ", KindName(kind),
                                          " requests are already waiting (FLAGS_rpc_max_queued_requests); retry later")));
       }
     }
@@ -125,8 +114,7 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
 
   RpcHandler* handler_;
   std::string token_;
-  size_t max_queued_ = 0;
-  std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
+  HandlerPools pools_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOptions& options, RpcHandler* handler) {
@@ -142,9 +130,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
   }
-  uint64_t cap = options.max_message_bytes;
-  if (cap == 0 && FLAGS_rpc_max_message_bytes > 0) cap = static_cast<uint64_t>(FLAGS_rpc_max_message_bytes);
-  if (cap == 0) cap = handler->MaxRequestBytes();
+  const uint64_t cap = MaxRequestBytes(options, *handler);
   builder.AddListeningPort(options.endpoint, creds, &s->port_);
   builder.SetMaxReceiveMessageSize(cap == 0 || cap > INT_MAX ? -1 : static_cast<int>(cap));
   builder.SetMaxSendMessageSize(-1);

@@ -3,8 +3,8 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/handler_pools.h"
 #include "common/status.h"
-#include "common/thread_pool.h"
 
 namespace oar::rpc {
 namespace {
@@ -46,27 +46,14 @@ struct Outcome {
 class InProcessTransport::Server : public Listener {
  public:
   Server(InProcessTransport* net, std::string endpoint, RpcHandler* handler, const ServerOptions& o)
-      : net_(net), endpoint_(std::move(endpoint)), handler_(handler) {
-    auto n = [](int v, int flag) { return v > 0 ? v : std::max(1, flag); };
-    pools_[static_cast<int>(RpcKind::kSend)] = std::make_unique<ThreadPool>(n(o.send_threads, FLAGS_rpc_send_thread_num));
-    pools_[static_cast<int>(RpcKind::kGet)] = std::make_unique<ThreadPool>(n(o.get_threads, FLAGS_rpc_get_thread_num));
-    pools_[static_cast<int>(RpcKind::kGetNoBarrier)] = std::make_unique<ThreadPool>(2);
-    pools_[static_cast<int>(RpcKind::kPrefetch)] =
-        std::make_unique<ThreadPool>(n(o.prefetch_threads, FLAGS_rpc_prefetch_thread_num));
-    pools_[static_cast<int>(RpcKind::kCheckpointNotify)] = std::make_unique<ThreadPool>(1);
-    max_queued_ = static_cast<size_t>(o.max_queued_requests > 0 ? o.max_queued_requests
-                                                                 : std::max(1, FLAGS_rpc_max_queued_requests));
-    max_bytes_ = o.max_message_bytes > 0 ? o.max_message_bytes
-                 : FLAGS_rpc_max_message_bytes > 0 ? static_cast<uint64_t>(FLAGS_rpc_max_message_bytes)
-                                                   : handler->MaxRequestBytes();
-  }
+      : net_(net), endpoint_(std::move(endpoint)), handler_(handler), pools_(o), max_bytes_(MaxRequestBytes(o, *handler)) {}
   ~Server() override { Shutdown(); }
   const std::string& endpoint() const override { return endpoint_; }
   void Shutdown() override {
     if (net_ == nullptr) return;
     net_->Remove(endpoint_, this);
     net_ = nullptr;
-    for (auto& p : pools_) p.reset();  // queued calls still run: their waits were released by the owner
+    pools_.Stop();  // queued calls still run: their waits were released by the owner
   }
 
   void Disconnect() { down_ = true; }
@@ -101,10 +88,10 @@ class InProcessTransport::Server : public Listener {
       }
       outcome->Fire(absl::OkStatus(), std::make_unique<InMemoryMessage>(*std::move(header), std::move(reply.var)));
     };
-    ThreadPool* pool = handler_->NeverBlocks(kind) ? pools_[static_cast<int>(RpcKind::kGetNoBarrier)].get()
-                                                   : pools_[static_cast<int>(kind)].get();
-    if (pool == nullptr || !pool->TrySchedule(work, max_queued_)) {
-      outcome->Fire(absl::ResourceExhaustedError(absl::StrCat(endpoint_, ": ", max_queued_, " ", KindName(kind),
+    // A kind that never blocks shares the no-barrier Gets' pool (gRPC would
+    // run it on its own thread).
+    if (!pools_.TrySchedule(handler_->NeverBlocks(kind) ? RpcKind::kGetNoBarrier : kind, work)) {
+      outcome->Fire(absl::ResourceExhaustedError(absl::StrCat(endpoint_, ": ", pools_.max_queued(), " ", KindName(kind),
                                                               " requests are already waiting; retry later")),
                     nullptr);
     }
@@ -115,9 +102,8 @@ class InProcessTransport::Server : public Listener {
   std::string endpoint_;
   RpcHandler* handler_;
   std::atomic<bool> down_{false};
-  size_t max_queued_ = 0;
+  HandlerPools pools_;
   uint64_t max_bytes_ = 0;
-  std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
 };
 
 namespace {

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/step_log.h"
 
 namespace oar {
 namespace {
@@ -27,15 +28,7 @@ namespace {
 // steps divide by the gradients' own magnitude, so where a gradient is
 // float noise the two runs step differently by up to the learning rate;
 // tests/transpiler compares Adam in-process on a model without such ties.)
-const std::string kSmall =
-    "--model fashion_mlp --limit 2000 --batch_size 64 --seed 3 --constant_init 0.01 --optimizer sgd --lr 0.001";
-
-std::vector<double> ReadSteps(const std::string& path) {
-  std::vector<double> out;
-  std::ifstream f(path);
-  for (double v; f >> v;) out.push_back(v);
-  return out;
-}
+const std::string& kSmall = kSmallRun;
 
 TEST(DistE2eTest, SyncTwoByTwoMatchesTheSingleProcessStepByStep) {
   const std::string dir = TempDir("sync");

@@ -16,19 +16,12 @@
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/step_log.h"
 
 namespace oar {
 namespace {
 
-const std::string kSmall =
-    "--model fashion_mlp --limit 2000 --batch_size 64 --seed 3 --constant_init 0.01 --optimizer sgd --lr 0.001";
-
-std::vector<double> ReadSteps(const std::string& path) {
-  std::vector<double> out;
-  std::ifstream f(path);
-  for (double v; f >> v;) out.push_back(v);
-  return out;
-}
+const std::string& kSmall = kSmallRun;
 
 void CheckAgainstPlaces(int trainers, int places) {
   const std::string dir = TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/util/inproc_job.h"
 
@@ -55,17 +56,25 @@ TEST_P(PserverRestartTest, ARestartRightAfterACheckpointLosesNothing) {
 INSTANTIATE_TEST_SUITE_P(Restarter, PserverRestartTest, ::testing::Values(0, 1));
 
 // Later than the checkpoint: pserver 0 rolls back to step 5 while the job
-// is at step 8; the job still finishes and trains on.
+// is at step 8; the job still finishes and trains on. Trainer 1 holds after
+// its step 8 until the restart is done: in async mode it could otherwise
+// complete before the restart, which the restored pserver cannot know (it
+// then waits for that trainer until FLAGS_rpc_deadline and says why).
 TEST(PserverRestartTest, ARestartAfterMoreStepsRollsBackAndFinishes) {
   const std::string dir = FreshDir("late");
   for (bool sync : {true, false}) {
     JobSpec spec;
     spec.sync = sync;
     absl::Status restart = absl::UnknownError("never restarted");
+    absl::Notification restarted;
     spec.after_step = [&](int trainer, int step, JobControl& job) {
+      if (trainer == 1 && step == 8) EXPECT_TRUE(restarted.WaitForNotificationWithTimeout(absl::Seconds(60)));
       if (trainer != 0) return;
       if (step == 4) EXPECT_TRUE(job.Checkpoint(dir).ok());
-      if (step == 7) restart = job.RestartPserver(0, dir);
+      if (step == 7) {
+        restart = job.RestartPserver(0, dir);
+        restarted.Notify();
+      }
     };
     const JobResult r = RunJob(spec);
     ASSERT_TRUE(restart.ok()) << restart;

@@ -1,0 +1,34 @@
+#include "common/rpc/handler_pools.h"
+
+#include <algorithm>
+
+namespace oar::rpc {
+
+HandlerPools::HandlerPools(const ServerOptions& o) {
+  auto n = [](int v, int flag) { return v > 0 ? v : std::max(1, flag); };
+  pools_[static_cast<int>(RpcKind::kSend)] = std::make_unique<ThreadPool>(n(o.send_threads, FLAGS_rpc_send_thread_num));
+  pools_[static_cast<int>(RpcKind::kGet)] = std::make_unique<ThreadPool>(n(o.get_threads, FLAGS_rpc_get_thread_num));
+  pools_[static_cast<int>(RpcKind::kGetNoBarrier)] = std::make_unique<ThreadPool>(2);
+  pools_[static_cast<int>(RpcKind::kPrefetch)] =
+      std::make_unique<ThreadPool>(n(o.prefetch_threads, FLAGS_rpc_prefetch_thread_num));
+  pools_[static_cast<int>(RpcKind::kCheckpointNotify)] = std::make_unique<ThreadPool>(1);
+  max_queued_ = static_cast<size_t>(o.max_queued_requests > 0 ? o.max_queued_requests
+                                                               : std::max(1, FLAGS_rpc_max_queued_requests));
+}
+
+bool HandlerPools::TrySchedule(RpcKind kind, std::function<void()> fn) {
+  ThreadPool* pool = pools_[static_cast<int>(kind)].get();
+  return pool != nullptr && pool->TrySchedule(std::move(fn), max_queued_);
+}
+
+void HandlerPools::Stop() {
+  for (auto& p : pools_) p.reset();
+}
+
+uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler) {
+  if (o.max_message_bytes > 0) return o.max_message_bytes;
+  if (FLAGS_rpc_max_message_bytes > 0) return static_cast<uint64_t>(FLAGS_rpc_max_message_bytes);
+  return handler.MaxRequestBytes();
+}
+
+}  // namespace oar::rpc

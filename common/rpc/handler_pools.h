@@ -1,0 +1,39 @@
+// HandlerPools: a server's thread pools, one per RPC kind (sizes from
+// ServerOptions or the --rpc_*_thread_num flags), each with a bounded queue
+// (--rpc_max_queued_requests): a request that finds its queue full is
+// refused rather than held. The serving halves of every transport
+// (GrpcServer, the in-process transport) share this, so they bound alike.
+//
+// Shutdown (Stop or the destructor): each pool runs what is queued, then
+// joins.
+//
+// Thread-safety: TrySchedule is safe for concurrent use; Stop from the owner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "common/rpc/transport.h"
+#include "common/thread_pool.h"
+
+namespace oar::rpc {
+
+class HandlerPools {
+ public:
+  explicit HandlerPools(const ServerOptions& o);
+  // Queues `fn` on `kind`'s pool; false (fn dropped) when that queue is full.
+  bool TrySchedule(RpcKind kind, std::function<void()> fn);
+  void Stop();
+  size_t max_queued() const { return max_queued_; }
+
+ private:
+  std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
+  size_t max_queued_ = 0;
+};
+
+// The largest request a server reads: the option, else
+// --rpc_max_message_bytes, else the handler's own bound (0: none).
+uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler);
+
+}  // namespace oar::rpc
