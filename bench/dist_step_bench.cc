@@ -48,8 +48,13 @@ namespace oar::bench {
 namespace {
 
 absl::StatusOr<std::unique_ptr<cli::ModelPrograms>> Model() {
-  return cli::BuildModel({.model = "fashion_mlp", .optimizer = "adam", .learning_rate = 0.001f, .seed = 1,
-                          .batch_size = 128});
+  cli::BuildOptions o;
+  o.model = "fashion_mlp";
+  o.optimizer = "adam";
+  o.learning_rate = 0.001f;
+  o.seed = 1;
+  o.batch_size = 128;
+  return cli::BuildModel(o);
 }
 
 // Both processes transpile the same model the same way.
@@ -115,7 +120,9 @@ int Trainer(const char* self) {
   auto t = Transpile(m->get(), ep);
   auto trainer = t->get_trainer_program(true);
   CHECK(trainer.ok()) << trainer.status();
-  auto rt = TrainerRuntime::Create(*trainer, *t->get_trainer_startup_program(), {.loss = (*m)->vars.loss.name()});
+  TrainerRuntime::Options options;
+  options.loss = (*m)->vars.loss.name();
+  auto rt = TrainerRuntime::Create(*trainer, *t->get_trainer_startup_program(), options);
   CHECK(rt.ok()) << rt.status();
 
   std::mt19937 rng(1);

@@ -1,5 +1,6 @@
-// Runs the real `oar` binary (OAR_BINARY, set by CMake) as a user would:
-// its exit code and everything it printed, stdout then stderr merged.
+// Runs the real `oar` binary (OAR_BINARY, set by CMake) as a user would —
+// or any command line: its exit code and everything it printed, stdout
+// then stderr merged.
 //
 // Thread-safety: any thread; each call is its own process.
 #pragma once
@@ -19,8 +20,9 @@ struct Result {
   std::string out;  // stdout and stderr
 };
 
-inline Result Oar(const std::string& args) {
-  const std::string cmd = std::string(OAR_BINARY) + " " + args + " 2>&1";
+// Any shell command line, as above.
+inline Result RunCommand(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -29,6 +31,8 @@ inline Result Oar(const std::string& args) {
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+inline Result Oar(const std::string& args) { return RunCommand(std::string(OAR_BINARY) + " " + args); }
 
 // A fresh directory for one test, removed first if it exists.
 inline std::string TempDir(const std::string& tag) {
