@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/api/io.h"
+#include "common/malloc_tuning.h"
 #include "common/rpc/rpc_client.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -72,6 +73,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
   if (config.timeout_ms <= 0) config.timeout_ms = FLAGS_rpc_deadline;
+  MapLargeAllocations();  // per-step gradient buffers go back to the system when freed
   const int nblocks = static_cast<int>(program.NumBlocks());
   auto check_block = [&](int id, const std::string& what) {
     if (id <= 0 || id >= nblocks) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/handler_pools.h"
+#include "common/rpc/read_gate.h"
 #include "common/rpc/var_serde.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -18,7 +19,8 @@ namespace oar::rpc {
 
 class GrpcServer::Impl : public grpc::CallbackGenericService {
  public:
-  Impl(RpcHandler* handler, const ServerOptions& o) : handler_(handler), token_(o.auth_token), pools_(o) {}
+  Impl(RpcHandler* handler, const ServerOptions& o, int read_slots)
+      : handler_(handler), token_(o.auth_token), pools_(o), gate_(read_slots) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     return new Call(this, ctx);
@@ -52,13 +54,28 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
           return;
         }
       }
-      StartRead(&request_);
+      if (static_cast<RpcKind>(kind_) != RpcKind::kSend) {
+        StartRead(&request_);
+        return;
+      }
+      gated_ = true;  // gradients: read only while the gate has room
+      impl_->gate_.Enter(this, [this] {
+        holds_slot_ = true;
+        StartRead(&request_);
+      });
+    }
+    void OnCancel() override {
+      if (gated_ && impl_->gate_.Cancel(this)) {  // still parked: never read
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while waiting to be read"));
+      }
     }
     void OnReadDone(bool ok) override {
       if (!ok) {
+        ReleaseSlot();
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
         return;
       }
+      if (request_.Length() < ReadGate::kSmallRequestBytes) ReleaseSlot();  // barriers never pin a slot
       const RpcKind kind = static_cast<RpcKind>(kind_);
       if (impl_->handler_->NeverBlocks(kind)) {
         Serve();
@@ -66,13 +83,17 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       }
       if (!impl_->pools_.TrySchedule(kind, [this] { Serve(); })) {
         request_.Clear();
+        ReleaseSlot();
         Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                             absl::StrCat(impl_->endpoint, ": ", impl_->pools_.max_queued(), " ", KindName(kind),
                                          " requests are already waiting (FLAGS_rpc_max_queued_requests); retry later")));
       }
     }
     void OnWriteDone(bool) override {}
-    void OnDone() override { delete this; }
+    void OnDone() override {
+      ReleaseSlot();
+      delete this;
+    }
 
    private:
     void Serve() {
@@ -80,12 +101,14 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       auto req = ParseMessage(request_);
       request_.Clear();  // the message holds its own references to the slices
       if (!req.ok()) {
+        ReleaseSlot();
         Finish(ToGrpc(req.status()));
         return;
       }
       Reply reply;
       absl::Status s = impl_->handler_->Handle(kind, **req, &reply);
       req->reset();  // release the request's bytes before the reply is written
+      ReleaseSlot();
       if (!s.ok()) {
         Finish(ToGrpc(s));
         return;
@@ -107,20 +130,28 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       m.set_varname(name);
       return m;
     }
+    void ReleaseSlot() {
+      if (holds_slot_) impl_->gate_.Leave();
+      holds_slot_ = false;
+    }
     Impl* impl_;
     int kind_;
+    bool gated_ = false, holds_slot_ = false;
     grpc::ByteBuffer request_, response_;
   };
 
   RpcHandler* handler_;
   std::string token_;
   HandlerPools pools_;
+  ReadGate gate_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOptions& options, RpcHandler* handler) {
   OAR_RETURN_IF_ERROR(CheckEndpoint(options.endpoint));
   std::unique_ptr<GrpcServer> s(new GrpcServer());
-  s->impl_ = std::make_unique<Impl>(handler, options);
+  const uint64_t cap = MaxRequestBytes(options, *handler);
+  const int slots = ReadSlots(options, cap);
+  s->impl_ = std::make_unique<Impl>(handler, options, slots);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert.empty() || !options.tls_key.empty()) {
@@ -130,7 +161,6 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
   }
-  const uint64_t cap = MaxRequestBytes(options, *handler);
   builder.AddListeningPort(options.endpoint, creds, &s->port_);
   builder.SetMaxReceiveMessageSize(cap == 0 || cap > INT_MAX ? -1 : static_cast<int>(cap));
   builder.SetMaxSendMessageSize(-1);
@@ -146,7 +176,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
   s->endpoint_ = absl::StrCat(options.endpoint.substr(0, options.endpoint.rfind(':')), ":", s->port_);
   s->impl_->endpoint = s->endpoint_;
   LOG(INFO) << "RPC server listening on " << s->endpoint_
-            << (cap > 0 ? absl::StrCat(" (requests up to ", cap, " bytes)") : "");
+            << (cap > 0 ? absl::StrCat(" (requests up to ", cap, " bytes, ", slots, " read at once)") : "");
   return s;
 }
 

@@ -3,7 +3,10 @@
 // parsed and checked (var_serde.h) and handed to the handler on the thread
 // pool of its kind (FLAGS_rpc_send_thread_num, ...), or run on gRPC's own
 // thread when the handler says that kind never blocks. The handler's error
-// goes back to the caller as the gRPC status.
+// goes back to the caller as the gRPC status. SendVariable requests are read
+// only while a ReadGate (read_gate.h) has a slot: at most
+// max_inflight_request_bytes / the largest request of them are held at once,
+// the rest wait unread.
 //
 // Refused before the handler sees them: a request that does not parse
 // (INVALID_ARGUMENT), a call without the auth token when one is set

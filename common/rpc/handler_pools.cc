@@ -31,4 +31,11 @@ uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler) {
   return handler.MaxRequestBytes();
 }
 
+int ReadSlots(const ServerOptions& o, uint64_t max_request_bytes) {
+  const int64_t budget = o.max_inflight_request_bytes > 0 ? o.max_inflight_request_bytes
+                                                          : FLAGS_rpc_max_inflight_request_bytes;
+  if (budget <= 0 || max_request_bytes == 0) return 0;
+  return static_cast<int>(std::clamp<uint64_t>(static_cast<uint64_t>(budget) / max_request_bytes, 2, 1 << 20));
+}
+
 }  // namespace oar::rpc

@@ -35,5 +35,9 @@ class HandlerPools {
 // The largest request a server reads: the option, else
 // --rpc_max_message_bytes, else the handler's own bound (0: none).
 uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler);
+// How many gradient requests a server holds read at once (ReadGate): the
+// in-flight byte budget (the option, else --rpc_max_inflight_request_bytes)
+// over the largest request, at least 2; 0 (no bound) when either is 0.
+int ReadSlots(const ServerOptions& o, uint64_t max_request_bytes);
 
 }  // namespace oar::rpc

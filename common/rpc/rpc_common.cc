@@ -22,6 +22,9 @@ DEFINE_int64(rpc_max_message_bytes, 0,
              "largest request a server reads; 0: a pserver derives it from the largest variable it receives");
 DEFINE_int32(rpc_max_queued_requests, 256,
              "requests of one RPC kind waiting for a handler thread before new ones are answered RESOURCE_EXHAUSTED");
+DEFINE_int64(rpc_max_inflight_request_bytes, 32 << 20,
+             "gradient bytes a server holds read at once; further sends wait unread (flow control holds them at the "
+             "sender); 0: no bound");
 
 namespace oar::rpc {
 

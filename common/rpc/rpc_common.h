@@ -22,6 +22,7 @@ DECLARE_string(rpc_tls_key);
 DECLARE_string(rpc_tls_ca);
 DECLARE_int64(rpc_max_message_bytes);
 DECLARE_int32(rpc_max_queued_requests);
+DECLARE_int64(rpc_max_inflight_request_bytes);
 
 namespace oar::rpc {
 

@@ -64,6 +64,9 @@ struct ServerOptions {
   // ones are answered RESOURCE_EXHAUSTED (clients back off and retry);
   // 0: FLAGS_rpc_max_queued_requests.
   int max_queued_requests = 0;
+  // Bytes of gradient requests held read at once (ReadGate, grpc_server);
+  // 0: FLAGS_rpc_max_inflight_request_bytes.
+  int64_t max_inflight_request_bytes = 0;
 };
 
 // A served endpoint. Destroying it stops serving: no new calls; calls in
