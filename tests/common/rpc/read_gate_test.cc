@@ -100,25 +100,34 @@ Variable Floats(int64_t bytes) {
   return v;
 }
 
-std::unique_ptr<GrpcServer> GatedServer(HoldingHandler* h) {
-  ServerOptions o;
-  o.endpoint = "127.0.0.1:0";
-  o.send_threads = 6;  // more threads than slots: the gate, not the pool, is the bound
-  o.max_inflight_request_bytes = 2 * static_cast<int64_t>(h->MaxRequestBytes());  // 2 slots
-  auto s = GrpcServer::Start(o, h);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *std::move(s) : nullptr;
-}
+// A server with 2 read slots and 6 handler threads (the gate, not the pool,
+// is the bound), a client that waits long, and one that does not.
+class GatedServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.endpoint = "127.0.0.1:0";
+    o.send_threads = 6;
+    o.max_inflight_request_bytes = 2 * static_cast<int64_t>(h.MaxRequestBytes());
+    auto s = GrpcServer::Start(o, &h);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server = *std::move(s);
+    ep = server->endpoint();
+  }
+  void TearDown() override { h.Release(); }
 
-TEST(ReadGateTest, AServerReadsNoMoreLargeSendsThanItsBudget) {
   HoldingHandler h;
-  auto server = GatedServer(&h);
-  ASSERT_NE(server, nullptr);
+  std::unique_ptr<GrpcServer> server;
+  std::string ep;
   GrpcTransport transport;
-  RpcClient client(&transport, ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+  RpcClient patient{&transport, ClientOptions{.deadline_ms = 60000, .retry_times = 0}};
+  RpcClient hasty{&transport, ClientOptions{.deadline_ms = 2000, .retry_times = 0}};  // < the holds' 30 s
   Variable block = Floats(HoldingHandler::kBlock);
+};
+
+TEST_F(GatedServerTest, ReadsNoMoreLargeSendsThanItsBudget) {
   std::vector<std::shared_ptr<RpcCall>> sends;
-  for (int i = 0; i < 5; ++i) sends.push_back(client.AsyncSendVar(server->endpoint(), "hold" + std::to_string(i), &block));
+  for (int i = 0; i < 5; ++i) sends.push_back(patient.AsyncSendVar(ep, "hold" + std::to_string(i), &block));
   ASSERT_TRUE(h.AwaitActive(2));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // room for a third, were it read
   EXPECT_EQ(h.large(), 2) << "three sends must wait unread while two hold both slots";
@@ -131,20 +140,13 @@ TEST(ReadGateTest, AServerReadsNoMoreLargeSendsThanItsBudget) {
   EXPECT_EQ(h.max_active(), 2);
 }
 
-TEST(ReadGateTest, SmallRequestsWaitingInTheirHandlerHoldNoSlot) {
-  HoldingHandler h;
-  auto server = GatedServer(&h);
-  ASSERT_NE(server, nullptr);
-  GrpcTransport transport;
-  RpcClient client(&transport, ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+TEST_F(GatedServerTest, SmallRequestsWaitingInTheirHandlerHoldNoSlot) {
   Variable tiny = Floats(16);
   // Two barrier-like calls wait in the handler for others, as BATCH_BARRIER does.
-  auto b0 = client.AsyncSendVar(server->endpoint(), "hold_barrier0", &tiny);
-  auto b1 = client.AsyncSendVar(server->endpoint(), "hold_barrier1", &tiny);
+  auto b0 = patient.AsyncSendVar(ep, "hold_barrier0", &tiny);
+  auto b1 = patient.AsyncSendVar(ep, "hold_barrier1", &tiny);
   ASSERT_TRUE(h.AwaitActive(2));
-  Variable block = Floats(HoldingHandler::kBlock);
-  RpcClient prompt(&transport, ClientOptions{.deadline_ms = 10000, .retry_times = 0});  // < the holds' 30 s
-  absl::Status s = prompt.AsyncSendVar(server->endpoint(), "g", &block)->Wait();
+  absl::Status s = hasty.AsyncSendVar(ep, "g", &block)->Wait();
   EXPECT_TRUE(s.ok()) << s;  // both slots were free for the gradient
   EXPECT_EQ(h.large(), 1);
   h.Release();
@@ -152,26 +154,19 @@ TEST(ReadGateTest, SmallRequestsWaitingInTheirHandlerHoldNoSlot) {
   EXPECT_TRUE(b1->Wait().ok());
 }
 
-TEST(ReadGateTest, AParkedSendPastItsDeadlineFailsAndLeavesTheGateWhole) {
-  HoldingHandler h;
-  auto server = GatedServer(&h);
-  ASSERT_NE(server, nullptr);
-  GrpcTransport transport;
-  RpcClient patient(&transport, ClientOptions{.deadline_ms = 60000, .retry_times = 0});
-  RpcClient hasty(&transport, ClientOptions{.deadline_ms = 500, .retry_times = 0});
-  Variable block = Floats(HoldingHandler::kBlock);
-  auto first = patient.AsyncSendVar(server->endpoint(), "hold_a", &block);
-  auto second = patient.AsyncSendVar(server->endpoint(), "hold_b", &block);
+TEST_F(GatedServerTest, AParkedSendPastItsDeadlineFailsAndLeavesTheGateWhole) {
+  auto first = patient.AsyncSendVar(ep, "hold_a", &block);
+  auto second = patient.AsyncSendVar(ep, "hold_b", &block);
   ASSERT_TRUE(h.AwaitActive(2));
-  absl::Status s = hasty.AsyncSendVar(server->endpoint(), "c", &block)->Wait();
+  absl::Status s = hasty.AsyncSendVar(ep, "c", &block)->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find("'c'"), std::string::npos) << s;
   h.Release();
   EXPECT_TRUE(first->Wait().ok());
   EXPECT_TRUE(second->Wait().ok());
   // Both slots came back: two more large sends are served side by side.
-  auto third = patient.AsyncSendVar(server->endpoint(), "d", &block);
-  auto fourth = patient.AsyncSendVar(server->endpoint(), "e", &block);
+  auto third = patient.AsyncSendVar(ep, "d", &block);
+  auto fourth = patient.AsyncSendVar(ep, "e", &block);
   EXPECT_TRUE(third->Wait().ok());
   EXPECT_TRUE(fourth->Wait().ok());
   EXPECT_EQ(h.large(), 4) << "the cancelled send never reached the handler";
