@@ -10,9 +10,10 @@
 // one of n slices to its successor while it receives another from its
 // predecessor and adds it as it arrives, chunk by chunk; sizes need not
 // divide by n, and a zero-size tensor is fine. A small one (below
-// small_bytes; with two ranks, below pair_bytes, since both ways move the
-// same bytes there) is all-gathered whole and summed in rank order: one
-// exchange with two ranks. Broadcast pipelines chunks around the ring;
+// small_bytes) is all-gathered whole and summed in rank order. Two ranks
+// (below pair_bytes, since both ways move the same bytes there) swap their
+// tensors in one exchange, sent straight from the tensor, and each adds the
+// other's: x + y and y + x are the same bits. Broadcast pipelines chunks around the ring;
 // AllGather passes blocks of any size around it.
 //
 // Every operation opens with a header (operation, sequence number, tensor
