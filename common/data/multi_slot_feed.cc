@@ -1,0 +1,106 @@
+#include "common/data/multi_slot_feed.h"
+
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace oar {
+
+bool FileQueue::Next(std::string* file) {
+  absl::MutexLock l(&mu_);
+  if (next_ >= files_.size()) return false;
+  *file = files_[next_++];
+  return true;
+}
+
+void FeedStats::NoteBadLine(const std::string& message) {
+  bad_lines.fetch_add(1);
+  absl::MutexLock l(&mu_);
+  if (first_.empty()) first_ = message;
+}
+
+std::string FeedStats::first_bad_line() const {
+  absl::MutexLock l(&mu_);
+  return first_;
+}
+
+MultiSlotDataFeed::MultiSlotDataFeed(const DataFeedDesc& desc, FileQueue* files, FeedStats* stats, Options options)
+    : desc_(desc), files_(files), stats_(stats), options_(options), batch_(desc_) {}
+
+MultiSlotDataFeed::~MultiSlotDataFeed() {
+  (void)Close();
+  std::free(line_);
+}
+
+absl::Status MultiSlotDataFeed::Open(const std::string& file) {
+  file_ = file;
+  line_no_ = 0;
+  piped_ = !desc_.pipe_command().empty();
+  if (piped_) {
+    const std::string quoted = "'" + absl::StrReplaceAll(file, {{"'", "'\\''"}}) + "'";
+    in_ = popen((desc_.pipe_command() + " < " + quoted).c_str(), "r");
+  } else {
+    in_ = std::fopen(file.c_str(), "r");
+  }
+  if (in_ == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot read '", file, "'", piped_ ? " through the pipe command" : "",
+                                            ": ", std::strerror(errno)));
+  }
+  stats_->files.fetch_add(1);
+  return absl::OkStatus();
+}
+
+absl::Status MultiSlotDataFeed::Close() {
+  if (in_ == nullptr) return absl::OkStatus();
+  std::FILE* in = in_;
+  in_ = nullptr;
+  if (!piped_) {
+    std::fclose(in);
+    return absl::OkStatus();
+  }
+  const int status = pclose(in);
+  if (status != 0) {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return absl::InvalidArgumentError(absl::StrCat("pipe_command '", desc_.pipe_command(), "' failed on '", file_,
+                                                   "' (exit status ", code, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
+  while (batch_.size() < desc_.batch_size()) {
+    if (in_ == nullptr) {
+      std::string file;
+      if (!files_->Next(&file)) break;
+      if (absl::Status s = Open(file); !s.ok()) return s;
+    }
+    const ssize_t n = getline(&line_, &line_cap_, in_);
+    if (n < 0) {
+      if (absl::Status s = Close(); !s.ok()) return s;
+      continue;
+    }
+    ++line_no_;
+    std::string_view line(line_, static_cast<size_t>(n));
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line
+    stats_->lines.fetch_add(1);
+    absl::Status s = batch_.AddLine(line);
+    if (!s.ok()) {
+      const std::string where = absl::StrCat(file_, ":", line_no_, ": ", s.message());
+      if (!options_.skip_bad_lines) return absl::InvalidArgumentError(where);
+      stats_->NoteBadLine(where);
+      continue;
+    }
+    stats_->instances.fetch_add(1);
+  }
+  if (batch_.size() == 0) return false;
+  *batch = batch_.Take();
+  return true;
+}
+
+}  // namespace oar
