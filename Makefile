@@ -30,6 +30,7 @@ bench: build
 	@$(BUILD_DIR)/bench/rpc_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/dist_step_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/collective_bench 2>/dev/null
+	@$(BUILD_DIR)/bench/ctr_bench
 
 clean:
 	rm -rf $(BUILD_DIR)

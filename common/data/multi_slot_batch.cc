@@ -7,30 +7,45 @@
 namespace oar {
 namespace {
 
-// Splits a line into whitespace-separated tokens, one at a time.
+// Walks a line's whitespace-separated tokens, parsing each as it goes: one
+// pass over the bytes, with no token copied.
 class Tokens {
  public:
-  explicit Tokens(std::string_view line) : rest_(line) {}
+  enum Result { kOk, kEnd, kBad };
+  explicit Tokens(std::string_view line) : p_(line.data()), end_(line.data() + line.size()) {}
+  // Parses the next token as a T. kBad leaves the token in *bad.
+  template <typename T>
+  Result Parse(T* v, std::string_view* bad) {
+    if (!SkipSpace()) return kEnd;
+    auto [stop, ec] = std::from_chars(p_, end_, *v);
+    if (ec == std::errc() && (stop == end_ || IsSpace(*stop))) {
+      p_ = stop;
+      return kOk;
+    }
+    *bad = Skip();
+    return kBad;
+  }
+  // Steps over the next token; false at the line's end.
   bool Next(std::string_view* token) {
-    size_t b = 0;
-    while (b < rest_.size() && (rest_[b] == ' ' || rest_[b] == '\t' || rest_[b] == '\r')) ++b;
-    if (b == rest_.size()) return false;
-    size_t e = b;
-    while (e < rest_.size() && rest_[e] != ' ' && rest_[e] != '\t' && rest_[e] != '\r') ++e;
-    *token = rest_.substr(b, e - b);
-    rest_ = rest_.substr(e);
+    if (!SkipSpace()) return false;
+    *token = Skip();
     return true;
   }
 
  private:
-  std::string_view rest_;
+  static bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+  bool SkipSpace() {
+    while (p_ != end_ && IsSpace(*p_)) ++p_;
+    return p_ != end_;
+  }
+  std::string_view Skip() {
+    const char* b = p_;
+    while (p_ != end_ && !IsSpace(*p_)) ++p_;
+    return std::string_view(b, static_cast<size_t>(p_ - b));
+  }
+  const char* p_;
+  const char* end_;
 };
-
-template <typename T>
-bool ParseWhole(std::string_view s, T* v) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && end == s.data() + s.size();
-}
 
 }  // namespace
 
@@ -73,23 +88,31 @@ absl::Status MultiSlotBatch::AddLine(std::string_view line) {
       return absl::InvalidArgumentError(absl::StrCat("slot '", name, "': ", what));
     };
     uint64_t n = 0;
-    if (!tokens.Next(&tok)) return bad("the line ends before this slot's count");
-    if (!ParseWhole(tok, &n)) return bad(absl::StrCat("count '", std::string(tok), "' is not a number"));
+    switch (tokens.Parse(&n, &tok)) {
+      case Tokens::kEnd: return bad("the line ends before this slot's count");
+      case Tokens::kBad: return bad(absl::StrCat("count '", std::string(tok), "' is not a number"));
+      case Tokens::kOk: break;
+    }
     if (n == 0) return bad("count 0: an empty slot must be padded (Fluid refuses it too)");
     Column* c = column_of_[i] >= 0 ? &columns_[column_of_[i]] : nullptr;
     if (c != nullptr && c->dense && c->width > 0 && static_cast<int64_t>(n) != c->width) {
       return bad(absl::StrCat("a dense slot of width ", c->width, ", but this line gives it ", n, " values"));
     }
+    auto ended = [&](uint64_t k) { return bad(absl::StrCat("the line ends after ", k, " of its ", n, " values")); };
     for (uint64_t k = 0; k < n; ++k) {
-      if (!tokens.Next(&tok)) return bad(absl::StrCat("the line ends after ", k, " of its ", n, " values"));
-      if (c == nullptr) continue;  // an unused slot: skipped
-      if (c->ids) {
+      if (c == nullptr) {  // an unused slot: skipped unread
+        if (!tokens.Next(&tok)) return ended(k);
+      } else if (c->ids) {
         uint64_t id;
-        if (!ParseWhole(tok, &id)) return bad(absl::StrCat("value '", std::string(tok), "' is not a uint64 id"));
+        const auto r = tokens.Parse(&id, &tok);
+        if (r == Tokens::kEnd) return ended(k);
+        if (r == Tokens::kBad) return bad(absl::StrCat("value '", std::string(tok), "' is not a uint64 id"));
         c->id_values.push_back(static_cast<int64_t>(id));
       } else {
         float f;
-        if (!ParseWhole(tok, &f)) return bad(absl::StrCat("value '", std::string(tok), "' is not a float"));
+        const auto r = tokens.Parse(&f, &tok);
+        if (r == Tokens::kEnd) return ended(k);
+        if (r == Tokens::kBad) return bad(absl::StrCat("value '", std::string(tok), "' is not a float"));
         c->float_values.push_back(f);
       }
     }
