@@ -23,6 +23,7 @@ int RunInspect(const std::vector<std::string>& args);
 int RunTranspile(const std::vector<std::string>& args);
 int RunRun(const std::vector<std::string>& args);
 int RunLaunch(const std::vector<std::string>& args);
+int RunAsyncTrain(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
@@ -62,6 +63,11 @@ const std::vector<Command>& Commands() {
         {"mode", "pserver (pservers and trainers) or nccl2 (trainers that all-reduce among themselves)"},
         {"batch_size", "the global batch: each trainer takes batch_size / trainers"}},
        {"/common/rpc/", "/trainer/"}},
+      {"async-train", "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
+       "oar async-train --program main.pb --startup startup.pb --data_feed data.prototxt --files 'dir/part-*' "
+       "[--threads N] [--fetch loss,...] [--debug] [--skip_bad_lines]",
+       "cli/async_train_cmd.cc", {"program", "startup"}, RunAsyncTrain,
+       {{"program", "the main program file (.pb) to train"}, {"startup", "its startup program file (.pb)"}}},
   };
   return *cmds;
 }

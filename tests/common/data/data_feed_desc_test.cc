@@ -31,7 +31,7 @@ multi_slot_desc {
 )";
 
 TEST(DataFeedDescTest, FluidsExampleLoadsAndRoundTrips) {
-  const std::string path = ::testing::TempDir() + "/data.proto";
+  const std::string path = ::testing::TempDir() + "/data_feed_desc_test.proto";
   {
     std::ofstream(path) << kFluidExample;
   }

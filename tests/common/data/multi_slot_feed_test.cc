@@ -28,7 +28,7 @@ DataFeedDesc Desc(int batch, const std::string& pipe = "") {
 }
 
 std::string Write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = ::testing::TempDir() + "/multi_slot_" + name;  // each case names its own files
   std::ofstream(path) << text;
   return path;
 }
