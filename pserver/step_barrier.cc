@@ -56,8 +56,15 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id) {
 absl::Status StepBarrier::FetchBarrier(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
-  auto serving = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ == Phase::kServe; };
-  if (absl::Status s = AwaitLocked(serving, "FETCH_BARRIER"); !s.ok()) return s;
+  // Like a Get, it belongs to the serve phase after the optimize that
+  // consumes the trainer's own pending BATCH_BARRIER (after a resync the
+  // replayed step's barrier can be pending while an earlier serve phase is
+  // still open: counting the FETCH_BARRIER there would let the trainer start
+  // its next step before its replayed one was applied).
+  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
+  };
+  if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER"); !s.ok()) return s;
   fetch_.insert(trainer_id);
   return absl::OkStatus();
 }

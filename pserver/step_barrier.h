@@ -9,9 +9,10 @@
 //
 // A trainer's gradients and BATCH_BARRIER may arrive while the others are
 // still pulling (kServe): they are taken at once (nothing reads gradients
-// then); only kOptimize holds them back. A trainer's Get waits for kServe
-// and for the optimize that consumes its own pending BATCH_BARRIER, so it
-// never reads the previous step's parameters. Barrier arrivals are sets of
+// then); only kOptimize holds them back. A trainer's Get and FETCH_BARRIER
+// wait for kServe and for the optimize that consumes its own pending
+// BATCH_BARRIER, so it never reads the previous step's parameters nor ends
+// a step that was not applied (after a restored pserver's resync). Barrier arrivals are sets of
 // trainer ids, so a retried message counts once.
 //
 // Every wait is bounded by `timeout`; the loop's errors list the trainer

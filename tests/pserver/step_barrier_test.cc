@@ -4,6 +4,7 @@
 #include "pserver/step_barrier.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -129,6 +130,41 @@ TEST(StepBarrierTest, AStoreInProgressHoldsTheOptimizePassBack) {
   b.EndReceive();
   loop.join();
   EXPECT_EQ(b.phase(), StepBarrier::Phase::kOptimize);
+}
+
+}  // namespace
+}  // namespace oar
+
+namespace oar {
+namespace {
+
+// After a restored pserver's resync: trainer 1 was admitted as fetched for
+// the open serve phase and replayed its step (gradients and BATCH_BARRIER);
+// its retried FETCH_BARRIER must end the replayed step, i.e. wait for the
+// optimize that consumes that BATCH_BARRIER — not count in the open phase,
+// which would let it send its next step's gradients into the replayed one.
+TEST(StepBarrierRestoredTest, AFetchBarrierWaitsForTheOptimizeOfItsPendingBatchBarrier) {
+  StepBarrier b(2, absl::Seconds(30), /*first_step=*/5);
+  b.AdmitFetched(1);
+  ASSERT_TRUE(b.BatchBarrier(1).ok());  // the replayed step's barrier, taken while serving
+  std::atomic<bool> optimized{false}, fetched{false};
+  std::thread trainer1([&] {
+    EXPECT_TRUE(b.FetchBarrier(1).ok());
+    fetched = true;
+    EXPECT_TRUE(optimized.load()) << "FETCH_BARRIER returned before its step was applied";
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // room to return early, were it wrong
+  EXPECT_FALSE(fetched.load()) << "FETCH_BARRIER counted in the serve phase its replayed step came in";
+  b.AdmitFetched(0);
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // serve -> recv
+  EXPECT_FALSE(fetched.load());
+  ASSERT_TRUE(b.BatchBarrier(0).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // recv -> optimize
+  EXPECT_FALSE(fetched.load());
+  optimized = true;
+  b.OptimizeDone();
+  trainer1.join();
+  EXPECT_TRUE(fetched.load());
 }
 
 }  // namespace
