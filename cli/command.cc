@@ -24,6 +24,7 @@ int RunTranspile(const std::vector<std::string>& args);
 int RunRun(const std::vector<std::string>& args);
 int RunLaunch(const std::vector<std::string>& args);
 int RunAsyncTrain(const std::vector<std::string>& args);
+int RunGenCtrData(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
@@ -64,10 +65,16 @@ const std::vector<Command>& Commands() {
         {"batch_size", "the global batch: each trainer takes batch_size / trainers"}},
        {"/common/rpc/", "/trainer/"}},
       {"async-train", "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
-       "oar async-train --program main.pb --startup startup.pb --data_feed data.prototxt --files 'dir/part-*' "
-       "[--threads N] [--fetch loss,...] [--debug] [--skip_bad_lines]",
-       "cli/async_train_cmd.cc", {"program", "startup"}, RunAsyncTrain,
-       {{"program", "the main program file (.pb) to train"}, {"startup", "its startup program file (.pb)"}}},
+       "oar async-train (--program main.pb --startup startup.pb | --model ctr_dnn) --data_feed data.prototxt "
+       "--files 'dir/part-*' [--threads N] [--fetch loss,...] [--debug] [--skip_bad_lines] [--test_files 'glob']",
+       "cli/async_train_cmd.cc", {"program", "startup", "model", "optimizer", "lr", "seed"}, RunAsyncTrain,
+       {{"program", "the main program file (.pb) to train"}, {"startup", "its startup program file (.pb)"},
+        {"model", "a model from examples/ that trains from MultiSlot files (ctr_dnn) instead of --program"}}},
+      {"gen-ctr-data", "write MultiSlot CTR data from a planted logistic model (for ctr_dnn)",
+       "oar gen-ctr-data --out DIR [--examples N] [--files K] [--seed S]", "cli/gen_ctr_data_cmd.cc",
+       {"out", "files", "seed"}, RunGenCtrData,
+       {{"files", "files per split (default 4)"}, {"out", "the folder to write train/, test/ and data_feed.prototxt to"},
+        {"seed", "seed of the planted model and the examples"}}},
   };
   return *cmds;
 }

@@ -64,6 +64,13 @@ void MakeInitializersConstant(BlockDesc* startup, float value) {
 
 }  // namespace
 
+absl::Status RequireFashionMnistModel(const std::string& model) {
+  const ModelSpec* spec = FindModel(model);
+  if (spec == nullptr || spec->dataset == "fashion-mnist") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("model ", model, " trains from MultiSlot files, not Fashion-MNIST: use "
+                                                 "oar async-train --model ", model, " (data from oar gen-ctr-data)"));
+}
+
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o) {
   const ModelSpec* spec = FindModel(o.model);
   if (spec == nullptr) {

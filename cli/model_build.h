@@ -51,6 +51,11 @@ struct EvalResult {
 absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope, const Dataset& test,
                                     int64_t batch_size);
 
+// OK unless `model` is an example that trains from MultiSlot files
+// (ctr_dnn), which the Fashion-MNIST commands cannot feed: InvalidArgument
+// pointing to `oar async-train`.
+absl::Status RequireFashionMnistModel(const std::string& model);
+
 // BuildModel with the options from the --model, --optimizer, --lr, --seed
 // and --batch_size flags (defined in train_cmd.cc, shared by the commands
 // that build a model).

@@ -66,6 +66,8 @@ DECLARE_string(data_dir);
 DECLARE_int64(limit);
 DECLARE_string(step_log);
 DECLARE_int64(max_steps);
+DECLARE_string(program);
+DECLARE_string(model);
 
 namespace oar::cli {
 namespace {
@@ -136,6 +138,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     OAR_ASSIGN_OR_RETURN(options.places, CpuPlacesFromEnv());
   }
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
+  if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {
     train.images = train.images.Slice(0, FLAGS_limit);

@@ -52,6 +52,7 @@ namespace {
 absl::Status Train() {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
+  OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));

@@ -5,7 +5,7 @@
 namespace oar {
 
 const std::vector<ModelSpec>& AllModels() {
-  static const auto* models = new std::vector<ModelSpec>{FashionMlpSpec(), FashionCnnSpec()};
+  static const auto* models = new std::vector<ModelSpec>{FashionMlpSpec(), FashionCnnSpec(), CtrDnnSpec()};
   return *models;
 }
 

@@ -23,12 +23,13 @@ struct BuiltModel {
   Var prediction;
   Var loss;                // mean loss over the batch
   Var accuracy;            // top-1 accuracy over the batch
+  Var auc;                 // models with an auc layer: the global AUC so far
 };
 
 struct ModelSpec {
   std::string name;
   std::string description;
-  std::string dataset;  // what `oar train` feeds it: "fashion-mnist"
+  std::string dataset;  // what feeds it: "fashion-mnist" (oar train/launch/run), "multislot" (oar async-train)
   std::function<BuiltModel()> build;
   // Optional learning-rate schedule from the base rate and the steps in an
   // epoch (built inside the model's programs); constant when unset.
@@ -46,5 +47,15 @@ std::string ModelNames();
 // Individual models (examples/<name>.cc).
 ModelSpec FashionMlpSpec();
 ModelSpec FashionCnnSpec();
+ModelSpec CtrDnnSpec();
+
+// ctr_dnn's inputs, as `oar gen-ctr-data` writes them: a dense slot of 13
+// floats, then sparse id slots C1..C26 hashed into the embedding table's
+// rows, then the label.
+inline constexpr char kCtrDenseSlot[] = "dense_input";
+inline constexpr int kCtrDenseFeatures = 13;
+inline constexpr int kCtrSparseSlots = 26;
+inline constexpr int64_t kCtrSparseFeatureDim = 1000001;  // Fluid's example table height
+inline constexpr int64_t kCtrEmbeddingSize = 10;
 
 }  // namespace oar

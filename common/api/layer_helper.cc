@@ -79,7 +79,11 @@ Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_
   std::string n = attr.name.empty() ? unique_name::Generate(absl::StrCat(name_, is_bias ? ".b" : ".w"))
                                     : attr.name;
   if (main_->global_block()->HasVar(n)) {
-    Fail(absl::StrCat("parameter '", n, "' already exists"));
+    // Layers given the same ParamAttr name share one parameter, as in Fluid
+    // (e.g. one embedding table for many slots) — if they agree on it.
+    const VarDesc* old = main_->global_block()->FindVar(n);
+    if (old->is_parameter && old->dtype == dtype && old->shape == shape) return Var(main_, main_->global_block(), n);
+    Fail(absl::StrCat("parameter '", n, "' already exists with another shape or dtype, or is not a parameter"));
     return Var();
   }
   Var p = CreateGlobal(n, dtype, shape);

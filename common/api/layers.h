@@ -63,6 +63,16 @@ Var mean(const Var& x, const std::string& name = "");
 // (values, int64 indices) of the k largest entries along the last axis.
 std::pair<Var, Var> topk(const Var& input, int32_t k, const std::string& name = "");
 Var accuracy(const Var& input, const Var& label, int32_t k = 1);
+// Fluid 1.x's auc layer: two `auc` ops over `input` ([N, 2] probabilities)
+// and `label` (int64 [N, 1]) — the batch AUC over the last `slide_steps`
+// batches and the global AUC over every batch — with their persistable
+// int64 counts (zeros in startup), as Fluid builds it.
+struct AucVars {
+  Var auc, batch_auc;                                     // float64 [1]
+  Var batch_stat_pos, batch_stat_neg, stat_pos, stat_neg;  // the counts
+};
+AucVars auc(const Var& input, const Var& label, const std::string& curve = "ROC", int32_t num_thresholds = 4095,
+            int32_t slide_steps = 1);
 
 // A tensor filled with `value` (fill_constant in the main program).
 Var fill_constant(const std::vector<int64_t>& shape, DataType dtype, float value,

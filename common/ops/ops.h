@@ -15,6 +15,7 @@ void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entropy
 void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
+void RegisterAucOp(OpRegistry* r);           // auc (Fluid 1.x streaming ROC AUC)
 void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, scale, feed, fetch
 void RegisterSumOp(OpRegistry* r);           // sum (dense and sparse inputs)
 void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam (+ the ones below)

@@ -11,6 +11,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterSoftmaxOps(r);
   RegisterLossOps(r);
   RegisterMetricOps(r);
+  RegisterAucOp(r);
   RegisterTensorOps(r);
   RegisterSumOp(r);
   RegisterOptimizerOps(r);

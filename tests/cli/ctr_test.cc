@@ -1,0 +1,58 @@
+// The CTR path as a user runs it: `oar gen-ctr-data` writes MultiSlot
+// files and their DataFeedDesc and says the planted model's AUC; `oar
+// async-train --model ctr_dnn` trains on every example and reports the test
+// AUC and loss (12 steps: no claim of learning here — that it learns is
+// measured by hand in the closing note; AsyncExecutor's own tests compare
+// its training with the plain Executor's); the Fashion-MNIST commands
+// refuse ctr_dnn, pointing to async-train.
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "gtest/gtest.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+double ValueAfter(const std::string& out, const std::string& key) {
+  const size_t at = out.find(key);
+  double v = -1;
+  if (at != std::string::npos) (void)absl::SimpleAtod(out.substr(at + key.size(), 6), &v);
+  return v;
+}
+
+TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
+  const std::string dir = ::testing::TempDir() + "/ctr_test_data";
+  std::filesystem::remove_all(dir);
+  Result gen = Oar("gen-ctr-data --out " + dir + " --examples 6000 --files 2 --seed 3");
+  ASSERT_EQ(gen.code, 0) << gen.out;
+  for (const char* f : {"/train/part-00000", "/train/part-00001", "/test/part-00000", "/data_feed.prototxt"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + f)) << f;
+  }
+  const double planted = ValueAfter(gen.out, "planted_auc=");
+  EXPECT_GT(planted, 0.7) << gen.out;
+  EXPECT_LT(planted, 1.0) << gen.out;
+  Result train = Oar("async-train --model ctr_dnn --optimizer adam --lr 0.001 --data_feed " + dir +
+                     "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir +
+                     "/test/*' --threads 1 --fetch " + "auc_0.tmp_0");
+  ASSERT_EQ(train.code, 0) << train.out;
+  EXPECT_NE(train.out.find("async-train: 6000 instances"), std::string::npos) << train.out;
+  const double test_auc = ValueAfter(train.out, "test_auc=");
+  EXPECT_GT(test_auc, 0.0) << train.out;
+  EXPECT_LT(test_auc, 1.0) << train.out;
+  const double test_loss = ValueAfter(train.out, "test_loss=");
+  EXPECT_GT(test_loss, 0.0) << train.out;
+  EXPECT_LT(test_loss, 1.0) << train.out;  // a 2-way cross-entropy that has not diverged
+}
+
+TEST(CtrTest, FashionCommandsRefuseCtrDnn) {
+  Result r = Oar("train --model ctr_dnn");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("oar async-train --model ctr_dnn"), std::string::npos) << r.out;
+  r = Oar("gen-ctr-data --out /tmp/x --files many");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--files 'many' is not a positive count"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace oar
