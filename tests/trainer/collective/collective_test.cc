@@ -22,24 +22,53 @@ namespace {
 
 enum class Backend { kRing, kInProcess };
 
+// Makes an n-rank ring on fresh loopback ports, one thread per rank. Tests
+// run side by side (ctest -j) and a port found free may be taken by another
+// test's ring before this one listens on it: a rank then cannot listen, or
+// meets a stranger's ring (refused by the handshake). Those collisions of
+// the test harness are retried on new ports, up to 3 times; any other
+// error is each rank's status.
+std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token) {
+  std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::string> eps;
+    for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
+    rings.clear();
+    for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
+      });
+    }
+    for (auto& t : threads) t.join();
+    bool collided = false;
+    for (const auto& ring : rings) {
+      collided |= !ring.ok() && (ring.status().code() == absl::StatusCode::kPermissionDenied ||
+                                 ring.status().message().find("cannot listen") != std::string::npos);
+    }
+    if (!collided) break;
+  }
+  return rings;
+}
+
 // Runs fn(rank, collective) on n threads; returns each rank's status.
 std::vector<absl::Status> OnRanks(Backend backend, int n, const std::function<absl::Status(int, Collective*)>& fn,
                                   absl::Duration timeout = absl::Seconds(30), const std::string& token = "job") {
-  std::vector<std::string> eps;
-  for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
   InProcessGroup group(n, timeout);
+  std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
+  if (backend == Backend::kRing) rings = MakeRing(n, timeout, token);
   std::vector<absl::Status> status(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       std::unique_ptr<Collective> c;
       if (backend == Backend::kRing) {
-        auto ring = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
-        if (!ring.ok()) {
-          status[r] = ring.status();
+        if (!rings[r].ok()) {
+          status[r] = rings[r].status();
           return;
         }
-        c = *std::move(ring);
+        c = *std::move(rings[r]);
       } else {
         c = group.Rank(r);
       }
