@@ -72,8 +72,9 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
   FeedStats stats;
   std::atomic<bool> stop{false};
   std::atomic<int64_t> batches{0};
-  absl::Mutex mu;  // guards first_error, last, bind and printing
+  absl::Mutex mu;  // guards first_error, newest, result.last, bind and printing
   absl::Status first_error;
+  int64_t newest = 0;
   AsyncRunResult result;
   result.threads = threads;
   auto work = [&](int t) -> absl::Status {
@@ -96,26 +97,34 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
     MultiSlotDataFeed reader(feed, &files, &stats, {.skip_bad_lines = options.skip_bad_lines});
     std::vector<Tensor> batch;
     std::vector<Tensor> fetched(fetch.size());
+    auto fetch_now = [&] {
+      for (size_t k = 0; k < fetch.size(); ++k) fetched[k] = mine.FindVar(fetch[k])->Get<Tensor>();
+    };
+    int64_t my_last = 0;  // the number of this thread's newest batch
     while (!stop.load()) {
       OAR_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
       if (!more) break;
       for (size_t k = 0; k < batch.size(); ++k) mine.FindVar(reader.names()[k])->GetMutable<Tensor>()->ShareDataWith(batch[k]);
       OAR_RETURN_IF_ERROR(block->Run());
-      const int64_t b = batches.fetch_add(1) + 1;
-      for (size_t k = 0; k < fetch.size(); ++k) fetched[k] = mine.FindVar(fetch[k])->Get<Tensor>();
-      absl::MutexLock l(&mu);
+      my_last = batches.fetch_add(1) + 1;
       if (options.debug) {
-        std::fprintf(options.out, "batch %lld thread %d: %s\n", static_cast<long long>(b), t,
+        fetch_now();
+        absl::MutexLock l(&mu);
+        std::fprintf(options.out, "batch %lld thread %d: %s\n", static_cast<long long>(my_last), t,
                      FormatFetched(fetch, fetched).c_str());
       }
-      if (b >= result.batches) {  // the newest batch of any thread: its values are the run's last
-        result.batches = b;
-        result.last.clear();
-        for (const Tensor& f : fetched) {
-          Tensor copy;
-          if (f.initialized()) copy.CopyFrom(f);
-          result.last.push_back(std::move(copy));
-        }
+    }
+    // The thread that ran the run's newest batch leaves its values as the
+    // run's last (copied once, before its scope goes).
+    fetch_now();
+    absl::MutexLock l(&mu);
+    if (my_last > 0 && my_last >= newest) {
+      newest = my_last;
+      result.last.clear();
+      for (const Tensor& f : fetched) {
+        Tensor copy;
+        if (f.initialized()) copy.CopyFrom(f);
+        result.last.push_back(std::move(copy));
       }
     }
     return absl::OkStatus();
@@ -132,6 +141,7 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
   }
   for (auto& th : pool) th.join();
   if (!first_error.ok()) return first_error;
+  result.batches = batches.load();
   result.instances = stats.instances.load();
   result.bad_lines = stats.bad_lines.load();
   result.first_bad_line = stats.first_bad_line();

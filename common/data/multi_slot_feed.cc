@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -73,6 +74,11 @@ absl::Status MultiSlotDataFeed::Close() {
 }
 
 absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
+  int64_t lines = 0, instances = 0;  // counted here, added to the shared stats once per batch
+  absl::Cleanup publish = [&] {
+    stats_->lines.fetch_add(lines);
+    stats_->instances.fetch_add(instances);
+  };
   while (batch_.size() < desc_.batch_size()) {
     if (in_ == nullptr) {
       std::string file;
@@ -88,7 +94,7 @@ absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
     std::string_view line(line_, static_cast<size_t>(n));
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line
-    stats_->lines.fetch_add(1);
+    ++lines;
     absl::Status s = batch_.AddLine(line);
     if (!s.ok()) {
       const std::string where = absl::StrCat(file_, ":", line_no_, ": ", s.message());
@@ -96,7 +102,7 @@ absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
       stats_->NoteBadLine(where);
       continue;
     }
-    stats_->instances.fetch_add(1);
+    ++instances;
   }
   if (batch_.size() == 0) return false;
   *batch = batch_.Take();
