@@ -84,6 +84,7 @@ DDim RuntimeInferShapeContext::InputDim(const std::string& slot, size_t i) const
     d[0] = v->Get<SelectedRows>().height;
     return d;
   }
+  if (v != nullptr && v->IsType<SparseTable>()) return DDim{-1, v->Get<SparseTable>().width()};  // rows grow
   const Tensor* t = AsTensor(v);
   return t ? t->dims() : DDim();
 }
@@ -95,7 +96,7 @@ DataType RuntimeInferShapeContext::InputDtype(const std::string& slot, size_t i)
 
 void RuntimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
   Variable* v = At(binding_.outputs, slot, i);
-  if (v == nullptr) return;
+  if (v == nullptr || v->IsType<SparseTable>()) return;  // a table sizes itself
   if (v->IsType<SelectedRows>()) {  // sparse outputs size themselves; a dense kernel gets `dims`
     if (!dims.HasUnknown()) sparse_output_dims_.emplace_back(v, dims);
     return;

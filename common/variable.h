@@ -1,6 +1,7 @@
 // Variable: the run-time value of a program variable, holding one of a
-// LoDTensor, SelectedRows or a tensor list (Fluid's FEED_MINIBATCH and
-// FETCH_LIST), or nothing yet.
+// LoDTensor, SelectedRows, a tensor list (Fluid's FEED_MINIBATCH and
+// FETCH_LIST) or a pserver's SparseTable (a distributed lookup table's
+// shard), or nothing yet.
 //
 // Thread-safety: externally synchronized.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/selected_rows.h"
+#include "common/sparse_table.h"
 #include "common/tensor.h"
 
 namespace oar {
@@ -36,7 +38,7 @@ class Variable {
   void Clear() { v_ = std::monostate{}; }
 
  private:
-  std::variant<std::monostate, Tensor, SelectedRows, TensorList> v_;
+  std::variant<std::monostate, Tensor, SelectedRows, TensorList, SparseTable> v_;
 };
 
 }  // namespace oar

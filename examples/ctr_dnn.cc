@@ -4,7 +4,8 @@
 // 400-400-400 (relu, Normal(0, 1/sqrt(fan_in)) weights); a 2-way softmax;
 // cross-entropy; accuracy; and Fluid's auc (4096 thresholds, a 20-batch
 // window). Trains from MultiSlot files (`oar async-train --model ctr_dnn`,
-// data from `oar gen-ctr-data`).
+// data from `oar gen-ctr-data`). ctr_dnn_dist: the same with the table
+// distributed over a pserver job's pservers (is_distributed).
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -14,12 +15,15 @@
 
 namespace oar {
 
-ModelSpec CtrDnnSpec() {
+ModelSpec CtrDnnSpec(bool distributed) {
   ModelSpec spec;
-  spec.name = "ctr_dnn";
-  spec.description = "Fluid's CTR DNN: 26 summed sparse embeddings + 13 dense -> fc 400x3 -> softmax 2, with auc";
+  spec.name = distributed ? "ctr_dnn_dist" : "ctr_dnn";
+  spec.description = distributed ? "ctr_dnn with its table distributed over the pservers (is_distributed: prefetched "
+                                   "rows, sharded updates); for pserver jobs"
+                                 : "Fluid's CTR DNN: 26 summed sparse embeddings + 13 dense -> fc 400x3 -> softmax 2, "
+                                   "with auc";
   spec.dataset = "multislot";
-  spec.build = [] {
+  spec.build = [distributed] {
     BuiltModel m;
     Var dense = layers::data(kCtrDenseSlot, {kCtrDenseFeatures});
     std::vector<Var> sparse;
@@ -30,7 +34,8 @@ ModelSpec CtrDnnSpec() {
     std::vector<Var> parts;
     ParamAttr table{.name = "SparseFeatFactors", .initializer = initializer::Uniform()};
     for (const Var& ids : sparse) {
-      Var emb = layers::embedding(ids, {kCtrSparseFeatureDim, kCtrEmbeddingSize}, /*is_sparse=*/true, -1, table);
+      Var emb = layers::embedding(ids, {kCtrSparseFeatureDim, kCtrEmbeddingSize}, /*is_sparse=*/true, distributed,
+                                  -1, table);
       parts.push_back(layers::sequence_pool(emb, "sum"));
     }
     parts.push_back(dense);

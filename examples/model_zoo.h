@@ -47,7 +47,7 @@ std::string ModelNames();
 // Individual models (examples/<name>.cc).
 ModelSpec FashionMlpSpec();
 ModelSpec FashionCnnSpec();
-ModelSpec CtrDnnSpec();
+ModelSpec CtrDnnSpec(bool distributed);
 
 // ctr_dnn's inputs, as `oar gen-ctr-data` writes them: a dense slot of 13
 // floats, then sparse id slots C1..C26 hashed into the embedding table's

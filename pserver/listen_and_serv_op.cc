@@ -25,6 +25,7 @@
 #include "glog/logging.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/parameter_server.h"
+#include "pserver/sparse_tables.h"
 
 DEFINE_string(pserver_port_file, "", "write the pserver's bound port here (useful with port 0)");
 
@@ -66,6 +67,14 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
       config.restored = true;
       config.restored_step = *step;
       LOG(INFO) << "pserver " << config.pserver_id << ": restored from " << own << " (step " << *step << ")";
+    }
+  }
+  for (const auto& table : DistributedTables(program)) {
+    const Variable* v = scope->FindVar(table);
+    if (v == nullptr || !v->IsType<SparseTable>()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "listen_and_serv: the distributed table '", table, "' is not a sparse table in the pserver's scope; ",
+          "call PrepareSparseTables(pserver_program, scope) before running the startup program (RunPserver does)"));
     }
   }
   OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, program, scope, ctx.place()));
@@ -123,6 +132,8 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
   // Fluid lists the LR-decay block first among the optimize blocks; it runs
   // once per step before them, so the config keeps it apart.
   std::erase(config.optimize_blocks, config.lr_decay_block_id);
+  OAR_ASSIGN_OR_RETURN(config.prefetch_var_to_block_id,
+                       ParseGradToBlockId(op.GetAttr<std::vector<std::string>>("prefetch_var_name_to_block_id", {})));
   config.pserver_id = op.GetAttr<int32_t>("pserver_id", 0);
   config.server.auth_token = rpc::AuthTokenFromEnv();
   config.server.tls_cert = FLAGS_rpc_tls_cert;

@@ -85,6 +85,9 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   for (int id : config.optimize_blocks) OAR_RETURN_IF_ERROR(check_block(id, "optimize block"));
   for (const auto& [g, id] : config.grad_to_block_id) OAR_RETURN_IF_ERROR(check_block(id, "grad_to_block_id of '" + g + "': block"));
   if (config.lr_decay_block_id >= 0) OAR_RETURN_IF_ERROR(check_block(config.lr_decay_block_id, "lr_decay_block_id"));
+  for (const auto& [v, id] : config.prefetch_var_to_block_id) {
+    OAR_RETURN_IF_ERROR(check_block(id, "prefetch_var_name_to_block_id of '" + v + "': block"));
+  }
 
   std::unique_ptr<ParameterServer> ps(new ParameterServer(std::move(config), program, scope, place));
   const PserverConfig& c = ps->config_;
@@ -104,6 +107,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   std::vector<int> ids = c.optimize_blocks;
   if (c.lr_decay_block_id > 0) ids.push_back(c.lr_decay_block_id);
   for (const auto& [g, id] : c.grad_to_block_id) ids.push_back(id);
+  for (const auto& [v, id] : c.prefetch_var_to_block_id) ids.push_back(id);
   for (int id : ids) {
     if (ps->blocks_.count(id)) continue;
     OAR_ASSIGN_OR_RETURN(ps->blocks_[id], PreparedBlock::Create(runnable, id, OpRegistry::Global(), place));
@@ -237,9 +241,7 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
     absl::MutexLock l(&state_mu_);
     last_message_[static_cast<size_t>(id)] = absl::Now();
   }
-  if (kind == rpc::RpcKind::kPrefetch) {
-    return absl::UnimplementedError("PrefetchVariable: distributed lookup tables are not supported yet");
-  }
+  if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
   bool covered = false;
   if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
@@ -355,6 +357,45 @@ absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int
   }
   absl::ReaderMutexLock l(block_mu_.at(owner->second).get());
   reply->var = *v;  // shares the buffer; the next update writes a new one
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::HandlePrefetch(const rpc::IncomingMessage& request, int id, rpc::Reply* reply) {
+  const rpc::MessageHeader& h = request.header();
+  auto it = config_.prefetch_var_to_block_id.find(h.name());
+  if (it == config_.prefetch_var_to_block_id.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": no prefetch block for '", h.name(), "'",
+                                                   config_.prefetch_var_to_block_id.empty()
+                                                       ? " (this pserver holds no distributed lookup table)"
+                                                       : ""));
+  }
+  constexpr int64_t kMaxIds = int64_t{1} << 26;
+  if (h.kind != rpc::PayloadKind::kTensor || h.dtype != DataType::kInt64 || h.dims.size() < 1 ||
+      h.dims.numel() != h.dims[0] || h.dims[0] > kMaxIds) {
+    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": prefetch '", h.name(), "' must carry int64 ids [n, 1] ",
+                                                   "(n <= ", kMaxIds, "), got ", h.Describe()));
+  }
+  const int block = it->second;
+  const std::string& out = h.meta.out_varname();
+  bool computed = false;
+  for (size_t i = 0; i < program_.Block(block).OpSize() && !computed; ++i) {
+    for (const auto& o : program_.Block(block).Op(i).OutputArgNames()) computed = computed || o == out;
+  }
+  if (!computed) {
+    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": prefetch block ", block, " for '", h.name(),
+                                                   "' does not compute '", out, "' (out_varname)"));
+  }
+  Scope* child = &scope_->NewScope();
+  absl::Cleanup drop = [&] { scope_->DeleteScope(child); };
+  request.DecodeInto(child->Var(h.name()));
+  child->Var(out);  // the rows land here, not in a variable other prefetches share
+  OAR_RETURN_IF_ERROR(Annotate(RunBlockLocked(block, child), Who(id)));
+  const Variable* rows = child->FindVar(out);
+  if (rows == nullptr || !rows->IsType<Tensor>()) {
+    return absl::InternalError(absl::StrCat(Who(id), ": prefetch block ", block, " left no rows in '", out, "'"));
+  }
+  reply->name = out;
+  reply->var = *rows;  // shares the buffer; the scope goes, the rows stay with the reply
   return absl::OkStatus();
 }
 

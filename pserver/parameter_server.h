@@ -26,6 +26,14 @@
 // returns when every trainer has completed, and fails naming the trainers
 // that sent nothing for FLAGS_rpc_deadline.
 //
+// Distributed lookup tables (sparse_tables.h): a PrefetchVariable of the
+// ids `prefetch_compress_in_tmp_<i>` runs that name's prefetch block
+// (lookup_sparse_table) in a scope of its own and answers the block's
+// output named by the request's out_varname; rows absent from the table
+// are created there. Prefetches run beside the optimize blocks, which
+// update the table's rows without locks (Hogwild, as Fluid's pservers).
+// A table is not served by Get.
+//
 // Every request is checked before anything is allocated: trainer_id <
 // Fanin, the variable's header against its declaration (VarStore::Admit),
 // its size against the transport's cap (MaxRequestBytes); a Get names a
@@ -74,6 +82,9 @@ struct PserverConfig {
   std::vector<int> optimize_blocks;             // block ids, not counting the LR-decay block
   std::map<std::string, int> grad_to_block_id;  // "fc_w@GRAD.block0" → block id
   int lr_decay_block_id = -1;
+  // Distributed lookup table: "prefetch_compress_in_tmp_0" → the block
+  // whose lookup_sparse_table answers PrefetchVariable for those ids.
+  std::map<std::string, int> prefetch_var_to_block_id;
   int pserver_id = 0;
   int timeout_ms = 0;  // barrier and idle bound; 0: FLAGS_rpc_deadline
   rpc::ServerOptions server;            // endpoint filled from `endpoint`; auth/TLS as set
@@ -156,6 +167,7 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
   absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);
+  absl::Status HandlePrefetch(const rpc::IncomingMessage& request, int trainer, rpc::Reply* reply);
   // Restored: ABORTED for a trainer that has not resynced; the resync
   // itself; OK and *covered for a call made before the trainer's resync
   // whose effect the replay or the checkpoint already carries.

@@ -3,6 +3,7 @@
 #include "common/executor.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/status.h"
+#include "pserver/sparse_tables.h"
 
 namespace oar {
 
@@ -12,6 +13,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   env.transport = &grpc;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
+  OAR_RETURN_IF_ERROR(PrepareSparseTables(main, &scope).status());  // before the startup initializes them
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
   ProgramDesc program(main);
   if (!checkpoint_dir.empty()) {

@@ -50,6 +50,7 @@ void Zero(Variable* v) {
 struct VarStore::Receivable {
   enum class Mode { kDirect, kPerTrainer, kMerged };
   std::string name;     // the merged gradient's name ("fc_w@GRAD.block0")
+  std::vector<std::string> copies;  // kPerTrainer, kMerged: trainer t's name
   Mode mode = Mode::kDirect;
   bool sparse = false;
   int block = -1;
@@ -80,21 +81,34 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
     r->name = name;
     r->block = block;
     r->desc = desc;
-    bool copies = sync_mode && fanin > 1;
-    for (int t = 0; copies && t < fanin; ++t) copies = global.FindVar(TrainerCopy(name, t)) != nullptr;
-    if (copies) {
+    // Per-trainer copies: `g.trainer_<t>`, or the names the block's leading
+    // `sum` reads (Fluid's distributed table: `g.trainer_<t>.pserver_<i>`).
+    const BlockDesc& b = program.Block(static_cast<size_t>(block));
+    const bool leading_sum = b.OpSize() >= 1 && b.Op(0).type == "sum" &&
+                             b.Op(0).Output("Out") == std::vector<std::string>{name} &&
+                             b.Op(0).Input("X").size() == static_cast<size_t>(fanin);
+    std::vector<std::string> copies;
+    for (int t = 0; sync_mode && (fanin > 1 || leading_sum) && t < fanin; ++t) {
+      std::string c = TrainerCopy(name, t);
+      if (global.FindVar(c) == nullptr && leading_sum) c = b.Op(0).Input("X")[static_cast<size_t>(t)];
+      const bool own = c.find(absl::StrCat(".trainer_", t)) != std::string::npos;
+      if (global.FindVar(c) == nullptr || !own) {
+        copies.clear();
+        break;
+      }
+      copies.push_back(c);
+    }
+    if (!copies.empty()) {
       r->mode = Receivable::Mode::kPerTrainer;
-      r->desc = global.FindVar(TrainerCopy(name, 0));
-      // Fluid's merge at the head of the block: sum of the copies, in trainer order, into `name`, then scale.
-      const BlockDesc& b = program.Block(static_cast<size_t>(block));
-      std::vector<std::string> all;
-      for (int t = 0; t < fanin; ++t) all.push_back(TrainerCopy(name, t));
-      if (b.OpSize() >= 2 && b.Op(0).type == "sum" && b.Op(0).Input("X") == all &&
-          b.Op(0).Output("Out") == std::vector<std::string>{name} && b.Op(1).type == "scale" &&
-          b.Op(1).Input("X") == std::vector<std::string>{name}) {
+      r->copies = copies;
+      r->desc = global.FindVar(copies[0]);
+      // Fluid's merge at the head of the block (sum of the copies, in
+      // trainer order, into `name`; a scale may follow): done as they arrive.
+      if (leading_sum && b.Op(0).Input("X") == copies) {
         r->mode = Receivable::Mode::kMerged;
         s->merged_blocks_.insert(block);
       }
+      for (int t = 0; t < fanin; ++t) s->copy_of_[copies[static_cast<size_t>(t)]] = {r.get(), t};
     }
     r->sparse = r->desc->type == proto::VarType::SELECTED_ROWS;
     // The largest message: the declared tensor (a sparse one at least as
@@ -114,7 +128,11 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
   }
   for (size_t b = 1; b < program.NumBlocks(); ++b) {
     for (size_t i = 0; i < program.Block(b).OpSize(); ++i) {
-      for (const auto& p : program.Block(b).Op(i).Input("Param")) s->servable_.insert(p);
+      for (const auto& p : program.Block(b).Op(i).Input("Param")) {
+        const Variable* v = scope->FindVar(p);
+        if (v != nullptr && v->IsType<SparseTable>()) continue;  // a distributed table: read by prefetch
+        s->servable_.insert(p);
+      }
     }
   }
   return s;
@@ -146,6 +164,14 @@ absl::Status VarStore::CheckAgainst(const VarDesc& desc, const rpc::MessageHeade
 }
 
 absl::StatusOr<const VarStore::Receivable*> VarStore::Admit(const rpc::MessageHeader& h, int trainer) const {
+  if (auto c = copy_of_.find(h.name()); c != copy_of_.end()) {
+    if (c->second.second != trainer) {
+      return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(),
+                                                     "', which belongs to trainer ", c->second.second));
+    }
+    OAR_RETURN_IF_ERROR(CheckAgainst(*c->second.first->desc, h, trainer));
+    return c->second.first;
+  }
   const auto [base, suffix] = SplitTrainerSuffix(h.name());
   auto it = receivable_.find(base);
   if (it == receivable_.end() || (suffix >= 0 && it->second->mode == Receivable::Mode::kDirect)) {
@@ -173,7 +199,7 @@ absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::Inco
     }
     case Receivable::Mode::kPerTrainer: {
       absl::MutexLock l(&r.mu);
-      msg.DecodeInto(scope_->Var(TrainerCopy(r.name, trainer)));
+      msg.DecodeInto(scope_->Var(r.copies[static_cast<size_t>(trainer)]));
       r.arrived.insert(trainer);
       return absl::OkStatus();
     }
@@ -220,7 +246,7 @@ absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& comple
   absl::MutexLock l(&r.mu);
   if (r.mode == Receivable::Mode::kPerTrainer) {
     for (int t : completed) {
-      if (r.reset_done.insert(t).second) Zero(scope_->Var(TrainerCopy(name, t)));
+      if (r.reset_done.insert(t).second) Zero(scope_->Var(r.copies[static_cast<size_t>(t)]));
     }
   }
   for (int t = 0; t < fanin_; ++t) {
@@ -266,7 +292,7 @@ void VarStore::Release(const Receivable& r) {
   r.arrived.clear();
   r.sparse_parts.clear();
   if (r.mode == Receivable::Mode::kPerTrainer) {
-    for (int t = 0; r.sparse && t < fanin_; ++t) Zero(scope_->Var(TrainerCopy(r.name, t)));
+    for (int t = 0; r.sparse && t < fanin_; ++t) Zero(scope_->Var(r.copies[static_cast<size_t>(t)]));
     return;
   }
   if (r.sparse) {

@@ -11,7 +11,8 @@
 // width — before a byte of its payload is copied or any memory allocated.
 // Where the gradient goes:
 //  - sync, several trainers, and the optimize block starts with Fluid's merge
-//    (`sum(X=[g.trainer_0 .. g.trainer_{n-1}]) -> g`, `scale(g) -> g`):
+//    (`sum(X=[g.trainer_0 .. g.trainer_{n-1}]) -> g`, usually `scale(g) -> g`;
+//    a distributed table's copies are `g.trainer_<t>.pserver_<i>`):
 //    streaming merge — each arriving dense gradient is added straight into
 //    `g` (the first one copied), so no per-trainer copy is ever held and the
 //    pserver's memory does not grow with the number of trainers; sparse ones
@@ -31,7 +32,8 @@
 // it may differ from `sum`'s trainer order in the last bits.
 //
 // Serving: only the parameters the optimize blocks update (optimizer ops'
-// `Param`), never a gradient another thread may be writing.
+// `Param`), never a gradient another thread may be writing, nor a
+// distributed table (trainers prefetch its rows).
 //
 // Thread-safety: Admit, Receive and CheckServable may be called concurrently
 // (each received variable has its own lock); BeforeOptimize and
@@ -114,6 +116,7 @@ class VarStore {
   const int fanin_;
   const bool sync_;
   std::map<std::string, std::unique_ptr<Receivable>> receivable_;  // by merged name
+  std::map<std::string, std::pair<const Receivable*, int>> copy_of_;  // per-trainer name → (receivable, trainer)
   std::set<std::string> servable_;
   std::set<int> merged_blocks_;
   uint64_t max_request_bytes_ = 0;

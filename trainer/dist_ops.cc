@@ -142,6 +142,31 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   return WaitOrDefer(ctx, client, calls, tid);  // a deferred Out is ready after the fetch barrier
 }
 
+// prefetch(X...) -> Out...: the rows of ids X[i] from the pserver epmap[i]
+// (its prefetch block for X[i]'s name computes Out[i]'s name). An empty
+// X[i] is not sent; its Out[i] is left empty.
+absl::Status PrefetchKernel(const ExecutionContext& ctx) {
+  const auto& ins = ctx.op().Input("X");
+  const auto& outs = ctx.op().Output("Out");
+  const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
+  const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, ins.size(), "epmap", epmap.size()));
+  OAR_RETURN_IF_ERROR(CheckSameLength(ctx, ins.size(), "Out", outs.size()));
+  OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
+  const std::string table = ctx.Attr<std::string>("table_name");
+  std::vector<std::shared_ptr<RpcCall>> calls;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "X", i));
+    if (ids->numel() == 0) {
+      ctx.Output("Out", i)->mutable_data<float>(DDim{0, 0});
+      continue;
+    }
+    calls.push_back(
+        client->AsyncPrefetchVar(epmap[i], ins[i], outs[i], ctx.InputVar("X", i), table, ctx.OutputVar("Out", i), tid));
+  }
+  return WaitAll(calls);
+}
+
 template <bool kBatch>
 absl::Status BarrierKernel(const ExecutionContext& ctx) {
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
@@ -266,6 +291,9 @@ void RegisterDistOps(OpRegistry* r) {
   r->Register("split_byref").Input("X").Output("Out", kDuplicable).Attr("sections", std::vector<int32_t>{})
       .Attr("num", int32_t{0})
       .SetInferShape(SplitByrefInferShape).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitByrefKernel);
+  r->Register("prefetch").Input("X", kDuplicable).Output("Out", kDuplicable)
+      .Attr("epmap", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("table_name", std::string())
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(PrefetchKernel);
   r->Register("checkpoint_notify").Attr("epmap", std::vector<std::string>{}).Attr("dir", std::string())
       .Attr("lookup_table", std::string()).Attr("trainer_id", int32_t{0})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(CheckpointNotifyKernel);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "transpiler/distributed_table.h"
 #include "transpiler/optimizer_shapes.h"
 #include "transpiler/optimize_pass.h"
 
@@ -71,14 +72,6 @@ absl::Status DistributeTranspiler::transpile(int trainer_id, ProgramDesc* progra
         "enable_dc_asgd: DC-ASGD needs per-trainer parameter backups on the pservers (ref_by_trainer_id), which "
         "Oar does not have yet; train without it");
   }
-  for (size_t i = 0; i < s.origin.Block(0).OpSize(); ++i) {
-    const OpDesc& op = s.origin.Block(0).Op(i);
-    if (op.type == "lookup_table" && op.GetAttr<bool>("is_distributed")) {
-      return absl::UnimplementedError(absl::StrCat(
-          "lookup_table on '", op.Input("W")[0], "' has is_distributed set: distributed lookup tables (prefetch) ",
-          "are not supported yet; use is_sparse without is_distributed"));
-    }
-  }
   for (size_t i : FindOptimizePass(s.origin.Block(0)).optimize_ops) {
     const OpDesc& op = s.origin.Block(0).Op(i);
     if (!op.inputs.count("Param") || !op.inputs.count("LearningRate")) continue;
@@ -103,6 +96,14 @@ absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_program(bool /*wai
     trainer_program_made_ = true;
   }
   return *state_.program;
+}
+
+absl::Status DistributeTranspiler::PrefetchDistributedTable(ProgramDesc* program) const {
+  OAR_RETURN_IF_ERROR(CheckTranspiled("PrefetchDistributedTable"));
+  if (!state_.table) return absl::OkStatus();
+  DistributedTable record;
+  return ReplaceLookupsWithPrefetch(program->MutableBlock(0), state_.table->name, state_.pservers,
+                                    state_.trainer_id, &record);
 }
 
 absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_startup_program() const {

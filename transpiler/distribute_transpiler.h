@@ -91,6 +91,12 @@ class DistributeTranspiler {
   const std::vector<std::string>& trainer_endpoints() const { return state_.trainer_endpoints; }
   const std::vector<SplitParam>& split_params() const { return state_.split; }
 
+  // Oar's: rewrites another program of the same model (a test program
+  // cloned before minimize) to prefetch the distributed lookup table's rows
+  // from the pservers, as the trainer program does. A no-op when no table is
+  // distributed.
+  absl::Status PrefetchDistributedTable(ProgramDesc* program) const;
+
  private:
   absl::Status CheckTranspiled(const char* what) const;
 

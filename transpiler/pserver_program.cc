@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "transpiler/distributed_table.h"
 #include "transpiler/optimizer_shapes.h"
 #include "transpiler/program_edit.h"
 #include "transpiler/slice_variable.h"
@@ -41,6 +42,11 @@ class PserverBuilder {
       const std::string target = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr, {""})[0];
       auto it = std::find_if(owned_.begin(), owned_.end(), [&](const Owned& o) { return o.sp->param == target; });
       if (it != owned_.end()) OAR_RETURN_IF_ERROR(BuildOptimizeBlock(*it, parent));
+    }
+    if (s_.table) {
+      OAR_RETURN_IF_ERROR(BuildTableBlocks(s_, ep_, parent, &prog_, &table_));
+      optimize_blocks_.push_back(table_.optimize_block);
+      grad_to_block_id_.push_back(table_.grad_to_block_id);
     }
     if (optimize_blocks_.empty()) {  // a pserver that owns nothing still serves
       optimize_blocks_.push_back(prog_.AppendBlock(static_cast<int32_t>(prog_.NumBlocks() - 1))->idx());
@@ -204,7 +210,7 @@ class PserverBuilder {
       if (v.persistable) ready.insert(name);
     }
     for (int32_t id : optimize_blocks_) {
-      if (id == lr_block_) continue;
+      if (id == lr_block_ || id == table_.optimize_block) continue;  // the table's reads what trainers send
       const BlockDesc& b = prog_.Block(static_cast<size_t>(id));
       std::set<std::string> local = ready;
       for (size_t i = 0; i < b.OpSize(); ++i) {
@@ -244,6 +250,10 @@ class PserverBuilder {
                   {"rpc_get_thread_num", kRpcThreads},
                   {"rpc_send_thread_num", kRpcThreads},
                   {"rpc_prefetch_thread_num", kRpcThreads}});
+    if (s_.table) {
+      ls->SetAttr("prefetch_var_name_to_block_id", table_.prefetch_var_name_to_block_id);
+      ls->SetAttr("checkpint_block_id", int32_t{table_.checkpoint_block});  // Fluid's spelling
+    }
   }
 
   const TranspileState& s_;
@@ -256,6 +266,7 @@ class PserverBuilder {
   std::vector<std::string> grad_to_block_id_;
   std::set<std::string> lr_outputs_;
   int32_t lr_block_ = -1;
+  TableBlocks table_;  // the distributed lookup table's, when there is one
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "transpiler/distributed_table.h"
 #include "transpiler/optimize_pass.h"
 #include "transpiler/program_edit.h"
 #include "transpiler/slice_variable.h"
@@ -173,6 +174,7 @@ void AppendRecvs(TranspileState* s) {
   if (s->sync) {
     std::vector<std::string> deps;
     for (const auto& sp : s->split) deps.push_back(sp.send_out);
+    if (s->table) deps.push_back(s->table->send_out);
     barrier_out = s->NewControlVar(main);
     *main->AppendOp() = MakeOp("send_barrier", {{"X", deps}}, {{"Out", {barrier_out}}},
                                {{"endpoints", s->pservers}, {"trainer_id", tid}, {"half_async", false}}, kRPC);
@@ -253,9 +255,16 @@ absl::Status TranspileTrainer(TranspileState* s) {
     s->lr_ops.push_back(origin.Op(i));
     s->to_delete.push_back(&s->program->Block(0).Op(i));
   }
-  OAR_RETURN_IF_ERROR(SliceAndName(s, pass.params_grads));
+  OAR_RETURN_IF_ERROR(FindDistributedTable(s));
+  std::vector<std::pair<std::string, std::string>> params_grads;  // the table is not sliced: it is prefetched
+  for (const auto& pg : pass.params_grads) {
+    if (!s->table || pg.first != s->table->name) params_grads.push_back(pg);
+  }
+  OAR_RETURN_IF_ERROR(SliceAndName(s, params_grads));
   OAR_RETURN_IF_ERROR(InsertSends(s));
+  DeclareTableSendOut(s);
   AppendRecvs(s);
+  OAR_RETURN_IF_ERROR(TranspileTableTrainer(s));
   if (s->startup != nullptr) AppendTrainerStartup(s);
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 // Thread-safety: a value owned by one transpiler.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,16 @@ struct SplitParam {
   std::string send_out;                // the send op's control variable
 };
 
+// A lookup table distributed over the pservers (is_distributed).
+struct DistributedTable {
+  std::string name, grad;                      // "emb", "emb@GRAD"
+  OpDesc optimizer;                            // its optimizer op in the origin program
+  std::vector<OpDesc> extra_ops;               // its other optimize ops (Adam's beta powers)
+  std::vector<std::string> ids, outs;          // of the lookup_table ops the prefetch replaces
+  std::vector<VarDesc> prefetch_in, prefetch_out;  // per pserver: prefetch_compress_{in,out}_tmp_<i>
+  std::string send_out;                        // its send's control variable (sync)
+};
+
 struct TranspileState {
   DistributeTranspilerConfig config;
   int trainer_id = 0;
@@ -39,6 +50,7 @@ struct TranspileState {
   std::vector<const OpDesc*> to_delete;  // the same ops inside *program
   std::vector<SplitParam> split;
   int control_vars = 0;                  // control variables made so far
+  std::optional<DistributedTable> table;  // at most one, as in Fluid
 
   const VarDesc* OriginVar(const std::string& name) const { return origin.Block(0).FindVar(name); }
   // Fluid's generate_control_dev_var_name made deterministic:

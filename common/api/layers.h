@@ -143,8 +143,10 @@ Var merge_selected_rows(const Var& x, const std::string& name = "");
 // Pools each sequence of a LoD input to one row: "sum", "average", "sqrt",
 // "max", "first" or "last" (case-insensitive, as Fluid upper-cases it).
 Var sequence_pool(const Var& input, const std::string& pool_type, bool is_test = false, float pad_value = 0.0f);
-Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse = false, int64_t padding_idx = -1,
-              const ParamAttr& param_attr = {}, DataType dtype = DataType::kFloat32);
+// Fluid's argument order. is_distributed: the table lives sharded on the
+// pservers and its rows are prefetched (DistributeTranspiler).
+Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse = false, bool is_distributed = false,
+              int64_t padding_idx = -1, const ParamAttr& param_attr = {}, DataType dtype = DataType::kFloat32);
 // A persistable global variable `name` (int64 [1] by default), created on
 // first use and counted up by `step` at the start of every run.
 Var autoincreased_step_counter(const std::string& counter_name = "@STEP_COUNTER@", int64_t begin = 1,

@@ -128,7 +128,7 @@ Var sequence_pool(const Var& input, const std::string& pool_type, bool is_test, 
   return out;
 }
 
-Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse, int64_t padding_idx,
+Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse, bool is_distributed, int64_t padding_idx,
               const ParamAttr& param_attr, DataType dtype) {
   LayerHelper h("embedding");
   if (!h.Ok({input})) return Var();
@@ -141,7 +141,7 @@ Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse, int64
   Var out = h.CreateTmp(dtype);
   if (padding_idx < -1) padding_idx += size[0];  // Fluid: negative counts from the end
   if (!h.AppendOp("lookup_table", {{"Ids", {input}}, {"W", {w}}}, {{"Out", {out}}},
-                  {{"is_sparse", is_sparse}, {"is_distributed", false}, {"remote_prefetch", false},
+                  {{"is_sparse", is_sparse}, {"is_distributed", is_distributed}, {"remote_prefetch", false},
                    {"padding_idx", padding_idx}})) {
     return Var();
   }

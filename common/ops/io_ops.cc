@@ -1,5 +1,6 @@
 // save / load (one variable per file) and save_combine / load_combine (many
-// variables in one file, in input order), in Fluid's LoDTensor layout.
+// variables in one file, in input order), in Fluid's LoDTensor layout (a
+// pserver's SparseTable in Fluid's SelectedRows layout).
 // Files are written atomically (temporary, fsync, rename).
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
+#include "common/sparse_table_io.h"
 #include "common/tensor_io.h"
 
 namespace oar {
@@ -31,6 +33,11 @@ absl::Status SaveKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(PrepareTarget(ctx, path));
   std::ostringstream buf;
   for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    if (v != nullptr && v->IsType<SparseTable>()) {  // a pserver's table shard: Fluid's SelectedRows layout
+      OAR_RETURN_IF_ERROR(Annotate(WriteSparseTable(v->Get<SparseTable>(), buf), ctx.op().Input("X")[i]));
+      continue;
+    }
     OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, "X", i));
     OAR_RETURN_IF_ERROR(Annotate(WriteLoDTensor(*t, buf), ctx.op().Input("X")[i]));
   }
@@ -45,13 +52,19 @@ absl::Status LoadKernel(const ExecutionContext& ctx) {
   const std::string path = ctx.Attr<std::string>("file_path");
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(ctx.op().type + ": cannot open " + path);
-  std::vector<Tensor*> outs = ctx.MultiOutput("Out");
-  for (size_t i = 0; i < outs.size(); ++i) {
-    OAR_RETURN_IF_ERROR(ReadLoDTensor(in, path + " (" + ctx.op().Output("Out")[i] + ")", outs[i]));
+  const size_t n = ctx.op().Output("Out").size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string what = path + " (" + ctx.op().Output("Out")[i] + ")";
+    Variable* v = ctx.OutputVar("Out", i);
+    if (v != nullptr && v->IsType<SparseTable>()) {
+      OAR_RETURN_IF_ERROR(ReadSparseTable(in, what, v->GetMutable<SparseTable>()));
+    } else {
+      OAR_RETURN_IF_ERROR(ReadLoDTensor(in, what, ctx.Output("Out", i)));
+    }
   }
   if (in.peek() != std::char_traits<char>::eof()) {
     return absl::InvalidArgumentError(ctx.op().type + ": " + path + " holds more data than its " +
-                                      std::to_string(outs.size()) + " variable(s)");
+                                      std::to_string(n) + " variable(s)");
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@ void RegisterSumOp(OpRegistry* r);           // sum (dense and sparse inputs)
 void RegisterOptimizerOps(OpRegistry* r);    // sgd, momentum, adam (+ the ones below)
 void RegisterMoreOptimizerOps(OpRegistry* r);  // adagrad, decayed_adagrad, adamax, rmsprop, ftrl, lars_momentum
 void RegisterEmbeddingOps(OpRegistry* r);    // lookup_table, merge_selected_rows
+void RegisterDistributedTableOps(OpRegistry* r);  // split_ids, merge_ids, lookup_sparse_table
 
 void RegisterShapeOps(OpRegistry* r);        // reshape2, transpose2, flatten2, squeeze2, unsqueeze2
 void RegisterConcatSplitOps(OpRegistry* r);  // concat, split

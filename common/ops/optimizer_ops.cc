@@ -7,6 +7,7 @@
 #include "common/op_registry.h"
 #include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/sparse_table_update.h"
 
 namespace oar {
 namespace {
@@ -24,6 +25,7 @@ absl::Status AdamInferShape(InferShapeContext& ctx) {
 
 template <typename T>
 absl::Status SgdKernel(const ExecutionContext& ctx) {
+  if (ParamIsTable(ctx)) return TableSgd(ctx);
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
   OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/false));
@@ -83,6 +85,7 @@ __attribute__((target_clones("avx2", "default"))) void AdamDense(
 
 template <typename T>
 absl::Status AdamKernel(const ExecutionContext& ctx) {
+  if (ParamIsTable(ctx)) return TableAdam(ctx);
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
   const bool lazy = ctx.Attr<bool>("lazy_mode");
   OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/!lazy));

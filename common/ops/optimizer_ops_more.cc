@@ -7,6 +7,7 @@
 #include "common/op_registry.h"
 #include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/sparse_table_update.h"
 
 namespace oar {
 namespace {
@@ -15,6 +16,7 @@ using namespace optimizer_util;  // NOLINT
 
 template <typename T>
 absl::Status AdagradKernel(const ExecutionContext& ctx) {
+  if (ParamIsTable(ctx)) return TableAdagrad(ctx);
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
   OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/false));
   OAR_ASSIGN_OR_RETURN(const T* mom, In<T>(ctx, "Moment"));

@@ -22,6 +22,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterBatchNormOps(r);
   RegisterDropoutOps(r);
   RegisterEmbeddingOps(r);
+  RegisterDistributedTableOps(r);
   RegisterReduceClipOps(r);
   RegisterControlOps(r);
   RegisterIoOps(r);

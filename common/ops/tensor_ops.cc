@@ -1,5 +1,7 @@
 // Tensor creation and plumbing: fill_constant, uniform_random,
-// gaussian_random, scale, feed, fetch (sum is in sum_op.cc).
+// gaussian_random, scale, feed, fetch (sum is in sum_op.cc). An
+// initializer whose output is a pserver's SparseTable sets the table's row
+// initializer instead of filling a tensor.
 #include <random>
 
 #include "common/op_registry.h"
@@ -28,8 +30,31 @@ absl::Status ShapeFromAttr(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Out is a pserver's SparseTable: the op becomes the table's row
+// initializer (shape [rows, width]: rows are made on first use, not now).
+absl::Status InitTable(const ExecutionContext& ctx, RowInitializer init) {
+  SparseTable* table = ctx.OutputVar("Out")->GetMutable<SparseTable>();
+  const DDim shape = ShapeAttr(ctx.op());
+  if (shape.size() != 2 || static_cast<DataType>(ctx.Attr<int32_t>("dtype")) != DataType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": the sparse table '", ctx.op().Output("Out")[0],
+                                                   "' is fp32 [rows, width], got shape ", shape.ToString()));
+  }
+  OAR_RETURN_IF_ERROR(Annotate(table->Configure(shape[1]), ctx.op().Output("Out")[0]));
+  table->set_declared_height(shape[0]);
+  const int32_t seed = ctx.op().HasAttr("seed") ? ctx.Attr<int32_t>("seed") : 0;
+  init.seed = static_cast<uint64_t>(static_cast<uint32_t>(seed));
+  table->SetInitializer(init);
+  return absl::OkStatus();
+}
+
+bool OutIsTable(const ExecutionContext& ctx) {
+  const Variable* v = ctx.OutputVar("Out");
+  return v != nullptr && v->IsType<SparseTable>();
+}
+
 template <typename T>
 absl::Status FillConstantKernel(const ExecutionContext& ctx) {
+  if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kConstant, ctx.Attr<float>("value"), 0});
   Tensor* out = ctx.Output("Out");
   T* p = out->mutable_data<T>();
   std::fill(p, p + out->numel(), static_cast<T>(ctx.Attr<float>("value")));
@@ -46,6 +71,7 @@ template <typename T>
 absl::Status UniformRandomKernel(const ExecutionContext& ctx) {
   float lo = ctx.Attr<float>("min"), hi = ctx.Attr<float>("max");
   if (!(lo <= hi)) return absl::InvalidArgumentError(absl::StrCat("uniform_random: min ", lo, " > max ", hi));
+  if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kUniform, lo, hi});
   auto engine = MakeEngine(ctx);
   std::uniform_real_distribution<T> dist(lo, hi);
   Tensor* out = ctx.Output("Out");
@@ -58,6 +84,7 @@ template <typename T>
 absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
   float stddev = ctx.Attr<float>("std");
   if (!(stddev >= 0)) return absl::InvalidArgumentError(absl::StrCat("gaussian_random: std ", stddev, " < 0"));
+  if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kGaussian, ctx.Attr<float>("mean"), stddev});
   auto engine = MakeEngine(ctx);
   std::normal_distribution<T> dist(ctx.Attr<float>("mean"), stddev);
   Tensor* out = ctx.Output("Out");

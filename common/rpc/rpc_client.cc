@@ -26,6 +26,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   ClientCall(Transport* transport, RpcKind kind, std::string ep, std::shared_ptr<const OutgoingMessage> request,
              Variable* out, absl::Time deadline, int retry_times)
       : transport_(transport), kind_(kind), ep_(std::move(ep)), name_(request->header.name()),
+        // A prefetch is answered with the rows, named as the request's out_varname (Fluid's).
+        reply_name_(kind == RpcKind::kPrefetch ? request->header.meta.out_varname() : name_),
         request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times) {}
 
   // How the call recovers from a restarted pserver (see StepJournal).
@@ -102,7 +104,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
     if (reply == nullptr || reply->header().kind == PayloadKind::kNone) {
       return absl::NotFoundError(absl::StrCat("the reply holds no value"));
     }
-    if (!reply->header().name().empty() && reply->header().name() != name_) {
+    if (!reply->header().name().empty() && reply->header().name() != reply_name_) {
       return absl::InvalidArgumentError(absl::StrCat("the reply carries '", reply->header().name(), "'"));
     }
     reply->DecodeInto(out_);  // checked when parsed: cannot fail half-way
@@ -126,6 +128,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   RpcKind kind_;
   std::string ep_;
   std::string name_;
+  std::string reply_name_;
   std::shared_ptr<const OutgoingMessage> request_;  // released when the call ends
   Variable* out_;
   absl::Time deadline_;
@@ -232,10 +235,10 @@ std::shared_ptr<RpcCall> RpcClient::AsyncGetVar(const std::string& ep, const std
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, const std::string& name,
-                                                     const Variable* ids, const std::string& table, Variable* out,
-                                                     int64_t trainer_id) {
-  return Start(RpcKind::kPrefetch, ep, name, ids, {.trainer_id = trainer_id, .out_varname = name, .table_name = table},
-               out);
+                                                     const std::string& out_name, const Variable* ids,
+                                                     const std::string& table, Variable* out, int64_t trainer_id) {
+  return Start(RpcKind::kPrefetch, ep, name, ids,
+               {.trainer_id = trainer_id, .out_varname = out_name, .table_name = table}, out);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id) {

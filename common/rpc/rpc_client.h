@@ -83,7 +83,10 @@ class RpcClient {
   // Fills `*out` with the server's variable `name` (left unchanged on error).
   std::shared_ptr<RpcCall> AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                        int64_t trainer_id = 0, bool no_barrier = false);
-  std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name, const Variable* ids,
+  // The rows of `ids` (sent as `name`) from the pserver's prefetch block
+  // for `name`, which computes `out_name`; into `*out`.
+  std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name,
+                                            const std::string& out_name, const Variable* ids,
                                             const std::string& table, Variable* out, int64_t trainer_id = 0);
   std::shared_ptr<RpcCall> AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id);

@@ -1,5 +1,5 @@
 // The DistributeTranspiler on sparse gradients, and what it refuses
-// (distributed lookup tables, DC-ASGD, cross-parameter clipping, bad
+// (two distributed lookup tables, a table's unsupported optimizer, DC-ASGD, cross-parameter clipping, bad
 // arguments) with errors that say why.
 #include "gtest/gtest.h"
 #include "tests/transpiler/fc_net.h"
@@ -17,7 +17,7 @@ TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
     ProgramGuard g(&main, &startup);
     ParamAttr emb;
     emb.name = "emb";
-    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, /*is_sparse=*/true, -1, emb);
+    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, /*is_sparse=*/true, false, -1, emb);
     optimizer::SGD(0.1f).minimize(layers::mean(e));
   }
   DistributeTranspiler t;
@@ -48,21 +48,29 @@ TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
 }
 
 TEST(DistributeTranspilerTest, RefusesWhatItCannotDistribute) {
-  {  // a distributed lookup table
+  {  // two distributed lookup tables (Fluid's transpiler distributes one)
     UniqueNameGuard names;
     Program main, startup;
     {
       ProgramGuard g(&main, &startup);
-      Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true);
-      optimizer::SGD(0.1f).minimize(layers::mean(e));
-    }
-    for (size_t i = 0; i < main.desc().Block(0).OpSize(); ++i) {
-      OpDesc* op = main.desc().MutableBlock(0)->MutableOp(i);
-      if (op->type == "lookup_table") op->SetAttr("is_distributed", true);
+      Var a = layers::embedding(layers::data("a", {1}, DataType::kInt64), {4096, 8}, true, /*is_distributed=*/true);
+      Var b = layers::embedding(layers::data("b", {1}, DataType::kInt64), {4096, 8}, true, /*is_distributed=*/true);
+      optimizer::SGD(0.1f).minimize(layers::mean(layers::elementwise_add(a, b)));
     }
     absl::Status s = DistributeTranspiler().transpile(0, &main.desc(), kTwoPservers, 2, true, &startup.desc());
-    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-    EXPECT_NE(s.message().find("distributed lookup tables"), std::string::npos) << s;
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("a program may distribute one table"), std::string::npos) << s;
+  }
+  {  // a distributed table updated by an optimizer a table cannot run
+    UniqueNameGuard names;
+    Program main, startup;
+    {
+      ProgramGuard g(&main, &startup);
+      Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true, true);
+      optimizer::Momentum(0.1f, 0.9f).minimize(layers::mean(e));
+    }
+    absl::Status s = DistributeTranspiler().transpile(0, &main.desc(), kTwoPservers, 2, true, &startup.desc());
+    EXPECT_NE(s.message().find("distributed tables support sgd, adagrad and adam"), std::string::npos) << s;
   }
   {  // DC-ASGD
     FcNet net;

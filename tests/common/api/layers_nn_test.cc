@@ -106,7 +106,7 @@ TEST(LayersNnTest, SparseEmbeddingTrainsThroughSelectedRowsGradient) {
     ParamAttr w;
     w.name = "emb";
     w.initializer = initializer::Constant(1.0f);
-    Var emb = layers::embedding(ids, {10, 4}, /*is_sparse=*/true, -1, w);
+    Var emb = layers::embedding(ids, {10, 4}, /*is_sparse=*/true, false, -1, w);
     loss = layers::mean(layers::sequence_pool(emb, "sum"));
     append_backward(loss);
   }

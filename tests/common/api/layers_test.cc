@@ -123,8 +123,8 @@ TEST_F(LayersTest, LayersNamingOneParameterShareItIfTheyAgreeOnIt) {
     Var b = layers::data("b", {1}, DataType::kInt64, 1);
     ParamAttr table;
     table.name = "shared_table";
-    layers::embedding(a, {100, 8}, true, -1, table);
-    layers::embedding(b, {100, 8}, true, -1, table);  // the same table
+    layers::embedding(a, {100, 8}, true, false, -1, table);
+    layers::embedding(b, {100, 8}, true, false, -1, table);  // the same table
   }
   ASSERT_TRUE(main_.status().ok()) << main_.status();
   EXPECT_EQ(main_.desc().Block(0).Op(0).Input("W"), main_.desc().Block(0).Op(1).Input("W"));
@@ -133,7 +133,7 @@ TEST_F(LayersTest, LayersNamingOneParameterShareItIfTheyAgreeOnIt) {
     Var c = layers::data("c", {1}, DataType::kInt64, 1);
     ParamAttr table;
     table.name = "shared_table";
-    layers::embedding(c, {100, 4}, true, -1, table);  // another width: not the same parameter
+    layers::embedding(c, {100, 4}, true, false, -1, table);  // another width: not the same parameter
   }
   EXPECT_NE(main_.status().message().find("'shared_table' already exists with another shape"), std::string::npos)
       << main_.status();
