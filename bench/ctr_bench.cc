@@ -1,5 +1,9 @@
-// ctr_bench: the data path of sparse CTR training (issue 16), so far the
-// MultiSlot parser. Writes a MultiSlot file shaped like Fluid's CTR example
+// ctr_bench: sparse CTR training (issue 16). `ctr_bench [parse|prefetch|
+// threads|memory]` (all of them, in that order, without an argument; the
+// memory section in a child process of its own, so its peak RSS is the
+// table's). The other sections: ctr_table_bench.cc, ctr_threads_bench.cc.
+//
+// parse: writes a MultiSlot file shaped like Fluid's CTR example
 // data (26 sparse id slots of 1-3 hashed ids, 13 dense floats, a label;
 // ~64 MiB), then, in interleaved rounds, reads it with `cat > /dev/null`
 // (the baseline: what it costs to move the bytes at all) and with one
@@ -59,7 +63,7 @@ double Seconds(const std::chrono::steady_clock::time_point& start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-int Main() {
+int RunParseBench() {
   const std::string path = "/tmp/oar_ctr_bench_" + std::to_string(::getpid()) + ".txt";
   const size_t bytes = WriteData(path, 64 << 20);
   const DataFeedDesc desc = CtrDesc();
@@ -95,6 +99,29 @@ int Main() {
 }
 
 }  // namespace
+
+int RunPrefetchBench();
+int RunThreadsBench();
+int RunTableMemoryBench();
+
+int Main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  if (!only.empty() && only != "parse" && only != "prefetch" && only != "threads" && only != "memory") {
+    std::fprintf(stderr, "usage: ctr_bench [parse|prefetch|threads|memory]\n");
+    return 2;
+  }
+  if (only.empty() || only == "parse") RunParseBench();
+  if (only.empty() || only == "prefetch") RunPrefetchBench();
+  if (only.empty() || only == "threads") RunThreadsBench();
+  if (only == "memory") return RunTableMemoryBench();
+  if (only.empty()) {  // a fresh process: its peak RSS is the table's
+    std::fflush(stdout);
+    const std::string self = std::string(argv[0]) + " memory";
+    return std::system(self.c_str()) == 0 ? 0 : 1;
+  }
+  return 0;
+}
+
 }  // namespace oar::bench
 
-int main() { return oar::bench::Main(); }
+int main(int argc, char** argv) { return oar::bench::Main(argc, argv); }

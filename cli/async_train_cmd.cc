@@ -6,8 +6,6 @@
 // at the end their last values and a summary. With --model and
 // --test_files, ends by predicting the test files and printing the exact
 // test_auc=… (and test_loss=…).
-#include <glob.h>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -15,11 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/async_train_util.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "cli/transpile_cmd.h"
-#include "common/data/exact_auc.h"
-#include "common/data/multi_slot_feed.h"
 #include "common/executor.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -39,61 +36,9 @@ DECLARE_string(model);
 namespace oar::cli {
 namespace {
 
-// Each pattern's matches in sorted order; a pattern that matches nothing is an error.
-absl::StatusOr<std::vector<std::string>> ExpandFiles(const std::string& patterns) {
-  std::vector<std::string> files;
-  for (absl::string_view p : absl::StrSplit(patterns, ',', absl::SkipEmpty())) {
-    const std::string pattern(p);
-    glob_t g{};
-    const int rc = glob(pattern.c_str(), GLOB_NOSORT | GLOB_BRACE, nullptr, &g);
-    if (rc != 0) {
-      globfree(&g);
-      return absl::NotFoundError(absl::StrCat("--files: '", pattern, "' matches no file"));
-    }
-    std::vector<std::string> matched(g.gl_pathv, g.gl_pathv + g.gl_pathc);
-    globfree(&g);
-    std::sort(matched.begin(), matched.end());
-    files.insert(files.end(), matched.begin(), matched.end());
-  }
-  if (files.empty()) return absl::InvalidArgumentError("give the training files with --files");
-  return files;
-}
-
 bool Given(const char* flag) {
   gflags::CommandLineFlagInfo info;
   return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
-}
-
-// The test files through the test program: the exact AUC of the positive
-// class's probability, and the mean cross-entropy.
-absl::Status PrintTestMetrics(const ModelPrograms& p, const DataFeedDesc& feed, Scope* scope) {
-  OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(FLAGS_test_files));
-  FileQueue queue(files);
-  FeedStats stats;
-  MultiSlotDataFeed reader(feed, &queue, &stats);
-  Executor exe;
-  std::vector<std::pair<double, int>> scored;
-  double loss = 0;
-  std::vector<Tensor> batch;
-  while (true) {
-    OAR_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
-    if (!more) break;
-    FeedMap in;
-    for (size_t k = 0; k < batch.size(); ++k) in[reader.names()[k]] = batch[k];
-    OAR_ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.Run(p.test.desc(), scope, in, {p.vars.prediction.name()}));
-    const Tensor& prob = out[0];
-    const Tensor& label = in.at("label");
-    const int64_t n = prob.dims()[0], w = prob.dims()[1];
-    for (int64_t i = 0; i < n; ++i) {
-      const int y = label.data<int64_t>()[i] != 0 ? 1 : 0;
-      const double q = prob.data<float>()[i * w + w - 1];
-      scored.emplace_back(q, y);
-      loss -= std::log(std::max(1e-12, y ? q : 1 - q));
-    }
-  }
-  if (scored.empty()) return absl::InvalidArgumentError("--test_files: no test examples");
-  std::printf("test_auc=%.4f\ntest_loss=%.4f\n", ExactAuc(scored), loss / static_cast<double>(scored.size()));
-  return absl::OkStatus();
 }
 
 absl::Status AsyncTrain() {
@@ -135,7 +80,12 @@ absl::Status AsyncTrain() {
     std::printf("  skipped %lld malformed line(s); the first: %s\n", static_cast<long long>(r.bad_lines),
                 r.first_bad_line.c_str());
   }
-  if (!FLAGS_test_files.empty()) OAR_RETURN_IF_ERROR(PrintTestMetrics(*built, feed, &root));
+  if (!FLAGS_test_files.empty()) {
+    Executor exe;
+    OAR_ASSIGN_OR_RETURN(TestMetrics m, TestOnFiles(exe, built->test.desc(), built->vars.prediction.name(), feed,
+                                                    FLAGS_test_files, &root));
+    std::printf("test_auc=%.4f\ntest_loss=%.4f\n", m.auc, m.loss);
+  }
   return absl::OkStatus();
 }
 

@@ -220,7 +220,7 @@ absl::Status Launch() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int64_t examples = 0;
   double train_seconds = 0, loss = 0;
-  std::string accuracy = "n/a", test_loss = "n/a";
+  std::string accuracy = "n/a", test_loss = "n/a", auc;
   std::vector<std::string> unused;
   int index = 0;
   for (const auto& r : monitor.Trainers()) {
@@ -235,16 +235,20 @@ absl::Status Launch() {
     loss += l / trainers;
     if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
     if (!get("test_loss").empty()) test_loss = get("test_loss");
+    if (!get("test_auc").empty()) auc = get("test_auc");
     int64_t left = 0;
     if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
     ++index;
   }
+  // Trainers that report steps (not AsyncExecutor ones) say when the first came.
+  const std::string first = monitor.FirstStepSeconds() < 0
+                                ? std::string()
+                                : absl::StrFormat(" (first step after %.1f s)", monitor.FirstStepSeconds());
   if (nccl2) {
-    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s (first step after %.1f s)\n", trainers, wall,
-                monitor.FirstStepSeconds());
+    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s%s\n", trainers, wall, first.c_str());
   } else {
-    std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s (first step after %.1f s)\n",
-                pservers, trainers, mode, wall, monitor.FirstStepSeconds());
+    std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s%s\n", pservers, trainers, mode, wall,
+                first.c_str());
   }
   if (!unused.empty()) {
     std::printf("  examples left unused so every trainer stopped at the same step: %s\n",
@@ -255,7 +259,11 @@ absl::Status Launch() {
               std::thread::hardware_concurrency());
   std::printf("  last loss %.4f\n", loss);
   std::printf("test_loss=%s\n", test_loss.c_str());
-  std::printf("test_accuracy=%s\n", accuracy.c_str());
+  if (auc.empty()) {
+    std::printf("test_accuracy=%s\n", accuracy.c_str());
+  } else {
+    std::printf("test_auc=%s\n", auc.c_str());
+  }
   return absl::OkStatus();
 }
 

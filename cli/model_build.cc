@@ -84,9 +84,11 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o)
     opt = std::make_unique<optimizer::Momentum>(o.learning_rate, 0.9f);
   } else if (o.optimizer == "adam") {
     opt = std::make_unique<optimizer::Adam>(o.learning_rate);
+  } else if (o.optimizer == "adagrad") {
+    opt = std::make_unique<optimizer::Adagrad>(o.learning_rate);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown optimizer '", o.optimizer, "' (use sgd, momentum or adam)"));
+        absl::StrCat("unknown optimizer '", o.optimizer, "' (use sgd, momentum, adam or adagrad)"));
   }
   if (!(o.learning_rate > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("learning rate must be positive, got ", o.learning_rate));

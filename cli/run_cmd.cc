@@ -16,6 +16,8 @@
 //    trainer 0's parameters, all-reduce gradients every step, and agree on
 //    each epoch's steps (the shortest shard's), saying how many examples
 //    they leave unused.
+// With --data_feed and --files (pserver mode), a TRAINER trains from MultiSlot
+// files with AsyncExecutor threads instead (cli/async_trainer_role.h).
 // With --report, a trainer also prints machine-readable lines on stdout for
 // `oar launch`:
 //   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
@@ -27,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/async_trainer_role.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
@@ -232,8 +235,11 @@ absl::Status Run() {
   std::unique_ptr<ModelPrograms> model;
   ProgramDesc main, startup;
   OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
+  // A trainer that reads MultiSlot files runs AsyncExecutor threads.
+  const bool from_files = FlagGiven("data_feed");
+  if (from_files && nccl2) return absl::InvalidArgumentError("--data_feed trains in pserver mode; drop --mode nccl2");
   TrainerIo io;
-  if (env.role == RoleEnv::Role::kTrainer) {
+  if (env.role == RoleEnv::Role::kTrainer && !from_files) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
   DistributeTranspiler t(config);
@@ -244,6 +250,7 @@ absl::Status Run() {
     OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
                                     config.sync_mode, &startup, env.current_endpoint));
   }
+  if (env.role == RoleEnv::Role::kTrainer && from_files) return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
   if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2);
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,

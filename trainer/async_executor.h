@@ -21,6 +21,10 @@
 // thread (a malformed line, a failing op) stops every thread after its
 // current batch and is returned, naming the thread.
 //
+// With more than one thread, Run sets OpenBLAS to one thread (each
+// AsyncExecutor thread is one computation, as Fluid sets it) and restores
+// the count at the end.
+//
 // Thread-safety: one Run at a time per AsyncExecutor. A program with
 // send/recv ops runs them through `env` from every thread.
 #pragma once

@@ -45,6 +45,30 @@ TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
   EXPECT_LT(test_loss, 1.0) << train.out;  // a 2-way cross-entropy that has not diverged
 }
 
+// A pserver job with the table distributed: 2 pservers, 2 trainers each
+// running 2 AsyncExecutor threads over its half of the files; every example
+// is trained on once, and trainer 0 predicts the test files through the
+// pservers' table (its prefetch). That the distributed table computes what
+// a local one does is checked value for value in
+// transpiler/distributed_table_run_test.cc.
+TEST(CtrTest, APserverJobTrainsCtrDnnWithItsTableOnThePservers) {
+  const std::string dir = ::testing::TempDir() + "/ctr_dist_test_data";
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 4000 --files 4 --seed 5").code, 0);
+  Result r = Oar("launch --pservers 2 --trainers 2 --async --model ctr_dnn_dist --optimizer adagrad --lr 0.01 "
+                 "--data_feed " + dir + "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir +
+                 "/test/*' --threads 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trained on 4000 examples"), std::string::npos) << r.out;
+  const double test_auc = ValueAfter(r.out, "test_auc=");
+  EXPECT_GT(test_auc, 0.0) << r.out;
+  EXPECT_LT(test_auc, 1.0) << r.out;
+  Result sync = Oar("launch --pservers 1 --trainers 1 --model ctr_dnn_dist --data_feed " + dir +
+                    "/data_feed.prototxt --files '" + dir + "/train/*' --threads 2");
+  EXPECT_NE(sync.code, 0);
+  EXPECT_NE(sync.out.find("train with --async"), std::string::npos) << sync.out;
+}
+
 TEST(CtrTest, FashionCommandsRefuseCtrDnn) {
   Result r = Oar("train --model ctr_dnn");
   EXPECT_NE(r.code, 0);

@@ -1,0 +1,89 @@
+#include "cli/async_trainer_role.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/async_train_util.h"
+#include "common/rpc/grpc_transport.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
+#include "common/status.h"
+#include "gflags/gflags.h"
+#include "trainer/async_executor.h"
+
+DECLARE_string(data_feed);
+DECLARE_string(files);
+DECLARE_int32(threads);
+DECLARE_string(fetch);
+DECLARE_bool(debug);
+DECLARE_bool(skip_bad_lines);
+DECLARE_string(test_files);
+
+namespace oar::cli {
+
+absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model,
+                                 bool report) {
+  if (t.config().sync_mode && FLAGS_threads > 1) {
+    return absl::InvalidArgumentError(
+        "AsyncExecutor threads of one trainer cannot share its sync barriers: train with --async (as Fluid's CTR "
+        "jobs do) or --threads 1");
+  }
+  OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
+  OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
+  OAR_ASSIGN_OR_RETURN(DataFeedDesc feed, DataFeedDesc::Load(FLAGS_data_feed));
+  OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(FLAGS_files));
+  std::vector<std::string> mine;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(env.trainers)) == env.trainer_id) mine.push_back(files[i]);
+  }
+  if (mine.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer ", env.trainer_id, " has no file: --files gives ",
+                                                   files.size(), " for ", env.trainers,
+                                                   " trainers (write more, e.g. oar gen-ctr-data --files N)"));
+  }
+  std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
+  if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
+  rpc::GrpcTransport grpc;
+  rpc::RpcClient client(&grpc);
+  RunEnv renv = rpc::ClientEnv(&client);
+  OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));
+  Scope root;
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
+  OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));
+  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id,
+               env.trainers, mine.size(), files.size(), FLAGS_threads);
+  AsyncExecutor async(&root, CPUPlace(), &renv);
+  const auto start = std::chrono::steady_clock::now();
+  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch,
+                                                   {.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines}));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double loss = 0;
+  if (!r.last.empty() && r.last[0].initialized() && r.last[0].numel() > 0 &&
+      r.last[0].dtype() == DataType::kFloat32) {
+    loss = r.last[0].data<float>()[0];
+  }
+  std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f", env.trainer_id,
+                                       static_cast<long long>(r.instances), seconds, loss);
+  if (env.trainer_id == 0 && model != nullptr && !FLAGS_test_files.empty()) {
+    ProgramDesc test = model->test.desc();
+    OAR_RETURN_IF_ERROR(t.PrefetchDistributedTable(&test));
+    OAR_ASSIGN_OR_RETURN(TestMetrics m, TestOnFiles(exe, test, model->vars.prediction.name(), feed, FLAGS_test_files,
+                                                    &root));
+    absl::StrAppendFormat(&result, " test_auc=%.4f test_loss=%.4f", m.auc, m.loss);
+  }
+  OAR_RETURN_IF_ERROR(Annotate(exe.Close(), "saying COMPLETE to the pservers"));
+  if (report) {
+    std::printf("%s\n", result.c_str());
+  } else {
+    std::printf("trainer %d: %lld instances in %.1f s (%.0f/s), %d thread(s)\n%s\n", env.trainer_id,
+                static_cast<long long>(r.instances), seconds, r.instances / std::max(seconds, 1e-9), r.threads,
+                result.substr(12).c_str());
+  }
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace oar::cli
