@@ -84,11 +84,13 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o)
     opt = std::make_unique<optimizer::Momentum>(o.learning_rate, 0.9f);
   } else if (o.optimizer == "adam") {
     opt = std::make_unique<optimizer::Adam>(o.learning_rate);
+  } else if (o.optimizer == "lazy_adam") {  // Fluid's Adam(lazy_mode=True): sparse rows only
+    opt = std::make_unique<optimizer::Adam>(o.learning_rate, 0.9f, 0.999f, 1e-8f, /*lazy_mode=*/true);
   } else if (o.optimizer == "adagrad") {
     opt = std::make_unique<optimizer::Adagrad>(o.learning_rate);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown optimizer '", o.optimizer, "' (use sgd, momentum, adam or adagrad)"));
+        absl::StrCat("unknown optimizer '", o.optimizer, "' (use sgd, momentum, adam, lazy_adam or adagrad)"));
   }
   if (!(o.learning_rate > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("learning rate must be positive, got ", o.learning_rate));

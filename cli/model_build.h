@@ -18,7 +18,7 @@ namespace oar::cli {
 
 struct BuildOptions {
   std::string model = "fashion_mlp";
-  std::string optimizer = "adam";  // sgd | momentum | adam | adagrad
+  std::string optimizer = "adam";  // sgd | momentum | adam | lazy_adam | adagrad
   float learning_rate = 0.001f;
   int32_t seed = 1;                 // startup program's random_seed
   int64_t batch_size = 128;         // sets the steps per epoch of a model's schedule

@@ -20,7 +20,7 @@ DEFINE_string(model, "fashion_mlp", "model to train (see examples/)");
 DEFINE_int32(epochs, 2, "passes over the training set");
 DEFINE_int32(batch_size, 128, "examples per step");
 DEFINE_double(lr, 0.001, "learning rate");
-DEFINE_string(optimizer, "adam", "sgd, momentum, adam or adagrad");
+DEFINE_string(optimizer, "adam", "sgd, momentum, adam, lazy_adam (Adam with lazy_mode: a sparse gradient moves only its rows) or adagrad");
 DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");

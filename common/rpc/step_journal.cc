@@ -16,7 +16,15 @@ StepJournal::Journal& StepJournal::Get(int64_t trainer, const std::string& ep) {
 void StepJournal::AddSend(int64_t trainer, const std::string& ep, const std::string& name, const Variable& var) {
   absl::MutexLock l(&mu_);
   Journal& j = Get(trainer, ep);
-  if (j.fetches > 0) j.sends.emplace_back(name, var);
+  if (j.fetches == 0 || j.async) return;
+  for (const auto& [sent, unused] : j.sends) {
+    if (sent != name) continue;
+    j.async = true;  // a sync step sends each variable once
+    j.sends.clear();
+    j.batch_barrier = false;
+    return;
+  }
+  j.sends.emplace_back(name, var);
 }
 
 void StepJournal::AddBatchBarrier(int64_t trainer, const std::string& ep) {

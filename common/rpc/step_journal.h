@@ -7,8 +7,10 @@
 // FETCH_BARRIERs answered OK (F: the initial pull's, then one per step) and
 // holds the gradients of the step under way (sharing their buffers: no
 // copy) and whether its BATCH_BARRIER went out; FETCH_BARRIER OK ends the
-// step and empties it. Async trainers never send a FETCH_BARRIER, so nothing
-// is kept for them.
+// step and empties it. An async trainer sends a FETCH_BARRIER only after its
+// initial pull, then the same gradients step after step: a name sent twice
+// within one step marks (trainer, endpoint) async, and from then on nothing
+// is kept for it (else the journal would hold every gradient ever sent).
 //
 // The protocol with a pserver restored from its checkpoint at step S (the
 // optimize passes its state holds): it answers ABORTED to a trainer it has
@@ -65,6 +67,7 @@ class StepJournal {
     int64_t fetches = 0;  // FETCH_BARRIERs answered OK
     std::vector<std::pair<std::string, Variable>> sends;
     bool batch_barrier = false;
+    bool async = false;  // a variable was sent twice in one step: no steps to replay
     int64_t resyncs = 0;
     absl::Mutex resync_mu;  // one resync at a time
   };
