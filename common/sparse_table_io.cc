@@ -3,21 +3,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "proto/framework.pb.h"
+#include "common/status.h"
+#include "common/tensor_io.h"
 
 namespace oar {
 namespace {
-
-template <typename T>
-void Put(std::ostream& out, T v) {
-  out.write(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-template <typename T>
-bool Get(std::istream& in, T* v) {
-  return static_cast<bool>(in.read(reinterpret_cast<char*>(v), sizeof(*v)));
-}
 constexpr uint64_t kMaxRows = uint64_t{1} << 36;
-
 }  // namespace
 
 absl::Status WriteSparseTable(const SparseTable& table, std::ostream& out) {
@@ -28,14 +19,7 @@ absl::Status WriteSparseTable(const SparseTable& table, std::ostream& out) {
   Put<uint64_t>(out, ids.size());
   out.write(reinterpret_cast<const char*>(ids.data()), static_cast<std::streamsize>(ids.size() * sizeof(int64_t)));
   Put<int64_t>(out, table.declared_height());
-  Put<uint32_t>(out, 0);
-  paddle::framework::proto::VarType::TensorDesc desc;
-  desc.set_data_type(paddle::framework::proto::VarType::FP32);
-  desc.add_dims(static_cast<int64_t>(ids.size()));
-  desc.add_dims(width);
-  const std::string bytes = desc.SerializeAsString();
-  Put<int32_t>(out, static_cast<int32_t>(bytes.size()));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  WriteTensorHeader(DataType::kFloat32, DDim{static_cast<int64_t>(ids.size()), width}, out);
   size_t written = 0;
   table.ForEach([&](int64_t, const float* row) {
     if (written++ < ids.size()) {
@@ -60,24 +44,18 @@ absl::Status ReadSparseTable(std::istream& in, const std::string& what, SparseTa
     return bad("truncated rows");
   }
   int64_t height;
-  uint32_t tversion;
-  int32_t desc_size;
   if (!Get(in, &height)) return bad("truncated height");
-  if (!Get(in, &tversion) || tversion != 0) return bad("bad tensor version");
-  if (!Get(in, &desc_size) || desc_size < 0 || desc_size > (1 << 20)) return bad("bad tensor descriptor size");
-  std::string bytes(static_cast<size_t>(desc_size), '\0');
-  if (!in.read(bytes.data(), desc_size)) return bad("truncated tensor descriptor");
-  paddle::framework::proto::VarType::TensorDesc desc;
-  if (!desc.ParseFromString(bytes)) return bad("malformed tensor descriptor");
-  if (desc.data_type() != paddle::framework::proto::VarType::FP32 || desc.dims_size() != 2 ||
-      desc.dims(0) != static_cast<int64_t>(n)) {
+  DataType dtype;
+  DDim dims;
+  OAR_RETURN_IF_ERROR(ReadTensorHeader(in, what, "SelectedRows", &dtype, &dims));
+  if (dtype != DataType::kFloat32 || dims.size() != 2 || dims[0] != static_cast<int64_t>(n)) {
     return bad("the values are not an fp32 [rows, width] tensor");
   }
-  if (table->width() != 0 && desc.dims(1) != table->width()) {
-    return bad(absl::StrCat("width ", desc.dims(1), ", the table's is ", table->width()));
+  if (table->width() != 0 && dims[1] != table->width()) {
+    return bad(absl::StrCat("width ", dims[1], ", the table's is ", table->width()));
   }
-  if (absl::Status s = table->Configure(desc.dims(1)); !s.ok()) return bad(std::string(s.message()));
-  std::vector<float> values(n * static_cast<uint64_t>(desc.dims(1)));
+  if (absl::Status s = table->Configure(dims[1]); !s.ok()) return bad(std::string(s.message()));
+  std::vector<float> values(n * static_cast<uint64_t>(dims[1]));
   if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)))) {
     return bad("truncated values");
   }

@@ -8,21 +8,45 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "proto/framework.pb.h"
 
 namespace oar {
 
 namespace {
-template <typename T>
-void Put(std::ostream& out, T v) {
-  out.write(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-template <typename T>
-bool Get(std::istream& in, T* v) {
-  return static_cast<bool>(in.read(reinterpret_cast<char*>(v), sizeof(*v)));
-}
 constexpr uint64_t kMaxBytes = uint64_t{1} << 40;  // sanity bound on sizes read from a file
 }  // namespace
+
+void WriteTensorHeader(DataType dtype, const DDim& dims, std::ostream& out) {
+  Put<uint32_t>(out, 0);
+  paddle::framework::proto::VarType::TensorDesc desc;
+  desc.set_data_type(static_cast<paddle::framework::proto::VarType::Type>(dtype));
+  for (int64_t d : dims) desc.add_dims(d);
+  const std::string bytes = desc.SerializeAsString();
+  Put<int32_t>(out, static_cast<int32_t>(bytes.size()));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+absl::Status ReadTensorHeader(std::istream& in, const std::string& what, const char* record, DataType* dtype,
+                              DDim* dims) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a ", record, " record (", why, ")"));
+  };
+  uint32_t tversion;
+  int32_t desc_size;
+  if (!Get(in, &tversion) || tversion != 0) return bad("bad tensor version");
+  if (!Get(in, &desc_size) || desc_size < 0 || desc_size > (1 << 20)) return bad("bad tensor descriptor size");
+  std::string bytes(static_cast<size_t>(desc_size), '\0');
+  if (!in.read(bytes.data(), desc_size)) return bad("truncated tensor descriptor");
+  paddle::framework::proto::VarType::TensorDesc desc;
+  if (!desc.ParseFromString(bytes) || !IsElementType(desc.data_type())) return bad("malformed tensor descriptor");
+  *dims = DDim(std::vector<int64_t>(desc.dims().begin(), desc.dims().end()));
+  *dtype = static_cast<DataType>(desc.data_type());
+  if (dims->numel() < 0 || static_cast<uint64_t>(dims->numel()) * SizeOf(*dtype) > kMaxBytes) {
+    return bad(absl::StrCat("bad dims ", dims->ToString()));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status WriteLoDTensor(const Tensor& t, std::ostream& out) {
   if (!t.initialized()) return absl::InvalidArgumentError("cannot save an uninitialized tensor");
@@ -32,13 +56,7 @@ absl::Status WriteLoDTensor(const Tensor& t, std::ostream& out) {
     Put<uint64_t>(out, level.size() * sizeof(size_t));
     out.write(reinterpret_cast<const char*>(level.data()), static_cast<std::streamsize>(level.size() * sizeof(size_t)));
   }
-  Put<uint32_t>(out, 0);
-  paddle::framework::proto::VarType::TensorDesc desc;
-  desc.set_data_type(static_cast<paddle::framework::proto::VarType::Type>(t.dtype()));
-  for (int64_t d : t.dims()) desc.add_dims(d);
-  std::string bytes = desc.SerializeAsString();
-  Put<int32_t>(out, static_cast<int32_t>(bytes.size()));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  WriteTensorHeader(t.dtype(), t.dims(), out);
   out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
   if (!out) return absl::DataLossError("write failed");
   return absl::OkStatus();
@@ -60,20 +78,11 @@ absl::Status ReadLoDTensor(std::istream& in, const std::string& what, Tensor* t)
     level.resize(size / sizeof(size_t));
     if (!in.read(reinterpret_cast<char*>(level.data()), static_cast<std::streamsize>(size))) return bad("truncated LoD");
   }
-  uint32_t tversion;
-  int32_t desc_size;
-  if (!Get(in, &tversion) || tversion != 0) return bad("bad tensor version");
-  if (!Get(in, &desc_size) || desc_size < 0 || desc_size > (1 << 20)) return bad("bad tensor descriptor size");
-  std::string bytes(static_cast<size_t>(desc_size), '\0');
-  if (!in.read(bytes.data(), desc_size)) return bad("truncated tensor descriptor");
-  paddle::framework::proto::VarType::TensorDesc desc;
-  if (!desc.ParseFromString(bytes) || !IsElementType(desc.data_type())) return bad("malformed tensor descriptor");
-  DDim dims(std::vector<int64_t>(desc.dims().begin(), desc.dims().end()));
-  if (dims.numel() < 0 || static_cast<uint64_t>(dims.numel()) * SizeOf(static_cast<DataType>(desc.data_type())) > kMaxBytes) {
-    return bad(absl::StrCat("bad dims ", dims.ToString()));
-  }
+  DataType dtype;
+  DDim dims;
+  OAR_RETURN_IF_ERROR(ReadTensorHeader(in, what, "LoDTensor", &dtype, &dims));
   t->Resize(dims);
-  void* data = t->mutable_data(static_cast<DataType>(desc.data_type()));
+  void* data = t->mutable_data(dtype);
   if (!in.read(static_cast<char*>(data), static_cast<std::streamsize>(t->nbytes()))) return bad("truncated data");
   t->set_lod(lod);
   return absl::OkStatus();

@@ -24,6 +24,24 @@ absl::Status WriteLoDTensor(const Tensor& t, std::ostream& out);
 // truncated or malformed record.
 absl::Status ReadLoDTensor(std::istream& in, const std::string& what, Tensor* t);
 
+// The tensor part of a record alone (uint32 version 0, int32 size, the
+// TensorDesc proto), for writers that stream the data themselves (a
+// SparseTable's rows) and their readers; the data follows in the stream.
+void WriteTensorHeader(DataType dtype, const DDim& dims, std::ostream& out);
+// Errors name `what` and the `record` kind ("LoDTensor", "SelectedRows").
+absl::Status ReadTensorHeader(std::istream& in, const std::string& what, const char* record, DataType* dtype,
+                              DDim* dims);
+
+// One value's raw little-endian bytes (the records' fixed-size fields).
+template <typename T>
+void Put(std::ostream& out, T v) {
+  out.write(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+template <typename T>
+bool Get(std::istream& in, T* v) {
+  return static_cast<bool>(in.read(reinterpret_cast<char*>(v), sizeof(*v)));
+}
+
 // Writes `bytes` to `path` atomically: a temporary file in the same
 // directory, fsync, rename. A crash leaves either the old file or the new.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);

@@ -36,6 +36,14 @@ Transpiled Transpile(const std::string& opt, bool sync, int trainer_id = 1) {
   return out;
 }
 
+// The block listen_and_serv's grad_to_block_id gives `grad`; -1 if none.
+int32_t BlockOfGrad(const OpDesc& ls, const std::string& grad) {
+  for (const auto& e : ls.GetAttr<Ops>("grad_to_block_id")) {
+    if (e.rfind(grad + ":", 0) == 0) return std::stoi(e.substr(grad.size() + 1));
+  }
+  return -1;
+}
+
 size_t IndexOf(const BlockDesc& b, const std::string& type, size_t from = 0) {
   for (size_t i = from; i < b.OpSize(); ++i) {
     if (b.Op(i).type == type) return i;
@@ -114,10 +122,7 @@ TEST(DistributedTableTest, PserverHoldsTheShardWithTableOptimizePrefetchAndCheck
     const OpDesc& ls = OnlyOp(g, "listen_and_serv");
     const std::string part = "pserver_" + std::to_string(p);
     // The table's optimize block: the trainers' parts summed, then sgd (Fluid's ops exactly).
-    int32_t table_block = -1;
-    for (const auto& e : ls.GetAttr<Ops>("grad_to_block_id")) {
-      if (e.rfind("emb@GRAD:", 0) == 0) table_block = std::stoi(e.substr(9));
-    }
+    const int32_t table_block = BlockOfGrad(ls, "emb@GRAD");
     ASSERT_GT(table_block, 0);
     const BlockDesc& opt = ps.Block(static_cast<size_t>(table_block));
     EXPECT_EQ(OpTypes(opt), (Ops{"sum", "sgd"}));
@@ -165,10 +170,7 @@ TEST(DistributedTableTest, AsyncSendsEachPserverItsPartUnderItsOwnName) {
   EXPECT_EQ(IndexOf(b, "send_barrier"), b.OpSize());
   const ProgramDesc& ps = t.pserver[1];
   const OpDesc& ls = OnlyOp(ps.Block(0), "listen_and_serv");
-  int32_t table_block = -1;
-  for (const auto& e : ls.GetAttr<Ops>("grad_to_block_id")) {
-    if (e.rfind("emb@GRAD.pserver_1:", 0) == 0) table_block = std::stoi(e.substr(19));
-  }
+  const int32_t table_block = BlockOfGrad(ls, "emb@GRAD.pserver_1");
   ASSERT_GT(table_block, 0);
   EXPECT_EQ(OpTypes(ps.Block(static_cast<size_t>(table_block))), (Ops{"sgd"}));
   EXPECT_EQ(ps.Block(static_cast<size_t>(table_block)).Op(0).Input("Grad"), (Ops{"emb@GRAD.pserver_1"}));
@@ -179,10 +181,7 @@ TEST(DistributedTableTest, AdagradKeepsItsMomentAsATableOfTheShardsShape) {
   const Transpiled t = Transpile("adagrad", /*sync=*/true);
   const ProgramDesc& ps = t.pserver[0];
   const OpDesc& ls = OnlyOp(ps.Block(0), "listen_and_serv");
-  int32_t table_block = -1;
-  for (const auto& e : ls.GetAttr<Ops>("grad_to_block_id")) {
-    if (e.rfind("emb@GRAD:", 0) == 0) table_block = std::stoi(e.substr(9));
-  }
+  const int32_t table_block = BlockOfGrad(ls, "emb@GRAD");
   ASSERT_GT(table_block, 0);
   const BlockDesc& opt = ps.Block(static_cast<size_t>(table_block));
   EXPECT_EQ(OpTypes(opt), (Ops{"sum", "adagrad"}));
