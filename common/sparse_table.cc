@@ -203,9 +203,66 @@ float* SparseTable::FollowerRow(int64_t row, int64_t id) {
   return p;
 }
 
+void SparseTable::FindOrCreateRows(const int64_t* ids, int64_t n, float** rows, int64_t* index) {
+  Impl& m = *impl_;
+  std::vector<int64_t> missing;
+  {
+    absl::ReaderMutexLock l(&m.mu);
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = m.index.find(ids[i]);
+      if (it == m.index.end()) {
+        missing.push_back(i);
+        continue;
+      }
+      rows[i] = const_cast<float*>(m.RowIfAllocated(it->second));
+      if (index != nullptr) index[i] = it->second;
+    }
+  }
+  if (missing.empty()) return;
+  absl::MutexLock l(&m.mu);
+  for (int64_t i : missing) {  // made meanwhile, or listed twice in this batch: found now
+    auto it = m.index.find(ids[i]);
+    const int64_t r = it != m.index.end() ? it->second : m.CreateLocked(ids[i], &rows[i]);
+    rows[i] = m.RowLocked(r);
+    if (index != nullptr) index[i] = r;
+  }
+}
+
+void SparseTable::FollowerRows(const int64_t* index, const int64_t* ids, int64_t n, float** rows) {
+  Impl& m = *impl_;
+  std::vector<int64_t> missing;
+  {
+    absl::ReaderMutexLock l(&m.mu);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t word = static_cast<size_t>(index[i] / 64);
+      if (word < m.made.size() && (m.made[word] & (uint64_t{1} << (index[i] % 64)))) {
+        rows[i] = const_cast<float*>(m.RowIfAllocated(index[i]));
+      } else {
+        missing.push_back(i);
+      }
+    }
+  }
+  if (missing.empty()) return;
+  absl::MutexLock l(&m.mu);
+  for (int64_t i : missing) {
+    const int64_t row = index[i];
+    const size_t word = static_cast<size_t>(row / 64);
+    const uint64_t bit = uint64_t{1} << (row % 64);
+    float* p = m.RowLocked(row);
+    if (m.made.size() <= word) m.made.resize(word + 1 + word / 2, 0);
+    if (!(m.made[word] & bit)) {
+      InitRow(m.init, ids[i], m.width, p);
+      m.made[word] |= bit;
+    }
+    rows[i] = p;
+  }
+}
+
 void SparseTable::Lookup(const int64_t* ids, int64_t n, float* out) {
   const int64_t w = width();
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * w, FindOrCreate(ids[i]), sizeof(float) * static_cast<size_t>(w));
+  std::vector<float*> rows(static_cast<size_t>(n));
+  FindOrCreateRows(ids, n, rows.data());
+  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * w, rows[static_cast<size_t>(i)], sizeof(float) * static_cast<size_t>(w));
 }
 
 void SparseTable::ForEach(const std::function<void(int64_t, const float*)>& fn) const {

@@ -67,6 +67,13 @@ class SparseTable {
   // The primary's row index of `id` (created when absent); with the row.
   int64_t IndexOf(int64_t id, float** row);
 
+  // The rows of ids[0..n) (created when absent) into rows[0..n), and their
+  // row indices into index[0..n) when `index` is not null: two lock
+  // acquisitions for the whole batch, not two per id.
+  void FindOrCreateRows(const int64_t* ids, int64_t n, float** rows, int64_t* index = nullptr);
+  // A follower's rows for its primary's rows index[0..n) of ids[0..n).
+  void FollowerRows(const int64_t* index, const int64_t* ids, int64_t n, float** rows);
+
   // Copies the rows of ids[0..n) into out[n × width], creating absent ones.
   void Lookup(const int64_t* ids, int64_t n, float* out);
   // Every row in creation order: (id, values). Holds the table's lock:

@@ -134,15 +134,22 @@ absl::Status LookupSparseTableKernel(const ExecutionContext& ctx) {
   const bool grow = ctx.Attr<bool>("auto_grown_table");
   float* out = ctx.Output("Out")->mutable_data<float>(DDim{n, width});
   const int64_t* p = ids->data<int64_t>();
+  std::vector<int64_t> want, at;  // the ids to look up (padding rows stay zero), and where they go
   for (int64_t i = 0; i < n; ++i) {
-    float* dst = out + i * width;
     if (p[i] < 0) return NegativeId(ctx, p[i]);
-    const float* row = (pad >= 0 && p[i] == pad) ? nullptr : grow ? w->FindOrCreate(p[i]) : w->Find(p[i]);
-    if (row == nullptr) {
-      std::fill(dst, dst + width, 0.0f);
-    } else {
-      std::memcpy(dst, row, sizeof(float) * static_cast<size_t>(width));
-    }
+    if (pad >= 0 && p[i] == pad) continue;
+    want.push_back(p[i]);
+    at.push_back(i);
+  }
+  std::vector<float*> rows(want.size(), nullptr);
+  if (grow) {
+    w->FindOrCreateRows(want.data(), static_cast<int64_t>(want.size()), rows.data());
+  } else {
+    for (size_t k = 0; k < want.size(); ++k) rows[k] = const_cast<float*>(w->Find(want[k]));
+  }
+  std::fill(out, out + n * width, 0.0f);
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (rows[k] != nullptr) std::memcpy(out + at[k] * width, rows[k], sizeof(float) * static_cast<size_t>(width));
   }
   ctx.Output("Out")->set_lod(ids->lod());
   return absl::OkStatus();
@@ -201,9 +208,11 @@ absl::Status TableSgd(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(CheckInPlace(ctx, "Param", "ParamOut"));
   OAR_ASSIGN_OR_RETURN(const float rate, Rate(ctx));
   OAR_ASSIGN_OR_RETURN(SelectedRows g, TableGrad(ctx, *p));
-  const int64_t w = p->width();
+  const int64_t w = p->width(), n = static_cast<int64_t>(g.rows.size());
+  std::vector<float*> rows(g.rows.size());
+  p->FindOrCreateRows(g.rows.data(), n, rows.data());
   for (size_t r = 0; r < g.rows.size(); ++r) {
-    float* row = p->FindOrCreate(g.rows[r]);
+    float* row = rows[r];
     const float* v = g.value.data<float>() + r * w;
     for (int64_t k = 0; k < w; ++k) row[k] -= rate * v[k];
   }
@@ -217,11 +226,14 @@ absl::Status TableAdagrad(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float rate, Rate(ctx));
   OAR_ASSIGN_OR_RETURN(SelectedRows g, TableGrad(ctx, *p));
   const float eps = ctx.Attr<float>("epsilon");
-  const int64_t w = p->width();
+  const int64_t w = p->width(), n = static_cast<int64_t>(g.rows.size());
+  std::vector<float*> prows(g.rows.size()), mrows(g.rows.size());
+  std::vector<int64_t> index(g.rows.size());
+  p->FindOrCreateRows(g.rows.data(), n, prows.data(), index.data());
+  m->FollowerRows(index.data(), g.rows.data(), n, mrows.data());
   for (size_t r = 0; r < g.rows.size(); ++r) {
-    float* prow = nullptr;
-    const int64_t at = p->IndexOf(g.rows[r], &prow);
-    float* mrow = m->FollowerRow(at, g.rows[r]);
+    float* prow = prows[r];
+    float* mrow = mrows[r];
     const float* v = g.value.data<float>() + r * w;
     for (int64_t k = 0; k < w; ++k) {
       mrow[k] += v[k] * v[k];
@@ -243,12 +255,16 @@ absl::Status TableAdam(const ExecutionContext& ctx) {
   const float b1 = ctx.Attr<float>("beta1"), b2 = ctx.Attr<float>("beta2"), eps = ctx.Attr<float>("epsilon");
   const float corr2 = std::sqrt(1.0f - b2p->data<float>()[0]);
   const float lr_t = rate * corr2 / (1.0f - b1p->data<float>()[0]), eps_t = eps * corr2;
-  const int64_t w = p->width();
+  const int64_t w = p->width(), n = static_cast<int64_t>(g.rows.size());
+  std::vector<float*> prows(g.rows.size()), arows(g.rows.size()), brows(g.rows.size());
+  std::vector<int64_t> index(g.rows.size());
+  p->FindOrCreateRows(g.rows.data(), n, prows.data(), index.data());
+  m1->FollowerRows(index.data(), g.rows.data(), n, arows.data());
+  m2->FollowerRows(index.data(), g.rows.data(), n, brows.data());
   for (size_t r = 0; r < g.rows.size(); ++r) {  // lazy: only the received rows move
-    float* prow = nullptr;
-    const int64_t at = p->IndexOf(g.rows[r], &prow);
-    float* a = m1->FollowerRow(at, g.rows[r]);
-    float* b = m2->FollowerRow(at, g.rows[r]);
+    float* prow = prows[r];
+    float* a = arows[r];
+    float* b = brows[r];
     const float* v = g.value.data<float>() + r * w;
     for (int64_t k = 0; k < w; ++k) {
       a[k] = b1 * a[k] + (1 - b1) * v[k];

@@ -30,6 +30,13 @@ TEST(SparseTableTest, ARowsInitialValueDependsOnSeedAndIdNotOnOrder) {
   EXPECT_NE(std::vector<float>(ra.begin(), ra.begin() + 5), std::vector<float>(ra.begin() + 5, ra.begin() + 10));
   for (float v : ra) EXPECT_TRUE(v >= -1 && v < 1) << v;
   EXPECT_EQ(a.size(), 4);
+  // One batch naming a new id twice makes one row, given to both.
+  const std::vector<int64_t> twice = {500, 9, 500};
+  std::vector<float> rt(15);
+  a.Lookup(twice.data(), 3, rt.data());
+  EXPECT_EQ(a.size(), 5);
+  EXPECT_EQ(std::vector<float>(rt.begin(), rt.begin() + 5), std::vector<float>(rt.begin() + 10, rt.end()));
+  EXPECT_EQ(std::vector<float>(rt.begin() + 5, rt.begin() + 10), std::vector<float>(ra.begin(), ra.begin() + 5));
   SparseTable g;
   ASSERT_TRUE(g.Configure(4).ok());
   g.SetInitializer({RowInitializer::Kind::kGaussian, 2.0f, 0.5f, 7});
