@@ -1,5 +1,5 @@
 // A transpiled job with a distributed lookup table, run in-process (each
-// pserver and the trainer an Executor on its own thread, gRPC on loopback),
+// pserver and trainer an Executor on its own thread, gRPC on loopback),
 // against the single-process program with a local table on the same
 // batches: the losses agree within 1e-5 at every step, and so do the final
 // dense parameters. The pservers' table rows are made on first use from the
@@ -29,17 +29,18 @@ namespace {
 constexpr int kSteps = 8;
 constexpr int kBatch = 16;
 
-FeedMap Batch(int step) {
+// Samples [begin, end) of step `step`'s batch.
+FeedMap Batch(int step, int begin = 0, int end = kBatch) {
   std::vector<int64_t> a, b;
   std::vector<float> y;
-  for (int i = 0; i < kBatch; ++i) {
+  for (int i = begin; i < end; ++i) {
     a.push_back((i * 997 + step * 13) % kTableRows / (i % 4 == 0 ? 8 : 1));  // repeats within and across steps
     b.push_back((i * 31 + 7) % 64);
     y.push_back(std::cos(0.01f * static_cast<float>(a.back())) + 0.1f * static_cast<float>(i % 3));
   }
-  return {{"ids", MakeTensor<int64_t>({kBatch, 1}, a)},
-          {"ids2", MakeTensor<int64_t>({kBatch, 1}, b)},
-          {"y", MakeTensor<float>({kBatch, 1}, y)}};
+  const int64_t n = end - begin;
+  return {{"ids", MakeTensor<int64_t>({n, 1}, a)}, {"ids2", MakeTensor<int64_t>({n, 1}, b)},
+          {"y", MakeTensor<float>({n, 1}, y)}};
 }
 
 // The rows a pserver makes for the table: its startup's initializer.
@@ -67,20 +68,29 @@ std::map<int64_t, std::vector<float>> TableRows(Scope* scope, const std::string&
 // With `checkpoint_dir`, the trainer ends with checkpoint_notify, and each
 // pserver's checkpoint, loaded into a fresh pserver scope, holds the rows of
 // its table and of the table's accumulators that the pserver ended with.
-void RunJob(const std::string& opt, int pservers, bool sync, const std::string& checkpoint_dir = "") {
+//
+// With several (sync) trainers, each trains on its share of every batch;
+// Fluid sums the trainers' table gradients on the pservers (the dense ones
+// are averaged), so the reference gives the table `trainers` times the rate.
+void RunJob(const std::string& opt, int pservers, bool sync, const std::string& checkpoint_dir = "",
+            int trainers = 1) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
   FLAGS_rpc_deadline = 20000;
   std::vector<std::string> eps;
   for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
-  TableNet net(opt);
-  const std::string loss = net.loss.name();
-  DistributeTranspiler t;
-  ASSERT_TRUE(t.transpile(0, &net.main.desc(), absl::StrJoin(eps, ","), 1, sync, &net.startup.desc()).ok());
-  const ProgramDesc trainer = *t.get_trainer_program(false);
-  const ProgramDesc trainer_startup = *t.get_trainer_startup_program();
+  std::string loss;
+  std::vector<ProgramDesc> trainer(trainers), trainer_startup(trainers);
   std::vector<ProgramDesc> ps(pservers), ps_startup(pservers);
-  for (int p = 0; p < pservers; ++p) std::tie(ps[p], ps_startup[p]) = *t.get_pserver_programs(eps[p]);
+  for (int k = 0; k < trainers; ++k) {  // every process transpiles the same model the same way
+    TableNet net(opt);
+    loss = net.loss.name();
+    DistributeTranspiler t;
+    ASSERT_TRUE(t.transpile(k, &net.main.desc(), absl::StrJoin(eps, ","), trainers, sync, &net.startup.desc()).ok());
+    trainer[k] = *t.get_trainer_program(false);
+    trainer_startup[k] = *t.get_trainer_startup_program();
+    for (int p = 0; p < pservers && k == 0; ++p) std::tie(ps[p], ps_startup[p]) = *t.get_pserver_programs(eps[p]);
+  }
 
   std::vector<absl::Status> ps_status(pservers);
   std::vector<Scope> ps_scope(pservers);
@@ -98,41 +108,49 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
       ps_status[p] = s.ok() ? exe.Run(ps[p], &scope).status() : s.status();
     });
   }
-  absl::Status trainer_status;
-  std::vector<float> losses;
+  std::vector<absl::Status> trainer_status(trainers);
+  std::vector<std::vector<float>> losses(trainers);
   std::map<std::string, std::vector<float>> initial, final;
-  threads.emplace_back([&] {
-    TrainerNet tn;
-    Executor exe(CPUPlace(), tn.options());
-    Scope scope;
-    trainer_status = tn.client.WaitServerReady(eps, FLAGS_rpc_deadline);
-    if (!trainer_status.ok()) return;
-    auto st = exe.Run(trainer_startup, &scope);
-    if (!st.ok()) {
-      trainer_status = st.status();
-      return;
-    }
-    for (const char* p : {"w", "b"}) initial[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
-    for (int s = 0; s < kSteps; ++s) {
-      auto r = exe.Run(trainer, &scope, Batch(s), {loss});
-      if (!r.ok()) {
-        trainer_status = r.status();
+  const int share = kBatch / trainers;
+  for (int k = 0; k < trainers; ++k) {
+    threads.emplace_back([&, k] {
+      TrainerNet tn;
+      Executor exe(CPUPlace(), tn.options());
+      Scope scope;
+      absl::Status& status = trainer_status[k];
+      status = tn.client.WaitServerReady(eps, FLAGS_rpc_deadline);
+      if (!status.ok()) return;
+      auto st = exe.Run(trainer_startup[k], &scope);
+      if (!st.ok()) {
+        status = st.status();
         return;
       }
-      losses.push_back(TensorToVector<float>((*r)[0])[0]);
-    }
-    for (const char* p : {"w", "b"}) final[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
-    if (!checkpoint_dir.empty()) {
-      ProgramDesc notify;
-      *notify.MutableBlock(0)->AppendOp() =
-          MakeOp("checkpoint_notify", {}, {}, {{"epmap", eps}, {"dir", checkpoint_dir}});
-      trainer_status = exe.Run(notify, &scope).status();
-      if (!trainer_status.ok()) return;
-    }
-    trainer_status = exe.Close();
-  });
+      if (k == 0) {
+        for (const char* p : {"w", "b"}) initial[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
+      }
+      for (int s = 0; s < kSteps; ++s) {
+        auto r = exe.Run(trainer[k], &scope, Batch(s, k * share, (k + 1) * share), {loss});
+        if (!r.ok()) {
+          status = r.status();
+          return;
+        }
+        losses[k].push_back(TensorToVector<float>((*r)[0])[0]);
+      }
+      if (k == 0) {
+        for (const char* p : {"w", "b"}) final[p] = TensorToVector<float>(scope.FindVar(p)->Get<Tensor>());
+      }
+      if (k == 0 && !checkpoint_dir.empty()) {
+        ProgramDesc notify;
+        *notify.MutableBlock(0)->AppendOp() =
+            MakeOp("checkpoint_notify", {}, {}, {{"epmap", eps}, {"dir", checkpoint_dir}});
+        status = exe.Run(notify, &scope).status();
+        if (!status.ok()) return;
+      }
+      status = exe.Close();
+    });
+  }
   for (auto& th : threads) th.join();
-  ASSERT_TRUE(trainer_status.ok()) << trainer_status;
+  for (int k = 0; k < trainers; ++k) ASSERT_TRUE(trainer_status[k].ok()) << "trainer " << k << ": " << trainer_status[k];
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
   for (int p = 0; p < pservers && !checkpoint_dir.empty(); ++p) {
     auto tables = PrepareSparseTables(ps[p], &ps_scope[p]);  // the names only: they exist already
@@ -153,7 +171,7 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
   }
 
   // The single process: a local table holding the rows the pservers made.
-  TableNet ref(opt, /*distributed=*/false);
+  TableNet ref(opt, /*distributed=*/false, /*table_lr=*/static_cast<float>(trainers));
   Executor exe;
   Scope scope;
   ASSERT_TRUE(exe.Run(ref.startup.desc(), &scope).ok());
@@ -173,7 +191,9 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
     auto r = exe.Run(ref.main.desc(), &scope, Batch(s), {ref.loss.name()});
     ASSERT_TRUE(r.ok()) << r.status();
     want.push_back(TensorToVector<float>((*r)[0])[0]);
-    EXPECT_NEAR(losses[s], want.back(), 1e-5) << "step " << s;
+    float mean = 0;
+    for (int k = 0; k < trainers; ++k) mean += losses[k][s] / static_cast<float>(trainers);
+    EXPECT_NEAR(mean, want.back(), 1e-5) << "step " << s;
   }
   EXPECT_LT(want.back(), 0.9f * want.front());  // it trains
   for (const auto& [name, got] : final) {
@@ -186,6 +206,9 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
 TEST(DistributedTableRunTest, OnePserverSyncSgdEqualsALocalTable) { RunJob("sgd", 1, true); }
 TEST(DistributedTableRunTest, TwoPserversSyncSgdEqualsALocalTable) { RunJob("sgd", 2, true); }
 TEST(DistributedTableRunTest, TwoPserversAsyncAdagradEqualsALocalTable) { RunJob("adagrad", 2, false); }
+TEST(DistributedTableRunTest, TwoPserversTwoTrainersSyncSumTheTablesGradients) {
+  RunJob("sgd", 2, true, "", /*trainers=*/2);
+}
 TEST(DistributedTableRunTest, CheckpointNotifySavesEachShardAndItsAccumulator) {
   const std::string dir = ::testing::TempDir() + "/oar_table_ckpt";
   std::filesystem::remove_all(dir);
