@@ -161,22 +161,9 @@ float* SparseTable::FindOrCreate(int64_t id) {
 }
 
 int64_t SparseTable::IndexOf(int64_t id, float** row) {
-  Impl& m = *impl_;
-  {
-    absl::ReaderMutexLock l(&m.mu);
-    auto it = m.index.find(id);
-    if (it != m.index.end()) {
-      *row = const_cast<float*>(m.RowIfAllocated(it->second));
-      return it->second;
-    }
-  }
-  absl::MutexLock l(&m.mu);
-  auto it = m.index.find(id);
-  if (it != m.index.end()) {
-    *row = m.RowLocked(it->second);
-    return it->second;
-  }
-  return m.CreateLocked(id, row);
+  int64_t index = 0;
+  FindOrCreateRows(&id, 1, row, &index);
+  return index;
 }
 
 const float* SparseTable::Find(int64_t id) const {
@@ -186,20 +173,8 @@ const float* SparseTable::Find(int64_t id) const {
 }
 
 float* SparseTable::FollowerRow(int64_t row, int64_t id) {
-  Impl& m = *impl_;
-  const size_t word = static_cast<size_t>(row / 64);
-  const uint64_t bit = uint64_t{1} << (row % 64);
-  {
-    absl::ReaderMutexLock l(&m.mu);
-    if (word < m.made.size() && (m.made[word] & bit)) return const_cast<float*>(m.RowIfAllocated(row));
-  }
-  absl::MutexLock l(&m.mu);
-  float* p = m.RowLocked(row);
-  if (m.made.size() <= word) m.made.resize(word + 1 + word / 2, 0);
-  if (!(m.made[word] & bit)) {
-    InitRow(m.init, id, m.width, p);
-    m.made[word] |= bit;
-  }
+  float* p = nullptr;
+  FollowerRows(&row, &id, 1, &p);
   return p;
 }
 
