@@ -1,8 +1,9 @@
 #include "common/data/multi_slot_batch.h"
 
-#include <charconv>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "common/data/number_scan.h"
 
 namespace oar {
 namespace {
@@ -17,8 +18,15 @@ class Tokens {
   template <typename T>
   Result Parse(T* v, std::string_view* bad) {
     if (!SkipSpace()) return kEnd;
-    auto [stop, ec] = std::from_chars(p_, end_, *v);
-    if (ec == std::errc() && (stop == end_ || IsSpace(*stop))) {
+    const char* stop = p_;
+    bool ok;
+    if constexpr (std::is_same_v<T, float>) {
+      ok = number_scan::ScanFloat(stop, end_, v);
+    } else {
+      static_assert(std::is_same_v<T, uint64_t>);
+      ok = number_scan::ScanUint64(stop, end_, v);
+    }
+    if (ok && (stop == end_ || IsSpace(*stop))) {
       p_ = stop;
       return kOk;
     }
@@ -70,7 +78,8 @@ MultiSlotBatch::MultiSlotBatch(const DataFeedDesc& desc) : proto_(desc.proto()) 
 }
 
 absl::Status MultiSlotBatch::AddLine(std::string_view line) {
-  std::vector<size_t> before;  // to undo a bad line
+  std::vector<size_t>& before = undo_sizes_;  // to undo a bad line
+  before.clear();
   for (const Column& c : columns_) before.push_back(c.ids ? c.id_values.size() : c.float_values.size());
   auto undo = [&] {
     for (size_t k = 0; k < columns_.size(); ++k) {

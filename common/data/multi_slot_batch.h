@@ -60,6 +60,7 @@ class MultiSlotBatch {
   std::vector<int> column_of_;  // per slot: its column, or -1 when unused
   std::vector<Column> columns_;
   std::vector<std::string> names_;
+  std::vector<size_t> undo_sizes_;  // AddLine's scratch
   int64_t instances_ = 0;
 };
 

@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "absl/cleanup/cleanup.h"
@@ -35,7 +34,6 @@ MultiSlotDataFeed::MultiSlotDataFeed(const DataFeedDesc& desc, FileQueue* files,
 
 MultiSlotDataFeed::~MultiSlotDataFeed() {
   (void)Close();
-  std::free(line_);
 }
 
 absl::Status MultiSlotDataFeed::Open(const std::string& file) {
@@ -52,6 +50,7 @@ absl::Status MultiSlotDataFeed::Open(const std::string& file) {
     return absl::NotFoundError(absl::StrCat("cannot read '", file, "'", piped_ ? " through the pipe command" : "",
                                             ": ", std::strerror(errno)));
   }
+  lines_.emplace(fileno(in_));
   stats_->files.fetch_add(1);
   return absl::OkStatus();
 }
@@ -60,6 +59,7 @@ absl::Status MultiSlotDataFeed::Close() {
   if (in_ == nullptr) return absl::OkStatus();
   std::FILE* in = in_;
   in_ = nullptr;
+  lines_.reset();
   if (!piped_) {
     std::fclose(in);
     return absl::OkStatus();
@@ -85,14 +85,17 @@ absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
       if (!files_->Next(&file)) break;
       if (absl::Status s = Open(file); !s.ok()) return s;
     }
-    const ssize_t n = getline(&line_, &line_cap_, in_);
-    if (n < 0) {
+    std::string_view line;
+    absl::StatusOr<bool> more = lines_->Next(&line);
+    if (!more.ok()) {
+      return absl::DataLossError(absl::StrCat("reading '", file_, "' after line ", line_no_, ": ", more.status().message()));
+    }
+    if (!*more) {
       if (absl::Status s = Close(); !s.ok()) return s;
       continue;
     }
     ++line_no_;
-    std::string_view line(line_, static_cast<size_t>(n));
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line
     ++lines;
     absl::Status s = batch_.AddLine(line);

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/data/data_feed_desc.h"
+#include "common/data/line_reader.h"
 #include "common/data/multi_slot_batch.h"
 
 namespace oar {
@@ -86,9 +88,8 @@ class MultiSlotDataFeed {
   std::FILE* in_ = nullptr;
   bool piped_ = false;
   std::string file_;
+  std::optional<LineReader> lines_;  // of in_
   int64_t line_no_ = 0;
-  char* line_ = nullptr;
-  size_t line_cap_ = 0;
 };
 
 }  // namespace oar
