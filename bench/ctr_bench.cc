@@ -1,7 +1,8 @@
 // ctr_bench: sparse CTR training (issue 16). `ctr_bench [parse|prefetch|
 // threads|memory]` (all of them, in that order, without an argument; the
 // memory section in a child process of its own, so its peak RSS is the
-// table's). The other sections: ctr_table_bench.cc, ctr_threads_bench.cc.
+// table's); `ctr_bench auc [examples]` (minutes: only when asked). The other
+// sections: ctr_table_bench.cc, ctr_threads_bench.cc, ctr_auc_bench.cc.
 //
 // parse: writes a MultiSlot file shaped like Fluid's CTR example
 // data (26 sparse id slots of 1-3 hashed ids, 13 dense floats, a label;
@@ -103,11 +104,13 @@ int RunParseBench() {
 int RunPrefetchBench();
 int RunThreadsBench();
 int RunTableMemoryBench();
+int RunAucBench(long examples);
 
 int Main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
+  if (only == "auc") return RunAucBench(argc > 2 ? std::atol(argv[2]) : 1000000);
   if (!only.empty() && only != "parse" && only != "prefetch" && only != "threads" && only != "memory") {
-    std::fprintf(stderr, "usage: ctr_bench [parse|prefetch|threads|memory]\n");
+    std::fprintf(stderr, "usage: ctr_bench [parse|prefetch|threads|memory] | ctr_bench auc [examples]\n");
     return 2;
   }
   if (only.empty() || only == "parse") RunParseBench();

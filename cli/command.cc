@@ -81,9 +81,10 @@ const std::vector<Command>& Commands() {
        {{"program", "the main program file (.pb) to train"}, {"startup", "its startup program file (.pb)"},
         {"model", "a model from examples/ that trains from MultiSlot files (ctr_dnn) instead of --program"}}},
       {"gen-ctr-data", "write MultiSlot CTR data from a planted logistic model (for ctr_dnn)",
-       "oar gen-ctr-data --out DIR [--examples N] [--files K] [--seed S]", "cli/gen_ctr_data_cmd.cc",
-       {"out", "files", "seed"}, RunGenCtrData,
+       "oar gen-ctr-data --out DIR [--examples N] [--files K] [--seed S] [--batch_size B]", "cli/gen_ctr_data_cmd.cc",
+       {"out", "files", "seed", "batch_size"}, RunGenCtrData,
        {{"files", "files per split (default 4)"}, {"out", "the folder to write train/, test/ and data_feed.prototxt to"},
+        {"batch_size", "the batch_size written into data_feed.prototxt (default 64)"},
         {"seed", "seed of the planted model and the examples"}}},
   };
   return *cmds;

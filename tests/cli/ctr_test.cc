@@ -6,6 +6,7 @@
 // its training with the plain Executor's); the Fashion-MNIST commands
 // refuse ctr_dnn, pointing to async-train.
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
@@ -24,7 +25,7 @@ double ValueAfter(const std::string& out, const std::string& key) {
 TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
   const std::string dir = ::testing::TempDir() + "/ctr_test_data";
   std::filesystem::remove_all(dir);
-  Result gen = Oar("gen-ctr-data --out " + dir + " --examples 6000 --files 2 --seed 3");
+  Result gen = Oar("gen-ctr-data --out " + dir + " --examples 20000 --files 2 --seed 3");
   ASSERT_EQ(gen.code, 0) << gen.out;
   for (const char* f : {"/train/part-00000", "/train/part-00001", "/test/part-00000", "/data_feed.prototxt"}) {
     EXPECT_TRUE(std::filesystem::exists(dir + f)) << f;
@@ -32,13 +33,16 @@ TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
   const double planted = ValueAfter(gen.out, "planted_auc=");
   EXPECT_GT(planted, 0.7) << gen.out;
   EXPECT_LT(planted, 1.0) << gen.out;
-  Result train = Oar("async-train --model ctr_dnn --optimizer adam --lr 0.001 --data_feed " + dir +
+  std::ifstream desc(dir + "/data_feed.prototxt");
+  const std::string desc_text((std::istreambuf_iterator<char>(desc)), std::istreambuf_iterator<char>());
+  EXPECT_NE(desc_text.find("batch_size: 64"), std::string::npos) << desc_text;
+  Result train = Oar("async-train --model ctr_dnn --optimizer lazy_adam --lr 0.003 --data_feed " + dir +
                      "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir +
                      "/test/*' --threads 1 --fetch " + "auc_0.tmp_0");
   ASSERT_EQ(train.code, 0) << train.out;
-  EXPECT_NE(train.out.find("async-train: 6000 instances"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("async-train: 20000 instances"), std::string::npos) << train.out;
   const double test_auc = ValueAfter(train.out, "test_auc=");
-  EXPECT_GT(test_auc, 0.0) << train.out;
+  EXPECT_GT(test_auc, 0.6) << train.out;  // 0.62 with this seed: it learned (chance is 0.5; the planted 0.905)
   EXPECT_LT(test_auc, 1.0) << train.out;
   const double test_loss = ValueAfter(train.out, "test_loss=");
   EXPECT_GT(test_loss, 0.0) << train.out;
@@ -76,6 +80,9 @@ TEST(CtrTest, FashionCommandsRefuseCtrDnn) {
   r = Oar("gen-ctr-data --out /tmp/x --files many");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("--files 'many' is not a positive count"), std::string::npos) << r.out;
+  r = Oar("gen-ctr-data --out /tmp/x --batch_size 0");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--batch_size must be at least 1"), std::string::npos) << r.out;
 }
 
 }  // namespace
