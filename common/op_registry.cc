@@ -1,5 +1,6 @@
 #include "common/op_registry.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/synchronization/mutex.h"
@@ -18,13 +19,26 @@ OpInfo::OpInfo(std::string type) : type_(std::move(type)) {
   attrs_[kOpRoleVarAttr] = std::vector<std::string>{};
 }
 
+namespace {
+SlotSpec MakeSlot(const std::string& name, int flags) {
+  const bool unimplemented = (flags & kUnimplemented) != 0;
+  return {name, (flags & kDuplicable) != 0, (flags & kDispensable) != 0 || unimplemented, !unimplemented};
+}
+}  // namespace
+
 OpInfo& OpInfo::Input(const std::string& name, int flags) {
-  inputs_.push_back({name, (flags & kDuplicable) != 0, (flags & kDispensable) != 0});
+  inputs_.push_back(MakeSlot(name, flags));
   return *this;
 }
 
 OpInfo& OpInfo::Output(const std::string& name, int flags) {
-  outputs_.push_back({name, (flags & kDuplicable) != 0, (flags & kDispensable) != 0});
+  outputs_.push_back(MakeSlot(name, flags));
+  return *this;
+}
+
+OpInfo& OpInfo::Implements(const std::string& name, std::vector<Attribute> values) {
+  CHECK(attrs_.count(name)) << type_ << ": Implements(" << name << ") before Attr(" << name << ")";
+  implemented_values_[name] = std::move(values);
   return *this;
 }
 
@@ -54,6 +68,14 @@ absl::Status CheckSlots(const std::string& type, const char* what,
     if (!it->duplicable && args.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           type, ": ", what, " slot '", slot, "' takes one variable, got ", args.size()));
+    }
+    if (!it->implemented) {
+      for (const std::string& arg : args) {
+        if (arg.empty() || arg == kEmptyVarName) continue;
+        return absl::UnimplementedError(absl::StrCat(type, ": ", what, " slot '", slot, "' is bound to '", arg,
+                                                     "', which Oar's ", type,
+                                                     " does not implement (it must be empty)"));
+      }
     }
   }
   for (const auto& s : spec) {
@@ -90,6 +112,15 @@ absl::Status OpInfo::CheckAndFill(OpDesc* op) const {
           type_, ": attribute '", name, "' should be ", AttrTypeName(def.index()),
           ", got ", AttrTypeName(it->second.index())));
     }
+  }
+  for (const auto& [name, values] : implemented_values_) {
+    const Attribute& v = op->attrs.at(name);
+    if (std::find(values.begin(), values.end(), v) != values.end()) continue;
+    std::vector<std::string> ok;
+    for (const Attribute& a : values) ok.push_back(AttributeToString(a));
+    return absl::UnimplementedError(absl::StrCat(type_, ": attribute ", name, "=", AttributeToString(v),
+                                                 " is not implemented (Oar implements ", name, "=",
+                                                 absl::StrJoin(ok, " or "), ")"));
   }
   return absl::OkStatus();
 }

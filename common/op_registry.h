@@ -40,9 +40,14 @@ struct SlotSpec {
   std::string name;
   bool duplicable = false;   // may hold several arguments
   bool dispensable = false;  // may be absent
+  bool implemented = true;   // false: declared as Fluid declares it, but no kernel reads it
 };
 
-enum SlotFlags { kPlain = 0, kDuplicable = 1, kDispensable = 2 };
+// kUnimplemented: a dispensable slot that Fluid's OpMaker declares (so
+// programs from later Fluid/Paddle versions name it, usually empty) but
+// Oar's kernels do not read; a program that binds a variable to it is an
+// error naming op and slot, never silently ignored.
+enum SlotFlags { kPlain = 0, kDuplicable = 1, kDispensable = 2, kUnimplemented = 4 };
 
 class OpInfo {
  public:
@@ -51,6 +56,10 @@ class OpInfo {
   OpInfo& Input(const std::string& name, int flags = kPlain);
   OpInfo& Output(const std::string& name, int flags = kPlain);
   OpInfo& Attr(const std::string& name, Attribute default_value);
+  // Attribute `name` (declared with Attr) may only take these values: the
+  // kernels implement no others, and any other value would change the
+  // maths. CheckAndFill refuses the rest, naming op, attribute and value.
+  OpInfo& Implements(const std::string& name, std::vector<Attribute> values);
   OpInfo& SetInferShape(InferShapeFn fn) { infer_shape_ = fn; return *this; }
   OpInfo& SetGradMaker(GradMakerFn fn) { grad_maker_ = std::move(fn); return *this; }
   OpInfo& SetKernelDtype(KernelDtypeFn fn) { kernel_dtype_ = fn; return *this; }
@@ -77,7 +86,8 @@ class OpInfo {
 
   // Checks `op` against this spec (unknown slots, missing required slots,
   // @EMPTY@ in a required output slot, several arguments in a plain slot,
-  // attribute types) and fills in
+  // a variable in an unimplemented slot, attribute types, attribute values
+  // outside Implements) and fills in
   // defaults for absent attributes. InvalidArgument naming the slot/attr.
   absl::Status CheckAndFill(OpDesc* op) const;
   // The kernel for (place, dtype); NotFound naming both when there is none.
@@ -89,6 +99,7 @@ class OpInfo {
   std::vector<SlotSpec> inputs_;
   std::vector<SlotSpec> outputs_;
   std::map<std::string, Attribute> attrs_;
+  std::map<std::string, std::vector<Attribute>> implemented_values_;
   InferShapeFn infer_shape_ = nullptr;
   GradMakerFn grad_maker_;
   KernelDtypeFn kernel_dtype_ = nullptr;

@@ -123,6 +123,13 @@ void OpDesc::RenameOutput(const std::string& f, const std::string& t) { Rename(&
 std::string OpDesc::ToString() const {
   std::vector<std::string> a;
   for (const auto& [name, value] : attrs) {
+    // Paddle's op_callstack (the Python stack that built the op) would fill
+    // screens; its size says it is there.
+    const auto* frames = std::get_if<std::vector<std::string>>(&value);
+    if (name == "op_callstack" && frames != nullptr) {
+      a.push_back(absl::StrCat(name, "=[", frames->size(), " lines]"));
+      continue;
+    }
     a.push_back(absl::StrCat(name, "=", AttributeToString(value)));
   }
   return absl::StrCat(type, "(", VarMapToString(inputs), ") -> (",

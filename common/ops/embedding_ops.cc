@@ -1,5 +1,6 @@
-// lookup_table (embedding) with dense or sparse (SelectedRows) gradient and
-// padding_idx, and merge_selected_rows.
+// lookup_table (embedding) and Paddle 2.x's lookup_table_v2 (ids without the
+// trailing 1) with dense or sparse (SelectedRows) gradient and padding_idx,
+// and merge_selected_rows.
 #include <cstring>
 
 #include "common/op_registry.h"
@@ -12,15 +13,21 @@ namespace {
 
 constexpr int64_t kNoPadding = -1;
 
-// Out's shape: Ids' with the last dimension (1) replaced by W's width.
+// Out's shape: lookup_table's is Ids' with the last dimension (1) replaced
+// by W's width; lookup_table_v2's (Paddle 2.x) is Ids' with W's width
+// appended.
 absl::StatusOr<DDim> LookupOutDims(const InferShapeContext& ctx) {
   DDim w = ctx.InputDim("W"), ids = ctx.InputDim("Ids");
   if (w.size() != 2) return ctx.Error("W", w.ToString(), " must be 2-D [rows, width]");
+  if (ctx.InputDtype("Ids") != DataType::kInt64) return ctx.Error("Ids must be int64");
+  DDim out = ids;
+  if (ctx.op().type.rfind("lookup_table_v2", 0) == 0) {
+    out.push_back(w[1]);
+    return out;
+  }
   if (ids.size() < 1 || (ids[ids.size() - 1] != 1 && ids[ids.size() - 1] >= 0)) {
     return ctx.Error("Ids", ids.ToString(), " must have last dimension 1");
   }
-  if (ctx.InputDtype("Ids") != DataType::kInt64) return ctx.Error("Ids must be int64");
-  DDim out = ids;
   out[out.size() - 1] = w[1];
   return out;
 }
@@ -145,14 +152,16 @@ void RegisterEmbeddingOps(OpRegistry* r) {
     return info.Attr("is_sparse", false).Attr("is_distributed", false).Attr("padding_idx", int64_t{kNoPadding})
         .Attr("remote_prefetch", false);
   };
-  attrs(r->Register("lookup_table").Input("W").Input("Ids").Output("Out"))
-      .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
-      .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
-      .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
-  attrs(r->Register("lookup_table_grad").Input("W").Input("Ids").Input(GradVarName("Out"))
-            .Output(GradVarName("W"), kDispensable))
-      .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
-      .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
+  for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
+    attrs(r->Register(type).Input("W").Input("Ids").Output("Out"))
+        .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
+        .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
+        .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
+    attrs(r->Register(type + "_grad").Input("W").Input("Ids").Input(GradVarName("Out"))
+              .Output(GradVarName("W"), kDispensable))
+        .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
+        .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
+  }
   r->Register("merge_selected_rows").Input("X").Output("Out")
       .SetInferShape(NoShape).SetInferVarType(MergeVarType)
       .Kernel<float>(MergeKernel<float>).Kernel<double>(MergeKernel<double>);

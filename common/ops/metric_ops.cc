@@ -1,4 +1,4 @@
-// top_k and accuracy (no gradients, as in Fluid).
+// top_k, top_k_v2 (Paddle 2.x) and accuracy (no gradients, as in Fluid).
 #include <algorithm>
 #include <numeric>
 
@@ -13,6 +13,13 @@ absl::Status TopKInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
   int k = ctx.Attr<int32_t>("k");
   if (x.size() < 1) return ctx.Error("X must have rank >= 1");
+  if (ctx.op().type == "top_k_v2") {  // Paddle 2.x: any axis; Oar's kernel takes the last
+    const int axis = ctx.Attr<int32_t>("axis");
+    if (axis != -1 && axis != x.size() - 1) {
+      return absl::UnimplementedError(absl::StrCat("top_k_v2: attribute axis=", axis, " for X", x.ToString(),
+                                                   " is not implemented (Oar implements the last axis, -1)"));
+    }
+  }
   int64_t last = x[x.size() - 1];
   if (k < 1 || (last >= 0 && k > last)) {
     return ctx.Error("k=", k, " must be in [1, ", last, "] for X", x.ToString());
@@ -95,6 +102,12 @@ DataType AccuracyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
 void RegisterMetricOps(OpRegistry* r) {
   r->Register("top_k").Input("X").Output("Out").Output("Indices").Attr("k", int32_t{1})
+      .SetInferShape(TopKInferShape)
+      .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
+  // Paddle 2.x's form; results always come sorted, which `sorted: false` allows.
+  r->Register("top_k_v2").Input("X").Input("K", kUnimplemented).Output("Out").Output("Indices")
+      .Attr("k", int32_t{1}).Attr("axis", int32_t{-1}).Attr("largest", true).Attr("sorted", true)
+      .Implements("largest", {true})
       .SetInferShape(TopKInferShape)
       .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
   r->Register("accuracy").Input("Out").Input("Indices").Input("Label")

@@ -35,10 +35,12 @@ std::string InputLabel(const OpDesc& op, const std::string& slot, size_t i) {
   return absl::StrCat("'", name, "' (", slot, ")");
 }
 
+bool SameScalar(const DDim& a, const DDim& b) { return a.size() <= 1 && b.size() <= 1 && a.numel() == 1 && b.numel() == 1; }
+
 absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want, size_t i) {
   if (!ctx.IsRuntime()) return absl::OkStatus();
   const DDim got = ctx.InputDim(slot, i);
-  if (got == want) return absl::OkStatus();
+  if (got == want || SameScalar(got, want)) return absl::OkStatus();
   return ctx.Error("input ", InputLabel(ctx.op(), slot, i), " has shape ", got.ToString(), ", expected ",
                    want.ToString());
 }
@@ -46,7 +48,7 @@ absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& sl
 absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& slot, const std::string& like) {
   if (!ctx.IsRuntime()) return absl::OkStatus();
   const DDim got = ctx.InputDim(slot), want = ctx.InputDim(like);
-  if (got != want) {
+  if (got != want && !SameScalar(got, want)) {
     return ctx.Error("input ", InputLabel(ctx.op(), slot), " has shape ", got.ToString(), ", expected ",
                      want.ToString(), " (the shape of ", InputLabel(ctx.op(), like), ")");
   }

@@ -53,6 +53,9 @@ absl::Status RequireInputDtype(const ExecutionContext& ctx, const std::string& s
 // At run time, InvalidArgument "<op>: input 'g' (Out@GRAD) has shape [3],
 // expected [2, 3]" unless input `slot`[i] has shape `want`. Does nothing at
 // build time (shapes there may be stale or unknown). For shape inference.
+// A scalar is a scalar: Paddle 2.5+'s 0-D [] and Fluid 1.x's [1] pass as the
+// same shape (a loss@GRAD of one shape reaches a grad op expecting the other).
+bool SameScalar(const DDim& a, const DDim& b);
 absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want,
                              size_t i = 0);
 // At run time, input `slot` (a gradient, e.g. Out@GRAD) must have the shape

@@ -53,14 +53,19 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
   const T mu = static_cast<T>(ctx.Attr<float>("mu"));
   const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  // Paddle 2.x: the gradient is rescaled, then (l2_decay) coeff·param added.
+  const T rescale = static_cast<T>(ctx.Attr<float>("rescale_grad"));
+  const T decay =
+      ctx.Attr<std::string>("regularization_method") == "l2_decay" ? static_cast<T>(ctx.Attr<float>("regularization_coeff")) : T(0);
   const T* p = param->data<T>();
   T* pout = Out<T>(ctx, "ParamOut", *param);
   T* vout = Out<T>(ctx, "VelocityOut", *param);
   const T rate = lr[0];
   for (int64_t i = 0, n = param->numel(); i < n; ++i) {
-    const T nv = mu * v[i] + g.dense[i];
+    const T gi = g.dense[i] * rescale + decay * p[i];
+    const T nv = mu * v[i] + gi;
     vout[i] = nv;
-    pout[i] = nesterov ? p[i] - (g.dense[i] + mu * nv) * rate : p[i] - rate * nv;
+    pout[i] = nesterov ? p[i] - (gi + mu * nv) * rate : p[i] - rate * nv;
   }
   return absl::OkStatus();
 }
@@ -102,9 +107,13 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   T* m1out = Out<T>(ctx, "Moment1Out", *param);
   T* m2out = Out<T>(ctx, "Moment2Out", *param);
   // Fluid's bias-corrected step: lr_t = lr·√(1−β2ᵗ)/(1−β1ᵗ), and ε scaled by √(1−β2ᵗ).
-  const T corr2 = std::sqrt(T(1) - b2p[0]);
-  const T lr_t = lr[0] * corr2 / (T(1) - b1p[0]);
+  const T beta1_pow = b1p[0], beta2_pow = b2p[0];
+  const T corr2 = std::sqrt(T(1) - beta2_pow);
+  const T lr_t = lr[0] * corr2 / (T(1) - beta1_pow);
   const T eps_t = eps * corr2;
+  // Paddle 2.x's adam advances the powers itself (Fluid 1.x's programs use scale ops instead).
+  if (Tensor* t = ctx.Output("Beta1PowOut")) t->mutable_data<T>(DDim{1})[0] = beta1_pow * b1;
+  if (Tensor* t = ctx.Output("Beta2PowOut")) t->mutable_data<T>(DDim{1})[0] = beta2_pow * b2;
   if (!g.sparse()) {
     AdamDense<T>(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
     return absl::OkStatus();
@@ -125,18 +134,34 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterOptimizerOps(OpRegistry* r) {
+  // The optional slots and attributes of Paddle 2.x's optimizers are declared
+  // as its OpMakers declare them; what Oar does not implement (a master
+  // fp32 copy, global beta powers, beta/epsilon tensors) must stay empty/off.
   r->Register("sgd").Input("Param").Input("Grad").Input("LearningRate").Output("ParamOut")
+      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false).Implements("multi_precision", {false})
       .SetInferShape(SgdInferShape)
       .Kernel<float>(SgdKernel<float>).Kernel<double>(SgdKernel<double>);
   r->Register("momentum").Input("Param").Input("Grad").Input("Velocity").Input("LearningRate")
       .Output("ParamOut").Output("VelocityOut")
+      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
       .Attr("mu", 0.0f).Attr("use_nesterov", false)
+      .Attr("regularization_method", std::string()).Attr("regularization_coeff", 0.0f)
+      .Attr("rescale_grad", 1.0f).Attr("multi_precision", false)
+      .Implements("regularization_method", {std::string(), std::string("l2_decay")})
+      .Implements("multi_precision", {false})
       .SetInferShape(MomentumInferShape)
       .Kernel<float>(MomentumKernel<float>).Kernel<double>(MomentumKernel<double>);
   r->Register("adam").Input("Param").Input("Grad").Input("LearningRate")
       .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
       .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
+      .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
+      .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
+      .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
+      .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
       .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
+      .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
+      .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
       .SetInferShape(AdamInferShape)
       .Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
   RegisterMoreOptimizerOps(r);

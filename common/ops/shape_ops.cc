@@ -1,4 +1,5 @@
-// Shape ops: reshape2, flatten2, squeeze2, unsqueeze2 (views of the same
+// Shape ops: reshape2, flatten2, flatten_contiguous_range, squeeze2,
+// unsqueeze2 (views of the same
 // data with a new shape), transpose2, concat and split. The "2" ops also
 // output XShape ([0, X.dims...], no data) that their grads read the input
 // shape from, as in Fluid.
@@ -71,6 +72,23 @@ absl::StatusOr<DDim> FlattenDims(const DDim& x, int axis, const std::string& op)
   return DDim{x.Product(0, axis), x.Product(axis, x.size())};
 }
 
+// flatten_contiguous_range (Paddle 2.x's flatten): dimensions start..stop
+// (negative: from the end) merged into one.
+absl::StatusOr<DDim> FlattenRangeDims(const DDim& x, int start, int stop, const std::string& op) {
+  const int rank = x.size();
+  const int a = start < 0 ? start + rank : start, b = stop < 0 ? stop + rank : stop;
+  if (rank == 0) return DDim{1};
+  if (a < 0 || a >= rank || b < 0 || b >= rank || a > b) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": start_axis ", start, " and stop_axis ", stop,
+                                                   " do not name a range of X's ", rank, " dimensions"));
+  }
+  DDim out;
+  for (int i = 0; i < a; ++i) out.push_back(x[i]);
+  out.push_back(x.Product(a, b + 1));
+  for (int i = b + 1; i < rank; ++i) out.push_back(x[i]);
+  return out;
+}
+
 std::vector<int> NormalizeAxes(const std::vector<int32_t>& axes, int rank) {
   std::vector<int> out;
   for (int a : axes) out.push_back(a < 0 ? a + rank : a);
@@ -110,6 +128,9 @@ absl::StatusOr<DDim> ViewDims(const InferShapeContext& ctx, const DDim& x) {
   const std::string& t = ctx.op().type;
   if (t == "reshape2") return ReshapeDims(x, ctx.Attr<std::vector<int32_t>>("shape"), t);
   if (t == "flatten2") return FlattenDims(x, ctx.Attr<int32_t>("axis"), t);
+  if (t == "flatten_contiguous_range") {
+    return FlattenRangeDims(x, ctx.Attr<int32_t>("start_axis"), ctx.Attr<int32_t>("stop_axis"), t);
+  }
   if (t == "squeeze2") return SqueezeDims(x, ctx.Attr<std::vector<int32_t>>("axes"), t);
   return UnsqueezeDims(x, ctx.Attr<std::vector<int32_t>>("axes"), t);
 }
@@ -242,22 +263,28 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterShapeOps(OpRegistry* r) {
-  auto view = [r](const std::string& type, const std::string& attr, Attribute def) {
-    r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable).Attr(attr, def)
+  using Attrs = std::vector<std::pair<std::string, Attribute>>;
+  auto view = [r](const std::string& type, const Attrs& attrs) {
+    OpInfo& fwd = r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable)
         .SetInferShape(ViewInferShape).InPlaceMayReshape()
         .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
         .SetKernelDtype(nullptr)
         .Kernel<float>(ViewKernel).Kernel<double>(ViewKernel).Kernel<int64_t>(ViewKernel)
         .Kernel<int32_t>(ViewKernel);
-    r->Register(type + "_grad").Input("XShape").Input(GradVarName("Out"))
-        .Output(GradVarName("X"), kDispensable).Attr(attr, def)
+    OpInfo& grad = r->Register(type + "_grad").Input("XShape").Input(GradVarName("Out"))
+        .Output(GradVarName("X"), kDispensable)
         .SetInferShape(ViewGradInferShape).SetKernelDtype(ViewGradDtype)
         .Kernel<float>(ViewGradKernel).Kernel<double>(ViewGradKernel);
+    for (const auto& [name, def] : attrs) {
+      fwd.Attr(name, def);
+      grad.Attr(name, def);
+    }
   };
-  view("reshape2", "shape", std::vector<int32_t>{});
-  view("flatten2", "axis", int32_t{1});
-  view("squeeze2", "axes", std::vector<int32_t>{});
-  view("unsqueeze2", "axes", std::vector<int32_t>{});
+  view("reshape2", {{"shape", std::vector<int32_t>{}}});
+  view("flatten2", {{"axis", int32_t{1}}});
+  view("flatten_contiguous_range", {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{1}}});
+  view("squeeze2", {{"axes", std::vector<int32_t>{}}});
+  view("unsqueeze2", {{"axes", std::vector<int32_t>{}}});
 
   r->Register("transpose2").Input("X").Output("Out").Output("XShape", kDispensable)
       .Attr("axis", std::vector<int32_t>{}).Attr("data_format", std::string("AnyLayout"))

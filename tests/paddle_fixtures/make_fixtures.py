@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Writes the Paddle-written fixtures Oar's tests train (issue 17).
+
+For each model, with PaddlePaddle 2.6's static-graph API exactly as a user
+writes it, into tests/testdata/paddle/<model>/:
+  main.pb, startup.pb   program.desc.serialize_to_string()
+  params/ or params     the initial persistables after the startup program,
+                        as paddle.distributed.io.save_persistables writes them
+                        (per-variable files, or one combined file)
+  batch_<i>.<feed>      the fixed input batches, LoDTensor files
+                        (core.save_lod_tensor); step s feeds batch s % BATCHES
+  losses.txt            Paddle's own loss after each of STEPS steps
+  meta.txt              feed names, loss name, steps, batches
+
+Run where paddlepaddle is importable (pip install paddlepaddle==2.6.2
+"numpy<2" "protobuf>=4.25,<5"); the outputs are committed, so the tests
+need no Paddle.
+"""
+import zlib, gzip  # noqa: F401,E401  libpaddle exports its own zlib: import ours first
+import os
+import shutil
+import sys
+
+import numpy as np
+import paddle
+import paddle.distributed.io as dio
+from paddle.base import core
+
+STEPS, BATCHES = 20, 4
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "paddle")
+
+
+def mlp():
+    x = paddle.static.data("x", [-1, 64], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    h = paddle.static.nn.fc(x, 32, activation="relu")
+    logits = paddle.static.nn.fc(h, 10)
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+    paddle.static.accuracy(paddle.nn.functional.softmax(logits), label)
+    paddle.optimizer.Adam(0.01).minimize(loss)
+    rng = np.random.default_rng(1)
+    batches = [{"x": rng.standard_normal((16, 64)).astype("float32"),
+                "label": rng.integers(0, 10, (16, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
+def cnn():
+    img = paddle.static.data("img", [-1, 1, 12, 12], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    conv = paddle.static.nn.conv2d(img, num_filters=4, filter_size=3, padding=1, act="relu")
+    pool = paddle.nn.functional.max_pool2d(conv, kernel_size=2, stride=2)
+    flat = paddle.flatten(pool, start_axis=1)
+    logits = paddle.static.nn.fc(flat, 10)
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+    paddle.static.accuracy(paddle.nn.functional.softmax(logits), label)
+    paddle.optimizer.Momentum(0.05, momentum=0.9).minimize(loss)
+    rng = np.random.default_rng(2)
+    batches = [{"img": rng.standard_normal((8, 1, 12, 12)).astype("float32"),
+                "label": rng.integers(0, 10, (8, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "combined"
+
+
+def embedding():
+    ids = paddle.static.data("ids", [-1, 4], "int64")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    emb = paddle.static.nn.embedding(ids, size=[100, 8], is_sparse=True)
+    pooled = paddle.mean(emb, axis=1)
+    logits = paddle.static.nn.fc(pooled, 2)
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    rng = np.random.default_rng(3)
+    batches = [{"ids": rng.integers(0, 100, (16, 4)).astype("int64"),
+                "label": rng.integers(0, 2, (16, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
+def write(name, build):
+    out = os.path.join(OUT, name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 7
+    with paddle.static.program_guard(main, startup):
+        loss, batches, params = build()
+    with open(os.path.join(out, "main.pb"), "wb") as f:
+        f.write(main.desc.serialize_to_string())
+    with open(os.path.join(out, "startup.pb"), "wb") as f:
+        f.write(startup.desc.serialize_to_string())
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        if params == "dir":
+            dio.save_persistables(exe, os.path.join(out, "params"), main)
+        else:
+            dio.save_persistables(exe, out, main, filename="params")
+        feeds = list(batches[0].keys())
+        for i, batch in enumerate(batches):
+            for feed, value in batch.items():
+                t = core.LoDTensor()
+                t.set(value, paddle.CPUPlace())
+                core.save_lod_tensor(t, os.path.join(out, "batch_%d.%s" % (i, feed)))
+        losses = []
+        for step in range(STEPS):
+            (v,) = exe.run(main, feed=batches[step % BATCHES], fetch_list=[loss])
+            losses.append(float(np.asarray(v).reshape(-1)[0]))
+    with open(os.path.join(out, "losses.txt"), "w") as f:
+        f.write("".join("%.9g\n" % v for v in losses))
+    with open(os.path.join(out, "meta.txt"), "w") as f:
+        f.write("feeds %s\nloss %s\nsteps %d\nbatches %d\nparams %s\npaddle %s\n"
+                % (",".join(feeds), loss.name, STEPS, BATCHES, params, paddle.__version__))
+    print("%s: %d ops; losses %.4f -> %.4f" % (name, len(main.global_block().ops), losses[0], losses[-1]))
+
+
+def main():
+    paddle.enable_static()
+    paddle.set_flags({"FLAGS_use_mkldnn": False})
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding}
+    for name in sys.argv[1:] or models:
+        write(name, models[name])
+
+
+if __name__ == "__main__":
+    main()
