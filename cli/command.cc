@@ -28,8 +28,13 @@ int RunGenCtrData(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
-      {"train", "train a model from examples/ in this process", "oar train --model NAME [flags]",
-       "cli/train_cmd.cc", {}, RunTrain},
+      {"train", "train a model from examples/, or a program file (e.g. written by paddle.static), in this process",
+       "oar train --model NAME [flags]\n       oar train --program main.pb --startup startup.pb --feed_names IMAGE,LABEL "
+       "--loss_name LOSS [--fetch NAME,...] [--params DIR|FILE] [flags]",
+       "cli/train_cmd.cc", {"program", "startup", "loss_name", "feed_names", "fetch", "params"}, RunTrain,
+       {{"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
+        {"loss_name", "with --program: the loss variable to fetch"},
+        {"feed_names", "with --program: the image and label variables to feed, \"x,label\""}}},
       {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
        "cli/export_cmd.cc", {"model", "optimizer", "lr", "seed", "batch_size"}, RunExport},
       {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",

@@ -1,5 +1,6 @@
 // `oar train`: trains an example model in this process on its dataset, with
-// a progress bar per epoch and a summary ending in `test_accuracy=...`.
+// a progress bar per epoch and a summary ending in `test_accuracy=...`; with
+// --program, a program file instead (train_program.cc).
 #include <cstdio>
 #include <iostream>
 
@@ -31,6 +32,7 @@ DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwi
 DEFINE_string(constant_init, "", "fill every randomly initialized parameter with this value instead (to compare runs)");
 DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
 DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
+DECLARE_string(program);
 DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
@@ -129,9 +131,11 @@ absl::Status Train() {
 
 }  // namespace
 
+absl::Status TrainProgram();  // train_program.cc
+
 int RunTrain(const std::vector<std::string>& args) {
   if (!args.empty()) return Fail("train takes no positional arguments (got '" + args[0] + "')");
-  absl::Status s = Train();
+  absl::Status s = FLAGS_program.empty() ? Train() : TrainProgram();
   return s.ok() ? 0 : Fail(std::string(s.message()));
 }
 

@@ -100,10 +100,6 @@ absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& d
   return load_vars(exe, scope, dirname, program, PersistableVarNames(program), filename);
 }
 
-namespace {
-
-// Keeps the block-0 ops that `targets` depend on; drops the rest and the
-// variables no kept op touches (persistables and feeds included as needed).
 ProgramDesc PruneToTargets(const ProgramDesc& src, const std::vector<std::string>& feeds,
                            const std::vector<std::string>& targets) {
   ProgramDesc p(src);
@@ -139,8 +135,6 @@ ProgramDesc PruneToTargets(const ProgramDesc& src, const std::vector<std::string
   for (const auto& n : unused) b->RemoveVar(n);
   return p;
 }
-
-}  // namespace
 
 absl::Status save_inference_model(const std::string& dirname, const std::vector<std::string>& feeded_var_names,
                                   const std::vector<std::string>& target_vars, Executor& exe, Scope* scope,

@@ -32,6 +32,12 @@ absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& d
 absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname,
                                const ProgramDesc& program, const std::string& filename = "");
 
+// The forward part of `program` that computing `targets` from `feeds` needs:
+// block-0 ops that targets depend on, backward and optimize ops dropped,
+// is_test set, unused variables removed (a test program from a training one).
+ProgramDesc PruneToTargets(const ProgramDesc& program, const std::vector<std::string>& feeds,
+                           const std::vector<std::string>& targets);
+
 // Prunes `program` to what computing `target_vars` from `feeded_var_names`
 // needs (backward and optimize ops dropped, is_test set), adds feed/fetch
 // ops, writes dirname/<model_filename or __model__> and the parameters.

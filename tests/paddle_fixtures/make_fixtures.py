@@ -11,6 +11,8 @@ writes it, into tests/testdata/paddle/<model>/:
                         (core.save_lod_tensor); step s feeds batch s % BATCHES
   losses.txt            Paddle's own loss after each of STEPS steps
   meta.txt              feed names, loss name, steps, batches
+(fashion_mlp: the programs and initial params only, for the README's
+`oar train --program` example on Fashion-MNIST.)
 
 Run where paddlepaddle is importable (pip install paddlepaddle==2.6.2
 "numpy<2" "protobuf>=4.25,<5"); the outputs are committed, so the tests
@@ -74,6 +76,18 @@ def embedding():
     return loss, batches, "dir"
 
 
+def fashion_mlp():
+    """For `oar train --program` on Fashion-MNIST (README); programs and initial params only."""
+    x = paddle.static.data("x", [-1, 784], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    h = paddle.static.nn.fc(x, 32, activation="relu")
+    logits = paddle.static.nn.fc(h, 10)
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+    paddle.static.accuracy(paddle.nn.functional.softmax(logits), label)
+    paddle.optimizer.SGD(0.1).minimize(loss)
+    return loss, None, "combined"
+
+
 def write(name, build):
     out = os.path.join(OUT, name)
     shutil.rmtree(out, ignore_errors=True)
@@ -94,6 +108,11 @@ def write(name, build):
             dio.save_persistables(exe, os.path.join(out, "params"), main)
         else:
             dio.save_persistables(exe, out, main, filename="params")
+        if batches is None:
+            with open(os.path.join(out, "meta.txt"), "w") as f:
+                f.write("loss %s\nparams %s\npaddle %s\n" % (loss.name, params, paddle.__version__))
+            print("%s: %d ops (programs and initial params)" % (name, len(main.global_block().ops)))
+            return
         feeds = list(batches[0].keys())
         for i, batch in enumerate(batches):
             for feed, value in batch.items():
@@ -115,7 +134,7 @@ def write(name, build):
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
-    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding}
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "fashion_mlp": fashion_mlp}
     for name in sys.argv[1:] or models:
         write(name, models[name])
 
