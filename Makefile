@@ -31,6 +31,7 @@ bench: build
 	@$(BUILD_DIR)/bench/dist_step_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/collective_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/ctr_bench
+	@python3 bench/paddle_program_bench.py --oar $(BUILD_DIR)/cli/oar
 
 clean:
 	rm -rf $(BUILD_DIR)
