@@ -175,16 +175,24 @@ void RegisterBatchNormOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
     return info.Attr("momentum", 0.9f).Attr("epsilon", 1e-5f).Attr("is_test", false)
         .Attr("data_layout", std::string("NCHW")).Attr("use_global_stats", false)
-        .Attr("fuse_with_relu", false).Attr("use_mkldnn", false);
+        .Attr("fuse_with_relu", false).Attr("use_mkldnn", false).Attr("trainable_statistics", false)
+        .Implements("trainable_statistics", {false}).Implements("fuse_with_relu", {false});
   };
+  // Paddle 2.x adds MomentumTensor (unimplemented: the momentum attribute
+  // is used) and ReserveSpace (a cuDNN workspace; never written here, and
+  // the grad, which also names Mean/Variance(Out), reads none of them).
   attrs(r->Register("batch_norm").Input("X").Input("Scale").Input("Bias").Input("Mean").Input("Variance")
-            .Output("Y").Output("MeanOut").Output("VarianceOut").Output("SavedMean").Output("SavedVariance"))
+            .Input("MomentumTensor", kUnimplemented)
+            .Output("Y").Output("MeanOut").Output("VarianceOut").Output("SavedMean").Output("SavedVariance")
+            .Output("ReserveSpace", kDispensable))
       .SetInferShape(BatchNormInferShape)
       .SetGradMaker(GradOpMaker({"X", "Scale", "Bias"}, {"SavedMean", "SavedVariance"}, {"Y"},
                                 {"X", "Scale", "Bias"}))
       .Kernel<float>(BatchNormKernel<float>).Kernel<double>(BatchNormKernel<double>);
   attrs(r->Register("batch_norm_grad").Input("X").Input("Scale").Input("Bias")
             .Input("SavedMean").Input("SavedVariance").Input(GradVarName("Y"))
+            .Input("Mean", kDispensable).Input("Variance", kDispensable).Input("MeanOut", kDispensable)
+            .Input("VarianceOut", kDispensable).Input("ReserveSpace", kDispensable)
             .Output(GradVarName("X"), kDispensable).Output(GradVarName("Scale"), kDispensable)
             .Output(GradVarName("Bias"), kDispensable))
       .SetInferShape(BatchNormGradInferShape)

@@ -157,7 +157,9 @@ void RegisterConvOps(OpRegistry* r) {
         .Attr("dilations", std::vector<int32_t>{1, 1}).Attr("groups", int32_t{1})
         .Attr("use_cudnn", false).Attr("use_mkldnn", false)
         .Attr("data_format", std::string("AnyLayout")).Attr("workspace_size_MB", int32_t{4096})
-        .Attr("exhaustive_search", false);
+        .Attr("exhaustive_search", false).Attr("padding_algorithm", std::string("EXPLICIT"))
+        .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
+        .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
   attrs(r->Register("conv2d").Input("Input").Input("Filter").Input("Bias", kDispensable)
             .Input("ResidualData", kDispensable).Output("Output"))

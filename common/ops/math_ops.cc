@@ -97,6 +97,16 @@ struct MatDims {
   int64_t batch, rows, cols;  // of op(M)
 };
 
+// Whether X (Y) is transposed: matmul's transpose_X/transpose_Y, or
+// matmul_v2's (Paddle 2.x) trans_x/trans_y. matmul_v2 has no alpha; its
+// registration gives it alpha 1.
+template <typename Ctx>
+bool Transposed(const Ctx& ctx, char which) {
+  const bool v2 = ctx.op().type.rfind("matmul_v2", 0) == 0;
+  if (v2) return ctx.template Attr<bool>(which == 'X' ? "trans_x" : "trans_y");
+  return ctx.template Attr<bool>(which == 'X' ? "transpose_X" : "transpose_Y");
+}
+
 MatDims OpDims(const DDim& d, bool trans) {
   int r = d.size();
   int64_t a = d[r - 2], b = d[r - 1];
@@ -111,7 +121,7 @@ absl::StatusOr<DDim> MatmulOutDims(const InferShapeContext& ctx) {
   if (x.size() < 2 || y.size() < 2) {
     return ctx.Error("X", x.ToString(), " and Y", y.ToString(), " must be at least 2-D");
   }
-  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
   MatDims a = OpDims(x, tx), b = OpDims(y, ty);
   if (a.cols >= 0 && b.rows >= 0 && a.cols != b.rows) {
     return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols,
@@ -153,7 +163,7 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y));
-  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
   MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
   int64_t batch = std::max(a.batch, b.batch);
   T* out = ctx.Output("Out")->mutable_data<T>();
@@ -176,7 +186,7 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
-  bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
   T alpha = T(ctx.Attr<float>("alpha"));
   MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
   int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
@@ -224,6 +234,16 @@ void RegisterMathOps(OpRegistry* r) {
   r->Register("matmul_grad").Input("X").Input("Y").Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
       .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
+      .SetInferShape(MatmulGradInferShape)
+      .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
+  r->Register("matmul_v2").Input("X").Input("Y").Output("Out")
+      .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
+      .SetInferShape(MatmulInferShape)
+      .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
+      .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
+  r->Register("matmul_v2_grad").Input("X").Input("Y").Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
+      .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
       .SetInferShape(MatmulGradInferShape)
       .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
 }

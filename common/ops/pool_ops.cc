@@ -158,7 +158,9 @@ void RegisterPoolOps(OpRegistry* r) {
         .Attr("global_pooling", false).Attr("strides", std::vector<int32_t>{1, 1})
         .Attr("paddings", std::vector<int32_t>{0, 0}).Attr("exclusive", true).Attr("adaptive", false)
         .Attr("ceil_mode", false).Attr("use_cudnn", false).Attr("use_mkldnn", false)
-        .Attr("data_format", std::string("AnyLayout"));
+        .Attr("data_format", std::string("AnyLayout")).Attr("padding_algorithm", std::string("EXPLICIT"))
+        .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
+        .Implements("padding_algorithm", {std::string("EXPLICIT")}).Implements("adaptive", {false});
   };
   attrs(r->Register("pool2d").Input("X").Output("Out")).SetInferShape(PoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))

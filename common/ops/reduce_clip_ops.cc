@@ -12,9 +12,16 @@
 namespace oar {
 namespace {
 
+// Whether every dimension is folded: reduce_all, or (Paddle 2.x, whose
+// paddle.sum(x) writes dim=[]) no dimension named. Fluid 1.x always names one.
+template <typename Ctx>
+bool ReducesAll(const Ctx& ctx) {
+  return ctx.template Attr<bool>("reduce_all") || ctx.template Attr<std::vector<int32_t>>("dim").empty();
+}
+
 // Which input dimensions a reduce op folds.
 std::vector<bool> ReducedDims(const InferShapeContext& ctx, int rank) {
-  std::vector<bool> r(rank, ctx.Attr<bool>("reduce_all"));
+  std::vector<bool> r(rank, ReducesAll(ctx));
   for (int d : ctx.Attr<std::vector<int32_t>>("dim")) {
     int a = d < 0 ? d + rank : d;
     if (a >= 0 && a < rank) r[a] = true;
@@ -72,7 +79,7 @@ std::vector<int64_t> OutIndex(const DDim& x, const std::vector<bool>& reduced) {
 }
 
 std::vector<bool> ReducedAtRuntime(const ExecutionContext& ctx, int rank) {
-  std::vector<bool> r(rank, ctx.Attr<bool>("reduce_all"));
+  std::vector<bool> r(rank, ReducesAll(ctx));
   for (int d : ctx.Attr<std::vector<int32_t>>("dim")) r[d < 0 ? d + rank : d] = true;
   return r;
 }
@@ -179,7 +186,9 @@ absl::Status ClipByNormKernel(const ExecutionContext& ctx) {
 void RegisterReduceClipOps(OpRegistry* r) {
   auto reduce = [r](const std::string& type, KernelFn f32, KernelFn f64, KernelFn g32, KernelFn g64) {
     auto attrs = [](OpInfo& i) -> OpInfo& {
-      return i.Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false);
+      return i.Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false)
+          .Attr("in_dtype", int32_t{-1}).Attr("out_dtype", int32_t{-1})  // Paddle 2.x: -1 keeps X's dtype
+          .Implements("in_dtype", {int32_t{-1}}).Implements("out_dtype", {int32_t{-1}});
     };
     attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(ReduceInferShape)
         .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))

@@ -264,7 +264,9 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
 
 void RegisterShapeOps(OpRegistry* r) {
   using Attrs = std::vector<std::pair<std::string, Attribute>>;
-  auto view = [r](const std::string& type, const Attrs& attrs) {
+  // `shape_inputs`: Paddle's tensor forms of the shape/axes attribute, which
+  // Oar does not implement (they must be empty).
+  auto view = [r](const std::string& type, const Attrs& attrs, std::vector<std::string> shape_inputs = {}) {
     OpInfo& fwd = r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable)
         .SetInferShape(ViewInferShape).InPlaceMayReshape()
         .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
@@ -279,12 +281,13 @@ void RegisterShapeOps(OpRegistry* r) {
       fwd.Attr(name, def);
       grad.Attr(name, def);
     }
+    for (const auto& slot : shape_inputs) fwd.Input(slot, kDuplicable | kUnimplemented);
   };
-  view("reshape2", {{"shape", std::vector<int32_t>{}}});
+  view("reshape2", {{"shape", std::vector<int32_t>{}}}, {"Shape", "ShapeTensor"});
   view("flatten2", {{"axis", int32_t{1}}});
   view("flatten_contiguous_range", {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{1}}});
   view("squeeze2", {{"axes", std::vector<int32_t>{}}});
-  view("unsqueeze2", {{"axes", std::vector<int32_t>{}}});
+  view("unsqueeze2", {{"axes", std::vector<int32_t>{}}}, {"AxesTensor", "AxesTensorList"});
 
   r->Register("transpose2").Input("X").Output("Out").Output("XShape", kDispensable)
       .Attr("axis", std::vector<int32_t>{}).Attr("data_format", std::string("AnyLayout"))

@@ -152,6 +152,7 @@ void RegisterSoftmaxOps(OpRegistry* r) {
       .Output("Softmax").Output("Loss")
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
       .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1})
+      .Attr("use_softmax", true).Implements("use_softmax", {true})
       .SetInferShape(SwceInferShape)
       .SetGradMaker(GradOpMaker({"Label"}, {"Softmax"}, {"Loss"}, {"Logits"}))
       .Kernel<float>(SwceKernel<float>).Kernel<double>(SwceKernel<double>);

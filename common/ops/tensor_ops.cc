@@ -4,6 +4,7 @@
 // initializer instead of filling a tensor.
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
@@ -57,7 +58,23 @@ absl::Status FillConstantKernel(const ExecutionContext& ctx) {
   if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kConstant, ctx.Attr<float>("value"), 0});
   Tensor* out = ctx.Output("Out");
   T* p = out->mutable_data<T>();
-  std::fill(p, p + out->numel(), static_cast<T>(ctx.Attr<float>("value")));
+  T value = static_cast<T>(ctx.Attr<float>("value"));
+  // Paddle writes the value as text too (str_value), exact for int64s a
+  // float cannot hold; where it is given it wins, as in Paddle.
+  if (const std::string& text = ctx.Attr<std::string>("str_value"); !text.empty()) {
+    bool ok;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      int64_t v = 0;
+      ok = absl::SimpleAtoi(text, &v);
+      value = static_cast<T>(v);
+    } else {
+      double v = 0;
+      ok = absl::SimpleAtod(text, &v);
+      value = static_cast<T>(v);
+    }
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("fill_constant: str_value '", text, "' is not a number"));
+  }
+  std::fill(p, p + out->numel(), value);
   return absl::OkStatus();
 }
 
@@ -176,8 +193,9 @@ absl::Status NoInferShape(InferShapeContext&) { return absl::OkStatus(); }
 void RegisterTensorOps(OpRegistry* r) {
   const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
   r->Register("fill_constant").Input("ShapeTensor", kDispensable)
-      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
+      .Input("ShapeTensorList", kDuplicable | kDispensable).Input("ValueTensor", kUnimplemented).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32).Attr("value", 0.0f)
+      .Attr("str_value", std::string())
       .Attr("force_cpu", false).SetInferShape(ShapeFromAttr)
       .Kernel<float>(FillConstantKernel<float>).Kernel<double>(FillConstantKernel<double>)
       .Kernel<int32_t>(FillConstantKernel<int32_t>).Kernel<int64_t>(FillConstantKernel<int64_t>)
@@ -186,6 +204,7 @@ void RegisterTensorOps(OpRegistry* r) {
       .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
       .Attr("min", -1.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
+      .Attr("diag_num", int32_t{0}).Implements("diag_num", {int32_t{0}})
       .SetInferShape(ShapeFromAttr)
       .Kernel<float>(UniformRandomKernel<float>).Kernel<double>(UniformRandomKernel<double>);
   r->Register("gaussian_random").Input("ShapeTensor", kDispensable)
@@ -195,7 +214,7 @@ void RegisterTensorOps(OpRegistry* r) {
       .SetInferShape(ShapeFromAttr)
       .Kernel<float>(GaussianRandomKernel<float>).Kernel<double>(GaussianRandomKernel<double>);
 
-  r->Register("scale").Input("X").Output("Out")
+  r->Register("scale").Input("X").Input("ScaleTensor", kUnimplemented).Output("Out")
       .Attr("scale", 1.0f).Attr("bias", 0.0f).Attr("bias_after_scale", true)
       .SetInferShape(SameShapeAsX).SetGradMaker(ScaleGradMaker)
       .Kernel<float>(ScaleKernel<float>).Kernel<double>(ScaleKernel<double>)

@@ -76,6 +76,30 @@ def embedding():
     return loss, batches, "dir"
 
 
+def zoo():
+    """The rest of the ops paddle.static's standard API emits, in one network."""
+    img = paddle.static.data("img", [-1, 2, 6, 6], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    conv = paddle.static.nn.conv2d(img, num_filters=3, filter_size=3, padding=1, bias_attr=False)
+    bn = paddle.static.nn.batch_norm(conv, act="relu")
+    pool = paddle.nn.functional.avg_pool2d(bn, kernel_size=2, stride=2)
+    drop = paddle.nn.functional.dropout(pool, p=0.0)
+    t = paddle.transpose(drop, perm=[0, 2, 3, 1])
+    flat = paddle.reshape(t, [-1, 27])
+    w = paddle.static.create_parameter([27, 5], "float32", name="zoo_w")
+    b = paddle.static.create_parameter([5], "float32", name="zoo_b", is_bias=True)
+    logits = paddle.add(paddle.matmul(flat, w), b)
+    scale = paddle.full([1], 0.5, "float32")
+    logits = paddle.multiply(logits, scale)
+    ce = paddle.nn.functional.cross_entropy(logits, label, reduction="none")
+    loss = paddle.sum(ce) / 8.0
+    paddle.optimizer.Adam(0.01).minimize(loss)
+    rng = np.random.default_rng(4)
+    batches = [{"img": rng.standard_normal((8, 2, 6, 6)).astype("float32"),
+                "label": rng.integers(0, 5, (8, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
 def fashion_mlp():
     """For `oar train --program` on Fashion-MNIST (README); programs and initial params only."""
     x = paddle.static.data("x", [-1, 784], "float32")
@@ -134,7 +158,7 @@ def write(name, build):
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
-    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "fashion_mlp": fashion_mlp}
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "fashion_mlp": fashion_mlp}
     for name in sys.argv[1:] or models:
         write(name, models[name])
 

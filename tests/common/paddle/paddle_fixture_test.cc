@@ -107,7 +107,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo"));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
@@ -126,6 +126,7 @@ TEST(PaddleFixtureErrors, UnimplementedInputsAndAttributeValuesAreRefused) {
   struct Case {
     std::string op, want;
     std::function<void(OpDesc*)> edit;
+    std::string model = "mlp";
   };
   const std::vector<Case> cases = {
       {"adam", "adam: input slot 'Beta1Tensor' is bound to 'learning_rate_0', which Oar's adam does not implement",
@@ -138,9 +139,19 @@ TEST(PaddleFixtureErrors, UnimplementedInputsAndAttributeValuesAreRefused) {
        [](OpDesc* op) { op->attrs["largest"] = false; }},
       {"top_k_v2", "top_k_v2: attribute axis=0 for X[16, 10] is not implemented",
        [](OpDesc* op) { op->attrs["axis"] = int32_t{0}; }},
+      {"conv2d", "conv2d: attribute padding_algorithm=\"SAME\" is not implemented",
+       [](OpDesc* op) { op->attrs["padding_algorithm"] = std::string("SAME"); }, "zoo"},
+      {"batch_norm", "batch_norm: input slot 'MomentumTensor' is bound to 'zoo_b'",
+       [](OpDesc* op) { op->inputs["MomentumTensor"] = {"zoo_b"}; }, "zoo"},
+      {"reduce_sum", "reduce_sum: attribute out_dtype=6 is not implemented",
+       [](OpDesc* op) { op->attrs["out_dtype"] = int32_t{6}; }, "zoo"},
+      {"softmax_with_cross_entropy", "softmax_with_cross_entropy: attribute use_softmax=false is not implemented",
+       [](OpDesc* op) { op->attrs["use_softmax"] = false; }, "zoo"},
+      {"reshape2", "reshape2: input slot 'Shape' is bound to 'zoo_b'",
+       [](OpDesc* op) { op->inputs["Shape"] = {"zoo_b"}; }, "zoo"},
   };
   for (const Case& c : cases) {
-    Fixture f = Load("mlp");
+    Fixture f = Load(c.model);
     ASSERT_TRUE(f.main && f.startup);
     OpDesc* op = FirstOp(f.main.get(), c.op);
     ASSERT_NE(op, nullptr);
@@ -150,7 +161,7 @@ TEST(PaddleFixtureErrors, UnimplementedInputsAndAttributeValuesAreRefused) {
     ASSERT_TRUE(exe.Run(*f.startup, &scope).ok());
     FeedMap feed;
     for (const std::string& name : f.feeds) {
-      const std::string path = kDir + "mlp/batch_0." + name;
+      const std::string path = kDir + c.model + "/batch_0." + name;
       std::ifstream in(path, std::ios::binary);
       ASSERT_TRUE(ReadLoDTensor(in, path, &feed[name]).ok());
     }
