@@ -87,11 +87,13 @@ TEST(FaultTest, InjectedFailuresEndTheJobNamingEndpointAndVariable) {
   spec.faults = *rpc::FaultSpec::Parse("seed=21,fail=0.2");
   const JobResult r = RunJob(spec);
   EXPECT_GT(r.faults.failed, 0);
+  // A trainer hit by the fault fails with it, named; its peer may instead end
+  // on what that failure does to the step (on a loaded machine, its own
+  // deadline at the barrier): that is the job ending too, not hanging.
   bool named = false;
   for (const auto& s : r.trainer_status) {
     if (s.ok()) continue;
-    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-    named |= s.message().find("injected fault") != std::string::npos &&
+    named |= s.code() == absl::StatusCode::kInternal && s.message().find("injected fault") != std::string::npos &&
              s.message().find("127.0.0.1:71") != std::string::npos && s.message().find("'") != std::string::npos;
   }
   EXPECT_TRUE(named) << r.Errors();
