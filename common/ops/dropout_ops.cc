@@ -37,6 +37,12 @@ absl::Status DropoutKernel(const ExecutionContext& ctx) {
   if (ctx.Attr<bool>("is_test")) {
     const T k = upscale ? T(1) : T(1) - p;
     for (int64_t i = 0; i < n; ++i) y[i] = xp[i] * k;
+    // A Mask of ones where the program names one: Paddle 2.x's programs keep
+    // dropout_grad behind an is_test dropout, and it runs on the constant.
+    if (Tensor* mask = ctx.Output("Mask")) {
+      T* m = mask->mutable_data<T>(x->dims());
+      std::fill(m, m + n, T(1));
+    }
     return absl::OkStatus();
   }
   Tensor* mask_t = ctx.Output("Mask");
@@ -59,14 +65,21 @@ absl::Status DropoutKernel(const ExecutionContext& ctx) {
 
 template <typename T>
 absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* mask, RequireInput(ctx, "Mask"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Mask", 0, *mask));
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const T p = static_cast<T>(ctx.Attr<float>("dropout_prob"));
   const bool upscale = ctx.Attr<std::string>("dropout_implementation") == "upscale_in_train";
+  if (ctx.Attr<bool>("is_test")) {  // the forward scaled by a constant (and wrote no Mask), as Paddle's grad does
+    const T k = upscale ? T(1) : T(1) - p;
+    const T* gp = g->data<T>();
+    T* d = dx->mutable_data<T>();
+    for (int64_t i = 0, n = g->numel(); i < n; ++i) d[i] = gp[i] * k;
+    return absl::OkStatus();
+  }
+  OAR_ASSIGN_OR_RETURN(const Tensor* mask, RequireInput(ctx, "Mask"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Mask", 0, *mask));
   const T k = (upscale && p < T(1)) ? T(1) / (T(1) - p) : T(1);
   const T* mp = mask->data<T>();
   const T* gp = g->data<T>();
@@ -76,7 +89,7 @@ absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status DropoutGradInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Mask", ctx.InputDim(GradVarName("Out"))));
+  if (!ctx.Attr<bool>("is_test")) OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Mask", ctx.InputDim(GradVarName("Out"))));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim(GradVarName("Out")));
   return absl::OkStatus();
 }
@@ -88,7 +101,7 @@ void RegisterDropoutOps(OpRegistry* r) {
     return info.Attr("dropout_prob", 0.5f).Attr("is_test", false).Attr("fix_seed", false)
         .Attr("seed", int32_t{0}).Attr("dropout_implementation", std::string("downgrade_in_infer"));
   };
-  attrs(r->Register("dropout").Input("X").Output("Out").Output("Mask", kDispensable))
+  attrs(r->Register("dropout").Input("X").Input("Seed", kUnimplemented).Output("Out").Output("Mask", kDispensable))
       .SetInferShape(DropoutInferShape)
       .SetGradMaker(GradOpMaker({}, {"Mask"}, {"Out"}, {"X"}))
       .Kernel<float>(DropoutKernel<float>).Kernel<double>(DropoutKernel<double>);

@@ -14,6 +14,7 @@ void RegisterElementwiseOps(OpRegistry* r);  // elementwise_add/sub/mul/div
 void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entropy
 void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
+void RegisterCrossEntropy2Ops(OpRegistry* r);  // cross_entropy2 (Fluid 1.6+)
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
 void RegisterAucOp(OpRegistry* r);           // auc (Fluid 1.x streaming ROC AUC)
 void RegisterTensorOps(OpRegistry* r);       // fill_constant, random, scale, feed, fetch

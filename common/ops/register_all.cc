@@ -10,6 +10,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationOps(r);
   RegisterSoftmaxOps(r);
   RegisterLossOps(r);
+  RegisterCrossEntropy2Ops(r);
   RegisterMetricOps(r);
   RegisterAucOp(r);
   RegisterTensorOps(r);

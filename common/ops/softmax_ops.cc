@@ -70,7 +70,11 @@ absl::Status SwceKernel(const ExecutionContext& ctx) {
   auto [rows, cols] = RowsCols(x->dims());
   T* sm = ctx.Output("Softmax")->mutable_data<T>();
   T* loss = ctx.Output("Loss")->mutable_data<T>();
-  SoftmaxRows(x->data<T>(), sm, rows, cols);
+  if (ctx.Attr<bool>("use_softmax")) {
+    SoftmaxRows(x->data<T>(), sm, rows, cols);
+  } else {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
+    std::copy(x->data<T>(), x->data<T>() + rows * cols, sm);
+  }
   if (ctx.Attr<bool>("soft_label")) {
     OAR_RETURN_IF_ERROR(RequireDtype<T>(ctx, "Label", *label));
     const T* lp = label->data<T>();
@@ -114,9 +118,14 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
   const T* s = sm->data<T>();
   const T* g = dloss->data<T>();
   T* d = dx->mutable_data<T>();
+  // Without the softmax (use_softmax=false) the loss is -Σ label·log(p) of
+  // the input p itself: its gradient is -label·g/p.
+  const bool softmax = ctx.Attr<bool>("use_softmax");
   if (ctx.Attr<bool>("soft_label")) {
     const T* lp = label->data<T>();
-    for (int64_t i = 0; i < rows * cols; ++i) d[i] = (s[i] - lp[i]) * g[i / cols];
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      d[i] = softmax ? (s[i] - lp[i]) * g[i / cols] : -lp[i] * g[i / cols] / s[i];
+    }
     return absl::OkStatus();
   }
   const int64_t* lp = label->data<int64_t>();
@@ -128,6 +137,11 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
       continue;
     }
     OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, cols));
+    if (!softmax) {
+      std::fill(d + o, d + o + cols, T(0));
+      d[o + lp[r]] = -g[r] / s[o + lp[r]];
+      continue;
+    }
     for (int64_t c = 0; c < cols; ++c) d[o + c] = s[o + c] * g[r];
     d[o + lp[r]] -= g[r];
   }
@@ -152,14 +166,14 @@ void RegisterSoftmaxOps(OpRegistry* r) {
       .Output("Softmax").Output("Loss")
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
       .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1})
-      .Attr("use_softmax", true).Implements("use_softmax", {true})
+      .Attr("use_softmax", true)
       .SetInferShape(SwceInferShape)
       .SetGradMaker(GradOpMaker({"Label"}, {"Softmax"}, {"Loss"}, {"Logits"}))
       .Kernel<float>(SwceKernel<float>).Kernel<double>(SwceKernel<double>);
   r->Register("softmax_with_cross_entropy_grad").Input("Label").Input("Softmax")
       .Input(GradVarName("Loss")).Output(GradVarName("Logits"), kDispensable)
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
-      .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1})
+      .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1}).Attr("use_softmax", true)
       .SetInferShape(SwceGradInferShape)
       .Kernel<float>(SwceGradKernel<float>).Kernel<double>(SwceGradKernel<double>);
 

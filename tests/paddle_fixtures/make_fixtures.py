@@ -100,6 +100,43 @@ def zoo():
     return loss, batches, "dir"
 
 
+def probs():
+    """cross_entropy over probabilities (use_softmax=False) and dropout, as paddle.static writes them."""
+    x = paddle.static.data("x", [-1, 10], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    h = paddle.static.nn.fc(x, 12, activation="tanh")
+    h = paddle.nn.functional.dropout(h, p=0.3, training=False)
+    h = paddle.nn.functional.dropout(h, p=0.2, training=False, mode="downscale_in_infer")
+    p = paddle.nn.functional.softmax(paddle.static.nn.fc(h, 4))
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(p, label, use_softmax=False))
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    rng = np.random.default_rng(5)
+    batches = [{"x": rng.standard_normal((16, 10)).astype("float32"),
+                "label": rng.integers(0, 4, (16, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
+def fluid16():
+    """Ops that Fluid 1.6-2.0's fluid.layers wrote and paddle.static no longer does
+    (cross_entropy2), appended with Paddle's own block.append_op; Paddle's kernels
+    compute the recorded losses."""
+    x = paddle.static.data("x", [-1, 10], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    p = paddle.nn.functional.softmax(paddle.static.nn.fc(x, 4))
+    block = paddle.static.default_main_program().global_block()
+    y = block.create_var(name="ce2.y", dtype="float32")
+    xshape = block.create_var(name="ce2.xshape", dtype="float32")
+    match = block.create_var(name="ce2.match_x", dtype="float32")
+    block.append_op(type="cross_entropy2", inputs={"X": [p], "Label": [label]},
+                    outputs={"Y": [y], "XShape": [xshape], "MatchX": [match]}, attrs={"ignore_index": -100})
+    loss = paddle.mean(y)
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    rng = np.random.default_rng(6)
+    batches = [{"x": rng.standard_normal((16, 10)).astype("float32"),
+                "label": rng.integers(0, 4, (16, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
 def fashion_mlp():
     """For `oar train --program` on Fashion-MNIST (README); programs and initial params only."""
     x = paddle.static.data("x", [-1, 784], "float32")
@@ -158,7 +195,7 @@ def write(name, build):
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
-    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "fashion_mlp": fashion_mlp}
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "fashion_mlp": fashion_mlp}
     for name in sys.argv[1:] or models:
         write(name, models[name])
 

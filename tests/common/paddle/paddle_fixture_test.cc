@@ -107,7 +107,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16"));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
@@ -145,8 +145,8 @@ TEST(PaddleFixtureErrors, UnimplementedInputsAndAttributeValuesAreRefused) {
        [](OpDesc* op) { op->inputs["MomentumTensor"] = {"zoo_b"}; }, "zoo"},
       {"reduce_sum", "reduce_sum: attribute out_dtype=6 is not implemented",
        [](OpDesc* op) { op->attrs["out_dtype"] = int32_t{6}; }, "zoo"},
-      {"softmax_with_cross_entropy", "softmax_with_cross_entropy: attribute use_softmax=false is not implemented",
-       [](OpDesc* op) { op->attrs["use_softmax"] = false; }, "zoo"},
+      {"dropout", "dropout: input slot 'Seed' is bound to 'label'",
+       [](OpDesc* op) { op->inputs["Seed"] = {"label"}; }, "probs"},
       {"reshape2", "reshape2: input slot 'Shape' is bound to 'zoo_b'",
        [](OpDesc* op) { op->inputs["Shape"] = {"zoo_b"}; }, "zoo"},
   };
