@@ -30,19 +30,29 @@ namespace {
 // tests/transpiler compares Adam in-process on a model without such ties.)
 const std::string& kSmall = kSmallRun;
 
+// The two trainers' step logs in `dir` against the single process's
+// (ref.steps), `steps` each: Fluid's method, each trainer's loss on its half
+// of the global batch, so their mean is the single process's loss. Returns
+// the reference.
+std::vector<double> ExpectTwoTrainersMakeTheReference(const std::string& dir, size_t steps) {
+  const auto want = ReadSteps(dir + "/ref.steps");
+  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
+  EXPECT_EQ(want.size(), steps);
+  EXPECT_EQ(t0.size(), steps);
+  EXPECT_EQ(t1.size(), steps);
+  for (size_t s = 0; s < std::min({want.size(), t0.size(), t1.size()}); ++s) {
+    EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
+  }
+  return want;
+}
+
 TEST(DistE2eTest, SyncTwoByTwoMatchesTheSingleProcessStepByStep) {
   const std::string dir = TempDir("sync");
   Result ref = Oar("train " + kSmall + " --max_steps 10 --step_log " + dir + "/ref.steps");
   ASSERT_EQ(ref.code, 0) << ref.out;
   Result dist = Oar("launch --pservers 2 --trainers 2 " + kSmall + " --max_steps 10 --step_log_dir " + dir);
   ASSERT_EQ(dist.code, 0) << dist.out;
-  const auto want = ReadSteps(dir + "/ref.steps");
-  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
-  ASSERT_EQ(want.size(), 10u);
-  ASSERT_EQ(t0.size(), 10u);
-  ASSERT_EQ(t1.size(), 10u);
-  // Fluid's method: each trainer's loss is on its half of the global batch.
-  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
+  const auto want = ExpectTwoTrainersMakeTheReference(dir, 10);
   // The parameters move: the comparison is not of a flat line.
   double moved = 0;
   for (size_t s = 1; s < want.size(); ++s) moved = std::max(moved, std::abs(want[s] - want[s - 1]));
@@ -64,12 +74,8 @@ TEST(DistE2eTest, PaddleWrittenProgramTwoByTwoMatchesTheSingleProcess) {
   ASSERT_EQ(ref.code, 0) << ref.out;
   Result dist = Oar("launch --pservers 2 --trainers 2 --no_slice " + args + " --step_log_dir " + dir);
   ASSERT_EQ(dist.code, 0) << dist.out;
-  const auto want = ReadSteps(dir + "/ref.steps");
-  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
+  const auto want = ExpectTwoTrainersMakeTheReference(dir, 10);
   ASSERT_EQ(want.size(), 10u);
-  ASSERT_EQ(t0.size(), 10u);
-  ASSERT_EQ(t1.size(), 10u);
-  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
   EXPECT_GT(want.front() - want.back(), 0.5);  // it trains: SGD 0.1 takes the loss from 2.5 to 1.5
 }
 
@@ -82,11 +88,7 @@ TEST(DistE2eTest, SyncTrainersOnTwoPlacesEachMatchTheSingleProcess) {
   Result dist =
       Oar("launch --pservers 2 --trainers 2 --cpu_num 2 " + kSmall + " --max_steps 10 --step_log_dir " + dir);
   ASSERT_EQ(dist.code, 0) << dist.out;
-  const auto want = ReadSteps(dir + "/ref.steps");
-  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
-  ASSERT_EQ(t0.size(), want.size());
-  ASSERT_EQ(t1.size(), want.size());
-  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR((t0[s] + t1[s]) / 2, want[s], 1e-5) << "step " << s;
+  ExpectTwoTrainersMakeTheReference(dir, 10);
 }
 
 TEST(DistE2eTest, AsyncTwoByTwoTrains) {
