@@ -103,7 +103,7 @@ def main():
         rates = [oar_epoch(args.oar, fixture, "mean_1.tmp_0", "accuracy_0.tmp_2", os.path.join(fixture, "params"))
                  for _ in range(args.rounds)]
         print("paddle_program_bench: paddlepaddle is not installed: Paddle skipped")
-        print("  oar train --program (Paddle-written fashion_mlp fixture, 784-32-10 SGD): %.0f examples/s"
+        print("  oar train --program (Paddle-written fashion_mlp fixture, 784-32-10 Momentum): %.0f examples/s"
               % statistics.median([r for r, _ in rates]))
         return
     import numpy as np

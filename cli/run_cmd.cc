@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
+#include "cli/pserver_params.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
 #include "cli/role_env.h"
@@ -70,6 +71,7 @@ DECLARE_int64(limit);
 DECLARE_string(step_log);
 DECLARE_int64(max_steps);
 DECLARE_string(program);
+DECLARE_string(params);
 DECLARE_string(model);
 
 namespace oar::cli {
@@ -242,6 +244,11 @@ absl::Status Run() {
   if (env.role == RoleEnv::Role::kTrainer && !from_files) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
+  if (FlagGiven("params") && (nccl2 || from_files)) {
+    return absl::InvalidArgumentError("--params starts a pserver-mode job from saved parameters; it does not apply "
+                                      "to nccl2 mode or to --data_feed trainers yet");
+  }
+  const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);
   if (nccl2) {
     OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, "", absl::StrJoin(env.trainer_endpoints, ","), true,
@@ -255,7 +262,16 @@ absl::Status Run() {
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");
-  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir);
+  PserverInit init;
+  if (FlagGiven("params")) {
+    init = [&](Executor& exe, Scope* scope) -> absl::Status {
+      OAR_ASSIGN_OR_RETURN(int n, LoadPserverParams(exe, FLAGS_params, origin, programs.first, t.split_params(), scope));
+      std::fprintf(stderr, "pserver %s: %d variable(s) from %s\n", env.current_endpoint.c_str(), n,
+                   FLAGS_params.c_str());
+      return absl::OkStatus();
+    };
+  }
+  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir, init);
 }
 
 }  // namespace

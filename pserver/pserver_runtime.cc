@@ -7,7 +7,8 @@
 
 namespace oar {
 
-absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir) {
+absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir,
+                        const PserverInit& init) {
   rpc::GrpcTransport grpc;
   RunEnv env;
   env.transport = &grpc;
@@ -15,6 +16,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   Scope scope;
   OAR_RETURN_IF_ERROR(PrepareSparseTables(main, &scope).status());  // before the startup initializes them
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
+  if (init) OAR_RETURN_IF_ERROR(init(exe, &scope));
   ProgramDesc program(main);
   if (!checkpoint_dir.empty()) {
     BlockDesc* b = program.MutableBlock(0);

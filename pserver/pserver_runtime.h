@@ -4,18 +4,23 @@
 // COMPLETE (or SIGTERM/SIGINT ends it after the step in progress). With a
 // checkpoint directory, a pserver that finds its own checkpoint there
 // (<dir>/pserver_<id>, written on the trainers' checkpoint_notify) restores
-// it and rejoins the running job.
+// it and rejoins the running job. `init`, when given, runs after the
+// startup program on the pserver's scope (e.g. to load saved parameters).
 //
 // Thread-safety: blocks the calling thread; one call per process.
 #pragma once
 
-#include "absl/status/status.h"
+#include <functional>
 #include <string>
 
+#include "absl/status/status.h"
+#include "common/executor.h"
 #include "common/program_desc.h"
 
 namespace oar {
 
-absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir = "");
+using PserverInit = std::function<absl::Status(Executor& exe, Scope* scope)>;
+absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir = "",
+                        const PserverInit& init = nullptr);
 
 }  // namespace oar

@@ -3,6 +3,7 @@
 // make_fixtures.py), as the README shows: unmodified, from Paddle's own
 // initial parameters (its combined save_persistables file), on
 // Fashion-MNIST; it learns, and every misuse is a clear error.
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -32,14 +33,31 @@ TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
   EXPECT_LT(ValueAfter(r.out, "test_loss="), 1.5) << r.out;               // ln 10 = 2.30 untrained
 }
 
+// Parameters of another network under this one's names: the mlp fixture's
+// (64 inputs), with its Adam moments standing in for Momentum's velocities.
+std::string OtherNetworksParams() {
+  namespace fs = std::filesystem;
+  const fs::path dir = TempDir("other_params");
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(OAR_TESTDATA_DIR "/paddle/mlp/params")) {
+    std::string name = e.path().filename().string();
+    fs::copy_file(e.path(), dir / name, fs::copy_options::overwrite_existing);
+    if (const size_t at = name.find("_moment1_0"); at != std::string::npos) {
+      fs::copy_file(e.path(), dir / (name.substr(0, at) + "_velocity_0"), fs::copy_options::overwrite_existing);
+    }
+  }
+  return dir.string();
+}
+
 TEST(PaddleProgramTest, MisuseIsAClearError) {
   const struct {
     std::string args, want;
   } cases[] = {
       {kArgs + "--lr 0.1", "--lr does not apply to --program"},
       {kArgs + "--params /nonexistent/params", "--params /nonexistent/params"},
-      {kArgs + "--params " OAR_TESTDATA_DIR "/paddle/mlp/params",
-       "'fc_0.w_0' is [64, 32] there, but the program declares [784, 32]"},
+      {kArgs + "--params " OAR_TESTDATA_DIR "/paddle/mlp/params",  // Adam's files, not Momentum's
+       "cannot open " OAR_TESTDATA_DIR "/paddle/mlp/params/fc_0.b_0_velocity_0"},
+      {kArgs + "--params " + OtherNetworksParams(), "'fc_0.w_0' is [64, 32] there, but the program declares [784, 32]"},
       {kArgs + "--fetch nope", "main.pb has no variable 'nope'"},
       {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb",
        "--program needs --loss_name LOSS and --feed_names IMAGE,LABEL"},

@@ -79,6 +79,30 @@ TEST(DistE2eTest, PaddleWrittenProgramTwoByTwoMatchesTheSingleProcess) {
   EXPECT_GT(want.front() - want.back(), 0.5);  // it trains: SGD 0.1 takes the loss from 2.5 to 1.5
 }
 
+// The same program from Paddle's own saved parameters (--params) on the
+// pservers, whose parameter blocks and Momentum accumulators are sliced
+// (fc_0.w_0 across both pservers): each takes its rows of the saved
+// values, and the job makes `oar train --params`'s losses. (Without
+// --params the sliced blocks start from their own initializer ops.)
+TEST(DistE2eTest, PaddleParamsOnSlicedPserversMatchTheSingleProcess) {
+  const std::string dir = TempDir("paddle_params");
+  const std::string f = OAR_TESTDATA_DIR "/paddle/fashion_mlp";
+  const std::string args = "--program " + f + "/main.pb --startup " + f + "/startup.pb --feed_names x,label " +
+                           "--loss_name mean_1.tmp_0 --limit 2000 --batch_size 64 --seed 3 --max_steps 10 " +
+                           "--params " + f + "/params";
+  Result ref = Oar("train " + args + " --step_log " + dir + "/ref.steps");
+  ASSERT_EQ(ref.code, 0) << ref.out;
+  Result dist = Oar("launch --pservers 2 --trainers 2 " + args + " --step_log_dir " + dir);
+  ASSERT_EQ(dist.code, 0) << dist.out;
+  EXPECT_NE(dist.out.find("variable(s) from " + f + "/params"), std::string::npos) << dist.out;
+  const auto want = ExpectTwoTrainersMakeTheReference(dir, 10);
+  ASSERT_EQ(want.size(), 10u);
+  EXPECT_GT(want.front() - want.back(), 0.5);
+  Result nccl2 = Oar("launch --mode nccl2 --trainers 2 " + args);
+  EXPECT_NE(nccl2.code, 0);
+  EXPECT_NE(nccl2.out.find("--params starts a pserver-mode job"), std::string::npos) << nccl2.out;
+}
+
 // Each trainer data-parallel over 2 CPU places: the ParallelExecutor
 // all-reduces the places' gradients and place 0 alone talks to the pservers.
 TEST(DistE2eTest, SyncTrainersOnTwoPlacesEachMatchTheSingleProcess) {

@@ -145,7 +145,7 @@ def fashion_mlp():
     logits = paddle.static.nn.fc(h, 10)
     loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
     paddle.static.accuracy(paddle.nn.functional.softmax(logits), label)
-    paddle.optimizer.SGD(0.1).minimize(loss)
+    paddle.optimizer.Momentum(0.05, momentum=0.9).minimize(loss)  # an accumulator per parameter
     return loss, None, "combined"
 
 
