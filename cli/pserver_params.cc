@@ -1,7 +1,6 @@
 #include "cli/pserver_params.h"
 
 #include <cstring>
-#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -55,12 +54,7 @@ absl::StatusOr<int> LoadPserverParams(Executor& exe, const std::string& params, 
                                       const ProgramDesc& pserver, const std::vector<SplitParam>& split,
                                       Scope* scope) {
   Scope saved;
-  const std::filesystem::path path(params);
-  const absl::Status loaded = std::filesystem::is_directory(path)
-                                  ? load_persistables(exe, &saved, params, origin)
-                                  : load_persistables(exe, &saved, path.parent_path().string(), origin,
-                                                      path.filename().string());
-  OAR_RETURN_IF_ERROR(Annotate(loaded, "--params " + params));
+  OAR_RETURN_IF_ERROR(Annotate(LoadPersistablesFrom(exe, &saved, params, origin), "--params " + params));
   const std::map<std::string, RowSlice> slices = Slices(pserver, split);
   int assigned = 0;
   for (const std::string& name : PersistableVarNames(pserver)) {

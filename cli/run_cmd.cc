@@ -31,11 +31,12 @@
 #include "absl/strings/str_split.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
-#include "cli/pserver_params.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
+#include "cli/pserver_params.h"
 #include "cli/role_env.h"
 #include "cli/transpile_cmd.h"
+#include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -126,10 +127,19 @@ void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
   if (d.numel() == t->numel()) t->Resize(d);
 }
 
-absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2) {
+// `origin`: the untranspiled program, for --params in nccl2 mode (each
+// trainer holds whole parameters; in pserver mode the pservers load them and
+// the trainers' startup pulls them).
+absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2,
+                        const ProgramDesc& origin) {
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
+  if (nccl2 && FlagGiven("params")) {
+    options.after_startup = [&origin](Executor& exe, Scope* scope) -> absl::Status {
+      return Annotate(LoadPersistablesFrom(exe, scope, FLAGS_params, origin), "--params " + FLAGS_params);
+    };
+  }
   options.loss = io.loss;
   options.pservers = env.pservers;
   options.nccl2 = nccl2;
@@ -244,9 +254,8 @@ absl::Status Run() {
   if (env.role == RoleEnv::Role::kTrainer && !from_files) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
-  if (FlagGiven("params") && (nccl2 || from_files)) {
-    return absl::InvalidArgumentError("--params starts a pserver-mode job from saved parameters; it does not apply "
-                                      "to nccl2 mode or to --data_feed trainers yet");
+  if (FlagGiven("params") && from_files) {
+    return absl::InvalidArgumentError("--params does not apply to --data_feed trainers yet");
   }
   const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);
@@ -258,7 +267,7 @@ absl::Status Run() {
                                     config.sync_mode, &startup, env.current_endpoint));
   }
   if (env.role == RoleEnv::Role::kTrainer && from_files) return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
-  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2);
+  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2, origin);
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");

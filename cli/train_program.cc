@@ -8,7 +8,6 @@
 // run through the program's forward part (backward and optimizer pruned,
 // is_test set), printing test_loss= and test_<name>= for each --fetch.
 #include <cstdio>
-#include <filesystem>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -113,12 +112,7 @@ absl::Status TrainProgram() {
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(*startup, &scope).status(), "startup program"));
   if (!FLAGS_params.empty()) {
-    const std::filesystem::path p(FLAGS_params);
-    const absl::Status loaded = std::filesystem::is_directory(p)
-                                    ? load_persistables(exe, &scope, FLAGS_params, *main)
-                                    : load_persistables(exe, &scope, p.parent_path().string(), *main,
-                                                        p.filename().string());
-    OAR_RETURN_IF_ERROR(Annotate(loaded, "--params " + FLAGS_params));
+    OAR_RETURN_IF_ERROR(Annotate(LoadPersistablesFrom(exe, &scope, FLAGS_params, *main), "--params " + FLAGS_params));
     OAR_RETURN_IF_ERROR(CheckLoadedShapes(*main, scope));
   }
   std::vector<std::string> targets = {FLAGS_loss_name};

@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
                                  "waiting for the pservers (FLAGS_rpc_deadline)"));
   }
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));
+  if (rt->options_.after_startup) OAR_RETURN_IF_ERROR(rt->options_.after_startup(*rt->exe_, &rt->scope_));
   const Options& o = rt->options_;
   if (o.nccl2 && o.trainers > 1) {
     OAR_RETURN_IF_ERROR(rt->JoinCollective());

@@ -17,6 +17,7 @@
 // Thread-safety: one thread drives a runtime.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class TrainerRuntime {
     int trainers = 1;
     int trainer_id = 0;
     std::vector<std::string> trainer_endpoints;
+    // Run on the trainer's scope right after the startup program (and, in
+    // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
+    // saved parameters.
+    std::function<absl::Status(Executor& exe, Scope* scope)> after_startup;
   };
   static absl::StatusOr<std::unique_ptr<TrainerRuntime>> Create(ProgramDesc main, const ProgramDesc& startup,
                                                                 Options options);

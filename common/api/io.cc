@@ -100,6 +100,12 @@ absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& d
   return load_vars(exe, scope, dirname, program, PersistableVarNames(program), filename);
 }
 
+absl::Status LoadPersistablesFrom(Executor& exe, Scope* scope, const std::string& path, const ProgramDesc& program) {
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p)) return load_persistables(exe, scope, path, program);
+  return load_persistables(exe, scope, p.parent_path().string(), program, p.filename().string());
+}
+
 ProgramDesc PruneToTargets(const ProgramDesc& src, const std::vector<std::string>& feeds,
                            const std::vector<std::string>& targets) {
   ProgramDesc p(src);

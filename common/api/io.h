@@ -31,6 +31,9 @@ absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& d
                                const ProgramDesc& program, const std::string& filename = "");
 absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname,
                                const ProgramDesc& program, const std::string& filename = "");
+// load_persistables from `path`: a directory of per-variable files, or one
+// combined file (what `save_persistables` wrote with a filename).
+absl::Status LoadPersistablesFrom(Executor& exe, Scope* scope, const std::string& path, const ProgramDesc& program);
 
 // The forward part of `program` that computing `targets` from `feeds` needs:
 // block-0 ops that targets depend on, backward and optimize ops dropped,

@@ -11,8 +11,8 @@ writes it, into tests/testdata/paddle/<model>/:
                         (core.save_lod_tensor); step s feeds batch s % BATCHES
   losses.txt            Paddle's own loss after each of STEPS steps
   meta.txt              feed names, loss name, steps, batches
-(fashion_mlp: the programs and initial params only, for the README's
-`oar train --program` example on Fashion-MNIST.)
+(fashion_mlp: the programs and its parameters after three steps on random
+data only, for the README's `oar train --program` example on Fashion-MNIST.)
 
 Run where paddlepaddle is importable (pip install paddlepaddle==2.6.2
 "numpy<2" "protobuf>=4.25,<5"); the outputs are committed, so the tests
@@ -165,6 +165,14 @@ def write(name, build):
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
+        if batches is None:
+            # Three steps on random data first, so the saved parameters differ
+            # from anything a startup program draws (a test that loads them
+            # then shows that they were loaded).
+            rng = np.random.default_rng(9)
+            for _ in range(3):
+                exe.run(main, feed={"x": rng.standard_normal((32, 784)).astype("float32"),
+                                    "label": rng.integers(0, 10, (32, 1)).astype("int64")})
         if params == "dir":
             dio.save_persistables(exe, os.path.join(out, "params"), main)
         else:
@@ -172,7 +180,7 @@ def write(name, build):
         if batches is None:
             with open(os.path.join(out, "meta.txt"), "w") as f:
                 f.write("loss %s\nparams %s\npaddle %s\n" % (loss.name, params, paddle.__version__))
-            print("%s: %d ops (programs and initial params)" % (name, len(main.global_block().ops)))
+            print("%s: %d ops (programs and params after 3 steps)" % (name, len(main.global_block().ops)))
             return
         feeds = list(batches[0].keys())
         for i, batch in enumerate(batches):
