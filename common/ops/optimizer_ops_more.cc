@@ -202,8 +202,12 @@ absl::Status LarsShape(InferShapeContext& c) { return InferUpdateShape(c, {"Grad
 #define OAR_FLOAT_KERNELS(fn) Kernel<float>(fn<float>).Kernel<double>(fn<double>)
 
 void RegisterMoreOptimizerOps(OpRegistry* r) {
+  // Paddle 2.x's adagrad and rmsprop also declare a master fp32 copy for
+  // mixed precision, which Oar does not implement (it must stay empty/off).
   r->Register("adagrad").Input("Param").Input("Grad").Input("Moment").Input("LearningRate")
       .Output("ParamOut").Output("MomentOut").Attr("epsilon", 1e-6f)
+      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false).Implements("multi_precision", {false})
       .SetInferShape(AdagradShape).OAR_FLOAT_KERNELS(AdagradKernel);
   r->Register("decayed_adagrad").Input("Param").Input("Grad").Input("Moment").Input("LearningRate")
       .Output("ParamOut").Output("MomentOut").Attr("decay", 0.95f).Attr("epsilon", 1e-6f)
@@ -216,6 +220,8 @@ void RegisterMoreOptimizerOps(OpRegistry* r) {
       .Input("LearningRate").Input("Grad").Input("Moment")
       .Output("ParamOut").Output("MomentOut").Output("MeanSquareOut").Output("MeanGradOut", kDispensable)
       .Attr("epsilon", 1e-10f).Attr("decay", 0.9f).Attr("momentum", 0.0f).Attr("centered", false)
+      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false).Implements("multi_precision", {false})
       .SetInferShape(RmspropShape).OAR_FLOAT_KERNELS(RmspropKernel);
   r->Register("ftrl").Input("Param").Input("SquaredAccumulator").Input("LinearAccumulator")
       .Input("Grad").Input("LearningRate")

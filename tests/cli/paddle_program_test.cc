@@ -49,6 +49,20 @@ std::string OtherNetworksParams() {
   return dir.string();
 }
 
+// Every committed Paddle-written program passes `oar inspect`'s checks
+// (each op known, its slots and attributes ones Oar implements).
+TEST(PaddleProgramTest, EveryFixturePassesInspect) {
+  int programs = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(OAR_TESTDATA_DIR "/paddle")) {
+    for (const char* file : {"/main.pb", "/startup.pb"}) {
+      Result r = Oar("inspect " + dir.path().string() + file);
+      EXPECT_EQ(r.code, 0) << dir.path() << file << "\n" << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
+      ++programs;
+    }
+  }
+  EXPECT_GE(programs, 16);  // 8 fixtures
+}
+
 TEST(PaddleProgramTest, MisuseIsAClearError) {
   const struct {
     std::string args, want;

@@ -137,6 +137,27 @@ def fluid16():
     return loss, batches, "dir"
 
 
+def adaptive():
+    """Adagrad on the first layer and RMSProp (centered, momentum) on the second:
+    each optimizer minimizes the loss over its own parameters."""
+    x = paddle.static.data("x", [-1, 12], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    h = paddle.static.nn.fc(x, 16, activation="relu", name="first")
+    logits = paddle.static.nn.fc(h, 3, name="second")
+    loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+    params = paddle.static.default_main_program().global_block().all_parameters()
+    first = [p for p in params if p.name.startswith("first")]
+    second = [p for p in params if p.name.startswith("second")]
+    grads = paddle.static.append_backward(loss, parameter_list=first + second)
+    grads = dict((p.name, (p, g)) for p, g in grads)
+    paddle.optimizer.Adagrad(0.1).apply_gradients([grads[p.name] for p in first])
+    paddle.optimizer.RMSProp(0.01, momentum=0.5, centered=True).apply_gradients([grads[p.name] for p in second])
+    rng = np.random.default_rng(8)
+    batches = [{"x": rng.standard_normal((16, 12)).astype("float32"),
+                "label": rng.integers(0, 3, (16, 1)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
 def fashion_mlp():
     """For `oar train --program` on Fashion-MNIST (README); programs and initial params only."""
     x = paddle.static.data("x", [-1, 784], "float32")
@@ -203,7 +224,7 @@ def write(name, build):
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
-    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "fashion_mlp": fashion_mlp}
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "adaptive": adaptive, "fashion_mlp": fashion_mlp}
     for name in sys.argv[1:] or models:
         write(name, models[name])
 

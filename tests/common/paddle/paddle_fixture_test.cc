@@ -107,7 +107,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive"));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
