@@ -17,12 +17,6 @@
 namespace oar::bench {
 namespace {
 
-double ValueAfter(const std::string& out, const std::string& key) {
-  const size_t at = out.rfind(key);
-  double v = -1;
-  if (at != std::string::npos) (void)absl::SimpleAtod(out.substr(at + key.size(), 6), &v);
-  return v;
-}
 
 std::string Tail(const std::string& out) { return out.size() > 2000 ? out.substr(out.size() - 2000) : out; }
 

@@ -18,12 +18,6 @@ using loss_util::LossDims;
 using loss_util::RowsCols;
 using loss_util::SafeLog;
 
-DDim XShapeOf(const DDim& x) {
-  DDim d{0};
-  for (int64_t v : x) d.push_back(v);
-  return d;
-}
-
 absl::Status InferShape(InferShapeContext& ctx) {
   const DDim x = ctx.InputDim("X"), label = ctx.InputDim("Label");
   if (x.size() < 1 || label.size() != x.size() || (label[label.size() - 1] >= 0 && label[label.size() - 1] != 1)) {
@@ -64,9 +58,7 @@ absl::Status Kernel(const ExecutionContext& ctx) {
 }
 
 absl::Status GradInferShape(InferShapeContext& ctx) {
-  DDim x;
-  const DDim xshape = ctx.InputDim("XShape");
-  for (int i = 1; i < xshape.size(); ++i) x.push_back(xshape[i]);
+  const DDim x = FromXShape(ctx.InputDim("XShape"));
   OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Y"), LossDims(x)));
   ctx.SetOutputDim(GradVarName("X"), x);
   return absl::OkStatus();

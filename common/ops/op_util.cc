@@ -35,6 +35,18 @@ std::string InputLabel(const OpDesc& op, const std::string& slot, size_t i) {
   return absl::StrCat("'", name, "' (", slot, ")");
 }
 
+DDim XShapeOf(const DDim& x) {
+  DDim d{0};
+  for (int64_t v : x) d.push_back(v);
+  return d;
+}
+
+DDim FromXShape(const DDim& xshape) {
+  DDim d;
+  for (int i = 1; i < xshape.size(); ++i) d.push_back(xshape[i]);
+  return d;
+}
+
 bool SameScalar(const DDim& a, const DDim& b) { return a.size() <= 1 && b.size() <= 1 && a.numel() == 1 && b.numel() == 1; }
 
 absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want, size_t i) {

@@ -53,6 +53,11 @@ absl::Status RequireInputDtype(const ExecutionContext& ctx, const std::string& s
 // At run time, InvalidArgument "<op>: input 'g' (Out@GRAD) has shape [3],
 // expected [2, 3]" unless input `slot`[i] has shape `want`. Does nothing at
 // build time (shapes there may be stale or unknown). For shape inference.
+// The "2" ops' XShape: [0, X.dims...] (no data), from which their grads
+// read X's shape back (FromXShape), as in Fluid.
+DDim XShapeOf(const DDim& x);
+DDim FromXShape(const DDim& xshape);
+
 // A scalar is a scalar: Paddle 2.5+'s 0-D [] and Fluid 1.x's [1] pass as the
 // same shape (a loss@GRAD of one shape reaches a grad op expecting the other).
 bool SameScalar(const DDim& a, const DDim& b);

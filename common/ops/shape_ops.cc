@@ -14,18 +14,6 @@
 namespace oar {
 namespace {
 
-DDim XShapeOf(const DDim& x) {
-  DDim d{0};
-  for (int64_t v : x) d.push_back(v);
-  return d;
-}
-
-DDim FromXShape(const DDim& xshape) {
-  DDim d;
-  for (int i = 1; i < xshape.size(); ++i) d.push_back(xshape[i]);
-  return d;
-}
-
 // Fluid's reshape rules: 0 copies the input dimension, one -1 is inferred.
 absl::StatusOr<DDim> ReshapeDims(const DDim& x, const std::vector<int32_t>& shape, const std::string& op) {
   DDim out;

@@ -15,12 +15,6 @@
 namespace oar {
 namespace {
 
-double ValueAfter(const std::string& out, const std::string& key) {
-  const size_t at = out.find(key);
-  double v = -1;
-  if (at != std::string::npos) (void)absl::SimpleAtod(out.substr(at + key.size(), 6), &v);
-  return v;
-}
 
 TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
   const std::string dir = ::testing::TempDir() + "/ctr_test_data";

@@ -17,12 +17,6 @@ const std::string kFixture = OAR_TESTDATA_DIR "/paddle/fashion_mlp";
 const std::string kArgs = "train --program " + kFixture + "/main.pb --startup " + kFixture +
                           "/startup.pb --feed_names x,label --loss_name mean_1.tmp_0 ";
 
-double ValueAfter(const std::string& out, const std::string& key) {
-  const size_t at = out.rfind(key);
-  double v = -1;
-  if (at != std::string::npos) (void)absl::SimpleAtod(out.substr(at + key.size(), 6), &v);
-  return v;
-}
 
 TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
   Result r = Oar(kArgs + "--params " + kFixture + "/params --fetch accuracy_0.tmp_2 --epochs 1 --limit 6000");

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/numbers.h"
+
 namespace oar {
 
 struct Result {
@@ -33,6 +35,14 @@ inline Result RunCommand(const std::string& command) {
 }
 
 inline Result Oar(const std::string& args) { return RunCommand(std::string(OAR_BINARY) + " " + args); }
+
+// The number printed after the last `key` ("test_auc=") in `out`; -1 if none.
+inline double ValueAfter(const std::string& out, const std::string& key) {
+  const size_t at = out.rfind(key);
+  double v = -1;
+  if (at != std::string::npos) (void)absl::SimpleAtod(out.substr(at + key.size(), 6), &v);
+  return v;
+}
 
 // A fresh directory for one test, removed first if it exists.
 inline std::string TempDir(const std::string& tag) {
