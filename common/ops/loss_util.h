@@ -1,5 +1,6 @@
 // Helpers shared by the softmax and cross-entropy kernels: safe log, the
-// [rows, classes] view of the last axis, a row-wise softmax, and label checks.
+// [rows, classes] view of the last axis and the [pre, n, post] view along any
+// axis, softmax along it, and label checks.
 //
 // Thread-safety: stateless.
 #pragma once
@@ -25,12 +26,35 @@ inline std::pair<int64_t, int64_t> RowsCols(const DDim& d) {
   return {cols ? d.numel() / cols : 0, cols};
 }
 
-// Fluid's softmax takes `axis`; Oar supports the last axis, the only one
-// Fluid 1.x's kernels accepted.
-inline absl::Status CheckLastAxis(InferShapeContext& ctx, const DDim& d) {
-  int axis = ctx.Attr<int32_t>("axis");
-  if (axis != -1 && axis != d.size() - 1) {
-    return ctx.Error("only the last axis is supported, got axis=", axis, " for rank ", d.size());
+// A tensor seen along its class axis as [pre, n, post]: fibre r (one of
+// pre * post) holds the n elements Base(r) + c * post. For the last axis
+// post is 1 and the fibres are contiguous rows.
+struct AxisView {
+  int64_t pre = 1, n = 1, post = 1;
+  int64_t rows() const { return pre * post; }
+  int64_t Base(int64_t r) const { return (r / post) * n * post + r % post; }
+};
+
+// `axis` may count from the end (-1 is the last), as in Fluid.
+inline int NormalizeAxis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+inline AxisView ViewAlong(const DDim& d, int axis) {
+  AxisView v;
+  if (d.size() == 0) return v;
+  const int a = NormalizeAxis(axis, d.size());
+  for (int i = 0; i < a; ++i) v.pre *= d[i];
+  v.n = d[a];
+  for (int i = a + 1; i < d.size(); ++i) v.post *= d[i];
+  return v;
+}
+
+// Checks the op's `axis` attribute against the rank of `d`.
+inline absl::Status CheckAxis(InferShapeContext& ctx, const char* slot, const DDim& d) {
+  const int axis = ctx.Attr<int32_t>("axis");
+  if (d.size() < 1) return ctx.Error(slot, d.ToString(), " must have rank >= 1");
+  if (axis < -d.size() || axis >= d.size()) {
+    return ctx.Error("axis=", axis, " is outside [", -d.size(), ", ", d.size(), ") for an input of rank ",
+                     d.size());
   }
   return absl::OkStatus();
 }
@@ -48,34 +72,53 @@ inline void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t cols) {
   }
 }
 
+// Softmax of every fibre along an axis (contiguous rows when post is 1).
+template <typename T>
+inline void SoftmaxAlong(const T* x, T* y, const AxisView& v) {
+  if (v.post == 1) return SoftmaxRows(x, y, v.pre, v.n);
+  for (int64_t r = 0; r < v.rows(); ++r) {
+    const int64_t b = v.Base(r);
+    T mx = x[b];
+    for (int64_t c = 1; c < v.n; ++c) mx = std::max(mx, x[b + c * v.post]);
+    T sum = 0;
+    for (int64_t c = 0; c < v.n; ++c) sum += (y[b + c * v.post] = std::exp(x[b + c * v.post] - mx));
+    const T inv = T(1) / sum;
+    for (int64_t c = 0; c < v.n; ++c) y[b + c * v.post] *= inv;
+  }
+}
+
+// Label against X along the class axis `axis` (the last one unless given):
+// the same rank and dimensions, except that a hard label has 1 class.
 inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const DDim& label,
-                             const char* x_slot) {
+                                    const char* x_slot, int axis = -1) {
   bool soft = ctx.Attr<bool>("soft_label");
-  if (x.size() < 1 || label.size() < 1) {  // the class axis is the last one
+  if (x.size() < 1 || label.size() < 1) {
     return ctx.Error(x_slot, x.ToString(), " and Label", label.ToString(), " must have rank >= 1");
   }
   if (x.size() != label.size()) {
     return ctx.Error("Label", label.ToString(), " must have the rank of ", x_slot, x.ToString());
   }
-  for (int i = 0; i + 1 < x.size(); ++i) {
-    if (x[i] >= 0 && label[i] >= 0 && x[i] != label[i]) {
+  const int a = NormalizeAxis(axis, x.size());
+  for (int i = 0; i < x.size(); ++i) {
+    if (i != a && x[i] >= 0 && label[i] >= 0 && x[i] != label[i]) {
       return ctx.Error("Label", label.ToString(), " and ", x_slot, x.ToString(),
                        " differ in dimension ", i);
     }
   }
-  int64_t last = label[label.size() - 1];
-  if (!soft && last != 1 && last >= 0) {
-    return ctx.Error("hard Label", label.ToString(), " must have last dimension 1");
+  const int64_t classes = label[a];
+  if (!soft && classes != 1 && classes >= 0) {
+    return ctx.Error("hard Label", label.ToString(), " must be 1 along the class axis (dimension ", a, ")");
   }
-  if (soft && last >= 0 && x[x.size() - 1] >= 0 && last != x[x.size() - 1]) {
+  if (soft && classes >= 0 && x[a] >= 0 && classes != x[a]) {
     return ctx.Error("soft Label", label.ToString(), " must match ", x_slot, x.ToString());
   }
   return absl::OkStatus();
 }
 
-inline DDim LossDims(const DDim& x) {
+// The loss's shape: X with the class axis reduced to 1.
+inline DDim LossDims(const DDim& x, int axis = -1) {
   DDim d = x;
-  d[d.size() - 1] = 1;
+  d[NormalizeAxis(axis, d.size())] = 1;
   return d;
 }
 

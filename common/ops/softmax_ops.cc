@@ -12,24 +12,26 @@ using namespace loss_util;  // NOLINT: kernels here are built from these helpers
 // ---- softmax ----
 
 absl::Status SoftmaxInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(CheckLastAxis(ctx, ctx.InputDim("X")));
+  OAR_RETURN_IF_ERROR(CheckAxis(ctx, "X", ctx.InputDim("X")));
   return SameShapeAsX(ctx);
 }
 
 template <typename T>
 absl::Status SoftmaxKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-  auto [rows, cols] = RowsCols(x->dims());
-  SoftmaxRows(x->data<T>(), ctx.Output("Out")->mutable_data<T>(), rows, cols);
+  SoftmaxAlong(x->data<T>(), ctx.Output("Out")->mutable_data<T>(),
+               ViewAlong(x->dims(), ctx.Attr<int32_t>("axis")));
   return absl::OkStatus();
 }
 
 absl::Status SoftmaxGradInferShape(InferShapeContext& ctx) {
+  OAR_RETURN_IF_ERROR(CheckAxis(ctx, "Out", ctx.InputDim("Out")));
   OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), "Out"));
   ctx.SetOutputDim(GradVarName("X"), ctx.InputDim("Out"));
   return absl::OkStatus();
 }
 
+// dx = y * (dy - <y, dy>) along each fibre.
 template <typename T>
 absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
@@ -37,27 +39,33 @@ absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
-  auto [rows, cols] = RowsCols(out->dims());
+  const AxisView v = ViewAlong(out->dims(), ctx.Attr<int32_t>("axis"));
   const T* y = out->data<T>();
   const T* gy = g->data<T>();
   T* d = dx->mutable_data<T>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = r * cols;
+  for (int64_t r = 0; r < v.rows(); ++r) {
+    const int64_t b = v.Base(r);
     T dot = 0;
-    for (int64_t c = 0; c < cols; ++c) dot += y[o + c] * gy[o + c];
-    for (int64_t c = 0; c < cols; ++c) d[o + c] = y[o + c] * (gy[o + c] - dot);
+    for (int64_t c = 0; c < v.n; ++c) dot += y[b + c * v.post] * gy[b + c * v.post];
+    for (int64_t c = 0; c < v.n; ++c) {
+      const int64_t i = b + c * v.post;
+      d[i] = y[i] * (gy[i] - dot);
+    }
   }
   return absl::OkStatus();
 }
 
 // ---- softmax_with_cross_entropy ----
+// The class axis is `axis`: loss fibre r holds Label[r] (hard) or the
+// fibre of soft labels, and Loss has the class axis reduced to 1.
 
 absl::Status SwceInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("Logits"), label = ctx.InputDim("Label");
-  OAR_RETURN_IF_ERROR(CheckLastAxis(ctx, x));
-  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, x, label, "Logits"));
+  OAR_RETURN_IF_ERROR(CheckAxis(ctx, "Logits", x));
+  const int axis = ctx.Attr<int32_t>("axis");
+  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, x, label, "Logits", axis));
   ctx.SetOutputDim("Softmax", x);
-  ctx.SetOutputDim("Loss", LossDims(x));
+  ctx.SetOutputDim("Loss", LossDims(x, axis));
   ctx.SetOutputDtype("Softmax", ctx.InputDtype("Logits"));
   ctx.SetOutputDtype("Loss", ctx.InputDtype("Logits"));
   return absl::OkStatus();
@@ -67,20 +75,21 @@ template <typename T>
 absl::Status SwceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "Logits"));
   OAR_ASSIGN_OR_RETURN(const Tensor* label, RequireInput(ctx, "Label"));
-  auto [rows, cols] = RowsCols(x->dims());
+  const AxisView v = ViewAlong(x->dims(), ctx.Attr<int32_t>("axis"));
   T* sm = ctx.Output("Softmax")->mutable_data<T>();
   T* loss = ctx.Output("Loss")->mutable_data<T>();
   if (ctx.Attr<bool>("use_softmax")) {
-    SoftmaxRows(x->data<T>(), sm, rows, cols);
+    SoftmaxAlong(x->data<T>(), sm, v);
   } else {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
-    std::copy(x->data<T>(), x->data<T>() + rows * cols, sm);
+    std::copy(x->data<T>(), x->data<T>() + x->numel(), sm);
   }
   if (ctx.Attr<bool>("soft_label")) {
     OAR_RETURN_IF_ERROR(RequireDtype<T>(ctx, "Label", *label));
     const T* lp = label->data<T>();
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < v.rows(); ++r) {
+      const int64_t b = v.Base(r);
       T s = 0;
-      for (int64_t c = 0; c < cols; ++c) s -= lp[r * cols + c] * SafeLog(sm[r * cols + c]);
+      for (int64_t c = 0; c < v.n; ++c) s -= lp[b + c * v.post] * SafeLog(sm[b + c * v.post]);
       loss[r] = s;
     }
     return absl::OkStatus();
@@ -88,19 +97,20 @@ absl::Status SwceKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Label", *label));
   const int64_t* lp = label->data<int64_t>();
   const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < v.rows(); ++r) {
     if (lp[r] == ignore) { loss[r] = 0; continue; }
-    OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, cols));
-    loss[r] = -SafeLog(sm[r * cols + lp[r]]);
+    OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, v.n));
+    loss[r] = -SafeLog(sm[v.Base(r) + lp[r] * v.post]);
   }
   return absl::OkStatus();
 }
 
 absl::Status SwceGradInferShape(InferShapeContext& ctx) {
   const DDim sm = ctx.InputDim("Softmax");
-  OAR_RETURN_IF_ERROR(CheckLastAxis(ctx, sm));
-  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, sm, ctx.InputDim("Label"), "Softmax"));
-  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Loss"), LossDims(sm)));
+  OAR_RETURN_IF_ERROR(CheckAxis(ctx, "Softmax", sm));
+  const int axis = ctx.Attr<int32_t>("axis");
+  OAR_RETURN_IF_ERROR(CheckLabelShape(ctx, sm, ctx.InputDim("Label"), "Softmax", axis));
+  OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Loss"), LossDims(sm, axis)));
   ctx.SetOutputDim(GradVarName("Logits"), ctx.InputDim("Softmax"));
   return absl::OkStatus();
 }
@@ -114,7 +124,7 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Loss"), 0, *dloss));
   Tensor* dx = ctx.Output(GradVarName("Logits"));
   if (dx == nullptr) return absl::OkStatus();
-  auto [rows, cols] = RowsCols(sm->dims());
+  const AxisView v = ViewAlong(sm->dims(), ctx.Attr<int32_t>("axis"));
   const T* s = sm->data<T>();
   const T* g = dloss->data<T>();
   T* d = dx->mutable_data<T>();
@@ -123,27 +133,32 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
   const bool softmax = ctx.Attr<bool>("use_softmax");
   if (ctx.Attr<bool>("soft_label")) {
     const T* lp = label->data<T>();
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      d[i] = softmax ? (s[i] - lp[i]) * g[i / cols] : -lp[i] * g[i / cols] / s[i];
+    for (int64_t r = 0; r < v.rows(); ++r) {
+      const int64_t b = v.Base(r);
+      for (int64_t c = 0; c < v.n; ++c) {
+        const int64_t i = b + c * v.post;
+        d[i] = softmax ? (s[i] - lp[i]) * g[r] : -lp[i] * g[r] / s[i];
+      }
     }
     return absl::OkStatus();
   }
   const int64_t* lp = label->data<int64_t>();
   const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = r * cols;
+  for (int64_t r = 0; r < v.rows(); ++r) {
+    const int64_t b = v.Base(r);
     if (lp[r] == ignore) {
-      std::fill(d + o, d + o + cols, T(0));
+      for (int64_t c = 0; c < v.n; ++c) d[b + c * v.post] = 0;
       continue;
     }
-    OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, cols));
+    OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, v.n));
+    const int64_t hit = b + lp[r] * v.post;
     if (!softmax) {
-      std::fill(d + o, d + o + cols, T(0));
-      d[o + lp[r]] = -g[r] / s[o + lp[r]];
+      for (int64_t c = 0; c < v.n; ++c) d[b + c * v.post] = 0;
+      d[hit] = -g[r] / s[hit];
       continue;
     }
-    for (int64_t c = 0; c < cols; ++c) d[o + c] = s[o + c] * g[r];
-    d[o + lp[r]] -= g[r];
+    for (int64_t c = 0; c < v.n; ++c) d[b + c * v.post] = s[b + c * v.post] * g[r];
+    d[hit] -= g[r];
   }
   return absl::OkStatus();
 }

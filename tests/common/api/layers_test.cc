@@ -98,7 +98,7 @@ TEST_F(LayersTest, MisuseRecordsOneClearErrorAndStopsBuilding) {
   }
   ASSERT_FALSE(main_.status().ok());
   EXPECT_NE(main_.status().message().find("cross_entropy"), std::string::npos) << main_.status();
-  EXPECT_NE(main_.status().message().find("last dimension 1"), std::string::npos) << main_.status();
+  EXPECT_NE(main_.status().message().find("must be 1 along the class axis"), std::string::npos) << main_.status();
 }
 
 TEST_F(LayersTest, ParamAttrNamesAndInitializesParameters) {

@@ -24,10 +24,79 @@ TEST(SoftmaxOpTest, RowsSumToOneAndGradientMatches) {
                                {{"x", RandomTensor<double>({3, 5}, -3, 3, 2)}}, {"x"});
 }
 
-TEST(SoftmaxOpTest, RejectsNonLastAxis) {
+// x[2, 3, 4] with the class axis in the middle: fibre (p, q) holds
+// x[p, c, q] for c in 0..2.
+float At(const Tensor& t, int p, int c, int q) { return t.data<float>()[(p * 3 + c) * 4 + q]; }
+
+TEST(SoftmaxOpTest, AnyAxisNormalisesItsFibresAndGradientMatches) {
+  Scope s;
+  SetTensor(&s, "x", RandomTensor<float>({2, 3, 4}, -3, 3, 1));
+  ASSERT_TRUE(RunOps({MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"axis", int32_t{1}}})}, &s).ok());
+  const Tensor& x = GetTensor(s, "x");
+  const Tensor& o = GetTensor(s, "o");
+  for (int p = 0; p < 2; ++p) {
+    for (int q = 0; q < 4; ++q) {
+      float z = 0;
+      for (int c = 0; c < 3; ++c) z += std::exp(At(x, p, c, q));
+      for (int c = 0; c < 3; ++c) EXPECT_NEAR(At(o, p, c, q), std::exp(At(x, p, c, q)) / z, 1e-6);
+    }
+  }
+  for (int32_t axis : {0, 1, -2}) {
+    ExpectGradientsMatch<double>(MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"axis", axis}}),
+                                 {{"x", RandomTensor<double>({2, 3, 4}, -3, 3, 2)}}, {"x"});
+  }
+}
+
+TEST(SoftmaxOpTest, AxisOutsideTheRankIsAnErrorNamingIt) {
   Scope s;
   SetTensor(&s, "x", RandomTensor<float>({3, 5}, -3, 3, 1));
-  EXPECT_FALSE(RunOps({MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"axis", int32_t{0}}})}, &s).ok());
+  absl::Status st = RunOps({MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"axis", int32_t{2}}})}, &s);
+  EXPECT_NE(st.message().find("axis=2"), std::string::npos) << st;
+}
+
+TEST(SoftmaxWithCrossEntropyOpTest, MiddleAxisLossAndGradients) {
+  Scope s;
+  SetTensor(&s, "x", RandomTensor<float>({2, 3, 4}, -2, 2, 3));
+  const std::vector<int64_t> labels = {0, 2, 1, 1, 2, 0, -100, 1};  // [2, 1, 4]; one ignored
+  SetTensor(&s, "l", MakeTensor<int64_t>({2, 1, 4}, labels));
+  ASSERT_TRUE(RunOps({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+                             {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{1}}})},
+                     &s).ok());
+  const Tensor& x = GetTensor(s, "x");
+  const Tensor& loss = GetTensor(s, "loss");
+  EXPECT_EQ(loss.dims(), (DDim{2, 1, 4}));
+  for (int p = 0; p < 2; ++p) {
+    for (int q = 0; q < 4; ++q) {
+      const int64_t l = labels[p * 4 + q];
+      float z = 0;
+      for (int c = 0; c < 3; ++c) z += std::exp(At(x, p, c, q));
+      const float want = l < 0 ? 0.0f : -std::log(std::exp(At(x, p, static_cast<int>(l), q)) / z);
+      EXPECT_NEAR(loss.data<float>()[p * 4 + q], want, 1e-5) << p << "," << q;
+    }
+  }
+  ExpectGradientsMatch<double>(
+      MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+             {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{1}}}),
+      {{"x", RandomTensor<double>({2, 3, 4}, -2, 2, 4)}, {"l", MakeTensor<int64_t>({2, 1, 4}, labels)}},
+      {"x"}, {.loss_outputs = {"loss"}});
+  // Soft labels along axis 0 (2 classes), each fibre summing to 1 as the
+  // gradient softmax - label assumes.
+  Tensor soft = RandomTensor<double>({2, 3, 4}, 0, 1, 6);
+  for (int i = 0; i < 12; ++i) soft.data<double>()[12 + i] = 1 - soft.data<double>()[i];
+  ExpectGradientsMatch<double>(
+      MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+             {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{0}}, {"soft_label", true}}),
+      {{"x", RandomTensor<double>({2, 3, 4}, -2, 2, 5)}, {"l", soft}}, {"x"}, {.loss_outputs = {"loss"}});
+}
+
+TEST(SoftmaxWithCrossEntropyOpTest, HardLabelWithClassesOnTheAxisIsRefused) {
+  Scope s;
+  SetTensor(&s, "x", RandomTensor<float>({2, 3, 4}, -2, 2, 3));
+  SetTensor(&s, "l", MakeTensor<int64_t>({2, 3, 4}, std::vector<int64_t>(24, 0)));
+  absl::Status st = RunOps({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+                                   {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{1}}})},
+                           &s);
+  EXPECT_NE(st.message().find("must be 1 along the class axis (dimension 1)"), std::string::npos) << st;
 }
 
 TEST(CrossEntropyOpTest, HardLabelLossIsNegativeLogProbability) {
