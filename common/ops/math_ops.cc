@@ -97,20 +97,43 @@ struct MatDims {
   int64_t batch, rows, cols;  // of op(M)
 };
 
-// Whether X (Y) is transposed: matmul's transpose_X/transpose_Y, or
-// matmul_v2's (Paddle 2.x) trans_x/trans_y. matmul_v2 has no alpha; its
-// registration gives it alpha 1.
-template <typename Ctx>
-bool Transposed(const Ctx& ctx, char which) {
-  const bool v2 = ctx.op().type.rfind("matmul_v2", 0) == 0;
-  if (v2) return ctx.template Attr<bool>(which == 'X' ? "trans_x" : "trans_y");
-  return ctx.template Attr<bool>(which == 'X' ? "transpose_X" : "transpose_Y");
-}
-
 MatDims OpDims(const DDim& d, bool trans) {
   int r = d.size();
   int64_t a = d[r - 2], b = d[r - 1];
   return {d.Product(0, r - 2), trans ? b : a, trans ? a : b};
+}
+
+// The operands as matrices: a vector X of D is the row [1, D] and a vector
+// Y the column [D, 1], transposed or not by the flags (matmul_v2, Paddle
+// 2.x, ignores trans_x/trans_y on a vector). Out drops the dimension a
+// vector gained: matmul where it is 1 (Fluid's rule, so a transposed vector
+// X of D gives D rows that stay), matmul_v2 always; Out of two vectors is
+// [1] (matmul) or a scalar [] (matmul_v2). The promoted shapes hold the data
+// as the originals do, so kernels use them directly.
+struct MatmulOperands {
+  DDim x, y;
+  bool tx = false, ty = false;
+  bool x_vector = false, y_vector = false;
+  bool v2 = false;
+};
+
+template <typename Ctx>
+MatmulOperands Operands(const Ctx& ctx, const DDim& x, const DDim& y) {
+  MatmulOperands o{x, y};
+  o.v2 = ctx.op().type.rfind("matmul_v2", 0) == 0;
+  o.tx = ctx.template Attr<bool>(o.v2 ? "trans_x" : "transpose_X");
+  o.ty = ctx.template Attr<bool>(o.v2 ? "trans_y" : "transpose_Y");
+  o.x_vector = x.size() == 1;
+  o.y_vector = y.size() == 1;
+  if (o.x_vector) {
+    o.x = DDim{1, x[0]};
+    o.tx = o.tx && !o.v2;
+  }
+  if (o.y_vector) {
+    o.y = DDim{y[0], 1};
+    o.ty = o.ty && !o.v2;
+  }
+  return o;
 }
 
 // Out's shape: the leading (batch) dimensions of the higher-rank operand,
@@ -118,23 +141,24 @@ MatDims OpDims(const DDim& d, bool trans) {
 // exactly, zero included (a side of rank 2 broadcasts over the batch).
 absl::StatusOr<DDim> MatmulOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
-  if (x.size() < 2 || y.size() < 2) {
-    return ctx.Error("X", x.ToString(), " and Y", y.ToString(), " must be at least 2-D");
+  if (x.size() < 1 || y.size() < 1) {
+    return ctx.Error("X", x.ToString(), " and Y", y.ToString(), " must be at least 1-D");
   }
-  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
-  MatDims a = OpDims(x, tx), b = OpDims(y, ty);
+  const MatmulOperands o = Operands(ctx, x, y);
+  MatDims a = OpDims(o.x, o.tx), b = OpDims(o.y, o.ty);
   if (a.cols >= 0 && b.rows >= 0 && a.cols != b.rows) {
     return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols,
                      ", Y", y.ToString(), " gives ", b.rows);
   }
-  if (x.size() > 2 && y.size() > 2 && a.batch >= 0 && b.batch >= 0 && a.batch != b.batch) {
+  if (o.x.size() > 2 && o.y.size() > 2 && a.batch >= 0 && b.batch >= 0 && a.batch != b.batch) {
     return ctx.Error("batch dimensions differ: X", x.ToString(), ", Y", y.ToString());
   }
-  const DDim& lead = x.size() >= y.size() ? x : y;
+  const DDim& lead = o.x.size() >= o.y.size() ? o.x : o.y;
   DDim out;
   for (int i = 0; i < lead.size() - 2; ++i) out.push_back(lead[i]);
-  out.push_back(a.rows);
-  out.push_back(b.cols);
+  if (!(o.x_vector && (o.v2 || a.rows == 1))) out.push_back(a.rows);
+  if (!(o.y_vector && (o.v2 || b.cols == 1))) out.push_back(b.cols);
+  if (out.size() == 0 && !o.v2) out.push_back(1);
   return out;
 }
 
@@ -163,8 +187,9 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y));
-  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
-  MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
+  const MatmulOperands o = Operands(ctx, x->dims(), y->dims());
+  const bool tx = o.tx, ty = o.ty;
+  MatDims a = OpDims(o.x, tx), b = OpDims(o.y, ty);
   int64_t batch = std::max(a.batch, b.batch);
   T* out = ctx.Output("Out")->mutable_data<T>();
   BatchedGemm<T>(tx, ty, batch, a.rows, b.cols, a.cols, T(ctx.Attr<float>("alpha")),
@@ -186,9 +211,10 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   OAR_RETURN_IF_ERROR(RequireOperandDtypes<T>(ctx, *x, *y, dout));
-  bool tx = Transposed(ctx, 'X'), ty = Transposed(ctx, 'Y');
+  const MatmulOperands o = Operands(ctx, x->dims(), y->dims());
+  const bool tx = o.tx, ty = o.ty;
   T alpha = T(ctx.Attr<float>("alpha"));
-  MatDims a = OpDims(x->dims(), tx), b = OpDims(y->dims(), ty);
+  MatDims a = OpDims(o.x, tx), b = OpDims(o.y, ty);
   int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
   const T* g = dout->data<T>();
   // X is stored [m,k] (or [k,m] when transposed); Y is [k,n] (or [n,k]).

@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"gaussian_negative_std", MakeOp("gaussian_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{2}}, {"std", -1.0f}}), {}, "std -1"},
         BadCase{"fill_constant_shape_tensor", MakeOp("fill_constant", {{"ShapeTensor", {"s"}}}, {{"Out", {"o"}}}), {{"s", I64({2})}}, "ShapeTensor inputs are not supported"},
         BadCase{"scale_wrong_attr", MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"scale", std::string("big")}}), {{"x", F({2})}}, "attribute 'scale' should be FLOAT"},
-        BadCase{"matmul_rank1", MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({3})}, {"y", F({3})}}, "at least 2-D"},
+        BadCase{"matmul_rank0", MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({})}, {"y", F({3})}}, "at least 1-D"},
         BadCase{"accuracy_label_shape", MakeOp("accuracy", {{"Out", {"v"}}, {"Indices", {"i"}}, {"Label", {"l"}}}, {{"Accuracy", {"a"}}}), {{"v", F({2, 1})}, {"i", I64({2, 1})}, {"l", I64({3, 1})}}, "different batch sizes"},
         BadCase{"momentum_velocity_shape", MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}}), {{"p", F({3})}, {"g", F({3})}, {"v", F({4})}, {"lr", F({1})}}, "Velocity ('v')[4] does not match Param ('p')[3]"},
         BadCase{"adam_beta_pow_shape", MakeOp("adam", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m"}}, {"Moment2", {"m"}}, {"Beta1Pow", {"b"}}, {"Beta2Pow", {"b"}}}, {{"ParamOut", {"p"}}, {"Moment1Out", {"m"}}, {"Moment2Out", {"m"}}}), {{"p", F({3})}, {"g", F({3})}, {"lr", F({1})}, {"m", F({3})}, {"b", F({2})}}, "Beta1Pow must hold one value"},
