@@ -11,7 +11,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
-  graphviz nlohmann-json3-dev python3-yaml
+  graphviz nlohmann-json3-dev python3-yaml python3-numpy
 )
 
 missing=()

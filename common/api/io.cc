@@ -1,11 +1,13 @@
 #include "common/api/io.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -100,9 +102,30 @@ absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& d
   return load_vars(exe, scope, dirname, program, PersistableVarNames(program), filename);
 }
 
+namespace {
+
+// paddle.static.save's .pdparams/.pdopt are Python pickles (they start
+// with the pickle protocol's 0x80), not Fluid's format: say how to convert.
+absl::Status RefusePickle(const std::string& path) {
+  std::string prefix = path;
+  std::ifstream in(path, std::ios::binary);
+  const bool pickled = in && in.get() == 0x80;
+  if (!pickled && !std::filesystem::exists(path + ".pdparams")) return absl::OkStatus();
+  for (const char* ext : {".pdparams", ".pdopt"}) {
+    if (absl::EndsWith(prefix, ext)) prefix.resize(prefix.size() - std::strlen(ext));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--params ", path, " is paddle.static.save's pickled format (", prefix,
+      ".pdparams/.pdopt); oar reads save_persistables' files: convert them with "
+      "`python3 scripts/pdparams_to_fluid.py ", prefix, " --out DIR` and pass --params DIR"));
+}
+
+}  // namespace
+
 absl::Status LoadPersistablesFrom(Executor& exe, Scope* scope, const std::string& path, const ProgramDesc& program) {
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) return load_persistables(exe, scope, path, program);
+  OAR_RETURN_IF_ERROR(RefusePickle(path));
   return load_persistables(exe, scope, p.parent_path().string(), program, p.filename().string());
 }
 

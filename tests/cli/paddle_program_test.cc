@@ -5,6 +5,7 @@
 // Fashion-MNIST; it learns, and every misuse is a clear error.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
@@ -43,6 +44,55 @@ std::string OtherNetworksParams() {
   return dir.string();
 }
 
+// Every "loss=" value (training and test) that a run printed, in order.
+std::vector<std::string> Losses(const std::string& out) {
+  std::vector<std::string> v;
+  for (size_t at = out.find("loss="); at != std::string::npos; at = out.find("loss=", at + 1)) {
+    v.push_back(out.substr(at, out.find_first_of(" \n", at) - at));
+  }
+  return v;
+}
+
+// A python3 that has numpy, the converter's one need; "" if none.
+std::string PythonWithNumpy() {
+  for (const std::string py : {"/usr/bin/python3", "python3"}) {
+    if (RunCommand(py + " -c 'import numpy'").code == 0) return py;
+  }
+  return "";
+}
+
+// paddle.static.save's pickled model.pdparams/.pdopt (the same values as the
+// combined params file), converted by scripts/pdparams_to_fluid.py, train
+// exactly as the save_persistables file does.
+TEST(PaddleProgramTest, StaticSaveFilesConvertedTrainLikeSavePersistables) {
+  const std::string py = PythonWithNumpy();
+  if (py.empty()) GTEST_SKIP() << "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)";
+  const std::string dir = TempDir("converted");
+  Result conv = RunCommand(py + " " OAR_SOURCE_DIR "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
+  ASSERT_EQ(conv.code, 0) << conv.out;
+  EXPECT_NE(conv.out.find("wrote 9 variables"), std::string::npos) << conv.out;  // 4 params, 4 velocities, lr
+  Result a = Oar(kArgs + "--params " + dir + " --epochs 1 --limit 1000");
+  Result b = Oar(kArgs + "--params " + kFixture + "/params --epochs 1 --limit 1000");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_FALSE(Losses(a.out).empty()) << a.out;
+  EXPECT_EQ(Losses(a.out), Losses(b.out)) << a.out << "\n" << b.out;
+}
+
+TEST(PaddleProgramTest, ConverterRefusesAPickleThatIsNotArrays) {
+  const std::string py = PythonWithNumpy();
+  if (py.empty()) GTEST_SKIP() << "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)";
+  const std::string dir = TempDir("evil_pickle");
+  // A pickle that would call os.system when loaded by plain pickle.load.
+  Result make = RunCommand(py + " -c \"import os, pickle; "
+                           "open('" + dir + "/m.pdparams', 'wb').write(pickle.dumps({'w': os.system}))\"");
+  ASSERT_EQ(make.code, 0) << make.out;
+  Result r = RunCommand(py + " " OAR_SOURCE_DIR "/scripts/pdparams_to_fluid.py " + dir + "/m.pdparams --out " + dir + "/out");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("refusing posix.system"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out")) << r.out;
+}
+
 // Every committed Paddle-written program passes `oar inspect`'s checks
 // (each op known, its slots and attributes ones Oar implements).
 TEST(PaddleProgramTest, EveryFixturePassesInspect) {
@@ -54,7 +104,7 @@ TEST(PaddleProgramTest, EveryFixturePassesInspect) {
       ++programs;
     }
   }
-  EXPECT_GE(programs, 16);  // 8 fixtures
+  EXPECT_GE(programs, 18);  // 9 fixtures
 }
 
 TEST(PaddleProgramTest, MisuseIsAClearError) {
@@ -67,6 +117,9 @@ TEST(PaddleProgramTest, MisuseIsAClearError) {
        "cannot open " OAR_TESTDATA_DIR "/paddle/mlp/params/fc_0.b_0_velocity_0"},
       {kArgs + "--params " + OtherNetworksParams(), "'fc_0.w_0' is [64, 32] there, but the program declares [784, 32]"},
       {kArgs + "--fetch nope", "main.pb has no variable 'nope'"},
+      {kArgs + "--params " + kFixture + "/model.pdparams",
+       "convert them with `python3 scripts/pdparams_to_fluid.py " + kFixture + "/model --out DIR`"},
+      {kArgs + "--params " + kFixture + "/model", "is paddle.static.save's pickled format"},
       {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb",
        "--program needs --loss_name LOSS and --feed_names IMAGE,LABEL"},
   };

@@ -12,7 +12,8 @@ writes it, into tests/testdata/paddle/<model>/:
   losses.txt            Paddle's own loss after each of STEPS steps
   meta.txt              feed names, loss name, steps, batches
 (fashion_mlp: the programs and its parameters after three steps on random
-data only, for the README's `oar train --program` example on Fashion-MNIST.)
+data only, for the README's `oar train --program` example on Fashion-MNIST;
+the same parameters also as paddle.static.save's model.pdparams/.pdopt.)
 
 Run where paddlepaddle is importable (pip install paddlepaddle==2.6.2
 "numpy<2" "protobuf>=4.25,<5"); the outputs are committed, so the tests
@@ -158,6 +159,25 @@ def adaptive():
     return loss, batches, "dir"
 
 
+def axis():
+    """Softmax cross-entropy over a middle axis (axis=1, classes on it) and
+    matmul_v2 with 1-D operands on either side."""
+    x = paddle.static.data("x", [-1, 4, 6], "float32")
+    label = paddle.static.data("label", [-1, 1, 6], "int64")
+    w = paddle.static.create_parameter([6, 6], "float32", name="axis_w")
+    v = paddle.static.create_parameter([6], "float32", name="axis_v")
+    h = paddle.tanh(paddle.matmul(x, w))  # [-1, 4, 6]: 4 classes on axis 1
+    ce = paddle.nn.functional.cross_entropy(h, label, axis=1)
+    row = paddle.matmul(h, v)  # [-1, 4]: Y a vector
+    col = paddle.matmul(v, w)  # [6]: X a vector
+    loss = ce + 0.1 * paddle.mean(row) + 0.1 * paddle.mean(col)
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    rng = np.random.default_rng(10)
+    batches = [{"x": rng.standard_normal((8, 4, 6)).astype("float32"),
+                "label": rng.integers(0, 4, (8, 1, 6)).astype("int64")} for _ in range(BATCHES)]
+    return loss, batches, "dir"
+
+
 def fashion_mlp():
     """For `oar train --program` on Fashion-MNIST (README); programs and initial params only."""
     x = paddle.static.data("x", [-1, 784], "float32")
@@ -199,6 +219,10 @@ def write(name, build):
         else:
             dio.save_persistables(exe, out, main, filename="params")
         if batches is None:
+            # The same values as paddle.static.save writes them (pickled
+            # .pdparams/.pdopt), for scripts/pdparams_to_fluid.py's test.
+            paddle.static.save(main, os.path.join(out, "model"))
+            os.remove(os.path.join(out, "model.pdmodel"))  # main.pb already
             with open(os.path.join(out, "meta.txt"), "w") as f:
                 f.write("loss %s\nparams %s\npaddle %s\n" % (loss.name, params, paddle.__version__))
             print("%s: %d ops (programs and params after 3 steps)" % (name, len(main.global_block().ops)))
@@ -224,7 +248,7 @@ def write(name, build):
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
-    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "adaptive": adaptive, "fashion_mlp": fashion_mlp}
+    models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "adaptive": adaptive, "axis": axis, "fashion_mlp": fashion_mlp}
     for name in sys.argv[1:] or models:
         write(name, models[name])
 

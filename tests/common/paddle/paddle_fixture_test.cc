@@ -107,7 +107,8 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive",
+                                                                      "axis"));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
