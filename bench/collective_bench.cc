@@ -23,6 +23,7 @@
 
 #include <map>
 
+#include "common/blas_core.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -259,6 +260,7 @@ int Main() {
 }  // namespace oar::bench
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
   std::setvbuf(stdout, nullptr, _IONBF, 0);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "common/blas_core.h"
 #include "common/executor.h"
 #include "common/ops/im2col.h"
 #include "bench/bench_util.h"
@@ -122,6 +123,7 @@ void Run() {
 }  // namespace oar
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
   google::InitGoogleLogging(argv[0]);
   oar::Run();
   return 0;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/blas_core.h"
 #include "absl/strings/str_cat.h"
 #include "common/data/multi_slot_feed.h"
 #include "glog/logging.h"
@@ -127,4 +128,7 @@ int Main(int argc, char** argv) {
 
 }  // namespace oar::bench
 
-int main(int argc, char** argv) { return oar::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
+  return oar::bench::Main(argc, argv);
+}

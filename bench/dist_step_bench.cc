@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "common/blas_core.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bare_grpc.h"
 #include "bench/bench_util.h"
@@ -191,6 +192,7 @@ int Trainer(const char* self) {
 }  // namespace oar::bench
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);

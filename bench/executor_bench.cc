@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "common/blas_core.h"
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
@@ -153,8 +154,10 @@ void PerOpOverhead() {
 }  // namespace oar
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
   google::InitGoogleLogging(argv[0]);
-  std::printf("executor_bench (OpenBLAS threads: %d)\n", openblas_get_num_threads());
+  std::printf("executor_bench (OpenBLAS threads: %d, kernels: %s)\n", openblas_get_num_threads(),
+              oar::BlasCoreName().c_str());
   oar::MlpStep();
   oar::PerOpOverhead();
   return 0;

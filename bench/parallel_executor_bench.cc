@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "common/blas_core.h"
 #include "bench/bench_util.h"
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
@@ -123,6 +124,7 @@ void SchedulerOverhead() {
 }  // namespace oar
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // before anything loads: see blas_core.h
   google::InitGoogleLogging(argv[0]);
   oar::Throughput();
   oar::SchedulerOverhead();

@@ -1,9 +1,11 @@
 // oar: one binary for every role. `oar <command> --help` for each command.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
 #include "cli/command.h"
+#include "common/blas_core.h"
 #include "common/op_registry.h"
 #include "pserver/pserver_ops.h"
 #include "trainer/dist_ops.h"
@@ -26,6 +28,7 @@ void PrintUsage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oar::ReexecWithBestBlasCore(argv);  // first: it may restart the process (blas_core.h)
   google::InitGoogleLogging(argv[0]);
   // Debian's Abseil is built with Mutex deadlock detection on: a lock-order
   // graph updated on every lock, 2% of a pserver's cycles. Oar's lock order
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   oar::OpRegistry::ExtendGlobal(oar::RegisterGenNcclIdOp);
   oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
   FLAGS_logtostderr = true;
+  VLOG(1) << "OpenBLAS kernels: " << oar::BlasCoreName()
+          << (std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     PrintUsage();
