@@ -96,7 +96,11 @@ TEST(GenNcclIdTest, AHeaderOnlyMessageIsAnErrorAnswerNotACrash) {
     if (status.ok()) id = TensorToVector<uint8_t>(scope.FindVar("NCCLID")->Get<Tensor>());
   });
   TrainerNet probe;
-  ASSERT_TRUE(probe.client.WaitServerReady({eps[1]}, 20000).ok());
+  // Not ASSERT: returning with t1 running would terminate the whole binary.
+  if (absl::Status ready = probe.client.WaitServerReady({eps[1]}, 20000); !ready.ok()) {
+    t1.join();
+    FAIL() << ready << "; trainer 1: " << status;
+  }
   absl::Status bad = probe.client.AsyncSendVar(eps[1], "NCCLID", nullptr)->Wait();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
   EXPECT_NE(bad.message().find("no value"), std::string::npos) << bad;
