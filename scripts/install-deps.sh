@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   graphviz nlohmann-json3-dev python3-yaml python3-numpy
+  prometheus
 )
 
 missing=()

@@ -34,7 +34,9 @@ inline Result RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+#ifdef OAR_BINARY  // set for the test binaries that run `oar`
 inline Result Oar(const std::string& args) { return RunCommand(std::string(OAR_BINARY) + " " + args); }
+#endif
 
 // The number printed after the last `key` ("test_auc=") in `out`; -1 if none.
 inline double ValueAfter(const std::string& out, const std::string& key) {
