@@ -32,6 +32,9 @@
 #include "gflags/gflags.h"
 
 DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR/trainer.<id>.steps");
+DEFINE_bool(metrics, false,
+            "each process serves its Prometheus metrics on a free port (printed at the start) at /metrics");
+DEFINE_string(metrics_dir, "", "each process writes its final metrics to DIR/<role>.<i>.prom when it ends");
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
@@ -48,7 +51,8 @@ void OnLaunchSignal(int sig) { g_signal = sig; }
 
 // Flags `oar run` reads that the launcher sets per child itself.
 const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
-                                      "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num"};
+                                      "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
+                                      "metrics_port", "metrics_file"};
 
 absl::StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;
@@ -67,6 +71,24 @@ absl::StatusOr<std::vector<int>> FreePorts(int n) {
   }
   for (int fd : fds) ::close(fd);
   return ports;
+}
+
+// --metrics: a free port per process, printed; --metrics_dir: a file per
+// process, written when it ends.
+absl::Status AddMetricsFlags(std::vector<ChildSpec>* specs) {
+  if (FLAGS_metrics) {
+    OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(static_cast<int>(specs->size())));
+    std::vector<std::string> where;
+    for (size_t i = 0; i < specs->size(); ++i) {
+      (*specs)[i].argv.push_back(absl::StrCat("--metrics_port=", ports[i]));
+      where.push_back(absl::StrCat((*specs)[i].name, " http://127.0.0.1:", ports[i], "/metrics"));
+    }
+    std::fprintf(stderr, "oar launch: metrics: %s\n", absl::StrJoin(where, ", ").c_str());
+  }
+  if (!FLAGS_metrics_dir.empty()) {
+    for (auto& s : *specs) s.argv.push_back(absl::StrCat("--metrics_file=", FLAGS_metrics_dir, "/", s.name, ".prom"));
+  }
+  return absl::OkStatus();
 }
 
 std::string SelfExe() {
@@ -107,7 +129,7 @@ absl::Status Launch() {
   std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
   for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));
   const std::string ep_list = absl::StrJoin(eps, ",");
-  for (const auto* dir : {&FLAGS_log_dir, &FLAGS_step_log_dir}) {
+  for (const auto* dir : {&FLAGS_log_dir, &FLAGS_step_log_dir, &FLAGS_metrics_dir}) {
     std::error_code ec;
     if (!dir->empty()) std::filesystem::create_directories(*dir, ec);
     if (ec) return absl::PermissionDeniedError(absl::StrCat(*dir, ": ", ec.message()));
@@ -162,6 +184,7 @@ absl::Status Launch() {
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
   }
   for (const auto& s : specs) names.push_back(s.name);
+  OAR_RETURN_IF_ERROR(AddMetricsFlags(&specs));
   const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,

@@ -26,16 +26,19 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
+#include "cli/metrics_export.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
 #include "cli/transpile_cmd.h"
+#include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/status.h"
@@ -178,6 +181,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   }
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0, examples = 0, unused = 0;
+  metrics::StepRecorder recorder;
   double loss = 0;
   Tensor x, y;
   auto out_of_steps = [&] { return FLAGS_max_steps > 0 && steps >= FLAGS_max_steps; };
@@ -197,7 +201,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     }
     while (!out_of_steps() && step_in_epoch < agreed && batches.Next(&x, &y)) {
       ShapeLike(io.image_shape, &x);
+      recorder.Start();
       OAR_ASSIGN_OR_RETURN(float l, rt->Step({{io.image, x}, {io.label, y}}));
+      recorder.Done(x.dims()[0]);
       loss = l;
       ++steps;
       ++step_in_epoch;
@@ -242,6 +248,10 @@ absl::Status Run() {
                 env.current_endpoint.c_str(), absl::StrJoin(env.trainer_endpoints, ",").c_str());
     return absl::OkStatus();
   }
+  OAR_ASSIGN_OR_RETURN(auto metrics_export,
+                       MetricsExport::FromFlags(env.role == RoleEnv::Role::kTrainer
+                                                    ? absl::StrCat("trainer ", env.trainer_id)
+                                                    : absl::StrCat("pserver ", env.current_endpoint)));
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   const bool nccl2 = config.mode == "nccl2";
   std::unique_ptr<ModelPrograms> model;

@@ -7,8 +7,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/numbers.h"
 #include "cli/command.h"
+#include "cli/metrics_export.h"
 #include "cli/model_build.h"
 #include "cli/progress_bar.h"
+#include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/executor.h"
@@ -92,6 +94,7 @@ absl::Status Train() {
   Tensor x, y;
   double total_seconds = 0, last_loss = 0;
   int64_t total_examples = 0, steps = 0;
+  metrics::StepRecorder recorder;
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   for (int epoch = 1; epoch <= FLAGS_epochs && !(FLAGS_max_steps > 0 && steps >= FLAGS_max_steps); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
@@ -100,11 +103,13 @@ absl::Status Train() {
       ShapeLikeFeed(feeds[0], &x);
       const FeedMap batch = {{feeds[0].name(), x}, {feeds[1].name(), y}};
       std::vector<Tensor> out;
+      recorder.Start();
       if (pe) {
         OAR_ASSIGN_OR_RETURN(out, pe->Run({programs->vars.loss.name()}, batch));
       } else {
         OAR_ASSIGN_OR_RETURN(out, exe.Run(programs->main.desc(), &scope, batch, {programs->vars.loss.name()}));
       }
+      recorder.Done(x.dims()[0]);
       last_loss = 0;  // with several places: the mean of their losses
       for (int64_t i = 0; i < out[0].numel(); ++i) last_loss += out[0].data<float>()[i] / out[0].numel();
       bar.Step(x.dims()[0], last_loss);
@@ -135,6 +140,8 @@ absl::Status TrainProgram();  // train_program.cc
 
 int RunTrain(const std::vector<std::string>& args) {
   if (!args.empty()) return Fail("train takes no positional arguments (got '" + args[0] + "')");
+  auto metrics_export = MetricsExport::FromFlags("oar train");
+  if (!metrics_export.ok()) return Fail(std::string(metrics_export.status().message()));
   absl::Status s = FLAGS_program.empty() ? Train() : TrainProgram();
   return s.ok() ? 0 : Fail(std::string(s.message()));
 }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/progress_bar.h"
+#include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/data/fashion_mnist.h"
@@ -135,12 +136,15 @@ absl::Status TrainProgram() {
   Tensor x, y;
   double seconds = 0, last_loss = 0;
   int64_t examples = 0, steps = 0;
+  metrics::StepRecorder recorder;
   for (int epoch = 1; epoch <= FLAGS_epochs && !(FLAGS_max_steps > 0 && steps >= FLAGS_max_steps); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
     batches.Reset();
     while ((FLAGS_max_steps <= 0 || steps < FLAGS_max_steps) && batches.Next(&x, &y)) {
       OAR_RETURN_IF_ERROR(ShapeLikeVar(image, &x));
+      recorder.Start();
       OAR_ASSIGN_OR_RETURN(auto out, exe.Run(*main, &scope, {{feeds[0], x}, {feeds[1], y}}, {FLAGS_loss_name}));
+      recorder.Done(x.dims()[0]);
       last_loss = out[0].data<float>()[0];
       bar.Step(x.dims()[0], last_loss);
       step_log.Add(last_loss);

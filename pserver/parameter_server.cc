@@ -1,5 +1,8 @@
 #include "pserver/parameter_server.h"
 
+#include "common/rpc/rpc_metrics.h"
+#include "pserver/pserver_metrics.h"
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -7,9 +10,11 @@
 #include "common/api/io.h"
 #include "common/malloc_tuning.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_metrics.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "glog/logging.h"
+#include "pserver/pserver_metrics.h"
 
 namespace oar {
 
@@ -184,10 +189,12 @@ absl::Status ParameterServer::Run() {
 
 absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
   absl::MutexLock l(block_mu_.at(block_id).get());
+  const absl::Time start = absl::Now();
   PreparedBlock* b = blocks_.at(block_id).get();
   OAR_RETURN_IF_ERROR(b->Bind(scope_, local));
   absl::Status s = b->Run();
   if (local != scope_) b->Unbind();
+  GetPserverMetrics().optimize_duration->Observe(absl::ToDoubleSeconds(absl::Now() - start));
   return s;
 }
 
@@ -230,6 +237,17 @@ absl::Status ParameterServer::RunAsync() {
 }
 
 absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
+  const absl::Time start = absl::Now();
+  absl::Status s = HandleRequest(kind, request, reply);
+  const PserverMetrics& m = GetPserverMetrics();
+  const char* method = rpc::MethodLabel(kind, request.header().name());
+  m.requests->With({method})->Add();
+  m.request_duration->With({method})->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  return s;
+}
+
+absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
+                                            rpc::Reply* reply) {
   const rpc::MessageHeader& h = request.header();
   const int64_t tid = h.trainer_id();
   if (tid < 0 || tid >= config_.fanin) {
@@ -300,6 +318,10 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
 }
 
 absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, int id) {
+  if (request.header().payload_bytes > 0) {
+    GetPserverMetrics().received_bytes->With({std::to_string(id)})->Add(
+        static_cast<double>(request.header().payload_bytes));
+  }
   const std::string& name = request.header().name();
   if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart
   if (name == rpc::kBatchBarrier) return barrier_ ? barrier_->BatchBarrier(id) : absl::OkStatus();

@@ -134,6 +134,7 @@ class ParameterServer : public rpc::RpcHandler {
   void Stop();
   PserverStats stats() const;
 
+  // Times each request into the pserver's metrics (pserver_metrics.h).
   absl::Status Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) override;
   // Run on the transport's own thread, saving a hand-off per message:
   // GetVariableNoBarrier and Gets in async mode, which take a short lock;
@@ -164,6 +165,7 @@ class ParameterServer : public rpc::RpcHandler {
   void ResumeEarlyBlocks();
   absl::Status RunBlockLocked(int block_id, Scope* local);
   absl::Status RunLrBlock();
+  absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
   absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "pserver/parameter_server.h"
+#include "pserver/pserver_metrics.h"
 
 namespace oar {
 
@@ -38,6 +39,7 @@ absl::Status ParameterServer::RunSync() {
       return s;
     }
     barrier_->OptimizeDone();
+    GetPserverMetrics().steps->Add();
   }
 }
 

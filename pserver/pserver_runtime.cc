@@ -3,6 +3,7 @@
 #include "common/executor.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/status.h"
+#include "pserver/pserver_metrics.h"
 #include "pserver/sparse_tables.h"
 
 namespace oar {
@@ -17,6 +18,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   OAR_RETURN_IF_ERROR(PrepareSparseTables(main, &scope).status());  // before the startup initializes them
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
   if (init) OAR_RETURN_IF_ERROR(init(exe, &scope));
+  GetPserverMetrics().parameter_bytes->Set(PersistableBytes(main, scope));
   ProgramDesc program(main);
   if (!checkpoint_dir.empty()) {
     BlockDesc* b = program.MutableBlock(0);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/rpc/rpc_metrics.h"
+
 namespace oar::rpc {
 
 HandlerPools::HandlerPools(const ServerOptions& o) {
@@ -18,7 +20,19 @@ HandlerPools::HandlerPools(const ServerOptions& o) {
 
 bool HandlerPools::TrySchedule(RpcKind kind, std::function<void()> fn) {
   ThreadPool* pool = pools_[static_cast<int>(kind)].get();
-  return pool != nullptr && pool->TrySchedule(std::move(fn), max_queued_);
+  metrics::Gauge* depth = Metrics().server_queue_depth->With({KindName(kind)});
+  depth->Add(1);
+  if (pool != nullptr && pool->TrySchedule(
+                             [depth, fn = std::move(fn)] {
+                               depth->Add(-1);
+                               fn();
+                             },
+                             max_queued_)) {
+    return true;
+  }
+  depth->Add(-1);
+  Metrics().server_rejected->With({KindName(kind)})->Add();
+  return false;
 }
 
 void HandlerPools::Stop() {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/rpc/rpc_metrics.h"
 #include "common/status.h"
 #include "glog/logging.h"
 
@@ -28,7 +29,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
       : transport_(transport), kind_(kind), ep_(std::move(ep)), name_(request->header.name()),
         // A prefetch is answered with the rows, named as the request's out_varname (Fluid's).
         reply_name_(kind == RpcKind::kPrefetch ? request->header.meta.out_varname() : name_),
-        request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times) {}
+        request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times),
+        method_(MethodLabel(kind, name_)), started_(absl::Now()) {}
 
   // How the call recovers from a restarted pserver (see StepJournal).
   struct Recovery {
@@ -108,11 +110,17 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
       return absl::InvalidArgumentError(absl::StrCat("the reply carries '", reply->header().name(), "'"));
     }
     reply->DecodeInto(out_);  // checked when parsed: cannot fail half-way
+    Metrics().client_received_bytes->With({method_, ep_})->Add(static_cast<double>(reply->header().payload_bytes));
     return absl::OkStatus();
   }
 
   absl::Status Done(const absl::Status& s, int attempt) {
     finished_ = true;
+    const RpcMetrics& m = Metrics();
+    m.client_duration->With({method_, ep_})->Observe(absl::ToDoubleSeconds(absl::Now() - started_));
+    m.client_sent_bytes->With({method_, ep_})->Add(static_cast<double>(request_->header.payload_bytes));
+    if (attempt > 0) m.client_retries->With({method_, ep_})->Add(attempt);
+    if (!s.ok()) m.client_errors->With({method_, absl::StatusCodeToString(s.code())})->Add();
     request_.reset();  // the payload is free for its writer again
     if (s.ok() && recovery_.client != nullptr && recovery_.ends_step) {
       recovery_.client->journal_.StepDone(recovery_.trainer, ep_);
@@ -141,6 +149,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   absl::Status final_;
   Recovery recovery_;
   int64_t* reply_step_ = nullptr;
+  const char* method_;  // the metrics' label (rpc_metrics.h)
+  absl::Time started_;
 };
 
 namespace {

@@ -1,0 +1,38 @@
+#include "common/rpc/rpc_metrics.h"
+
+namespace oar::rpc {
+
+const RpcMetrics& Metrics() {
+  static const RpcMetrics* m = [] {
+    metrics::Registry& r = metrics::Default();
+    auto* out = new RpcMetrics;
+    out->client_duration = r.AddHistogram("oar_rpc_client_duration_seconds",
+                                          "RPC calls from this process, retries included", {"method", "peer"});
+    out->client_sent_bytes =
+        r.AddCounter("oar_rpc_client_sent_bytes_total", "Payload bytes this process sent in RPCs", {"method", "peer"});
+    out->client_received_bytes = r.AddCounter("oar_rpc_client_received_bytes_total",
+                                              "Payload bytes this process received in RPC replies", {"method", "peer"});
+    out->client_retries =
+        r.AddCounter("oar_rpc_client_retries_total", "RPC attempts after a call's first", {"method", "peer"});
+    out->client_errors =
+        r.AddCounter("oar_rpc_client_errors_total", "RPC calls that failed, by status code", {"method", "code"});
+    out->server_queue_depth =
+        r.AddGauge("oar_rpc_server_queue_depth", "Requests waiting for a handler thread", {"method"});
+    out->server_rejected = r.AddCounter("oar_rpc_server_rejected_total",
+                                        "Requests refused because their handler queue was full", {"method"});
+    return out;
+  }();
+  return *m;
+}
+
+const char* MethodLabel(RpcKind kind, const std::string& name) {
+  if (kind == RpcKind::kSend) {
+    if (name == kBatchBarrier) return "BatchBarrier";
+    if (name == kFetchBarrier) return "FetchBarrier";
+    if (name == kComplete) return "Complete";
+  }
+  if (kind == RpcKind::kCheckpointNotify) return "Checkpoint";
+  return KindName(kind);
+}
+
+}  // namespace oar::rpc

@@ -1,0 +1,89 @@
+// A 2 x 2 job's metrics (`oar launch --metrics --metrics_dir`), checked by
+// value across processes: the examples the trainers counted are the
+// examples the job trained, every pserver ran every step, and the bytes
+// each trainer says it sent to a pserver are the bytes that pserver says it
+// received from that trainer. Prometheus' promtool checks every file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+// Every sample line of a metrics file: "name{labels}" -> value.
+std::map<std::string, double> Samples(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, double> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// The values of the samples whose key starts with `prefix`, sorted.
+std::vector<double> ValuesOf(const std::map<std::string, double>& s, const std::string& prefix) {
+  std::vector<double> v;
+  for (const auto& [k, x] : s) {
+    if (k.rfind(prefix, 0) == 0) v.push_back(x);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
+  const std::string dir = TempDir("metrics_e2e");
+  const int64_t examples = 2560, batch = 64;
+  const Result r = Oar("launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --limit " +
+                       std::to_string(examples) + " --batch_size " + std::to_string(batch) +
+                       " --metrics --metrics_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("oar launch: metrics: pserver.0 http://127.0.0.1:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trainer 1: metrics at http://127.0.0.1:"), std::string::npos) << r.out;
+
+  std::map<std::string, double> t[2], p[2];
+  for (int i = 0; i < 2; ++i) {
+    t[i] = Samples(dir + "/trainer." + std::to_string(i) + ".prom");
+    p[i] = Samples(dir + "/pserver." + std::to_string(i) + ".prom");
+  }
+  // Each trainer trains on its half of every global batch.
+  const double steps = static_cast<double>(examples / batch);
+  EXPECT_EQ(t[0]["oar_trainer_examples_total"] + t[1]["oar_trainer_examples_total"], examples);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(t[i]["oar_trainer_steps_total"], steps) << "trainer " << i;
+    EXPECT_EQ(t[i]["oar_trainer_step_duration_seconds_count"], steps) << "trainer " << i;
+    EXPECT_GT(t[i]["oar_trainer_step_duration_seconds_sum"], 0) << "trainer " << i;
+    EXPECT_EQ(p[i]["oar_pserver_steps_total"], steps) << "pserver " << i;
+    EXPECT_EQ(p[i]["oar_pserver_requests_total{method=\"BatchBarrier\"}"], 2 * steps) << "pserver " << i;
+    EXPECT_GT(p[i]["oar_pserver_parameter_bytes"], 0) << "pserver " << i;
+    EXPECT_GT(p[i]["process_resident_memory_bytes"], 0) << "pserver " << i;
+  }
+  // Trainer i's gradient bytes to the two pservers are the two pservers'
+  // bytes from trainer i (the pairing by endpoint aside).
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<double> sent =
+        ValuesOf(t[i], "oar_rpc_client_sent_bytes_total{method=\"SendVariable\"");
+    const std::string key = "oar_pserver_received_bytes_total{trainer=\"" + std::to_string(i) + "\"}";
+    std::vector<double> received = {p[0][key], p[1][key]};
+    std::sort(received.begin(), received.end());
+    EXPECT_EQ(sent, received) << "trainer " << i;
+    EXPECT_GT(received[0], 0) << "trainer " << i;
+  }
+  if (RunCommand("promtool --version").code != 0) GTEST_SKIP() << "promtool not installed (Debian's prometheus)";
+  for (const char* f : {"trainer.0", "trainer.1", "pserver.0", "pserver.1"}) {
+    const Result check = RunCommand("promtool check metrics < " + dir + "/" + f + ".prom");
+    EXPECT_EQ(check.code, 0) << f << ": " << check.out;
+    EXPECT_EQ(check.out, "") << f << ": " << check.out;
+  }
+}
+
+}  // namespace
+}  // namespace oar
