@@ -4,6 +4,8 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "common/profiler/profiler.h"
+#include "common/run_env.h"
 #include "common/status.h"
 
 namespace oar {
@@ -139,6 +141,15 @@ absl::Status PreparedBlock::InferShape(OpRuntime& op, RuntimeInferShapeContext* 
 }
 
 absl::Status PreparedBlock::RunOp(OpRuntime& op) {
+  Profiler* profiler = env_ != nullptr ? env_->profiler : nullptr;
+  if (profiler == nullptr) return RunOpBody(op);
+  const absl::Time start = absl::Now();
+  absl::Status s = RunOpBody(op);
+  profiler->Record(op.desc->type, "op", start, absl::Now());
+  return s;
+}
+
+absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
   OAR_RETURN_IF_ERROR(CheckInputsSet(op));
   RuntimeInferShapeContext ictx(*op.desc, op.binding);
   OAR_RETURN_IF_ERROR(InferShape(op, &ictx));

@@ -73,7 +73,9 @@ class PreparedBlock : public BlockRunner {
       : program_(std::move(program)), block_id_(block_id), place_(place), registry_(registry), env_(env) {}
   absl::Status CheckInputsSet(const OpRuntime& op) const;
   absl::Status InferShape(OpRuntime& op, RuntimeInferShapeContext* ictx) const;
+  // RunOpBody, timed into env_->profiler when there is one.
   absl::Status RunOp(OpRuntime& op);
+  absl::Status RunOpBody(OpRuntime& op);
 
   std::unique_ptr<ProgramDesc> program_;
   int block_id_;

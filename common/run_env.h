@@ -24,6 +24,7 @@ class RpcClient;
 class Transport;
 }  // namespace rpc
 class Collective;  // trainer/collective/collective.h
+class Profiler;    // common/profiler/profiler.h
 
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
@@ -33,6 +34,9 @@ struct RunEnv {
   Collective* collective = nullptr;
   // What Executor::Close() does: a trainer says COMPLETE to its pservers.
   std::function<absl::Status()> on_close;
+  // Where executors record each op's span (oar train --profile, oar run
+  // --profile_path); null: nothing is timed.
+  Profiler* profiler = nullptr;
 };
 
 }  // namespace oar
