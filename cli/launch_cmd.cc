@@ -27,7 +27,9 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/launch_monitor.h"
+#include "cli/launch_summary.h"
 #include "cli/process_group.h"
+#include "common/profiler/profiler.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 
@@ -35,6 +37,9 @@ DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR
 DEFINE_bool(metrics, false,
             "each process serves its Prometheus metrics on a free port (printed at the start) at /metrics");
 DEFINE_string(metrics_dir, "", "each process writes its final metrics to DIR/<role>.<i>.prom when it ends");
+DEFINE_string(timeline, "",
+              "write one Chrome trace of the whole job to FILE: each process's ops and RPC handling in its own lane "
+              "(each runs with --profile_path; the launcher merges them)");
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
@@ -52,7 +57,7 @@ void OnLaunchSignal(int sig) { g_signal = sig; }
 // Flags `oar run` reads that the launcher sets per child itself.
 const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
                                       "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
-                                      "metrics_port", "metrics_file"};
+                                      "metrics_port", "metrics_file", "profile_path"};
 
 absl::StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;
@@ -73,9 +78,12 @@ absl::StatusOr<std::vector<int>> FreePorts(int n) {
   return ports;
 }
 
-// --metrics: a free port per process, printed; --metrics_dir: a file per
-// process, written when it ends.
-absl::Status AddMetricsFlags(std::vector<ChildSpec>* specs) {
+// --metrics: a free port per process, printed; a metrics file per process,
+// written when it ends, in --metrics_dir or else in `scratch` (the time
+// split at the end reads them; `files` gets their paths); --timeline: a
+// trace per process in FILE.parts/, for MergeTimeline.
+absl::Status AddObservabilityFlags(std::vector<ChildSpec>* specs, const std::string& scratch,
+                                   std::vector<std::string>* files) {
   if (FLAGS_metrics) {
     OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(static_cast<int>(specs->size())));
     std::vector<std::string> where;
@@ -85,9 +93,30 @@ absl::Status AddMetricsFlags(std::vector<ChildSpec>* specs) {
     }
     std::fprintf(stderr, "oar launch: metrics: %s\n", absl::StrJoin(where, ", ").c_str());
   }
-  if (!FLAGS_metrics_dir.empty()) {
-    for (auto& s : *specs) s.argv.push_back(absl::StrCat("--metrics_file=", FLAGS_metrics_dir, "/", s.name, ".prom"));
+  const std::string dir = FLAGS_metrics_dir.empty() ? scratch : FLAGS_metrics_dir;
+  for (auto& s : *specs) {
+    files->push_back(absl::StrCat(dir, "/", s.name, ".prom"));
+    s.argv.push_back("--metrics_file=" + files->back());
   }
+  if (!FLAGS_timeline.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(FLAGS_timeline + ".parts", ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("--timeline: ", FLAGS_timeline, ".parts: ", ec.message()));
+    for (auto& s : *specs) s.argv.push_back(absl::StrCat("--profile_path=", FLAGS_timeline, ".parts/", s.name, ".json"));
+  }
+  return absl::OkStatus();
+}
+
+// The processes' traces in --timeline, one lane each in launch order, and
+// the parts removed.
+absl::Status MergeTimeline(const std::vector<std::string>& names) {
+  std::vector<std::string> parts;
+  for (const auto& n : names) parts.push_back(absl::StrCat(FLAGS_timeline, ".parts/", n, ".json"));
+  OAR_RETURN_IF_ERROR(Annotate(MergeTraces(parts, FLAGS_timeline), "--timeline"));
+  std::error_code ec;
+  std::filesystem::remove_all(FLAGS_timeline + ".parts", ec);
+  std::fprintf(stderr, "oar launch: timeline of %zu processes in %s (open in chrome://tracing or ui.perfetto.dev)\n",
+               names.size(), FLAGS_timeline.c_str());
   return absl::OkStatus();
 }
 
@@ -184,7 +213,24 @@ absl::Status Launch() {
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
   }
   for (const auto& s : specs) names.push_back(s.name);
-  OAR_RETURN_IF_ERROR(AddMetricsFlags(&specs));
+  // The children's metrics files when --metrics_dir is not given: here,
+  // removed when the launch ends.
+  const std::string scratch =
+      (std::filesystem::temp_directory_path() / absl::StrCat("oar_launch_", ::getpid())).string();
+  struct RemoveScratch {
+    std::string dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{FLAGS_metrics_dir.empty() ? scratch : ""};
+  if (FLAGS_metrics_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(scratch, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat(scratch, ": ", ec.message()));
+  }
+  std::vector<std::string> metrics_files;
+  OAR_RETURN_IF_ERROR(AddObservabilityFlags(&specs, scratch, &metrics_files));
   const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
@@ -240,6 +286,7 @@ absl::Status Launch() {
   }
   group.DrainOutput();
   monitor.Finish();
+  if (!FLAGS_timeline.empty()) OAR_RETURN_IF_ERROR(MergeTimeline(names));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int64_t examples = 0;
   double train_seconds = 0, loss = 0;
@@ -281,6 +328,7 @@ absl::Status Launch() {
               static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
               std::thread::hardware_concurrency());
   std::printf("  last loss %.4f\n", loss);
+  for (const std::string& line : TimeSplitLines(names, metrics_files)) std::printf("  %s\n", line.c_str());
   std::printf("test_loss=%s\n", test_loss.c_str());
   if (auc.empty()) {
     std::printf("test_accuracy=%s\n", accuracy.c_str());

@@ -34,6 +34,7 @@
 #include "cli/command.h"
 #include "cli/metrics_export.h"
 #include "cli/model_build.h"
+#include "cli/profile_export.h"
 #include "cli/progress_bar.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
@@ -134,10 +135,11 @@ void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
 // trainer holds whole parameters; in pserver mode the pservers load them and
 // the trainers' startup pulls them).
 absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2,
-                        const ProgramDesc& origin) {
+                        const ProgramDesc& origin, Profiler* profiler) {
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
+  options.profiler = profiler;
   if (nccl2 && FlagGiven("params")) {
     options.after_startup = [&origin](Executor& exe, Scope* scope) -> absl::Status {
       return Annotate(LoadPersistablesFrom(exe, scope, FLAGS_params, origin), "--params " + FLAGS_params);
@@ -252,6 +254,9 @@ absl::Status Run() {
                        MetricsExport::FromFlags(env.role == RoleEnv::Role::kTrainer
                                                     ? absl::StrCat("trainer ", env.trainer_id)
                                                     : absl::StrCat("pserver ", env.current_endpoint)));
+  OAR_ASSIGN_OR_RETURN(auto profile, ProfileExport::FromFlags(env.role == RoleEnv::Role::kTrainer
+                                                                 ? absl::StrCat("trainer ", env.trainer_id)
+                                                                 : absl::StrCat("pserver ", env.current_endpoint)));
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   const bool nccl2 = config.mode == "nccl2";
   std::unique_ptr<ModelPrograms> model;
@@ -277,7 +282,7 @@ absl::Status Run() {
                                     config.sync_mode, &startup, env.current_endpoint));
   }
   if (env.role == RoleEnv::Role::kTrainer && from_files) return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
-  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2, origin);
+  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2, origin, profile->profiler());
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");
@@ -290,7 +295,7 @@ absl::Status Run() {
       return absl::OkStatus();
     };
   }
-  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir, init);
+  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir, init, profile->profiler());
 }
 
 }  // namespace

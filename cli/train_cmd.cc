@@ -9,11 +9,13 @@
 #include "cli/command.h"
 #include "cli/metrics_export.h"
 #include "cli/model_build.h"
+#include "cli/profile_export.h"
 #include "cli/progress_bar.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
 #include "common/executor.h"
+#include "common/run_env.h"
 #include "common/status.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/places.h"
@@ -53,7 +55,8 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
 
 namespace {
 
-absl::Status Train() {
+// Ops of the training steps are timed into `profiler` (null: none).
+absl::Status Train(Profiler* profiler) {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
@@ -69,7 +72,8 @@ absl::Status Train() {
                static_cast<long long>(test.size()), FLAGS_optimizer.c_str(), FLAGS_lr,
                FLAGS_batch_size);
 
-  Executor exe(CPUPlace());
+  RunEnv env;  // env.profiler is set for the training steps only
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
   if (!FLAGS_resume.empty()) {
@@ -86,12 +90,13 @@ absl::Status Train() {
     build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
     if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
     OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope,
-                                                      build));
+                                                      build, {}, 1, 0, nullptr, &env));
     std::fprintf(stderr, "training on %zu CPU places\n", pe->num_places());
   }
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   Tensor x, y;
+  env.profiler = profiler;
   double total_seconds = 0, last_loss = 0;
   int64_t total_examples = 0, steps = 0;
   metrics::StepRecorder recorder;
@@ -125,6 +130,7 @@ absl::Status Train() {
       OAR_RETURN_IF_ERROR(Annotate(save_checkpoint(exe, &scope, FLAGS_save, programs->main.desc()), "--save"));
     }
   }
+  env.profiler = nullptr;  // the profile covers the training steps
   OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 500));
   std::printf("trained %s: %d epochs, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
               FLAGS_model.c_str(), FLAGS_epochs, static_cast<long long>(total_examples),
@@ -136,13 +142,16 @@ absl::Status Train() {
 
 }  // namespace
 
-absl::Status TrainProgram();  // train_program.cc
+absl::Status TrainProgram(Profiler* profiler);  // train_program.cc
 
 int RunTrain(const std::vector<std::string>& args) {
   if (!args.empty()) return Fail("train takes no positional arguments (got '" + args[0] + "')");
   auto metrics_export = MetricsExport::FromFlags("oar train");
   if (!metrics_export.ok()) return Fail(std::string(metrics_export.status().message()));
-  absl::Status s = FLAGS_program.empty() ? Train() : TrainProgram();
+  auto profile = ProfileExport::FromFlags("oar train");
+  if (!profile.ok()) return Fail(std::string(profile.status().message()));
+  Profiler* profiler = (*profile)->profiler();
+  absl::Status s = FLAGS_program.empty() ? Train(profiler) : TrainProgram(profiler);
   return s.ok() ? 0 : Fail(std::string(s.message()));
 }
 

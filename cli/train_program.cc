@@ -18,6 +18,7 @@
 #include "common/data/batcher.h"
 #include "common/data/fashion_mnist.h"
 #include "common/executor.h"
+#include "common/run_env.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 
@@ -92,7 +93,7 @@ absl::Status CheckLoadedShapes(const ProgramDesc& main, const Scope& scope) {
 
 }  // namespace
 
-absl::Status TrainProgram() {
+absl::Status TrainProgram(Profiler* profiler) {
   OAR_RETURN_IF_ERROR(RefuseModelFlags());
   if (FLAGS_epochs < 1 || FLAGS_batch_size < 1) return absl::InvalidArgumentError("--epochs and --batch_size must be >= 1");
   OAR_ASSIGN_OR_RETURN(auto main, ReadProgram(FLAGS_program, "--program"));
@@ -109,7 +110,8 @@ absl::Status TrainProgram() {
       return absl::InvalidArgumentError(absl::StrCat(FLAGS_program, " has no variable '", n, "'"));
     }
   }
-  Executor exe(CPUPlace());
+  RunEnv env;  // env.profiler is set for the training steps only
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(*startup, &scope).status(), "startup program"));
   if (!FLAGS_params.empty()) {
@@ -134,6 +136,7 @@ absl::Status TrainProgram() {
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   Tensor x, y;
+  env.profiler = profiler;
   double seconds = 0, last_loss = 0;
   int64_t examples = 0, steps = 0;
   metrics::StepRecorder recorder;
@@ -154,6 +157,7 @@ absl::Status TrainProgram() {
     bar.Finish();
     seconds += bar.seconds();
   }
+  env.profiler = nullptr;  // the profile covers the training steps
   // The test split through the forward part, each target averaged over examples.
   std::vector<double> sums(targets.size(), 0.0);
   Batcher test_batches(test, 500, /*shuffle=*/false);

@@ -9,8 +9,8 @@
 // (0 sync, 1 async), lr_decay_block_id, checkpint_block_id (Fluid's
 // spelling), pserver_id. The bound port goes to the log and, when
 // --pserver_port_file names a file, into it (atomically).
-#include <atomic>
-#include <chrono>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <filesystem>
 #include <thread>
@@ -32,8 +32,6 @@ DEFINE_string(pserver_port_file, "", "write the pserver's bound port here (usefu
 namespace oar {
 namespace {
 
-std::atomic<bool> g_signalled{false};
-extern "C" void OnSignal(int) { g_signalled.store(true); }
 
 absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(PserverConfig config, ListenAndServConfig(ctx.op()));
@@ -41,6 +39,7 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   // The runtime's transport, or gRPC.
   std::unique_ptr<rpc::GrpcTransport> own;
   config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
+  config.profiler = ctx.env() != nullptr ? ctx.env()->profiler : nullptr;
   if (config.transport == nullptr) {
     own = std::make_unique<rpc::GrpcTransport>();
     config.transport = own.get();
@@ -85,26 +84,23 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   if (!FLAGS_pserver_port_file.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(FLAGS_pserver_port_file, port + "\n"), "--pserver_port_file"));
   }
-  // SIGTERM/SIGINT: finish the step in progress, then return cleanly.
-  g_signalled.store(false);
-  auto old_term = std::signal(SIGTERM, OnSignal);
-  auto old_int = std::signal(SIGINT, OnSignal);
-  std::atomic<bool> running{true};
-  std::thread watcher([&] {
-    while (running.load()) {
-      if (g_signalled.load()) {
-        LOG(INFO) << "pserver " << bound << ": signal received, stopping after the current step";
-        ps->Stop();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+  // SIGTERM/SIGINT: finish the step in progress, then return cleanly. Asio
+  // delivers the signal to a handler on its own thread (no polling); the
+  // set's destruction removes the registration (the disposition goes back
+  // to the default once no set in the process waits for it).
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;  // cancelled: Run returned first
+    LOG(INFO) << "pserver " << bound << ": signal " << signo << " received, stopping after the current step";
+    ps->Stop();
   });
+  std::thread watcher([&io] { io.run(); });
   absl::Status s = ps->Run();
-  running.store(false);
+  boost::system::error_code ignored;
+  signals.cancel(ignored);
+  io.stop();
   watcher.join();
-  std::signal(SIGTERM, old_term);
-  std::signal(SIGINT, old_int);
   ps.reset();  // shuts the RPC server down
   if (s.ok()) LOG(INFO) << "pserver " << bound << " done";
   return s;

@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   const PserverConfig& c = ps->config_;
   OAR_ASSIGN_OR_RETURN(ps->store_, VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id));
   for (const auto& [g, id] : c.grad_to_block_id) ++ps->receivables_of_[id];
+  ps->block_env_.profiler = c.profiler;
   ps->guard_ = std::make_unique<ReplayGuard>(c.fanin);
   const BlockDesc& global = program.Block(0);
   for (const auto& [name, v] : global.vars()) {
@@ -115,7 +116,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   for (const auto& [v, id] : c.prefetch_var_to_block_id) ids.push_back(id);
   for (int id : ids) {
     if (ps->blocks_.count(id)) continue;
-    OAR_ASSIGN_OR_RETURN(ps->blocks_[id], PreparedBlock::Create(runnable, id, OpRegistry::Global(), place));
+    OAR_ASSIGN_OR_RETURN(ps->blocks_[id],
+                         PreparedBlock::Create(runnable, id, OpRegistry::Global(), place, &ps->block_env_));
     ps->block_mu_[id] = std::make_unique<absl::Mutex>();
     for (size_t i = 0; i < program.Block(id).OpSize(); ++i) {
       for (const auto& out : program.Block(id).Op(i).OutputArgNames()) {
@@ -241,6 +243,7 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   absl::Status s = HandleRequest(kind, request, reply);
   const PserverMetrics& m = GetPserverMetrics();
   const char* method = rpc::MethodLabel(kind, request.header().name());
+  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", start, absl::Now());
   m.requests->With({method})->Add();
   m.request_duration->With({method})->Observe(absl::ToDoubleSeconds(absl::Now() - start));
   return s;

@@ -67,6 +67,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/executor.h"
 #include "common/prepared_block.h"
+#include "common/profiler/profiler.h"
+#include "common/run_env.h"
 #include "common/rpc/transport.h"
 #include "common/thread_pool.h"
 #include "pserver/replay_guard.h"
@@ -95,6 +97,9 @@ struct PserverConfig {
   // (rpc/step_journal.h).
   bool restored = false;
   int64_t restored_step = 0;  // the optimize passes the restored state holds
+  // Times each optimize op and each request handled ("rpc:<method>"); null:
+  // none. Must outlive the server.
+  Profiler* profiler = nullptr;
 };
 
 // Where a pserver saves on CheckpointNotify(dir) and restores from:
@@ -184,6 +189,7 @@ class ParameterServer : public rpc::RpcHandler {
   std::unique_ptr<VarStore> store_;
   std::unique_ptr<ReplayGuard> guard_;
   std::unique_ptr<StepBarrier> barrier_;  // sync only
+  RunEnv block_env_;  // what the optimize blocks' ops see: the profiler
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block
   std::map<std::string, int> param_block_;                // persistable output → block writing it

@@ -9,7 +9,7 @@
 namespace oar {
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir,
-                        const PserverInit& init) {
+                        const PserverInit& init, Profiler* profiler) {
   rpc::GrpcTransport grpc;
   RunEnv env;
   env.transport = &grpc;
@@ -19,6 +19,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &scope).status(), "pserver startup program"));
   if (init) OAR_RETURN_IF_ERROR(init(exe, &scope));
   GetPserverMetrics().parameter_bytes->Set(PersistableBytes(main, scope));
+  env.profiler = profiler;  // the serving, not the startup
   ProgramDesc program(main);
   if (!checkpoint_dir.empty()) {
     BlockDesc* b = program.MutableBlock(0);

@@ -6,6 +6,7 @@
 // (<dir>/pserver_<id>, written on the trainers' checkpoint_notify) restores
 // it and rejoins the running job. `init`, when given, runs after the
 // startup program on the pserver's scope (e.g. to load saved parameters).
+// `profiler`, when given, times the serving's optimize ops and requests.
 //
 // Thread-safety: blocks the calling thread; one call per process.
 #pragma once
@@ -19,8 +20,10 @@
 
 namespace oar {
 
+class Profiler;  // common/profiler/profiler.h
+
 using PserverInit = std::function<absl::Status(Executor& exe, Scope* scope)>;
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir = "",
-                        const PserverInit& init = nullptr);
+                        const PserverInit& init = nullptr, Profiler* profiler = nullptr);
 
 }  // namespace oar

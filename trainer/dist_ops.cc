@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/metrics/metrics.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
 #include "common/selected_rows_util.h"
@@ -267,6 +268,19 @@ absl::Status SplitSelectedRowsKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// The wall time a trainer spends in its RPC ops, by op type
+// (oar_trainer_rpc_op_seconds_total{op}): what `oar launch` splits each
+// trainer's step time into (send, barrier wait, receive; the rest compute).
+template <absl::Status (*Kernel)(const ExecutionContext&)>
+absl::Status Timed(const ExecutionContext& ctx) {
+  static metrics::Family<metrics::Counter>* seconds = metrics::Default().AddCounter(
+      "oar_trainer_rpc_op_seconds_total", "Wall time in a trainer's RPC ops (send, recv, barriers)", {"op"});
+  const absl::Time start = absl::Now();
+  absl::Status s = Kernel(ctx);
+  seconds->With({ctx.op().type})->Add(absl::ToDoubleSeconds(absl::Now() - start));
+  return s;
+}
+
 }  // namespace
 
 void RegisterDistOps(OpRegistry* r) {
@@ -276,24 +290,24 @@ void RegisterDistOps(OpRegistry* r) {
   r->Register("send").Input("X", kDuplicable).Output("Out", kDuplicable | kDispensable)
       .Attr("epmap", std::vector<std::string>{}).Attr("send_varnames", std::vector<std::string>{})
       .Attr("sections", std::vector<int32_t>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SendKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<SendKernel>);
   r->Register("recv").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable)
       .Attr("epmap", std::vector<std::string>{}).Attr("varnames", std::vector<std::string>{})
       .Attr("recv_varnames", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(RecvKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<RecvKernel>);
   r->Register("send_barrier").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
       .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
       .Attr("half_async", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(BarrierKernel<true>);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<true>>);
   r->Register("fetch_barrier").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
       .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(BarrierKernel<false>);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<false>>);
   r->Register("split_byref").Input("X").Output("Out", kDuplicable).Attr("sections", std::vector<int32_t>{})
       .Attr("num", int32_t{0})
       .SetInferShape(SplitByrefInferShape).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitByrefKernel);
   r->Register("prefetch").Input("X", kDuplicable).Output("Out", kDuplicable)
       .Attr("epmap", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("table_name", std::string())
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(PrefetchKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<PrefetchKernel>);
   r->Register("checkpoint_notify").Attr("epmap", std::vector<std::string>{}).Attr("dir", std::string())
       .Attr("lookup_table", std::string()).Attr("trainer_id", int32_t{0})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(CheckpointNotifyKernel);

@@ -31,6 +31,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   if (o.nccl2 && o.trainers > 1) {
     OAR_RETURN_IF_ERROR(rt->JoinCollective());
   }
+  rt->env_.profiler = o.profiler;  // from here on: the training steps
   if (o.places.size() > 1 || rt->collective_ != nullptr) {
     std::vector<Place> places = o.places.empty() ? std::vector<Place>{CPUPlace()} : o.places;
     OAR_ASSIGN_OR_RETURN(rt->pe_, ParallelExecutor::Create(places, o.loss, rt->main_, &rt->scope_, o.build, {},

@@ -31,6 +31,8 @@
 
 namespace oar {
 
+class Profiler;  // common/profiler/profiler.h
+
 class TrainerRuntime {
  public:
   struct Options {
@@ -51,6 +53,8 @@ class TrainerRuntime {
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.
     std::function<absl::Status(Executor& exe, Scope* scope)> after_startup;
+    // Times every op of the training steps (not the startup); null: none.
+    Profiler* profiler = nullptr;
   };
   static absl::StatusOr<std::unique_ptr<TrainerRuntime>> Create(ProgramDesc main, const ProgramDesc& startup,
                                                                 Options options);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -77,6 +78,23 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
     EXPECT_EQ(sent, received) << "trainer " << i;
     EXPECT_GT(received[0], 0) << "trainer " << i;
   }
+  // The launcher's time split, from the same files: the parts add up to
+  // the step time, and a sync trainer both sends and waits at barriers.
+  for (int i = 0; i < 2; ++i) {
+    const std::string key = "\n  trainer " + std::to_string(i) + ": ";  // the summary line
+    const size_t at = r.out.find(key);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    double step = 0, compute = 0, send = 0, barrier = 0, receive = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str() + at + key.size(),
+                          "%lf s of steps = compute %lf s, send %lf s, barrier wait %lf s, receive %lf s", &step,
+                          &compute, &send, &barrier, &receive),
+              5)
+        << r.out.substr(at, 200);
+    EXPECT_NEAR(compute + send + barrier + receive, step, 0.021) << r.out.substr(at, 200);  // printed to 0.01
+    EXPECT_NEAR(step, t[i]["oar_trainer_step_duration_seconds_sum"], 0.006);
+    EXPECT_GT(send + barrier + receive, 0) << r.out.substr(at, 200);
+  }
+  EXPECT_NE(r.out.find("pserver 0: optimize "), std::string::npos) << r.out;
   if (RunCommand("promtool --version").code != 0) GTEST_SKIP() << "promtool not installed (Debian's prometheus)";
   for (const char* f : {"trainer.0", "trainer.1", "pserver.0", "pserver.1"}) {
     const Result check = RunCommand("promtool check metrics < " + dir + "/" + f + ".prom");

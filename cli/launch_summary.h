@@ -1,0 +1,29 @@
+// The end of `oar launch`: each process's time split, read from the
+// metrics file it wrote (--metrics_file, common/metrics): a trainer's step
+// time into compute, send, barrier wait and receive (its RPC ops' wall
+// time, oar_trainer_rpc_op_seconds_total, the rest compute); a pserver's
+// into optimize (its optimize blocks) and serving (time in its request
+// handlers, summed over handler threads).
+//
+//   trainer 0: 1.23 s of steps = compute 0.80 s, send 0.10 s, barrier wait 0.25 s, receive 0.08 s
+//   pserver 0: optimize 0.05 s, serving 0.60 s (handler threads' time)
+//
+// Thread-safety: plain functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace oar::cli {
+
+// The samples of a metrics file in Prometheus' text format ("name{labels}"
+// -> value); empty when the file is missing or unreadable.
+std::map<std::string, double> ReadMetricsFile(const std::string& path);
+
+// One line per process, as above; `names` are the processes ("trainer.0",
+// "pserver.1") and `files` their metrics files, in the same order. A
+// process whose file is missing (it failed) gets "no metrics".
+std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, const std::vector<std::string>& files);
+
+}  // namespace oar::cli
