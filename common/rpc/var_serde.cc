@@ -1,6 +1,11 @@
 #include "common/rpc/var_serde.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -12,64 +17,12 @@ constexpr int kSerializedField = 8;
 constexpr int kRowsField = 9;
 
 void AppendVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
+  uint8_t buf[10];  // a varint of 64 bits takes at most 10 bytes
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(v, buf);
+  out->append(reinterpret_cast<const char*>(buf), static_cast<size_t>(end - buf));
 }
 
 void ReleaseKeepAlive(void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }
-
-// Reads a message spread over gRPC slices without joining them.
-class SliceReader {
- public:
-  explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) { Skip0(); }
-  bool done() const { return i_ == slices_.size(); }
-  size_t slice() const { return i_; }
-  size_t offset() const { return off_; }
-  uint64_t remaining() const {
-    uint64_t n = 0;
-    for (size_t k = i_; k < slices_.size(); ++k) n += slices_[k].size() - (k == i_ ? off_ : 0);
-    return n;
-  }
-  bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t b;
-      if (!Bytes(&b, 1)) return false;
-      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  }
-  // Copies n bytes to dst (or skips them when dst is null).
-  bool Bytes(void* dst, uint64_t n) {
-    char* d = static_cast<char*>(dst);
-    while (n > 0) {
-      if (done()) return false;
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, slices_[i_].size() - off_));
-      if (d != nullptr) {
-        std::memcpy(d, slices_[i_].begin() + off_, take);
-        d += take;
-      }
-      off_ += take;
-      n -= take;
-      Skip0();
-    }
-    return true;
-  }
-
- private:
-  void Skip0() {
-    while (i_ < slices_.size() && off_ == slices_[i_].size()) {
-      ++i_;
-      off_ = 0;
-    }
-  }
-  const std::vector<grpc::Slice>& slices_;
-  size_t i_ = 0, off_ = 0;
-};
 
 const Tensor* PayloadOf(const Variable* var) {
   if (var == nullptr) return nullptr;
@@ -105,56 +58,81 @@ absl::StatusOr<grpc::ByteBuffer> SerializeMessage(const MessageHeader& header, c
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+// Reads the message with protobuf's CodedInputStream over gRPC's own
+// ZeroCopyInputStream on the received slices (nothing joined or copied but
+// the header fields); the payload (field 8) is skipped, and its slice and
+// offset kept for the one copy into the destination tensor.
 absl::StatusOr<std::unique_ptr<GrpcMessage>> ParseMessage(const grpc::ByteBuffer& buffer) {
+  namespace io = google::protobuf::io;
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return absl::InvalidArgumentError("message could not be read");
-  SliceReader in(slices);
+  uint64_t total = 0;
+  for (const auto& s : slices) total += s.size();
+  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("malformed VariableMessage: " + why); };
+  // gRPC itself caps a message below 2 GiB (an int); so does CodedInputStream.
+  if (total > static_cast<uint64_t>(std::numeric_limits<int>::max())) return bad("longer than 2 GiB");
+  grpc::ByteBuffer view(buffer);  // shares the slices
+  grpc::ProtoBufferReader reader(&view);
+  if (!reader.status().ok()) return absl::InvalidArgumentError("message could not be read");
+  io::CodedInputStream in(&reader);
+  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
   std::string header;  // every field but 8, re-encoded as read
   bool has_payload = false;
-  uint64_t payload_len = 0;
-  size_t payload_slice = 0, payload_offset = 0;
-  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("malformed VariableMessage: " + why); };
-  while (!in.done()) {
-    uint64_t tag;
-    if (!in.Varint(&tag)) return bad("truncated tag");
-    const int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
-    if (field == kSerializedField && wire == 2) {
-      if (has_payload) return bad("two payloads");
-      if (!in.Varint(&payload_len) || payload_len > in.remaining()) return bad("payload longer than the message");
-      has_payload = true;
-      payload_slice = in.slice();
-      payload_offset = in.offset();
-      in.Bytes(nullptr, payload_len);
-      continue;
+  uint64_t payload_len = 0, payload_at = 0;
+  {
+    io::StringOutputStream header_stream(&header);
+    io::CodedOutputStream out(&header_stream);
+    auto left = [&] { return total - static_cast<uint64_t>(in.CurrentPosition()); };
+    while (left() > 0) {
+      const uint32_t tag = in.ReadTag();
+      if (tag == 0) return bad("truncated tag");
+      const int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
+      if (field == kSerializedField && wire == 2) {
+        if (has_payload) return bad("two payloads");
+        if (!in.ReadVarint64(&payload_len) || payload_len > left()) return bad("payload longer than the message");
+        has_payload = true;
+        payload_at = static_cast<uint64_t>(in.CurrentPosition());
+        if (!in.Skip(static_cast<int>(payload_len))) return bad("payload longer than the message");
+        continue;
+      }
+      out.WriteTag(tag);  // the field, through to the header
+      if (wire == 0) {
+        uint64_t v;
+        if (!in.ReadVarint64(&v)) return bad("truncated varint");
+        out.WriteVarint64(v);
+      } else if (wire == 2) {
+        uint64_t n;
+        std::string bytes;
+        if (!in.ReadVarint64(&n) || n > left() || !in.ReadString(&bytes, static_cast<int>(n))) {
+          return bad("truncated field");
+        }
+        out.WriteVarint64(n);
+        out.WriteString(bytes);
+      } else if (wire == 1) {
+        uint64_t v;
+        if (!in.ReadLittleEndian64(&v)) return bad("truncated field");
+        out.WriteLittleEndian64(v);
+      } else if (wire == 5) {
+        uint32_t v;
+        if (!in.ReadLittleEndian32(&v)) return bad("truncated field");
+        out.WriteLittleEndian32(v);
+      } else {
+        return bad(absl::StrCat("unsupported wire type ", wire));
+      }
     }
-    // Copy the field through to the header.
-    std::string field_bytes;
-    AppendVarint(&field_bytes, tag);
-    if (wire == 0) {
-      uint64_t v;
-      if (!in.Varint(&v)) return bad("truncated varint");
-      AppendVarint(&field_bytes, v);
-    } else if (wire == 2) {
-      uint64_t n;
-      if (!in.Varint(&n) || n > in.remaining()) return bad("truncated field");
-      AppendVarint(&field_bytes, n);
-      const size_t at = field_bytes.size();
-      field_bytes.resize(at + n);
-      in.Bytes(field_bytes.data() + at, n);
-    } else if (wire == 1 || wire == 5) {
-      const size_t n = wire == 1 ? 8 : 4;
-      const size_t at = field_bytes.size();
-      field_bytes.resize(at + n);
-      if (!in.Bytes(field_bytes.data() + at, n)) return bad("truncated field");
-    } else {
-      return bad(absl::StrCat("unsupported wire type ", wire));
-    }
-    header += field_bytes;
+  }  // `out` flushed into `header`
+  // The payload's first byte as (slice, offset).
+  size_t payload_slice = 0;
+  uint64_t payload_offset = payload_at;
+  while (payload_slice < slices.size() && payload_offset >= slices[payload_slice].size()) {
+    payload_offset -= slices[payload_slice].size();
+    ++payload_slice;
   }
   sendrecv::VariableMessage meta;
   if (!meta.ParseFromString(header)) return bad("header does not parse");
   OAR_ASSIGN_OR_RETURN(MessageHeader h, ParseHeader(std::move(meta), has_payload, payload_len));
-  return std::unique_ptr<GrpcMessage>(new GrpcMessage(std::move(h), std::move(slices), payload_slice, payload_offset));
+  return std::unique_ptr<GrpcMessage>(
+      new GrpcMessage(std::move(h), std::move(slices), payload_slice, static_cast<size_t>(payload_offset)));
 }
 
 void GrpcMessage::ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const {
