@@ -241,11 +241,10 @@ absl::Status ParameterServer::RunAsync() {
 absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
   const absl::Time start = absl::Now();
   absl::Status s = HandleRequest(kind, request, reply);
-  const PserverMetrics& m = GetPserverMetrics();
   const char* method = rpc::MethodLabel(kind, request.header().name());
-  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", start, absl::Now());
-  m.requests->With({method})->Add();
-  m.request_duration->With({method})->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  const absl::Time end = absl::Now();
+  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", start, end);
+  RecordPserverRequest(method, absl::ToDoubleSeconds(end - start));
   return s;
 }
 

@@ -24,6 +24,12 @@ const PserverMetrics& GetPserverMetrics() {
   return *m;
 }
 
+void RecordPserverRequest(const char* method, double seconds) {
+  const PserverMetrics& m = GetPserverMetrics();
+  m.requests->With({method})->Add();
+  m.request_duration->With({method})->Observe(seconds);
+}
+
 double PersistableBytes(const ProgramDesc& program, const Scope& scope) {
   double bytes = 0;
   for (const auto& [name, desc] : program.Block(0).vars()) {

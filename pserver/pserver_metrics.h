@@ -32,6 +32,9 @@ struct PserverMetrics {
 
 const PserverMetrics& GetPserverMetrics();
 
+// What the pserver records for each request it handled.
+void RecordPserverRequest(const char* method, double seconds);
+
 // The bytes of every initialized persistable tensor in `scope` (parameters,
 // optimizer accumulators, learning rates) that `program`'s block 0 declares.
 double PersistableBytes(const ProgramDesc& program, const Scope& scope);

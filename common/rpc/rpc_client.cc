@@ -116,11 +116,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
 
   absl::Status Done(const absl::Status& s, int attempt) {
     finished_ = true;
-    const RpcMetrics& m = Metrics();
-    m.client_duration->With({method_, ep_})->Observe(absl::ToDoubleSeconds(absl::Now() - started_));
-    m.client_sent_bytes->With({method_, ep_})->Add(static_cast<double>(request_->header.payload_bytes));
-    if (attempt > 0) m.client_retries->With({method_, ep_})->Add(attempt);
-    if (!s.ok()) m.client_errors->With({method_, absl::StatusCodeToString(s.code())})->Add();
+    RecordClientCall(method_, ep_, absl::ToDoubleSeconds(absl::Now() - started_), request_->header.payload_bytes, attempt,
+                     s);
     request_.reset();  // the payload is free for its writer again
     if (s.ok() && recovery_.client != nullptr && recovery_.ends_step) {
       recovery_.client->journal_.StepDone(recovery_.trainer, ep_);

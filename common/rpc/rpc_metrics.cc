@@ -25,6 +25,15 @@ const RpcMetrics& Metrics() {
   return *m;
 }
 
+void RecordClientCall(const char* method, const std::string& peer, double seconds, uint64_t sent_bytes, int retries,
+                      const absl::Status& status) {
+  const RpcMetrics& m = Metrics();
+  m.client_duration->With({method, peer})->Observe(seconds);
+  m.client_sent_bytes->With({method, peer})->Add(static_cast<double>(sent_bytes));
+  if (retries > 0) m.client_retries->With({method, peer})->Add(retries);
+  if (!status.ok()) m.client_errors->With({method, absl::StatusCodeToString(status.code())})->Add();
+}
+
 const char* MethodLabel(RpcKind kind, const std::string& name) {
   if (kind == RpcKind::kSend) {
     if (name == kBatchBarrier) return "BatchBarrier";

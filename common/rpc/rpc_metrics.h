@@ -17,7 +17,10 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "absl/status/status.h"
 
 #include "common/metrics/metrics.h"
 #include "common/rpc/rpc_common.h"
@@ -39,5 +42,10 @@ const RpcMetrics& Metrics();
 
 // The `method` label of a call of `kind` carrying variable `name`.
 const char* MethodLabel(RpcKind kind, const std::string& name);
+
+// What the client records when a call ends: its time, the payload bytes it
+// sent, its retries, and its status code if it failed.
+void RecordClientCall(const char* method, const std::string& peer, double seconds, uint64_t sent_bytes, int retries,
+                      const absl::Status& status);
 
 }  // namespace oar::rpc
