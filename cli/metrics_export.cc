@@ -1,6 +1,9 @@
 #include "cli/metrics_export.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +14,9 @@
 DEFINE_int32(metrics_port, 0, "serve Prometheus metrics over HTTP on this port at /metrics (0: off)");
 DEFINE_string(metrics_host, "127.0.0.1", "with --metrics_port: the address to serve on (0.0.0.0: every interface)");
 DEFINE_string(metrics_file, "", "write the metrics in Prometheus' text format to this file when the process ends");
+DEFINE_double(metrics_linger_s, 0,
+              "with --metrics_port: keep serving the final metrics this many seconds after the work ends, so a "
+              "scrape sees the totals");
 
 namespace oar::cli {
 
@@ -32,6 +38,11 @@ absl::StatusOr<std::unique_ptr<MetricsExport>> MetricsExport::FromFlags(const st
 }
 
 MetricsExport::~MetricsExport() {
+  if (server_ != nullptr && FLAGS_metrics_linger_s > 0) {
+    std::fprintf(stderr, "%s: serving the final metrics for %g s more (--metrics_linger_s)\n", who_.c_str(),
+                 FLAGS_metrics_linger_s);
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(FLAGS_metrics_linger_s, 3600.0)));
+  }
   server_.reset();
   if (FLAGS_metrics_file.empty()) return;
   const std::string tmp = FLAGS_metrics_file + ".tmp";

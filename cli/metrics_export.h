@@ -2,7 +2,8 @@
 // serve them over HTTP for Prometheus while the process runs
 // (--metrics_port, --metrics_host), and write them once more when it ends
 // (--metrics_file; the text format node_exporter's textfile collector
-// reads, so a finished job's totals are not lost with the process).
+// reads, so a finished job's totals are not lost with the process), or
+// keep serving them --metrics_linger_s seconds after the work ends.
 //
 //   OAR_ASSIGN_OR_RETURN(auto metrics, MetricsExport::FromFlags("trainer 0"));
 //   ... train ...
@@ -25,7 +26,8 @@ class MetricsExport {
   // ("<who>: metrics at http://host:port/metrics"); adds the process_*
   // gauges. Errors name the address that could not be bound.
   static absl::StatusOr<std::unique_ptr<MetricsExport>> FromFlags(const std::string& who);
-  // Writes --metrics_file (to a temporary name, then renamed), if given.
+  // Serves on for --metrics_linger_s (blocking), stops the server, and
+  // writes --metrics_file (to a temporary name, then renamed), if given.
   ~MetricsExport();
 
  private:
