@@ -176,7 +176,7 @@ SsaGraph BuildSsaGraph(const BlockDesc& block, size_t places, GradientMode mode,
     for (size_t i = 0; i < block.OpSize(); ++i) {
       const OpDesc& op = block.Op(i);
       if (optimize_owner(op) < 0) continue;
-      const std::string& param = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr)[0];
+      const std::string param = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr)[0];  // GetAttr returns a copy
       for (const auto& out : op.OutputArgNames()) {
         if (out == param) last_update[param] = i;
       }

@@ -54,7 +54,7 @@ std::unique_ptr<ConditionalBlockGuard> Switch::Case(const Var& condition) {
   if (pre_not_conditions_.empty()) {
     pre_not_conditions_.push_back(logical_not(condition));
   } else {
-    const Var& pre_not = pre_not_conditions_.back();
+    const Var pre_not = pre_not_conditions_.back();  // a copy: the push_back below may reallocate
     pre_not_conditions_.push_back(logical_and(pre_not, logical_not(condition)));
     cond = logical_and(pre_not, condition);
   }

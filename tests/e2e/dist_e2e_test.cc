@@ -224,6 +224,7 @@ struct Cluster {
   cli::ProcessGroup group;
   absl::Mutex mu;
   std::vector<std::string> logs[4];
+  bool seen[2] = {false, false};  // trainer i has reported a step
   int stepped = 0;
 
   explicit Cluster(int deadline_ms, std::vector<std::string> extra = {"--epochs=5", "--rpc_retry_times=1"}) {
@@ -244,8 +245,9 @@ struct Cluster {
                        {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"},
                         {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", list}}});
     }
-    bool seen[2] = {false, false};
-    EXPECT_TRUE(group.Start(std::move(specs), [this, &seen](size_t c, const std::string& line, bool) {
+    // The callback runs as long as the group: what it keeps lives in the
+    // Cluster (a local here was read after the constructor returned).
+    EXPECT_TRUE(group.Start(std::move(specs), [this](size_t c, const std::string& line, bool) {
                   absl::MutexLock l(&mu);
                   logs[c].push_back(line);
                   if (c >= 2 && line.rfind("@oar progress", 0) == 0 && !seen[c - 2]) {
