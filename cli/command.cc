@@ -25,6 +25,7 @@ int RunRun(const std::vector<std::string>& args);
 int RunLaunch(const std::vector<std::string>& args);
 int RunAsyncTrain(const std::vector<std::string>& args);
 int RunGenCtrData(const std::vector<std::string>& args);
+int RunDeploy(const std::vector<std::string>& args);
 
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
@@ -38,6 +39,13 @@ const std::vector<Command>& Commands() {
        {{"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
         {"loss_name", "with --program: the loss variable to fetch"},
         {"feed_names", "with --program: the image and label variables to feed, \"x,label\""}}},
+      {"deploy", "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
+       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] "
+       "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
+       "cli/deploy_cmd.cc", {"pservers", "trainers", "mode", "out", "model", "epochs"}, RunDeploy,
+       {{"pservers", "the number of pservers (pserver mode)"}, {"trainers", "the number of trainers"},
+        {"mode", "pserver or nccl2"}, {"out", "the directory the manifests go into (created if missing)"},
+        {"model", "the model every pod trains (passed to oar run)"}, {"epochs", "passes the trainers make"}}},
       {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
        "cli/export_cmd.cc", {"model", "optimizer", "lr", "seed", "batch_size"}, RunExport},
       {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package that Oar's build, tests, benchmarks and demo need.
+# Installs every Debian package (and, through install-python-tools.sh, every
+# pinned Python tool) that Oar's build, tests, benchmarks and demo need.
 # Idempotent: packages already present are left alone, and apt is not touched
 # at all when nothing is missing. Run as root (or with sudo available).
 set -euo pipefail
@@ -12,7 +13,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   graphviz nlohmann-json3-dev python3-yaml python3-numpy
-  prometheus
+  prometheus libyaml-cpp-dev
+  python3-venv
 )
 
 missing=()
@@ -22,17 +24,18 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+      echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+      exit 1
+    fi
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
-    exit 1
-  fi
-fi
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Python tools Debian does not package at a usable version (a venv of their own).
+bash "$(dirname "$0")/install-python-tools.sh"

@@ -51,7 +51,8 @@ def container(workload):
 
 
 def pod_env(c, pod_name, annotations):
-    """The container's environment as Kubernetes resolves it for one pod."""
+    """The container's environment as Kubernetes resolves it for one pod
+    (`annotations` holds the pod's annotations and labels)."""
     env = {}
     for e in c.get("env", []):
         if "value" in e:
@@ -62,7 +63,7 @@ def pod_env(c, pod_name, annotations):
             if path == "metadata.name":
                 env[e["name"]] = pod_name
             else:
-                m = re.match(r"metadata\.annotations\['(.+)'\]", path)
+                m = re.match(r"metadata\.(?:annotations|labels)\['(.+)'\]", path)
                 check(m is not None, "unsupported fieldRef %s" % path)
                 env[e["name"]] = annotations.get(m.group(1), "") if m else ""
     return env

@@ -1,0 +1,76 @@
+// `oar deploy`: writes a job's Kubernetes manifests from one description
+// (cli/k8s_manifests.h) into --out: plain resources, PaddleFlow's
+// PaddleJob, or Kubeflow's PaddleJob.
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "cli/k8s_manifests.h"
+#include "common/status.h"
+#include "gflags/gflags.h"
+
+DEFINE_string(image, "", "the container image; its entrypoint is `oar run` (deploy/Dockerfile)");
+DEFINE_string(format, "plain", "plain (Service, StatefulSet, Indexed Job), paddle-operator (PaddleFlow's PaddleJob, "
+                               "pserver mode) or kubeflow (the training-operator's PaddleJob, nccl2 mode)");
+DEFINE_string(name, "oar", "the job's name: the prefix of every resource (a DNS label)");
+DEFINE_int32(port, 0, "the port pservers (pserver mode) or trainers (nccl2) listen on; 0: 6174 or 6170");
+DECLARE_string(pservers);
+DECLARE_int32(trainers);
+DECLARE_string(mode);
+DECLARE_string(out);
+DECLARE_string(model);
+DECLARE_int32(epochs);
+
+namespace oar::cli {
+namespace {
+
+absl::Status Deploy() {
+  if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out DIR is required");
+  DeploySpec s;
+  s.name = FLAGS_name;
+  s.trainers = FLAGS_trainers;
+  s.image = FLAGS_image;
+  s.mode = FLAGS_mode;
+  s.format = FLAGS_format;
+  s.port = FLAGS_port;
+  s.pservers = 0;
+  if (s.mode != "nccl2") {
+    s.pservers = 1;
+    if (FlagGiven("pservers") && (!absl::SimpleAtoi(FLAGS_pservers, &s.pservers) || s.pservers < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pservers takes the number of pservers (>= 1), got '", FLAGS_pservers, "'"));
+    }
+  } else if (FlagGiven("pservers")) {
+    return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
+  }
+  const std::string epochs = std::to_string(FLAGS_epochs);
+  s.pserver_args = {"--model", FLAGS_model};
+  s.trainer_args = {"--model", FLAGS_model, "--epochs", epochs};
+  if (s.mode == "nccl2") s.trainer_args.insert(s.trainer_args.begin(), {"--mode", "nccl2"});
+  s.command_line = absl::StrCat("oar deploy --format ", s.format, " --mode ", s.mode,
+                                s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), " --trainers ",
+                                s.trainers, " --image ", s.image, s.name == "oar" ? "" : " --name " + s.name,
+                                s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ", FLAGS_model,
+                                " --epochs ", epochs);
+  OAR_ASSIGN_OR_RETURN(std::vector<ManifestFile> files, GenerateManifests(s));
+  std::error_code ec;
+  std::filesystem::create_directories(FLAGS_out, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat(FLAGS_out, ": ", ec.message()));
+  std::vector<std::string> names;
+  for (const auto& f : files) {
+    OAR_RETURN_IF_ERROR(WriteFileBytes(FLAGS_out + "/" + f.filename, f.text));
+    names.push_back(f.filename);
+  }
+  std::printf("wrote %s into %s (%s)\n", absl::StrJoin(names, ", ").c_str(), FLAGS_out.c_str(),
+              s.command_line.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunDeploy(const std::vector<std::string>& args) { return RunWithoutArgs("deploy", args, Deploy); }
+
+}  // namespace oar::cli
