@@ -260,10 +260,11 @@ std::vector<ManifestFile> Kubeflow(const DeploySpec& s, int port) {
   d["metadata"]["name"] = s.name;
   d["spec"]["runPolicy"]["cleanPodPolicy"] = "None";
   d["spec"]["runPolicy"]["backoffLimit"] = 0;
-  YAML::Node& w = d["spec"]["paddleReplicaSpecs"]["Worker"] = YAML::Node();
+  YAML::Node w;
   w["replicas"] = s.trainers;
   w["restartPolicy"] = "Never";
   w["template"]["spec"]["containers"].push_back(c);
+  d["spec"]["paddleReplicaSpecs"]["Worker"] = w;
   return {File(s, "paddlejob.yaml",
                "# Kubeflow's training-operator runs it (nccl2 mode): pod i is <job>-worker-i, with a\n"
                "# Service of that name; the id comes from its replica-index label.\n",

@@ -56,8 +56,8 @@ namespace {
 absl::Status CheckSlots(const std::string& type, const char* what,
                         const std::vector<SlotSpec>& spec, const OpDesc::VarMap& got) {
   for (const auto& [slot, args] : got) {
-    auto it = std::find_if(spec.begin(), spec.end(),
-                           [&](const SlotSpec& s) { return s.name == slot; });
+    const std::string& name = slot;  // clang 14 cannot capture a structured binding
+    auto it = std::find_if(spec.begin(), spec.end(), [&](const SlotSpec& s) { return s.name == name; });
     if (it == spec.end()) {
       std::vector<std::string> names;
       for (const auto& s : spec) names.push_back(s.name);

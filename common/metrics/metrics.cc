@@ -171,7 +171,11 @@ void Registry::RemoveCallback(const std::string& name) {
 std::string Registry::Render() const {
   std::string out;
   absl::MutexLock l(&mu_);
-  for (const auto& [name, e] : entries_) {
+  for (const auto& entry : entries_) {
+    // Not a structured binding: clang before 16 cannot capture one in the
+    // lambdas below (the fuzz and sanitizer builds use clang 14).
+    const std::string& name = entry.first;
+    const auto& e = entry.second;
     switch (e->type) {
       case Type::kCounter:
         if (e->read) {

@@ -75,9 +75,9 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
 // optimizer step's hot loop). Outputs alias their inputs index for index at
 // most (in-place update), so the loop carries no dependence.
 template <typename T>
-__attribute__((target_clones("avx2", "default"))) void AdamDense(
-    int64_t n, T b1, T b2, T lr_t, T eps_t, const T* g, const T* p, const T* m1, const T* m2, T* pout, T* m1out,
-    T* m2out) {
+inline __attribute__((always_inline)) void AdamDenseBody(int64_t n, T b1, T b2, T lr_t, T eps_t, const T* g,
+                                                         const T* p, const T* m1, const T* m2, T* pout, T* m1out,
+                                                         T* m2out) {
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     const T a = b1 * m1[i] + (T(1) - b1) * g[i];
@@ -86,6 +86,21 @@ __attribute__((target_clones("avx2", "default"))) void AdamDense(
     m2out[i] = b;
     pout[i] = p[i] - lr_t * (a / (std::sqrt(b) + eps_t));
   }
+}
+
+// One overload per type rather than a template: clang cannot clone a
+// function template (the sanitizer and fuzz builds use clang).
+__attribute__((target_clones("avx2", "default"))) void AdamDense(int64_t n, float b1, float b2, float lr_t,
+                                                                  float eps_t, const float* g, const float* p,
+                                                                  const float* m1, const float* m2, float* pout,
+                                                                  float* m1out, float* m2out) {
+  AdamDenseBody(n, b1, b2, lr_t, eps_t, g, p, m1, m2, pout, m1out, m2out);
+}
+__attribute__((target_clones("avx2", "default"))) void AdamDense(int64_t n, double b1, double b2, double lr_t,
+                                                                  double eps_t, const double* g, const double* p,
+                                                                  const double* m1, const double* m2, double* pout,
+                                                                  double* m1out, double* m2out) {
+  AdamDenseBody(n, b1, b2, lr_t, eps_t, g, p, m1, m2, pout, m1out, m2out);
 }
 
 template <typename T>
@@ -115,7 +130,7 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   if (Tensor* t = ctx.Output("Beta1PowOut")) t->mutable_data<T>(DDim{1})[0] = beta1_pow * b1;
   if (Tensor* t = ctx.Output("Beta2PowOut")) t->mutable_data<T>(DDim{1})[0] = beta2_pow * b2;
   if (!g.sparse()) {
-    AdamDense<T>(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
+    AdamDense(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
     return absl::OkStatus();
   }
   // Lazy: rows without gradient keep their parameter and moments.
@@ -125,7 +140,7 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   const T* v = g.rows.value.template data<T>();
   for (size_t r = 0; r < g.rows.rows.size(); ++r) {
     const int64_t at = g.rows.rows[r] * g.width;  // rows are unique (ReadGrad merged them)
-    AdamDense<T>(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at,
+    AdamDense(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at,
                  m1out + at, m2out + at);
   }
   return absl::OkStatus();

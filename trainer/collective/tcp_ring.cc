@@ -237,7 +237,6 @@ absl::Status TcpRing::AllGather(const Tensor& in, std::vector<Tensor>* out, cons
   if (n == 1) return absl::OkStatus();
   Header h = m.Make(kAllGather, nullptr, name);
   h.dtype = static_cast<uint8_t>(in.dtype());
-  char in_header[sizeof(Header)];
   for (int s = 0; s < n - 1; ++s) {
     const int send = m.mod(m.o.rank - s), recv = m.mod(m.o.rank - s - 1);
     const Tensor& block = (*out)[static_cast<size_t>(send)];

@@ -115,7 +115,8 @@ TEST_P(CollectiveTest, AllReduceEqualsThePlainSum) {
 }
 
 TEST_P(CollectiveTest, BroadcastAllGatherAndBarrier) {
-  const auto [backend, n] = GetParam();
+  const Backend backend = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam());  // not a structured binding: the lambda below captures it
   auto status = OnRanks(backend, n, [&](int r, Collective* c) -> absl::Status {
     for (int root = 0; root < n; ++root) {
       Tensor t = Values<float>(r, 70000 + root);
