@@ -97,6 +97,10 @@ absl::Status InProcessGroup::Run(int rank, Slot slot, std::vector<Tensor>* gathe
   static const char* kNames[] = {"AllReduce", "Broadcast", "AllGather", "Barrier"};
   const char* what = kNames[static_cast<int>(slot.op)];
   const std::string name = slot.name;
+  if (slot.inout != nullptr) {
+    slot.dtype = slot.inout->dtype();
+    slot.numel = slot.inout->numel();
+  }
   std::vector<Slot> all;
   {
     absl::MutexLock l(&mu_);
@@ -109,17 +113,20 @@ absl::Status InProcessGroup::Run(int rank, Slot slot, std::vector<Tensor>* gathe
   for (int q = 0; q < size_; ++q) {
     const Slot& s = all[static_cast<size_t>(q)];
     bool same = s.op == all[0].op && s.name == all[0].name && s.root == all[0].root;
-    if (same && s.inout != nullptr && all[0].inout != nullptr) {
-      same = s.inout->dtype() == all[0].inout->dtype() && s.inout->numel() == all[0].inout->numel();
-    }
+    if (same && s.numel >= 0 && all[0].numel >= 0) same = s.dtype == all[0].dtype && s.numel == all[0].numel;
     if (!same) {
       auto describe = [&](int r) {
         const Slot& x = all[static_cast<size_t>(r)];
         return absl::StrCat(kNames[static_cast<int>(x.op)], " '", x.name, "'",
-                            x.inout != nullptr ? absl::StrCat(" ", DataTypeName(x.inout->dtype()), "[", x.inout->numel(), "]") : "");
+                            x.numel >= 0 ? absl::StrCat(" ", DataTypeName(x.dtype), "[", x.numel, "]") : "");
       };
-      return absl::InvalidArgumentError(absl::StrCat("collective calls disagree: rank 0 ", describe(0), ", rank ", q, " ",
-                                                     describe(q)));
+      const absl::Status mismatch = absl::InvalidArgumentError(
+          absl::StrCat("collective calls disagree: rank 0 ", describe(0), ", rank ", q, " ", describe(q)));
+      // Every rank found it: all leave together, so that none deposits its
+      // next call while another still reads this round's slots.
+      absl::MutexLock l(&mu_);
+      (void)Await(rank, what, name);
+      return mismatch;
     }
   }
   std::vector<Tensor*> bufs;
@@ -148,8 +155,10 @@ absl::Status InProcessGroup::Run(int rank, Slot slot, std::vector<Tensor>* gathe
     gathered->assign(static_cast<size_t>(size_), Tensor());
     for (int q = 0; q < size_; ++q) (*gathered)[static_cast<size_t>(q)].CopyFrom(*all[static_cast<size_t>(q)].in);
   }
-  if (slot.op == Op::kBarrier) return work;
-  absl::MutexLock l(&mu_);  // no rank leaves while another reads its buffer
+  // No rank leaves while another reads its buffer or this round's slots (a
+  // barrier too: a rank that left early could deposit its next call over a
+  // slot another rank has not read yet).
+  absl::MutexLock l(&mu_);
   OAR_RETURN_IF_ERROR(Await(rank, what, name));
   if (!work.ok()) broken_ = work;
   return work;

@@ -51,6 +51,11 @@ class InProcessGroup {
     Tensor* inout = nullptr;
     const Tensor* in = nullptr;
     int root = 0;
+    // inout's dtype and size, copied when the slot is deposited: the ranks
+    // compare these, never another rank's tensor, which a rank that found a
+    // disagreement and left no longer keeps alive.
+    DataType dtype = DataType::kFloat32;
+    int64_t numel = -1;  // -1: no inout
   };
   // Waits until every rank reached barrier `phase` of the current round;
   // the error names the ranks that did not.
