@@ -1,11 +1,13 @@
 #include "common/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "common/tsan.h"
 
 namespace oar {
 
@@ -46,13 +48,22 @@ struct Tensor::Buffer {
 
 void* Tensor::mutable_data(DataType dtype, const Place& place) {
   const size_t need = CheckedBytes(dims_, dtype);
-  dtype_ = dtype;
-  place_ = place;
+  // Written only when they change: Hogwild threads (AsyncExecutor) take the
+  // output buffer of a shared parameter while others read its type.
+  if (dtype_ != dtype) dtype_ = dtype;
+  if (!(place_ == place)) place_ = place;
   // Never write into a buffer another tensor still shares (a view, a fed
   // tensor): give this one its own.
   if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1) {
     holder_ = std::make_shared<Buffer>(need);
     offset_ = 0;
+  } else {
+    // The last other owner may have let go on another thread just now (an
+    // RPC reply sent, a fetched value dropped): its reads of the buffer
+    // happen before the writes that follow (its release of the count, this
+    // load of it, then this fence).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    OAR_TSAN_ACQUIRE(holder_.get());
   }
   return static_cast<char*>(holder_->ptr) + offset_;
 }

@@ -30,7 +30,12 @@ class Tensor {
 
   const DDim& dims() const { return dims_; }
   // Sets the shape; the buffer is (re)allocated by the next mutable_data.
-  void Resize(const DDim& dims) { dims_ = dims; }
+  // (No write when the shape is the same: Hogwild threads of the
+  // AsyncExecutor resize shared parameters to their own shape while others
+  // read it.)
+  void Resize(const DDim& dims) {
+    if (!(dims_ == dims)) dims_ = dims;
+  }
   int64_t numel() const { return dims_.numel(); }
   DataType dtype() const { return dtype_; }
   const Place& place() const { return place_; }
@@ -77,6 +82,10 @@ class Tensor {
   // True when another tensor (or a KeepAlive reference) shares the buffer;
   // mutable_data then gives this tensor a fresh one.
   bool BufferShared() const { return holder_.use_count() > 1; }
+  // What names the buffer for OAR_TSAN_RELEASE (common/tsan.h): a reader
+  // that shared it through KeepAlive or a copy of this tensor releases it
+  // so when it is done, for the writer that later keeps it (mutable_data).
+  const void* BufferId() const { return holder_.get(); }
 
   // Rows [begin, end) of the first dimension, sharing the buffer.
   Tensor Slice(int64_t begin, int64_t end) const;

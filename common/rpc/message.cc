@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/tsan.h"
 
 namespace oar::rpc {
 namespace {
@@ -242,6 +243,11 @@ absl::Status IncomingMessage::AddPayloadInto(Tensor* dst) const {
       return absl::UnimplementedError(absl::StrCat("adding ", DataTypeName(h.dtype), " payloads ('", h.name(), "')"));
   }
   return absl::OkStatus();
+}
+
+InMemoryMessage::~InMemoryMessage() {
+  // Done reading the sender's buffer: see Tensor::mutable_data.
+  if (const Tensor* t = payload()) OAR_TSAN_RELEASE(t->BufferId());
 }
 
 const Tensor* InMemoryMessage::payload() const {

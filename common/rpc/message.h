@@ -101,6 +101,7 @@ class IncomingMessage {
 class InMemoryMessage final : public IncomingMessage {
  public:
   InMemoryMessage(MessageHeader header, Variable var) : IncomingMessage(std::move(header)), var_(std::move(var)) {}
+  ~InMemoryMessage() override;
   void CopyPayload(void* dst) const override;
   void ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const override;
 

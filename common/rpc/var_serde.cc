@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/tsan.h"
 
 namespace oar::rpc {
 namespace {
@@ -22,7 +23,11 @@ void AppendVarint(std::string* out, uint64_t v) {
   out->append(reinterpret_cast<const char*>(buf), static_cast<size_t>(end - buf));
 }
 
-void ReleaseKeepAlive(void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }
+void ReleaseKeepAlive(void* p) {
+  auto* keep = static_cast<std::shared_ptr<const void>*>(p);
+  OAR_TSAN_RELEASE(keep->get());  // gRPC has written the payload: see Tensor::mutable_data
+  delete keep;
+}
 
 const Tensor* PayloadOf(const Variable* var) {
   if (var == nullptr) return nullptr;
