@@ -3,6 +3,10 @@
 # pinned Python tool) that Oar's build, tests, benchmarks and demo need.
 # Idempotent: packages already present are left alone, and apt is not touched
 # at all when nothing is missing. Run as root (or with sudo available).
+#
+#   bash scripts/install-deps.sh            # build, tests, benchmarks, demo
+#   bash scripts/install-deps.sh sanitize   # and clang with its sanitizer and
+#                                           # libFuzzer runtimes (scripts/ci-sanitize.sh)
 set -euo pipefail
 
 PACKAGES=(
@@ -16,6 +20,9 @@ PACKAGES=(
   prometheus libyaml-cpp-dev
   python3-venv
 )
+if [ "${1:-}" = "sanitize" ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
