@@ -37,8 +37,8 @@ const std::vector<Command>& Commands() {
         "metrics_file", "metrics_linger_s", "profile", "profile_sorted_key", "profile_path"},
        RunTrain,
        {{"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
-        {"loss_name", "with --program: the loss variable to fetch"},
-        {"feed_names", "with --program: the image and label variables to feed, \"x,label\""}}},
+        {"loss_name", "with --program: the loss variable to fetch (also --loss)"},
+        {"feed_names", "with --program: the image and label variables to feed, \"x,label\" (also --feed)"}}},
       {"deploy", "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
        "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] "
        "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
@@ -58,7 +58,7 @@ const std::vector<Command>& Commands() {
        "PADDLE_TRAINING_ROLE=TRAINER|PSERVER PADDLE_TRAINERS_NUM=N PADDLE_PSERVER_ENDPOINTS=EP,EP ... oar run "
        "--model NAME [flags]\n\n(reads " + absl::StrJoin(RoleEnvVariables(), ", ") + "; flags override them)",
        "cli/run_cmd.cc",
-       {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "limit", "constant_init", "step_log",
+       {"model", "optimizer", "lr", "seed", "batch_size", "epochs", "data_dir", "data", "limit", "constant_init", "step_log",
         "max_steps", "program", "startup", "pservers", "trainers", "trainer_id", "current_endpoint",
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
         "runtime_split_send_recv", "loss_name", "feed_names", "data_feed", "files", "threads", "fetch", "debug",
@@ -78,7 +78,7 @@ const std::vector<Command>& Commands() {
        "[--threads N] [--test_files 'glob']",
        "cli/launch_cmd.cc",
        {"pservers", "trainers", "log_dir", "cpu_num", "model", "optimizer", "lr", "seed", "batch_size", "epochs",
-        "data_dir", "limit", "constant_init", "max_steps", "sync", "async", "mode", "min_block_size", "no_slice",
+        "data_dir", "data", "limit", "constant_init", "max_steps", "sync", "async", "mode", "min_block_size", "no_slice",
         "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names",
         "checkpoint_dir", "checkpoint_every", "fuse_all_reduce_ops", "data_feed", "files", "threads", "fetch",
         "skip_bad_lines", "test_files", "params", "metrics_linger_s"},
@@ -125,6 +125,14 @@ void PrintCommandHelp(const Command& cmd) {
               << (own != cmd.flag_help.end() ? own->second : f.description) << "\n";
   }
   std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
+  if (CommandReads(cmd, "feed_names")) std::cout << "--feed and --loss stand for --feed_names and --loss_name.\n";
+}
+
+// Other names of flags: --feed and --loss, as Paddle users write them for
+// `oar train --program`; each stands for the flag it maps to everywhere.
+static const std::map<std::string, std::string>& FlagAliases() {
+  static const auto* aliases = new std::map<std::string, std::string>{{"feed", "feed_names"}, {"loss", "loss_name"}};
+  return *aliases;
 }
 
 std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given) {
@@ -145,6 +153,7 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<st
       std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       std::string rest = eq == std::string::npos ? "" : a.substr(eq);
       name = absl::StrReplaceAll(name, {{"-", "_"}});
+      if (auto alias = FlagAliases().find(name); alias != FlagAliases().end()) name = alias->second;
       a = "--" + name + rest;
       gflags::CommandLineFlagInfo info;
       if (given != nullptr) {  // --nosync names the flag sync

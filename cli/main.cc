@@ -13,6 +13,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+DECLARE_string(data);  // cli/train_cmd.cc
+
 namespace {
 
 void PrintUsage() {
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> given;
     std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv, &given);
     if (absl::Status s = oar::cli::CheckFlagsRead(cmd, given); !s.ok()) return oar::cli::Fail(std::string(s.message()));
+    if (oar::cli::CommandReads(cmd, "data") && FLAGS_data != "fashion_mnist") {
+      return oar::cli::Fail("--data '" + FLAGS_data + "': the dataset oar's commands train on is fashion_mnist (read from "
+                            "--data_dir); MultiSlot files go through --data_feed and --files");
+    }
     return cmd.run(args);
   }
   std::cerr << "oar: error: unknown command '" << name << "'\n";

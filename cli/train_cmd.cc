@@ -28,6 +28,8 @@ DEFINE_double(lr, 0.001, "learning rate");
 DEFINE_string(optimizer, "adam", "sgd, momentum, adam, lazy_adam (Adam with lazy_mode: a sparse gradient moves only its rows) or adagrad");
 DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
+DEFINE_string(data, "fashion_mnist", "the dataset: fashion_mnist, read from --data_dir (MultiSlot files go through "
+                                     "--data_feed and --files)");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");

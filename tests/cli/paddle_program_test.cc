@@ -19,8 +19,11 @@ const std::string kArgs = "train --program " + kFixture + "/main.pb --startup " 
                           "/startup.pb --feed_names x,label --loss_name mean_1.tmp_0 ";
 
 
+// Spelt as the README and Paddle users write it: --feed, --loss, --data.
 TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
-  Result r = Oar(kArgs + "--params " + kFixture + "/params --fetch accuracy_0.tmp_2 --epochs 1 --limit 6000");
+  Result r = Oar("train --program " + kFixture + "/main.pb --startup " + kFixture +
+                 "/startup.pb --feed x,label --loss mean_1.tmp_0 --data fashion_mnist --params " + kFixture +
+                 "/params --fetch accuracy_0.tmp_2 --epochs 1 --limit 6000");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("from " + kFixture + "/params"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("6000 examples"), std::string::npos) << r.out;
@@ -122,6 +125,7 @@ TEST(PaddleProgramTest, MisuseIsAClearError) {
       {kArgs + "--params " + kFixture + "/model", "is paddle.static.save's pickled format"},
       {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb",
        "--program needs --loss_name LOSS and --feed_names IMAGE,LABEL"},
+      {kArgs + "--data cifar10", "--data 'cifar10': the dataset oar's commands train on is fashion_mnist"},
   };
   for (const auto& c : cases) {
     Result r = Oar(c.args + " --limit 100 --epochs 1");
