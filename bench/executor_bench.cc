@@ -6,7 +6,13 @@
 // 2. Per-op overhead: a program of 1000 chained `scale` ops on a 1-element
 //    tensor, against the same 1000 multiply-adds in a plain loop.
 //
-// Prints both figures, the baselines and the ratios. Medians of repeated
+// 3. What observing a run costs, on the MLP step and on the 1000-op chain:
+//    the Profiler on (every op timed, as `oar train --profile` does) and the
+//    step metrics (StepRecorder, which every `oar train`/`oar run` keeps),
+//    each against the same executor with neither, in interleaved rounds.
+//    With no Profiler given, an executor checks one pointer per op.
+//
+// Prints every figure, the baselines and the ratios. Medians of repeated
 // timings; absolute times vary with the machine, the ratios are the point.
 #include <cblas.h>
 
@@ -22,6 +28,9 @@
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
 #include "common/executor.h"
+#include "common/metrics/training_metrics.h"
+#include "common/profiler/profiler.h"
+#include "common/run_env.h"
 #include "bench/bench_util.h"
 #include "glog/logging.h"
 
@@ -113,6 +122,25 @@ void MlpStep() {
   std::printf("mlp_step   784-512-256-10 batch %lld: executor %.3f ms, bare cblas_sgemm %.3f ms, "
               "ratio %.2fx (median of 9 interleaved rounds; target <= 1.30x)\n",
               static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
+
+  // Observed: the same step with the step metrics, and with the profiler.
+  metrics::StepRecorder recorder;
+  auto step_metrics = [&] {
+    recorder.Start();
+    step();
+    recorder.Done(kBatch);
+  };
+  Profiler profiler;
+  RunEnv env;
+  env.profiler = &profiler;
+  Executor profiled(CPUPlace(), ExecutorOptions{.env = &env});
+  auto step_profiled = [&] { CHECK(profiled.Run(main.desc(), &scope, feed, fetch).ok()); };
+  bench::Paired m = bench::TimePaired(step_metrics, step, 20, 9);
+  bench::Paired p = bench::TimePaired(step_profiled, step, 20, 9);
+  std::printf("observed   mlp_step with step metrics %.3f ms vs %.3f ms: %+.2f%% (target <= 3%%); "
+              "with the profiler on %.3f ms vs %.3f ms: %+.2f%%\n",
+              m.a_seconds * 1e3, m.b_seconds * 1e3, (m.ratio - 1) * 100, p.a_seconds * 1e3, p.b_seconds * 1e3,
+              (p.ratio - 1) * 100);
 }
 
 void PerOpOverhead() {
@@ -139,6 +167,13 @@ void PerOpOverhead() {
   Executor drop(CPUPlace(), ExecutorOptions{.num_iteration_per_drop_scope = 1});
   double drop_s = MedianSeconds([&] { CHECK(drop.Run(program, &scope, feed, {last}).ok()); }, 50, 7);
 
+  Profiler profiler;
+  RunEnv env;
+  env.profiler = &profiler;
+  Executor profiled(CPUPlace(), ExecutorOptions{.env = &env});
+  bench::Paired p = bench::TimePaired([&] { CHECK(profiled.Run(program, &scope, feed, {last}).ok()); },
+                                      [&] { CHECK(exe.Run(program, &scope, feed, {last}).ok()); }, 50, 7);
+
   volatile float sink = 0;
   double raw_s = MedianSeconds([&] {
     float v = 1.0f;
@@ -148,6 +183,8 @@ void PerOpOverhead() {
   std::printf("per_op     %d scale ops on 1 element: %.3f us/op (%.3f us/op dropping the local scope every run); "
               "bare loop %.4f us/op; overhead %.3f us/op (target <= 2 us/op)\n",
               kOps, run_s * 1e6 / kOps, drop_s * 1e6 / kOps, raw_s * 1e6 / kOps, (run_s - raw_s) * 1e6 / kOps);
+  std::printf("observed   per_op with the profiler on: %.3f us/op vs %.3f us/op off (%+.1f%%: one span per op)\n",
+              p.a_seconds * 1e6 / kOps, p.b_seconds * 1e6 / kOps, (p.ratio - 1) * 100);
 }
 
 }  // namespace
