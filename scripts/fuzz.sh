@@ -19,7 +19,7 @@ TARGETS=(var_message program_desc pserver_request)
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DOAR_SANITIZE=address,undefined -DOAR_FUZZ=ON \
-  -DOAR_BUILD_BENCH=OFF -DOAR_WITH_CUDA=OFF >/dev/null
+  -DOAR_BUILD_BENCH=OFF -DOAR_WITH_CUDA=OFF -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/%/_fuzzer}"
 [ -n "${FUZZ_BUILD_ONLY:-}" ] && exit 0
 
