@@ -99,13 +99,19 @@ YAML::Node Port(int port, const char* name) {
   return p;
 }
 
+// A resource's head: apiVersion, kind, metadata.name and its labels.
+YAML::Node Resource(const char* api_version, const char* kind, const std::string& name, const YAML::Node& labels) {
+  YAML::Node d;
+  d["apiVersion"] = api_version;
+  d["kind"] = kind;
+  d["metadata"]["name"] = name;
+  d["metadata"]["labels"] = labels;
+  return d;
+}
+
 YAML::Node HeadlessService(const DeploySpec& s, const std::string& name, const std::string& role, int port,
                            const char* port_name) {
-  YAML::Node d;
-  d["apiVersion"] = "v1";
-  d["kind"] = "Service";
-  d["metadata"]["name"] = name;
-  d["metadata"]["labels"] = Labels(s, role);
+  YAML::Node d = Resource("v1", "Service", name, Labels(s, role));
   d["spec"]["clusterIP"] = "None";
   d["spec"]["publishNotReadyAddresses"] = true;
   d["spec"]["selector"] = Labels(s, role);
@@ -119,11 +125,7 @@ YAML::Node HeadlessService(const DeploySpec& s, const std::string& name, const s
 
 // An Indexed Job of `trainers` pods: the completion index is the trainer id.
 YAML::Node TrainerJob(const DeploySpec& s, const std::string& name, const std::string& role, YAML::Node container) {
-  YAML::Node d;
-  d["apiVersion"] = "batch/v1";
-  d["kind"] = "Job";
-  d["metadata"]["name"] = name;
-  d["metadata"]["labels"] = Labels(s, role);
+  YAML::Node d = Resource("batch/v1", "Job", name, Labels(s, role));
   d["spec"]["completionMode"] = "Indexed";
   d["spec"]["completions"] = s.trainers;
   d["spec"]["parallelism"] = s.trainers;
@@ -162,11 +164,7 @@ std::vector<ManifestFile> PlainPserver(const DeploySpec& s, int port) {
   ps["readinessProbe"]["tcpSocket"]["port"] = port;
   ps["readinessProbe"]["periodSeconds"] = 2;
   ps["resources"] = Resources("1", "1Gi", "2Gi");
-  YAML::Node sts;
-  sts["apiVersion"] = "apps/v1";
-  sts["kind"] = "StatefulSet";
-  sts["metadata"]["name"] = svc;
-  sts["metadata"]["labels"] = Labels(s, "pserver");
+  YAML::Node sts = Resource("apps/v1", "StatefulSet", svc, Labels(s, "pserver"));
   sts["spec"]["serviceName"] = svc;
   sts["spec"]["replicas"] = s.pservers;
   sts["spec"]["podManagementPolicy"] = "Parallel";
