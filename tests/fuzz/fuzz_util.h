@@ -36,4 +36,12 @@ inline std::string MessageBytes(const std::string& name, const Variable* var, in
   return out;
 }
 
+// `first` followed by `rest`: a target's selector byte before its message.
+// (Appending, not operator+: GCC 12 warns falsely on `string(1, c) + s`.)
+inline std::string Prefixed(char first, const std::string& rest) {
+  std::string out(1, first);
+  out.append(rest);
+  return out;
+}
+
 }  // namespace oar::fuzz

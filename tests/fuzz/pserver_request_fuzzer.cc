@@ -129,7 +129,7 @@ std::vector<std::string> FuzzSeeds() {
   for (int sync = 1; sync >= 0; --sync) {
     std::unique_ptr<Pserver> p = Make(sync == 1);
     const uint8_t server = sync == 1 ? 0 : 1;
-    auto kind_byte = [&](rpc::RpcKind k) { return std::string(1, static_cast<char>(server | (static_cast<int>(k) << 1))); };
+    auto kind_byte = [&](rpc::RpcKind k) { return static_cast<char>(server | (static_cast<int>(k) << 1)); };
     for (const auto& [name, desc] : p->main.Block(0).vars()) {
       if (desc.type != paddle::framework::proto::VarType::LOD_TENSOR || desc.shape.empty()) continue;
       Variable v;
@@ -138,15 +138,17 @@ std::vector<std::string> FuzzSeeds() {
       std::memset(t->mutable_data(desc.dtype), 0, t->nbytes());
       const int64_t trainer = absl::EndsWith(name, ".trainer_1") ? 1 : 0;
       if (absl::StrContains(name, "@GRAD")) {
-        seeds.push_back(kind_byte(rpc::RpcKind::kSend) + MessageBytes(name, &v, trainer, false, seq++));
+        seeds.push_back(Prefixed(kind_byte(rpc::RpcKind::kSend), MessageBytes(name, &v, trainer, false, seq++)));
       } else if (desc.persistable) {
-        seeds.push_back(kind_byte(rpc::RpcKind::kGet) + MessageBytes(name, nullptr, trainer, false, seq++));
-        seeds.push_back(kind_byte(rpc::RpcKind::kGetNoBarrier) + MessageBytes(name, nullptr, trainer, false, seq++));
+        seeds.push_back(Prefixed(kind_byte(rpc::RpcKind::kGet), MessageBytes(name, nullptr, trainer, false, seq++)));
+        seeds.push_back(
+            Prefixed(kind_byte(rpc::RpcKind::kGetNoBarrier), MessageBytes(name, nullptr, trainer, false, seq++)));
       }
     }
     for (const char* control : {rpc::kBatchBarrier, rpc::kFetchBarrier, rpc::kComplete}) {
       for (int64_t trainer : {0, 1}) {
-        seeds.push_back(kind_byte(rpc::RpcKind::kSend) + MessageBytes(control, nullptr, trainer, false, seq++));
+        seeds.push_back(
+            Prefixed(kind_byte(rpc::RpcKind::kSend), MessageBytes(control, nullptr, trainer, false, seq++)));
       }
     }
   }

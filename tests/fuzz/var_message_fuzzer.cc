@@ -47,7 +47,7 @@ namespace oar::fuzz {
 std::vector<std::string> FuzzSeeds() {
   std::vector<std::string> seeds;
   auto add = [&](char cuts, const std::string& name, const Variable* v, bool raw = false) {
-    seeds.push_back(std::string(1, cuts) + MessageBytes(name, v, 1, raw, 7));
+    seeds.push_back(Prefixed(cuts, MessageBytes(name, v, 1, raw, 7)));
   };
   Variable dense;
   Tensor* t = dense.GetMutable<Tensor>();
