@@ -221,6 +221,10 @@ void IncomingMessage::DecodeInto(Variable* var) const {
   } else {
     t = var->GetMutable<Tensor>();
   }
+  if (h.payload_bytes > 0 && SharePayloadInto(t)) {
+    t->set_lod(h.lod);
+    return;
+  }
   t->set_lod(h.lod);
   t->Resize(h.dims);
   void* dst = t->mutable_data(h.dtype);

@@ -91,6 +91,12 @@ class IncomingMessage {
   // InvalidArgument otherwise. No intermediate buffer.
   absl::Status AddPayloadInto(Tensor* dst) const;
 
+ protected:
+  // A message whose payload already sits in a tensor buffer of the right
+  // dtype and shape may hand that buffer to DecodeInto's tensor instead of
+  // copying it (true); the message must still read the same bytes after.
+  virtual bool SharePayloadInto(Tensor* /*dst*/) const { return false; }
+
  private:
   MessageHeader header_;
 };

@@ -1,0 +1,48 @@
+// ByteStream: a reliable, ordered byte pipe between two Oar processes — a
+// TCP connection (tcp_stream.h) or a pair of shared-memory rings
+// (shm_stream.h). The stream protocol (stream_conn.h) is written once
+// against it.
+//
+//   absl::Status s = stream->Write({{hdr, 32}, {payload, n}}, deadline);
+//   s = stream->Read(&header, sizeof(header), absl::InfiniteFuture());
+//
+// Errors name the peer ("tcp 10.0.0.2:6174 closed the connection"). After a
+// failed Read or Write the stream's framing is lost: the owner closes it.
+//
+// Thread-safety: one reader and one writer may use it at the same time (the
+// owner serializes writers); Close may be called from any thread and wakes
+// both.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace oar::rpc::stream {
+
+struct ConstPiece {
+  const void* data;
+  size_t size;
+};
+
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Reads exactly `n` bytes into `dst`, blocking until they came, the peer
+  // closed or failed (Unavailable naming it), Close was called (Cancelled),
+  // or `deadline` passed (DeadlineExceeded).
+  virtual absl::Status Read(void* dst, size_t n, absl::Time deadline) = 0;
+  // Writes every piece, in order, with no copy of them into a staging
+  // buffer of ours; blocks until the bytes are handed over, with the same
+  // errors as Read.
+  virtual absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) = 0;
+  // Ends the stream both ways; a blocked Read or Write returns Cancelled.
+  virtual void Close() = 0;
+  // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".
+  virtual const std::string& peer() const = 0;
+};
+
+}  // namespace oar::rpc::stream

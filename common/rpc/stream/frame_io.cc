@@ -1,0 +1,144 @@
+#include "common/rpc/stream/frame_io.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace oar::rpc::stream {
+namespace {
+
+const Tensor* PayloadTensor(const MessageHeader& h, const Variable* var) {
+  if (h.kind == PayloadKind::kNone || var == nullptr) return nullptr;
+  if (var->IsType<SelectedRows>()) return &var->Get<SelectedRows>().value;
+  if (var->IsType<Tensor>()) return &var->Get<Tensor>();
+  return nullptr;
+}
+
+}  // namespace
+
+absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
+  Hello hello;
+  hello.token_len = static_cast<uint32_t>(token.size());
+  if (token.size() > kMaxTokenBytes) return absl::InvalidArgumentError("OAR_AUTH_TOKEN is longer than 4096 bytes");
+  absl::Status st = s->Write({{&hello, sizeof(hello)}, {token.data(), token.size()}}, deadline);
+  if (!st.ok()) return st;
+  Welcome w;
+  st = s->Read(&w, sizeof(w), deadline);
+  if (!st.ok()) return st;
+  if (w.magic != kWelcomeMagic || w.text_len > kMaxErrorTextBytes ||
+      w.code > static_cast<uint32_t>(absl::StatusCode::kUnauthenticated)) {
+    return absl::UnavailableError(absl::StrCat(s->peer(), " does not speak Oar's stream protocol"));
+  }
+  std::string text(w.text_len, '\0');
+  st = s->Read(text.data(), text.size(), deadline);
+  if (!st.ok()) return st;
+  if (w.code != 0) return absl::Status(static_cast<absl::StatusCode>(w.code), absl::StrCat(s->peer(), ": ", text));
+  return absl::OkStatus();
+}
+
+absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
+  Hello hello;
+  absl::Status st = s->Read(&hello, sizeof(hello), deadline);
+  if (!st.ok()) return st;
+  if (hello.magic != kHelloMagic || hello.token_len > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(s->peer(), " does not speak Oar's stream protocol"));
+  }
+  std::string got(hello.token_len, '\0');
+  st = s->Read(got.data(), got.size(), deadline);
+  if (!st.ok()) return st;
+  absl::Status verdict;
+  if (hello.version != kVersion) {
+    verdict = absl::FailedPreconditionError(
+        absl::StrCat("stream protocol version ", hello.version, " is not this server's ", kVersion));
+  } else if (!token.empty() && !SameToken(got, token)) {
+    verdict = absl::UnauthenticatedError("missing or wrong auth token (the server has OAR_AUTH_TOKEN set)");
+  }
+  Welcome w;
+  w.code = static_cast<uint32_t>(verdict.code());
+  const std::string text(verdict.message());
+  w.text_len = static_cast<uint32_t>(text.size());
+  st = s->Write({{&w, sizeof(w)}, {text.data(), text.size()}}, deadline);
+  if (!verdict.ok()) return absl::Status(verdict.code(), absl::StrCat(s->peer(), ": ", verdict.message()));
+  return st;
+}
+
+absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
+                          const MessageHeader& h, const Variable* var, absl::Time deadline) {
+  sendrecv::VariableMessage meta = h.meta;
+  if (h.kind == PayloadKind::kSelectedRows) {
+    meta.set_rows(reinterpret_cast<const char*>(h.rows.data()), h.rows.size() * sizeof(int64_t));
+  }
+  const std::string bytes = meta.SerializeAsString();
+  const Tensor* payload = PayloadTensor(h, var);
+  if (h.kind != PayloadKind::kNone && (payload == nullptr || payload->nbytes() != h.payload_bytes)) {
+    return absl::InternalError(absl::StrCat("'", h.name(), "': the value changed while it was being sent"));
+  }
+  FrameHeader f;
+  f.type = type;
+  f.kind = kind;
+  f.has_payload = h.kind != PayloadKind::kNone;
+  f.call_id = call_id;
+  f.meta_len = static_cast<uint32_t>(bytes.size());
+  f.timeout_ms = timeout_ms;
+  f.payload_len = h.payload_bytes;
+  std::vector<ConstPiece> pieces = {{&f, sizeof(f)}, {bytes.data(), bytes.size()}};
+  if (h.payload_bytes > 0) pieces.push_back({payload->raw_data(), h.payload_bytes});
+  return s->Write(pieces, deadline);
+}
+
+absl::Status WriteError(ByteStream* s, uint64_t call_id, const absl::Status& error, absl::Time deadline) {
+  std::string text(error.message().substr(0, kMaxErrorTextBytes));
+  FrameHeader f;
+  f.type = FrameType::kError;
+  f.kind = static_cast<uint8_t>(error.ok() ? absl::StatusCode::kUnknown : error.code());
+  f.call_id = call_id;
+  f.meta_len = static_cast<uint32_t>(text.size());
+  return s->Write({{&f, sizeof(f)}, {text.data(), text.size()}}, deadline);
+}
+
+absl::Status Skip(ByteStream* s, uint64_t n, absl::Time deadline) {
+  char scratch[64 * 1024];
+  while (n > 0) {
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, sizeof(scratch)));
+    absl::Status st = s->Read(scratch, k, deadline);
+    if (!st.ok()) return st;
+    n -= k;
+  }
+  return absl::OkStatus();
+}
+
+ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, const std::shared_ptr<BufferPool>& pool,
+                       absl::Time deadline) {
+  ReadResult r;
+  std::string bytes(f.meta_len, '\0');
+  r.stream = s->Read(bytes.data(), bytes.size(), deadline);
+  if (!r.stream.ok()) return r;
+  sendrecv::VariableMessage meta;
+  absl::StatusOr<MessageHeader> h = absl::InvalidArgumentError(
+      absl::StrCat("malformed VariableMessage from ", s->peer(), ": its header does not parse"));
+  if (meta.ParseFromString(bytes) && meta.serialized().empty()) h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
+  absl::Status refused = h.ok() ? admit(*h) : h.status();
+  if (!refused.ok()) {
+    r.stream = Skip(s, f.payload_len, deadline);
+    r.message = refused;
+    return r;
+  }
+  Tensor payload;
+  if (h->payload_bytes > 0) {
+    payload = pool->Take(h->dims, h->dtype);
+    r.stream = s->Read(payload.raw_data(), h->payload_bytes, deadline);
+    if (!r.stream.ok()) return r;
+  }
+  r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(payload), pool);
+  return r;
+}
+
+absl::Status ReadError(ByteStream* s, const FrameHeader& f, absl::Status* error, absl::Time deadline) {
+  std::string text(f.meta_len, '\0');
+  absl::Status st = s->Read(text.data(), text.size(), deadline);
+  if (!st.ok()) return st;
+  *error = absl::Status(static_cast<absl::StatusCode>(f.kind), text);
+  return absl::OkStatus();
+}
+
+}  // namespace oar::rpc::stream

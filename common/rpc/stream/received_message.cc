@@ -1,0 +1,49 @@
+#include "common/rpc/stream/received_message.h"
+
+#include <cstring>
+
+namespace oar::rpc::stream {
+
+Tensor BufferPool::Take(const DDim& dims, DataType dtype) {
+  Tensor t;
+  {
+    absl::MutexLock l(&mu_);
+    if (!kept_.empty()) {
+      t = std::move(kept_.back());
+      kept_.pop_back();
+    }
+  }
+  t.set_lod({});
+  t.Resize(dims);
+  t.mutable_data(dtype);  // reuses the buffer when it is large enough
+  return t;
+}
+
+void BufferPool::Give(Tensor t) {
+  if (!t.initialized() || t.BufferShared()) return;
+  absl::MutexLock l(&mu_);
+  if (kept_.size() < kMaxKept) kept_.push_back(std::move(t));
+}
+
+ReceivedMessage::~ReceivedMessage() {
+  if (pool_ == nullptr) return;
+  pool_->Give(std::move(spare_));
+  pool_->Give(std::move(payload_));  // kept only when no destination shares it
+}
+
+void ReceivedMessage::CopyPayload(void* dst) const {
+  if (header().payload_bytes > 0) std::memcpy(dst, payload_.raw_data(), header().payload_bytes);
+}
+
+void ReceivedMessage::ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const {
+  if (header().payload_bytes > 0) fn(static_cast<const char*>(payload_.raw_data()), header().payload_bytes);
+}
+
+bool ReceivedMessage::SharePayloadInto(Tensor* dst) const {
+  if (!payload_.initialized()) return false;
+  if (dst->initialized() && !dst->BufferShared() && !spare_.initialized()) spare_ = std::move(*dst);
+  *dst = payload_;  // shares the buffer; this message can still read it
+  return true;
+}
+
+}  // namespace oar::rpc::stream

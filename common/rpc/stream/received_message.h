@@ -1,0 +1,57 @@
+// What the stream transports receive: a message whose payload was read off
+// the connection straight into a tensor buffer of its own dtype and shape,
+// and the per-connection pool those buffers come from.
+//
+// DecodeInto hands the buffer to the destination tensor instead of copying
+// it (the destination's old buffer goes back to the pool for a later
+// message), so a pulled parameter costs the kernel's copy and nothing more;
+// AddPayloadInto (a pserver summing gradients) reads it in place.
+//
+// Thread-safety: a BufferPool is safe for concurrent use; a message, like
+// every IncomingMessage, is used by one thread at a time.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/message.h"
+#include "common/tensor.h"
+
+namespace oar::rpc::stream {
+
+class BufferPool {
+ public:
+  // A tensor of `dims` x `dtype`, in a pooled buffer when one is large
+  // enough (its contents are then stale), else newly allocated.
+  Tensor Take(const DDim& dims, DataType dtype);
+  // Keeps `t`'s buffer for Take, unless another tensor shares it or the
+  // pool already holds kMaxKept.
+  void Give(Tensor t);
+
+ private:
+  static constexpr size_t kMaxKept = 8;
+  absl::Mutex mu_;
+  std::vector<Tensor> kept_ ABSL_GUARDED_BY(mu_);
+};
+
+class ReceivedMessage final : public IncomingMessage {
+ public:
+  // `payload` holds header.payload_bytes bytes (unused for header-only
+  // messages); `pool` gets the spare buffer back when the message dies.
+  ReceivedMessage(MessageHeader header, Tensor payload, std::shared_ptr<BufferPool> pool)
+      : IncomingMessage(std::move(header)), payload_(std::move(payload)), pool_(std::move(pool)) {}
+  ~ReceivedMessage() override;
+  void CopyPayload(void* dst) const override;
+  void ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const override;
+
+ protected:
+  bool SharePayloadInto(Tensor* dst) const override;
+
+ private:
+  Tensor payload_;
+  mutable Tensor spare_;  // the destination's previous buffer, for the pool
+  std::shared_ptr<BufferPool> pool_;
+};
+
+}  // namespace oar::rpc::stream

@@ -1,0 +1,159 @@
+#include "common/rpc/stream/server_conn.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/rpc/stream/frame_io.h"
+#include "common/rpc/stream/wire.h"
+#include "glog/logging.h"
+
+namespace oar::rpc::stream {
+namespace {
+
+// How long a peer may stall in the middle of a frame or a reply.
+absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
+
+}  // namespace
+
+ServerConn::ServerConn(const ServerContext* ctx, std::unique_ptr<ByteStream> stream)
+    : ctx_(ctx), stream_(std::move(stream)) {}
+
+ServerConn::~ServerConn() {
+  Close();
+  if (reader_.joinable()) reader_.detach();  // only if never joined: the server joins before dropping
+}
+
+void ServerConn::Start() {
+  reader_ = std::thread([self = shared_from_this()] {
+    self->ReadLoop();
+    self->stream_->Close();
+    self->finished_ = true;
+  });
+}
+
+void ServerConn::Close() {
+  closing_ = true;
+  stream_->Close();
+}
+
+void ServerConn::Join() {
+  if (reader_.joinable()) reader_.join();
+}
+
+bool ServerConn::EnterGate(absl::Time deadline) {
+  auto started = std::make_shared<absl::Notification>();
+  ctx_->gate->Enter(this, [started] { started->Notify(); });
+  while (!started->WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    if (closing_ || absl::Now() > deadline) {
+      if (ctx_->gate->Cancel(this)) return false;
+      started->WaitForNotification();  // it started meanwhile: the slot is ours
+      return true;
+    }
+  }
+  return true;
+}
+
+void ServerConn::ReadLoop() {
+  absl::Status st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline());
+  if (!st.ok()) {
+    if (!closing_) LOG(WARNING) << ctx_->endpoint << ": refused a connection: " << st;
+    return;
+  }
+  const std::string& peer = stream_->peer();
+  while (!closing_) {
+    FrameHeader f;
+    st = stream_->Read(&f, sizeof(f), absl::InfiniteFuture());
+    if (!st.ok()) {
+      VLOG(1) << ctx_->endpoint << ": connection ends: " << st;
+      return;
+    }
+    st = CheckFrame(f, /*expect_request=*/true, peer);
+    if (!st.ok()) {
+      LOG(WARNING) << ctx_->endpoint << ": dropping the connection: " << st;
+      return;
+    }
+    const RpcKind kind = static_cast<RpcKind>(f.kind);
+    const absl::Time deadline =
+        f.timeout_ms > 0 ? absl::Now() + absl::Milliseconds(f.timeout_ms) : absl::InfiniteFuture();
+    bool holds_slot = false;
+    auto admit = [&](const MessageHeader& h) -> absl::Status {
+      const uint64_t bytes = f.meta_len + h.payload_bytes;
+      if (ctx_->max_request > 0 && bytes > ctx_->max_request) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            ctx_->endpoint, ": the request for '", h.name(), "' from ", peer, " has ", bytes,
+            " bytes, more than this server accepts (", ctx_->max_request, "; FLAGS_rpc_max_message_bytes)"));
+      }
+      if (kind == RpcKind::kSend && bytes >= ReadGate::kSmallRequestBytes) {
+        if (!EnterGate(deadline)) {
+          return absl::DeadlineExceededError(
+              absl::StrCat(ctx_->endpoint, ": '", h.name(), "' waited past its deadline to be read"));
+        }
+        holds_slot = true;
+      }
+      return absl::OkStatus();
+    };
+    ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, IoDeadline());
+    if (!r.stream.ok()) {
+      if (holds_slot) ctx_->gate->Leave();
+      if (!closing_) LOG(WARNING) << ctx_->endpoint << ": connection from " << peer << " broke: " << r.stream;
+      return;
+    }
+    if (!r.message.ok()) {
+      Answer(f.call_id, r.message.status(), nullptr);
+      continue;
+    }
+    std::shared_ptr<IncomingMessage> request = *std::move(r.message);
+    if (ctx_->handler->NeverBlocks(kind)) {
+      Serve(kind, f.call_id, deadline, std::move(request), holds_slot);
+      continue;
+    }
+    auto self = shared_from_this();
+    const uint64_t id = f.call_id;
+    if (!ctx_->pools->TrySchedule(kind, [self, kind, id, deadline, request, holds_slot]() mutable {
+          self->Serve(kind, id, deadline, std::move(request), holds_slot);
+        })) {
+      if (holds_slot) ctx_->gate->Leave();
+      Answer(id, absl::ResourceExhaustedError(absl::StrCat(ctx_->endpoint, ": ", ctx_->pools->max_queued(), " ",
+                                                            KindName(kind),
+                                                            " requests are already waiting "
+                                                            "(FLAGS_rpc_max_queued_requests); retry later")),
+             nullptr);
+    }
+  }
+}
+
+void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,
+                       bool holds_slot) {
+  Reply reply;
+  absl::Status s;
+  if (absl::Now() > deadline) {
+    s = absl::DeadlineExceededError(
+        absl::StrCat(ctx_->endpoint, ": '", request->header().name(), "' waited past its deadline for a handler"));
+  } else {
+    s = ctx_->handler->Handle(kind, *request, &reply);
+  }
+  request.reset();  // its buffer goes back to the pool before the reply is written
+  if (holds_slot) ctx_->gate->Leave();
+  Answer(call_id, s, s.ok() ? &reply : nullptr);
+}
+
+void ServerConn::Answer(uint64_t call_id, const absl::Status& s, const Reply* reply) {
+  absl::Status w;
+  absl::MutexLock l(&write_mu_);
+  if (closing_) return;
+  if (!s.ok()) {
+    w = WriteError(stream_.get(), call_id, s, IoDeadline());
+  } else {
+    sendrecv::VariableMessage meta;
+    meta.set_varname(reply->name);
+    meta.set_oar_step(reply->step);
+    auto header = HeaderOf(std::move(meta), reply->var.IsInitialized() ? &reply->var : nullptr);
+    w = header.ok() ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline())
+                    : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
+  }
+  if (!w.ok()) {
+    LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;
+    stream_->Close();  // a half-written frame: the connection cannot go on
+  }
+}
+
+}  // namespace oar::rpc::stream

@@ -1,0 +1,63 @@
+// ServerConn: one accepted stream connection of a StreamServer — its reader
+// thread (handshake, then request frames → checks → handler) and the lock
+// its replies are written under. See stream_server.h for what is refused
+// and how.
+//
+// Thread-safety: Close from any thread; the rest is internal to its reader
+// and the pool threads serving its requests (which hold a shared_ptr).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/handler_pools.h"
+#include "common/rpc/read_gate.h"
+#include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/received_message.h"
+#include "common/rpc/transport.h"
+
+namespace oar::rpc::stream {
+
+// What a server's connections share.
+struct ServerContext {
+  RpcHandler* handler = nullptr;
+  std::string token;
+  std::string endpoint;     // for messages: "127.0.0.1:6174 (tcp)"
+  uint64_t max_request = 0;  // bytes; 0: no cap
+  HandlerPools* pools = nullptr;
+  ReadGate* gate = nullptr;
+};
+
+class ServerConn : public std::enable_shared_from_this<ServerConn> {
+ public:
+  ServerConn(const ServerContext* ctx, std::unique_ptr<ByteStream> stream);
+  ~ServerConn();
+  // Starts the reader thread.
+  void Start();
+  // Ends the stream: the reader leaves, replies not yet written are lost.
+  void Close();
+  // Joins the reader (not from it).
+  void Join();
+  bool finished() const { return finished_.load(); }
+
+ private:
+  void ReadLoop();
+  // Waits for a ReadGate slot; false when the caller's deadline passed or
+  // the connection closed first.
+  bool EnterGate(absl::Time deadline);
+  void Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,
+             bool holds_slot);
+  void Answer(uint64_t call_id, const absl::Status& s, const Reply* reply);
+
+  const ServerContext* ctx_;
+  std::unique_ptr<ByteStream> stream_;
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+  absl::Mutex write_mu_;
+  std::thread reader_;
+  std::atomic<bool> closing_{false}, finished_{false};
+};
+
+}  // namespace oar::rpc::stream

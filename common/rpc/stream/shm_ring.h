@@ -1,0 +1,58 @@
+// ShmRing: a single-producer, single-consumer byte ring in memory shared
+// between two processes (a memfd both have mapped; shm_stream.h). The
+// producer copies bytes in and publishes them every kPublishBytes, so the
+// consumer copies a large message out on the other core while the rest is
+// still going in. An empty (full) ring is waited on by spinning briefly,
+// then sleeping on a futex in the shared page that the other side bumps and
+// wakes only when a waiter said so — no system call while both keep pace.
+//
+// Sleeps are sliced (kSliceMs) so that the owner's `check` (is the peer
+// alive?) and the deadline are looked at even when nobody wakes us.
+//
+// Thread-safety: one producer thread and one consumer thread at a time (the
+// owner serializes each side); Close from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/rpc/stream/byte_stream.h"
+
+namespace oar::rpc::stream {
+
+class ShmRing {
+ public:
+  static constexpr size_t kPublishBytes = 256 * 1024;
+  static constexpr int kSliceMs = 50;
+  // Bytes of shared memory a ring of `capacity` data bytes takes.
+  static size_t BytesFor(size_t capacity);
+
+  // A ring over `memory` (BytesFor(capacity) bytes, 64-byte aligned). The
+  // creator passes init = true once, before the peer maps it.
+  ShmRing(void* memory, size_t capacity, bool init);
+
+  // Returns OK to go on waiting, or why not (the peer is gone).
+  using Check = std::function<absl::Status()>;
+  absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check);
+  absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);
+  // Marks the ring closed and wakes both sides; their waits return Cancelled.
+  void Close();
+
+ private:
+  struct Control;
+  // Waits until `ready()` or the deadline, the check or Close says stop.
+  absl::Status WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>* waiting, const std::function<bool()>& ready,
+                       absl::Time deadline, const Check& check, const char* doing);
+  static void Wake(std::atomic<uint32_t>* word, std::atomic<uint32_t>* waiting);
+
+  Control* control_;
+  char* data_;
+  size_t capacity_;
+};
+
+}  // namespace oar::rpc::stream

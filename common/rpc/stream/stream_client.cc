@@ -1,0 +1,246 @@
+#include "common/rpc/stream/stream_client.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/rpc/stream/frame_io.h"
+#include "common/rpc/stream/shm_stream.h"
+#include "common/rpc/stream/tcp_stream.h"
+#include "common/rpc/stream/wire.h"
+#include "common/status.h"
+#include "glog/logging.h"
+
+namespace oar::rpc::stream {
+
+// One connection: its stream, the calls waiting for replies, its reader.
+class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(std::unique_ptr<ByteStream> stream, const Route& route, Timer* timer)
+      : stream_(std::move(stream)), name_(absl::StrCat(route.endpoint, " over ", route.Key())), timer_(timer) {}
+  ~Conn() {
+    if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
+  }
+
+  void Start() {
+    reader_ = std::thread([this] {
+      ReadLoop();
+      finished_ = true;
+    });
+  }
+  void Join() {
+    if (reader_.joinable()) reader_.join();
+  }
+  bool finished() const { return finished_.load(); }
+  bool broken() {
+    absl::MutexLock l(&mu_);
+    return broken_;
+  }
+
+  void Call(RpcKind kind, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline, CallDone done) {
+    uint64_t id = 0;
+    std::string why;
+    {
+      absl::MutexLock l(&mu_);
+      if (broken_) {
+        why = why_;
+      } else {
+        id = next_id_++;
+        pending_[id] = Pending{std::move(done), 0};
+      }
+    }
+    if (id == 0) {
+      done(absl::UnavailableError(why), nullptr);
+      return;
+    }
+    const std::string& var = request->header.name();
+    const uint64_t timer = timer_->At(deadline, [weak = weak_from_this(), id, var, this] {
+      if (auto self = weak.lock()) {
+        Finish(id, absl::DeadlineExceededError(absl::StrCat(name_, ": no answer for '", var, "' by the deadline")),
+               nullptr);
+      }
+    });
+    {
+      absl::MutexLock l(&mu_);
+      auto it = pending_.find(id);
+      if (it != pending_.end()) it->second.timer = timer;
+    }
+    const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
+    const uint32_t timeout_ms = deadline == absl::InfiniteFuture() ? 0 : static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+    absl::Status st;
+    {
+      absl::MutexLock l(&write_mu_);
+      st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms,
+                        request->header, &request->var, deadline);
+    }
+    if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
+  }
+
+  // Fails every call in flight and closes the stream; later calls fail too.
+  void Break(const absl::Status& why) {
+    std::map<uint64_t, Pending> failed;
+    {
+      absl::MutexLock l(&mu_);
+      if (broken_) return;
+      broken_ = true;
+      why_ = std::string(why.message());
+      failed.swap(pending_);
+    }
+    stream_->Close();
+    for (auto& [id, p] : failed) {
+      if (p.timer != 0) timer_->Cancel(p.timer);
+      p.done(why, nullptr);
+    }
+  }
+
+ private:
+  struct Pending {
+    CallDone done;
+    uint64_t timer = 0;
+  };
+
+  void Finish(uint64_t id, absl::Status status, std::unique_ptr<IncomingMessage> reply) {
+    Pending p;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;  // already ended (its deadline, or the connection broke)
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    if (p.timer != 0) timer_->Cancel(p.timer);
+    p.done(std::move(status), std::move(reply));
+  }
+
+  void ReadLoop() {
+    const std::string& peer = stream_->peer();
+    while (true) {
+      FrameHeader f;
+      absl::Status st = stream_->Read(&f, sizeof(f), absl::InfiniteFuture());
+      if (st.ok()) st = CheckFrame(f, /*expect_request=*/false, peer);
+      const absl::Time io_deadline = absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline);
+      if (st.ok() && f.type == FrameType::kError) {
+        absl::Status error;
+        st = ReadError(stream_.get(), f, &error, io_deadline);
+        if (st.ok()) {
+          Finish(f.call_id, error, nullptr);
+          continue;
+        }
+      }
+      if (!st.ok()) {
+        Break(absl::UnavailableError(absl::StrCat(name_, ": ", st.message())));
+        return;
+      }
+      auto admit = [&](const MessageHeader&) -> absl::Status {
+        absl::MutexLock l(&mu_);
+        return pending_.count(f.call_id) ? absl::OkStatus() : absl::CancelledError("nobody waits for it");
+      };
+      ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, io_deadline);
+      if (!r.stream.ok()) {
+        Break(absl::UnavailableError(absl::StrCat(name_, ": ", r.stream.message())));
+        return;
+      }
+      if (r.message.ok()) {
+        Finish(f.call_id, absl::OkStatus(), *std::move(r.message));
+      } else if (!absl::IsCancelled(r.message.status())) {
+        Finish(f.call_id, Annotate(r.message.status(), "the reply"), nullptr);
+      }
+    }
+  }
+
+  std::unique_ptr<ByteStream> stream_;
+  const std::string name_;  // "127.0.0.1:6174 over tcp 127.0.0.1:41234"
+  Timer* timer_;
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+  absl::Mutex write_mu_;
+  absl::Mutex mu_;
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  std::string why_ ABSL_GUARDED_BY(mu_);
+  std::thread reader_;
+  std::atomic<bool> finished_{false};
+};
+
+struct StreamClient::Slot {
+  absl::Mutex mu;  // one connect at a time per route
+  std::shared_ptr<Conn> conn ABSL_GUARDED_BY(mu);
+};
+
+StreamClient::StreamClient(std::string auth_token) : token_(std::move(auth_token)) {}
+
+StreamClient::~StreamClient() {
+  std::list<std::shared_ptr<Conn>> all;
+  std::map<std::string, std::shared_ptr<Slot>> slots;
+  {
+    absl::MutexLock l(&mu_);
+    slots.swap(slots_);
+    all.splice(all.end(), retired_);
+  }
+  for (auto& [key, slot] : slots) {  // a slot's lock is never taken under mu_
+    absl::MutexLock sl(&slot->mu);
+    if (slot->conn) all.push_back(std::move(slot->conn));
+  }
+  for (auto& c : all) c->Break(absl::CancelledError("the stream transport shut down"));
+  for (auto& c : all) c->Join();
+}
+
+absl::StatusOr<std::shared_ptr<StreamClient::Conn>> StreamClient::Get(const Route& route, absl::Time deadline) {
+  std::shared_ptr<Slot> slot;
+  {
+    absl::MutexLock l(&mu_);
+    auto& s = slots_[route.Key()];
+    if (s == nullptr) s = std::make_shared<Slot>();
+    slot = s;
+  }
+  absl::MutexLock sl(&slot->mu);
+  if (slot->conn != nullptr && !slot->conn->broken()) return slot->conn;
+  if (slot->conn != nullptr) {
+    std::list<std::shared_ptr<Conn>> done;
+    {
+      absl::MutexLock l(&mu_);
+      retired_.push_back(std::move(slot->conn));
+      for (auto it = retired_.begin(); it != retired_.end();) {
+        if ((*it)->finished()) {
+          done.push_back(*it);
+          it = retired_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& c : done) c->Join();
+  }
+  std::unique_ptr<ByteStream> s;
+  if (route.kind == Route::kTcp) {
+    const size_t colon = route.address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(route.address.substr(colon + 1), &port)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad stream address '", route.address, "'"));
+    }
+    OAR_ASSIGN_OR_RETURN(s, TcpStream::Connect(route.address.substr(0, colon), port, deadline));
+  } else {
+    OAR_ASSIGN_OR_RETURN(s, ShmStream::Connect(route.address, absl::StrCat("shm ", route.endpoint), deadline));
+  }
+  absl::Status st = ClientHandshake(s.get(), token_, deadline);
+  if (!st.ok()) return Annotate(st, absl::StrCat("connecting to ", route.endpoint, " over ", route.Key()));
+  auto conn = std::make_shared<Conn>(std::move(s), route, &timer_);
+  conn->Start();
+  slot->conn = conn;
+  return conn;
+}
+
+absl::Status StreamClient::Connect(const Route& route, absl::Time deadline) { return Get(route, deadline).status(); }
+
+void StreamClient::Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request,
+                        absl::Time deadline, CallDone done) {
+  auto conn = Get(route, deadline);
+  if (!conn.ok()) {
+    done(conn.status(), nullptr);
+    return;
+  }
+  (*conn)->Call(kind, std::move(request), deadline, std::move(done));
+}
+
+}  // namespace oar::rpc::stream

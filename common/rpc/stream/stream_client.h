@@ -1,0 +1,61 @@
+// StreamClient: the calling half of Oar's stream transports. One connection
+// per route (a TCP address or a same-host shared-memory socket), made on
+// first use with the auth handshake and shared by every call to it; calls
+// are multiplexed over it by id, many in flight, each request's payload
+// written from the tensor's memory and each reply's read straight into a
+// pooled buffer that DecodeInto hands to the destination tensor.
+//
+// Each call ends exactly once: with the reply, the server's error, its
+// deadline (DEADLINE_EXCEEDED, from a timer; a late reply is skipped), or
+// the connection's failure (UNAVAILABLE naming the peer; the next call
+// connects again). Retries are the RpcClient's business.
+//
+//   StreamClient client(token);
+//   client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
+//                               .endpoint = "10.0.0.2:6174"}, request, deadline, done);
+//
+// Thread-safety: safe for concurrent use. The destructor fails the calls in
+// flight (CANCELLED) and joins the connections' readers.
+#pragma once
+
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/timer.h"
+#include "common/rpc/transport.h"
+
+namespace oar::rpc::stream {
+
+struct Route {
+  enum Kind { kTcp, kShm } kind = kTcp;
+  std::string address;   // kTcp: host:port; kShm: "@socket-name"
+  std::string endpoint;  // the server's gRPC endpoint, for messages
+  std::string Key() const { return (kind == kTcp ? "tcp " : "shm ") + address; }
+};
+
+class StreamClient {
+ public:
+  explicit StreamClient(std::string auth_token);
+  ~StreamClient();
+
+  void Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+            CallDone done);
+  // Connects (and handshakes) now if not yet connected.
+  absl::Status Connect(const Route& route, absl::Time deadline);
+
+ private:
+  class Conn;
+  struct Slot;
+  absl::StatusOr<std::shared_ptr<Conn>> Get(const Route& route, absl::Time deadline);
+
+  const std::string token_;
+  Timer timer_;
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  std::list<std::shared_ptr<Conn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
+};
+
+}  // namespace oar::rpc::stream

@@ -1,0 +1,180 @@
+#include "common/rpc/stream/stream_server.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <list>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/local/stream_protocol.hpp"
+#include "common/rpc/handler_pools.h"
+#include "common/rpc/read_gate.h"
+#include "common/rpc/stream/server_conn.h"
+#include "common/rpc/stream/shm_stream.h"
+#include "common/rpc/stream/tcp_stream.h"
+#include "common/status.h"
+#include "glog/logging.h"
+
+namespace oar::rpc::stream {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using unix_stream = asio::local::stream_protocol;
+
+class StreamServer::Impl {
+ public:
+  Impl(const ServerOptions& o, RpcHandler* handler, uint64_t cap, int slots)
+      : pools_(o), gate_(slots), tcp_acceptor_(io_), unix_acceptor_(io_) {
+    ctx_.handler = handler;
+    ctx_.token = o.auth_token;
+    ctx_.max_request = cap;
+    ctx_.pools = &pools_;
+    ctx_.gate = &gate_;
+  }
+
+  // Binds the TCP acceptor and, with `shm`, the abstract socket named
+  // after this process and the TCP port (unique on the host while it lives).
+  absl::Status Bind(const std::string& host, bool shm) {
+    boost::system::error_code ec;
+    tcp::resolver resolver(io_);
+    auto found = resolver.resolve(host, "0", ec);
+    if (ec || found.empty()) {
+      return absl::UnavailableError(absl::StrCat("cannot serve the stream transport on '", host, "': ", ec.message()));
+    }
+    tcp::endpoint ep = found.begin()->endpoint();
+    tcp_acceptor_.open(ep.protocol(), ec);
+    if (!ec) tcp_acceptor_.bind(ep, ec);
+    if (!ec) tcp_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot listen on ", host, " (stream transport): ", ec.message()));
+    port_ = tcp_acceptor_.local_endpoint().port();
+    ctx_.endpoint = absl::StrCat(host, ":", port_, " (stream)");
+    if (shm) {
+      shm_name_ = absl::StrCat("@oar-stream-", ::getpid(), "-", port_);
+      unix_stream::endpoint uep(std::string(1, '\0') + shm_name_.substr(1));
+      unix_acceptor_.open(uep.protocol(), ec);
+      if (!ec) unix_acceptor_.bind(uep, ec);
+      if (!ec) unix_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) return absl::UnavailableError(absl::StrCat("cannot listen on ", shm_name_, " (shm): ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  void Run() {
+    AcceptTcp();
+    if (unix_acceptor_.is_open()) AcceptUnix();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    asio::post(io_, [this] {
+      boost::system::error_code ec;
+      tcp_acceptor_.close(ec);
+      unix_acceptor_.close(ec);
+    });
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+    std::list<std::shared_ptr<ServerConn>> conns;
+    {
+      absl::MutexLock l(&mu_);
+      conns.swap(conns_);
+    }
+    for (auto& c : conns) c->Close();
+    for (auto& c : conns) c->Join();
+    pools_.Stop();
+  }
+
+  int port() const { return port_; }
+  const std::string& shm_name() const { return shm_name_; }
+
+ private:
+  void Adopt(std::unique_ptr<ByteStream> stream) {
+    auto conn = std::make_shared<ServerConn>(&ctx_, std::move(stream));
+    std::list<std::shared_ptr<ServerConn>> done;
+    {
+      absl::MutexLock l(&mu_);
+      for (auto it = conns_.begin(); it != conns_.end();) {
+        if ((*it)->finished()) {
+          done.push_back(*it);
+          it = conns_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      conns_.push_back(conn);
+    }
+    for (auto& c : done) c->Join();
+    conn->Start();
+  }
+
+  void AcceptTcp() {
+    tcp_acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) {
+        if (tcp_acceptor_.is_open()) AcceptTcp();
+        return;
+      }
+      TcpStream::Tune(socket);
+      Adopt(std::make_unique<TcpStream>(std::move(socket)));
+      AcceptTcp();
+    });
+  }
+
+  void AcceptUnix() {
+    unix_acceptor_.async_accept([this](boost::system::error_code ec, unix_stream::socket socket) {
+      if (ec) {
+        if (unix_acceptor_.is_open()) AcceptUnix();
+        return;
+      }
+      const int fd = ::dup(socket.native_handle());
+      socket.close(ec);
+      // The client sends its rings right after connecting: a short wait.
+      auto s = ShmStream::Accept(fd, absl::StrCat("shm client of ", ctx_.endpoint), absl::Now() + absl::Seconds(1));
+      if (s.ok()) {
+        Adopt(*std::move(s));
+      } else {
+        LOG(WARNING) << ctx_.endpoint << ": refused a shared-memory connection: " << s.status();
+      }
+      AcceptUnix();
+    });
+  }
+
+  ServerContext ctx_;
+  HandlerPools pools_;
+  ReadGate gate_;
+  asio::io_context io_;
+  tcp::acceptor tcp_acceptor_;
+  unix_stream::acceptor unix_acceptor_;
+  std::thread thread_;
+  int port_ = 0;
+  std::string shm_name_;
+  bool stopped_ = false;
+  absl::Mutex mu_;
+  std::list<std::shared_ptr<ServerConn>> conns_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<StreamServer>> StreamServer::Start(const ServerOptions& options, RpcHandler* handler,
+                                                                  bool shm) {
+  OAR_RETURN_IF_ERROR(CheckEndpoint(options.endpoint));
+  std::unique_ptr<StreamServer> s(new StreamServer());
+  const uint64_t cap = MaxRequestBytes(options, *handler);
+  s->impl_ = std::make_unique<Impl>(options, handler, cap, ReadSlots(options, cap));
+  const std::string host = options.endpoint.substr(0, options.endpoint.rfind(':'));
+  OAR_RETURN_IF_ERROR(s->impl_->Bind(host, shm));
+  s->tcp_port_ = s->impl_->port();
+  s->shm_name_ = s->impl_->shm_name();
+  s->endpoint_ = absl::StrCat(host, ":", s->tcp_port_);
+  s->impl_->Run();
+  return s;
+}
+
+void StreamServer::Shutdown() {
+  if (impl_ != nullptr) impl_->Stop();
+}
+
+StreamServer::~StreamServer() { Shutdown(); }
+
+}  // namespace oar::rpc::stream

@@ -1,0 +1,159 @@
+#include "common/rpc/stream/tcp_stream.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/connect.hpp"
+#include "boost/asio/io_context.hpp"
+#include "gflags/gflags.h"
+
+DEFINE_int32(rpc_socket_buffer_bytes, 0,
+             "SO_SNDBUF/SO_RCVBUF of the TCP stream transport's sockets; 0 leaves the kernel's autotuning");
+
+namespace oar::rpc::stream {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+int PollMs(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return 0;
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1 << 30));
+}
+
+}  // namespace
+
+void TcpStream::Tune(tcp::socket& socket) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  if (FLAGS_rpc_socket_buffer_bytes > 0) {
+    socket.set_option(asio::socket_base::send_buffer_size(FLAGS_rpc_socket_buffer_bytes), ec);
+    socket.set_option(asio::socket_base::receive_buffer_size(FLAGS_rpc_socket_buffer_bytes), ec);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string& host, int port,
+                                                             absl::Time deadline) {
+  const std::string where = absl::StrCat(host, ":", port);
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  auto addresses = resolver.resolve(host, std::to_string(port), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot resolve ", where, ": ", ec.message()));
+  tcp::socket socket(io);
+  bool finished = false;
+  asio::async_connect(socket, addresses, [&](const boost::system::error_code& e, const tcp::endpoint&) {
+    ec = e;
+    finished = true;
+  });
+  const absl::Duration left = deadline - absl::Now();
+  io.run_for(std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(left))));
+  if (!finished) {
+    socket.close(ec);
+    return absl::DeadlineExceededError(absl::StrCat("connecting to ", where, " took too long"));
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot connect to ", where, ": ", ec.message()));
+  Tune(socket);
+  return std::make_unique<TcpStream>(std::move(socket));
+}
+
+TcpStream::TcpStream(tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  peer_ = ec ? "tcp (unknown peer)" : absl::StrCat("tcp ", remote.address().to_string(), ":", remote.port());
+  socket.non_blocking(true, ec);
+  fd_ = socket.release(ec);
+}
+
+TcpStream::~TcpStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TcpStream::Close() {
+  if (closed_.exchange(true)) return;
+  // Wakes a poll in another thread; the descriptor stays open (no reuse
+  // race) until the destructor.
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+absl::Status TcpStream::Wait(short events, absl::Time deadline, const char* doing) {
+  pollfd p{fd_, events, 0};
+  while (true) {
+    if (closed_.load(std::memory_order_relaxed)) return absl::CancelledError(absl::StrCat(peer_, ": stream closed"));
+    const int r = ::poll(&p, 1, PollMs(deadline));
+    if (r > 0) return absl::OkStatus();
+    if (r == 0) return absl::DeadlineExceededError(absl::StrCat(peer_, ": deadline passed while ", doing));
+    if (errno != EINTR) return absl::UnavailableError(absl::StrCat(peer_, ": poll: ", std::strerror(errno)));
+  }
+}
+
+absl::Status TcpStream::Read(void* dst, size_t n, absl::Time deadline) {
+  char* p = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t r = ::recv(fd_, p, n, 0);
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) {
+      if (closed_.load(std::memory_order_relaxed)) return absl::CancelledError(absl::StrCat(peer_, ": stream closed"));
+      return absl::UnavailableError(absl::StrCat(peer_, " closed the connection"));
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return absl::UnavailableError(absl::StrCat(peer_, ": receive failed: ", std::strerror(errno)));
+    }
+    absl::Status s = Wait(POLLIN, deadline, "receiving");
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TcpStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
+  constexpr size_t kMaxIov = 64;
+  iovec iov[kMaxIov];
+  size_t next = 0, skip = 0;  // first unwritten piece and the bytes of it already written
+  while (next < pieces.size()) {
+    size_t count = 0;
+    for (size_t i = next; i < pieces.size() && count < kMaxIov; ++i) {
+      const size_t off = i == next ? skip : 0;
+      if (pieces[i].size == off) continue;
+      iov[count++] = {const_cast<char*>(static_cast<const char*>(pieces[i].data)) + off, pieces[i].size - off};
+    }
+    if (count == 0) break;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    const ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (closed_.load(std::memory_order_relaxed)) return absl::CancelledError(absl::StrCat(peer_, ": stream closed"));
+        return absl::UnavailableError(absl::StrCat(peer_, ": send failed: ", std::strerror(errno)));
+      }
+      absl::Status s = Wait(POLLOUT, deadline, "sending");
+      if (!s.ok()) return s;
+      continue;
+    }
+    size_t done = static_cast<size_t>(w);
+    while (next < pieces.size() && done >= pieces[next].size - skip) {
+      done -= pieces[next].size - skip;
+      ++next;
+      skip = 0;
+    }
+    skip += done;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oar::rpc::stream

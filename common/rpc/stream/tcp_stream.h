@@ -1,0 +1,51 @@
+// TcpStream: a ByteStream over one Boost.Asio TCP socket, with TCP_NODELAY
+// and socket buffers sized for tensor blocks. Reads and writes go straight
+// between the tensor's memory and the kernel (scatter-gather writes, no
+// staging copy); the socket is non-blocking and each wait is a poll bounded
+// by the caller's deadline, so a stalled peer never holds a thread past it.
+//
+//   OAR_ASSIGN_OR_RETURN(auto s, TcpStream::Connect("10.0.0.2", 41234, deadline));
+//
+// Thread-safety: as ByteStream — one reader and one writer at a time, Close
+// from anywhere.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "boost/asio/ip/tcp.hpp"
+#include "common/rpc/stream/byte_stream.h"
+
+namespace oar::rpc::stream {
+
+class TcpStream final : public ByteStream {
+ public:
+  // Connects to host:port within `deadline`; Unavailable naming the
+  // address when refused or unreachable, DeadlineExceeded when it took too
+  // long.
+  static absl::StatusOr<std::unique_ptr<TcpStream>> Connect(const std::string& host, int port, absl::Time deadline);
+  // Takes over an accepted or connected socket's descriptor (the socket is
+  // released from its io_context, which may then go).
+  explicit TcpStream(boost::asio::ip::tcp::socket socket);
+  ~TcpStream() override;
+
+  absl::Status Read(void* dst, size_t n, absl::Time deadline) override;
+  absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
+  void Close() override;
+  const std::string& peer() const override { return peer_; }
+
+  // Sets TCP_NODELAY and the socket buffers (FLAGS_rpc_socket_buffer_bytes).
+  static void Tune(boost::asio::ip::tcp::socket& socket);
+
+ private:
+  // Waits for `events` on the socket until `deadline`.
+  absl::Status Wait(short events, absl::Time deadline, const char* doing);
+
+  int fd_;
+  std::string peer_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace oar::rpc::stream

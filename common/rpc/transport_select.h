@@ -1,0 +1,83 @@
+// The process's transport, chosen by --rpc_transport (auto|grpc|tcp|shm):
+// gRPC (Fluid's service) always serves and carries control; between two Oar
+// processes tensors can instead travel over Oar's stream transports — a TCP
+// stream (stream/tcp_stream.h) or, on one host, shared-memory rings
+// (stream/shm_stream.h).
+//
+// Serving: Listen starts the gRPC server on the endpoint and, unless the
+// mode is grpc or TLS is configured (the stream transports do not do TLS
+// yet), a StreamServer beside it; the gRPC service then answers a
+// GetVariableNoBarrier of `kTransportOffer` itself with what the stream
+// server offers ("tcp=41234 shm=@oar-stream-77-6174").
+//
+// Calling: the first call to an endpoint asks it that question over gRPC
+// and picks, per the mode — auto: shm when its socket is reachable (same
+// host), else tcp, else gRPC (a Fluid or older Oar server answers with an
+// error: gRPC); tcp / shm: that one or a clear error; grpc: no question.
+// The choice is logged once per endpoint and kept.
+//
+//   auto transport = MakeTransport();           // from the flags and OAR_AUTH_TOKEN
+//   RpcClient client(transport.get());
+//
+// Thread-safety: safe for concurrent use.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/grpc_transport.h"
+#include "common/rpc/stream/stream_client.h"
+#include "common/rpc/transport.h"
+
+DECLARE_string(rpc_transport);
+
+namespace oar::rpc {
+
+inline constexpr char kTransportOffer[] = "OAR_TRANSPORTS@RECV";
+
+enum class TransportMode { kAuto, kGrpc, kTcp, kShm };
+// "auto" → kAuto ...; InvalidArgument naming the flag and the choices.
+absl::StatusOr<TransportMode> ParseTransportMode(const std::string& s);
+const char* TransportModeName(TransportMode m);
+
+class SelectingTransport final : public Transport {
+ public:
+  SelectingTransport(TransportMode mode, GrpcTransport::Options options);
+  ~SelectingTransport() override;
+
+  std::string Name() const override { return TransportModeName(mode_); }
+  void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+            CallDone done) override;
+  // Waits for the gRPC server, then settles (and connects) the data path.
+  absl::Status WaitReady(const std::string& ep, absl::Time deadline) override;
+  absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override;
+
+  // What calls to `ep` use: "grpc", "tcp", "shm"; "" before the first call.
+  std::string ChosenFor(const std::string& ep);
+
+ private:
+  struct Choice {
+    bool grpc = true;
+    stream::Route route;
+  };
+  // The settled choice for `ep`, asking the server on first use. An error
+  // only when it could not be settled (server not up yet: retryable) or
+  // the mode cannot be honoured.
+  absl::StatusOr<Choice> Choose(const std::string& ep, absl::Time deadline);
+  absl::StatusOr<Choice> Negotiate(const std::string& ep, absl::Time deadline);
+
+  const TransportMode mode_;
+  const bool tls_;
+  GrpcTransport grpc_;
+  stream::StreamClient stream_;
+  absl::Mutex mu_;
+  std::map<std::string, Choice> chosen_ ABSL_GUARDED_BY(mu_);
+};
+
+// The transport --rpc_transport asks for (the flag's validator refused
+// unknown modes at parsing), with OAR_AUTH_TOKEN and the TLS flags.
+std::unique_ptr<Transport> MakeTransport();
+
+}  // namespace oar::rpc

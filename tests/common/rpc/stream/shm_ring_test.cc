@@ -1,0 +1,91 @@
+// ShmRing moves bytes exactly, in order, through a ring much smaller than
+// the data (wrap-around, full and empty waits, pieces of every size), and
+// its waits end on Close and at the deadline.
+#include "common/rpc/stream/shm_ring.h"
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace oar::rpc::stream {
+namespace {
+
+struct Memory {
+  explicit Memory(size_t capacity) : bytes(ShmRing::BytesFor(capacity)) {
+    ptr = std::aligned_alloc(64, bytes);
+  }
+  ~Memory() { std::free(ptr); }
+  size_t bytes;
+  void* ptr;
+};
+
+absl::Status Alive() { return absl::OkStatus(); }
+
+TEST(ShmRingTest, MovesEveryByteInOrderThroughASmallRing) {
+  constexpr size_t kCapacity = 64 << 10, kTotal = 24 << 20;
+  Memory m(kCapacity);
+  ShmRing producer(m.ptr, kCapacity, /*init=*/true), consumer(m.ptr, kCapacity, /*init=*/false);
+  std::vector<uint8_t> data(kTotal);
+  std::mt19937 rng(7);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  std::thread writer([&] {
+    std::mt19937 sizes(11);
+    size_t at = 0;
+    while (at < kTotal) {
+      // Several pieces per write, from one byte to several rings' worth.
+      std::vector<ConstPiece> pieces;
+      for (int i = 0; i < 3 && at < kTotal; ++i) {
+        const size_t n = std::min<size_t>(kTotal - at, 1 + sizes() % (3 * kCapacity));
+        pieces.push_back({data.data() + at, n});
+        at += n;
+      }
+      ASSERT_TRUE(producer.Write(pieces, absl::Now() + absl::Seconds(30), Alive).ok());
+    }
+  });
+  std::vector<uint8_t> got(kTotal);
+  std::mt19937 sizes(13);
+  size_t at = 0;
+  while (at < kTotal) {
+    const size_t n = std::min<size_t>(kTotal - at, 1 + sizes() % (2 * kCapacity));
+    ASSERT_TRUE(consumer.Read(got.data() + at, n, absl::Now() + absl::Seconds(30), Alive).ok());
+    at += n;
+  }
+  writer.join();
+  EXPECT_TRUE(got == data);
+}
+
+TEST(ShmRingTest, AnEmptyReadEndsAtItsDeadlineAndOnClose) {
+  Memory m(1 << 16);
+  ShmRing ring(m.ptr, 1 << 16, true);
+  char c;
+  const absl::Time start = absl::Now();
+  absl::Status s = ring.Read(&c, 1, absl::Now() + absl::Milliseconds(120), Alive);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+  std::thread closer([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    ring.Close();
+  });
+  s = ring.Read(&c, 1, absl::InfiniteFuture(), Alive);
+  closer.join();
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+}
+
+TEST(ShmRingTest, AFullWriteGivesUpWhenThePeerIsGone) {
+  constexpr size_t kCapacity = 1 << 16;
+  Memory m(kCapacity);
+  ShmRing ring(m.ptr, kCapacity, true);
+  std::vector<char> big(2 * kCapacity);
+  int checks = 0;
+  absl::Status s = ring.Write({{big.data(), big.size()}}, absl::InfiniteFuture(), [&] {
+    return ++checks < 3 ? absl::OkStatus() : absl::UnavailableError("peer died");
+  });
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_EQ(checks, 3);
+}
+
+}  // namespace
+}  // namespace oar::rpc::stream
