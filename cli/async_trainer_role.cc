@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
-#include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "common/status.h"
@@ -46,8 +46,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   }
   std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
-  rpc::GrpcTransport grpc;
-  rpc::RpcClient client(&grpc);
+  std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
+  rpc::RpcClient client(transport.get());
   RunEnv renv = rpc::ClientEnv(&client);
   OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));
   Scope root;

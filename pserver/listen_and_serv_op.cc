@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
-#include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/ops/op_util.h"
 #include "common/tensor_io.h"
 #include "gflags/gflags.h"
@@ -36,12 +36,12 @@ namespace {
 absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(PserverConfig config, ListenAndServConfig(ctx.op()));
   if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
-  // The runtime's transport, or gRPC.
-  std::unique_ptr<rpc::GrpcTransport> own;
+  // The runtime's transport, or the one --rpc_transport asks for.
+  std::unique_ptr<rpc::Transport> own;
   config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
   config.profiler = ctx.env() != nullptr ? ctx.env()->profiler : nullptr;
   if (config.transport == nullptr) {
-    own = std::make_unique<rpc::GrpcTransport>();
+    own = rpc::MakeTransport();
     config.transport = own.get();
   }
   // The Executor gives ops a local scope; the persistables (what the

@@ -1,7 +1,7 @@
 #include "pserver/pserver_runtime.h"
 
 #include "common/executor.h"
-#include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/status.h"
 #include "pserver/pserver_metrics.h"
 #include "pserver/sparse_tables.h"
@@ -10,9 +10,9 @@ namespace oar {
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir,
                         const PserverInit& init, Profiler* profiler) {
-  rpc::GrpcTransport grpc;
+  std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
   RunEnv env;
-  env.transport = &grpc;
+  env.transport = transport.get();
   Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(PrepareSparseTables(main, &scope).status());  // before the startup initializes them

@@ -1,7 +1,7 @@
 #include "trainer/trainer_runtime.h"
 
 #include "common/rpc/fault_injection.h"
-#include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/status.h"
 #include "trainer/collective/join_trainers.h"
 
@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   rt->main_ = std::move(main);
   rpc::Transport* transport = rt->options_.transport;
   if (transport == nullptr) {
-    rt->own_transport_ = std::make_unique<rpc::GrpcTransport>();
+    rt->own_transport_ = rpc::MakeTransport();
     transport = rt->own_transport_.get();
   }
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));

@@ -38,10 +38,11 @@ std::map<std::string, std::vector<float>> Reference(const std::map<std::string, 
 }
 
 TEST(DepartedTrainerTest, ACompletedTrainersGradientIsNotAddedAgain) {
-  for (bool grpc : {false, true}) {
+  for (const char* wire : {"inprocess", "grpc", "tcp"}) {
+    SCOPED_TRACE(wire);
     JobSpec spec;
     spec.steps = {10, 3};
-    spec.grpc = grpc;
+    spec.wire = wire;
     const JobResult r = RunJob(spec);
     ASSERT_TRUE(r.ok()) << r.Errors();
     ASSERT_EQ(r.losses[0].size(), 10u);

@@ -1,4 +1,5 @@
-// The fault suite on the in-process transport: a 2 pservers x 2 trainers
+// The fault suite on every transport (in-process, and on loopback gRPC, the
+// TCP stream and shared memory): a 2 pservers x 2 trainers
 // job (transpiled, run through the same ParameterServer and executors as a
 // real one) whose trainers' calls are dropped, answered-then-lost (so the
 // retry is a duplicate), duplicated, delayed and reordered by a seeded
@@ -34,6 +35,7 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// The fault-free in-process run: what every transport must reproduce.
 const JobResult& Clean(bool sync) {
   static std::map<bool, JobResult> runs;
   auto it = runs.find(sync);
@@ -45,14 +47,15 @@ const JobResult& Clean(bool sync) {
   return it->second;
 }
 
-class FaultTest : public ::testing::TestWithParam<std::tuple<Fault, bool>> {};
+class FaultTest : public ::testing::TestWithParam<std::tuple<Fault, bool, const char*>> {};
 
 TEST_P(FaultTest, TheJobEndsAsWithoutFaults) {
-  const auto& [fault, sync] = GetParam();
+  const auto& [fault, sync, wire] = GetParam();
   const JobResult& clean = Clean(sync);
   ASSERT_TRUE(clean.ok()) << clean.Errors();
   JobSpec spec;
   spec.sync = sync;
+  spec.wire = wire;
   spec.faults = *rpc::FaultSpec::Parse(fault.spec);
   const JobResult r = RunJob(spec);
   ASSERT_TRUE(r.ok()) << r.Errors() << r.faults.ToString();
@@ -75,10 +78,12 @@ TEST_P(FaultTest, TheJobEndsAsWithoutFaults) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Faults, FaultTest, ::testing::Combine(::testing::ValuesIn(kFaults), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(Faults, FaultTest,
+                         ::testing::Combine(::testing::ValuesIn(kFaults), ::testing::Bool(),
+                                            ::testing::Values("inprocess", "tcp", "shm")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) +
-                                  (std::get<1>(info.param) ? "_sync" : "_async");
+                                  (std::get<1>(info.param) ? "_sync_" : "_async_") + std::get<2>(info.param);
                          });
 
 TEST(FaultTest, InjectedFailuresEndTheJobNamingEndpointAndVariable) {
@@ -103,7 +108,7 @@ TEST(FaultTest, InjectedFailuresEndTheJobNamingEndpointAndVariable) {
 // the transport-independent guarantees hold on the real wire too.
 TEST(FaultTest, OverGrpcWithLostRepliesAndDuplicatesTheSyncJobIsExact) {
   JobSpec spec;
-  spec.grpc = true;
+  spec.wire = "grpc";
   spec.faults = *rpc::FaultSpec::Parse("seed=31,drop_reply=0.1,duplicate=0.1,max_delay_ms=10");
   const JobResult r = RunJob(spec);
   ASSERT_TRUE(r.ok()) << r.Errors();

@@ -35,6 +35,7 @@
 #include "common/executor.h"
 #include "common/rpc/fault_injection.h"
 #include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/rpc/inprocess_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "common/status.h"
@@ -56,7 +57,9 @@ struct JobSpec {
   std::string optimizer = "sgd";  // sgd | adam
   std::vector<int> steps;         // per trainer; empty: 10 each
   int batch = 8;                  // global batch
-  bool grpc = false;              // loopback gRPC instead of the in-process transport
+  // The wire: "inprocess" (no sockets), or on loopback "grpc", "tcp" or
+  // "shm" (SelectingTransport in that mode, as --rpc_transport makes it).
+  std::string wire = "inprocess";
   rpc::FaultSpec faults;          // on the trainers' calls
   int deadline_ms = 20000;
   int retry_times = 10;
@@ -165,7 +168,7 @@ inline JobResult RunJob(const JobSpec& spec) {
   std::vector<int> steps = spec.steps;
   if (steps.empty()) steps.assign(static_cast<size_t>(spec.trainers), 10);
   std::vector<std::string> eps;
-  for (int p = 0; p < spec.pservers; ++p) eps.push_back(spec.grpc ? FreeEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p));
+  for (int p = 0; p < spec.pservers; ++p) eps.push_back(spec.wire != "inprocess" ? FreeEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p));
   // Every process transpiles the same model the same way.
   DistributeTranspilerConfig config;
   std::vector<ProgramDesc> trainer(static_cast<size_t>(spec.trainers)), trainer_startup(trainer.size());
@@ -185,8 +188,9 @@ inline JobResult RunJob(const JobSpec& spec) {
     if (trainer[0].Block(0).Op(i).type == "send") out.grad_blocks += static_cast<int>(trainer[0].Block(0).Op(i).Input("X").size());
   }
   std::unique_ptr<rpc::Transport> base;
-  if (spec.grpc) {
-    base = std::make_unique<rpc::GrpcTransport>();
+  if (spec.wire != "inprocess") {
+    base = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(spec.wire),
+                                                     rpc::GrpcTransport::Options{});
   } else {
     base = std::make_unique<rpc::InProcessTransport>();
   }
