@@ -1,12 +1,14 @@
 // dist_step_bench: the step time of fashion_mlp (batch 128, Adam) with one
-// trainer and one pserver process in sync mode, against a model measured in
-// the same run:
+// trainer and one pserver process in sync mode (the transport
+// --rpc_transport picks; auto: shared memory here), against two models
+// measured in the same run:
 //   single-process step + pushing and pulling the parameters' bytes through
-//   a bare tuned gRPC service + 4 bare gRPC round trips (send, barrier, get,
-//   fetch barrier).
-// The pserver process also serves the bare service, so both go over the
-// same loopback between the same two processes. Rounds alternate the four
-// measurements; the median per-round ratio is reported (target <= 1.25x).
+//   a raw TCP socket (target <= 1.10x), and the same through a bare tuned
+//   gRPC service + 4 bare gRPC round trips (send, barrier, get, fetch
+//   barrier; milestone 1's model, target <= 1.25x).
+// The pserver process also serves the bare service and the raw socket, so
+// all go over the same loopback between the same two processes. Rounds
+// alternate the measurements; the median per-round ratios are reported.
 // Then what the metrics add to that step, timed alone: the trainer's step
 // record, and for each of the step's RPCs the client's record, the server's
 // queue-depth gauge and the pserver's record, as the code paths make them
@@ -25,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bare_grpc.h"
 #include "bench/bench_util.h"
+#include "bench/raw_tcp.h"
 #include "cli/model_build.h"
 #include "common/blas.h"
 #include "common/metrics/metrics.h"
@@ -32,6 +35,7 @@
 #include "common/rpc/rpc_metrics.h"
 #include "pserver/pserver_metrics.h"
 #include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "gflags/gflags.h"
@@ -47,6 +51,8 @@
 DEFINE_string(role, "trainer", "trainer (runs the benchmark) or pserver (spawned by it)");
 DEFINE_int32(port, 0, "pserver: the port of its parameter server");
 DEFINE_int32(bare_port, 0, "pserver: the port of its bare gRPC service");
+DEFINE_int32(raw_port, 0, "pserver: the port of its raw TCP server");
+DECLARE_int32(rpc_shm_spin_us);
 DEFINE_int32(rounds, 7, "alternating rounds");
 DEFINE_int32(steps, 20, "steps (or calls) per round");
 DEFINE_int32(blas_threads, 1, "OpenBLAS threads in each process (two processes share this host)");
@@ -78,6 +84,7 @@ int Pserver() {
   int bare_port = FLAGS_bare_port;
   auto bare_server = StartBareServer(&bare, &bare_port);
   CHECK_EQ(bare_port, FLAGS_bare_port) << "bare port taken";
+  CHECK_EQ(StartRawTcpServer(FLAGS_raw_port), FLAGS_raw_port) << "raw port taken";
   auto m = Model();
   CHECK(m.ok()) << m.status();
   const std::string ep = absl::StrCat("127.0.0.1:", FLAGS_port);
@@ -108,9 +115,10 @@ double ExamplesPerSecond(const std::string& out, const std::string& after) {
 }
 
 int Trainer(const char* self) {
-  const int port = FreePort(), bare_port = FreePort();
+  const int port = FreePort(), bare_port = FreePort(), raw_port = FreePort();
   std::vector<std::string> args = {self, "--role=pserver", absl::StrCat("--port=", port),
-                                   absl::StrCat("--bare_port=", bare_port)};
+                                   absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
+                                   absl::StrCat("--rpc_transport=", FLAGS_rpc_transport)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -148,6 +156,8 @@ int Trainer(const char* self) {
   const std::string loss = (*m)->vars.loss.name();
 
   BareClient bare(absl::StrCat("127.0.0.1:", bare_port));
+  RawTcpClient raw(raw_port);
+  CHECK(raw.ok());
   const int64_t bytes = ParamBytes(**m);
   std::vector<char> payload(static_cast<size_t>(bytes), 'p'), sink(static_cast<size_t>(bytes));
   const char one = 1;
@@ -157,31 +167,40 @@ int Trainer(const char* self) {
   auto round_trips = [&] {
     for (int i = 0; i < 4; ++i) CHECK(bare.Push(&one, 1));
   };
+  auto raw_move = [&] { CHECK(raw.Push(payload.data(), payload.size()) && raw.Pull(sink.data(), bytes)); };
   for (int i = 0; i < 5; ++i) {  // warm up every path
     dist_step();
     single_step();
     move();
     round_trips();
+    raw_move();
   }
-  std::vector<double> td, ts, tm, tr, ratio;
+  std::vector<double> td, ts, tm, tr, tw, ratio, raw_ratio;
   for (int r = 0; r < FLAGS_rounds; ++r) {
     td.push_back(TimeCalls(dist_step, FLAGS_steps));
     ts.push_back(TimeCalls(single_step, FLAGS_steps));
     tm.push_back(TimeCalls(move, FLAGS_steps));
     tr.push_back(TimeCalls(round_trips, FLAGS_steps));
+    tw.push_back(TimeCalls(raw_move, FLAGS_steps));
     ratio.push_back(td.back() / (ts.back() + tm.back() + tr.back()));
+    raw_ratio.push_back(td.back() / (ts.back() + tw.back()));
   }
   CHECK((*rt)->Close().ok());
   waitpid(pid, nullptr, 0);
   std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync), "
               "%d BLAS thread(s) each\n",
               static_cast<long long>(bytes), FLAGS_blas_threads);
-  std::printf("  distributed step          %8.3f ms\n", Median(td) * 1e3);
-  std::printf("  model                     %8.3f ms = single-process step %.3f + push/pull %.3f (bare gRPC, %.2f GB/s)"
+  std::printf("  distributed step          %8.3f ms (--rpc_transport=%s)\n", Median(td) * 1e3,
+              FLAGS_rpc_transport.c_str());
+  std::printf("  raw model                 %8.3f ms = single-process step %.3f + push/pull over a raw TCP socket %.3f "
+              "(%.2f GB/s)\n",
+              (Median(ts) + Median(tw)) * 1e3, Median(ts) * 1e3, Median(tw) * 1e3, 2.0 * bytes / Median(tw) / 1e9);
+  std::printf("  ratio to the raw model    %8.2fx (target <= 1.10x)\n", Median(raw_ratio));
+  std::printf("  gRPC model                %8.3f ms = single-process step %.3f + push/pull %.3f (bare gRPC, %.2f GB/s)"
               " + 4 round trips %.3f\n",
               (Median(ts) + Median(tm) + Median(tr)) * 1e3, Median(ts) * 1e3, Median(tm) * 1e3,
               2.0 * bytes / Median(tm) / 1e9, Median(tr) * 1e3);
-  std::printf("  ratio                     %8.2fx (target <= 1.25x)\n", Median(ratio));
+  std::printf("  ratio to the gRPC model   %8.2fx (target <= 1.25x)\n", Median(ratio));
   {
     int rpcs = 0;  // one per variable sent or received, one per barrier
     const BlockDesc& b = trainer->Block(0);
@@ -211,7 +230,8 @@ int Trainer(const char* self) {
                 per_step * 1e3, rpcs, 100 * per_step / Median(td));
   }
 
-  const std::string flags = "--model fashion_mlp --limit 25600 --batch_size 128 --epochs 1";
+  const std::string flags = "--model fashion_mlp --limit 25600 --batch_size 128 --epochs 1 --rpc_transport=" +
+                            FLAGS_rpc_transport + " --rpc_shm_spin_us=" + std::to_string(FLAGS_rpc_shm_spin_us);
   Result single = Oar("train " + flags);
   Result dist = Oar("launch --pservers 2 --trainers 2 " + flags);
   if (single.code == 0 && dist.code == 0) {

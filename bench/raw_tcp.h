@@ -48,12 +48,13 @@ inline void NoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-// Listens on 127.0.0.1 (any port); returns the port. Serves forever.
-inline int StartRawTcpServer() {
+// Listens on 127.0.0.1, `port` (0: any); returns the port. Serves forever.
+inline int StartRawTcpServer(int port = 0) {
   int ls = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
   ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   ::listen(ls, 16);
   socklen_t len = sizeof(a);

@@ -17,7 +17,12 @@
 //      variable) and of applying each (trainer, sequence number) once: the
 //      4 MiB push + pull and the 64 B round trip through a handler that does
 //      both, against the same handler without them (targets <= 1.03x and
-//      <= 1.05x). The client numbers its calls in both.
+//      <= 1.05x). The client numbers its calls in both;
+//   7. the stream transports (--rpc_transport=tcp and shm) to the same
+//      checked handler: 4 MiB push + pull and 64 MiB in 16 blocks vs the
+//      raw TCP stream (targets >= 0.85x and >= 0.80x), the 64 B round trip
+//      vs a raw socket round trip (<= 1.3x); over shared memory the 4 MiB
+//      push + pull vs memcpy of 4 MiB in this process (>= 0.5x).
 // The client re-executes itself as the server (--role=server / memory).
 #include <spawn.h>
 #include <sys/wait.h>
@@ -38,6 +43,7 @@
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_metrics.h"
+#include "common/rpc/transport_select.h"
 #include "pserver/pserver_metrics.h"
 #include "pserver/replay_guard.h"
 #include "pserver/var_store.h"
@@ -48,6 +54,7 @@
 DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
 DEFINE_string(port_file, "", "server roles: write the ports here");
 DEFINE_int32(trainers, 1, "memory role: the trainers (Fanin) of the 256 MiB model");
+DEFINE_bool(stream_only, false, "run only the stream transports' figures (7)");
 
 extern char** environ;
 
@@ -124,9 +131,14 @@ int Server() {
   auto ps_ep = (*ps)->Start();
   CHECK(ps_ep.ok());
   std::thread loop([&] { CHECK((*ps)->Run().ok()); });
+  StoreHandler streamed(/*checked=*/true);
+  rpc::SelectingTransport selecting(rpc::TransportMode::kAuto, {});
+  auto both = selecting.Listen({.endpoint = "127.0.0.1:0"}, &streamed);  // gRPC + the stream transports
+  CHECK(both.ok()) << both.status();
+  const std::string both_ep = (*both)->endpoint();
   CHECK(WriteFileAtomically(FLAGS_port_file, absl::StrCat(raw, " ", bare, " ", (*ours)->port(), " ",
                                                           ps_ep->substr(ps_ep->rfind(':') + 1), " ", (*plain)->port(),
-                                                          "\n"))
+                                                          " ", both_ep.substr(both_ep.rfind(':') + 1), "\n"))
             .ok());
   loop.join();
   std::this_thread::sleep_for(std::chrono::hours(1));  // killed by the client
@@ -202,10 +214,73 @@ long StatusKb(pid_t pid, const std::string& key) {
   return -1;
 }
 
+// 7. The stream transports against the raw socket and memcpy.
+void StreamFigures(const Child& server, RawTcpClient& raw) {
+  const std::string ep = server.Ep(5);
+  Variable block = Floats(4 * kMiB), small = Floats(64);
+  std::vector<char> sink(64 * kMiB);
+  const void* data = block.Get<Tensor>().raw_data();
+  auto raw_4m = [&] { CHECK(raw.Push(data, 4 * kMiB) && raw.Pull(sink.data(), 4 * kMiB)); };
+  Variable big = Floats(64 * kMiB);
+  auto raw_64m = [&] { CHECK(raw.Push(big.Get<Tensor>().raw_data(), 64 * kMiB) && raw.Pull(sink.data(), 64 * kMiB)); };
+  auto raw_rt = [&] { CHECK(raw.Push(small.Get<Tensor>().raw_data(), 64)); };
+  std::vector<Variable> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(Floats(4 * kMiB));
+  for (rpc::TransportMode mode : {rpc::TransportMode::kTcp, rpc::TransportMode::kShm}) {
+    rpc::SelectingTransport transport(mode, {});
+    rpc::RpcClient c(&transport, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+    const char* name = rpc::TransportModeName(mode);
+    Variable got4;
+    auto push_pull = [&] {
+      CHECK(c.AsyncSendVar(ep, "w", &block)->Wait().ok());
+      CHECK(c.AsyncGetVar(ep, "w", &got4)->Wait().ok());
+    };
+    auto round_trip = [&] { CHECK(c.AsyncSendVar(ep, "s", &small)->Wait().ok()); };
+    std::vector<Variable> got(16);
+    auto in_flight = [&] {
+      std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+      for (int i = 0; i < 16; ++i) calls.push_back(c.AsyncSendVar(ep, "b" + std::to_string(i), &blocks[i]));
+      for (auto& call : calls) CHECK(call->Wait().ok());
+      calls.clear();
+      for (int i = 0; i < 16; ++i) calls.push_back(c.AsyncGetVar(ep, "b" + std::to_string(i), &got[i]));
+      for (auto& call : calls) CHECK(call->Wait().ok());
+    };
+    push_pull();
+    CHECK_EQ(transport.ChosenFor(ep), name) << "the bench did not get the transport it asked for";
+    CHECK(std::memcmp(got4.Get<Tensor>().raw_data(), data, 4 * kMiB) == 0);
+    Paired v64 = TimePaired(in_flight, raw_64m, 2, 5);
+    Paired vrt = TimePaired(round_trip, raw_rt, 200, 9);
+    if (mode == rpc::TransportMode::kTcp) {
+      Paired v4 = TimePaired(push_pull, raw_4m, 10, 9);
+      std::printf("stream_tcp 4MiB push+pull: %.2f GB/s, raw TCP %.2f GB/s -> %.2fx (target >= 0.85x)\n",
+                  GBps(8 * kMiB, v4.a_seconds), GBps(8 * kMiB, v4.b_seconds), 1.0 / v4.ratio);
+    } else {
+      std::vector<char> from(4 * kMiB, 'x'), to(4 * kMiB);
+      auto copy = [&] {
+        std::memcpy(to.data(), from.data(), from.size());
+        from[static_cast<unsigned char>(to[17]) % 64] ^= 1;  // keep the copy from being dropped
+      };
+      Paired vm = TimePaired(push_pull, copy, 10, 9);
+      const double ours = GBps(8 * kMiB, vm.a_seconds), mem = GBps(4 * kMiB, vm.b_seconds);
+      std::printf("stream_shm 4MiB push+pull: %.2f GB/s, memcpy of 4 MiB %.2f GB/s -> %.2fx (target >= 0.50x)\n",
+                  ours, mem, ours / mem);
+    }
+    std::printf("stream_%s 64MiB in 16 blocks, in flight: %.2f GB/s, raw TCP %.2f GB/s -> %.2fx%s\n", name,
+                GBps(128 * kMiB, v64.a_seconds), GBps(128 * kMiB, v64.b_seconds), 1.0 / v64.ratio,
+                mode == rpc::TransportMode::kTcp ? " (target >= 0.80x)" : "");
+    std::printf("stream_%s 64B round trip: %.1f us, raw TCP %.1f us -> %.2fx%s\n", name, vrt.a_seconds * 1e6,
+                vrt.b_seconds * 1e6, vrt.ratio, mode == rpc::TransportMode::kTcp ? " (target <= 1.30x)" : "");
+  }
+}
+
 int Client() {
-  Child server("server", 5);
+  Child server("server", 6);
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());
+  if (FLAGS_stream_only) {
+    StreamFigures(server, raw);
+    return 0;
+  }
   BareClient bare(server.Ep(1));
   rpc::GrpcTransport grpc;
   rpc::RpcClient ours(&grpc, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
@@ -407,6 +482,7 @@ int Client() {
                 "%.3f%% of the 4 MiB push+pull (target <= 3%%)\n",
                 per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
   }
+  StreamFigures(server, raw);
   return 0;
 }
 

@@ -14,7 +14,9 @@
 // and picks, per the mode — auto: shm when its socket is reachable (same
 // host), else tcp, else gRPC (a Fluid or older Oar server answers with an
 // error: gRPC); tcp / shm: that one or a clear error; grpc: no question.
-// The choice is logged once per endpoint and kept.
+// The choice is logged once per endpoint and kept while the stream
+// connection can be (re)made; when it cannot (the server died; a restarted
+// one offers another port), the next attempt asks again.
 //
 //   auto transport = MakeTransport();           // from the flags and OAR_AUTH_TOKEN
 //   RpcClient client(transport.get());

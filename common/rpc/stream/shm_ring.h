@@ -1,9 +1,9 @@
 // ShmRing: a single-producer, single-consumer byte ring in memory shared
 // between two processes (a memfd both have mapped; shm_stream.h). The
-// producer copies bytes in and publishes them every kPublishBytes, so the
+// producer copies bytes in and publishes them every publish_bytes_, so the
 // consumer copies a large message out on the other core while the rest is
 // still going in. An empty (full) ring is waited on by spinning briefly,
-// then sleeping on a futex in the shared page that the other side bumps and
+// (--rpc_shm_spin_us), then sleeping on a futex in the shared page that the other side bumps and
 // wakes only when a waiter said so — no system call while both keep pace.
 //
 // Sleeps are sliced (kSliceMs) so that the owner's `check` (is the peer
@@ -27,7 +27,9 @@ namespace oar::rpc::stream {
 
 class ShmRing {
  public:
-  static constexpr size_t kPublishBytes = 256 * 1024;
+  // Bytes copied in between two publications: a sixteenth of the ring, at
+  // most 256 KiB, so that many chunks are in flight at once.
+  static constexpr size_t kMaxPublishBytes = 256 * 1024;
   static constexpr int kSliceMs = 50;
   // Bytes of shared memory a ring of `capacity` data bytes takes.
   static size_t BytesFor(size_t capacity);
@@ -53,6 +55,7 @@ class ShmRing {
   Control* control_;
   char* data_;
   size_t capacity_;
+  size_t publish_bytes_;
 };
 
 }  // namespace oar::rpc::stream

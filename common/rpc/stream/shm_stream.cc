@@ -16,7 +16,7 @@
 #include "common/rpc/stream/wire.h"
 #include "gflags/gflags.h"
 
-DEFINE_int64(rpc_shm_ring_bytes, 8 << 20, "bytes of each of the two shared-memory rings of one shm connection");
+DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
 
 namespace oar::rpc::stream {
 namespace {

@@ -17,8 +17,8 @@ namespace oar::rpc::stream {
 // One connection: its stream, the calls waiting for replies, its reader.
 class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(std::unique_ptr<ByteStream> stream, const Route& route, Timer* timer)
-      : stream_(std::move(stream)), name_(absl::StrCat(route.endpoint, " over ", route.Key())), timer_(timer) {}
+  Conn(std::unique_ptr<ByteStream> stream, const Route& route)
+      : stream_(std::move(stream)), name_(absl::StrCat(route.endpoint, " over ", route.Key())) {}
   ~Conn() {
     if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
   }
@@ -47,7 +47,7 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
         why = why_;
       } else {
         id = next_id_++;
-        pending_[id] = Pending{std::move(done), 0};
+        pending_[id] = Pending{std::move(done), deadline, request->header.name()};
       }
     }
     if (id == 0) {
@@ -55,17 +55,6 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
       return;
     }
     const std::string& var = request->header.name();
-    const uint64_t timer = timer_->At(deadline, [weak = weak_from_this(), id, var, this] {
-      if (auto self = weak.lock()) {
-        Finish(id, absl::DeadlineExceededError(absl::StrCat(name_, ": no answer for '", var, "' by the deadline")),
-               nullptr);
-      }
-    });
-    {
-      absl::MutexLock l(&mu_);
-      auto it = pending_.find(id);
-      if (it != pending_.end()) it->second.timer = timer;
-    }
     const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
     const uint32_t timeout_ms = deadline == absl::InfiniteFuture() ? 0 : static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
     absl::Status st;
@@ -75,6 +64,22 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
                         request->header, &request->var, deadline);
     }
     if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
+  }
+
+  // Ends the calls whose deadline passed (DEADLINE_EXCEEDED); a reply
+  // that comes later is skipped.
+  void Expire(absl::Time now) {
+    std::vector<std::pair<uint64_t, std::string>> late;
+    {
+      absl::MutexLock l(&mu_);
+      for (const auto& [id, p] : pending_) {
+        if (p.deadline <= now) late.emplace_back(id, p.var);
+      }
+    }
+    for (const auto& [id, var] : late) {
+      Finish(id, absl::DeadlineExceededError(absl::StrCat(name_, ": no answer for '", var, "' by the deadline")),
+             nullptr);
+    }
   }
 
   // Fails every call in flight and closes the stream; later calls fail too.
@@ -88,16 +93,14 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
       failed.swap(pending_);
     }
     stream_->Close();
-    for (auto& [id, p] : failed) {
-      if (p.timer != 0) timer_->Cancel(p.timer);
-      p.done(why, nullptr);
-    }
+    for (auto& [id, p] : failed) p.done(why, nullptr);
   }
 
  private:
   struct Pending {
     CallDone done;
-    uint64_t timer = 0;
+    absl::Time deadline;
+    std::string var;
   };
 
   void Finish(uint64_t id, absl::Status status, std::unique_ptr<IncomingMessage> reply) {
@@ -109,7 +112,6 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
       p = std::move(it->second);
       pending_.erase(it);
     }
-    if (p.timer != 0) timer_->Cancel(p.timer);
     p.done(std::move(status), std::move(reply));
   }
 
@@ -151,7 +153,6 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
 
   std::unique_ptr<ByteStream> stream_;
   const std::string name_;  // "127.0.0.1:6174 over tcp 127.0.0.1:41234"
-  Timer* timer_;
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   absl::Mutex write_mu_;
   absl::Mutex mu_;
@@ -168,9 +169,30 @@ struct StreamClient::Slot {
   std::shared_ptr<Conn> conn ABSL_GUARDED_BY(mu);
 };
 
-StreamClient::StreamClient(std::string auth_token) : token_(std::move(auth_token)) {}
+StreamClient::StreamClient(std::string auth_token) : token_(std::move(auth_token)) {
+  sweeper_ = std::thread([this] {
+    while (!stop_.WaitForNotificationWithTimeout(kSweep)) {
+      std::vector<std::shared_ptr<Slot>> slots;
+      {
+        absl::MutexLock l(&mu_);
+        for (auto& [key, slot] : slots_) slots.push_back(slot);
+      }
+      const absl::Time now = absl::Now();
+      for (auto& slot : slots) {
+        std::shared_ptr<Conn> conn;
+        {
+          absl::MutexLock sl(&slot->mu);
+          conn = slot->conn;
+        }
+        if (conn != nullptr) conn->Expire(now);
+      }
+    }
+  });
+}
 
 StreamClient::~StreamClient() {
+  stop_.Notify();
+  sweeper_.join();
   std::list<std::shared_ptr<Conn>> all;
   std::map<std::string, std::shared_ptr<Slot>> slots;
   {
@@ -225,7 +247,7 @@ absl::StatusOr<std::shared_ptr<StreamClient::Conn>> StreamClient::Get(const Rout
   }
   absl::Status st = ClientHandshake(s.get(), token_, deadline);
   if (!st.ok()) return Annotate(st, absl::StrCat("connecting to ", route.endpoint, " over ", route.Key()));
-  auto conn = std::make_shared<Conn>(std::move(s), route, &timer_);
+  auto conn = std::make_shared<Conn>(std::move(s), route);
   conn->Start();
   slot->conn = conn;
   return conn;

@@ -6,7 +6,9 @@
 // pooled buffer that DecodeInto hands to the destination tensor.
 //
 // Each call ends exactly once: with the reply, the server's error, its
-// deadline (DEADLINE_EXCEEDED, from a timer; a late reply is skipped), or
+// deadline (DEADLINE_EXCEEDED, found by a sweep every kSweep — not a timer
+// armed and cancelled per call, which would wake a thread per call; a
+// late reply is skipped), or
 // the connection's failure (UNAVAILABLE naming the peer; the next call
 // connects again). Retries are the RpcClient's business.
 //
@@ -23,8 +25,10 @@
 #include <memory>
 #include <string>
 
+#include <thread>
+
 #include "absl/synchronization/mutex.h"
-#include "common/rpc/timer.h"
+#include "absl/synchronization/notification.h"
 #include "common/rpc/transport.h"
 
 namespace oar::rpc::stream {
@@ -51,11 +55,13 @@ class StreamClient {
   struct Slot;
   absl::StatusOr<std::shared_ptr<Conn>> Get(const Route& route, absl::Time deadline);
 
+  static constexpr absl::Duration kSweep = absl::Milliseconds(20);
   const std::string token_;
-  Timer timer_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::list<std::shared_ptr<Conn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
+  absl::Notification stop_;
+  std::thread sweeper_;  // expires calls past their deadline; joined first in the destructor
 };
 
 }  // namespace oar::rpc::stream

@@ -98,11 +98,26 @@ absl::Status TcpStream::Wait(short events, absl::Time deadline, const char* doin
 
 absl::Status TcpStream::Read(void* dst, size_t n, absl::Time deadline) {
   char* p = static_cast<char*>(dst);
+  const size_t buffered = std::min(n, buffer_end_ - buffer_begin_);
+  if (buffered > 0) {
+    std::memcpy(p, buffer_.get() + buffer_begin_, buffered);
+    buffer_begin_ += buffered;
+    p += buffered;
+    n -= buffered;
+  }
   while (n > 0) {
-    const ssize_t r = ::recv(fd_, p, n, 0);
+    const bool direct = n >= kBufferBytes;  // a large payload: straight into its destination
+    const ssize_t r = direct ? ::recv(fd_, p, n, 0) : ::recv(fd_, buffer_.get(), kBufferBytes, 0);
     if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
+      size_t k = static_cast<size_t>(r);
+      if (!direct) {
+        buffer_begin_ = std::min(k, n);
+        buffer_end_ = k;
+        std::memcpy(p, buffer_.get(), buffer_begin_);
+        k = buffer_begin_;
+      }
+      p += k;
+      n -= k;
       continue;
     }
     if (r == 0) {

@@ -1,7 +1,9 @@
 // TcpStream: a ByteStream over one Boost.Asio TCP socket, with TCP_NODELAY
-// and socket buffers sized for tensor blocks. Reads and writes go straight
-// between the tensor's memory and the kernel (scatter-gather writes, no
-// staging copy); the socket is non-blocking and each wait is a poll bounded
+// and socket buffers sized for tensor blocks. Writes go straight from the
+// tensor's memory to the kernel (scatter-gather, no staging copy); reads of
+// large payloads go straight into their destination, small reads (frame
+// headers, header protos, small tensors) come out of a 64 KiB buffer that
+// one recv fills, so a small message costs one system call. The socket is non-blocking and each wait is a poll bounded
 // by the caller's deadline, so a stalled peer never holds a thread past it.
 //
 //   OAR_ASSIGN_OR_RETURN(auto s, TcpStream::Connect("10.0.0.2", 41234, deadline));
@@ -43,7 +45,10 @@ class TcpStream final : public ByteStream {
   // Waits for `events` on the socket until `deadline`.
   absl::Status Wait(short events, absl::Time deadline, const char* doing);
 
+  static constexpr size_t kBufferBytes = 64 * 1024;
   int fd_;
+  std::unique_ptr<char[]> buffer_{new char[kBufferBytes]};
+  size_t buffer_begin_ = 0, buffer_end_ = 0;  // unread bytes of buffer_ (reader only)
   std::string peer_;
   std::atomic<bool> closed_{false};
 };
