@@ -86,20 +86,16 @@ const char* TransportModeName(TransportMode m) {
 }
 
 SelectingTransport::SelectingTransport(TransportMode mode, GrpcTransport::Options options)
-    : mode_(mode), tls_(!options.tls_ca.empty()), grpc_(options), stream_(options.auth_token) {}
+    : mode_(mode), tls_(!options.tls_ca.empty()), grpc_(options), stream_(options.auth_token, options.tls_ca) {}
 
 SelectingTransport::~SelectingTransport() = default;
 
 absl::StatusOr<std::unique_ptr<Listener>> SelectingTransport::Listen(const ServerOptions& options,
                                                                      RpcHandler* handler) {
-  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
-  if (mode_ == TransportMode::kGrpc || (tls && mode_ == TransportMode::kAuto)) return grpc_.Listen(options, handler);
-  if (tls) {
-    return absl::UnimplementedError(absl::StrCat("--rpc_transport=", TransportModeName(mode_),
-                                                 " does not do TLS; with --rpc_tls_cert use grpc or auto"));
-  }
+  if (mode_ == TransportMode::kGrpc) return grpc_.Listen(options, handler);
   OAR_ASSIGN_OR_RETURN(auto stream, stream::StreamServer::Start(options, handler, /*shm=*/true));
   std::string offer = absl::StrCat("tcp=", stream->tcp_port());
+  if (stream->tls()) absl::StrAppend(&offer, " tls");
   if (!stream->shm_name().empty()) absl::StrAppend(&offer, " shm=", stream->shm_name());
   auto offering = std::make_unique<OfferingHandler>(handler, offer);
   OAR_ASSIGN_OR_RETURN(auto grpc, grpc_.Listen(options, offering.get()));
@@ -110,11 +106,6 @@ absl::StatusOr<std::unique_ptr<Listener>> SelectingTransport::Listen(const Serve
 absl::StatusOr<SelectingTransport::Choice> SelectingTransport::Negotiate(const std::string& ep, absl::Time deadline) {
   Choice grpc_choice;
   if (mode_ == TransportMode::kGrpc) return grpc_choice;
-  if (tls_) {
-    if (mode_ == TransportMode::kAuto) return grpc_choice;
-    return absl::UnimplementedError(absl::StrCat("--rpc_transport=", TransportModeName(mode_),
-                                                 " does not do TLS; with --rpc_tls_ca use grpc or auto"));
-  }
   // Ask the server over gRPC what it offers.
   auto request = std::make_shared<OutgoingMessage>();
   sendrecv::VariableMessage meta;
@@ -139,15 +130,21 @@ absl::StatusOr<SelectingTransport::Choice> SelectingTransport::Negotiate(const s
     return status;  // not up yet, or not ours to talk to: decide later
   }
   int tcp_port = 0;
+  bool tls = false;
   std::string shm;
   if (status.ok()) {
     for (absl::string_view item : absl::StrSplit(offer, ' ', absl::SkipEmpty())) {
       if (absl::ConsumePrefix(&item, "tcp=")) (void)absl::SimpleAtoi(item, &tcp_port);
       if (absl::ConsumePrefix(&item, "shm=")) shm = std::string(item);
+      if (item == "tls") tls = true;
     }
   }
   const std::string host = ep.substr(0, ep.rfind(':'));
   std::string why = status.ok() ? "" : absl::StrCat("it offers no stream transport (", status.message(), ")");
+  if (tcp_port > 0 && tls != tls_) {  // both ends TLS, or neither
+    why = tls ? "its stream port is TLS and --rpc_tls_ca is not set" : "its stream port is not TLS and --rpc_tls_ca is set";
+    tcp_port = 0;
+  }
   if (mode_ == TransportMode::kAuto || mode_ == TransportMode::kShm) {
     if (!shm.empty()) {
       Choice c{false, {stream::Route::kShm, shm, ep}};
@@ -155,7 +152,7 @@ absl::StatusOr<SelectingTransport::Choice> SelectingTransport::Negotiate(const s
       if (s.ok()) return c;
       why = std::string(s.message());
     } else if (why.empty()) {
-      why = "it offers no shared memory";
+      why = tls ? "it offers no shared memory (it serves TLS)" : "it offers no shared memory";
     }
     if (mode_ == TransportMode::kShm) {
       return absl::FailedPreconditionError(

@@ -5,10 +5,10 @@
 // (stream/shm_stream.h).
 //
 // Serving: Listen starts the gRPC server on the endpoint and, unless the
-// mode is grpc or TLS is configured (the stream transports do not do TLS
-// yet), a StreamServer beside it; the gRPC service then answers a
+// mode is grpc, a StreamServer beside it (TLS when certificates are given,
+// and then no shared memory); the gRPC service then answers a
 // GetVariableNoBarrier of `kTransportOffer` itself with what the stream
-// server offers ("tcp=41234 shm=@oar-stream-77-6174").
+// server offers ("tcp=41234 shm=@oar-stream-77-41234", "tcp=41234 tls").
 //
 // Calling: the first call to an endpoint asks it that question over gRPC
 // and picks, per the mode — auto: shm when its socket is reachable (same

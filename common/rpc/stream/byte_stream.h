@@ -31,6 +31,9 @@ struct ConstPiece {
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
+  // Completes the stream's own setup on the thread that will read it (a
+  // server's TLS handshake); OK at once for the others.
+  virtual absl::Status Open(absl::Time /*deadline*/) { return absl::OkStatus(); }
   // Reads exactly `n` bytes into `dst`, blocking until they came, the peer
   // closed or failed (Unavailable naming it), Close was called (Cancelled),
   // or `deadline` passed (DeadlineExceeded).

@@ -53,7 +53,8 @@ bool ServerConn::EnterGate(absl::Time deadline) {
 }
 
 void ServerConn::ReadLoop() {
-  absl::Status st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline());
+  absl::Status st = stream_->Open(IoDeadline());  // TLS: its handshake
+  if (st.ok()) st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline());
   if (!st.ok()) {
     if (!closing_) LOG(WARNING) << ctx_->endpoint << ": refused a connection: " << st;
     return;

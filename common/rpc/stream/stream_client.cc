@@ -8,6 +8,7 @@
 #include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/stream/tcp_stream.h"
+#include "common/rpc/stream/tls_stream.h"
 #include "common/rpc/stream/wire.h"
 #include "common/status.h"
 #include "glog/logging.h"
@@ -169,7 +170,8 @@ struct StreamClient::Slot {
   std::shared_ptr<Conn> conn ABSL_GUARDED_BY(mu);
 };
 
-StreamClient::StreamClient(std::string auth_token) : token_(std::move(auth_token)) {
+StreamClient::StreamClient(std::string auth_token, std::string tls_ca)
+    : token_(std::move(auth_token)), tls_ca_(std::move(tls_ca)) {
   sweeper_ = std::thread([this] {
     while (!stop_.WaitForNotificationWithTimeout(kSweep)) {
       std::vector<std::shared_ptr<Slot>> slots;
@@ -241,7 +243,12 @@ absl::StatusOr<std::shared_ptr<StreamClient::Conn>> StreamClient::Get(const Rout
     if (colon == std::string::npos || !absl::SimpleAtoi(route.address.substr(colon + 1), &port)) {
       return absl::InvalidArgumentError(absl::StrCat("bad stream address '", route.address, "'"));
     }
-    OAR_ASSIGN_OR_RETURN(s, TcpStream::Connect(route.address.substr(0, colon), port, deadline));
+    if (tls_ca_.empty()) {
+      OAR_ASSIGN_OR_RETURN(s, TcpStream::Connect(route.address.substr(0, colon), port, deadline));
+    } else {
+      OAR_ASSIGN_OR_RETURN(std::string ca, ReadTlsFile("rpc_tls_ca", tls_ca_));
+      OAR_ASSIGN_OR_RETURN(s, TlsStream::Connect(route.address.substr(0, colon), port, ca, deadline));
+    }
   } else {
     OAR_ASSIGN_OR_RETURN(s, ShmStream::Connect(route.address, absl::StrCat("shm ", route.endpoint), deadline));
   }

@@ -42,7 +42,9 @@ struct Route {
 
 class StreamClient {
  public:
-  explicit StreamClient(std::string auth_token);
+  // `tls_ca`: a PEM file of root certificates; when set, TCP routes are
+  // TLS (TlsStream) and the server's certificate is checked against it.
+  explicit StreamClient(std::string auth_token, std::string tls_ca = "");
   ~StreamClient();
 
   void Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
@@ -57,6 +59,7 @@ class StreamClient {
 
   static constexpr absl::Duration kSweep = absl::Milliseconds(20);
   const std::string token_;
+  const std::string tls_ca_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::list<std::shared_ptr<Conn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later

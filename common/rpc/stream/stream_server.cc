@@ -16,6 +16,7 @@
 #include "common/rpc/stream/server_conn.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/stream/tcp_stream.h"
+#include "common/rpc/stream/tls_stream.h"
 #include "common/status.h"
 #include "glog/logging.h"
 
@@ -89,6 +90,11 @@ class StreamServer::Impl {
   }
 
   int port() const { return port_; }
+  // PEM contents; TLS on every TCP connection when set.
+  void UseTls(std::string cert, std::string key) {
+    tls_cert_ = std::move(cert);
+    tls_key_ = std::move(key);
+  }
   const std::string& shm_name() const { return shm_name_; }
 
  private:
@@ -117,8 +123,17 @@ class StreamServer::Impl {
         if (tcp_acceptor_.is_open()) AcceptTcp();
         return;
       }
-      TcpStream::Tune(socket);
-      Adopt(std::make_unique<TcpStream>(std::move(socket)));
+      if (tls_cert_.empty()) {
+        TcpStream::Tune(socket);
+        Adopt(std::make_unique<TcpStream>(std::move(socket)));
+      } else {
+        auto tls = TlsStream::Accepted(std::move(socket), tls_cert_, tls_key_);
+        if (tls.ok()) {
+          Adopt(*std::move(tls));
+        } else {
+          LOG(WARNING) << ctx_.endpoint << ": " << tls.status();
+        }
+      }
       AcceptTcp();
     });
   }
@@ -151,6 +166,7 @@ class StreamServer::Impl {
   std::thread thread_;
   int port_ = 0;
   std::string shm_name_;
+  std::string tls_cert_, tls_key_;
   bool stopped_ = false;
   absl::Mutex mu_;
   std::list<std::shared_ptr<ServerConn>> conns_ ABSL_GUARDED_BY(mu_);
@@ -162,6 +178,14 @@ absl::StatusOr<std::unique_ptr<StreamServer>> StreamServer::Start(const ServerOp
   std::unique_ptr<StreamServer> s(new StreamServer());
   const uint64_t cap = MaxRequestBytes(options, *handler);
   s->impl_ = std::make_unique<Impl>(options, handler, cap, ReadSlots(options, cap));
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  if (tls) {
+    OAR_ASSIGN_OR_RETURN(std::string cert, ReadTlsFile("rpc_tls_cert", options.tls_cert));
+    OAR_ASSIGN_OR_RETURN(std::string key, ReadTlsFile("rpc_tls_key", options.tls_key));
+    s->impl_->UseTls(std::move(cert), std::move(key));
+    shm = false;  // shared memory is offered only without TLS
+    s->tls_ = true;
+  }
   const std::string host = options.endpoint.substr(0, options.endpoint.rfind(':'));
   OAR_RETURN_IF_ERROR(s->impl_->Bind(host, shm));
   s->tcp_port_ = s->impl_->port();

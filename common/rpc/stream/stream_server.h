@@ -1,5 +1,7 @@
 // StreamServer: the serving half of Oar's stream transports — a Boost.Asio
-// TCP acceptor on the endpoint's host (a port of its own) and, when asked,
+// TCP acceptor on the endpoint's host (a port of its own; TLS on every
+// connection when the options carry a certificate) and, when asked and
+// without TLS,
 // an abstract Unix socket through which same-host clients hand over shared-
 // memory rings (shm_stream.h). Each connection gets a reader thread: it
 // checks the handshake (auth token), then reads request frames (wire.h),
@@ -47,6 +49,9 @@ class StreamServer final : public Listener {
   int tcp_port() const { return tcp_port_; }
   // "@oar-stream-<pid>-<tcp port>", or "" without shm.
   const std::string& shm_name() const { return shm_name_; }
+  // True when options carried a certificate: every TCP connection is TLS
+  // (TlsStream) and no shared memory is offered.
+  bool tls() const { return tls_; }
   void Shutdown() override;
 
  private:
@@ -55,6 +60,7 @@ class StreamServer final : public Listener {
   std::unique_ptr<Impl> impl_;
   std::string endpoint_, shm_name_;
   int tcp_port_ = 0;
+  bool tls_ = false;
 };
 
 }  // namespace oar::rpc::stream

@@ -263,6 +263,45 @@ TEST(StreamTransportTest, TheTokenIsCheckedInTheStreamHandshake) {
   }
 }
 
+TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
+  const std::string cert = OAR_TESTDATA_DIR "/tls_test_cert.pem", key = OAR_TESTDATA_DIR "/tls_test_key.pem";
+  StoreHandler h;
+  SelectingTransport server(TransportMode::kAuto, {});
+  ServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  o.tls_cert = cert;
+  o.tls_key = key;
+  auto listener = server.Listen(o, &h);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const std::string ep = (*listener)->endpoint();
+  GrpcTransport::Options tls;
+  tls.tls_ca = cert;
+  for (TransportMode mode : {TransportMode::kAuto, TransportMode::kTcp}) {
+    SelectingTransport transport(mode, tls);
+    RpcClient client(&transport, {.deadline_ms = 10000, .retry_times = 0});
+    Variable big = Floats(1 << 20, 0.25f), got;
+    ASSERT_TRUE(client.AsyncSendVar(ep, "w", &big)->Wait().ok());
+    ASSERT_TRUE(client.AsyncGetVar(ep, "w", &got)->Wait().ok());
+    EXPECT_TRUE(SameFloats(got, big));
+    EXPECT_EQ(transport.ChosenFor(ep), "tcp");  // TLS over TCP; no shared memory is offered with TLS
+  }
+  SelectingTransport shm_only(TransportMode::kShm, tls);
+  RpcClient shm_client(&shm_only, {.deadline_ms = 5000, .retry_times = 0});
+  Variable v = Floats(4, 1);
+  absl::Status s = shm_client.AsyncSendVar(ep, "w", &v)->Wait();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  // Past gRPC, a plaintext client on the TLS stream port gets nowhere.
+  auto direct = stream::StreamServer::Start(o, &h, /*shm=*/true);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_TRUE((*direct)->tls());
+  EXPECT_EQ((*direct)->shm_name(), "");
+  stream::StreamClient plain("");
+  s = plain.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5));
+  EXPECT_FALSE(s.ok());
+  stream::StreamClient trusting("", cert);
+  EXPECT_TRUE(trusting.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5)).ok());
+}
+
 TEST(StreamTransportTest, MalformedFramesAreAnsweredOrDropTheirConnectionOnly) {
   StoreHandler h;
   ServerOptions o;
