@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/tsan.h"
 
 namespace oar::rpc::stream {
 namespace {
@@ -83,7 +84,11 @@ absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t 
   f.payload_len = h.payload_bytes;
   std::vector<ConstPiece> pieces = {{&f, sizeof(f)}, {bytes.data(), bytes.size()}};
   if (h.payload_bytes > 0) pieces.push_back({payload->raw_data(), h.payload_bytes});
-  return s->Write(pieces, deadline);
+  absl::Status st = s->Write(pieces, deadline);
+  // Done reading the tensor: its next writer may reuse the buffer once this
+  // share is dropped (see Tensor::mutable_data).
+  if (payload != nullptr) OAR_TSAN_RELEASE(payload->BufferId());
+  return st;
 }
 
 absl::Status WriteError(ByteStream* s, uint64_t call_id, const absl::Status& error, absl::Time deadline) {

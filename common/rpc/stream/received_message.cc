@@ -26,9 +26,10 @@ void BufferPool::Give(Tensor t) {
 }
 
 ReceivedMessage::~ReceivedMessage() {
-  if (pool_ == nullptr) return;
-  pool_->Give(std::move(spare_));
-  pool_->Give(std::move(payload_));  // kept only when no destination shares it
+  // A buffer handed to a destination is its own from then on: whoever reads
+  // it there (an optimizer on another thread) is not ordered before a reuse
+  // by this connection, so it never comes back to the pool.
+  if (pool_ != nullptr && !shared_out_) pool_->Give(std::move(payload_));
 }
 
 void ReceivedMessage::CopyPayload(void* dst) const {
@@ -41,8 +42,15 @@ void ReceivedMessage::ForEachPayloadPiece(const std::function<void(const char*, 
 
 bool ReceivedMessage::SharePayloadInto(Tensor* dst) const {
   if (!payload_.initialized()) return false;
-  if (dst->initialized() && !dst->BufferShared() && !spare_.initialized()) spare_ = std::move(*dst);
+  // A destination whose own buffer fits takes a copy (as over gRPC), and
+  // this buffer goes back to the pool; only one that would allocate anyway
+  // takes the buffer itself.
+  if (dst->initialized() && !dst->BufferShared() && dst->dtype() == payload_.dtype() &&
+      dst->numel() == payload_.numel()) {
+    return false;
+  }
   *dst = payload_;  // shares the buffer; this message can still read it
+  shared_out_ = true;
   return true;
 }
 

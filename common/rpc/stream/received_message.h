@@ -2,10 +2,12 @@
 // the connection straight into a tensor buffer of its own dtype and shape,
 // and the per-connection pool those buffers come from.
 //
-// DecodeInto hands the buffer to the destination tensor instead of copying
-// it (the destination's old buffer goes back to the pool for a later
-// message), so a pulled parameter costs the kernel's copy and nothing more;
-// AddPayloadInto (a pserver summing gradients) reads it in place.
+// DecodeInto copies into a destination whose own buffer fits (as over gRPC:
+// that keeps the destination's readers and writers ordered as before), and
+// hands the buffer itself to one that would allocate anyway; AddPayloadInto (a pserver summing gradients) reads it in place, and the
+// buffer then goes back to the pool when the message dies (one handed to a
+// destination does not: its readers elsewhere are not ordered before a
+// reuse here).
 //
 // Thread-safety: a BufferPool is safe for concurrent use; a message, like
 // every IncomingMessage, is used by one thread at a time.
@@ -50,7 +52,7 @@ class ReceivedMessage final : public IncomingMessage {
 
  private:
   Tensor payload_;
-  mutable Tensor spare_;  // the destination's previous buffer, for the pool
+  mutable bool shared_out_ = false;  // DecodeInto handed payload_'s buffer to a tensor
   std::shared_ptr<BufferPool> pool_;
 };
 

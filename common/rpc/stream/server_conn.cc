@@ -103,6 +103,7 @@ void ServerConn::ReadLoop() {
       continue;
     }
     std::shared_ptr<IncomingMessage> request = *std::move(r.message);
+    ctx_->in_flight.fetch_add(1);  // until Serve has answered it
     if (ctx_->handler->NeverBlocks(kind)) {
       Serve(kind, f.call_id, deadline, std::move(request), holds_slot);
       continue;
@@ -113,6 +114,7 @@ void ServerConn::ReadLoop() {
           self->Serve(kind, id, deadline, std::move(request), holds_slot);
         })) {
       if (holds_slot) ctx_->gate->Leave();
+      ctx_->in_flight.fetch_sub(1);
       Answer(id, absl::ResourceExhaustedError(absl::StrCat(ctx_->endpoint, ": ", ctx_->pools->max_queued(), " ",
                                                             KindName(kind),
                                                             " requests are already waiting "
@@ -135,6 +137,7 @@ void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std:
   request.reset();  // its buffer goes back to the pool before the reply is written
   if (holds_slot) ctx_->gate->Leave();
   Answer(call_id, s, s.ok() ? &reply : nullptr);
+  ctx_->in_flight.fetch_sub(1);
 }
 
 void ServerConn::Answer(uint64_t call_id, const absl::Status& s, const Reply* reply) {

@@ -29,6 +29,9 @@ struct ServerContext {
   uint64_t max_request = 0;  // bytes; 0: no cap
   HandlerPools* pools = nullptr;
   ReadGate* gate = nullptr;
+  // Requests read and not yet answered, over all connections: shutdown
+  // lets them finish (as gRPC's Shutdown does) before it closes them.
+  mutable std::atomic<int> in_flight{0};
 };
 
 class ServerConn : public std::enable_shared_from_this<ServerConn> {

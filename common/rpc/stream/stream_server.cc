@@ -79,6 +79,10 @@ class StreamServer::Impl {
     });
     io_.stop();
     if (thread_.joinable()) thread_.join();
+    // Requests being served get to answer (a gen_nccl_id receiver stops
+    // right after the handler took the id; its sender needs the reply).
+    const absl::Time grace = absl::Now() + absl::Seconds(1);
+    while (ctx_.in_flight.load() > 0 && absl::Now() < grace) absl::SleepFor(absl::Milliseconds(2));
     std::list<std::shared_ptr<ServerConn>> conns;
     {
       absl::MutexLock l(&mu_);

@@ -21,7 +21,8 @@
 // broken ends it with a warning naming the peer.
 //
 // Shutdown order (Shutdown or the destructor): the owner first releases
-// the handler's waits → acceptors close → every connection's stream closes
+// the handler's waits → acceptors close → requests being served answer
+// (up to 1 s, as gRPC's Shutdown grants) → every connection's stream closes
 // (readers wake and leave) → readers join → pools drain and join.
 //
 // Thread-safety: Start/Shutdown from the owner; the handler is called

@@ -190,7 +190,7 @@ TEST_P(StreamModeTest, HandlerErrorsCapsAndDeadlinesEndTheCallNotTheConnection) 
   EXPECT_TRUE(SameFloats(got, small));
 }
 
-TEST_P(StreamModeTest, ADeadServerFailsCallsInFlightNamingIt) {
+TEST_P(StreamModeTest, AStoppedServerFailsLaterCallsNamingIt) {
   auto server = std::make_unique<Server>(TransportMode::kAuto);
   Client client(GetParam(), "", 5000);
   const std::string ep = server->ep();
@@ -200,11 +200,10 @@ TEST_P(StreamModeTest, ADeadServerFailsCallsInFlightNamingIt) {
   absl::SleepFor(absl::Milliseconds(100));
   server->listener.reset();  // stops serving, connections close
   const absl::Time start = absl::Now();
+  // Shutdown lets the handler in progress answer (both servers grant it a
+  // second), then the connection closes: that call ends either way, in time.
   absl::Status s = slow->Wait();
-  // gRPC's shutdown lets the handler in progress answer; the stream server
-  // closes its connections first, so that call fails at once.
-  if (GetParam() != TransportMode::kGrpc) EXPECT_FALSE(s.ok());
-  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4)) << s;
   s = client.rpc.AsyncSendVar(ep, "x", &v)->Wait();
   EXPECT_TRUE(absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) << s;
   EXPECT_NE(s.message().find(ep), std::string::npos) << s;
