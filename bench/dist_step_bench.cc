@@ -230,11 +230,14 @@ int Trainer(const char* self) {
                 per_step * 1e3, rpcs, 100 * per_step / Median(td));
   }
 
-  const std::string flags = "--model fashion_mlp --limit 25600 --batch_size 128 --epochs 1 --rpc_transport=" +
-                            FLAGS_rpc_transport + " --rpc_shm_spin_us=" + std::to_string(FLAGS_rpc_shm_spin_us);
+  const std::string flags = "--model fashion_mlp --limit 25600 --batch_size 128 --epochs 1";
   Result single = Oar("train " + flags);
-  Result dist = Oar("launch --pservers 2 --trainers 2 " + flags);
-  if (single.code == 0 && dist.code == 0) {
+  Result dist = Oar("launch --pservers 2 --trainers 2 " + flags + " --rpc_transport=" + FLAGS_rpc_transport +
+                    " --rpc_shm_spin_us=" + std::to_string(FLAGS_rpc_shm_spin_us));
+  if (single.code != 0 || dist.code != 0) {
+    std::printf("  oar train / oar launch failed (exit %d / %d):\n%s\n%s\n", single.code, dist.code, single.out.c_str(),
+                dist.out.c_str());
+  } else {
     std::printf("  2 pservers x 2 trainers:  %8.0f examples/s (oar launch, 200 steps)\n",
                 ExamplesPerSecond(dist.out, " examples/s across"));
     std::printf("  single process:           %8.0f examples/s (oar train, the same steps)\n",
