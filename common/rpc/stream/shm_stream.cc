@@ -30,6 +30,22 @@ struct Offer {
   uint64_t ring_bytes = 0;
 };
 
+// An Offer plus room for one descriptor, as sendmsg/recvmsg take them.
+struct OfferMessage {
+  Offer offer;
+  iovec iov{&offer, sizeof(offer)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  OfferMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  OfferMessage(const OfferMessage&) = delete;
+  OfferMessage& operator=(const OfferMessage&) = delete;
+};
+
 absl::Status Errno(const std::string& what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
@@ -78,23 +94,16 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Connect(const std::string&
     return s;
   }
   std::unique_ptr<ShmStream> stream(new ShmStream(fd, memory, 2 * per, ring, /*client=*/true, peer));
-  Offer offer;
-  offer.ring_bytes = ring;
-  iovec iov{&offer, sizeof(offer)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  OfferMessage m;
+  m.offer.ring_bytes = ring;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &mem, sizeof(int));
-  const ssize_t sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+  const ssize_t sent = ::sendmsg(fd, &m.msg, MSG_NOSIGNAL);
   ::close(mem);  // the mapping and the server's copy keep it
-  if (sent != static_cast<ssize_t>(sizeof(offer))) return Errno(absl::StrCat("handing shared memory to ", peer));
+  if (sent != static_cast<ssize_t>(sizeof(m.offer))) return Errno(absl::StrCat("handing shared memory to ", peer));
   (void)deadline;  // a local connect and one datagram-sized send do not block
   return stream;
 }
@@ -109,17 +118,11 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::
   if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1 << 30))) <= 0) {
     return fail(absl::DeadlineExceededError(absl::StrCat(peer, " sent no shared memory")));
   }
-  Offer offer;
-  iovec iov{&offer, sizeof(offer)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  const ssize_t got = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  OfferMessage m;
+  const Offer& offer = m.offer;
+  const ssize_t got = ::recvmsg(fd, &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   int mem = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg); c != nullptr; c = CMSG_NXTHDR(&m.msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
       std::memcpy(&mem, CMSG_DATA(c), sizeof(int));
     }
