@@ -205,19 +205,16 @@ void SelectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_p
   } else if (c->grpc) {
     grpc_.Call(kind, ep, std::move(request), deadline, std::move(done));
   } else {
-    // Connected already (a lookup), or connect now. A server that cannot be
-    // reached where it said (it died; a restarted one listens elsewhere)
-    // is asked again on the next attempt.
-    absl::Status s = stream_.Connect(c->route, deadline);
+    // A server that cannot be reached where it said (it died; a restarted
+    // one listens elsewhere) is asked again on the next attempt.
+    absl::Status s = stream_.Call(kind, c->route, std::move(request), deadline, std::move(done));  // moved only on OK
     if (!s.ok()) {
       {
         absl::MutexLock l(&mu_);
         chosen_.erase(ep);
       }
       done(absl::IsUnauthenticated(s) ? s : absl::UnavailableError(s.message()), nullptr);
-      return;
     }
-    stream_.Call(kind, c->route, std::move(request), deadline, std::move(done));
   }
 }
 

@@ -262,14 +262,11 @@ absl::StatusOr<std::shared_ptr<StreamClient::Conn>> StreamClient::Get(const Rout
 
 absl::Status StreamClient::Connect(const Route& route, absl::Time deadline) { return Get(route, deadline).status(); }
 
-void StreamClient::Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request,
-                        absl::Time deadline, CallDone done) {
-  auto conn = Get(route, deadline);
-  if (!conn.ok()) {
-    done(conn.status(), nullptr);
-    return;
-  }
-  (*conn)->Call(kind, std::move(request), deadline, std::move(done));
+absl::Status StreamClient::Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request,
+                                absl::Time deadline, CallDone&& done) {
+  OAR_ASSIGN_OR_RETURN(std::shared_ptr<Conn> conn, Get(route, deadline));
+  conn->Call(kind, std::move(request), deadline, std::move(done));
+  return absl::OkStatus();
 }
 
 }  // namespace oar::rpc::stream

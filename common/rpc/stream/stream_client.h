@@ -13,8 +13,8 @@
 // connects again). Retries are the RpcClient's business.
 //
 //   StreamClient client(token);
-//   client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
-//                               .endpoint = "10.0.0.2:6174"}, request, deadline, done);
+//   OAR_RETURN_IF_ERROR(client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
+//                                                   .endpoint = "10.0.0.2:6174"}, request, deadline, done));
 //
 // Thread-safety: safe for concurrent use. The destructor fails the calls in
 // flight (CANCELLED) and joins the connections' readers.
@@ -47,8 +47,11 @@ class StreamClient {
   explicit StreamClient(std::string auth_token, std::string tls_ca = "");
   ~StreamClient();
 
-  void Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
-            CallDone done);
+  // Starts the call on the route's connection (made first if need be) and
+  // returns OK: `done` was taken and runs exactly once. An error when no
+  // connection could be made: `done` is left untouched for the caller.
+  absl::Status Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request,
+                    absl::Time deadline, CallDone&& done);
   // Connects (and handshakes) now if not yet connected.
   absl::Status Connect(const Route& route, absl::Time deadline);
 
