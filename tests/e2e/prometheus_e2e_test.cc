@@ -102,10 +102,12 @@ TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
   const int64_t examples = 6400;
   Background job = Start("exec " + std::string(OAR_BINARY) +
                              " launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --batch_size 64 "
-                             "--limit " + std::to_string(examples) + " --metrics --metrics_linger_s 4",
+                             "--limit " + std::to_string(examples) + " --metrics --metrics_linger_s 10",
                          dir + "/launch.log");
   // The launcher prints every process's address first: they become the
-  // server's targets (file_sd; the server watches the file).
+  // server's targets (file_sd; the server watches the file, but applies new
+  // targets at most every 5 s, so the processes linger 10 s: over shared
+  // memory the training itself is over in well under a second).
   std::smatch m;
   std::string line;
   ASSERT_TRUE(WaitFor(60, [&] {
