@@ -166,8 +166,15 @@ void FaultInjectingTransport::Call(RpcKind kind, const std::string& ep, std::sha
     count(&FaultStats::duplicated);
     const absl::Duration after = spec_.max_delay * Draw(m, kCopyDelay);
     ++in_flight_;
-    timer_.At(absl::Now() + after, [this, kind, ep, request, deadline] {
-      Forward(kind, ep, request, deadline, [](absl::Status, std::unique_ptr<IncomingMessage>) {}, false);
+    // Nobody waits for the copy: it must not write into the caller's tensor.
+    auto copy = request;
+    if (request->reply_into != nullptr) {
+      auto own = std::make_shared<OutgoingMessage>(*request);
+      own->reply_into = nullptr;
+      copy = std::move(own);
+    }
+    timer_.At(absl::Now() + after, [this, kind, ep, copy, deadline] {
+      Forward(kind, ep, copy, deadline, [](absl::Status, std::unique_ptr<IncomingMessage>) {}, false);
       --in_flight_;
     });
   }

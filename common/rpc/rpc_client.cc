@@ -207,6 +207,9 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   auto request = std::make_shared<OutgoingMessage>();
   request->header = *std::move(header);
   if (var != nullptr) request->var = *var;  // shares the buffers
+  if ((kind == RpcKind::kGet || kind == RpcKind::kGetNoBarrier) && out != nullptr && out->IsType<Tensor>()) {
+    request->reply_into = out->GetMutable<Tensor>();  // a stream transport may read the value straight into it
+  }
   auto call = std::make_shared<ClientCall>(transport_, kind, ep, std::move(request), out,
                                            absl::Now() + absl::Milliseconds(options_.deadline_ms),
                                            options_.retry_times);

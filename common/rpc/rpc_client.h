@@ -80,7 +80,10 @@ class RpcClient {
   // fresh buffer, so the variable may be reused at once.
   std::shared_ptr<RpcCall> AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,
                                         const SendOptions& options = {});
-  // Fills `*out` with the server's variable `name` (left unchanged on error).
+  // Fills `*out` with the server's variable `name`: left unchanged on error,
+  // except that a stream connection lost in the middle of the value may
+  // leave it partly overwritten (the value is read straight into *out's
+  // tensor when it fits; a retry overwrites it whole).
   std::shared_ptr<RpcCall> AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                        int64_t trainer_id = 0, bool no_barrier = false);
   // The rows of `ids` (sent as `name`) from the pserver's prefetch block

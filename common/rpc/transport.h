@@ -85,6 +85,16 @@ class Listener {
 struct OutgoingMessage {
   MessageHeader header;
   Variable var;
+  // Get: the caller's tensor, which a transport may read the reply's payload
+  // straight into (no copy out of a receive buffer) once the reply's header
+  // has been checked: a dense tensor named as requested, of this tensor's
+  // dtype and byte size, whose buffer no other tensor shares. The caller
+  // touches the tensor only after the attempt's `done` ran and keeps one
+  // attempt carrying it in flight at a time; a transport that sends a
+  // request again on its own (an injected duplicate) drops it. A connection
+  // lost in the middle of such a payload fails the attempt with the tensor
+  // partly overwritten (a retry overwrites it whole). Null: none.
+  Tensor* reply_into = nullptr;
 };
 
 // The outcome of one attempt: OK with the reply (Get, Prefetch: a variable;

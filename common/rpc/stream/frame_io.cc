@@ -122,19 +122,29 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
   absl::StatusOr<MessageHeader> h = absl::InvalidArgumentError(
       absl::StrCat("malformed VariableMessage from ", s->peer(), ": its header does not parse"));
   if (meta.ParseFromString(bytes) && meta.serialized().empty()) h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
-  absl::Status refused = h.ok() ? admit(*h) : h.status();
-  if (!refused.ok()) {
+  absl::StatusOr<Destination> to = h.ok() ? admit(*h) : h.status();
+  if (!to.ok()) {
     r.stream = Skip(s, f.payload_len, deadline);
-    r.message = refused;
+    r.message = to.status();
     return r;
   }
+  Tensor* const into = h->payload_bytes > 0 ? to->tensor : nullptr;
   Tensor payload;
-  if (h->payload_bytes > 0) {
+  void* dst = nullptr;
+  if (into != nullptr) {
+    dst = into->mutable_data(into->dtype());  // its own buffer, of the payload's size (checked by admit)
+    payload = *into;                          // shares it
+    payload.Resize(h->dims);
+  } else if (h->payload_bytes > 0) {
     payload = pool->Take(h->dims, h->dtype);
-    r.stream = s->Read(payload.raw_data(), h->payload_bytes, deadline);
+    dst = payload.raw_data();
+  }
+  if (dst != nullptr) {
+    r.stream = s->Read(dst, h->payload_bytes, into != nullptr ? std::min(deadline, to->deadline) : deadline);
     if (!r.stream.ok()) return r;
   }
-  r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(payload), pool);
+  r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(payload), into != nullptr ? nullptr : pool,
+                                                /*in_place=*/into != nullptr);
   return r;
 }
 

@@ -42,13 +42,22 @@ struct ReadResult {
   absl::StatusOr<std::unique_ptr<ReceivedMessage>> message = absl::UnknownError("unread");
 };
 
+// Where an admitted message's payload goes: a buffer from the pool, or
+// (`tensor` set) straight into that tensor's own buffer, which the admitter
+// checked holds exactly the payload's dtype and byte size and is shared by
+// no other tensor; that read must end by `deadline` too.
+struct Destination {
+  Tensor* tensor = nullptr;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
 // Called with the checked header before any payload byte is read or
 // buffer allocated; an error refuses the message (its payload is skipped).
-using Admit = std::function<absl::Status(const MessageHeader&)>;
+using Admit = std::function<absl::StatusOr<Destination>(const MessageHeader&)>;
 
 // Reads the rest of a message frame whose FrameHeader `f` was read and
 // checked (CheckFrame): its proto, then — if `admit` agrees — its payload
-// into a buffer from `pool`.
+// into where `admit` said.
 ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, const std::shared_ptr<BufferPool>& pool,
                        absl::Time deadline);
 // Reads an error frame's text: the status it carries.

@@ -42,6 +42,13 @@ void ReceivedMessage::ForEachPayloadPiece(const std::function<void(const char*, 
 
 bool ReceivedMessage::SharePayloadInto(Tensor* dst) const {
   if (!payload_.initialized()) return false;
+  if (in_place_) {
+    // Read into `dst`'s own buffer already: it only takes the shape. Any
+    // other destination gets a copy (two variables never share it).
+    if (dst->BufferId() != payload_.BufferId()) return false;
+    *dst = payload_;
+    return true;
+  }
   // A destination whose own buffer fits takes a copy (as over gRPC), and
   // this buffer goes back to the pool; only one that would allocate anyway
   // takes the buffer itself.

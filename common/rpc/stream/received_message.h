@@ -1,6 +1,8 @@
 // What the stream transports receive: a message whose payload was read off
-// the connection straight into a tensor buffer of its own dtype and shape,
-// and the per-connection pool those buffers come from.
+// the connection straight into a tensor buffer of its own dtype and shape —
+// from a per-connection pool, or the destination's own (a client reading a
+// reply into the caller's tensor: OutgoingMessage::reply_into) — and the
+// pool.
 //
 // DecodeInto copies into a destination whose own buffer fits (as over gRPC:
 // that keeps the destination's readers and writers ordered as before), and
@@ -40,9 +42,11 @@ class BufferPool {
 class ReceivedMessage final : public IncomingMessage {
  public:
   // `payload` holds header.payload_bytes bytes (unused for header-only
-  // messages); `pool` gets the spare buffer back when the message dies.
-  ReceivedMessage(MessageHeader header, Tensor payload, std::shared_ptr<BufferPool> pool)
-      : IncomingMessage(std::move(header)), payload_(std::move(payload)), pool_(std::move(pool)) {}
+  // messages); `pool` (if any) gets the spare buffer back when the message
+  // dies. `in_place`: `payload` shares the buffer of the tensor it was read
+  // for, which DecodeInto of that tensor then keeps without a copy.
+  ReceivedMessage(MessageHeader header, Tensor payload, std::shared_ptr<BufferPool> pool, bool in_place = false)
+      : IncomingMessage(std::move(header)), payload_(std::move(payload)), pool_(std::move(pool)), in_place_(in_place) {}
   ~ReceivedMessage() override;
   void CopyPayload(void* dst) const override;
   void ForEachPayloadPiece(const std::function<void(const char*, size_t)>& fn) const override;
@@ -54,6 +58,7 @@ class ReceivedMessage final : public IncomingMessage {
   Tensor payload_;
   mutable bool shared_out_ = false;  // DecodeInto handed payload_'s buffer to a tensor
   std::shared_ptr<BufferPool> pool_;
+  const bool in_place_;
 };
 
 }  // namespace oar::rpc::stream

@@ -76,7 +76,7 @@ void ServerConn::ReadLoop() {
     const absl::Time deadline =
         f.timeout_ms > 0 ? absl::Now() + absl::Milliseconds(f.timeout_ms) : absl::InfiniteFuture();
     bool holds_slot = false;
-    auto admit = [&](const MessageHeader& h) -> absl::Status {
+    auto admit = [&](const MessageHeader& h) -> absl::StatusOr<Destination> {
       const uint64_t bytes = f.meta_len + h.payload_bytes;
       if (ctx_->max_request > 0 && bytes > ctx_->max_request) {
         return absl::ResourceExhaustedError(absl::StrCat(
@@ -90,7 +90,7 @@ void ServerConn::ReadLoop() {
         }
         holds_slot = true;
       }
-      return absl::OkStatus();
+      return Destination{};  // a pooled buffer
     };
     ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, IoDeadline());
     if (!r.stream.ok()) {

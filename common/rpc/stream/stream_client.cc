@@ -48,7 +48,7 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
         why = why_;
       } else {
         id = next_id_++;
-        pending_[id] = Pending{std::move(done), deadline, request->header.name()};
+        pending_[id] = Pending{std::move(done), deadline, request->header.name(), request->reply_into};
       }
     }
     if (id == 0) {
@@ -74,7 +74,10 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
     {
       absl::MutexLock l(&mu_);
       for (const auto& [id, p] : pending_) {
-        if (p.deadline <= now) late.emplace_back(id, p.var);
+        // One being read into its caller's tensor ends when the read does
+        // (by its deadline and a second): the caller must not see its
+        // tensor before that.
+        if (p.deadline <= now && !p.receiving) late.emplace_back(id, p.var);
       }
     }
     for (const auto& [id, var] : late) {
@@ -91,7 +94,15 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
       if (broken_) return;
       broken_ = true;
       why_ = std::string(why.message());
-      failed.swap(pending_);
+      // A call whose reply is being read into its caller's tensor is the
+      // reader's to end: its read fails once the stream is closed.
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->second.receiving) {
+          ++it;
+        } else {
+          failed.insert(pending_.extract(it++));
+        }
+      }
     }
     stream_->Close();
     for (auto& [id, p] : failed) p.done(why, nullptr);
@@ -102,7 +113,15 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
     CallDone done;
     absl::Time deadline;
     std::string var;
+    Tensor* into = nullptr;  // OutgoingMessage::reply_into
+    bool receiving = false;  // its reply's payload is being read into `into`
   };
+
+  // Whether a reply with header `h` may be read straight into `t`.
+  static bool Fits(const Tensor& t, const MessageHeader& h, const std::string& requested) {
+    return h.kind == PayloadKind::kTensor && (h.name().empty() || h.name() == requested) && t.initialized() &&
+           !t.BufferShared() && t.dtype() == h.dtype && t.nbytes() == h.payload_bytes && t.place() == Place{};
+  }
 
   void Finish(uint64_t id, absl::Status status, std::unique_ptr<IncomingMessage> reply) {
     Pending p;
@@ -135,13 +154,24 @@ class StreamClient::Conn : public std::enable_shared_from_this<Conn> {
         Break(absl::UnavailableError(absl::StrCat(name_, ": ", st.message())));
         return;
       }
-      auto admit = [&](const MessageHeader&) -> absl::Status {
+      auto admit = [&](const MessageHeader& h) -> absl::StatusOr<Destination> {
         absl::MutexLock l(&mu_);
-        return pending_.count(f.call_id) ? absl::OkStatus() : absl::CancelledError("nobody waits for it");
+        auto it = pending_.find(f.call_id);
+        if (it == pending_.end()) return absl::CancelledError("nobody waits for it");
+        Pending& p = it->second;
+        Destination to;
+        if (p.into != nullptr && h.payload_bytes > 0 && Fits(*p.into, h, p.var)) {
+          p.receiving = true;
+          to.tensor = p.into;
+          to.deadline = p.deadline + absl::Seconds(1);
+        }
+        return to;
       };
       ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, io_deadline);
       if (!r.stream.ok()) {
-        Break(absl::UnavailableError(absl::StrCat(name_, ": ", r.stream.message())));
+        const absl::Status lost = absl::UnavailableError(absl::StrCat(name_, ": ", r.stream.message()));
+        Finish(f.call_id, lost, nullptr);  // first: Break leaves a call being read in place to this reader
+        Break(lost);
         return;
       }
       if (r.message.ok()) {

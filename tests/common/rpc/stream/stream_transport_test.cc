@@ -2,14 +2,17 @@
 // SelectingTransport (what --rpc_transport builds) serving a handler and an
 // RpcClient calling it. Values round-trip exactly (dense, LoD, SelectedRows,
 // raw bytes; many calls in flight); the mode is negotiated (auto picks
-// shared memory on one host; old and new ends find gRPC); errors, caps,
-// deadlines, tokens and dead servers end calls with errors that name them.
+// shared memory on one host; old and new ends find gRPC); a pulled value is
+// read into the caller's own buffer when it fits, never into a shared one;
+// errors, caps, deadlines, tokens, dead servers and replies cut half-way end
+// calls with errors that name them.
 #include <atomic>
 #include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/stream/frame_io.h"
@@ -140,6 +143,35 @@ TEST_P(StreamModeTest, ValuesRoundTripExactlyOverTheChosenPath) {
                                : GetParam() == TransportMode::kGrpc ? "grpc"
                                                                     : "shm";  // auto, on one host
   EXPECT_EQ(client.transport.ChosenFor(ep), expected);
+}
+
+// A pulled value whose tensor fits is read straight into that tensor's
+// buffer (the stream transports) or copied into it (gRPC): either way the
+// variable keeps its buffer. A buffer another tensor shares is never
+// written: that tensor keeps the old values.
+TEST_P(StreamModeTest, APullReusesAFittingBufferAndNeverWritesAShared) {
+  Server server(TransportMode::kAuto);
+  Client client(GetParam());
+  const std::string ep = server.ep();
+  Variable w = Floats(1 << 18, 3.0f);
+  ASSERT_TRUE(client.rpc.AsyncSendVar(ep, "w", &w)->Wait().ok());
+  Variable got = Floats(1 << 18, -1.0f);
+  const void* buffer = got.Get<Tensor>().raw_data();
+  ASSERT_TRUE(client.rpc.AsyncGetVar(ep, "w", &got)->Wait().ok());
+  EXPECT_TRUE(SameFloats(got, w));
+  EXPECT_EQ(got.Get<Tensor>().raw_data(), buffer);
+  // Shared with another tensor (a view an op still holds).
+  Tensor view = got.Get<Tensor>();
+  Variable w2 = Floats(1 << 18, 7.0f);
+  ASSERT_TRUE(client.rpc.AsyncSendVar(ep, "w", &w2)->Wait().ok());
+  ASSERT_TRUE(client.rpc.AsyncGetVar(ep, "w", &got)->Wait().ok());
+  EXPECT_TRUE(SameFloats(got, w2));
+  EXPECT_EQ(view.data<float>()[5], 3.0f + 5 * 0.5f) << "the shared buffer was written";
+  EXPECT_NE(got.Get<Tensor>().raw_data(), view.raw_data());
+  // Another shape (or dtype) than the reply's: the variable takes the reply's.
+  Variable small = Floats(10, 0.0f);
+  ASSERT_TRUE(client.rpc.AsyncGetVar(ep, "w", &small)->Wait().ok());
+  EXPECT_TRUE(SameFloats(small, w2));
 }
 
 TEST_P(StreamModeTest, ManyCallsInFlightFromManyThreadsGetTheirOwnReplies) {
@@ -299,6 +331,73 @@ TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
   EXPECT_FALSE(s.ok());
   stream::StreamClient trusting("", cert);
   EXPECT_TRUE(trusting.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5)).ok());
+}
+
+// A reply read straight into the caller's tensor (OutgoingMessage::
+// reply_into) whose connection is lost half-way: the call fails UNAVAILABLE
+// naming the endpoint, only after the reader let go of the tensor, which
+// holds the half that arrived (it was read in place, not into a buffer).
+TEST(StreamTransportTest, AReplyCutHalfWayFailsTheCallThatReadItInPlace) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const int port = acceptor.local_endpoint().port();
+  constexpr int64_t kFloats = 1 << 18;
+  std::thread fake([&] {
+    asio::ip::tcp::socket socket(io);
+    acceptor.accept(socket);
+    stream::TcpStream s(std::move(socket));
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    ASSERT_TRUE(stream::ServerHandshake(&s, "", deadline).ok());
+    stream::FrameHeader request;
+    ASSERT_TRUE(s.Read(&request, sizeof(request), deadline).ok());
+    ASSERT_TRUE(stream::Skip(&s, request.meta_len + request.payload_len, deadline).ok());
+    sendrecv::VariableMessage meta;
+    meta.set_varname("w");
+    meta.set_type(sendrecv::LOD_TENSOR);
+    meta.set_data_type(sendrecv::VariableMessage::FP32);
+    meta.add_dims(kFloats);
+    const std::string bytes = meta.SerializeAsString();
+    stream::FrameHeader reply;
+    reply.type = stream::FrameType::kReply;
+    reply.call_id = request.call_id;
+    reply.has_payload = 1;
+    reply.meta_len = static_cast<uint32_t>(bytes.size());
+    reply.payload_len = kFloats * sizeof(float);
+    std::vector<float> half(kFloats / 2, 42.0f);
+    ASSERT_TRUE(s.Write({{&reply, sizeof(reply)}, {bytes.data(), bytes.size()}, {half.data(), half.size() * sizeof(float)}},
+                        deadline)
+                    .ok());
+    s.Close();
+  });
+  Variable got = Floats(kFloats, -1.0f);
+  auto request = std::make_shared<OutgoingMessage>();
+  sendrecv::VariableMessage meta;
+  meta.set_varname("w");
+  auto header = HeaderOf(meta, nullptr);
+  ASSERT_TRUE(header.ok());
+  request->header = *header;
+  request->reply_into = got.GetMutable<Tensor>();
+  stream::StreamClient client("");
+  absl::Notification done;
+  absl::Status status;
+  ASSERT_TRUE(client
+                  .Call(RpcKind::kGet, {stream::Route::kTcp, absl::StrCat("127.0.0.1:", port), "ps0:6174"}, request,
+                        absl::Now() + absl::Seconds(10),
+                        [&](absl::Status s, std::unique_ptr<IncomingMessage>) {
+                          status = s;
+                          done.Notify();
+                        })
+                  .ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  fake.join();
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_NE(status.message().find("ps0:6174"), std::string::npos) << status;
+  const float* p = got.Get<Tensor>().data<float>();
+  EXPECT_EQ(p[0], 42.0f);
+  EXPECT_EQ(p[kFloats / 2 - 1], 42.0f);
+  EXPECT_EQ(p[kFloats - 1], -1.0f + (kFloats - 1) * 0.5f);
+  EXPECT_FALSE(got.Get<Tensor>().BufferShared());
 }
 
 TEST(StreamTransportTest, MalformedFramesAreAnsweredOrDropTheirConnectionOnly) {
