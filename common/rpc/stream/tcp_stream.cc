@@ -70,7 +70,10 @@ TcpStream::TcpStream(tcp::socket socket) {
   boost::system::error_code ec;
   const tcp::endpoint remote = socket.remote_endpoint(ec);
   peer_ = ec ? "tcp (unknown peer)" : absl::StrCat("tcp ", remote.address().to_string(), ":", remote.port());
-  socket.non_blocking(true, ec);
+  // Blocking: a reader with no deadline (waiting for the next frame) sleeps
+  // in recv itself, one system call per wake-up; every call with a deadline
+  // passes MSG_DONTWAIT and polls.
+  socket.non_blocking(false, ec);
   fd_ = socket.release(ec);
 }
 
@@ -105,9 +108,10 @@ absl::Status TcpStream::Read(void* dst, size_t n, absl::Time deadline) {
     p += buffered;
     n -= buffered;
   }
+  const int flags = deadline == absl::InfiniteFuture() ? 0 : MSG_DONTWAIT;
   while (n > 0) {
     const bool direct = n >= kBufferBytes;  // a large payload: straight into its destination
-    const ssize_t r = direct ? ::recv(fd_, p, n, 0) : ::recv(fd_, buffer_.get(), kBufferBytes, 0);
+    const ssize_t r = direct ? ::recv(fd_, p, n, flags) : ::recv(fd_, buffer_.get(), kBufferBytes, flags);
     if (r > 0) {
       size_t k = static_cast<size_t>(r);
       if (!direct) {
@@ -149,7 +153,7 @@ absl::Status TcpStream::Write(const std::vector<ConstPiece>& pieces, absl::Time 
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = count;
-    const ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    const ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {

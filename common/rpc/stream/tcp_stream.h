@@ -3,8 +3,11 @@
 // tensor's memory to the kernel (scatter-gather, no staging copy); reads of
 // large payloads go straight into their destination, small reads (frame
 // headers, header protos, small tensors) come out of a 64 KiB buffer that
-// one recv fills, so a small message costs one system call. The socket is non-blocking and each wait is a poll bounded
-// by the caller's deadline, so a stalled peer never holds a thread past it.
+// one recv fills, so a small message costs one system call. Every read or
+// write with a deadline is non-blocking (MSG_DONTWAIT) and waits in a poll
+// bounded by it, so a stalled peer never holds a thread past it; a read with
+// no deadline (a reader waiting for the next frame) sleeps in recv itself
+// until data comes or Close shuts the socket down.
 //
 //   OAR_ASSIGN_OR_RETURN(auto s, TcpStream::Connect("10.0.0.2", 41234, deadline));
 //
