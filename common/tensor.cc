@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "common/buffer_pool.h"
 #include "common/tsan.h"
 
 namespace oar {
@@ -39,11 +40,24 @@ struct Tensor::Buffer {
     ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (ptr == nullptr) LOG(FATAL) << "Tensor: cannot allocate " << n << " bytes";
   }
-  ~Buffer() { std::free(ptr); }
+  // From `p`, and back to it when the last tensor holding it lets go.
+  Buffer(std::shared_ptr<BufferPool> p, size_t n) : pool(std::move(p)) {
+    const BufferPool::Block b = pool->Take(n);
+    ptr = b.ptr;
+    size = b.bytes;
+  }
+  ~Buffer() {
+    if (pool != nullptr) {
+      pool->Give({ptr, size});
+    } else {
+      std::free(ptr);
+    }
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* ptr;
   size_t size;
+  std::shared_ptr<BufferPool> pool;
 };
 
 void* Tensor::mutable_data(DataType dtype, const Place& place) {
@@ -66,6 +80,18 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
     OAR_TSAN_ACQUIRE(holder_.get());
   }
   return static_cast<char*>(holder_->ptr) + offset_;
+}
+
+void* Tensor::mutable_data_pooled(DataType dtype, const std::shared_ptr<BufferPool>& pool) {
+  const size_t need = CheckedBytes(dims_, dtype);
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1) {
+    if (dtype_ != dtype) dtype_ = dtype;
+    if (!(place_ == Place{})) place_ = Place{};
+    holder_ = std::make_shared<Buffer>(pool, need);
+    offset_ = 0;
+    return holder_->ptr;
+  }
+  return mutable_data(dtype);  // its own buffer fits: kept, as mutable_data does
 }
 
 const void* Tensor::raw_data() const {

@@ -21,6 +21,8 @@
 
 namespace oar {
 
+class BufferPool;  // common/buffer_pool.h
+
 // Offsets per level, e.g. {{0, 2, 5}}: two sequences of lengths 2 and 3.
 using LoD = std::vector<std::vector<size_t>>;
 
@@ -52,6 +54,10 @@ class Tensor {
   T* mutable_data() {
     return static_cast<T*>(mutable_data(DataTypeOf<T>::value));
   }
+  // As mutable_data on the CPU, but a new buffer comes from `pool` and goes
+  // back to it, rather than being freed, when the last tensor holding it
+  // lets go (common/buffer_pool.h).
+  void* mutable_data_pooled(DataType dtype, const std::shared_ptr<BufferPool>& pool);
   template <typename T>
   T* mutable_data(const DDim& dims) {
     Resize(dims);

@@ -136,15 +136,14 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     payload = *into;                          // shares it
     payload.Resize(h->dims);
   } else if (h->payload_bytes > 0) {
-    payload = pool->Take(h->dims, h->dtype);
-    dst = payload.raw_data();
+    payload.Resize(h->dims);
+    dst = payload.mutable_data_pooled(h->dtype, pool);
   }
   if (dst != nullptr) {
     r.stream = s->Read(dst, h->payload_bytes, into != nullptr ? std::min(deadline, to->deadline) : deadline);
     if (!r.stream.ok()) return r;
   }
-  r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(payload), into != nullptr ? nullptr : pool,
-                                                /*in_place=*/into != nullptr);
+  r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(payload), /*in_place=*/into != nullptr);
   return r;
 }
 

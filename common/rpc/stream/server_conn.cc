@@ -134,7 +134,7 @@ void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std:
   } else {
     s = ctx_->handler->Handle(kind, *request, &reply);
   }
-  request.reset();  // its buffer goes back to the pool before the reply is written
+  request.reset();  // its buffer goes back to the pool (unless the handler kept it) before the reply is written
   if (holds_slot) ctx_->gate->Leave();
   Answer(call_id, s, s.ok() ? &reply : nullptr);
   ctx_->in_flight.fetch_sub(1);
