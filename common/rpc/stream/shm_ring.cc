@@ -83,7 +83,11 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
     if ((spin & 63) == 63 && absl::Now() >= spin_until) break;
   }
   while (true) {
-    if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
+    if (control_->closed.load(std::memory_order_acquire) != 0) {
+      // What the peer published before it closed is still read (a server's
+      // refusal, written just before it hangs up).
+      return ready() ? absl::OkStatus() : absl::CancelledError("shared-memory ring closed");
+    }
     waiting->store(1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint32_t seen = word->load(std::memory_order_acquire);
@@ -104,7 +108,7 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
     waiting->store(0, std::memory_order_relaxed);
     if (ready()) return absl::OkStatus();
     absl::Status alive = check();
-    if (!alive.ok()) return alive;
+    if (!alive.ok()) return ready() ? absl::OkStatus() : alive;  // published just before the peer went
   }
 }
 
