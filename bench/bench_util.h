@@ -13,6 +13,9 @@
 
 namespace oar::bench {
 
+// Bytes per `seconds` in GB/s.
+inline double GBps(size_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
+
 struct Paired {
   double a_seconds;  // median seconds per call of `a`
   double b_seconds;  // median seconds per call of `b`

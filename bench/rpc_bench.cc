@@ -39,6 +39,7 @@
 #include "bench/bench_pserver_program.h"
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
+#include "bench/rpc_bench_stream.h"
 #include "common/executor.h"
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/grpc_transport.h"
@@ -61,8 +62,6 @@ extern char** environ;
 
 namespace oar::bench {
 namespace {
-
-constexpr size_t kMiB = 1 << 20;
 
 // Ours, echo style: stores what is sent (into the previous value's buffer,
 // as ParameterServer does), serves it back. `checked`: each request's header
@@ -192,15 +191,6 @@ struct Child {
   std::string Ep(size_t i) const { return "127.0.0.1:" + std::to_string(ports[i]); }
 };
 
-Variable Floats(size_t bytes) {
-  Variable v;
-  float* p = v.GetMutable<Tensor>()->mutable_data<float>({static_cast<int64_t>(bytes / 4)});
-  for (size_t i = 0; i < bytes / 4; ++i) p[i] = static_cast<float>(i % 97);
-  return v;
-}
-
-double GBps(size_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
-
 long StatusKb(pid_t pid, const std::string& key) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string k;
@@ -215,71 +205,12 @@ long StatusKb(pid_t pid, const std::string& key) {
   return -1;
 }
 
-// 7. The stream transports against the raw socket and memcpy.
-void StreamFigures(const Child& server, RawTcpClient& raw) {
-  const std::string ep = server.Ep(5);
-  Variable block = Floats(4 * kMiB), small = Floats(64);
-  std::vector<char> sink(64 * kMiB);
-  const void* data = block.Get<Tensor>().raw_data();
-  auto raw_4m = [&] { CHECK(raw.Push(data, 4 * kMiB) && raw.Pull(sink.data(), 4 * kMiB)); };
-  Variable big = Floats(64 * kMiB);
-  auto raw_64m = [&] { CHECK(raw.Push(big.Get<Tensor>().raw_data(), 64 * kMiB) && raw.Pull(sink.data(), 64 * kMiB)); };
-  auto raw_rt = [&] { CHECK(raw.Push(small.Get<Tensor>().raw_data(), 64)); };
-  std::vector<Variable> blocks;
-  for (int i = 0; i < 16; ++i) blocks.push_back(Floats(4 * kMiB));
-  for (rpc::TransportMode mode : {rpc::TransportMode::kTcp, rpc::TransportMode::kShm}) {
-    rpc::SelectingTransport transport(mode, {});
-    rpc::RpcClient c(&transport, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
-    const char* name = rpc::TransportModeName(mode);
-    Variable got4;
-    auto push_pull = [&] {
-      CHECK(c.AsyncSendVar(ep, "w", &block)->Wait().ok());
-      CHECK(c.AsyncGetVar(ep, "w", &got4)->Wait().ok());
-    };
-    auto round_trip = [&] { CHECK(c.AsyncSendVar(ep, "s", &small)->Wait().ok()); };
-    std::vector<Variable> got(16);
-    auto in_flight = [&] {
-      std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-      for (int i = 0; i < 16; ++i) calls.push_back(c.AsyncSendVar(ep, "b" + std::to_string(i), &blocks[i]));
-      for (auto& call : calls) CHECK(call->Wait().ok());
-      calls.clear();
-      for (int i = 0; i < 16; ++i) calls.push_back(c.AsyncGetVar(ep, "b" + std::to_string(i), &got[i]));
-      for (auto& call : calls) CHECK(call->Wait().ok());
-    };
-    push_pull();
-    CHECK_EQ(transport.ChosenFor(ep), name) << "the bench did not get the transport it asked for";
-    CHECK(std::memcmp(got4.Get<Tensor>().raw_data(), data, 4 * kMiB) == 0);
-    Paired v64 = TimePaired(in_flight, raw_64m, 2, 5);
-    Paired vrt = TimePaired(round_trip, raw_rt, 200, 9);
-    if (mode == rpc::TransportMode::kTcp) {
-      Paired v4 = TimePaired(push_pull, raw_4m, 10, 9);
-      std::printf("stream_tcp 4MiB push+pull: %.2f GB/s, raw TCP %.2f GB/s -> %.2fx (target >= 0.85x)\n",
-                  GBps(8 * kMiB, v4.a_seconds), GBps(8 * kMiB, v4.b_seconds), 1.0 / v4.ratio);
-    } else {
-      std::vector<char> from(4 * kMiB, 'x'), to(4 * kMiB);
-      auto copy = [&] {
-        std::memcpy(to.data(), from.data(), from.size());
-        from[static_cast<unsigned char>(to[17]) % 64] ^= 1;  // keep the copy from being dropped
-      };
-      Paired vm = TimePaired(push_pull, copy, 10, 9);
-      const double ours = GBps(8 * kMiB, vm.a_seconds), mem = GBps(4 * kMiB, vm.b_seconds);
-      std::printf("stream_shm 4MiB push+pull: %.2f GB/s, memcpy of 4 MiB %.2f GB/s -> %.2fx (target >= 0.50x)\n",
-                  ours, mem, ours / mem);
-    }
-    std::printf("stream_%s 64MiB in 16 blocks, in flight: %.2f GB/s, raw TCP %.2f GB/s -> %.2fx%s\n", name,
-                GBps(128 * kMiB, v64.a_seconds), GBps(128 * kMiB, v64.b_seconds), 1.0 / v64.ratio,
-                mode == rpc::TransportMode::kTcp ? " (target >= 0.80x)" : "");
-    std::printf("stream_%s 64B round trip: %.1f us, raw TCP %.1f us -> %.2fx%s\n", name, vrt.a_seconds * 1e6,
-                vrt.b_seconds * 1e6, vrt.ratio, mode == rpc::TransportMode::kTcp ? " (target <= 1.30x)" : "");
-  }
-}
-
 int Client() {
   Child server("server", 6);
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());
   if (FLAGS_stream_only) {
-    StreamFigures(server, raw);
+    StreamFigures(server.Ep(5), raw);
     return 0;
   }
   BareClient bare(server.Ep(1));
@@ -487,7 +418,7 @@ int Client() {
                 "%.3f%% of the 4 MiB push+pull (target <= 3%%)\n",
                 per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
   }
-  StreamFigures(server, raw);
+  StreamFigures(server.Ep(5), raw);
   return 0;
 }
 
