@@ -23,6 +23,7 @@ DECLARE_string(rpc_tls_ca);
 DECLARE_int64(rpc_max_message_bytes);
 DECLARE_int32(rpc_max_queued_requests);
 DECLARE_int64(rpc_max_inflight_request_bytes);
+DECLARE_int32(rpc_wait_spin_us);
 
 namespace oar::rpc {
 
@@ -30,6 +31,20 @@ enum class RpcKind { kSend, kGet, kGetNoBarrier, kPrefetch, kCheckpointNotify };
 constexpr int kNumRpcKinds = 5;
 
 // "/sendrecv.SendRecvService/SendVariable", ...
+// Microseconds a waiting thread spins before it sleeps, for a spin flag's
+// value: the value, or for -1 this host's default — 50 on hosts of 4 or
+// more cores, 0 on smaller ones (where a spinning waiter takes the core the
+// thread it waits for needs).
+int SpinMicros(int flag_value);
+// One pause of a spin loop.
+inline void SpinPause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 const std::string& MethodPath(RpcKind kind);
 const char* KindName(RpcKind kind);
 

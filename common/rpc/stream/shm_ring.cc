@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_common.h"
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_shm_spin_us, -1,
@@ -42,14 +42,6 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 }  // namespace
 
 size_t ShmRing::BytesFor(size_t capacity) { return sizeof(Control) + (capacity + 63) / 64 * 64; }
@@ -74,12 +66,11 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
                               const char* doing) {
   // Spin a little first: the other side is usually mid-copy of the next
   // chunk, and a futex sleep and wake cost more than that.
-  static const int kAutoSpinUs = std::thread::hardware_concurrency() >= 4 ? 50 : 0;
-  const int spin_us = FLAGS_rpc_shm_spin_us >= 0 ? FLAGS_rpc_shm_spin_us : kAutoSpinUs;
+  const int spin_us = SpinMicros(FLAGS_rpc_shm_spin_us);
   const absl::Time spin_until = absl::Now() + absl::Microseconds(spin_us);
   for (int spin = 0;; ++spin) {
     if (ready()) return absl::OkStatus();
-    CpuRelax();
+    SpinPause();
     if ((spin & 63) == 63 && absl::Now() >= spin_until) break;
   }
   while (true) {

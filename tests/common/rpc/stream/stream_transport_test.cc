@@ -20,6 +20,7 @@
 #include "common/rpc/stream/stream_server.h"
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/transport_select.h"
+#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 
 namespace oar::rpc {
@@ -175,6 +176,8 @@ TEST_P(StreamModeTest, APullReusesAFittingBufferAndNeverWritesAShared) {
 }
 
 TEST_P(StreamModeTest, ManyCallsInFlightFromManyThreadsGetTheirOwnReplies) {
+  gflags::FlagSaver saver;
+  FLAGS_rpc_wait_spin_us = 20;  // waiters spin first (the default on hosts of 4+ cores), then sleep
   Server server(TransportMode::kAuto);
   Client client(GetParam());
   const std::string ep = server.ep();
