@@ -104,6 +104,7 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
 }
 
 absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check) {
+  if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
   uint64_t head = control_->head.load(std::memory_order_relaxed);
   uint64_t published = head;
   for (const ConstPiece& piece : pieces) {
@@ -142,7 +143,9 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
     control_->head.store(head, std::memory_order_release);
     Wake(&control_->data_word, &control_->consumer_waiting);
   }
-  if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
+  // Everything is published: the write is done even if the peer closes the
+  // ring now (it may have read the message, answered and hung up already;
+  // whether it did is for the reply to tell).
   return absl::OkStatus();
 }
 
