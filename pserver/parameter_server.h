@@ -181,6 +181,8 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int trainer, rpc::Reply* reply,
                            bool* covered);
   std::string Who(int trainer_id) const;
+  // The bound endpoint once Start has bound it, the configured one before.
+  std::string Endpoint() const;
 
   PserverConfig config_;
   const ProgramDesc& program_;
@@ -207,7 +209,10 @@ class ParameterServer : public rpc::RpcHandler {
   std::string first_grad_;  // async: its arrival advances the LR schedule
   std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
   std::unique_ptr<rpc::Listener> listener_;
-  std::string bound_endpoint_;
+  // Set by Start once the listener is bound; handlers may already be running
+  // then (a restarted pserver's trainers are retrying), so read it with Endpoint().
+  mutable absl::Mutex endpoint_mu_;
+  std::string bound_endpoint_ ABSL_GUARDED_BY(endpoint_mu_);
   mutable absl::Mutex state_mu_;
   std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
   std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);  // restored: trainers yet to resync
