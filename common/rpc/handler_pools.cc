@@ -19,6 +19,7 @@ HandlerPools::HandlerPools(const ServerOptions& o) {
 }
 
 bool HandlerPools::TrySchedule(RpcKind kind, std::function<void()> fn) {
+  absl::ReaderMutexLock l(&mu_);
   ThreadPool* pool = pools_[static_cast<int>(kind)].get();
   metrics::Gauge* depth = Metrics().server_queue_depth->With({KindName(kind)});
   depth->Add(1);
@@ -36,7 +37,20 @@ bool HandlerPools::TrySchedule(RpcKind kind, std::function<void()> fn) {
 }
 
 void HandlerPools::Stop() {
-  for (auto& p : pools_) p.reset();
+  std::unique_ptr<ThreadPool> stopping[kNumRpcKinds];
+  {
+    absl::WriterMutexLock l(&mu_);
+    stopped_ = true;
+    for (int k = 0; k < kNumRpcKinds; ++k) stopping[k] = std::move(pools_[k]);
+  }
+  // Destroyed outside the lock: each runs what is queued and joins, and a
+  // handler still running may schedule (and be refused) meanwhile.
+  for (auto& p : stopping) p.reset();
+}
+
+bool HandlerPools::stopped() const {
+  absl::ReaderMutexLock l(&mu_);
+  return stopped_;
 }
 
 uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler) {

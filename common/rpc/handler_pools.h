@@ -5,15 +5,18 @@
 // (GrpcServer, the in-process transport) share this, so they bound alike.
 //
 // Shutdown (Stop or the destructor): each pool runs what is queued, then
-// joins.
+// joins; a TrySchedule from then on is refused (stopped() says why).
 //
-// Thread-safety: TrySchedule is safe for concurrent use; Stop from the owner.
+// Thread-safety: TrySchedule and stopped() are safe for concurrent use, also
+// with Stop (a client of the in-process transport may be scheduling on a
+// server that is shutting down); Stop from the owner, not from a handler.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 
+#include "absl/synchronization/mutex.h"
 #include "common/rpc/transport.h"
 #include "common/thread_pool.h"
 
@@ -25,10 +28,13 @@ class HandlerPools {
   // Queues `fn` on `kind`'s pool; false (fn dropped) when that queue is full.
   bool TrySchedule(RpcKind kind, std::function<void()> fn);
   void Stop();
+  bool stopped() const;
   size_t max_queued() const { return max_queued_; }
 
  private:
-  std::unique_ptr<ThreadPool> pools_[kNumRpcKinds];
+  mutable absl::Mutex mu_;  // held shared while scheduling, exclusive while Stop takes the pools
+  std::unique_ptr<ThreadPool> pools_[kNumRpcKinds] ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   size_t max_queued_ = 0;
 };
 

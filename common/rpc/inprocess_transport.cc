@@ -91,6 +91,10 @@ class InProcessTransport::Server : public Listener {
     // A kind that never blocks shares the no-barrier Gets' pool (gRPC would
     // run it on its own thread).
     if (!pools_.TrySchedule(handler_->NeverBlocks(kind) ? RpcKind::kGetNoBarrier : kind, work)) {
+      if (pools_.stopped()) {  // found just before it shut down
+        outcome->Fire(absl::UnavailableError(absl::StrCat(endpoint_, " is shutting down")), nullptr);
+        return;
+      }
       outcome->Fire(absl::ResourceExhaustedError(absl::StrCat(endpoint_, ": ", pools_.max_queued(), " ", KindName(kind),
                                                               " requests are already waiting; retry later")),
                     nullptr);
