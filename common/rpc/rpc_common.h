@@ -30,7 +30,6 @@ namespace oar::rpc {
 enum class RpcKind { kSend, kGet, kGetNoBarrier, kPrefetch, kCheckpointNotify };
 constexpr int kNumRpcKinds = 5;
 
-// "/sendrecv.SendRecvService/SendVariable", ...
 // Microseconds a waiting thread spins before it sleeps, for a spin flag's
 // value: the value, or for -1 this host's default — 50 on hosts of 4 or
 // more cores, 0 on smaller ones (where a spinning waiter takes the core the
@@ -45,6 +44,7 @@ inline void SpinPause() {
 #endif
 }
 
+// "/sendrecv.SendRecvService/SendVariable", ...
 const std::string& MethodPath(RpcKind kind);
 const char* KindName(RpcKind kind);
 
