@@ -8,9 +8,7 @@
 // goes to each child. A failing process, or Ctrl-C, stops every other
 // process; the launcher then exits non-zero naming the role that failed and
 // why.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/free_ports.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "cli/process_group.h"
@@ -58,25 +57,6 @@ void OnLaunchSignal(int sig) { g_signal = sig; }
 const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
                                       "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
                                       "metrics_port", "metrics_file", "profile_path"};
-
-absl::StatusOr<std::vector<int>> FreePorts(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {  // all held open until the last is chosen, so none repeats
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      return absl::UnavailableError("no free port on 127.0.0.1");
-    }
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
 
 // --metrics: a free port per process, printed; a metrics file per process,
 // written when it ends, in --metrics_dir or else in `scratch` (the time
