@@ -101,17 +101,22 @@ FaultStats FaultInjectingTransport::stats() const {
 
 void FaultInjectingTransport::Forward(RpcKind kind, const std::string& ep,
                                       std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
-                                      CallDone done, bool lose_reply) {
+                                      CallDone done, bool lose_reply, std::unique_ptr<ReplyReader>* reader) {
   ++in_flight_;
-  inner_->Call(kind, ep, std::move(request), deadline,
-               [this, lose_reply, done = std::move(done)](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
-                 if (lose_reply && s.ok()) {
-                   done(absl::UnavailableError("injected fault: the reply was lost"), nullptr);
-                 } else {
-                   done(std::move(s), std::move(reply));
-                 }
-                 --in_flight_;
-               });
+  CallDone wrapped = [this, lose_reply, done = std::move(done)](absl::Status s,
+                                                                std::unique_ptr<IncomingMessage> reply) {
+    if (lose_reply && s.ok()) {
+      done(absl::UnavailableError("injected fault: the reply was lost"), nullptr);
+    } else {
+      done(std::move(s), std::move(reply));
+    }
+    --in_flight_;
+  };
+  if (reader != nullptr) {
+    *reader = inner_->CallForWaiter(kind, ep, std::move(request), deadline, std::move(wrapped));
+  } else {
+    inner_->Call(kind, ep, std::move(request), deadline, std::move(wrapped));
+  }
 }
 
 void FaultInjectingTransport::ReleaseHeld(const std::string& ep) {
@@ -129,6 +134,20 @@ void FaultInjectingTransport::ReleaseHeld(const std::string& ep) {
 
 void FaultInjectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                                    absl::Time deadline, CallDone done) {
+  Inject(kind, ep, std::move(request), deadline, std::move(done), nullptr);
+}
+
+std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind, const std::string& ep,
+                                                                    std::shared_ptr<const OutgoingMessage> request,
+                                                                    absl::Time deadline, CallDone done) {
+  std::unique_ptr<ReplyReader> reader;
+  Inject(kind, ep, std::move(request), deadline, std::move(done), &reader);
+  return reader;
+}
+
+void FaultInjectingTransport::Inject(RpcKind kind, const std::string& ep,
+                                     std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+                                     CallDone done, std::unique_ptr<ReplyReader>* reader) {
   const auto& meta = request->header.meta;
   int attempt;
   {
@@ -206,7 +225,7 @@ void FaultInjectingTransport::Call(RpcKind kind, const std::string& ep, std::sha
     });
     return;
   }
-  Forward(kind, ep, std::move(request), deadline, std::move(done), lose_reply);
+  Forward(kind, ep, std::move(request), deadline, std::move(done), lose_reply, reader);
   ReleaseHeld(ep);  // a held call goes out after this one: the two arrive swapped
 }
 

@@ -62,6 +62,11 @@ class FaultInjectingTransport final : public Transport {
   std::string Name() const override { return "faulty(" + inner_->Name() + ")"; }
   void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
             CallDone done) override;
+  // A call forwarded as it is keeps the inner transport's ReplyReader;
+  // one held or delayed here has none.
+  std::unique_ptr<ReplyReader> CallForWaiter(RpcKind kind, const std::string& ep,
+                                             std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+                                             CallDone done) override;
   absl::Status WaitReady(const std::string& ep, absl::Time deadline) override { return inner_->WaitReady(ep, deadline); }
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override {
     return inner_->Listen(options, handler);
@@ -72,8 +77,10 @@ class FaultInjectingTransport final : public Transport {
   struct Held;
   // A uniform draw in [0, 1) for `what` of this message.
   double Draw(uint64_t message, int what) const;
+  void Inject(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
+              absl::Time deadline, CallDone done, std::unique_ptr<ReplyReader>* reader);
   void Forward(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
-               absl::Time deadline, CallDone done, bool lose_reply);
+               absl::Time deadline, CallDone done, bool lose_reply, std::unique_ptr<ReplyReader>* reader = nullptr);
   void ReleaseHeld(const std::string& ep);
 
   Transport* inner_;

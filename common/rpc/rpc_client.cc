@@ -52,14 +52,17 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
       reply_.reset();
     }
     auto self = shared_from_this();  // alive until the attempt ended
-    transport_->Call(kind_, ep_, request_, deadline_,
-                     [self](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
-                       absl::MutexLock l(&self->mu_);
-                       self->status_ = std::move(s);
-                       self->reply_ = std::move(reply);
-                       self->done_ = true;
-                       self->answered_.store(true, std::memory_order_release);
-                     });
+    std::unique_ptr<ReplyReader> reader =
+        transport_->CallForWaiter(kind_, ep_, request_, deadline_,
+                                  [self](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
+                                    absl::MutexLock l(&self->mu_);
+                                    self->status_ = std::move(s);
+                                    self->reply_ = std::move(reply);
+                                    self->done_ = true;
+                                    self->answered_.store(true, std::memory_order_release);
+                                  });
+    absl::MutexLock l(&mu_);
+    reader_ = std::move(reader);
   }
 
   absl::Status Wait() override {
@@ -68,10 +71,20 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
     for (int attempt = 0;; ++attempt) {
       absl::Status s;
       std::unique_ptr<IncomingMessage> reply;
-      // A reply that comes within a few microseconds is taken without
-      // sleeping (--rpc_wait_spin_us): a sleeping thread's wake-up can cost
-      // more than the whole round trip.
-      if (const int spin_us = SpinMicros(FLAGS_rpc_wait_spin_us); spin_us > 0) {
+      std::unique_ptr<ReplyReader> reader;
+      {
+        absl::MutexLock l(&mu_);
+        reader = std::move(reader_);
+      }
+      if (reader != nullptr) {
+        // This thread reads the reply off the connection itself: woken by
+        // the reply's arrival, not by the thread that read it.
+        reader->Await(deadline_);
+        reader.reset();
+      } else if (const int spin_us = SpinMicros(FLAGS_rpc_wait_spin_us); spin_us > 0) {
+        // A reply that comes within a few microseconds is taken without
+        // sleeping (--rpc_wait_spin_us): a sleeping thread's wake-up can
+        // cost more than the whole round trip.
         const absl::Time until = absl::Now() + absl::Microseconds(spin_us);
         for (int spin = 0; !answered_.load(std::memory_order_acquire); ++spin) {
           SpinPause();
@@ -156,6 +169,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   std::atomic<bool> answered_{false};  // done_, for Wait's spin without the lock
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<IncomingMessage> reply_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<ReplyReader> reader_ ABSL_GUARDED_BY(mu_);  // the attempt's, if its transport offers one
   bool finished_ = false;  // Wait's own state (one waiting thread)
   absl::Status final_;
   Recovery recovery_;

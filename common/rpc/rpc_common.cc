@@ -28,8 +28,9 @@ DEFINE_int64(rpc_max_inflight_request_bytes, 32 << 20,
              "sender); 0: no bound");
 
 DEFINE_int32(rpc_wait_spin_us, -1,
-             "how long a caller waiting for its reply spins before it sleeps (a sleeping thread's wake-up costs tens "
-             "of microseconds on some hosts); -1: 50 on hosts of 4 or more cores, 0 on smaller ones");
+             "how long a caller waiting for a reply over gRPC (or a TLS stream) spins before it sleeps (a sleeping "
+             "thread's wake-up costs tens of microseconds on some hosts; over the tcp and shm streams the caller "
+             "reads its reply itself); -1: 50 on hosts of 4 or more cores, 0 on smaller ones");
 
 namespace oar::rpc {
 

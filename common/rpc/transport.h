@@ -101,6 +101,22 @@ struct OutgoingMessage {
 // other kinds: a header-only message), or the error.
 using CallDone = std::function<void(absl::Status status, std::unique_ptr<IncomingMessage> reply)>;
 
+// The means for the thread that waits for an attempt to read its reply off
+// the connection itself, rather than sleep until a transport thread has
+// read it and woken it (a thread hop per call; on a small VM, a wake-up
+// costs as much as the network round trip). Dropping it without Await hands
+// the reply back to the transport's own threads.
+//
+// Thread-safety: Await from one thread at a time.
+class ReplyReader {
+ public:
+  virtual ~ReplyReader() = default;
+  // Reads the connection (other calls' replies on it too, ending them)
+  // until this attempt's `done` has run or is running on another thread,
+  // or `until` passed; the caller then waits for `done` as usual.
+  virtual void Await(absl::Time until) = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -111,6 +127,15 @@ class Transport {
   // `deadline` (DEADLINE_EXCEEDED). Retries are the caller's business.
   virtual void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                     absl::Time deadline, CallDone done) = 0;
+  // Call, for a caller that will wait for the attempt: a transport that can
+  // let the waiting thread read the reply itself returns the means for it
+  // (ReplyReader); null (the default) when `done` comes from its threads.
+  virtual std::unique_ptr<ReplyReader> CallForWaiter(RpcKind kind, const std::string& ep,
+                                                     std::shared_ptr<const OutgoingMessage> request,
+                                                     absl::Time deadline, CallDone done) {
+    Call(kind, ep, std::move(request), deadline, std::move(done));
+    return nullptr;
+  }
   // Blocks until `ep` accepts calls, at most until `deadline`;
   // DeadlineExceeded naming the endpoint otherwise.
   virtual absl::Status WaitReady(const std::string& ep, absl::Time deadline) = 0;

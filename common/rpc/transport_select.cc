@@ -199,6 +199,19 @@ std::string SelectingTransport::ChosenFor(const std::string& ep) {
 
 void SelectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                               absl::Time deadline, CallDone done) {
+  Start(kind, ep, std::move(request), deadline, std::move(done), nullptr);
+}
+
+std::unique_ptr<ReplyReader> SelectingTransport::CallForWaiter(RpcKind kind, const std::string& ep,
+                                                               std::shared_ptr<const OutgoingMessage> request,
+                                                               absl::Time deadline, CallDone done) {
+  std::unique_ptr<ReplyReader> reader;
+  Start(kind, ep, std::move(request), deadline, std::move(done), &reader);
+  return reader;
+}
+
+void SelectingTransport::Start(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
+                               absl::Time deadline, CallDone done, std::unique_ptr<ReplyReader>* reader) {
   auto c = Choose(ep, deadline);
   if (!c.ok()) {
     done(c.status(), nullptr);
@@ -207,7 +220,8 @@ void SelectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_p
   } else {
     // A server that cannot be reached where it said (it died; a restarted
     // one listens elsewhere) is asked again on the next attempt.
-    absl::Status s = stream_.Call(kind, c->route, std::move(request), deadline, std::move(done));  // moved only on OK
+    absl::Status s =
+        stream_.Call(kind, c->route, std::move(request), deadline, std::move(done), reader);  // moved only on OK
     if (!s.ok()) {
       {
         absl::MutexLock l(&mu_);

@@ -52,6 +52,10 @@ class SelectingTransport final : public Transport {
   std::string Name() const override { return TransportModeName(mode_); }
   void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
             CallDone done) override;
+  // Over a stream transport, the caller reads its reply itself (ClientConn).
+  std::unique_ptr<ReplyReader> CallForWaiter(RpcKind kind, const std::string& ep,
+                                             std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+                                             CallDone done) override;
   // Waits for the gRPC server, then settles (and connects) the data path.
   absl::Status WaitReady(const std::string& ep, absl::Time deadline) override;
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override;
@@ -69,6 +73,9 @@ class SelectingTransport final : public Transport {
   // the mode cannot be honoured.
   absl::StatusOr<Choice> Choose(const std::string& ep, absl::Time deadline);
   absl::StatusOr<Choice> Negotiate(const std::string& ep, absl::Time deadline);
+  // Call and CallForWaiter (`reader` non-null).
+  void Start(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+             CallDone done, std::unique_ptr<ReplyReader>* reader);
 
   const TransportMode mode_;
   const bool tls_;

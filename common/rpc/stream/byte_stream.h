@@ -10,7 +10,8 @@
 // failed Read or Write the stream's framing is lost: the owner closes it.
 //
 // Thread-safety: one reader and one writer may use it at the same time (the
-// owner serializes writers); Close may be called from any thread and wakes
+// owner serializes writers; reading may pass between threads if the owner
+// orders the hand-overs); Close may be called from any thread and wakes
 // both.
 #pragma once
 
@@ -42,6 +43,17 @@ class ByteStream {
   // buffer of ours; blocks until the bytes are handed over, with the same
   // errors as Read.
   virtual absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) = 0;
+  // Whether reading may pass from thread to thread between frames (the
+  // thread that waits for a reply reads it itself) with the two below.
+  virtual bool CanWaitReadable() const { return false; }
+  // Blocks until a Read would find bytes or learn that the stream ended,
+  // Close was called (Cancelled), or `deadline` passed (DeadlineExceeded);
+  // consumes nothing. From the reading thread of the moment.
+  virtual absl::Status WaitReadable(absl::Time /*deadline*/) {
+    return absl::UnimplementedError("this stream is read by one thread");
+  }
+  // The same, without blocking: whether a Read would find bytes (or the end).
+  virtual bool Readable() { return true; }
   // Ends the stream both ways; a blocked Read or Write returns Cancelled.
   virtual void Close() = 0;
   // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".

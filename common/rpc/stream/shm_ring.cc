@@ -173,6 +173,19 @@ absl::Status ShmRing::Read(void* dst, size_t n, absl::Time deadline, const Check
   return absl::OkStatus();
 }
 
+bool ShmRing::Readable() const {
+  return control_->head.load(std::memory_order_acquire) != control_->tail.load(std::memory_order_relaxed) ||
+         control_->closed.load(std::memory_order_acquire) != 0;
+}
+
+absl::Status ShmRing::WaitReadable(absl::Time deadline, const Check& check) {
+  const uint64_t tail = control_->tail.load(std::memory_order_relaxed);
+  if (control_->head.load(std::memory_order_acquire) != tail) return absl::OkStatus();
+  return WaitFor(
+      &control_->data_word, &control_->consumer_waiting,
+      [&] { return control_->head.load(std::memory_order_acquire) != tail; }, deadline, check, "waiting for a reply");
+}
+
 void ShmRing::Close() {
   control_->closed.store(1, std::memory_order_release);
   control_->data_word.fetch_add(1, std::memory_order_release);

@@ -42,6 +42,10 @@ class ShmRing {
   using Check = std::function<absl::Status()>;
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check);
   absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);
+  // The consumer's: waits until there are bytes to read (or the ring was
+  // closed), consuming none; and the same without waiting.
+  absl::Status WaitReadable(absl::Time deadline, const Check& check);
+  bool Readable() const;
   // Marks the ring closed and wakes both sides; their waits return Cancelled.
   void Close();
 

@@ -195,6 +195,10 @@ absl::Status ShmStream::Read(void* dst, size_t n, absl::Time deadline) {
   return Named(in_->Read(dst, n, deadline, [this] { return PeerAlive(); }));
 }
 
+absl::Status ShmStream::WaitReadable(absl::Time deadline) {
+  return Named(in_->WaitReadable(deadline, [this] { return PeerAlive(); }));
+}
+
 absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }));
 }

@@ -42,6 +42,9 @@ class ShmStream final : public ByteStream {
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   void Close() override;
   const std::string& peer() const override { return peer_; }
+  bool CanWaitReadable() const override { return true; }
+  absl::Status WaitReadable(absl::Time deadline) override;
+  bool Readable() override { return in_->Readable() || !PeerAlive().ok(); }
 
  private:
   ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer);

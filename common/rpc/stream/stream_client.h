@@ -1,23 +1,26 @@
 // StreamClient: the calling half of Oar's stream transports. One connection
-// per route (a TCP address or a same-host shared-memory socket), made on
-// first use with the auth handshake and shared by every call to it; calls
-// are multiplexed over it by id, many in flight, each request's payload
-// written from the tensor's memory and each reply's read straight into a
-// pooled buffer that DecodeInto hands to the destination tensor.
+// per route (a TCP address or a same-host shared-memory socket; ClientConn),
+// made on first use with the auth handshake and shared by every call to
+// it; calls are multiplexed over it by id, many in flight, each request's
+// payload written from the tensor's memory and each reply's read straight
+// into the caller's tensor or a pooled buffer that DecodeInto hands over.
+// A caller that will wait for its call may read the reply itself (a
+// ReplyReader; see client_conn.h for who reads when).
 //
 // Each call ends exactly once: with the reply, the server's error, its
 // deadline (DEADLINE_EXCEEDED, found by a sweep every kSweep — not a timer
 // armed and cancelled per call, which would wake a thread per call; a
-// late reply is skipped), or
-// the connection's failure (UNAVAILABLE naming the peer; the next call
-// connects again). Retries are the RpcClient's business.
+// late reply is skipped), or the connection's failure (UNAVAILABLE naming
+// the peer; the next call connects again). Retries are the RpcClient's
+// business.
 //
 //   StreamClient client(token);
 //   OAR_RETURN_IF_ERROR(client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
 //                                                   .endpoint = "10.0.0.2:6174"}, request, deadline, done));
 //
 // Thread-safety: safe for concurrent use. The destructor fails the calls in
-// flight (CANCELLED) and joins the connections' readers.
+// flight (CANCELLED) and joins the connections' readers; a ReplyReader may
+// outlive it (its Await then returns at once).
 #pragma once
 
 #include <list>
@@ -32,6 +35,8 @@
 #include "common/rpc/transport.h"
 
 namespace oar::rpc::stream {
+
+class ClientConn;
 
 struct Route {
   enum Kind { kTcp, kShm } kind = kTcp;
@@ -50,22 +55,23 @@ class StreamClient {
   // Starts the call on the route's connection (made first if need be) and
   // returns OK: `done` was taken and runs exactly once. An error when no
   // connection could be made: `done` is left untouched for the caller.
+  // `reader` non-null: the caller will wait for the call, and may get the
+  // means to read its reply itself there (see ClientConn).
   absl::Status Call(RpcKind kind, const Route& route, std::shared_ptr<const OutgoingMessage> request,
-                    absl::Time deadline, CallDone&& done);
+                    absl::Time deadline, CallDone&& done, std::unique_ptr<ReplyReader>* reader = nullptr);
   // Connects (and handshakes) now if not yet connected.
   absl::Status Connect(const Route& route, absl::Time deadline);
 
  private:
-  class Conn;
   struct Slot;
-  absl::StatusOr<std::shared_ptr<Conn>> Get(const Route& route, absl::Time deadline);
+  absl::StatusOr<std::shared_ptr<ClientConn>> Get(const Route& route, absl::Time deadline);
 
   static constexpr absl::Duration kSweep = absl::Milliseconds(20);
   const std::string token_;
   const std::string tls_ca_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
-  std::list<std::shared_ptr<Conn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
+  std::list<std::shared_ptr<ClientConn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
   absl::Notification stop_;
   std::thread sweeper_;  // expires calls past their deadline; joined first in the destructor
 };

@@ -138,6 +138,17 @@ absl::Status TcpStream::Read(void* dst, size_t n, absl::Time deadline) {
   return absl::OkStatus();
 }
 
+absl::Status TcpStream::WaitReadable(absl::Time deadline) {
+  if (buffer_begin_ < buffer_end_) return absl::OkStatus();
+  return Wait(POLLIN, deadline, "waiting for a reply");
+}
+
+bool TcpStream::Readable() {
+  if (buffer_begin_ < buffer_end_) return true;
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;  // data, the peer's end, or an error the Read will name
+}
+
 absl::Status TcpStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   constexpr size_t kMaxIov = 64;
   iovec iov[kMaxIov];

@@ -40,6 +40,9 @@ class TcpStream final : public ByteStream {
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   void Close() override;
   const std::string& peer() const override { return peer_; }
+  bool CanWaitReadable() const override { return true; }
+  absl::Status WaitReadable(absl::Time deadline) override;
+  bool Readable() override;
 
   // Sets TCP_NODELAY and the socket buffers (FLAGS_rpc_socket_buffer_bytes).
   static void Tune(boost::asio::ip::tcp::socket& socket);

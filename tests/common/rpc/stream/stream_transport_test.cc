@@ -177,7 +177,10 @@ TEST_P(StreamModeTest, APullReusesAFittingBufferAndNeverWritesAShared) {
 
 TEST_P(StreamModeTest, ManyCallsInFlightFromManyThreadsGetTheirOwnReplies) {
   gflags::FlagSaver saver;
-  FLAGS_rpc_wait_spin_us = 20;  // waiters spin first (the default on hosts of 4+ cores), then sleep
+  // Over gRPC, waiters spin first (the default on hosts of 4+ cores), then
+  // sleep; over the streams, the four threads take turns reading the one
+  // connection, each ending the others' calls as their replies come.
+  FLAGS_rpc_wait_spin_us = 20;
   Server server(TransportMode::kAuto);
   Client client(GetParam());
   const std::string ep = server.ep();

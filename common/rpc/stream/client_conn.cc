@@ -1,0 +1,276 @@
+#include "common/rpc/stream/client_conn.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/stream/frame_io.h"
+#include "common/rpc/stream/wire.h"
+#include "common/status.h"
+
+namespace oar::rpc::stream {
+namespace {
+
+// How long a peer may stall in the middle of a frame.
+absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
+
+// Whether a reply with header `h` may be read straight into `t`.
+bool Fits(const Tensor& t, const MessageHeader& h, const std::string& requested) {
+  return h.kind == PayloadKind::kTensor && (h.name().empty() || h.name() == requested) && t.initialized() &&
+         !t.BufferShared() && t.dtype() == h.dtype && t.nbytes() == h.payload_bytes && t.place() == Place{};
+}
+
+}  // namespace
+
+class ClientConn::Reader final : public ReplyReader {
+ public:
+  Reader(std::shared_ptr<ClientConn> conn, uint64_t id) : conn_(std::move(conn)), id_(id) {}
+  ~Reader() override { conn_->Unclaim(id_); }
+  void Await(absl::Time until) override { conn_->Await(id_, until); }
+
+ private:
+  std::shared_ptr<ClientConn> conn_;
+  uint64_t id_;
+};
+
+ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name)
+    : stream_(std::move(stream)), name_(std::move(name)), can_hand_over_(stream_->CanWaitReadable()) {}
+
+ClientConn::~ClientConn() {
+  if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
+}
+
+void ClientConn::Start() {
+  reader_ = std::thread([this] {
+    ReaderLoop();
+    finished_ = true;
+  });
+}
+
+void ClientConn::Join() {
+  if (reader_.joinable()) reader_.join();
+}
+
+bool ClientConn::broken() {
+  absl::MutexLock l(&mu_);
+  return broken_;
+}
+
+std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<const OutgoingMessage> request,
+                                              absl::Time deadline, CallDone done, bool claim) {
+  claim = claim && can_hand_over_;
+  uint64_t id = 0;
+  std::string why;
+  {
+    absl::MutexLock l(&mu_);
+    if (broken_) {
+      why = why_;
+    } else {
+      id = next_id_++;
+      pending_[id] = Pending{std::move(done), deadline, request->header.name(), request->reply_into, false, claim};
+      if (!claim) ++unclaimed_;
+    }
+  }
+  if (id == 0) {
+    done(absl::UnavailableError(why), nullptr);
+    return nullptr;
+  }
+  const std::string& var = request->header.name();
+  const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
+  const uint32_t timeout_ms =
+      deadline == absl::InfiniteFuture() ? 0 : static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+  absl::Status st;
+  {
+    absl::MutexLock l(&write_mu_);
+    st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms,
+                      request->header, &request->var, deadline);
+  }
+  if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
+  if (!claim) return nullptr;
+  return std::make_unique<Reader>(shared_from_this(), id);
+}
+
+void ClientConn::Sweep(absl::Time now) {
+  std::vector<std::pair<uint64_t, std::string>> late;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [id, p] : pending_) {
+      // One being read into its caller's tensor ends when the read does
+      // (by its deadline and a second): the caller must not see its
+      // tensor before that.
+      if (p.deadline <= now && !p.receiving) late.emplace_back(id, p.var);
+    }
+  }
+  for (const auto& [id, var] : late) {
+    Finish(id, absl::DeadlineExceededError(absl::StrCat(name_, ": no answer for '", var, "' by the deadline")),
+           nullptr);
+  }
+  if (!can_hand_over_) return;
+  // Nobody reads: look (holding the turn, briefly) whether something came —
+  // a claimed call's reply before its caller waits, or the peer's hang-up.
+  {
+    absl::MutexLock l(&mu_);
+    if (broken_ || reading_ || waiters_ > 0 || kick_) return;
+    reading_ = true;
+  }
+  const bool readable = stream_->Readable();
+  absl::MutexLock l(&mu_);
+  reading_ = false;
+  if (readable) kick_ = true;
+}
+
+void ClientConn::Break(const absl::Status& why) {
+  std::vector<Pending> failed;
+  {
+    absl::MutexLock l(&mu_);
+    if (broken_) return;
+    broken_ = true;
+    why_ = std::string(why.message());
+    // A call whose reply is being read into its caller's tensor is the
+    // reading thread's to end: its read fails once the stream is closed.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.receiving) {
+        ++it;
+      } else {
+        failed.push_back(Take(it++));
+      }
+    }
+  }
+  stream_->Close();
+  for (Pending& p : failed) p.done(why, nullptr);
+}
+
+ClientConn::Pending ClientConn::Take(PendingMap::iterator it) {
+  if (!it->second.claimed) --unclaimed_;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  return p;
+}
+
+void ClientConn::Finish(uint64_t id, absl::Status status, std::unique_ptr<IncomingMessage> reply) {
+  Pending p;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // already ended (its deadline, or the connection broke)
+    p = Take(it);
+  }
+  p.done(std::move(status), std::move(reply));
+}
+
+void ClientConn::Unclaim(uint64_t id) {
+  absl::MutexLock l(&mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end() || !it->second.claimed) return;
+  it->second.claimed = false;
+  ++unclaimed_;
+}
+
+bool ClientConn::ReadFrame(absl::Time header_deadline) {
+  const std::string& peer = stream_->peer();
+  FrameHeader f;
+  absl::Status st = stream_->Read(&f, sizeof(f), header_deadline);
+  if (st.ok()) st = CheckFrame(f, /*expect_request=*/false, peer);
+  const absl::Time io_deadline = IoDeadline();
+  if (st.ok() && f.type == FrameType::kError) {
+    absl::Status error;
+    st = ReadError(stream_.get(), f, &error, io_deadline);
+    if (st.ok()) {
+      Finish(f.call_id, error, nullptr);
+      return true;
+    }
+  }
+  if (!st.ok()) {
+    Break(absl::UnavailableError(absl::StrCat(name_, ": ", st.message())));
+    return false;
+  }
+  auto admit = [&](const MessageHeader& h) -> absl::StatusOr<Destination> {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(f.call_id);
+    if (it == pending_.end()) return absl::CancelledError("nobody waits for it");
+    Pending& p = it->second;
+    Destination to;
+    if (p.into != nullptr && h.payload_bytes > 0 && Fits(*p.into, h, p.var)) {
+      p.receiving = true;
+      to.tensor = p.into;
+      to.deadline = p.deadline + absl::Seconds(1);
+    }
+    return to;
+  };
+  ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, io_deadline);
+  if (!r.stream.ok()) {
+    const absl::Status lost = absl::UnavailableError(absl::StrCat(name_, ": ", r.stream.message()));
+    Finish(f.call_id, lost, nullptr);  // first: Break leaves a call being read in place to this reader
+    Break(lost);
+    return false;
+  }
+  if (r.message.ok()) {
+    Finish(f.call_id, absl::OkStatus(), *std::move(r.message));
+  } else if (!absl::IsCancelled(r.message.status())) {
+    Finish(f.call_id, Annotate(r.message.status(), "the reply"), nullptr);
+  }
+  return true;
+}
+
+bool ClientConn::ReaderMayRead() const {
+  return broken_ || (!reading_ && waiters_ == 0 && (unclaimed_ > 0 || kick_ || !can_hand_over_));
+}
+
+void ClientConn::ReaderLoop() {
+  mu_.Lock();
+  while (true) {
+    mu_.Await(absl::Condition(this, &ClientConn::ReaderMayRead));
+    if (broken_) break;
+    // For a call nobody will wait for, sleep in the read itself; for bytes
+    // the sweep saw, read what is there.
+    const bool block = unclaimed_ > 0 || !can_hand_over_;
+    kick_ = false;
+    reading_ = true;
+    mu_.Unlock();
+    bool go_on = true, read = false;
+    if (block || stream_->Readable()) {
+      go_on = ReadFrame(block ? absl::InfiniteFuture() : IoDeadline());
+      read = true;
+    }
+    mu_.Lock();
+    reading_ = false;
+    if (!go_on) break;
+    if (read && !block) kick_ = true;  // more may have come with it
+  }
+  mu_.Unlock();
+}
+
+void ClientConn::Await(uint64_t id, absl::Time until) {
+  struct Ended {
+    ClientConn* conn;
+    uint64_t id;
+    bool operator()() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn->mu_) {
+      return conn->broken_ || !conn->reading_ || conn->pending_.count(id) == 0;
+    }
+  } turn_free_or_ended{this, id};
+  mu_.Lock();
+  ++waiters_;
+  while (!broken_ && pending_.count(id) > 0 && absl::Now() < until) {
+    if (reading_) {  // another thread reads: it may read our reply, or hand the turn over
+      mu_.AwaitWithDeadline(absl::Condition(&turn_free_or_ended), until);
+      continue;
+    }
+    reading_ = true;
+    mu_.Unlock();
+    const absl::Status ready = stream_->WaitReadable(until);
+    bool go_on = true;
+    if (ready.ok()) {
+      go_on = ReadFrame(IoDeadline());
+    } else if (!absl::IsDeadlineExceeded(ready)) {
+      Break(absl::UnavailableError(absl::StrCat(name_, ": ", ready.message())));
+      go_on = false;
+    }
+    mu_.Lock();
+    reading_ = false;
+    if (!go_on) break;
+  }
+  --waiters_;
+  mu_.Unlock();
+}
+
+}  // namespace oar::rpc::stream
