@@ -134,20 +134,12 @@ void FaultInjectingTransport::ReleaseHeld(const std::string& ep) {
 
 void FaultInjectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                                    absl::Time deadline, CallDone done) {
-  Inject(kind, ep, std::move(request), deadline, std::move(done), nullptr);
+  CallForWaiter(kind, ep, std::move(request), deadline, std::move(done));  // nobody waits: the reader goes
 }
 
 std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind, const std::string& ep,
                                                                     std::shared_ptr<const OutgoingMessage> request,
                                                                     absl::Time deadline, CallDone done) {
-  std::unique_ptr<ReplyReader> reader;
-  Inject(kind, ep, std::move(request), deadline, std::move(done), &reader);
-  return reader;
-}
-
-void FaultInjectingTransport::Inject(RpcKind kind, const std::string& ep,
-                                     std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
-                                     CallDone done, std::unique_ptr<ReplyReader>* reader) {
   const auto& meta = request->header.meta;
   int attempt;
   {
@@ -171,13 +163,13 @@ void FaultInjectingTransport::Inject(RpcKind kind, const std::string& ep,
                                           " failed")),
          nullptr);
     ReleaseHeld(ep);
-    return;
+    return nullptr;
   }
   if (Draw(m, kDropRequest) < spec_.drop_request) {
     count(&FaultStats::dropped_requests);
     done(absl::UnavailableError("injected fault: the request was dropped"), nullptr);
     ReleaseHeld(ep);
-    return;
+    return nullptr;
   }
   const bool lose_reply = Draw(m, kDropReply) < spec_.drop_reply;
   if (lose_reply) count(&FaultStats::dropped_replies);
@@ -212,7 +204,7 @@ void FaultInjectingTransport::Inject(RpcKind kind, const std::string& ep,
       --in_flight_;
     }
     timer_.At(absl::Now() + spec_.max_delay, [this, ep] { ReleaseHeld(ep); });
-    return;
+    return nullptr;
   }
   if (Draw(m, kDelay) < spec_.delay) {
     count(&FaultStats::delayed);
@@ -223,10 +215,12 @@ void FaultInjectingTransport::Inject(RpcKind kind, const std::string& ep,
       ReleaseHeld(ep);
       --in_flight_;
     });
-    return;
+    return nullptr;
   }
-  Forward(kind, ep, std::move(request), deadline, std::move(done), lose_reply, reader);
+  std::unique_ptr<ReplyReader> reader;
+  Forward(kind, ep, std::move(request), deadline, std::move(done), lose_reply, &reader);
   ReleaseHeld(ep);  // a held call goes out after this one: the two arrive swapped
+  return reader;
 }
 
 absl::StatusOr<Transport*> MaybeInjectFaults(Transport* inner, std::unique_ptr<Transport>* holder) {

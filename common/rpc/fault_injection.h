@@ -77,8 +77,6 @@ class FaultInjectingTransport final : public Transport {
   struct Held;
   // A uniform draw in [0, 1) for `what` of this message.
   double Draw(uint64_t message, int what) const;
-  void Inject(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
-              absl::Time deadline, CallDone done, std::unique_ptr<ReplyReader>* reader);
   void Forward(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                absl::Time deadline, CallDone done, bool lose_reply, std::unique_ptr<ReplyReader>* reader = nullptr);
   void ReleaseHeld(const std::string& ep);

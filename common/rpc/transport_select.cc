@@ -199,19 +199,13 @@ std::string SelectingTransport::ChosenFor(const std::string& ep) {
 
 void SelectingTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
                               absl::Time deadline, CallDone done) {
-  Start(kind, ep, std::move(request), deadline, std::move(done), nullptr);
+  CallForWaiter(kind, ep, std::move(request), deadline, std::move(done));  // nobody waits: the reader goes
 }
 
 std::unique_ptr<ReplyReader> SelectingTransport::CallForWaiter(RpcKind kind, const std::string& ep,
                                                                std::shared_ptr<const OutgoingMessage> request,
                                                                absl::Time deadline, CallDone done) {
   std::unique_ptr<ReplyReader> reader;
-  Start(kind, ep, std::move(request), deadline, std::move(done), &reader);
-  return reader;
-}
-
-void SelectingTransport::Start(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
-                               absl::Time deadline, CallDone done, std::unique_ptr<ReplyReader>* reader) {
   auto c = Choose(ep, deadline);
   if (!c.ok()) {
     done(c.status(), nullptr);
@@ -221,7 +215,7 @@ void SelectingTransport::Start(RpcKind kind, const std::string& ep, std::shared_
     // A server that cannot be reached where it said (it died; a restarted
     // one listens elsewhere) is asked again on the next attempt.
     absl::Status s =
-        stream_.Call(kind, c->route, std::move(request), deadline, std::move(done), reader);  // moved only on OK
+        stream_.Call(kind, c->route, std::move(request), deadline, std::move(done), &reader);  // moved only on OK
     if (!s.ok()) {
       {
         absl::MutexLock l(&mu_);
@@ -230,6 +224,7 @@ void SelectingTransport::Start(RpcKind kind, const std::string& ep, std::shared_
       done(absl::IsUnauthenticated(s) ? s : absl::UnavailableError(s.message()), nullptr);
     }
   }
+  return reader;
 }
 
 absl::Status SelectingTransport::WaitReady(const std::string& ep, absl::Time deadline) {

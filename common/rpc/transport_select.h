@@ -73,9 +73,6 @@ class SelectingTransport final : public Transport {
   // the mode cannot be honoured.
   absl::StatusOr<Choice> Choose(const std::string& ep, absl::Time deadline);
   absl::StatusOr<Choice> Negotiate(const std::string& ep, absl::Time deadline);
-  // Call and CallForWaiter (`reader` non-null).
-  void Start(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
-             CallDone done, std::unique_ptr<ReplyReader>* reader);
 
   const TransportMode mode_;
   const bool tls_;
