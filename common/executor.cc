@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/device/device_memory.h"
+#include "common/device/gpu_info.h"
 #include "common/prepared_block.h"
 #include "common/status.h"
 
@@ -152,6 +154,7 @@ absl::Status CheckFeed(const VarDesc& var, const Tensor& t) {
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Scope* scope,
                                                   const FeedMap& feed,
                                                   const std::vector<std::string>& fetch_list) {
+  if (place_.is_gpu()) OAR_RETURN_IF_ERROR(RequireGpu(place_.device));
   std::vector<std::string> feed_names;
   for (const auto& [name, t] : feed) feed_names.push_back(name);
   OAR_ASSIGN_OR_RETURN(CacheEntry * entry, GetOrPrepare(program, feed_names, fetch_list));
@@ -178,6 +181,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Sc
   }
   OAR_RETURN_IF_ERROR(entry->block->Bind(scope, entry->local));
   absl::Status s = entry->block->Run();
+  // A GPU's kernels run behind the host: wait for them, so a run's errors
+  // are its own and the caller may read what it wrote.
+  if (s.ok()) s = SyncPlace(place_);
   if (++entry->runs_since_drop >= options_.num_iteration_per_drop_scope || !s.ok()) entry->ReleaseLocal();
   feed_list->clear();
   OAR_RETURN_IF_ERROR(s);

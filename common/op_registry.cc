@@ -130,7 +130,7 @@ absl::StatusOr<KernelFn> OpInfo::FindKernel(Place::Kind place, DataType dtype) c
   if (it != kernels_.end()) return it->second;
   std::vector<std::string> have;
   for (const auto& [key, fn] : kernels_) {
-    have.push_back(DataTypeName(static_cast<DataType>(key.second)));
+    if (key.first == static_cast<int>(place)) have.push_back(DataTypeName(static_cast<DataType>(key.second)));
   }
   return absl::NotFoundError(absl::StrCat(
       type_, ": no kernel for ", DataTypeName(dtype), " on ",
@@ -138,6 +138,24 @@ absl::StatusOr<KernelFn> OpInfo::FindKernel(Place::Kind place, DataType dtype) c
       have.empty() ? "none" : absl::StrJoin(have, ", "), ")"));
 }
 
+absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& place, DataType dtype) const {
+  auto own = FindKernel(place.kind, dtype);
+  if (own.ok()) return std::make_pair(*own, place);
+  if (!place.is_gpu()) return own.status();
+  if (host_side_) {
+    OAR_ASSIGN_OR_RETURN(KernelFn cpu, FindKernel(Place::Kind::kCPU, dtype));
+    return std::make_pair(cpu, CPUPlace());
+  }
+  std::vector<std::string> gpu, cpu;
+  for (const auto& [key, fn] : kernels_) {
+    auto& list = key.first == static_cast<int>(Place::Kind::kCUDA) ? gpu : cpu;
+    if (key.first != static_cast<int>(Place::Kind::kCUDAPinned)) list.push_back(DataTypeName(static_cast<DataType>(key.second)));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      type_, ": no GPU kernel for ", DataTypeName(dtype), " (on ", place.ToString(), "; GPU kernels: ",
+      gpu.empty() ? "none" : absl::StrJoin(gpu, ", "), "; CPU kernels: ", cpu.empty() ? "none" : absl::StrJoin(cpu, ", "),
+      "). Run this program on the CPU (--device cpu), or add the op's GPU kernel"));
+}
 DataType OpInfo::KernelDtype(const ExecutionContext& ctx) const {
   if (kernel_dtype_ != nullptr) return kernel_dtype_(ctx);
   const Tensor* first = nullptr;
@@ -165,6 +183,12 @@ OpInfo& OpRegistry::Register(const std::string& type) {
   CHECK(slot == nullptr) << "op type '" << type << "' registered twice";
   slot = std::make_unique<OpInfo>(type);
   return *slot;
+}
+
+OpInfo& OpRegistry::Extend(const std::string& type) {
+  auto it = ops_.find(type);
+  CHECK(it != ops_.end()) << "Extend('" << type << "'): the op is not registered";
+  return *it->second;
 }
 
 const OpInfo* OpRegistry::Find(absl::string_view type) const {

@@ -68,6 +68,10 @@ class OpInfo {
   // take a new shape with the same element count. Other ops bound in place
   // must keep the input's shape (PreparedBlock checks).
   OpInfo& InPlaceMayReshape() { in_place_may_reshape_ = true; return *this; }
+  // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O):
+  // on a GPU place it runs its CPU kernel, its inputs copied to the host
+  // first. Any other op without a kernel for the place is an error.
+  OpInfo& HostSide() { host_side_ = true; return *this; }
   OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
   template <typename T>
   OpInfo& Kernel(KernelFn fn, Place::Kind place = Place::Kind::kCPU) {
@@ -83,6 +87,7 @@ class OpInfo {
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool HasGrad() const { return static_cast<bool>(grad_maker_); }
   bool in_place_may_reshape() const { return in_place_may_reshape_; }
+  bool host_side() const { return host_side_; }
 
   // Checks `op` against this spec (unknown slots, missing required slots,
   // @EMPTY@ in a required output slot, several arguments in a plain slot,
@@ -90,8 +95,13 @@ class OpInfo {
   // outside Implements) and fills in
   // defaults for absent attributes. InvalidArgument naming the slot/attr.
   absl::Status CheckAndFill(OpDesc* op) const;
-  // The kernel for (place, dtype); NotFound naming both when there is none.
+  // The kernel for (place, dtype); NotFound naming both, and the dtypes that
+  // place has kernels for, when there is none.
   absl::StatusOr<KernelFn> FindKernel(Place::Kind place, DataType dtype) const;
+  // The kernel an executor on `place` runs, and where it runs: the place's
+  // own, else (host-side ops on a GPU place) the CPU's. NotFound "mul: no
+  // GPU kernel for float64 (on CUDAPlace(0); ...)" otherwise.
+  absl::StatusOr<std::pair<KernelFn, Place>> ChooseKernel(const Place& place, DataType dtype) const;
   DataType KernelDtype(const ExecutionContext& ctx) const;
 
  private:
@@ -105,6 +115,7 @@ class OpInfo {
   KernelDtypeFn kernel_dtype_ = nullptr;
   InferVarTypeFn infer_var_type_ = nullptr;
   bool in_place_may_reshape_ = false;
+  bool host_side_ = false;
   std::map<std::pair<int, int>, KernelFn> kernels_;
 };
 
@@ -117,6 +128,9 @@ class OpRegistry {
   // Adds a new op type; registering a type twice is a programming error
   // (logged fatally).
   OpInfo& Register(const std::string& type);
+  // A registered op, to add kernels for another place to (the GPU kernels
+  // register beside the CPU ones); logged fatally when absent.
+  OpInfo& Extend(const std::string& type);
   // nullptr when `type` is not registered.
   const OpInfo* Find(absl::string_view type) const;
   // NotFound "unknown op type 'foo'" when absent.

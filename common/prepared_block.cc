@@ -4,6 +4,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "common/device/place_transfer.h"
 #include "common/profiler/profiler.h"
 #include "common/run_env.h"
 #include "common/status.h"
@@ -27,7 +28,7 @@ absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
     auto info = registry.Get(op->type);
     if (!info.ok()) return Annotate(info.status(), where);
     OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), where));
-    pb->ops_.push_back(OpRuntime{op, *info, {}, {}, nullptr, DataType::kFloat32});
+    pb->ops_.push_back(OpRuntime{op, *info, {}, {}, nullptr, DataType::kFloat32, place});
   }
   return pb;
 }
@@ -153,13 +154,17 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
   OAR_RETURN_IF_ERROR(CheckInputsSet(op));
   RuntimeInferShapeContext ictx(*op.desc, op.binding);
   OAR_RETURN_IF_ERROR(InferShape(op, &ictx));
-  ExecutionContext ctx(*op.desc, op.binding, place_, bound_local_, this, env_);
+  ExecutionContext ctx(*op.desc, op.binding, op.kernel_place, bound_local_, this, env_);
   ctx.set_sparse_output_dims(&ictx.sparse_output_dims());
   DataType dtype = op.info->KernelDtype(ctx);
   if (op.kernel == nullptr || dtype != op.kernel_dtype) {
-    OAR_ASSIGN_OR_RETURN(op.kernel, op.info->FindKernel(place_.kind, dtype));
+    OAR_ASSIGN_OR_RETURN(auto chosen, op.info->ChooseKernel(place_, dtype));
+    op.kernel = chosen.first;
+    op.kernel_place = chosen.second;  // ctx sees it: it holds a reference
     op.kernel_dtype = dtype;
   }
+  // On a GPU block, inputs move to where the kernel reads them.
+  if (!place_.is_cpu()) OAR_RETURN_IF_ERROR(MoveInputsTo(*op.desc, op.binding, op.kernel_place));
   // An in-place kernel reads its input through a pointer taken before it
   // asks for the output buffer; when another owner shares that buffer (an RPC
   // reply in flight, a fetched value) mutable_data gives the output a fresh

@@ -66,6 +66,9 @@ class PreparedBlock : public BlockRunner {
     std::vector<InPlaceArg> in_place;
     KernelFn kernel = nullptr;
     DataType kernel_dtype = DataType::kFloat32;
+    // Where the kernel runs: the block's place, or the CPU for a host-side
+    // op in a GPU block (OpInfo::ChooseKernel).
+    Place kernel_place;
   };
 
   PreparedBlock(std::unique_ptr<ProgramDesc> program, int block_id, Place place, const OpRegistry* registry,

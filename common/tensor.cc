@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "common/buffer_pool.h"
+#include "common/device/device_memory.h"
+#include "common/device/gpu_info.h"
+#include "common/status.h"
 #include "common/tsan.h"
 
 namespace oar {
@@ -35,7 +38,11 @@ size_t CheckedBytes(const DDim& dims, DataType dtype) {
 }  // namespace
 
 struct Tensor::Buffer {
-  explicit Buffer(size_t n) : size(n) {
+  Buffer(const Place& where, size_t n) : size(n), place(where) {
+    if (!place.is_cpu()) {
+      ptr = AllocOn(place, n);
+      return;
+    }
     size_t rounded = (n + kAlignment - 1) / kAlignment * kAlignment;
     ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (ptr == nullptr) LOG(FATAL) << "Tensor: cannot allocate " << n << " bytes";
@@ -49,6 +56,8 @@ struct Tensor::Buffer {
   ~Buffer() {
     if (pool != nullptr) {
       pool->Give({ptr, size});
+    } else if (!place.is_cpu()) {
+      FreeOn(place, ptr);
     } else {
       std::free(ptr);
     }
@@ -57,6 +66,7 @@ struct Tensor::Buffer {
   Buffer& operator=(const Buffer&) = delete;
   void* ptr;
   size_t size;
+  Place place;
   std::shared_ptr<BufferPool> pool;
 };
 
@@ -68,8 +78,8 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
   if (!(place_ == place)) place_ = place;
   // Never write into a buffer another tensor still shares (a view, a fed
   // tensor): give this one its own.
-  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1) {
-    holder_ = std::make_shared<Buffer>(need);
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !(holder_->place == place)) {
+    holder_ = std::make_shared<Buffer>(place, need);
     offset_ = 0;
   } else {
     // The last other owner may have let go on another thread just now (an
@@ -84,7 +94,7 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
 
 void* Tensor::mutable_data_pooled(DataType dtype, const std::shared_ptr<BufferPool>& pool) {
   const size_t need = CheckedBytes(dims_, dtype);
-  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1) {
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !holder_->place.is_cpu()) {
     if (dtype_ != dtype) dtype_ = dtype;
     if (!(place_ == Place{})) place_ = Place{};
     holder_ = std::make_shared<Buffer>(pool, need);
@@ -110,7 +120,29 @@ void Tensor::CopyFrom(const Tensor& other) {
   dims_ = other.dims_;
   lod_ = other.lod_;
   void* dst = mutable_data(other.dtype_, other.place_);
-  if (other.initialized()) std::memcpy(dst, other.raw_data(), other.nbytes());
+  if (!other.initialized()) return;
+  if (other.place_.is_cpu()) {
+    std::memcpy(dst, other.raw_data(), other.nbytes());
+    return;
+  }
+  const absl::Status s = CopyBytes(place_, dst, other.place_, other.raw_data(), other.nbytes());
+  CHECK(s.ok()) << "Tensor::CopyFrom: " << s;
+}
+
+absl::Status Tensor::CopyTo(const Place& place, Tensor* dst) const {
+  if (dst == this) return absl::InvalidArgumentError("Tensor::CopyTo: the destination is the source");
+  if (place.is_gpu()) OAR_RETURN_IF_ERROR(RequireGpu(place.device));
+  if (place_.is_gpu() && initialized()) OAR_RETURN_IF_ERROR(RequireGpu(place_.device));
+  if (dst->holder_ != nullptr && dst->holder_ == holder_) dst->holder_.reset();
+  dst->dims_ = dims_;
+  dst->lod_ = lod_;
+  if (!initialized()) {
+    dst->holder_.reset();
+    dst->dtype_ = dtype_;
+    return absl::OkStatus();
+  }
+  void* p = dst->mutable_data(dtype_, place);
+  return CopyBytes(place, p, place_, raw_data(), nbytes());
 }
 
 Tensor Tensor::Slice(int64_t begin, int64_t end) const {
@@ -126,6 +158,12 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
 std::string Tensor::ToString(int max_values) const {
   std::string s = absl::StrCat(DataTypeName(dtype_), dims_.ToString());
   if (!initialized()) return absl::StrCat(s, " (uninitialized)");
+  if (!place_.is_host()) {  // shown from a host copy
+    Tensor host;
+    const absl::Status copied = Slice(0, dims_.size() == 0 ? 0 : dims_[0]).CopyTo(CPUPlace(), &host);
+    if (!copied.ok()) return absl::StrCat(s, " on ", place_.ToString(), " (unreadable: ", copied.message(), ")");
+    return absl::StrCat(host.ToString(max_values), " on ", place_.ToString());
+  }
   int64_t n = std::min<int64_t>(numel(), max_values);
   absl::StrAppend(&s, " {");
   for (int64_t i = 0; i < n; ++i) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/data_type.h"
 #include "common/ddim.h"
 #include "common/place.h"
@@ -54,6 +55,11 @@ class Tensor {
   T* mutable_data() {
     return static_cast<T*>(mutable_data(DataTypeOf<T>::value));
   }
+  // On `place` (a GPU kernel's output: mutable_data<float>(ctx.place())).
+  template <typename T>
+  T* mutable_data(const Place& place) {
+    return static_cast<T*>(mutable_data(DataTypeOf<T>::value, place));
+  }
   // As mutable_data on the CPU, but a new buffer comes from `pool` and goes
   // back to it, rather than being freed, when the last tensor holding it
   // lets go (common/buffer_pool.h).
@@ -79,8 +85,12 @@ class Tensor {
 
   // Makes this tensor a view of `other`'s buffer, shape, dtype and LoD.
   void ShareDataWith(const Tensor& other) { *this = other; }
-  // Deep copy of `other` into a buffer owned by this tensor.
+  // Deep copy of `other` into a buffer owned by this tensor, on other's place.
   void CopyFrom(const Tensor& other);
+  // Deep copy into `dst` (shape, dtype, LoD) on `place`: how tensors move
+  // between the host and GPUs (common/device/device_memory.h says when a
+  // copy has landed). An error names the places.
+  absl::Status CopyTo(const Place& place, Tensor* dst) const;
 
   // A reference that keeps this tensor's buffer alive (for zero-copy sends:
   // the buffer outlives the tensor while a transfer still reads it).

@@ -138,7 +138,7 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
 }
 
 void RegisterPserverOps(OpRegistry* r) {
-  r->Register("listen_and_serv").Input("X", kDuplicable | kDispensable)
+  r->Register("listen_and_serv").HostSide().Input("X", kDuplicable | kDispensable)
       .Attr("endpoint", std::string("127.0.0.1:6164")).Attr("Fanin", int32_t{1})
       .Attr("optimize_blocks", BlockRefs{}).Attr("grad_to_block_id", std::vector<std::string>{})
       .Attr("prefetch_var_name_to_block_id", std::vector<std::string>{})

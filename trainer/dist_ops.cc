@@ -284,31 +284,31 @@ absl::Status Timed(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterDistOps(OpRegistry* r) {
-  r->Register("split_selected_rows").Input("X").Output("Out", kDuplicable)
+  r->Register("split_selected_rows").HostSide().Input("X").Output("Out", kDuplicable)
       .Attr("height_sections", std::vector<int64_t>{})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitSelectedRowsKernel);
-  r->Register("send").Input("X", kDuplicable).Output("Out", kDuplicable | kDispensable)
+  r->Register("send").HostSide().Input("X", kDuplicable).Output("Out", kDuplicable | kDispensable)
       .Attr("epmap", std::vector<std::string>{}).Attr("send_varnames", std::vector<std::string>{})
       .Attr("sections", std::vector<int32_t>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<SendKernel>);
-  r->Register("recv").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable)
+  r->Register("recv").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable)
       .Attr("epmap", std::vector<std::string>{}).Attr("varnames", std::vector<std::string>{})
       .Attr("recv_varnames", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<RecvKernel>);
-  r->Register("send_barrier").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
+  r->Register("send_barrier").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
       .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
       .Attr("half_async", false)
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<true>>);
-  r->Register("fetch_barrier").Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
+  r->Register("fetch_barrier").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
       .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<false>>);
-  r->Register("split_byref").Input("X").Output("Out", kDuplicable).Attr("sections", std::vector<int32_t>{})
+  r->Register("split_byref").HostSide().Input("X").Output("Out", kDuplicable).Attr("sections", std::vector<int32_t>{})
       .Attr("num", int32_t{0})
       .SetInferShape(SplitByrefInferShape).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitByrefKernel);
-  r->Register("prefetch").Input("X", kDuplicable).Output("Out", kDuplicable)
+  r->Register("prefetch").HostSide().Input("X", kDuplicable).Output("Out", kDuplicable)
       .Attr("epmap", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("table_name", std::string())
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<PrefetchKernel>);
-  r->Register("checkpoint_notify").Attr("epmap", std::vector<std::string>{}).Attr("dir", std::string())
+  r->Register("checkpoint_notify").HostSide().Attr("epmap", std::vector<std::string>{}).Attr("dir", std::string())
       .Attr("lookup_table", std::string()).Attr("trainer_id", int32_t{0})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(CheckpointNotifyKernel);
 }

@@ -119,7 +119,7 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterGenNcclIdOp(OpRegistry* r) {
-  r->Register("gen_nccl_id").Output("NCCLID").Attr("endpoint", std::string()).Attr("endpoint_list", std::vector<std::string>{})
+  r->Register("gen_nccl_id").HostSide().Output("NCCLID").Attr("endpoint", std::string()).Attr("endpoint_list", std::vector<std::string>{})
       .Attr("trainer_id", int32_t{0}).Attr("nccl_comm_num", int32_t{1}).Attr("use_hierarchical_allreduce", false)
       .Attr("hierarchical_allreduce_inter_nranks", int32_t{0})
       .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(GenNcclIdKernel);

@@ -75,13 +75,13 @@ DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 }  // namespace
 
 void RegisterIoOps(OpRegistry* r) {
-  r->Register("save").Input("X").Attr("file_path", std::string()).Attr("overwrite", true)
+  r->Register("save").HostSide().Input("X").Attr("file_path", std::string()).Attr("overwrite", true)
       .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
-  r->Register("save_combine").Input("X", kDuplicable).Attr("file_path", std::string()).Attr("overwrite", true)
+  r->Register("save_combine").HostSide().Input("X", kDuplicable).Attr("file_path", std::string()).Attr("overwrite", true)
       .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
-  r->Register("load").Output("Out").Attr("file_path", std::string()).Attr("load_as_fp16", false)
+  r->Register("load").HostSide().Output("Out").Attr("file_path", std::string()).Attr("load_as_fp16", false)
       .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
-  r->Register("load_combine").Output("Out", kDuplicable).Attr("file_path", std::string())
+  r->Register("load_combine").HostSide().Output("Out", kDuplicable).Attr("file_path", std::string())
       .Attr("load_as_fp16", false).Attr("model_from_memory", false)
       .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
 }

@@ -36,6 +36,9 @@ void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_c
 void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
 void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ grad)
 
+// The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
+// builds only.
+void RegisterCudaKernels(OpRegistry* r);
 void RegisterAllOps(OpRegistry* r);
 
 }  // namespace oar

@@ -1,4 +1,5 @@
 // The full built-in op set, as OpRegistry::Global() installs it.
+#include "common/config.h"
 #include "common/op_registry.h"
 #include "common/ops/ops.h"
 
@@ -29,6 +30,9 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterIoOps(r);
   RegisterSequenceOps(r);
   RegisterFusedOps(r);
+#if OAR_HAVE_CUDA
+  RegisterCudaKernels(r);
+#endif
 }
 
 }  // namespace oar

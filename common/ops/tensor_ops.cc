@@ -220,9 +220,9 @@ void RegisterTensorOps(OpRegistry* r) {
       .Kernel<float>(ScaleKernel<float>).Kernel<double>(ScaleKernel<double>)
       .Kernel<int64_t>(ScaleKernel<int64_t>);
 
-  r->Register("feed").Input("X").Output("Out").Attr("col", int32_t{0})
+  r->Register("feed").HostSide().Input("X").Output("Out").Attr("col", int32_t{0})
       .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FeedKernel);
-  r->Register("fetch").Input("X").Output("Out").Attr("col", int32_t{0})
+  r->Register("fetch").HostSide().Input("X").Output("Out").Attr("col", int32_t{0})
       .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FetchKernel);
 }
 

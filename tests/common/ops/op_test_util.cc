@@ -2,20 +2,24 @@
 
 #include <random>
 
+#include "common/device/device_memory.h"
 #include "common/prepared_block.h"
 #include "common/selected_rows_util.h"
 #include "gtest/gtest.h"
 
 namespace oar::testing {
 
-absl::Status RunOps(const std::vector<OpDesc>& ops, Scope* scope) {
+absl::Status RunOps(const std::vector<OpDesc>& ops, Scope* scope) { return RunOpsOn(ops, scope, CPUPlace()); }
+
+absl::Status RunOpsOn(const std::vector<OpDesc>& ops, Scope* scope, const Place& place) {
   ProgramDesc program;
   BlockDesc* block = program.MutableBlock(0);
   for (const OpDesc& op : ops) *block->AppendOp() = op;
-  auto prepared = PreparedBlock::Create(program, 0, OpRegistry::Global(), CPUPlace());
+  auto prepared = PreparedBlock::Create(program, 0, OpRegistry::Global(), place);
   if (!prepared.ok()) return prepared.status();
   absl::Status s = (*prepared)->Bind(scope, scope);
   if (s.ok()) s = (*prepared)->Run();
+  if (s.ok()) s = SyncPlace(place);
   return s;
 }
 

@@ -19,6 +19,9 @@ namespace oar::testing {
 // Runs `ops` in order over `scope` (inputs set beforehand), with the same
 // checks and shape inference the Executor applies.
 absl::Status RunOps(const std::vector<OpDesc>& ops, Scope* scope);
+// As RunOps, on `place` (inputs move there as the Executor moves them); waits
+// for the place's stream before returning.
+absl::Status RunOpsOn(const std::vector<OpDesc>& ops, Scope* scope, const Place& place);
 
 // An op desc from slot maps and attributes.
 OpDesc MakeOp(const std::string& type, OpDesc::VarMap inputs, OpDesc::VarMap outputs,

@@ -1,0 +1,99 @@
+// The device kernels of the op library (CUDA builds only), as plain launch
+// functions: pointers to device memory, sizes, the place's stream. The op
+// kernels (*_cuda.cc, host code) check shapes and dtypes, then call these;
+// the device code (*.cu) sees nothing of the framework, so nvcc compiles
+// only what it must. Every launch is asynchronous on `s`; a launch error
+// surfaces through cudaGetLastError (LaunchStatus in cuda_op_util.h).
+//
+// Thread-safety: launches on one stream are ordered; nothing is shared.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace oar {
+namespace cuda {
+
+// ---- fill, scale, sums ----
+template <typename T>
+void Fill(T* out, int64_t n, T value, cudaStream_t s);
+// out[i] = scale * (*src) for i < n (a value that lives on the device).
+template <typename T>
+void FillFromDevice(T* out, int64_t n, const T* src, T scale, cudaStream_t s);
+// out = a * x + b (after) or a * (x + b).
+template <typename T>
+void Scale(const T* x, T* out, int64_t n, T a, T b, bool bias_after_scale, cudaStream_t s);
+// out[0] = scale * sum(x[0..n)); one block.
+template <typename T>
+void SumAll(const T* x, int64_t n, T scale, T* out, cudaStream_t s);
+// out[i] += x[i].
+template <typename T>
+void AddTo(const T* x, T* out, int64_t n, cudaStream_t s);
+
+// ---- elementwise binary ops with Fluid's [pre, n, post] broadcast ----
+enum class Binary { kAdd, kSub, kMul, kDiv };
+// out[e] = f(x[e], y[(e / post) % n]); e < pre * n * post.
+template <typename T>
+void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
+                        cudaStream_t s);
+// dx[e] = dF/dx at e (out may be null except for kDiv).
+template <typename T>
+void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre,
+                      int64_t n, int64_t post, cudaStream_t s);
+// dy[j] = sum over i < pre, k < post of dF/dy at e = (i * n + j) * post + k.
+template <typename T>
+void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy, int64_t pre,
+                      int64_t n, int64_t post, cudaStream_t s);
+
+// ---- activations (gradients from Out, as Fluid's) ----
+enum class Activation { kRelu, kSigmoid, kTanh };
+template <typename T>
+void ActivationForward(Activation a, const T* x, T* out, int64_t n, cudaStream_t s);
+template <typename T>
+void ActivationGrad(Activation a, const T* out, const T* dout, T* dx, int64_t n, cudaStream_t s);
+
+// ---- softmax over the last axis, cross entropy, top_k, accuracy ----
+template <typename T>
+void SoftmaxRows(const T* x, T* out, int64_t rows, int64_t cols, cudaStream_t s);
+template <typename T>
+void SoftmaxGradRows(const T* out, const T* dout, T* dx, int64_t rows, int64_t cols, cudaStream_t s);
+// y[r] = -log(max(x[r, label[r]], tiny)), 0 where label[r] == ignore. A label
+// outside [0, cols) other than `ignore` gives 0 and stores its row in
+// *bad_row, which must hold INT64_MAX before (the smallest such row wins).
+template <typename T>
+void CrossEntropyHard(const T* x, const int64_t* label, T* y, int64_t rows, int64_t cols, int64_t ignore,
+                      int64_t* bad_row, cudaStream_t s);
+template <typename T>
+void CrossEntropySoft(const T* x, const T* label, T* y, int64_t rows, int64_t cols, cudaStream_t s);
+template <typename T>
+void CrossEntropyHardGrad(const T* x, const int64_t* label, const T* dy, T* dx, int64_t rows, int64_t cols,
+                          int64_t ignore, cudaStream_t s);
+template <typename T>
+void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols,
+                          cudaStream_t s);
+// The k largest of each row, larger first, the lower index first on ties.
+template <typename T>
+void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s);
+// accuracy[0] = correct / rows, correct[0], total[0] (correct/total may be null).
+void Accuracy(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy,
+              int32_t* correct, int32_t* total, cudaStream_t s);
+
+// ---- optimizers (learning rate and beta powers read on the device) ----
+template <typename T>
+void Sgd(const T* p, const T* g, const T* lr, T* pout, int64_t n, cudaStream_t s);
+template <typename T>
+void Momentum(const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T decay, T* pout,
+              T* vout, int64_t n, cudaStream_t s);
+// Fluid's bias-corrected Adam; beta*_pow_out (may be null) get pow * beta.
+template <typename T>
+void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow,
+          T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,
+          cudaStream_t s);
+
+// ---- random: map cuRAND's (0, 1] uniforms to [lo, hi) ----
+template <typename T>
+void AffineUniform(T* p, int64_t n, T lo, T hi, cudaStream_t s);
+
+}  // namespace cuda
+}  // namespace oar

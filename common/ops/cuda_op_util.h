@@ -1,0 +1,56 @@
+// Helpers for the GPU op kernels (*_cuda.cc; CUDA builds only): the place's
+// device context, launch-error checks, typed device buffers of inputs and
+// outputs, and the registration functions of each GPU kernel file.
+//
+// Thread-safety: stateless; a kernel runs on its place's thread.
+#pragma once
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/device/cuda_context.h"
+#include "common/op_context.h"
+#include "common/op_registry.h"
+#include "common/ops/op_util.h"
+#include "common/status.h"
+
+namespace oar {
+
+// The context of the kernel's GPU, made current on this thread.
+inline absl::StatusOr<CudaContext*> KernelCuda(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, GetCudaContext(ctx.place().device));
+  c->Activate();
+  return c;
+}
+
+// OK unless the last launch on this thread failed; the error names the op.
+inline absl::Status LaunchStatus(const ExecutionContext& ctx) {
+  return CudaStatus(cudaGetLastError(), absl::StrCat(ctx.op().type, " on ", ctx.place().ToString()));
+}
+
+// Output `slot` as a T buffer on the kernel's GPU (nullptr when absent).
+template <typename T>
+T* GpuOut(const ExecutionContext& ctx, const std::string& slot, size_t i = 0) {
+  Tensor* t = ctx.Output(slot, i);
+  return t == nullptr ? nullptr : t->mutable_data<T>(ctx.place());
+}
+
+// Input `slot` on the kernel's GPU as T: InvalidArgument naming op and slot
+// when missing, of another dtype, or (a caller that bypassed the executor's
+// moves) not on this GPU.
+template <typename T>
+absl::StatusOr<const T*> GpuIn(const ExecutionContext& ctx, const std::string& slot, size_t i = 0) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, i, *t));
+  if (!(t->place() == ctx.place())) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i), " is on ",
+                                                   t->place().ToString(), ", the kernel on ", ctx.place().ToString()));
+  }
+  return t->data<T>();
+}
+
+void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
+void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
+void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics, optimizers
+
+}  // namespace oar

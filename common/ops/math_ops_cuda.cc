@@ -1,0 +1,124 @@
+// GPU kernels of mul and matmul (rank 2, or batched over equal leading
+// dimensions) through cuBLAS on the place's stream. Tensors are row-major
+// and cuBLAS is column-major, so C = A·B is computed as Cᵀ = Bᵀ·Aᵀ.
+// float32 only; TF32 stays off unless --gpu_allow_tf32 (cuda_context).
+#include "common/ops/cuda_op_util.h"
+
+namespace oar {
+namespace {
+
+// Row-major C[m,n] = alpha · op(A) · op(B) + beta · C, op(A) [m,k], op(B) [k,n];
+// `batch` products of strides a_stride, b_stride (0: shared), c_stride.
+absl::Status Gemm(const ExecutionContext& ctx, CudaContext* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float* a, const float* b, float beta, float* out, int64_t batch = 1,
+                  int64_t a_stride = 0, int64_t b_stride = 0, int64_t c_stride = 0) {
+  if (m == 0 || n == 0) return absl::OkStatus();
+  const int lda = ta ? m : k, ldb = tb ? k : n;
+  const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const std::string what = absl::StrCat(ctx.op().type, ": cublasSgemm [", m, "x", k, "]·[", k, "x", n, "]");
+  if (batch == 1) {
+    return CublasStatus(cublasSgemm(c->cublas, opb, opa, n, m, k, &alpha, b, ldb, a, lda, &beta, out, n), what);
+  }
+  return CublasStatus(cublasSgemmStridedBatched(c->cublas, opb, opa, n, m, k, &alpha, b, ldb, b_stride, a, lda,
+                                                a_stride, &beta, out, n, c_stride, batch),
+                      what);
+}
+
+absl::Status MulKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
+  const DDim x2 = ctx.Input("X")->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
+  const DDim y2 = ctx.Input("Y")->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
+  return Gemm(ctx, c, false, false, x2[0], y2[1], x2[1], 1.f, x, y, 0.f, GpuOut<float>(ctx, "Out"));
+}
+
+absl::Status MulGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
+  const DDim x2 = ctx.Input("X")->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
+  const DDim y2 = ctx.Input("Y")->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
+  const int64_t m = x2[0], k = x2[1], n = y2[1];
+  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {  // dX = dOut · Yᵀ
+    OAR_RETURN_IF_ERROR(Gemm(ctx, c, false, true, m, k, n, 1.f, g, y, 0.f, dx));
+  }
+  if (float* dy = GpuOut<float>(ctx, GradVarName("Y"))) {  // dY = Xᵀ · dOut
+    OAR_RETURN_IF_ERROR(Gemm(ctx, c, true, false, k, n, m, 1.f, x, g, 0.f, dy));
+  }
+  return absl::OkStatus();
+}
+
+// matmul of X [..., m, k] and Y [..., k, n] with equal batch dimensions (or
+// plain matrices); vectors and broadcast batches stay on the CPU for now.
+struct MatmulShape {
+  int64_t batch, m, n, k;
+  bool tx, ty;
+};
+
+absl::StatusOr<MatmulShape> MatmulShapeOf(const ExecutionContext& ctx) {
+  const DDim& x = ctx.Input("X")->dims();
+  const DDim& y = ctx.Input("Y")->dims();
+  const bool v2 = ctx.op().type.rfind("matmul_v2", 0) == 0;
+  MatmulShape s;
+  s.tx = ctx.Attr<bool>(v2 ? "trans_x" : "transpose_X");
+  s.ty = ctx.Attr<bool>(v2 ? "trans_y" : "transpose_Y");
+  if (x.size() < 2 || x.size() != y.size() || x.Product(0, x.size() - 2) != y.Product(0, y.size() - 2)) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": the GPU kernel takes operands of equal rank >= 2 and "
+                                                 "equal batch dimensions; got X", x.ToString(), " and Y", y.ToString()));
+  }
+  const int r = x.size();
+  s.batch = x.Product(0, r - 2);
+  s.m = s.tx ? x[r - 1] : x[r - 2];
+  s.k = s.tx ? x[r - 2] : x[r - 1];
+  s.n = s.ty ? y[r - 2] : y[r - 1];
+  return s;
+}
+
+absl::Status MatmulKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(MatmulShape s, MatmulShapeOf(ctx));
+  const float alpha = ctx.op().HasAttr("alpha") ? ctx.Attr<float>("alpha") : 1.f;
+  return Gemm(ctx, c, s.tx, s.ty, s.m, s.n, s.k, alpha, x, y, 0.f, GpuOut<float>(ctx, "Out"), s.batch, s.m * s.k,
+              s.k * s.n, s.m * s.n);
+}
+
+absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
+  OAR_ASSIGN_OR_RETURN(MatmulShape s, MatmulShapeOf(ctx));
+  const float alpha = ctx.op().HasAttr("alpha") ? ctx.Attr<float>("alpha") : 1.f;
+  const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
+  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
+    if (!s.tx) {  // dX[m,k] = dO · op(Y)ᵀ
+      OAR_RETURN_IF_ERROR(Gemm(ctx, c, false, !s.ty, s.m, s.k, s.n, alpha, g, y, 0.f, dx, s.batch, mn, kn, mk));
+    } else {      // dX[k,m] = op(Y) · dOᵀ
+      OAR_RETURN_IF_ERROR(Gemm(ctx, c, s.ty, true, s.k, s.m, s.n, alpha, y, g, 0.f, dx, s.batch, kn, mn, mk));
+    }
+  }
+  if (float* dy = GpuOut<float>(ctx, GradVarName("Y"))) {
+    if (!s.ty) {  // dY[k,n] = op(X)ᵀ · dO
+      OAR_RETURN_IF_ERROR(Gemm(ctx, c, !s.tx, false, s.k, s.n, s.m, alpha, x, g, 0.f, dy, s.batch, mk, mn, kn));
+    } else {      // dY[n,k] = dOᵀ · op(X)
+      OAR_RETURN_IF_ERROR(Gemm(ctx, c, true, s.tx, s.n, s.k, s.m, alpha, g, x, 0.f, dy, s.batch, mn, mk, kn));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterCudaMathKernels(OpRegistry* r) {
+  const auto gpu = Place::Kind::kCUDA;
+  r->Extend("mul").Kernel<float>(MulKernel, gpu);
+  r->Extend("mul_grad").Kernel<float>(MulGradKernel, gpu);
+  r->Extend("matmul").Kernel<float>(MatmulKernel, gpu);
+  r->Extend("matmul_grad").Kernel<float>(MatmulGradKernel, gpu);
+}
+
+}  // namespace oar

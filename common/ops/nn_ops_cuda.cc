@@ -1,0 +1,209 @@
+// GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
+// int64 or soft labels) and its gradient, top_k, accuracy, and the dense
+// updates of sgd, momentum and adam (learning rate and beta powers read on
+// the device). Also RegisterCudaKernels, which installs every GPU kernel.
+#include <cstdint>
+#include <limits>
+
+#include "common/ops/cuda_launch.h"
+#include "common/ops/cuda_op_util.h"
+#include "common/ops/loss_util.h"
+#include "common/ops/ops.h"
+
+namespace oar {
+namespace {
+
+// Rows and columns of a last-axis softmax; Unimplemented for another axis.
+absl::StatusOr<std::pair<int64_t, int64_t>> SoftmaxRowsCols(const ExecutionContext& ctx, const DDim& d) {
+  const int axis = ctx.Attr<int32_t>("axis");
+  if (axis != -1 && axis != d.size() - 1) {
+    return absl::UnimplementedError(
+        absl::StrCat(ctx.op().type, ": the GPU kernel takes the last axis only (axis=", axis, ", X", d.ToString(), ")"));
+  }
+  return loss_util::RowsCols(d);
+}
+
+absl::Status SoftmaxKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("X")->dims()));
+  cuda::SoftmaxRows<float>(x, GpuOut<float>(ctx, "Out"), rc.first, rc.second, c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* out, GpuIn<float>(ctx, "Out"));
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
+  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Out")->dims()));
+  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
+    cuda::SoftmaxGradRows<float>(out, g, dx, rc.first, rc.second, c->stream);
+  }
+  return LaunchStatus(ctx);
+}
+
+// A hard label outside [0, classes): the kernel marks the first such row;
+// reading the mark waits for the stream (one small copy per step), so a bad
+// label is an error naming the row and the value, as on the CPU.
+absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const int64_t* bad_row_dev,
+                           const int64_t* labels_dev, int64_t cols) {
+  int64_t bad_row = 0;
+  OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(&bad_row, bad_row_dev, sizeof bad_row, cudaMemcpyDeviceToHost, c->stream),
+                                 "cross_entropy: label check"));
+  OAR_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(c->stream), "cross_entropy: label check"));
+  if (bad_row == std::numeric_limits<int64_t>::max()) return absl::OkStatus();
+  int64_t value = 0;
+  OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(&value, labels_dev + bad_row, sizeof value, cudaMemcpyDeviceToHost),
+                                 "cross_entropy: label check"));
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": label ", value, " of row ", bad_row,
+                                                 " is outside [0, ", cols, ") (input ",
+                                                 InputLabel(ctx.op(), "Label"), ")"));
+}
+
+absl::Status CrossEntropyKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  auto [rows, cols] = loss_util::RowsCols(ctx.Input("X")->dims());
+  float* y = GpuOut<float>(ctx, "Y");
+  if (ctx.Attr<bool>("soft_label")) {
+    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
+    cuda::CrossEntropySoft<float>(x, label, y, rows, cols, c->stream);
+    return LaunchStatus(ctx);
+  }
+  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+  Tensor bad;
+  bad.Resize(DDim{1});
+  int64_t* bad_row = bad.mutable_data<int64_t>(ctx.place());
+  cuda::Fill<int64_t>(bad_row, 1, std::numeric_limits<int64_t>::max(), c->stream);
+  cuda::CrossEntropyHard<float>(x, label, y, rows, cols, ctx.Attr<int32_t>("ignore_index"), bad_row, c->stream);
+  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
+  return CheckBadLabel(ctx, c, bad_row, label, cols);
+}
+
+absl::Status CrossEntropyGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* dy, GpuIn<float>(ctx, GradVarName("Y")));
+  float* dx = GpuOut<float>(ctx, GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  auto [rows, cols] = loss_util::RowsCols(ctx.Input("X")->dims());
+  if (ctx.Attr<bool>("soft_label")) {
+    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
+    cuda::CrossEntropySoftGrad<float>(x, label, dy, dx, rows, cols, c->stream);
+  } else {
+    // Labels were checked by the forward kernel; out-of-range ones get 0.
+    OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+    cuda::CrossEntropyHardGrad<float>(x, label, dy, dx, rows, cols, ctx.Attr<int32_t>("ignore_index"), c->stream);
+  }
+  return LaunchStatus(ctx);
+}
+
+absl::Status TopKKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  const DDim& d = ctx.Input("X")->dims();
+  const int64_t k = ctx.Attr<int32_t>("k");
+  const int64_t cols = d[d.size() - 1];
+  const int64_t rows = cols ? ctx.Input("X")->numel() / cols : 0;
+  cuda::TopK<float>(x, GpuOut<float>(ctx, "Out"), GpuOut<int64_t>(ctx, "Indices"), rows, cols, k, c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status AccuracyKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const int64_t* idx, GpuIn<int64_t>(ctx, "Indices"));
+  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+  const DDim& d = ctx.Input("Indices")->dims();
+  cuda::Accuracy(idx, label, d[0], d[1], GpuOut<float>(ctx, "Accuracy"), GpuOut<int32_t>(ctx, "Correct"),
+                 GpuOut<int32_t>(ctx, "Total"), c->stream);
+  return LaunchStatus(ctx);
+}
+
+// The dense gradient of an optimizer; Unimplemented for a sparse one.
+absl::StatusOr<const float*> DenseGrad(const ExecutionContext& ctx, int64_t numel) {
+  const Variable* v = ctx.InputVar("Grad", 0);
+  if (v != nullptr && !v->IsType<Tensor>()) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": a sparse (SelectedRows) gradient ('",
+                                                 ctx.op().Input("Grad")[0], "') has no GPU kernel yet"));
+  }
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, "Grad"));
+  if (ctx.Input("Grad")->numel() != numel) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Grad ('", ctx.op().Input("Grad")[0], "') has ",
+                                                   ctx.Input("Grad")->numel(), " elements, Param ", numel));
+  }
+  return g;
+}
+
+absl::Status SgdKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
+  const int64_t n = ctx.Input("Param")->numel();
+  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
+  cuda::Sgd<float>(p, g, lr, GpuOut<float>(ctx, "ParamOut"), n, c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status MomentumKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
+  const int64_t n = ctx.Input("Param")->numel();
+  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  OAR_ASSIGN_OR_RETURN(const float* v, GpuIn<float>(ctx, "Velocity"));
+  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
+  const float decay = ctx.Attr<std::string>("regularization_method") == "l2_decay"
+                          ? ctx.Attr<float>("regularization_coeff") : 0.f;
+  cuda::Momentum<float>(p, g, v, lr, ctx.Attr<float>("mu"), ctx.Attr<bool>("use_nesterov"),
+                        ctx.Attr<float>("rescale_grad"), decay, GpuOut<float>(ctx, "ParamOut"),
+                        GpuOut<float>(ctx, "VelocityOut"), n, c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status AdamKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
+  const int64_t n = ctx.Input("Param")->numel();
+  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
+  OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
+  OAR_ASSIGN_OR_RETURN(const float* m2, GpuIn<float>(ctx, "Moment2"));
+  OAR_ASSIGN_OR_RETURN(const float* b1p, GpuIn<float>(ctx, "Beta1Pow"));
+  OAR_ASSIGN_OR_RETURN(const float* b2p, GpuIn<float>(ctx, "Beta2Pow"));
+  float* b1p_out = nullptr;
+  float* b2p_out = nullptr;
+  if (Tensor* t = ctx.Output("Beta1PowOut")) {
+    t->Resize(DDim{1});
+    b1p_out = t->mutable_data<float>(ctx.place());
+  }
+  if (Tensor* t = ctx.Output("Beta2PowOut")) {
+    t->Resize(DDim{1});
+    b2p_out = t->mutable_data<float>(ctx.place());
+  }
+  cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, ctx.Attr<float>("beta1"), ctx.Attr<float>("beta2"),
+                    ctx.Attr<float>("epsilon"), GpuOut<float>(ctx, "ParamOut"), GpuOut<float>(ctx, "Moment1Out"),
+                    GpuOut<float>(ctx, "Moment2Out"), b1p_out, b2p_out, n, c->stream);
+  return LaunchStatus(ctx);
+}
+
+}  // namespace
+
+void RegisterCudaNnKernels(OpRegistry* r) {
+  const auto gpu = Place::Kind::kCUDA;
+  r->Extend("softmax").Kernel<float>(SoftmaxKernel, gpu);
+  r->Extend("softmax_grad").Kernel<float>(SoftmaxGradKernel, gpu);
+  r->Extend("cross_entropy").Kernel<float>(CrossEntropyKernel, gpu);
+  r->Extend("cross_entropy_grad").Kernel<float>(CrossEntropyGradKernel, gpu);
+  r->Extend("top_k").Kernel<float>(TopKKernel, gpu);
+  r->Extend("accuracy").Kernel<float>(AccuracyKernel, gpu);
+  r->Extend("sgd").Kernel<float>(SgdKernel, gpu);
+  r->Extend("momentum").Kernel<float>(MomentumKernel, gpu);
+  r->Extend("adam").Kernel<float>(AdamKernel, gpu);
+}
+
+void RegisterCudaKernels(OpRegistry* r) {
+  RegisterCudaMathKernels(r);
+  RegisterCudaPointwiseKernels(r);
+  RegisterCudaNnKernels(r);
+}
+
+}  // namespace oar

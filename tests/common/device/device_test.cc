@@ -1,0 +1,104 @@
+// The parts of GPU support that need no GPU: Place names, GPU selection,
+// where an op's kernel runs on a GPU place (host-side ops on the CPU, others
+// refused by name), and the one-line errors on a host without a GPU.
+#include "common/device/gpu_info.h"
+#include "common/executor.h"
+#include "common/op_registry.h"
+#include "common/place.h"
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+TEST(PlaceTest, FluidNamesAndEquality) {
+  EXPECT_EQ(CPUPlace().ToString(), "CPUPlace");
+  EXPECT_EQ(CUDAPlace(3).ToString(), "CUDAPlace(3)");
+  EXPECT_EQ(CUDAPinnedPlace().ToString(), "CUDAPinnedPlace");
+  EXPECT_FALSE(CUDAPlace(0) == CUDAPlace(1));
+  EXPECT_TRUE(CUDAPinnedPlace() == CUDAPinnedPlace());
+  EXPECT_TRUE(CUDAPinnedPlace().is_host());
+  EXPECT_FALSE(CUDAPlace(0).is_host());
+  EXPECT_FALSE(CPUPlace() == CUDAPinnedPlace());
+}
+
+TEST(SelectedGpusTest, DefaultsToEveryVisibleGpu) {
+  auto ids = ParseSelectedGpus("", 3);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(SelectedGpusTest, KeepsTheListedOrder) {
+  auto ids = ParseSelectedGpus(" 2,0 ", 3);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<int>{2, 0}));
+}
+
+TEST(SelectedGpusTest, RefusesBadLists) {
+  for (const char* spec : {"0,0", "3", "x", "-1", "1,,2"}) {
+    auto ids = ParseSelectedGpus(spec, 3);
+    ASSERT_FALSE(ids.ok()) << spec;
+    EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(ids.status().message().find(spec), std::string::npos) << ids.status();
+  }
+  EXPECT_NE(ParseSelectedGpus("3", 3).status().message().find("not visible"), std::string::npos);
+  EXPECT_NE(ParseSelectedGpus("0,0", 3).status().message().find("twice"), std::string::npos);
+}
+
+TEST(SelectedGpusTest, NoGpuIsAFailedPrecondition) {
+  auto ids = ParseSelectedGpus("0", 0);
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(ids.status().message().find("no GPU is visible"), std::string::npos) << ids.status();
+}
+
+TEST(ChooseKernelTest, HostSideOpsRunTheirCpuKernelOnAGpuPlace) {
+  const OpInfo* feed = OpRegistry::Global().Find("feed");
+  ASSERT_NE(feed, nullptr);
+  auto k = feed->ChooseKernel(CUDAPlace(0), DataType::kFloat32);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k->second == CPUPlace());
+}
+
+TEST(ChooseKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
+  OpRegistry r;
+  r.Register("only_cpu").Input("X").Output("Out").Kernel<float>([](const ExecutionContext&) {
+    return absl::OkStatus();
+  });
+  auto k = r.Find("only_cpu")->ChooseKernel(CUDAPlace(1), DataType::kFloat32);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kNotFound);
+  const std::string msg(k.status().message());
+  EXPECT_NE(msg.find("only_cpu: no GPU kernel for float32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CUDAPlace(1)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CPU kernels: float32"), std::string::npos) << msg;
+  // On the CPU the same op runs.
+  auto cpu = r.Find("only_cpu")->ChooseKernel(CPUPlace(), DataType::kFloat32);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_TRUE(cpu->second == CPUPlace());
+}
+
+TEST(GpuExecutorTest, WithoutAGpuRunIsAOneLineError) {
+  if (GpuCount() > 0) GTEST_SKIP() << "this host has a GPU (the gpu tests cover it)";
+  ProgramDesc program;
+  Scope scope;
+  Executor exe(CUDAPlace(0));
+  auto out = exe.Run(program, &scope);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(out.status().message().find("no GPU is visible"), std::string::npos) << out.status();
+  EXPECT_EQ(std::string(out.status().message()).find('\n'), std::string::npos);
+}
+
+TEST(GpuTensorTest, CopyToAGpuWithoutOneIsAnError) {
+  if (GpuCount() > 0) GTEST_SKIP() << "this host has a GPU (the gpu tests cover it)";
+  Tensor src = MakeTensor<float>({2}, {1, 2});
+  Tensor dst;
+  absl::Status s = src.CopyTo(CUDAPlace(0), &dst);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  Tensor host;
+  ASSERT_TRUE(src.CopyTo(CPUPlace(), &host).ok());
+  EXPECT_EQ(TensorToVector<float>(host), (std::vector<float>{1, 2}));
+}
+
+}  // namespace
+}  // namespace oar

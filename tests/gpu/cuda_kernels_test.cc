@@ -1,0 +1,282 @@
+// Every GPU kernel against its CPU kernel on the same inputs: forward values
+// and gradients, broadcast layouts and odd shapes. Needs a GPU: each test
+// skips itself, with the reason, on a host without one. Labelled `gpu`.
+//
+// Tolerance: float32 on both sides, but the GPU sums in another order (tree
+// reductions, cuBLAS's blocking), so a sum of K terms may differ by about
+// K·2⁻²⁴ relative to its magnitude; K ≤ 1000 here, so |gpu − cpu| ≤
+// 1e-5 + 1e-4·|cpu| holds with margin, and TF32 (10-bit mantissa, ~1e-3
+// relative) would fail it: the test also proves TF32 is off.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/device/device_memory.h"
+#include "common/device/gpu_info.h"
+#include "gtest/gtest.h"
+#include "tests/common/ops/op_test_util.h"
+
+namespace oar::testing {
+namespace {
+
+#define REQUIRE_GPU() \
+  if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason()
+
+using Inputs = std::map<std::string, Tensor>;
+
+// Runs `ops` on the CPU and on CUDAPlace(0) over copies of `inputs`; returns
+// the status of the GPU run and fills both scopes.
+absl::Status RunBoth(const std::vector<OpDesc>& ops, const Inputs& inputs, Scope* cpu, Scope* gpu) {
+  for (const auto& [name, t] : inputs) {
+    SetTensor(cpu, name, t);
+    Tensor copy;
+    copy.CopyFrom(t);
+    SetTensor(gpu, name, copy);
+  }
+  absl::Status s = RunOpsOn(ops, cpu, CPUPlace());
+  if (!s.ok()) return s;
+  return RunOpsOn(ops, gpu, CUDAPlace(0));
+}
+
+template <typename T>
+void ExpectClose(const Scope& cpu, const Scope& gpu, const std::string& name) {
+  const Tensor& want = GetTensor(cpu, name);
+  const Tensor& got_dev = GetTensor(gpu, name);
+  EXPECT_TRUE(got_dev.place() == CUDAPlace(0)) << name << " is on " << got_dev.place().ToString();
+  Tensor got;
+  ASSERT_TRUE(got_dev.CopyTo(CPUPlace(), &got).ok());
+  ASSERT_EQ(want.dims(), got.dims()) << name;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double w = static_cast<double>(want.data<T>()[i]), g = static_cast<double>(got.data<T>()[i]);
+    ASSERT_LE(std::abs(w - g), 1e-5 + 1e-4 * std::abs(w)) << name << "[" << i << "]: cpu " << w << ", gpu " << g;
+  }
+}
+
+void Check(const std::vector<OpDesc>& ops, const Inputs& inputs, const std::vector<std::string>& float_outs,
+           const std::vector<std::string>& int64_outs = {}) {
+  Scope cpu, gpu;
+  absl::Status s = RunBoth(ops, inputs, &cpu, &gpu);
+  ASSERT_TRUE(s.ok()) << s;
+  for (const auto& n : float_outs) ExpectClose<float>(cpu, gpu, n);
+  for (const auto& n : int64_outs) ExpectClose<int64_t>(cpu, gpu, n);
+}
+
+Tensor Labels(int64_t rows, int64_t classes, uint64_t seed) {
+  Tensor r = RandomTensor<float>({rows, 1}, 0, static_cast<double>(classes), seed);
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < rows; ++i) v.push_back(static_cast<int64_t>(r.data<float>()[i]) % classes);
+  return MakeTensor<int64_t>({rows, 1}, v);
+}
+
+TEST(CudaKernelTest, MulAndGradWithFlattening) {
+  REQUIRE_GPU();
+  OpDesc fwd = MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}, {{"x_num_col_dims", int32_t{2}}});
+  OpDesc grad = MakeOp("mul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+                       {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"x_num_col_dims", int32_t{2}}});
+  Check({fwd, grad},
+        {{"x", RandomTensor<float>({3, 5, 7}, -1, 1, 1)}, {"y", RandomTensor<float>({7, 9}, -1, 1, 2)},
+         {"g", RandomTensor<float>({3, 5, 9}, -1, 1, 3)}},
+        {"o", "dx", "dy"});
+}
+
+TEST(CudaKernelTest, MulOfFashionMlpShapes) {
+  REQUIRE_GPU();
+  Check({MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}})},
+        {{"x", RandomTensor<float>({128, 784}, 0, 1, 4)}, {"y", RandomTensor<float>({784, 256}, -0.05, 0.05, 5)}},
+        {"o"});
+}
+
+TEST(CudaKernelTest, BatchedMatmulWithTransposesAndGrad) {
+  REQUIRE_GPU();
+  for (bool tx : {false, true}) {
+    for (bool ty : {false, true}) {
+      const DDim xd = tx ? DDim{2, 4, 3} : DDim{2, 3, 4};
+      const DDim yd = ty ? DDim{2, 5, 4} : DDim{2, 4, 5};
+      std::map<std::string, Attribute> attrs = {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", 0.5f}};
+      OpDesc fwd = MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}, attrs);
+      OpDesc grad = MakeOp("matmul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+                           {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, attrs);
+      SCOPED_TRACE(::testing::Message() << "tx=" << tx << " ty=" << ty);
+      Check({fwd, grad},
+            {{"x", RandomTensor<float>(xd, -1, 1, 6)}, {"y", RandomTensor<float>(yd, -1, 1, 7)},
+             {"g", RandomTensor<float>({2, 3, 5}, -1, 1, 8)}},
+            {"o", "dx", "dy"});
+    }
+  }
+}
+
+TEST(CudaKernelTest, ElementwiseOpsAndGradsOverBroadcastLayouts) {
+  REQUIRE_GPU();
+  struct Layout {
+    DDim x, y;
+    int axis;
+  };
+  const std::vector<Layout> layouts = {{{6, 5}, {6, 5}, -1}, {{7, 3}, {3}, 1}, {{2, 3, 4}, {3}, 1},
+                                       {{2, 3, 4}, {3, 1}, 1}, {{5, 1, 3}, {5}, 0}};
+  for (const std::string type : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+    for (const Layout& l : layouts) {
+      SCOPED_TRACE(type + " X" + l.x.ToString() + " Y" + l.y.ToString());
+      OpDesc fwd = MakeOp(type, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}, {{"axis", int32_t{l.axis}}});
+      OpDesc grad = MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
+                           {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"axis", int32_t{l.axis}}});
+      Check({fwd, grad},
+            {{"x", RandomTensor<float>(l.x, 0.5, 2, 9)}, {"y", RandomTensor<float>(l.y, 0.5, 2, 10)},
+             {"g", RandomTensor<float>(l.x, -1, 1, 11)}},
+            {"o", "dx", "dy"});
+    }
+  }
+}
+
+TEST(CudaKernelTest, ActivationsAndGrads) {
+  REQUIRE_GPU();
+  for (const std::string type : {"relu", "sigmoid", "tanh"}) {
+    SCOPED_TRACE(type);
+    Check({MakeOp(type, {{"X", {"x"}}}, {{"Out", {"o"}}}),
+           MakeOp(type + "_grad", {{"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
+          {{"x", RandomTensor<float>({13, 17}, -3, 3, 12)}, {"g", RandomTensor<float>({13, 17}, -1, 1, 13)}},
+          {"o", "dx"});
+  }
+}
+
+TEST(CudaKernelTest, ScaleMeanSum) {
+  REQUIRE_GPU();
+  Check({MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"scale", 2.5f}, {"bias", 1.f}}),
+         MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"b"}}},
+                {{"scale", -0.5f}, {"bias", 3.f}, {"bias_after_scale", false}}),
+         MakeOp("mean", {{"X", {"x"}}}, {{"Out", {"m"}}}),
+         MakeOp("mean_grad", {{"X", {"x"}}, {"Out@GRAD", {"mg"}}}, {{"X@GRAD", {"dx"}}}),
+         MakeOp("sum", {{"X", {"a", "b", "x"}}}, {{"Out", {"s"}}}),
+         MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"a"}}})},
+        {{"x", RandomTensor<float>({1001}, -1, 1, 14)}, {"mg", MakeTensor<float>({1}, {0.75f})}},
+        {"b", "m", "dx", "s", "a"});
+}
+
+TEST(CudaKernelTest, SoftmaxAndGradOverShortAndLongRows) {
+  REQUIRE_GPU();
+  for (const DDim& d : {DDim{7, 10}, DDim{3, 1000}, DDim{2, 3, 33}}) {
+    SCOPED_TRACE(d.ToString());
+    Check({MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}),
+           MakeOp("softmax_grad", {{"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
+          {{"x", RandomTensor<float>(d, -5, 5, 15)}, {"g", RandomTensor<float>(d, -1, 1, 16)}}, {"o", "dx"});
+  }
+}
+
+TEST(CudaKernelTest, CrossEntropyHardAndSoftWithGrads) {
+  REQUIRE_GPU();
+  Tensor probs = RandomTensor<float>({9, 10}, 0.01, 1, 17);
+  Check({MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"l"}}}, {{"Y", {"y"}}}),
+         MakeOp("cross_entropy_grad", {{"X", {"x"}}, {"Label", {"l"}}, {"Y@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
+        {{"x", probs}, {"l", Labels(9, 10, 18)}, {"g", RandomTensor<float>({9, 1}, -1, 1, 19)}}, {"y", "dx"});
+  std::map<std::string, Attribute> soft = {{"soft_label", true}};
+  Check({MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"l"}}}, {{"Y", {"y"}}}, soft),
+         MakeOp("cross_entropy_grad", {{"X", {"x"}}, {"Label", {"l"}}, {"Y@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, soft)},
+        {{"x", probs}, {"l", RandomTensor<float>({9, 10}, 0, 1, 20)}, {"g", RandomTensor<float>({9, 1}, -1, 1, 21)}},
+        {"y", "dx"});
+}
+
+TEST(CudaKernelTest, CrossEntropyNamesALabelOutOfRange) {
+  REQUIRE_GPU();
+  Scope gpu;
+  SetTensor(&gpu, "x", RandomTensor<float>({3, 4}, 0.1, 1, 22));
+  SetTensor(&gpu, "l", MakeTensor<int64_t>({3, 1}, {1, 7, 2}));
+  absl::Status s = RunOpsOn({MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"l"}}}, {{"Y", {"y"}}})}, &gpu,
+                            CUDAPlace(0));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("label 7 of row 1"), std::string::npos) << s;
+}
+
+TEST(CudaKernelTest, TopKWithTiesAndAccuracy) {
+  REQUIRE_GPU();
+  Tensor x = MakeTensor<float>({3, 5}, {1, 3, 3, 0, 2, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0});
+  for (int32_t k : {1, 3}) {
+    SCOPED_TRACE(k);
+    Check({MakeOp("top_k", {{"X", {"x"}}}, {{"Out", {"v"}}, {"Indices", {"i"}}}, {{"k", k}}),
+           MakeOp("accuracy", {{"Out", {"v"}}, {"Indices", {"i"}}, {"Label", {"l"}}},
+                  {{"Accuracy", {"acc"}}, {"Correct", {"c"}}, {"Total", {"t"}}})},
+          {{"x", x}, {"l", MakeTensor<int64_t>({3, 1}, {2, 0, 4})}}, {"v", "acc"}, {"i"});
+  }
+}
+
+TEST(CudaKernelTest, OptimizerUpdates) {
+  REQUIRE_GPU();
+  const DDim d{37, 11};
+  Inputs in = {{"p", RandomTensor<float>(d, -1, 1, 23)},  {"g", RandomTensor<float>(d, -1, 1, 24)},
+               {"v", RandomTensor<float>(d, -1, 1, 25)},  {"m1", RandomTensor<float>(d, -1, 1, 26)},
+               {"m2", RandomTensor<float>(d, 0, 1, 27)},  {"lr", MakeTensor<float>({1}, {0.01f})},
+               {"b1p", MakeTensor<float>({1}, {0.81f})}, {"b2p", MakeTensor<float>({1}, {0.998f})}};
+  Check({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"ps"}}})}, in,
+        {"ps"});
+  for (bool nesterov : {false, true}) {
+    Check({MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
+                  {{"ParamOut", {"pm"}}, {"VelocityOut", {"vm"}}}, {{"mu", 0.9f}, {"use_nesterov", nesterov}})},
+          in, {"pm", "vm"});
+  }
+  Check({MakeOp("adam",
+                {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
+                 {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
+                {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}, {"Beta1PowOut", {"b1p"}},
+                 {"Beta2PowOut", {"b2p"}}})},
+        in, {"p", "m1", "m2", "b1p", "b2p"});
+}
+
+TEST(CudaKernelTest, FillAndRandomInitializers) {
+  REQUIRE_GPU();
+  Check({MakeOp("fill_constant", {}, {{"Out", {"f"}}},
+                {{"shape", std::vector<int64_t>{3, 7}}, {"value", 2.5f}}),
+         MakeOp("fill_constant", {}, {{"Out", {"n"}}},
+                {{"shape", std::vector<int64_t>{5}}, {"value", 9.f}, {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
+        {}, {"f"}, {"n"});
+  // GPU and CPU draw from different generators: check the range, the
+  // moments, and that a seed repeats its draw.
+  for (int run = 0; run < 2; ++run) {
+    Scope gpu;
+    ASSERT_TRUE(RunOpsOn({MakeOp("uniform_random", {}, {{"Out", {"u"}}},
+                                 {{"shape", std::vector<int64_t>{10001}}, {"min", -2.f}, {"max", 3.f}, {"seed", int32_t{7}}}),
+                          MakeOp("gaussian_random", {}, {{"Out", {"z"}}},
+                                 {{"shape", std::vector<int64_t>{10001}}, {"mean", 1.f}, {"std", 2.f}, {"seed", int32_t{7}}})},
+                         &gpu, CUDAPlace(0)).ok());
+    Tensor u, z;
+    ASSERT_TRUE(GetTensor(gpu, "u").CopyTo(CPUPlace(), &u).ok());
+    ASSERT_TRUE(GetTensor(gpu, "z").CopyTo(CPUPlace(), &z).ok());
+    double su = 0, sz = 0, sz2 = 0;
+    for (int64_t i = 0; i < u.numel(); ++i) {
+      ASSERT_GE(u.data<float>()[i], -2.f);
+      ASSERT_LT(u.data<float>()[i], 3.f);
+      su += u.data<float>()[i];
+      sz += z.data<float>()[i];
+      sz2 += z.data<float>()[i] * z.data<float>()[i];
+    }
+    const double n = static_cast<double>(u.numel()), mz = sz / n;
+    EXPECT_NEAR(su / n, 0.5, 0.05);
+    EXPECT_NEAR(mz, 1.0, 0.06);
+    EXPECT_NEAR(std::sqrt(sz2 / n - mz * mz), 2.0, 0.06);
+    static std::vector<float> first;
+    if (run == 0) first = TensorToVector<float>(u);
+    if (run == 1) EXPECT_EQ(first, TensorToVector<float>(u)) << "seed 7 drew differently twice";
+  }
+}
+
+TEST(CudaKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
+  REQUIRE_GPU();
+  Scope gpu;
+  SetTensor(&gpu, "x", RandomTensor<float>({2, 3}, -1, 1, 28));
+  absl::Status s = RunOpsOn({MakeOp("exp", {{"X", {"x"}}}, {{"Out", {"o"}}})}, &gpu, CUDAPlace(0));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_NE(s.message().find("no GPU kernel"), std::string::npos) << s;
+}
+
+TEST(CudaKernelTest, CopiesBetweenPlacesRoundTrip) {
+  REQUIRE_GPU();
+  // 9 MiB + 3 floats: three staging chunks, the last one short.
+  Tensor host = RandomTensor<float>({(9 << 20) / 4 + 3}, -1, 1, 29);
+  Tensor dev, pinned, back;
+  ASSERT_TRUE(host.CopyTo(CUDAPlace(0), &dev).ok());
+  ASSERT_TRUE(dev.CopyTo(CUDAPinnedPlace(), &pinned).ok());
+  ASSERT_TRUE(pinned.CopyTo(CPUPlace(), &back).ok());
+  EXPECT_EQ(TensorToVector<float>(host), TensorToVector<float>(back));
+  EXPECT_NE(dev.ToString().find("on CUDAPlace(0)"), std::string::npos) << dev.ToString();
+}
+
+}  // namespace
+}  // namespace oar::testing
