@@ -33,7 +33,8 @@ const std::vector<Command>& Commands() {
        "oar train --model NAME [flags]\n       oar train --program main.pb --startup startup.pb --feed_names IMAGE,LABEL "
        "--loss_name LOSS [--fetch NAME,...] [--params DIR|FILE] [flags]",
        "cli/train_cmd.cc",
-       {"program", "startup", "loss_name", "feed_names", "fetch", "params", "metrics_port", "metrics_host",
+       {"program", "startup", "loss_name", "feed_names", "fetch", "params", "selected_gpus", "gpu_allow_tf32",
+        "metrics_port", "metrics_host",
         "metrics_file", "metrics_linger_s", "profile", "profile_sorted_key", "profile_path"},
        RunTrain,
        {{"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},

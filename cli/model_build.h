@@ -61,4 +61,9 @@ absl::Status RequireFashionMnistModel(const std::string& model);
 // that build a model).
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags();
 
+// Where `oar train` runs, from --device (cpu or gpu), --places and
+// --selected_gpus: CPUPlace, or CUDAPlace of the first selected GPU. A
+// one-line FailedPrecondition when --device gpu finds no GPU.
+absl::StatusOr<Place> TrainPlaceFromFlags();
+
 }  // namespace oar::cli

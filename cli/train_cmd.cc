@@ -18,6 +18,7 @@
 #include "common/run_env.h"
 #include "common/status.h"
 #include "trainer/parallel_executor.h"
+#include "common/device/gpu_info.h"
 #include "trainer/places.h"
 #include "gflags/gflags.h"
 
@@ -39,6 +40,7 @@ DEFINE_string(constant_init, "", "fill every randomly initialized parameter with
 DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
 DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
 DECLARE_string(program);
+DEFINE_string(device, "cpu", "cpu, or gpu: train on one GPU (the first of --selected_gpus, or GPU 0)");
 DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
@@ -55,6 +57,20 @@ absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
   return BuildModel(o);
 }
 
+absl::StatusOr<Place> TrainPlaceFromFlags() {
+  if (FLAGS_device == "cpu") return CPUPlace();
+  if (FLAGS_device != "gpu") {
+    return absl::InvalidArgumentError(absl::StrCat("--device '", FLAGS_device, "': use cpu or gpu"));
+  }
+  auto gpus = SelectedGpus();
+  if (!gpus.ok()) return Annotate(gpus.status(), "--device gpu");
+  if (FLAGS_places != 1) {
+    return absl::UnimplementedError(
+        "--device gpu trains on one GPU (--places 1): the ParallelExecutor over several GPUs is not built yet");
+  }
+  return CUDAPlace(gpus->front());
+}
+
 namespace {
 
 // Ops of the training steps are timed into `profiler` (null: none).
@@ -62,6 +78,7 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
+  OAR_RETURN_IF_ERROR(TrainPlaceFromFlags().status());  // before loading anything
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
@@ -74,8 +91,10 @@ absl::Status Train(Profiler* profiler) {
                static_cast<long long>(test.size()), FLAGS_optimizer.c_str(), FLAGS_lr,
                FLAGS_batch_size);
 
+  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  if (place.is_gpu()) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
   RunEnv env;  // env.profiler is set for the training steps only
-  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
+  Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
   if (!FLAGS_resume.empty()) {

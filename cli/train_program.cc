@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
+#include "cli/model_build.h"
 #include "cli/progress_bar.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
@@ -111,7 +112,8 @@ absl::Status TrainProgram(Profiler* profiler) {
     }
   }
   RunEnv env;  // env.profiler is set for the training steps only
-  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
+  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(*startup, &scope).status(), "startup program"));
   if (!FLAGS_params.empty()) {

@@ -52,6 +52,24 @@ TEST(OarCliTest, BadInputIsAOneLineErrorAndNonZeroExit) {
   EXPECT_EQ(std::count(missing.out.begin(), missing.out.end(), '\n'), 1) << missing.out;
 }
 
+// A host without a GPU (CI's): --device gpu is one line naming why, before
+// any data is read. (On a GPU host the gpu tests train there instead.)
+TEST(OarCliTest, DeviceGpuWithoutAGpuIsAOneLineError) {
+  Result probe = Oar("train --device gpu --data_dir /nonexistent/dir");
+  if (probe.out.find("no GPU is visible") == std::string::npos &&
+      probe.out.find("/nonexistent/dir") != std::string::npos) {
+    GTEST_SKIP() << "this host has a GPU";
+  }
+  EXPECT_NE(probe.code, 0);
+  EXPECT_NE(probe.out.find("--device gpu: no GPU is visible to this process"), std::string::npos) << probe.out;
+  EXPECT_EQ(std::count(probe.out.begin(), probe.out.end(), '\n'), 1) << probe.out;
+  Result bad = Oar("train --device tpu");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--device 'tpu': use cpu or gpu"), std::string::npos) << bad.out;
+  Result launch = Oar("launch --device gpu");
+  EXPECT_NE(launch.code, 0) << "launch does not read --device yet and must refuse it";
+}
+
 TEST(OarCliTest, ExportWritesProgramsThatInspectPrints) {
   std::string dir = TempDir("export");
   Result e = Oar("export --model fashion_mlp --out " + dir);
