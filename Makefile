@@ -31,6 +31,7 @@ bench: build
 	@$(BUILD_DIR)/bench/dist_step_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/collective_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/ctr_bench
+	@if [ -x $(BUILD_DIR)/bench/gpu_bench ]; then $(BUILD_DIR)/bench/gpu_bench; fi
 	@python3 bench/paddle_program_bench.py --oar $(BUILD_DIR)/cli/oar
 
 clean:

@@ -37,6 +37,9 @@ struct CudaContext {
   cudnnHandle_t cudnn = nullptr;
   curandGenerator_t curand = nullptr;
   cudaMemPool_t pool = nullptr;
+  // --gpu_allow_tf32 when the context was made: cuBLAS and cuDNN may use
+  // TF32 tensor cores for float32 (off by default, so results match the CPU).
+  bool allow_tf32 = false;
 
   // Double-buffered pinned staging for pageable host <-> device copies:
   // chunk i of a copy goes through buffer i % 2; staging_done[b] is

@@ -57,8 +57,9 @@ absl::Status MakeContext(int device, CudaContext* c) {
                                  where + ": cudaMemPoolSetAttribute(ReleaseThreshold)"));
   OAR_RETURN_IF_ERROR(CublasStatus(cublasCreate(&c->cublas), where + ": cublasCreate"));
   OAR_RETURN_IF_ERROR(CublasStatus(cublasSetStream(c->cublas, c->stream), where + ": cublasSetStream"));
+  c->allow_tf32 = FLAGS_gpu_allow_tf32;
   OAR_RETURN_IF_ERROR(CublasStatus(
-      cublasSetMathMode(c->cublas, FLAGS_gpu_allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+      cublasSetMathMode(c->cublas, c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
       where + ": cublasSetMathMode"));
   OAR_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&c->cudnn), where + ": cudnnCreate"));
   OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(c->cudnn, c->stream), where + ": cudnnSetStream"));

@@ -49,17 +49,19 @@ __device__ T BinaryF(Binary f, T x, T y) {
     case Binary::kSub: return x - y;
     case Binary::kMul: return x * y;
     case Binary::kDiv: return x / y;
+    case Binary::kPow: return pow(x, y);
   }
   return T(0);
 }
 
 template <typename T>
-__device__ T BinaryDX(Binary f, T y, T g) {
+__device__ T BinaryDX(Binary f, T x, T y, T g) {
   switch (f) {
     case Binary::kAdd:
     case Binary::kSub: return g;
     case Binary::kMul: return g * y;
     case Binary::kDiv: return g / y;
+    case Binary::kPow: return g * y * pow(x, y - T(1));
   }
   return T(0);
 }
@@ -71,6 +73,7 @@ __device__ T BinaryDY(Binary f, T x, T y, T out, T g) {
     case Binary::kSub: return -g;
     case Binary::kMul: return g * x;
     case Binary::kDiv: return -g * out / y;
+    case Binary::kPow: return g * out * log(x);
   }
   return T(0);
 }
@@ -82,9 +85,9 @@ __global__ void ElementwiseForwardKernel(Binary f, const T* x, const T* y, T* ou
 }
 
 template <typename T>
-__global__ void ElementwiseGradXKernel(Binary f, const T* y, const T* dout, T* dx, int64_t total, int64_t n,
-                                       int64_t post) {
-  OAR_GRID_STRIDE(e, total) dx[e] = BinaryDX(f, y[(e / post) % n], dout[e]);
+__global__ void ElementwiseGradXKernel(Binary f, const T* x, const T* y, const T* dout, T* dx, int64_t total,
+                                       int64_t n, int64_t post) {
+  OAR_GRID_STRIDE(e, total) dx[e] = BinaryDX(f, x != nullptr ? x[e] : T(0), y[(e / post) % n], dout[e]);
 }
 
 // Same shapes: dy is pointwise.
@@ -118,6 +121,7 @@ __global__ void ActivationForwardKernel(Activation a, const T* x, T* out, int64_
       case Activation::kRelu: out[i] = v > T(0) ? v : T(0); break;
       case Activation::kSigmoid: out[i] = T(1) / (T(1) + exp(-v)); break;
       case Activation::kTanh: out[i] = tanh(v); break;
+      case Activation::kFloor: out[i] = floor(v); break;
     }
   }
 }
@@ -130,6 +134,7 @@ __global__ void ActivationGradKernel(Activation a, const T* out, const T* dout, 
       case Activation::kRelu: dx[i] = o > T(0) ? g : T(0); break;
       case Activation::kSigmoid: dx[i] = g * o * (T(1) - o); break;
       case Activation::kTanh: dx[i] = g * (T(1) - o * o); break;
+      case Activation::kFloor: dx[i] = T(0); break;
     }
   }
 }
@@ -178,7 +183,13 @@ __global__ void AdamPowsKernel(const T* beta1_pow, const T* beta2_pow, T b1, T b
 
 template <typename T>
 __global__ void AffineUniformKernel(T* p, int64_t n, T lo, T hi) {
-  OAR_GRID_STRIDE(i, n) p[i] = lo + (hi - lo) * (T(1) - p[i]);  // (0, 1] -> [lo, hi)
+  // (0, 1] -> [lo, hi); 1 - u rounds to 1 for u < 2^-24, and lo + (hi - lo)
+  // may round up to hi: both are kept below hi.
+  const T below_hi = nextafter(hi, lo);
+  OAR_GRID_STRIDE(i, n) {
+    const T v = lo + (hi - lo) * (T(1) - p[i]);
+    p[i] = lo < hi && v >= hi ? below_hi : v;
+  }
 }
 
 }  // namespace
@@ -219,7 +230,7 @@ template <typename T>
 void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre, int64_t n,
                       int64_t post, cudaStream_t s) {
   const int64_t total = pre * n * post;
-  if (total > 0) ElementwiseGradXKernel<T><<<GridFor(total), kThreads, 0, s>>>(f, y, dout, dx, total, n, post);
+  if (total > 0) ElementwiseGradXKernel<T><<<GridFor(total), kThreads, 0, s>>>(f, x, y, dout, dx, total, n, post);
 }
 
 template <typename T>

@@ -32,12 +32,12 @@ template <typename T>
 void AddTo(const T* x, T* out, int64_t n, cudaStream_t s);
 
 // ---- elementwise binary ops with Fluid's [pre, n, post] broadcast ----
-enum class Binary { kAdd, kSub, kMul, kDiv };
+enum class Binary { kAdd, kSub, kMul, kDiv, kPow };
 // out[e] = f(x[e], y[(e / post) % n]); e < pre * n * post.
 template <typename T>
 void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
                         cudaStream_t s);
-// dx[e] = dF/dx at e (out may be null except for kDiv).
+// dx[e] = dF/dx at e (x may be null except for kPow; out is unused).
 template <typename T>
 void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre,
                       int64_t n, int64_t post, cudaStream_t s);
@@ -47,7 +47,7 @@ void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* d
                       int64_t n, int64_t post, cudaStream_t s);
 
 // ---- activations (gradients from Out, as Fluid's) ----
-enum class Activation { kRelu, kSigmoid, kTanh };
+enum class Activation { kRelu, kSigmoid, kTanh, kFloor };
 template <typename T>
 void ActivationForward(Activation a, const T* x, T* out, int64_t n, cudaStream_t s);
 template <typename T>
@@ -94,6 +94,25 @@ void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T
 // ---- random: map cuRAND's (0, 1] uniforms to [lo, hi) ----
 template <typename T>
 void AffineUniform(T* p, int64_t n, T lo, T hi, cudaStream_t s);
+
+// ---- cast, increment, dropout, batch-norm statistics (cuda_tensor.cu) ----
+// out[i] = static_cast<Out>(x[i]); In and Out among float, double, int32,
+// int64, bool.
+template <typename In, typename Out>
+void Cast(const In* x, Out* out, int64_t n, cudaStream_t s);
+// out[0] = x[0] + step (out may be x).
+template <typename T>
+void Increment(const T* x, T* out, T step, cudaStream_t s);
+// On entry mask holds cuRAND's (0, 1] uniforms u; on return mask[i] is 0
+// where 1 - u < p (dropped) and 1 elsewhere, and y = x * mask * keep_scale.
+template <typename T>
+void DropoutMask(const T* x, T* mask, T* y, int64_t n, float p, T keep_scale, cudaStream_t s);
+// out[i] = g[i] * mask[i] * k.
+template <typename T>
+void MaskedScale(const T* g, const T* mask, T k, T* out, int64_t n, cudaStream_t s);
+// out[i] = 1 / sqrt(var[i] + eps).
+template <typename T>
+void InvStd(const T* var, T eps, T* out, int64_t n, cudaStream_t s);
 
 }  // namespace cuda
 }  // namespace oar

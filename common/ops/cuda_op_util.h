@@ -52,5 +52,10 @@ absl::StatusOr<const T*> GpuIn(const ExecutionContext& ctx, const std::string& s
 void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
 void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
 void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics, optimizers
+void RegisterCudaTensorKernels(OpRegistry* r);       // tensor_ops_cuda.cc: cast, increment, dropout
+void RegisterCudaConvKernels(OpRegistry* r);         // conv_ops_cuda.cc: conv2d on cuDNN
+void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d on cuDNN
+void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN
+void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
 
 }  // namespace oar

@@ -204,6 +204,11 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaMathKernels(r);
   RegisterCudaPointwiseKernels(r);
   RegisterCudaNnKernels(r);
+  RegisterCudaTensorKernels(r);
+  RegisterCudaConvKernels(r);
+  RegisterCudaPoolKernels(r);
+  RegisterCudaBatchNormKernels(r);
+  RegisterCudaConcatSplitKernels(r);
 }
 
 }  // namespace oar

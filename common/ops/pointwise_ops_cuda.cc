@@ -1,6 +1,6 @@
-// GPU kernels of the pointwise ops: elementwise_add/sub/mul/div (Fluid's
+// GPU kernels of the pointwise ops: elementwise_add/sub/mul/div/pow (Fluid's
 // broadcast, common/ops/elementwise_layout.h) and their gradients; relu,
-// sigmoid, tanh and their gradients; scale; mean and its gradient; sum of
+// sigmoid, tanh, floor and their gradients; scale; mean and its gradient; sum of
 // dense tensors; fill_constant, uniform_random and gaussian_random (cuRAND,
 // seeded by the op's `seed` when it is not 0).
 #include <random>
@@ -30,7 +30,7 @@ absl::Status ElementwiseGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   const float* out = nullptr;
-  if (F == cuda::Binary::kDiv) {
+  if (F == cuda::Binary::kDiv || F == cuda::Binary::kPow) {
     OAR_ASSIGN_OR_RETURN(out, GpuIn<float>(ctx, "Out"));
   }
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, ctx.Input("X")->dims(), ctx.Input("Y")->dims(),
@@ -60,6 +60,14 @@ absl::Status ActivationGradKernel(const ExecutionContext& ctx) {
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     cuda::ActivationGrad<float>(A, out, g, dx, ctx.Input("Out")->numel(), c->stream);
   }
+  return LaunchStatus(ctx);
+}
+
+// The gradient of a piecewise-constant op (floor): zeros shaped as Out@GRAD.
+absl::Status ZeroGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) cuda::Fill<float>(dx, g->numel(), 0.f, c->stream);
   return LaunchStatus(ctx);
 }
 
@@ -198,12 +206,16 @@ void RegisterCudaPointwiseKernels(OpRegistry* r) {
   r->Extend("elementwise_sub_grad").Kernel<float>(ElementwiseGradKernel<Binary::kSub>, gpu);
   r->Extend("elementwise_mul_grad").Kernel<float>(ElementwiseGradKernel<Binary::kMul>, gpu);
   r->Extend("elementwise_div_grad").Kernel<float>(ElementwiseGradKernel<Binary::kDiv>, gpu);
+  r->Extend("elementwise_pow").Kernel<float>(ElementwiseKernel<Binary::kPow>, gpu);
+  r->Extend("elementwise_pow_grad").Kernel<float>(ElementwiseGradKernel<Binary::kPow>, gpu);
   r->Extend("relu").Kernel<float>(ActivationKernel<Activation::kRelu>, gpu);
   r->Extend("sigmoid").Kernel<float>(ActivationKernel<Activation::kSigmoid>, gpu);
   r->Extend("tanh").Kernel<float>(ActivationKernel<Activation::kTanh>, gpu);
   r->Extend("relu_grad").Kernel<float>(ActivationGradKernel<Activation::kRelu>, gpu);
   r->Extend("sigmoid_grad").Kernel<float>(ActivationGradKernel<Activation::kSigmoid>, gpu);
   r->Extend("tanh_grad").Kernel<float>(ActivationGradKernel<Activation::kTanh>, gpu);
+  r->Extend("floor").Kernel<float>(ActivationKernel<Activation::kFloor>, gpu);
+  r->Extend("floor_grad").Kernel<float>(ZeroGradKernel, gpu);
   r->Extend("scale").Kernel<float>(ScaleKernel<float>, gpu).Kernel<int64_t>(ScaleKernel<int64_t>, gpu);
   r->Extend("mean").Kernel<float>(MeanKernel, gpu);
   r->Extend("mean_grad").Kernel<float>(MeanGradKernel, gpu);

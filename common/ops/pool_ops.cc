@@ -6,20 +6,15 @@
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/pool_geometry.h"
 
 namespace oar {
-namespace {
 
-struct PoolGeom {
-  int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
-  bool is_max, exclusive;
-};
-
-int64_t PoolOutSize(int64_t in, int64_t k, int64_t pad, int64_t stride, bool ceil_mode) {
+static int64_t PoolOutSize(int64_t in, int64_t k, int64_t pad, int64_t stride, bool ceil_mode) {
   return ceil_mode ? (in - k + 2 * pad + stride - 1) / stride + 1 : (in - k + 2 * pad) / stride + 1;
 }
 
-absl::StatusOr<PoolGeom> Geometry(const OpDesc& op, const DDim& x) {
+absl::StatusOr<PoolGeom> PoolGeometry(const OpDesc& op, const DDim& x) {
   if (x.size() != 4) return absl::InvalidArgumentError(absl::StrCat("pool2d: X", x.ToString(), " must be 4-D NCHW"));
   auto ks = op.GetAttr<std::vector<int32_t>>("ksize");
   auto st = op.GetAttr<std::vector<int32_t>>("strides");
@@ -43,7 +38,7 @@ absl::StatusOr<PoolGeom> Geometry(const OpDesc& op, const DDim& x) {
   }
   const bool ceil = op.GetAttr<bool>("ceil_mode");
   PoolGeom g{x[0], x[1], x[2], x[3], -1, -1, ks[0], ks[1], st[0], st[1], pd[0], pd[1], type == "max",
-             op.GetAttr<bool>("exclusive")};
+             op.GetAttr<bool>("exclusive"), ceil};
   if (x[2] >= 0) g.oh = PoolOutSize(x[2], g.kh, g.ph, g.sh, ceil);
   if (x[3] >= 0) g.ow = PoolOutSize(x[3], g.kw, g.pw, g.sw, ceil);
   if ((x[2] >= 0 && g.oh <= 0) || (x[3] >= 0 && g.ow <= 0)) {
@@ -52,9 +47,11 @@ absl::StatusOr<PoolGeom> Geometry(const OpDesc& op, const DDim& x) {
   return g;
 }
 
+namespace {
+
 absl::Status PoolInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
-  OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x));
+  OAR_ASSIGN_OR_RETURN(PoolGeom g, PoolGeometry(ctx.op(), x));
   ctx.SetOutputDim("Out", DDim{x[0], x[1], g.oh, g.ow});
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   return absl::OkStatus();
@@ -63,7 +60,7 @@ absl::Status PoolInferShape(InferShapeContext& ctx) {
 // Out and Out@GRAD have the shape pooling X gives.
 absl::Status PoolGradInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
-  OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x));
+  OAR_ASSIGN_OR_RETURN(PoolGeom g, PoolGeometry(ctx.op(), x));
   const DDim out{x[0], x[1], g.oh, g.ow};
   OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Out", out));
   OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, GradVarName("Out"), out));
@@ -89,7 +86,7 @@ void ForEachWindow(const PoolGeom& g, Fn fn) {
 template <typename T>
 absl::Status PoolKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-  OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x->dims()));
+  OAR_ASSIGN_OR_RETURN(PoolGeom g, PoolGeometry(ctx.op(), x->dims()));
   const T* xp = x->data<T>();
   T* op = ctx.Output("Out")->mutable_data<T>();
   for (int64_t p = 0; p < g.n * g.c; ++p) {
@@ -117,7 +114,7 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
-  OAR_ASSIGN_OR_RETURN(PoolGeom g, Geometry(ctx.op(), x->dims()));
+  OAR_ASSIGN_OR_RETURN(PoolGeom g, PoolGeometry(ctx.op(), x->dims()));
   const T* xp = x->data<T>();
   const T* yp = out->data<T>();
   const T* gp = dout->data<T>();

@@ -1,73 +1,16 @@
 // Every GPU kernel against its CPU kernel on the same inputs: forward values
 // and gradients, broadcast layouts and odd shapes. Needs a GPU: each test
 // skips itself, with the reason, on a host without one. Labelled `gpu`.
-//
-// Tolerance: float32 on both sides, but the GPU sums in another order (tree
-// reductions, cuBLAS's blocking), so a sum of K terms may differ by about
-// K·2⁻²⁴ relative to its magnitude; K ≤ 1000 here, so |gpu − cpu| ≤
-// 1e-5 + 1e-4·|cpu| holds with margin, and TF32 (10-bit mantissa, ~1e-3
-// relative) would fail it: the test also proves TF32 is off.
+// The tolerance is gpu_test_util.h's; the cuDNN ops are in
+// cudnn_kernels_test.cc.
 #include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "common/device/device_memory.h"
-#include "common/device/gpu_info.h"
-#include "gtest/gtest.h"
-#include "tests/common/ops/op_test_util.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace oar::testing {
 namespace {
-
-#define REQUIRE_GPU() \
-  if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason()
-
-using Inputs = std::map<std::string, Tensor>;
-
-// Runs `ops` on the CPU and on CUDAPlace(0) over copies of `inputs`; returns
-// the status of the GPU run and fills both scopes.
-absl::Status RunBoth(const std::vector<OpDesc>& ops, const Inputs& inputs, Scope* cpu, Scope* gpu) {
-  for (const auto& [name, t] : inputs) {
-    SetTensor(cpu, name, t);
-    Tensor copy;
-    copy.CopyFrom(t);
-    SetTensor(gpu, name, copy);
-  }
-  absl::Status s = RunOpsOn(ops, cpu, CPUPlace());
-  if (!s.ok()) return s;
-  return RunOpsOn(ops, gpu, CUDAPlace(0));
-}
-
-template <typename T>
-void ExpectClose(const Scope& cpu, const Scope& gpu, const std::string& name) {
-  const Tensor& want = GetTensor(cpu, name);
-  const Tensor& got_dev = GetTensor(gpu, name);
-  EXPECT_TRUE(got_dev.place() == CUDAPlace(0)) << name << " is on " << got_dev.place().ToString();
-  Tensor got;
-  ASSERT_TRUE(got_dev.CopyTo(CPUPlace(), &got).ok());
-  ASSERT_EQ(want.dims(), got.dims()) << name;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double w = static_cast<double>(want.data<T>()[i]), g = static_cast<double>(got.data<T>()[i]);
-    ASSERT_LE(std::abs(w - g), 1e-5 + 1e-4 * std::abs(w)) << name << "[" << i << "]: cpu " << w << ", gpu " << g;
-  }
-}
-
-void Check(const std::vector<OpDesc>& ops, const Inputs& inputs, const std::vector<std::string>& float_outs,
-           const std::vector<std::string>& int64_outs = {}) {
-  Scope cpu, gpu;
-  absl::Status s = RunBoth(ops, inputs, &cpu, &gpu);
-  ASSERT_TRUE(s.ok()) << s;
-  for (const auto& n : float_outs) ExpectClose<float>(cpu, gpu, n);
-  for (const auto& n : int64_outs) ExpectClose<int64_t>(cpu, gpu, n);
-}
-
-Tensor Labels(int64_t rows, int64_t classes, uint64_t seed) {
-  Tensor r = RandomTensor<float>({rows, 1}, 0, static_cast<double>(classes), seed);
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < rows; ++i) v.push_back(static_cast<int64_t>(r.data<float>()[i]) % classes);
-  return MakeTensor<int64_t>({rows, 1}, v);
-}
 
 TEST(CudaKernelTest, MulAndGradWithFlattening) {
   REQUIRE_GPU();
@@ -253,7 +196,26 @@ TEST(CudaKernelTest, FillAndRandomInitializers) {
     EXPECT_NEAR(std::sqrt(sz2 / n - mz * mz), 2.0, 0.06);
     static std::vector<float> first;
     if (run == 0) first = TensorToVector<float>(u);
-    if (run == 1) EXPECT_EQ(first, TensorToVector<float>(u)) << "seed 7 drew differently twice";
+    if (run == 1) {
+      EXPECT_EQ(first, TensorToVector<float>(u)) << "seed 7 drew differently twice";
+    }
+  }
+}
+
+TEST(CudaKernelTest, ConcatSplitAndConcatGradAlongEachAxis) {
+  REQUIRE_GPU();
+  for (int axis : {0, 1, -1}) {
+    SCOPED_TRACE(::testing::Message() << "axis " << axis);
+    const DDim a = axis == 0 ? DDim{2, 3, 4} : (axis == 1 ? DDim{2, 1, 4} : DDim{2, 3, 2});
+    const DDim b = axis == 0 ? DDim{5, 3, 4} : (axis == 1 ? DDim{2, 4, 4} : DDim{2, 3, 5});
+    const std::map<std::string, Attribute> attr = {{"axis", int32_t{axis}}};
+    Check({MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, attr),
+           MakeOp("concat_grad", {{"X", {"a", "b"}}, {"Out@GRAD", {"c"}}}, {{"X@GRAD", {"da", "db"}}}, attr),
+           MakeOp("split", {{"X", {"c"}}}, {{"Out", {"s0", "s1"}}},
+                  {{"axis", int32_t{axis}}, {"sections", std::vector<int32_t>{static_cast<int32_t>(a[axis < 0 ? 2 : axis]),
+                                                                               static_cast<int32_t>(b[axis < 0 ? 2 : axis])}}})},
+          {{"a", RandomTensor<float>(a, -1, 1, 60)}, {"b", RandomTensor<float>(b, -1, 1, 61)}},
+          {"c", "da", "db", "s0", "s1"});
   }
 }
 

@@ -1,4 +1,6 @@
-// Runs the real `oar` binary (OAR_BINARY, set by CMake) as a user would —
+// Runs the real `oar` binary (OAR_BINARY, set by CMake; the environment
+// variable of that name wins, for a build moved to another machine) as a
+// user would —
 // or any command line: its exit code and everything it printed, stdout
 // then stderr merged.
 //
@@ -10,6 +12,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -35,7 +38,11 @@ inline Result RunCommand(const std::string& command) {
 }
 
 #ifdef OAR_BINARY  // set for the test binaries that run `oar`
-inline Result Oar(const std::string& args) { return RunCommand(std::string(OAR_BINARY) + " " + args); }
+inline std::string OarBinary() {
+  const char* env = std::getenv("OAR_BINARY");
+  return env != nullptr && *env != '\0' ? env : OAR_BINARY;
+}
+inline Result Oar(const std::string& args) { return RunCommand(OarBinary() + " " + args); }
 #endif
 
 // The number printed after the last `key` ("test_auc=") in `out`; -1 if none.

@@ -1,0 +1,47 @@
+// gpu_bench's baseline for a training step: the cuBLAS and cuDNN calls a
+// program's ops make (mul and its gradient as GEMMs; conv2d, pool2d and
+// batch_norm with their gradients as cuDNN calls), at the shapes one run of
+// the program left in its scope, issued straight on the GPU's stream with
+// no framework in between: no executor, no kernel lookup, no shape
+// inference, no elementwise ops, no feed or fetch.
+//
+// Thread-safety: a LibraryCalls runs on one thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/program_desc.h"
+#include "common/scope.h"
+
+namespace oar::bench {
+
+class LibraryCalls {
+ public:
+  // The calls of block 0 of `program`, after it ran over `scope` on
+  // CUDAPlace(device); buffers of the same sizes are allocated here.
+  static absl::StatusOr<std::unique_ptr<LibraryCalls>> FromProgram(const ProgramDesc& program, const Scope& scope,
+                                                                    int device);
+  ~LibraryCalls();
+
+  // Issues every call once and waits for the stream.
+  void RunAll();
+  size_t size() const { return calls_.size(); }
+  // "4 GEMMs, 6 convolutions, 4 poolings, 4 batch norms".
+  std::string Summary() const;
+
+ private:
+  LibraryCalls() = default;
+  // Device scratch of `bytes`, owned here.
+  void* Buffer(size_t bytes);
+
+  std::vector<std::function<void()>> calls_;
+  std::vector<void*> buffers_;
+  int gemms_ = 0, convs_ = 0, pools_ = 0, norms_ = 0;
+  void* stream_ = nullptr;
+};
+
+}  // namespace oar::bench
