@@ -64,7 +64,8 @@ const std::vector<Command>& Commands() {
         "trainer_endpoints", "sync", "async", "mode", "min_block_size", "no_slice", "split_method",
         "runtime_split_send_recv", "loss_name", "feed_names", "data_feed", "files", "threads", "fetch", "debug",
         "skip_bad_lines", "test_files", "params", "metrics_port", "metrics_host", "metrics_file",
-        "metrics_linger_s", "profile", "profile_sorted_key", "profile_path"},
+        "metrics_linger_s", "profile", "profile_sorted_key", "profile_path", "device", "selected_gpus",
+        "gpu_allow_tf32"},
        RunRun,
        {{"batch_size", "the global batch: each trainer takes batch_size / trainers"},
         {"data_feed", "trainers train from MultiSlot files with AsyncExecutor threads (pserver mode; see async-train)"},
@@ -74,7 +75,7 @@ const std::vector<Command>& Commands() {
       {"launch", "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",
        "oar launch [--mode pserver] --pservers P --trainers T [--sync|--async] --model NAME [--epochs N] [--cpu_num N] "
-       "[--log_dir DIR]\n       oar launch --mode nccl2 --trainers T --model NAME [--cpu_num N] ...\n"
+       "[--log_dir DIR] [--device gpu]\n       oar launch --mode nccl2 --trainers T --model NAME [--cpu_num N] ...\n"
        "       oar launch --pservers P --trainers T --async --model ctr_dnn_dist --data_feed F --files 'glob' "
        "[--threads N] [--test_files 'glob']",
        "cli/launch_cmd.cc",
@@ -82,7 +83,7 @@ const std::vector<Command>& Commands() {
         "data_dir", "data", "limit", "constant_init", "max_steps", "sync", "async", "mode", "min_block_size", "no_slice",
         "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names",
         "checkpoint_dir", "checkpoint_every", "fuse_all_reduce_ops", "data_feed", "files", "threads", "fetch",
-        "skip_bad_lines", "test_files", "params", "metrics_linger_s"},
+        "skip_bad_lines", "test_files", "params", "metrics_linger_s", "device", "selected_gpus", "gpu_allow_tf32"},
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
         {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},

@@ -27,6 +27,7 @@
 #include "cli/free_ports.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
+#include "cli/model_build.h"
 #include "cli/process_group.h"
 #include "common/profiler/profiler.h"
 #include "common/status.h"
@@ -134,6 +135,14 @@ absl::Status Launch() {
   }
   const int trainers = FLAGS_trainers;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
+  // --device gpu: every trainer on the first selected GPU, the pservers on
+  // the CPU. Checked here, so a host without a GPU gets one line, not one
+  // per trainer.
+  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  if (place.is_gpu() && nccl2) {
+    return absl::UnimplementedError("--mode nccl2 --device gpu needs the ParallelExecutor over GPUs, which is not "
+                                    "built yet: use --mode pserver on the GPU, or nccl2 on CPUs");
+  }
   OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(nccl2 ? trainers : pservers));
   std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
   for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));

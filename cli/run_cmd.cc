@@ -136,6 +136,8 @@ void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
 // the trainers' startup pulls them).
 absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2,
                         const ProgramDesc& origin, Profiler* profiler) {
+  // The device first: a host without the GPU asked for hears so at once.
+  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
@@ -152,7 +154,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.trainers = env.trainers;
   options.trainer_id = env.trainer_id;
   options.trainer_endpoints = env.trainer_endpoints;
-  if (FLAGS_cpu_num > 1) {
+  if (place.is_gpu()) {
+    if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on one GPU");
+    options.places = {place};
+  } else if (FLAGS_cpu_num > 1) {
     options.places = CpuPlaces(FLAGS_cpu_num);
   } else if (FLAGS_cpu_num == 0) {
     OAR_ASSIGN_OR_RETURN(options.places, CpuPlacesFromEnv());

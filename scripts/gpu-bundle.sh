@@ -25,11 +25,13 @@ mkdir -p .gpu
 ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.so' |
   grep -v -E '/lib(cuda|cudart|cublas|cublasLt|curand|cudnn[a-z_]*|nccl)\.so' > .gpu/libs.txt
-tar czhf .gpu/libs.tgz --transform 's#.*/##' -T .gpu/libs.txt
+sed 's#^/##' .gpu/libs.txt | tar -C / -czhf .gpu/libs.tgz --transform 's#.*/##' -T -
 tar czf .gpu/bins.tgz --transform 's#.*/##' "${bins[@]}"
 if [[ ${1:-} == --with-data ]]; then
   mkdir -p .gpu/data
   cp "$DATA"/*.gz .gpu/data/
 fi
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 echo "gpu-bundle: $(du -sh .gpu | cut -f1) in .gpu/ ($(wc -l < .gpu/libs.txt) libraries)"

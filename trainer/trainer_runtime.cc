@@ -20,7 +20,21 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));
   rt->client_ = std::make_unique<rpc::RpcClient>(transport);
   rt->env_ = rpc::ClientEnv(rt->client_.get());
-  rt->exe_ = std::make_unique<Executor>(CPUPlace(), ExecutorOptions{.env = &rt->env_});
+  // One place and no all-reduce: the plain Executor runs on that place (a
+  // GPU's too; send/recv run on the host with copies). The
+  // ParallelExecutor's reductions are host code: CPU places only for now.
+  const Options& opts = rt->options_;
+  const bool needs_pe = opts.places.size() > 1 || (opts.nccl2 && opts.trainers > 1);
+  for (const Place& p : opts.places) {
+    if (p.is_gpu() && needs_pe) {
+      return absl::UnimplementedError(absl::StrCat(
+          "trainer on ", p.ToString(), ": ", opts.nccl2 ? "nccl2 mode" : "several places",
+          " on GPUs need the ParallelExecutor over GPUs, which is not built yet; train on one GPU in pserver mode, "
+          "or on CPUs"));
+    }
+  }
+  const Place place = opts.places.size() == 1 ? opts.places[0] : CPUPlace();
+  rt->exe_ = std::make_unique<Executor>(place, ExecutorOptions{.env = &rt->env_});
   if (!rt->options_.pservers.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, FLAGS_rpc_deadline),
                                  "waiting for the pservers (FLAGS_rpc_deadline)"));

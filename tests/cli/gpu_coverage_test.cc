@@ -1,7 +1,9 @@
 // Every op the bundled Fashion-MNIST models run, forward, backward, every
-// optimizer and the startup program, has a GPU kernel or runs on the host
-// by design (feed/fetch, send/recv...), so `oar train --device gpu` never
-// stops at a missing kernel. This reads the op registry, so it runs on
+// optimizer and the startup program, and every op of their transpiled
+// pserver-mode trainer programs (parameters sliced over two pservers), has
+// a GPU kernel or runs on the host by design (feed/fetch, send/recv...), so
+// `oar train --device gpu` and `oar run --device gpu` never stop at a
+// missing kernel. This reads the op registry, so it runs on
 // every CUDA build, GPU or not (CI's included); without CUDA it skips.
 #include <string>
 #include <vector>
@@ -11,6 +13,8 @@
 #include "common/device/gpu_info.h"
 #include "common/op_registry.h"
 #include "gtest/gtest.h"
+#include "trainer/dist_ops.h"
+#include "transpiler/distribute_transpiler.h"
 
 namespace oar {
 namespace {
@@ -22,8 +26,20 @@ bool HasGpuKernel(const OpInfo& info) {
   return false;
 }
 
+// The op types of block 0 that would stop a GPU executor.
+void CollectMissing(const ProgramDesc& program, std::vector<std::string>* missing) {
+  const BlockDesc& block = program.Block(0);
+  for (size_t i = 0; i < block.OpSize(); ++i) {
+    const OpDesc& op = block.Op(i);
+    const OpInfo* info = OpRegistry::Global().Find(op.type);
+    ASSERT_NE(info, nullptr) << op.type;
+    if (!info->host_side() && !HasGpuKernel(*info)) missing->push_back(op.type);
+  }
+}
+
 TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
   if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
+  OpRegistry::ExtendGlobal(RegisterDistOps);  // send, recv and the barriers, as `oar` registers them
   for (const std::string model : {"fashion_mlp", "fashion_cnn"}) {
     for (const std::string optimizer : {"sgd", "momentum", "adam"}) {
       SCOPED_TRACE(model + " with " + optimizer);
@@ -33,15 +49,18 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
       auto built = cli::BuildModel(o);
       ASSERT_TRUE(built.ok()) << built.status();
       std::vector<std::string> missing;
-      for (const Program* p : {&(*built)->main, &(*built)->startup, &(*built)->test}) {
-        const BlockDesc& block = p->desc().Block(0);
-        for (size_t i = 0; i < block.OpSize(); ++i) {
-          const OpDesc& op = block.Op(i);
-          const OpInfo* info = OpRegistry::Global().Find(op.type);
-          ASSERT_NE(info, nullptr) << op.type;
-          if (!info->host_side() && !HasGpuKernel(*info)) missing.push_back(op.type);
-        }
-      }
+      for (const Program* p : {&(*built)->main, &(*built)->startup, &(*built)->test}) CollectMissing(p->desc(), &missing);
+      // The pserver-mode trainer: small blocks, so big parameters are sliced
+      // (split_byref before send, concat after recv).
+      DistributeTranspiler t{DistributeTranspilerConfig{}};
+      ProgramDesc main = (*built)->main.desc(), startup = (*built)->startup.desc();
+      ASSERT_TRUE(t.transpile(0, &main, "127.0.0.1:6174,127.0.0.1:6175", 2, true, &startup).ok());
+      auto trainer = t.get_trainer_program(/*wait_port=*/false);
+      ASSERT_TRUE(trainer.ok()) << trainer.status();
+      auto trainer_startup = t.get_trainer_startup_program();
+      ASSERT_TRUE(trainer_startup.ok()) << trainer_startup.status();
+      CollectMissing(*trainer, &missing);
+      CollectMissing(*trainer_startup, &missing);
       EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
     }
   }

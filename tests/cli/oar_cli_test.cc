@@ -66,8 +66,14 @@ TEST(OarCliTest, DeviceGpuWithoutAGpuIsAOneLineError) {
   Result bad = Oar("train --device tpu");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--device 'tpu': use cpu or gpu"), std::string::npos) << bad.out;
-  Result launch = Oar("launch --device gpu");
-  EXPECT_NE(launch.code, 0) << "launch does not read --device yet and must refuse it";
+  Result launch = Oar("launch --device gpu --trainers 2 --data_dir /nonexistent/dir");
+  EXPECT_NE(launch.code, 0);
+  EXPECT_NE(launch.out.find("--device gpu: no GPU is visible to this process"), std::string::npos) << launch.out;
+  EXPECT_EQ(std::count(launch.out.begin(), launch.out.end(), '\n'), 1) << launch.out;
+  Result run = RunCommand("PADDLE_TRAINING_ROLE=TRAINER " + OarBinary() +
+                          " run --device gpu --trainers 1 --trainer_id 0 --pservers 127.0.0.1:1 --data_dir /nonexistent/dir");
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.out.find("no GPU is visible"), std::string::npos) << run.out;
 }
 
 TEST(OarCliTest, ExportWritesProgramsThatInspectPrints) {
