@@ -62,7 +62,7 @@ void ModelStep(const std::string& model, int64_t batch) {
     CHECK(r.ok()) << r.status();
   };
   step();
-  auto calls = bench::LibraryCalls::FromProgram(p.main.desc(), scope, 0);
+  auto calls = bench::LibraryCalls::FromProgram(p.main.desc(), batch, 0);
   CHECK(calls.ok()) << calls.status();
   const int iters = batch >= 512 ? 20 : 50;
   bench::Paired t = bench::TimePaired(step, [&] { (*calls)->RunAll(); }, iters, FLAGS_rounds);
@@ -106,6 +106,7 @@ void LaunchOverhead() {
   for (int i = 0; i <= kOps; ++i) {
     VarDesc* v = b->Var("v" + std::to_string(i));
     v->shape = {1};
+    v->persistable = i == 0;  // set below in the run's scope, not made afresh in its child scope
   }
   for (int i = 0; i < kOps; ++i) {
     OpDesc* op = b->AppendOp();

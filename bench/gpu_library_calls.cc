@@ -14,11 +14,20 @@
 namespace oar::bench {
 namespace {
 
-const DDim& DimsOf(const Scope& scope, const std::string& name) {
-  const Variable* v = scope.FindVar(name);
-  CHECK(v != nullptr && v->IsType<Tensor>()) << name << " is not a tensor in the scope";
-  return v->Get<Tensor>().dims();
+// A variable's shape as the program declares it, the batch for -1: the
+// temporaries live in the executor's child scope, out of reach here.
+DDim DimsOf(const BlockDesc& block, const std::string& name, int64_t batch) {
+  const VarDesc* v = block.FindVar(name);
+  CHECK(v != nullptr) << name << " is not declared in block 0";
+  std::vector<int64_t> d = v->shape;
+  for (int64_t& x : d) {
+    if (x < 0) x = batch;
+  }
+  return DDim(d);
 }
+
+#define OAR_CUBLAS(call) CHECK_EQ((call), CUBLAS_STATUS_SUCCESS) << #call
+#define OAR_CUDNN(call) CHECK_EQ((call), CUDNN_STATUS_SUCCESS) << #call
 
 std::vector<int> IntsAttr(const OpDesc& op, const std::string& name) {
   std::vector<int> out;
@@ -41,7 +50,7 @@ void* LibraryCalls::Buffer(size_t bytes) {
 }
 
 absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const ProgramDesc& program,
-                                                                         const Scope& scope, int device) {
+                                                                         int64_t batch, int device) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, GetCudaContext(device));
   c->Activate();
   std::unique_ptr<LibraryCalls> lc(new LibraryCalls);
@@ -52,8 +61,8 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
     const bool grad = op.type.size() > 5 && op.type.compare(op.type.size() - 5, 5, "_grad") == 0;
     const std::string base = grad ? op.type.substr(0, op.type.size() - 5) : op.type;
     if (base == "mul") {
-      const DDim x = DimsOf(scope, op.Input("X")[0]).FlattenTo2D(op.GetAttr<int32_t>("x_num_col_dims"));
-      const DDim y = DimsOf(scope, op.Input("Y")[0]).FlattenTo2D(op.GetAttr<int32_t>("y_num_col_dims"));
+      const DDim x = DimsOf(block, op.Input("X")[0], batch).FlattenTo2D(op.GetAttr<int32_t>("x_num_col_dims"));
+      const DDim y = DimsOf(block, op.Input("Y")[0], batch).FlattenTo2D(op.GetAttr<int32_t>("y_num_col_dims"));
       const int m = static_cast<int>(x[0]), k = static_cast<int>(x[1]), n = static_cast<int>(y[1]);
       float* a = static_cast<float*>(lc->Buffer(sizeof(float) * m * k));
       float* b = static_cast<float*>(lc->Buffer(sizeof(float) * k * n));
@@ -61,18 +70,18 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       cublasHandle_t h = c->cublas;
       static const float one = 1.f, zero = 0.f;
       if (!grad) {  // Out[m,n] = A[m,k]·B[k,n], row-major as Outᵀ = Bᵀ·Aᵀ
-        lc->calls_.push_back([=] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, out, n); });
+        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, out, n)); });
         lc->gemms_ += 1;
       } else {      // dA = dOut·Bᵀ and dB = Aᵀ·dOut
         float* da = static_cast<float*>(lc->Buffer(sizeof(float) * m * k));
         float* db = static_cast<float*>(lc->Buffer(sizeof(float) * k * n));
-        lc->calls_.push_back([=] { cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, k, m, n, &one, b, n, out, n, &zero, da, k); });
-        lc->calls_.push_back([=] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, k, m, &one, out, n, a, k, &zero, db, n); });
+        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, k, m, n, &one, b, n, out, n, &zero, da, k)); });
+        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, k, m, &one, out, n, a, k, &zero, db, n)); });
         lc->gemms_ += 2;
       }
     } else if (base == "conv2d") {
-      const DDim in = DimsOf(scope, op.Input("Input")[0]), f = DimsOf(scope, op.Input("Filter")[0]);
-      const DDim out = DimsOf(scope, grad ? op.Input("Output@GRAD")[0] : op.Output("Output")[0]);
+      const DDim in = DimsOf(block, op.Input("Input")[0], batch), f = DimsOf(block, op.Input("Filter")[0], batch);
+      const DDim out = DimsOf(block, grad ? op.Input("Output@GRAD")[0] : op.Output("Output")[0], batch);
       auto x_desc = std::make_shared<cudnn::TensorDesc>(), y_desc = std::make_shared<cudnn::TensorDesc>();
       auto w_desc = std::make_shared<cudnn::FilterDesc>();
       auto conv = std::make_shared<cudnn::ConvDesc>();
@@ -95,8 +104,8 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
                                         "bench: forward algorithm"));
         void* ws = lc->Buffer(perf.memory);
         lc->calls_.push_back([=] {
-          cudnnConvolutionForward(h, &one, x_desc->get(), x, w_desc->get(), w, conv->get(), perf.algo, ws, perf.memory,
-                                  &zero, y_desc->get(), y);
+          OAR_CUDNN(cudnnConvolutionForward(h, &one, x_desc->get(), x, w_desc->get(), w, conv->get(), perf.algo, ws, perf.memory,
+                                  &zero, y_desc->get(), y));
         });
         lc->convs_ += 1;
       } else {
@@ -110,8 +119,8 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
           void* ws = lc->Buffer(perf.memory);
           void* dx = lc->Buffer(sizeof(float) * in.numel());
           lc->calls_.push_back([=] {
-            cudnnConvolutionBackwardData(h, &one, w_desc->get(), w, y_desc->get(), y, conv->get(), perf.algo, ws,
-                                         perf.memory, &zero, x_desc->get(), dx);
+            OAR_CUDNN(cudnnConvolutionBackwardData(h, &one, w_desc->get(), w, y_desc->get(), y, conv->get(), perf.algo, ws,
+                                         perf.memory, &zero, x_desc->get(), dx));
           });
           lc->convs_ += 1;
         }
@@ -123,36 +132,40 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
         void* ws = lc->Buffer(perf.memory);
         void* dw = lc->Buffer(sizeof(float) * f.numel());
         lc->calls_.push_back([=] {
-          cudnnConvolutionBackwardFilter(h, &one, x_desc->get(), x, y_desc->get(), y, conv->get(), perf.algo, ws,
-                                         perf.memory, &zero, w_desc->get(), dw);
+          OAR_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_desc->get(), x, y_desc->get(), y, conv->get(), perf.algo, ws,
+                                         perf.memory, &zero, w_desc->get(), dw));
         });
         lc->convs_ += 1;
       }
     } else if (base == "pool2d") {
-      const DDim in = DimsOf(scope, op.Input("X")[0]);
-      const DDim out = DimsOf(scope, grad ? op.Input("Out")[0] : op.Output("Out")[0]);
+      const DDim in = DimsOf(block, op.Input("X")[0], batch);
+      const DDim out = DimsOf(block, grad ? op.Input("Out")[0] : op.Output("Out")[0], batch);
       auto x_desc = std::make_shared<cudnn::TensorDesc>(), y_desc = std::make_shared<cudnn::TensorDesc>();
       auto pool = std::make_shared<cudnn::PoolDesc>();
       const std::vector<int> k = IntsAttr(op, "ksize"), s = IntsAttr(op, "strides"), p = IntsAttr(op, "paddings");
       OAR_RETURN_IF_ERROR(x_desc->Set("bench", in[0], in[1], in[2], in[3]));
       OAR_RETURN_IF_ERROR(y_desc->Set("bench", out[0], out[1], out[2], out[3]));
-      OAR_RETURN_IF_ERROR(pool->Set("bench", CUDNN_POOLING_MAX_DETERMINISTIC, k.data(), p.data(), s.data()));
+      const cudnnPoolingMode_t mode = op.GetAttr<std::string>("pooling_type") == "max"
+                                         ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                         : (op.GetAttr<bool>("exclusive") ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
+                                                                          : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING);
+      OAR_RETURN_IF_ERROR(pool->Set("bench", mode, k.data(), p.data(), s.data()));
       void* x = lc->Buffer(sizeof(float) * in.numel());
       void* y = lc->Buffer(sizeof(float) * out.numel());
       cudnnHandle_t h = c->cudnn;
       static const float one = 1.f, zero = 0.f;
       if (!grad) {
-        lc->calls_.push_back([=] { cudnnPoolingForward(h, pool->get(), &one, x_desc->get(), x, &zero, y_desc->get(), y); });
+        lc->calls_.push_back([=] { OAR_CUDNN(cudnnPoolingForward(h, pool->get(), &one, x_desc->get(), x, &zero, y_desc->get(), y)); });
       } else {
         void* dx = lc->Buffer(sizeof(float) * in.numel());
         lc->calls_.push_back([=] {
-          cudnnPoolingBackward(h, pool->get(), &one, y_desc->get(), y, y_desc->get(), y, x_desc->get(), x, &zero,
-                               x_desc->get(), dx);
+          OAR_CUDNN(cudnnPoolingBackward(h, pool->get(), &one, y_desc->get(), y, y_desc->get(), y, x_desc->get(), x, &zero,
+                               x_desc->get(), dx));
         });
       }
       lc->pools_ += 1;
     } else if (base == "batch_norm") {
-      const DDim in = DimsOf(scope, op.Input("X")[0]);
+      const DDim in = DimsOf(block, op.Input("X")[0], batch);
       const int64_t ch = in[1], hw = in.numel() / in[0] / in[1];
       auto x_desc = std::make_shared<cudnn::TensorDesc>(), s_desc = std::make_shared<cudnn::TensorDesc>();
       OAR_RETURN_IF_ERROR(x_desc->Set("bench", in[0], ch, hw, 1));
@@ -164,22 +177,24 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       static const float one = 1.f, zero = 0.f;
       if (!grad) {
         lc->calls_.push_back([=] {
-          cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc->get(), x,
+          OAR_CUDNN(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc->get(), x,
                                                  x_desc->get(), y, s_desc->get(), stats, stats + ch, 0.1, stats + 2 * ch,
-                                                 stats + 3 * ch, 1e-5, stats + 4 * ch, stats + 5 * ch);
+                                                 stats + 3 * ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
         });
       } else {
         void* dx = lc->Buffer(sizeof(float) * in.numel());
         float* dstats = static_cast<float*>(lc->Buffer(sizeof(float) * ch * 2));
         lc->calls_.push_back([=] {
-          cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x_desc->get(), x,
+          OAR_CUDNN(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x_desc->get(), x,
                                           x_desc->get(), y, x_desc->get(), dx, s_desc->get(), stats, dstats,
-                                          dstats + ch, 1e-5, stats + 4 * ch, stats + 5 * ch);
+                                          dstats + ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
         });
       }
       lc->norms_ += 1;
     }
   }
+  // The buffers were zeroed on the legacy stream: done before any call.
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return lc;
 }
 

@@ -1,7 +1,7 @@
 // gpu_bench's baseline for a training step: the cuBLAS and cuDNN calls a
 // program's ops make (mul and its gradient as GEMMs; conv2d, pool2d and
-// batch_norm with their gradients as cuDNN calls), at the shapes one run of
-// the program left in its scope, issued straight on the GPU's stream with
+// batch_norm with their gradients as cuDNN calls), at the shapes the program
+// declares (the batch for -1), issued straight on the GPU's stream with
 // no framework in between: no executor, no kernel lookup, no shape
 // inference, no elementwise ops, no feed or fetch.
 //
@@ -15,15 +15,15 @@
 
 #include "absl/status/statusor.h"
 #include "common/program_desc.h"
-#include "common/scope.h"
 
 namespace oar::bench {
 
 class LibraryCalls {
  public:
-  // The calls of block 0 of `program`, after it ran over `scope` on
+  // The calls of block 0 of `program` at `batch` examples on
   // CUDAPlace(device); buffers of the same sizes are allocated here.
-  static absl::StatusOr<std::unique_ptr<LibraryCalls>> FromProgram(const ProgramDesc& program, const Scope& scope,
+  // Global pooling is not handled (the bundled models have none).
+  static absl::StatusOr<std::unique_ptr<LibraryCalls>> FromProgram(const ProgramDesc& program, int64_t batch,
                                                                     int device);
   ~LibraryCalls();
 

@@ -29,6 +29,7 @@
 #include "cli/launch_summary.h"
 #include "cli/model_build.h"
 #include "cli/process_group.h"
+#include "common/device/gpu_info.h"
 #include "common/profiler/profiler.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -57,7 +58,7 @@ void OnLaunchSignal(int sig) { g_signal = sig; }
 // Flags `oar run` reads that the launcher sets per child itself.
 const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
                                       "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
-                                      "metrics_port", "metrics_file", "profile_path"};
+                                      "metrics_port", "metrics_file", "profile_path", "selected_gpus"};
 
 // --metrics: a free port per process, printed; a metrics file per process,
 // written when it ends, in --metrics_dir or else in `scratch` (the time
@@ -135,13 +136,18 @@ absl::Status Launch() {
   }
   const int trainers = FLAGS_trainers;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
-  // --device gpu: every trainer on the first selected GPU, the pservers on
-  // the CPU. Checked here, so a host without a GPU gets one line, not one
-  // per trainer.
+  // --device gpu: trainer i on selected GPU i (round robin in pserver mode;
+  // in nccl2 mode each needs a GPU of its own, as NCCL cannot put two ranks
+  // on one), the pservers on CPUs. Checked here, so a host without a GPU
+  // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  if (place.is_gpu() && nccl2) {
-    return absl::UnimplementedError("--mode nccl2 --device gpu needs the ParallelExecutor over GPUs, which is not "
-                                    "built yet: use --mode pserver on the GPU, or nccl2 on CPUs");
+  std::vector<int> gpus;
+  if (place.is_gpu()) {
+    OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());
+    if (nccl2 && trainers > static_cast<int>(gpus.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("--mode nccl2 --device gpu: ", trainers, " trainers need a GPU each, ",
+                                                     gpus.size(), " selected; lower --trainers or select more GPUs"));
+    }
   }
   OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(nccl2 ? trainers : pservers));
   std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
@@ -181,6 +187,7 @@ absl::Status Launch() {
       argv.push_back("--cpu_num=1");  // one place per trainer unless asked (CPU_NUM or --cpu_num)
     }
     if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
+    if (!gpus.empty()) argv.push_back(absl::StrCat("--selected_gpus=", gpus[static_cast<size_t>(i) % gpus.size()]));
     ChildSpec spec{absl::StrCat("trainer.", i), argv,
                    {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
                     {"PADDLE_TRAINER_ID", std::to_string(i)}}};

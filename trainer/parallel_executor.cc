@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gflags/gflags.h"
 #include "common/blas.h"
+#include "common/device/device_memory.h"
 #include "common/prepared_block.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
@@ -298,19 +299,22 @@ absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
     total += vars[k]->Get<Tensor>().numel();
   }
   const DataType dt = vars[0]->Get<Tensor>().dtype();
+  // The bucket lives where the gradients do (a GPU's: packed on its stream,
+  // reduced in place by NCCL).
+  const Place at = vars[0]->Get<Tensor>().place();
   Tensor& buf = buckets_[h.cross_index];
   buf.Resize({total});
-  char* packed = static_cast<char*>(buf.mutable_data(dt));
+  char* packed = static_cast<char*>(buf.mutable_data(dt, at));
   for (Variable* v : vars) {
     const Tensor& t = v->Get<Tensor>();
-    std::memcpy(packed, t.raw_data(), t.nbytes());
+    OAR_RETURN_IF_ERROR(CopyBytes(at, packed, t.place(), t.raw_data(), t.nbytes()));
     packed += t.nbytes();
   }
   OAR_RETURN_IF_ERROR(cross_->AllReduce(&buf, absl::StrCat("bucket(", h.var, " +", vars.size() - 1, ")")));
   const char* from = static_cast<const char*>(buf.raw_data());
   for (Variable* v : vars) {
     Tensor* t = v->GetMutable<Tensor>();
-    std::memcpy(t->raw_data(), from, t->nbytes());
+    OAR_RETURN_IF_ERROR(CopyBytes(t->place(), t->raw_data(), at, from, t->nbytes()));
     from += t->nbytes();
   }
   return absl::OkStatus();

@@ -20,17 +20,17 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));
   rt->client_ = std::make_unique<rpc::RpcClient>(transport);
   rt->env_ = rpc::ClientEnv(rt->client_.get());
-  // One place and no all-reduce: the plain Executor runs on that place (a
-  // GPU's too; send/recv run on the host with copies). The
-  // ParallelExecutor's reductions are host code: CPU places only for now.
+  // One place: the startup program, the plain Executor (no all-reduce) and
+  // the evaluation run on it, a GPU's too (send/recv on the host with
+  // copies). A trainer on one GPU in nccl2 mode all-reduces through NCCL in
+  // place; the ParallelExecutor's reductions among several places of one
+  // process are host code, so several places must be CPUs for now.
   const Options& opts = rt->options_;
-  const bool needs_pe = opts.places.size() > 1 || (opts.nccl2 && opts.trainers > 1);
   for (const Place& p : opts.places) {
-    if (p.is_gpu() && needs_pe) {
+    if (p.is_gpu() && opts.places.size() > 1) {
       return absl::UnimplementedError(absl::StrCat(
-          "trainer on ", p.ToString(), ": ", opts.nccl2 ? "nccl2 mode" : "several places",
-          " on GPUs need the ParallelExecutor over GPUs, which is not built yet; train on one GPU in pserver mode, "
-          "or on CPUs"));
+          "trainer on ", p.ToString(), ": several GPUs in one process need the ParallelExecutor over GPUs, which "
+          "is not built yet; train on one GPU per trainer, or on CPUs"));
     }
   }
   const Place place = opts.places.size() == 1 ? opts.places[0] : CPUPlace();
@@ -57,9 +57,12 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
 
 absl::Status TrainerRuntime::JoinCollective() {
   const Variable* id = scope_.FindVar("NCCLID");
+  const Place place = options_.places.size() == 1 ? options_.places[0] : CPUPlace();
   OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers({.id = id != nullptr && id->IsType<Tensor>() ? &id->Get<Tensor>() : nullptr,
                                                   .rank = options_.trainer_id,
-                                                  .endpoints = options_.trainer_endpoints}));
+                                                  .endpoints = options_.trainer_endpoints,
+                                                  .gpu = place.is_gpu(),
+                                                  .device = place.device}));
   env_.collective = collective_.get();
   env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
   // Every trainer starts from trainer 0's parameters and optimizer state,

@@ -131,6 +131,9 @@ absl::StatusOr<AlgoChoice> Choose(ConvKind kind, ConvCall& call, const Place& pl
   void* ws = call.exhaustive ? TrialWorkspace(call, &trial, place, &trial_bytes) : nullptr;
   cudnnHandle_t h = call.c->cudnn;
   const std::string what = call.op + ": choosing the algorithm";
+  // Every query starts from the context's math type, whatever an earlier
+  // choice on this descriptor set, so a choice depends on its key alone.
+  OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionMathType(call.conv.get(), cudnn::MathType(*call.c)), what));
   switch (kind) {
     case ConvKind::kForward: {
       cudnnConvolutionFwdAlgoPerf_t perf[kMax];

@@ -73,7 +73,7 @@ __device__ T BinaryDY(Binary f, T x, T y, T out, T g) {
     case Binary::kSub: return -g;
     case Binary::kMul: return g * x;
     case Binary::kDiv: return -g * out / y;
-    case Binary::kPow: return g * out * log(x);
+    case Binary::kPow: return g * pow(x, y) * log(x);  // no Out: Fluid's pow grad has none
   }
   return T(0);
 }

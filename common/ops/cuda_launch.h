@@ -38,6 +38,7 @@ template <typename T>
 void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
                         cudaStream_t s);
 // dx[e] = dF/dx at e (x may be null except for kPow; out is unused).
+// ElementwiseGradY reads out for kDiv only.
 template <typename T>
 void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre,
                       int64_t n, int64_t post, cudaStream_t s);

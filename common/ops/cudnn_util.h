@@ -26,56 +26,56 @@ inline cudnnMathType_t MathType(const CudaContext& c) {
   return c.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-// A float32 NCHW tensor.
-class TensorDesc {
+// Owns one cuDNN descriptor: made by Create in the constructor (its status
+// is reported by the first Set), destroyed with the object.
+template <typename D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>
+class Descriptor {
  public:
-  TensorDesc() { status_ = cudnnCreateTensorDescriptor(&d_); }
-  ~TensorDesc() { if (d_ != nullptr) cudnnDestroyTensorDescriptor(d_); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
+  Descriptor() { created_ = Create(&d_); }
+  ~Descriptor() {
+    if (d_ != nullptr) Destroy(d_);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  D get() const { return d_; }
+
+ protected:
+  absl::Status Created(const std::string& op) const { return CudnnStatus(created_, op + ": creating a descriptor"); }
+  cudnnStatus_t created_;
+  D d_ = nullptr;
+};
+
+// A float32 NCHW tensor.
+class TensorDesc
+    : public Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor> {
+ public:
   absl::Status Set(const std::string& op, int64_t n, int64_t c, int64_t h, int64_t w) {
-    OAR_RETURN_IF_ERROR(CudnnStatus(status_, op + ": cudnnCreateTensorDescriptor"));
+    OAR_RETURN_IF_ERROR(Created(op));
     return CudnnStatus(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
                                                   static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
                        absl::StrCat(op, ": tensor descriptor [", n, ", ", c, ", ", h, ", ", w, "]"));
   }
-  cudnnTensorDescriptor_t get() const { return d_; }
-
- private:
-  cudnnStatus_t status_;
-  cudnnTensorDescriptor_t d_ = nullptr;
 };
 
 // A float32 KCRS filter (Fluid's [out_channels, in_channels / groups, kh, kw]).
-class FilterDesc {
+class FilterDesc
+    : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor> {
  public:
-  FilterDesc() { status_ = cudnnCreateFilterDescriptor(&d_); }
-  ~FilterDesc() { if (d_ != nullptr) cudnnDestroyFilterDescriptor(d_); }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
   absl::Status Set(const std::string& op, int64_t k, int64_t c, int64_t h, int64_t w) {
-    OAR_RETURN_IF_ERROR(CudnnStatus(status_, op + ": cudnnCreateFilterDescriptor"));
+    OAR_RETURN_IF_ERROR(Created(op));
     return CudnnStatus(cudnnSetFilter4dDescriptor(d_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(k),
                                                   static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
                        absl::StrCat(op, ": filter descriptor [", k, ", ", c, ", ", h, ", ", w, "]"));
   }
-  cudnnFilterDescriptor_t get() const { return d_; }
-
- private:
-  cudnnStatus_t status_;
-  cudnnFilterDescriptor_t d_ = nullptr;
 };
 
-class ConvDesc {
+class ConvDesc : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                   cudnnDestroyConvolutionDescriptor> {
  public:
-  ConvDesc() { status_ = cudnnCreateConvolutionDescriptor(&d_); }
-  ~ConvDesc() { if (d_ != nullptr) cudnnDestroyConvolutionDescriptor(d_); }
-  ConvDesc(const ConvDesc&) = delete;
-  ConvDesc& operator=(const ConvDesc&) = delete;
   // Cross-correlation (what Fluid's conv2d computes), float32 accumulation.
   absl::Status Set(const std::string& op, const int pad[2], const int stride[2], const int dilation[2], int groups,
                    cudnnMathType_t math) {
-    OAR_RETURN_IF_ERROR(CudnnStatus(status_, op + ": cudnnCreateConvolutionDescriptor"));
+    OAR_RETURN_IF_ERROR(Created(op));
     OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolution2dDescriptor(d_, pad[0], pad[1], stride[0], stride[1],
                                                                     dilation[0], dilation[1],
                                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
@@ -83,31 +83,18 @@ class ConvDesc {
     OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionGroupCount(d_, groups), op + ": group count"));
     return CudnnStatus(cudnnSetConvolutionMathType(d_, math), op + ": math type");
   }
-  cudnnConvolutionDescriptor_t get() const { return d_; }
-
- private:
-  cudnnStatus_t status_;
-  cudnnConvolutionDescriptor_t d_ = nullptr;
 };
 
-class PoolDesc {
+class PoolDesc
+    : public Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor> {
  public:
-  PoolDesc() { status_ = cudnnCreatePoolingDescriptor(&d_); }
-  ~PoolDesc() { if (d_ != nullptr) cudnnDestroyPoolingDescriptor(d_); }
-  PoolDesc(const PoolDesc&) = delete;
-  PoolDesc& operator=(const PoolDesc&) = delete;
   absl::Status Set(const std::string& op, cudnnPoolingMode_t mode, const int window[2], const int pad[2],
                    const int stride[2]) {
-    OAR_RETURN_IF_ERROR(CudnnStatus(status_, op + ": cudnnCreatePoolingDescriptor"));
+    OAR_RETURN_IF_ERROR(Created(op));
     return CudnnStatus(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, window[0], window[1], pad[0],
                                                    pad[1], stride[0], stride[1]),
                        op + ": pooling descriptor");
   }
-  cudnnPoolingDescriptor_t get() const { return d_; }
-
- private:
-  cudnnStatus_t status_;
-  cudnnPoolingDescriptor_t d_ = nullptr;
 };
 
 // `bytes` of device scratch on `place` (a workspace), freed with the Tensor

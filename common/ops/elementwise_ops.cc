@@ -56,7 +56,8 @@ struct MinF {
 struct PowF {
   template <typename T> static T F(T x, T y) { return std::pow(x, y); }
   template <typename T> static T DX(T x, T y, T, T g) { return g * y * std::pow(x, y - T(1)); }
-  template <typename T> static T DY(T x, T y, T out, T g) { return g * out * std::log(x); }
+  // From X and Y alone: Fluid's elementwise_pow_grad has no Out input.
+  template <typename T> static T DY(T x, T y, T, T g) { return g * std::pow(x, y) * std::log(x); }
 };
 
 template <typename F, typename T>
@@ -138,7 +139,7 @@ void RegisterElementwiseOps(OpRegistry* r) {
   RegisterBinary<DivF>(r, "elementwise_div", true);
   RegisterBinary<MaxF>(r, "elementwise_max", false);
   RegisterBinary<MinF>(r, "elementwise_min", false);
-  RegisterBinary<PowF>(r, "elementwise_pow", true);
+  RegisterBinary<PowF>(r, "elementwise_pow", false);
 }
 
 }  // namespace oar

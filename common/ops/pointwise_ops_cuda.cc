@@ -30,7 +30,7 @@ absl::Status ElementwiseGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   const float* out = nullptr;
-  if (F == cuda::Binary::kDiv || F == cuda::Binary::kPow) {
+  if (F == cuda::Binary::kDiv) {
     OAR_ASSIGN_OR_RETURN(out, GpuIn<float>(ctx, "Out"));
   }
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, ctx.Input("X")->dims(), ctx.Input("Y")->dims(),

@@ -34,6 +34,29 @@ TEST(NcclCollectiveTest, OneRankAllReduceBroadcastAllGatherBarrier) {
   EXPECT_TRUE((*c)->Barrier().ok());
 }
 
+// Tensors on the communicator's GPU are reduced where they are.
+TEST(NcclCollectiveTest, OneRankOnDeviceTensorsInPlace) {
+  if (!NcclAvailable()) GTEST_SKIP() << "no GPU on this host";
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  auto c = CreateNcclCollective({.unique_id = reinterpret_cast<const uint8_t*>(&id), .rank = 0, .size = 1});
+  ASSERT_TRUE(c.ok()) << c.status();
+  Tensor dev;
+  ASSERT_TRUE(MakeTensor<float>({3}, {1, 2, 3}).CopyTo(CUDAPlace(0), &dev).ok());
+  const void* where = dev.raw_data();
+  ASSERT_TRUE((*c)->AllReduce(&dev, "g").ok());
+  ASSERT_TRUE((*c)->Broadcast(&dev, 0, "w").ok());
+  EXPECT_EQ(dev.raw_data(), where);
+  EXPECT_TRUE(dev.place() == CUDAPlace(0));
+  Tensor back;
+  ASSERT_TRUE(dev.CopyTo(CPUPlace(), &back).ok());
+  EXPECT_EQ(TensorToVector<float>(back), (std::vector<float>{1, 2, 3}));
+  std::vector<Tensor> all;
+  ASSERT_TRUE((*c)->AllGather(dev, &all, "rows").ok());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(TensorToVector<float>(all[0]), (std::vector<float>{1, 2, 3}));
+}
+
 TEST(NcclCollectiveTest, TwoRanksOnTwoGpusSum) {
   if (Gpus() < 2) GTEST_SKIP() << "needs 2 GPUs, this host has " << Gpus();
   ncclUniqueId id;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "common/device/device_memory.h"
 #include "common/status.h"
 
 #if OAR_HAVE_NCCL
@@ -79,7 +80,13 @@ class NcclCollective : public Collective {
     });
   }
 
-  absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) override {
+  absl::Status AllGather(const Tensor& in_any, std::vector<Tensor>* out, const std::string& name) override {
+    // The blocks are assembled on the host: a device tensor is read there first.
+    Tensor host_in;
+    if (!in_any.place().is_host()) {
+      OAR_RETURN_IF_ERROR(Annotate(in_any.CopyTo(CPUPlace(), &host_in), absl::StrCat("AllGather '", name, "'")));
+    }
+    const Tensor& in = in_any.place().is_host() ? in_any : host_in;
     // Sizes first, then every block padded to the largest.
     Tensor sizes;
     int64_t* s = sizes.mutable_data<int64_t>({o_.size});
@@ -125,6 +132,16 @@ class NcclCollective : public Collective {
   template <typename Fn>
   absl::Status Staged(Tensor* t, const std::string& name, const char* what, Fn collective) {
     if (broken_) return absl::FailedPreconditionError("the NCCL communicator was aborted by an earlier failure");
+    auto fail = [&](const absl::Status& s) { return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank)); };
+    if (t->place().is_gpu()) {  // in place on the device, once the ops that wrote it are done
+      if (t->place().device != o_.device) {
+        return fail(absl::InvalidArgumentError(absl::StrCat("the tensor is on ", t->place().ToString(),
+                                                            ", the communicator on GPU ", o_.device)));
+      }
+      if (absl::Status s = SyncPlace(t->place()); !s.ok()) return fail(s);
+      if (absl::Status s = collective(t->raw_data()); !s.ok()) return fail(s);
+      return WaitForStream(fail);
+    }
     const size_t bytes = t->nbytes();
     if (bytes > capacity_) {
       if (buffer_ != nullptr) cudaFree(buffer_);
@@ -132,7 +149,6 @@ class NcclCollective : public Collective {
       OAR_RETURN_IF_ERROR(Cuda(cudaMalloc(&buffer_, bytes), "cudaMalloc", o_.device));
       capacity_ = bytes;
     }
-    auto fail = [&](const absl::Status& s) { return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank)); };
     if (bytes > 0) {
       absl::Status s = Cuda(cudaMemcpyAsync(buffer_, t->raw_data(), bytes, cudaMemcpyHostToDevice, stream_),
                             "cudaMemcpyAsync", o_.device);
@@ -144,7 +160,12 @@ class NcclCollective : public Collective {
                             "cudaMemcpyAsync", o_.device);
       if (!s.ok()) return fail(s);
     }
-    // Bounded wait: poll the stream, abort the communicator at the deadline.
+    return WaitForStream(fail);
+  }
+
+  // Bounded wait: poll the stream, abort the communicator at the deadline.
+  template <typename Fail>
+  absl::Status WaitForStream(Fail fail) {
     const absl::Time deadline = absl::Now() + o_.timeout;
     while (true) {
       const cudaError_t q = cudaStreamQuery(stream_);

@@ -1,9 +1,9 @@
 // The NCCL backend of Collective: one communicator per process, made by
 // ncclCommInitRank from the ncclUniqueId that gen_nccl_id broadcast, with
-// one CUDA stream of its own on the process's GPU. Tensors live on the host
-// until Oar has device memory (issue: GPU training), so each call stages
-// through a device buffer kept across calls: copy in, the NCCL collective,
-// copy out, all on the stream. A call that does not finish within the
+// one CUDA stream of its own on the process's GPU. A tensor on that GPU
+// (CUDAPlace(device)) is reduced in place once its place's stream has
+// finished writing it; a host tensor stages through a device buffer kept
+// across calls: copy in, the NCCL collective, copy out. A call that does not finish within the
 // timeout aborts the communicator (ncclCommAbort) and fails naming the
 // operation and the tensor; NCCL does not say which peer failed.
 //
