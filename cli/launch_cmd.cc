@@ -33,6 +33,7 @@
 #include "common/profiler/profiler.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
+#include "trainer/collective/nccl_collective.h"
 
 DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR/trainer.<id>.steps");
 DEFINE_bool(metrics, false,
@@ -48,6 +49,7 @@ DECLARE_int32(trainers);
 DECLARE_bool(async);
 DECLARE_bool(sync);
 DECLARE_string(mode);
+DECLARE_int32(cpu_num);  // run_cmd.cc
 
 namespace oar::cli {
 namespace {
@@ -144,6 +146,14 @@ absl::Status Launch() {
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());
+    if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
+    if (FlagGiven("data_feed")) {
+      return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
+    }
+    if (nccl2 && !NcclAvailable()) {
+      return absl::FailedPreconditionError("--mode nccl2 --device gpu all-reduces through NCCL, which this oar "
+                                           "was built without");
+    }
     if (nccl2 && trainers > static_cast<int>(gpus.size())) {
       return absl::InvalidArgumentError(absl::StrCat("--mode nccl2 --device gpu: ", trainers, " trainers need a GPU each, ",
                                                      gpus.size(), " selected; lower --trainers or select more GPUs"));

@@ -50,6 +50,7 @@
 #include "transpiler/distribute_transpiler.h"
 
 DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
+DECLARE_string(device);  // train_cmd.cc
 DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
 DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar launch)");
 DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
@@ -270,6 +271,9 @@ absl::Status Run() {
   // A trainer that reads MultiSlot files runs AsyncExecutor threads.
   const bool from_files = FlagGiven("data_feed");
   if (from_files && nccl2) return absl::InvalidArgumentError("--data_feed trains in pserver mode; drop --mode nccl2");
+  if (from_files && FLAGS_device != "cpu") {
+    return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
+  }
   TrainerIo io;
   if (env.role == RoleEnv::Role::kTrainer && !from_files) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));

@@ -385,6 +385,11 @@ absl::StatusOr<std::vector<Tensor>> ParallelExecutor::Run(const std::vector<std:
     list->clear();
     fetched[p].resize(fetch_list.size());
   }
+  // As Executor::Run: a run's GPU work ends with it, so an asynchronous
+  // kernel error is this run's, not the next one's.
+  for (const Place& place : places_) {
+    if (place.is_gpu() && s.ok()) s = Annotate(SyncPlace(place), place.ToString());
+  }
   if (++runs_since_drop_ >= exec_.num_iteration_per_drop_scope || !s.ok()) DropLocalExeScopes();
   OAR_RETURN_IF_ERROR(s);
   return MergeFetched(fetched);

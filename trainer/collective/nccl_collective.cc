@@ -72,11 +72,11 @@ class NcclCollective : public Collective {
     });
   }
 
+  // Bytes, whatever the dtype (bool and int16 parameters too), as the TCP
+  // ring broadcasts them.
   absl::Status Broadcast(Tensor* t, int root, const std::string& name) override {
-    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(t->dtype()));
     return Staged(t, name, "Broadcast", [&](void* buf) {
-      return Nccl(ncclBroadcast(buf, buf, static_cast<size_t>(t->numel()), type, root, comm_, stream_),
-                  "ncclBroadcast");
+      return Nccl(ncclBroadcast(buf, buf, t->nbytes(), ncclUint8, root, comm_, stream_), "ncclBroadcast");
     });
   }
 
@@ -133,6 +133,9 @@ class NcclCollective : public Collective {
   absl::Status Staged(Tensor* t, const std::string& name, const char* what, Fn collective) {
     if (broken_) return absl::FailedPreconditionError("the NCCL communicator was aborted by an earlier failure");
     auto fail = [&](const absl::Status& s) { return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank)); };
+    // The caller may be any thread (the ordered-collectives thread too):
+    // every CUDA call below is for the communicator's GPU.
+    if (absl::Status s = Cuda(cudaSetDevice(o_.device), "cudaSetDevice", o_.device); !s.ok()) return fail(s);
     if (t->place().is_gpu()) {  // in place on the device, once the ops that wrote it are done
       if (t->place().device != o_.device) {
         return fail(absl::InvalidArgumentError(absl::StrCat("the tensor is on ", t->place().ToString(),
