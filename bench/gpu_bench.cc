@@ -61,7 +61,6 @@ void ModelStep(const std::string& model, int64_t batch) {
     auto r = exe.Run(p.main.desc(), &scope, feed, fetch);
     CHECK(r.ok()) << r.status();
   };
-  step();
   auto calls = bench::LibraryCalls::FromProgram(p.main.desc(), batch, 0);
   CHECK(calls.ok()) << calls.status();
   const int iters = batch >= 512 ? 20 : 50;

@@ -44,15 +44,22 @@ void ExpectSameSteps(const std::vector<double>& want, const std::vector<double>&
   for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s;
 }
 
+// kSmallRun's first 10 steps in one CPU process with `flags` added, logged
+// into `dir`: the reference every job here must make.
+std::vector<double> CpuSteps(const std::string& dir, const std::string& flags) {
+  Result cpu = Oar("train " + kSmallRun + " --max_steps 10 --data_dir " + DataDir() + " --device cpu " + flags +
+                   " --step_log " + dir + "/cpu.steps");
+  EXPECT_EQ(cpu.code, 0) << cpu.out;
+  return ReadSteps(dir + "/cpu.steps");
+}
+
 TEST(GpuTrainTest, FashionMlpFirstTenLossesMatchTheCpu) {
   REQUIRE_GPU_AND_DATA();
   const std::string dir = TempDir("gpu_parity");
   const std::string common = kSmallRun + " --max_steps 10 --data_dir " + DataDir();
-  Result cpu = Oar("train " + common + " --device cpu --step_log " + dir + "/cpu.steps");
-  ASSERT_EQ(cpu.code, 0) << cpu.out;
+  const auto want = CpuSteps(dir, "");
   Result gpu = Oar("train " + common + " --device gpu --step_log " + dir + "/gpu.steps");
   ASSERT_EQ(gpu.code, 0) << gpu.out;
-  const auto want = ReadSteps(dir + "/cpu.steps");
   ExpectSameSteps(want, ReadSteps(dir + "/gpu.steps"));
   ASSERT_FALSE(want.empty());
   EXPECT_GT(std::abs(want.back() - want.front()), 1e-3);  // it trains
@@ -62,11 +69,10 @@ TEST(GpuTrainTest, PserverJobWithAGpuTrainerMatchesTheCpuProcess) {
   REQUIRE_GPU_AND_DATA();
   const std::string dir = TempDir("gpu_pserver");
   const std::string common = kSmallRun + " --max_steps 10 --data_dir " + DataDir();
-  Result cpu = Oar("train " + common + " --device cpu --step_log " + dir + "/cpu.steps");
-  ASSERT_EQ(cpu.code, 0) << cpu.out;
+  const auto want = CpuSteps(dir, "");
   Result job = Oar("launch --pservers 2 --trainers 1 --device gpu " + common + " --step_log_dir " + dir);
   ASSERT_EQ(job.code, 0) << job.out;
-  ExpectSameSteps(ReadSteps(dir + "/cpu.steps"), ReadSteps(dir + "/trainer.0.steps"));
+  ExpectSameSteps(want, ReadSteps(dir + "/trainer.0.steps"));
 }
 
 TEST(GpuTrainTest, Nccl2TrainersOnTwoGpusMatchTheCpuProcessOnTwoPlaces) {
@@ -74,15 +80,14 @@ TEST(GpuTrainTest, Nccl2TrainersOnTwoGpusMatchTheCpuProcessOnTwoPlaces) {
   if (GpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL puts one rank on a GPU), this host has " << GpuCount();
   const std::string dir = TempDir("gpu_nccl2");
   const std::string common = kSmallRun + " --max_steps 10 --data_dir " + DataDir();
-  Result cpu = Oar("train " + common + " --places 2 --step_log " + dir + "/cpu.steps");
-  ASSERT_EQ(cpu.code, 0) << cpu.out;
+  const auto want = CpuSteps(dir, "--places 2");
   Result job = Oar("launch --mode nccl2 --trainers 2 --device gpu " + common + " --step_log_dir " + dir);
   ASSERT_EQ(job.code, 0) << job.out;
   const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
   ASSERT_EQ(t0.size(), t1.size());
   std::vector<double> mean;
   for (size_t s = 0; s < t0.size(); ++s) mean.push_back((t0[s] + t1[s]) / 2);
-  ExpectSameSteps(ReadSteps(dir + "/cpu.steps"), mean);
+  ExpectSameSteps(want, mean);
 }
 
 void ExpectAccuracy(const std::string& model, double floor) {
