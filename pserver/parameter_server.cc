@@ -246,11 +246,16 @@ absl::Status ParameterServer::RunAsync() {
 absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
   const absl::Time start = absl::Now();
   absl::Status s = HandleRequest(kind, request, reply);
+  RecordRequest(kind, request, start, start);
+  return s;
+}
+
+void ParameterServer::RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, absl::Time arrived,
+                                    absl::Time began) {
   const char* method = rpc::MethodLabel(kind, request.header().name());
   const absl::Time end = absl::Now();
-  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", start, end);
-  RecordPserverRequest(method, absl::ToDoubleSeconds(end - start));
-  return s;
+  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", began, end);
+  RecordPserverRequest(method, absl::ToDoubleSeconds(end - arrived));
 }
 
 absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
@@ -366,27 +371,6 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     ++stats_.gradients_applied;
   }
   return s.ok() ? s : Annotate(s, Who(id));
-}
-
-absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int id, bool barrier,
-                                        rpc::Reply* reply) {
-  const std::string& name = request.header().name();
-  if (absl::Status s = store_->CheckServable(name); !s.ok()) return Annotate(s, Who(id));
-  const Variable* v = scope_->FindVar(name);
-  if (v == nullptr || !v->IsInitialized()) {
-    return absl::NotFoundError(absl::StrCat(Who(id), ": parameter '", name, "' has no value"));
-  }
-  if (barrier) OAR_RETURN_IF_ERROR(barrier_->BeforeGet(id));
-  reply->name = name;
-  // The block that updates this parameter may be running: read under its lock.
-  auto owner = param_block_.find(name);
-  if (owner == param_block_.end()) {
-    reply->var = *v;
-    return absl::OkStatus();
-  }
-  absl::ReaderMutexLock l(block_mu_.at(owner->second).get());
-  reply->var = *v;  // shares the buffer; the next update writes a new one
-  return absl::OkStatus();
 }
 
 absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& request) {

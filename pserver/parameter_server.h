@@ -151,6 +151,13 @@ class ParameterServer : public rpc::RpcHandler {
     return kind == rpc::RpcKind::kGetNoBarrier || (kind == rpc::RpcKind::kGet && !config_.sync_mode) ||
            (kind == rpc::RpcKind::kSend && config_.sync_mode);
   }
+  // Sync Gets over a transport that can answer later (the stream
+  // transports) are parked until the optimize pass ends and answered by the
+  // loop thread that ends it (parameter_server_get.cc): no pool thread
+  // waits, and none must be woken, per Get.
+  bool Defers(rpc::RpcKind kind) const override { return kind == rpc::RpcKind::kGet && config_.sync_mode; }
+  bool TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const rpc::IncomingMessage> request,
+                         const rpc::Respond& respond) override;
   uint64_t MaxRequestBytes() const override { return store_->MaxRequestBytes(); }
 
  private:
@@ -172,7 +179,14 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status RunLrBlock();
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
+  // parameter_server_get.cc: Gets.
   absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
+  // The parameter `name` as this pserver serves it, or why not.
+  absl::StatusOr<const Variable*> ServedVar(const std::string& name, int trainer) const;
+  // Times a request into the metrics from `arrived` to now (waits included)
+  // and into the profiler from `began` (when this thread took it up: a
+  // parked Get's span is its serving, on the thread that served it).
+  void RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, absl::Time arrived, absl::Time began);
   absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);
   absl::Status HandlePrefetch(const rpc::IncomingMessage& request, int trainer, rpc::Reply* reply);
   // Restored: ABORTED for a trainer that has not resynced; the resync

@@ -20,6 +20,7 @@ absl::Status ParameterServer::RunSync() {
   while (true) {
     absl::StatusOr<bool> more = barrier_->AwaitPhaseEnd();
     if (!more.ok()) {
+      barrier_->End(more.status());  // the Gets waiting for this step learn why it never came
       absl::MutexLock l(&state_mu_);
       if (stopped_ && absl::IsCancelled(more.status())) return absl::OkStatus();  // SIGTERM: clean exit
       return more.status();
@@ -38,7 +39,7 @@ absl::Status ParameterServer::RunSync() {
       barrier_->Stop();
       return s;
     }
-    barrier_->OptimizeDone();
+    barrier_->OptimizeDone();  // answers the Gets parked for this step, on this thread
     GetPserverMetrics().steps->Add();
   }
 }
@@ -100,18 +101,20 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
   for (const VarStore::Receivable* r : store_->receivables()) {
     if (!done.count(store_->BlockOf(*r))) OAR_RETURN_IF_ERROR(store_->Finalize(*r, completed));
   }
-  // The blocks left touch disjoint parameters: side by side.
+  // The blocks left touch disjoint parameters: side by side, the last on
+  // this thread (often the only one left after the early blocks ran: no
+  // hand-off to the pool and back).
   absl::Mutex mu;
   absl::Status first;
   size_t left = rest.size();
-  for (int id : rest) {
-    optimize_pool_->Schedule([this, id, &mu, &first, &left] {
-      absl::Status s = RunBlockLocked(id, scope_);
-      absl::MutexLock l(&mu);
-      first.Update(s);
-      --left;
-    });
-  }
+  auto run = [this, &mu, &first, &left](int id) {
+    absl::Status s = RunBlockLocked(id, scope_);
+    absl::MutexLock l(&mu);
+    first.Update(s);
+    --left;
+  };
+  for (size_t i = 0; i + 1 < rest.size(); ++i) optimize_pool_->Schedule([&run, id = rest[i]] { run(id); });
+  if (!rest.empty()) run(rest.back());
   {
     absl::MutexLock l(&mu);
     mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));

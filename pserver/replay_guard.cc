@@ -16,16 +16,38 @@ ReplayGuard::ReplayGuard(int fanin, size_t window) : window_(std::max<size_t>(wi
   tables_.resize(static_cast<size_t>(std::max(fanin, 1)));
 }
 
-absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq, absl::Time deadline) {
-  if (seq == 0) return Ticket{};
-  absl::MutexLock l(&mu_);
+ReplayGuard::Table& ReplayGuard::TableFor(int trainer, uint64_t seq) {
   Table& t = tables_.at(static_cast<size_t>(trainer));
-  const uint64_t incarnation = seq & ~kCounterMask, counter = seq & kCounterMask;
+  const uint64_t incarnation = seq & ~kCounterMask;
   if (incarnation != t.incarnation) {
     if (t.incarnation != 0) LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
     t = Table{};
     t.incarnation = incarnation;
   }
+  return t;
+}
+
+std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t seq) {
+  if (seq == 0) return Ticket{};
+  absl::MutexLock l(&mu_);
+  Table& t = TableFor(trainer, seq);
+  const uint64_t counter = seq & kCounterMask;
+  if (counter <= t.evicted_up_to && !t.entries.count(counter)) {
+    ++duplicates_;
+    return Ticket{.duplicate = true, .first_answer = absl::OkStatus()};
+  }
+  auto [it, fresh] = t.entries.try_emplace(counter);
+  if (fresh) return Ticket{};
+  if (!it->second.done) return std::nullopt;
+  ++duplicates_;
+  return Ticket{.duplicate = true, .first_answer = it->second.answer};
+}
+
+absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq, absl::Time deadline) {
+  if (seq == 0) return Ticket{};
+  absl::MutexLock l(&mu_);
+  Table& t = TableFor(trainer, seq);
+  const uint64_t incarnation = seq & ~kCounterMask, counter = seq & kCounterMask;
   if (counter <= t.evicted_up_to && !t.entries.count(counter)) {
     ++duplicates_;
     return Ticket{.duplicate = true, .first_answer = absl::OkStatus()};

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,9 @@ class ReplayGuard {
   // A fresh ticket (the caller must call End) or a duplicate's first answer;
   // DeadlineExceeded when the first is still running at `deadline`.
   absl::StatusOr<Ticket> Begin(int trainer, uint64_t seq, absl::Time deadline);
+  // Begin for a caller that must not block: nullopt, having changed
+  // nothing, when the first attempt of this number is still running.
+  std::optional<Ticket> TryBegin(int trainer, uint64_t seq);
   void End(int trainer, uint64_t seq, const absl::Status& answer);
 
   int64_t duplicates() const;
@@ -58,6 +62,9 @@ class ReplayGuard {
     uint64_t evicted_up_to = 0;         // every counter <= this finished and was dropped
     size_t done = 0;
   };
+
+  // The table of `trainer`, renewed for a new incarnation of `seq`.
+  Table& TableFor(int trainer, uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t window_;
   mutable absl::Mutex mu_;

@@ -19,11 +19,11 @@ absl::Status StepBarrier::CheckTrainer(int trainer_id) const {
 absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const std::string& what) {
   struct Wait {
     const std::function<bool()>* cond;
-    const bool* stopped;
-  } w{&cond, &stopped_};
+    const absl::Status* ended;
+  } w{&cond, &ended_};
   const bool met = mu_.AwaitWithDeadline(
-      absl::Condition(+[](Wait* w) { return *w->stopped || (*w->cond)(); }, &w), absl::Now() + timeout_);
-  if (stopped_) return absl::CancelledError("the pserver is shutting down");
+      absl::Condition(+[](Wait* w) { return !w->ended->ok() || (*w->cond)(); }, &w), absl::Now() + timeout_);
+  if (!ended_.ok()) return ended_;
   if (!met) return absl::DeadlineExceededError(absl::StrCat(what, ": waited ", absl::FormatDuration(timeout_)));
   return absl::OkStatus();
 }
@@ -61,9 +61,7 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id) {
   // replayed step's barrier can be pending while an earlier serve phase is
   // still open: counting the FETCH_BARRIER there would let the trainer start
   // its next step before its replayed one was applied).
-  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
-  };
+  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
   if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER"); !s.ok()) return s;
   fetch_.insert(trainer_id);
   return absl::OkStatus();
@@ -72,10 +70,38 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id) {
 absl::Status StepBarrier::BeforeGet(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
-  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
-  };
+  auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
   return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id));
+}
+
+void StepBarrier::WhenGetReady(int trainer_id, GetReady serve) {
+  absl::Status now;
+  {
+    absl::MutexLock l(&mu_);
+    now = CheckTrainer(trainer_id);
+    if (now.ok()) now = ended_;
+    if (now.ok() && !GetReadyLocked(trainer_id)) {
+      parked_.emplace_back(trainer_id, std::move(serve));
+      return;
+    }
+  }
+  serve(now);
+}
+
+void StepBarrier::RunParked(std::vector<std::pair<int, GetReady>>& parked, const absl::Status& s) {
+  for (auto& [trainer, serve] : parked) serve(s);
+}
+
+void StepBarrier::End(const absl::Status& why) {
+  std::vector<std::pair<int, GetReady>> parked;
+  absl::Status reason;
+  {
+    absl::MutexLock l(&mu_);
+    if (ended_.ok()) ended_ = why;  // the first reason stays
+    reason = ended_;
+    parked.swap(parked_);
+  }
+  RunParked(parked, reason);
 }
 
 void StepBarrier::AdmitFetched(int trainer_id) {
@@ -122,16 +148,18 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
 }
 
 void StepBarrier::OptimizeDone() {
-  absl::MutexLock l(&mu_);
-  batch_.clear();
-  phase_ = Phase::kServe;
-  ++step_;
+  std::vector<std::pair<int, GetReady>> ready;
+  {
+    absl::MutexLock l(&mu_);
+    batch_.clear();
+    phase_ = Phase::kServe;
+    ++step_;
+    ready.swap(parked_);  // every Get is servable now: kServe, no BATCH_BARRIER pending
+  }
+  RunParked(ready, absl::OkStatus());
 }
 
-void StepBarrier::Stop() {
-  absl::MutexLock l(&mu_);
-  stopped_ = true;
-}
+void StepBarrier::Stop() { End(absl::CancelledError("the pserver is shutting down")); }
 
 StepBarrier::Phase StepBarrier::phase() const {
   absl::MutexLock l(&mu_);

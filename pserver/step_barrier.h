@@ -15,8 +15,13 @@
 // a step that was not applied (after a restored pserver's resync). Barrier arrivals are sets of
 // trainer ids, so a retried message counts once.
 //
+// A Get that arrives before it may be served either waits (BeforeGet, a
+// pool thread) or is parked (WhenGetReady, a transport's I/O thread) and
+// served by the thread that ends the optimize pass, without a wake-up.
+//
 // Every wait is bounded by `timeout`; the loop's errors list the trainer
-// ids that never arrived. Stop() releases every wait with Cancelled.
+// ids that never arrived, and End(error) gives that reason to every wait
+// and parked Get. Stop() ends them all with Cancelled.
 //
 // Thread-safety: all methods may be called concurrently.
 #pragma once
@@ -24,6 +29,8 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,6 +58,12 @@ class StepBarrier {
   absl::Status FetchBarrier(int trainer_id);
   // Before serving a trainer's Get.
   absl::Status BeforeGet(int trainer_id);
+  // BeforeGet for a caller that must not block (a transport's I/O thread):
+  // `serve` runs exactly once — at once on this thread when the Get may be
+  // served now (OK) or never will (why not), else on the thread that makes
+  // it servable (OptimizeDone, OK) or gives up on it (End, Stop).
+  using GetReady = std::function<void(absl::Status)>;
+  void WhenGetReady(int trainer_id, GetReady serve);
   void Complete(int trainer_id);
   // A trainer that rejoins a restored pserver having pulled this step's
   // parameters already (from before the restart) counts as fetched.
@@ -63,9 +76,14 @@ class StepBarrier {
   // kRecv → kOptimize). Returns false (and OK) when every trainer has
   // completed; DeadlineExceeded listing the missing ids.
   absl::StatusOr<bool> AwaitPhaseEnd();
-  // kOptimize → kServe, after the optimize blocks ran.
+  // kOptimize → kServe, after the optimize blocks ran; then serves, on the
+  // caller's thread, the parked Gets this makes servable.
   void OptimizeDone();
-
+  // The loop gave up (`why`: a barrier that timed out, naming the missing
+  // trainers) or the pserver stops: every wait and parked Get, now and
+  // later, ends with `why` (the first reason given, if several).
+  void End(const absl::Status& why);
+  // End(Cancelled("the pserver is shutting down")).
   void Stop();
   Phase phase() const;
   int step() const;  // optimizes done
@@ -79,6 +97,12 @@ class StepBarrier {
   absl::Status CheckTrainer(int trainer_id) const;
   // Waits for cond (mu_ held) up to the timeout; `what` names the wait.
   absl::Status AwaitLocked(const std::function<bool()>& cond, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether trainer_id's Get may be served now.
+  bool GetReadyLocked(int trainer_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
+  }
+  // Runs each parked Get's `serve` (mu_ not held).
+  static void RunParked(std::vector<std::pair<int, GetReady>>& parked, const absl::Status& s);
   // Gradients and BATCH_BARRIER are taken in any phase but kOptimize.
   absl::Status AwaitNotOptimizing(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -87,10 +111,11 @@ class StepBarrier {
   mutable absl::Mutex mu_;
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kServe;
   std::set<int> batch_ ABSL_GUARDED_BY(mu_), fetch_ ABSL_GUARDED_BY(mu_), completed_ ABSL_GUARDED_BY(mu_);
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status ended_ ABSL_GUARDED_BY(mu_);  // OK until End
   int step_ ABSL_GUARDED_BY(mu_);
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
 };
 
 }  // namespace oar

@@ -36,6 +36,9 @@ struct Reply {
   int64_t step = 0;   // VariableMessage.oar_step of the reply (RESYNC@RECV)
 };
 
+// Answers one request: exactly once, from any thread (a deferred answer).
+using Respond = std::function<void(absl::Status status, Reply reply)>;
+
 class RpcHandler {
  public:
   virtual ~RpcHandler() = default;
@@ -47,6 +50,21 @@ class RpcHandler {
   // lock): a transport may then run it on its own I/O thread instead of
   // handing it to a pool. By default every kind goes through its pool.
   virtual bool NeverBlocks(RpcKind /*kind*/) const { return false; }
+  // True when requests of this kind may be answered later, by whichever
+  // thread makes the answer ready (a sync Get, answered by the thread that
+  // ends the optimize pass), instead of holding a pool thread that waits
+  // and must then be woken: a transport that can answer later offers each
+  // such request to TryHandleDeferred on its own I/O thread first.
+  virtual bool Defers(RpcKind /*kind*/) const { return false; }
+  // Takes `request` without blocking and returns true: `respond` then runs
+  // exactly once, inline or later on another thread. Returns false, having
+  // done nothing, when it cannot take the request without blocking; the
+  // transport then serves it the usual way (Handle on a pool thread).
+  // Every request taken is answered before its listener is destroyed.
+  virtual bool TryHandleDeferred(RpcKind /*kind*/, std::shared_ptr<const IncomingMessage> /*request*/,
+                                 const Respond& /*respond*/) {
+    return false;
+  }
   // The largest request this handler can accept, in bytes (0: no bound of
   // its own). Transports refuse larger messages before reading them whole.
   virtual uint64_t MaxRequestBytes() const { return 0; }

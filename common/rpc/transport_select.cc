@@ -39,6 +39,11 @@ class OfferingHandler final : public RpcHandler {
     return absl::OkStatus();
   }
   bool NeverBlocks(RpcKind kind) const override { return inner_->NeverBlocks(kind); }
+  bool Defers(RpcKind kind) const override { return inner_->Defers(kind); }
+  bool TryHandleDeferred(RpcKind kind, std::shared_ptr<const IncomingMessage> request,
+                         const Respond& respond) override {
+    return inner_->TryHandleDeferred(kind, std::move(request), respond);
+  }
   uint64_t MaxRequestBytes() const override { return inner_->MaxRequestBytes(); }
 
  private:

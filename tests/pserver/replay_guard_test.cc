@@ -52,6 +52,23 @@ TEST(ReplayGuardTest, ADuplicateWaitsForTheFirstStillRunning) {
             absl::StatusCode::kDeadlineExceeded);
 }
 
+// What a transport's I/O thread uses: never waits.
+TEST(ReplayGuardTest, TryBeginDeclinesWhileTheFirstRunsAndOtherwiseActsAsBegin) {
+  ReplayGuard g(1);
+  auto first = g.TryBegin(0, kInc | 3);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->duplicate);
+  EXPECT_FALSE(g.TryBegin(0, kInc | 3).has_value());  // still running: left to a thread that may wait
+  EXPECT_EQ(g.duplicates(), 0);
+  g.End(0, kInc | 3, absl::NotFoundError("no such parameter"));
+  auto dup = g.TryBegin(0, kInc | 3);
+  ASSERT_TRUE(dup.has_value());
+  EXPECT_TRUE(dup->duplicate);
+  EXPECT_EQ(dup->first_answer.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(g.duplicates(), 1);
+  EXPECT_FALSE(g.TryBegin(0, 0)->duplicate);  // Fluid's unnumbered calls
+}
+
 TEST(ReplayGuardTest, SequenceZeroIsNeverDeduplicated) {
   ReplayGuard g(1);
   EXPECT_FALSE(g.Begin(0, 0, Soon())->duplicate);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace oar {
@@ -46,7 +47,56 @@ void Trainer(StepBarrier* b, int id, int steps, std::atomic<int>* errors) {
   b->Complete(id);
 }
 
+// The same trainer, its Gets parked (WhenGetReady, as a transport's I/O
+// thread asks): each is served exactly once, with its own step's parameters
+// — on the loop's thread when it had to wait, at once when it did not.
+void ParkingTrainer(StepBarrier* b, int id, int steps, std::thread::id loop, std::atomic<int>* errors,
+                    std::atomic<int>* parked) {
+  auto get = [&](int want_step) {
+    absl::Notification served;
+    const std::thread::id me = std::this_thread::get_id();
+    b->WhenGetReady(id, [&](absl::Status s) {
+      if (!s.ok() || b->step() != want_step) ++*errors;
+      if (std::this_thread::get_id() != me) {
+        if (std::this_thread::get_id() != loop) ++*errors;
+        ++*parked;
+      }
+      served.Notify();
+    });
+    served.WaitForNotification();
+  };
+  get(0);
+  if (!b->FetchBarrier(id).ok()) ++*errors;
+  for (int i = 0; i < steps; ++i) {
+    if (b->BeginReceive(id).ok()) {
+      b->EndReceive();
+    } else {
+      ++*errors;
+    }
+    if (!b->BatchBarrier(id).ok()) ++*errors;
+    get(i + 1);
+    if (!b->FetchBarrier(id).ok()) ++*errors;
+  }
+  b->Complete(id);
+}
+
 class StepBarrierTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StepBarrierTest, ParkedGetsAreServedOnceWithTheirOwnStep) {
+  const int n = GetParam();
+  StepBarrier b(n, absl::Seconds(30));
+  std::atomic<int> optimizes{0}, errors{0}, parked{0};
+  absl::Status loop;
+  std::thread server([&] { loop = Loop(&b, &optimizes); });
+  std::vector<std::thread> trainers;
+  for (int t = 0; t < n; ++t) trainers.emplace_back(ParkingTrainer, &b, t, 6, server.get_id(), &errors, &parked);
+  for (auto& t : trainers) t.join();
+  server.join();
+  EXPECT_TRUE(loop.ok()) << loop;
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(optimizes.load(), 6);
+  EXPECT_LE(parked.load(), 6 * n);  // the initial pull never waits
+}
 
 TEST_P(StepBarrierTest, EveryStepOptimizesOnceAndGetsSeeTheirOwnStep) {
   const int n = GetParam();
@@ -108,6 +158,26 @@ TEST(StepBarrierTest, OutOfRangeTrainerIdsAreRejectedAndStopReleasesWaits) {
   b.Stop();
   waiter.join();
   EXPECT_EQ(got.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(StepBarrierTest, EndAnswersParkedGetsAndLaterWaitsWithItsReason) {
+  StepBarrier b(2, absl::Seconds(30));
+  ASSERT_TRUE(b.BatchBarrier(0).ok());
+  absl::Status parked = absl::UnknownError("not served");
+  b.WhenGetReady(0, [&](absl::Status s) { parked = s; });
+  EXPECT_EQ(parked.code(), absl::StatusCode::kUnknown);  // waits for an optimize pass
+  absl::Status blocked;
+  std::thread waiter([&] { blocked = b.BeforeGet(0); });
+  const absl::Status why = absl::DeadlineExceededError("BATCH_BARRIER of step 0 timed out: trainer(s) 1 never arrived");
+  b.End(why);
+  waiter.join();
+  EXPECT_EQ(parked, why);
+  EXPECT_EQ(blocked, why);
+  b.Stop();  // the first reason stays
+  absl::Status later;
+  b.WhenGetReady(1, [&](absl::Status s) { later = s; });
+  EXPECT_EQ(later, why);
+  EXPECT_EQ(b.FetchBarrier(1), why);
 }
 
 // Regression: a gradient's handler checked "not optimizing", released the

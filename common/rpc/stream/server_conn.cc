@@ -103,7 +103,8 @@ void ServerConn::ReadLoop() {
       continue;
     }
     std::shared_ptr<IncomingMessage> request = *std::move(r.message);
-    ctx_->in_flight.fetch_add(1);  // until Serve has answered it
+    ctx_->in_flight.fetch_add(1);  // until Serve (or the deferred answer) has answered it
+    if (ctx_->handler->Defers(kind) && TryDefer(kind, f.call_id, request, holds_slot)) continue;
     if (ctx_->handler->NeverBlocks(kind)) {
       Serve(kind, f.call_id, deadline, std::move(request), holds_slot);
       continue;
@@ -122,6 +123,16 @@ void ServerConn::ReadLoop() {
              nullptr);
     }
   }
+}
+
+bool ServerConn::TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<IncomingMessage>& request,
+                          bool holds_slot) {
+  return ctx_->handler->TryHandleDeferred(
+      kind, request, [self = shared_from_this(), call_id, holds_slot](absl::Status s, Reply reply) {
+        if (holds_slot) self->ctx_->gate->Leave();
+        self->Answer(call_id, s, s.ok() ? &reply : nullptr);
+        self->ctx_->in_flight.fetch_sub(1);
+      });
 }
 
 void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,

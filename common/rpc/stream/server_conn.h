@@ -4,7 +4,8 @@
 // and how.
 //
 // Thread-safety: Close from any thread; the rest is internal to its reader
-// and the pool threads serving its requests (which hold a shared_ptr).
+// and the pool threads serving its requests, or the handler's threads that
+// answer deferred ones (both hold a shared_ptr).
 #pragma once
 
 #include <atomic>
@@ -51,6 +52,9 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   // Waits for a ReadGate slot; false when the caller's deadline passed or
   // the connection closed first.
   bool EnterGate(absl::Time deadline);
+  // Offers a request to the handler's deferred path (RpcHandler::Defers);
+  // true when the handler took it and will answer through Answer.
+  bool TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<IncomingMessage>& request, bool holds_slot);
   void Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,
              bool holds_slot);
   void Answer(uint64_t call_id, const absl::Status& s, const Reply* reply);

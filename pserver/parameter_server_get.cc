@@ -1,0 +1,86 @@
+// ParameterServer's Gets: served at once when the step's parameters are
+// ready; otherwise, in sync mode, waited for at the StepBarrier — on a pool
+// thread (Handle: gRPC, in-process), or parked by a transport that can
+// answer later (TryHandleDeferred: the stream transports) and answered by
+// the loop thread right after the optimize pass, so that no thread must be
+// woken per Get. Both paths check the same things in the same order and
+// keep the ReplayGuard's record: a retried Get whose first copy passed the
+// barrier is served again without it.
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "pserver/parameter_server.h"
+
+namespace oar {
+
+absl::StatusOr<const Variable*> ParameterServer::ServedVar(const std::string& name, int id) const {
+  if (absl::Status s = store_->CheckServable(name); !s.ok()) return Annotate(s, Who(id));
+  const Variable* v = scope_->FindVar(name);
+  if (v == nullptr || !v->IsInitialized()) {
+    return absl::NotFoundError(absl::StrCat(Who(id), ": parameter '", name, "' has no value"));
+  }
+  return v;
+}
+
+absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int id, bool barrier,
+                                        rpc::Reply* reply) {
+  const std::string& name = request.header().name();
+  OAR_ASSIGN_OR_RETURN(const Variable* v, ServedVar(name, id));
+  if (barrier) OAR_RETURN_IF_ERROR(barrier_->BeforeGet(id));
+  reply->name = name;
+  // The block that updates this parameter may be running: read under its lock.
+  auto owner = param_block_.find(name);
+  if (owner == param_block_.end()) {
+    reply->var = *v;
+    return absl::OkStatus();
+  }
+  absl::ReaderMutexLock l(block_mu_.at(owner->second).get());
+  reply->var = *v;  // shares the buffer; the next update writes a new one
+  return absl::OkStatus();
+}
+
+bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const rpc::IncomingMessage> request,
+                                        const rpc::Respond& respond) {
+  const rpc::MessageHeader& h = request->header();
+  const int64_t tid = h.trainer_id();
+  // A bad trainer id, and a restored pserver's resync checks: the usual path.
+  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored) return false;
+  const int id = static_cast<int>(tid);
+  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
+  std::optional<ReplayGuard::Ticket> ticket = guard_->TryBegin(id, seq);
+  if (!ticket) return false;  // a retry whose first copy is still parked: it waits on a pool thread
+  const absl::Time start = absl::Now();
+  const std::thread::id reader = std::this_thread::get_id();
+  {
+    absl::MutexLock l(&state_mu_);
+    last_message_[static_cast<size_t>(id)] = start;
+  }
+  auto answer = [this, kind, request, start, respond](absl::Time began, absl::Status s, rpc::Reply reply) {
+    RecordRequest(kind, *request, start, began);
+    respond(std::move(s), std::move(reply));
+  };
+  if (ticket->duplicate) {
+    rpc::Reply reply;
+    absl::Status s = ticket->first_answer;
+    if (s.ok()) s = HandleGet(*request, id, /*barrier=*/false, &reply);
+    answer(start, std::move(s), std::move(reply));
+    return true;
+  }
+  if (absl::StatusOr<const Variable*> v = ServedVar(h.name(), id); !v.ok()) {  // refused before it waits
+    guard_->End(id, seq, v.status());
+    answer(start, v.status(), rpc::Reply{});
+    return true;
+  }
+  barrier_->WhenGetReady(id, [this, request, id, seq, start, reader, answer = std::move(answer)](absl::Status s) {
+    const absl::Time began = std::this_thread::get_id() == reader ? start : absl::Now();
+    rpc::Reply reply;
+    s = s.ok() ? HandleGet(*request, id, /*barrier=*/false, &reply) : Annotate(s, Who(id));
+    guard_->End(id, seq, s);
+    answer(began, std::move(s), std::move(reply));
+  });
+  return true;
+}
+
+}  // namespace oar
