@@ -36,7 +36,7 @@ absl::Status ParameterServer::RunSync() {
       s = RunOptimizeBlocks();
     }
     if (!s.ok()) {
-      barrier_->Stop();
+      barrier_->End(s);  // every wait, parked Gets too, learns what failed
       return s;
     }
     barrier_->OptimizeDone();  // answers the Gets parked for this step, on this thread

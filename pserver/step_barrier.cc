@@ -16,20 +16,22 @@ absl::Status StepBarrier::CheckTrainer(int trainer_id) const {
   return absl::OkStatus();
 }
 
-absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const std::string& what) {
+absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const std::string& what,
+                                      absl::Duration limit) {
   struct Wait {
     const std::function<bool()>* cond;
     const absl::Status* ended;
   } w{&cond, &ended_};
   const bool met = mu_.AwaitWithDeadline(
-      absl::Condition(+[](Wait* w) { return !w->ended->ok() || (*w->cond)(); }, &w), absl::Now() + timeout_);
+      absl::Condition(+[](Wait* w) { return !w->ended->ok() || (*w->cond)(); }, &w), absl::Now() + limit);
   if (!ended_.ok()) return ended_;
-  if (!met) return absl::DeadlineExceededError(absl::StrCat(what, ": waited ", absl::FormatDuration(timeout_)));
+  if (!met) return absl::DeadlineExceededError(absl::StrCat(what, ": waited ", absl::FormatDuration(limit)));
   return absl::OkStatus();
 }
 
 absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
-  return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what);
+  return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what,
+                     timeout_);
 }
 
 absl::Status StepBarrier::BeginReceive(int trainer_id) {
@@ -62,7 +64,7 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id) {
   // still open: counting the FETCH_BARRIER there would let the trainer start
   // its next step before its replayed one was applied).
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
-  if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER"); !s.ok()) return s;
+  if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER", kLoopVerdict * timeout_); !s.ok()) return s;
   fetch_.insert(trainer_id);
   return absl::OkStatus();
 }
@@ -71,7 +73,7 @@ absl::Status StepBarrier::BeforeGet(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
-  return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id));
+  return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id), kLoopVerdict * timeout_);
 }
 
 void StepBarrier::WhenGetReady(int trainer_id, GetReady serve) {
@@ -124,7 +126,7 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
     }
     return serving || receiving_ == 0;
   };
-  absl::Status s = AwaitLocked(all_in, "");
+  absl::Status s = AwaitLocked(all_in, "", timeout_);
   if (absl::IsDeadlineExceeded(s)) {
     std::vector<int> missing;
     for (int t = 0; t < fanin_; ++t) {

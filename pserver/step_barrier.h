@@ -19,9 +19,10 @@
 // pool thread) or is parked (WhenGetReady, a transport's I/O thread) and
 // served by the thread that ends the optimize pass, without a wake-up.
 //
-// Every wait is bounded by `timeout`; the loop's errors list the trainer
-// ids that never arrived, and End(error) gives that reason to every wait
-// and parked Get. Stop() ends them all with Cancelled.
+// Every wait is bounded by `timeout` (a Get's and a FETCH_BARRIER's by
+// twice that); the loop's errors list the trainer ids that never arrived,
+// and End(error) gives that reason to every wait and parked Get. Stop()
+// ends them all with Cancelled.
 //
 // Thread-safety: all methods may be called concurrently.
 #pragma once
@@ -95,8 +96,14 @@ class StepBarrier {
 
  private:
   absl::Status CheckTrainer(int trainer_id) const;
-  // Waits for cond (mu_ held) up to the timeout; `what` names the wait.
-  absl::Status AwaitLocked(const std::function<bool()>& cond, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits for cond (mu_ held) up to `limit`, or until End; `what` names
+  // the wait.
+  absl::Status AwaitLocked(const std::function<bool()>& cond, const std::string& what, absl::Duration limit)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A Get or FETCH_BARRIER waits for the optimize pass, which only the
+  // loop's own barrier wait (one timeout) can fail: it waits longer, so that
+  // the loop's reason (End: the missing trainers) reaches it first.
+  static constexpr int kLoopVerdict = 2;
   // Whether trainer_id's Get may be served now.
   bool GetReadyLocked(int trainer_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
