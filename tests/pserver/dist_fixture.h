@@ -24,6 +24,7 @@
 #include "common/api/unique_name.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
+#include "pserver/parameter_server.h"
 #include "pserver/pserver_ops.h"
 #include "trainer/dist_ops.h"
 
@@ -158,6 +159,20 @@ struct DistPrograms {
     return {{"x", MakeTensor<float>({n, 4}, xs)}, {"y", MakeTensor<float>({n, 1}, ys)}};
   }
 };
+
+// A config for `d`'s pserver program as its listen_and_serv says (fan-in
+// `fanin`), on 127.0.0.1 with a free port, over `transport`.
+inline PserverConfig PserverConfigOf(const DistPrograms& d, int fanin, int timeout_ms, rpc::Transport* transport) {
+  const OpDesc& ls = d.pserver.Block(0).Op(0);
+  PserverConfig c;
+  c.endpoint = "127.0.0.1:0";
+  c.fanin = fanin;
+  c.optimize_blocks = ls.GetAttr<BlockRefs>("optimize_blocks").idx;
+  c.grad_to_block_id = *ParseGradToBlockId(ls.GetAttr<std::vector<std::string>>("grad_to_block_id"));
+  c.timeout_ms = timeout_ms;
+  c.transport = transport;
+  return c;
+}
 
 // Waits (up to 10 s) for a pserver's port file; "127.0.0.1:<port>", or ""
 // when it never appeared.

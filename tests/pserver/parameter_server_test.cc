@@ -24,15 +24,7 @@ struct Server {
   std::string ep;
   Server() {
     EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
-    const OpDesc& ls = d.pserver.Block(0).Op(0);
-    PserverConfig c;
-    c.endpoint = "127.0.0.1:0";
-    c.fanin = 2;
-    c.optimize_blocks = ls.GetAttr<BlockRefs>("optimize_blocks").idx;
-    c.grad_to_block_id = *ParseGradToBlockId(ls.GetAttr<std::vector<std::string>>("grad_to_block_id"));
-    c.timeout_ms = 20000;
-    c.transport = &transport;
-    auto created = ParameterServer::Create(c, d.pserver, &scope);
+    auto created = ParameterServer::Create(PserverConfigOf(d, 2, 20000, &transport), d.pserver, &scope);
     EXPECT_TRUE(created.ok()) << created.status();
     ps = *std::move(created);
     auto bound = ps->Start();

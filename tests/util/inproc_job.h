@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/api/layers.h"
@@ -167,23 +168,29 @@ inline JobResult RunJob(const JobSpec& spec) {
   JobResult out;
   std::vector<int> steps = spec.steps;
   if (steps.empty()) steps.assign(static_cast<size_t>(spec.trainers), 10);
-  std::vector<std::string> eps;
-  for (int p = 0; p < spec.pservers; ++p) eps.push_back(spec.wire != "inprocess" ? FreeEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p));
-  // Every process transpiles the same model the same way.
+  std::vector<std::string> eps(static_cast<size_t>(spec.pservers));
   DistributeTranspilerConfig config;
   std::vector<ProgramDesc> trainer(static_cast<size_t>(spec.trainers)), trainer_startup(trainer.size());
   std::vector<ProgramDesc> pserver(eps.size()), pserver_startup(eps.size());
   std::string loss;
-  for (int t = 0; t < spec.trainers; ++t) {
-    JobModel m(spec.optimizer);
-    loss = m.loss.name();
-    DistributeTranspiler tr(config);
-    absl::Status s = tr.transpile(t, &m.main, absl::StrJoin(eps, ","), spec.trainers, spec.sync, &m.startup);
-    EXPECT_TRUE(s.ok()) << s;
-    trainer[t] = *tr.get_trainer_program();
-    trainer_startup[t] = *tr.get_trainer_startup_program();
-    for (size_t p = 0; p < eps.size() && t == 0; ++p) std::tie(pserver[p], pserver_startup[p]) = *tr.get_pserver_programs(eps[p]);
-  }
+  // Picks the pservers' endpoints; every process transpiles the same model
+  // the same way for them.
+  auto transpile = [&] {
+    for (int p = 0; p < spec.pservers; ++p) {
+      eps[p] = spec.wire != "inprocess" ? FreeEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p);
+    }
+    for (int t = 0; t < spec.trainers; ++t) {
+      JobModel m(spec.optimizer);
+      loss = m.loss.name();
+      DistributeTranspiler tr(config);
+      absl::Status s = tr.transpile(t, &m.main, absl::StrJoin(eps, ","), spec.trainers, spec.sync, &m.startup);
+      EXPECT_TRUE(s.ok()) << s;
+      trainer[t] = *tr.get_trainer_program();
+      trainer_startup[t] = *tr.get_trainer_startup_program();
+      for (size_t p = 0; p < eps.size() && t == 0; ++p) std::tie(pserver[p], pserver_startup[p]) = *tr.get_pserver_programs(eps[p]);
+    }
+  };
+  transpile();
   for (size_t i = 0; i < trainer[0].Block(0).OpSize(); ++i) {
     if (trainer[0].Block(0).Op(i).type == "send") out.grad_blocks += static_cast<int>(trainer[0].Block(0).Op(i).Input("X").size());
   }
@@ -229,7 +236,24 @@ inline JobResult RunJob(const JobSpec& spec) {
     return absl::OkStatus();
   };
   out.pserver_status.assign(eps.size(), absl::OkStatus());
-  for (size_t p = 0; p < eps.size(); ++p) out.pserver_status[p] = start_pserver(p, "");
+  // A port FreeEndpoint found free can be taken before its pserver binds it
+  // (by another test process, or by a stream server's port-0 bind in this
+  // one): then the job is set up again on fresh ports, rather than run with
+  // a pserver missing until every wait times out.
+  for (int attempt = 1;; ++attempt) {
+    for (size_t p = 0; p < eps.size(); ++p) out.pserver_status[p] = start_pserver(p, "");
+    bool port_taken = false;
+    for (const absl::Status& st : out.pserver_status) {
+      port_taken |= absl::IsUnavailable(st) && absl::StrContains(st.message(), "cannot listen");
+    }
+    if (!port_taken || attempt == 5) break;
+    for (Pserver& server : ps) {
+      if (server.server != nullptr) server.server->Stop();
+      if (server.thread.joinable()) server.thread.join();
+      server.server.reset();
+    }
+    transpile();
+  }
   JobControl control;
   control.restart = [&](int p, const std::string& dir) {
     absl::MutexLock l(&ps_mu);
