@@ -294,53 +294,8 @@ absl::Status Launch() {
   monitor.Finish();
   if (!FLAGS_timeline.empty()) OAR_RETURN_IF_ERROR(MergeTimeline(names));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  int64_t examples = 0;
-  double train_seconds = 0, loss = 0;
-  std::string accuracy = "n/a", test_loss = "n/a", auc;
-  std::vector<std::string> unused;
-  int index = 0;
-  for (const auto& r : monitor.Trainers()) {
-    auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
-    int64_t n = 0;
-    double s = 0, l = 0;
-    (void)absl::SimpleAtoi(get("examples"), &n);
-    (void)absl::SimpleAtod(get("seconds"), &s);
-    (void)absl::SimpleAtod(get("loss"), &l);
-    examples += n;
-    train_seconds = std::max(train_seconds, s);
-    loss += l / trainers;
-    if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
-    if (!get("test_loss").empty()) test_loss = get("test_loss");
-    if (!get("test_auc").empty()) auc = get("test_auc");
-    int64_t left = 0;
-    if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
-    ++index;
-  }
-  // Trainers that report steps (not AsyncExecutor ones) say when the first came.
-  const std::string first = monitor.FirstStepSeconds() < 0
-                                ? std::string()
-                                : absl::StrFormat(" (first step after %.1f s)", monitor.FirstStepSeconds());
-  if (nccl2) {
-    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s%s\n", trainers, wall, first.c_str());
-  } else {
-    std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s%s\n", pservers, trainers, mode, wall,
-                first.c_str());
-  }
-  if (!unused.empty()) {
-    std::printf("  examples left unused so every trainer stopped at the same step: %s\n",
-                absl::StrJoin(unused, ", ").c_str());
-  }
-  std::printf("  trained on %lld examples in %.1f s: %.0f examples/s across the trainers (this host has %u cores)\n",
-              static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
-              std::thread::hardware_concurrency());
-  std::printf("  last loss %.4f\n", loss);
-  for (const std::string& line : TimeSplitLines(names, metrics_files)) std::printf("  %s\n", line.c_str());
-  std::printf("test_loss=%s\n", test_loss.c_str());
-  if (auc.empty()) {
-    std::printf("test_accuracy=%s\n", accuracy.c_str());
-  } else {
-    std::printf("test_auc=%s\n", auc.c_str());
-  }
+  const LaunchShape shape{.nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode};
+  PrintLaunchSummary(shape, monitor.Trainers(), monitor.FirstStepSeconds(), wall, names, metrics_files);
   return absl::OkStatus();
 }
 

@@ -1,9 +1,14 @@
 #include "cli/launch_summary.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace oar::cli {
 namespace {
@@ -63,6 +68,57 @@ std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, c
     }
   }
   return lines;
+}
+
+void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports,
+                        double first_step_seconds, double wall, const std::vector<std::string>& names,
+                        const std::vector<std::string>& metrics_files) {
+  int64_t examples = 0;
+  double train_seconds = 0, loss = 0;
+  std::string accuracy = "n/a", test_loss = "n/a", auc;
+  std::vector<std::string> unused;
+  int index = 0;
+  for (const auto& r : reports) {
+    auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
+    int64_t n = 0;
+    double s = 0, l = 0;
+    (void)absl::SimpleAtoi(get("examples"), &n);
+    (void)absl::SimpleAtod(get("seconds"), &s);
+    (void)absl::SimpleAtod(get("loss"), &l);
+    examples += n;
+    train_seconds = std::max(train_seconds, s);
+    loss += l / shape.trainers;
+    if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
+    if (!get("test_loss").empty()) test_loss = get("test_loss");
+    if (!get("test_auc").empty()) auc = get("test_auc");
+    int64_t left = 0;
+    if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
+    ++index;
+  }
+  // Trainers that report steps (not AsyncExecutor ones) say when the first came.
+  const std::string first =
+      first_step_seconds < 0 ? std::string() : absl::StrFormat(" (first step after %.1f s)", first_step_seconds);
+  if (shape.nccl2) {
+    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s%s\n", shape.trainers, wall, first.c_str());
+  } else {
+    std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s%s\n", shape.pservers, shape.trainers,
+                shape.mode, wall, first.c_str());
+  }
+  if (!unused.empty()) {
+    std::printf("  examples left unused so every trainer stopped at the same step: %s\n",
+                absl::StrJoin(unused, ", ").c_str());
+  }
+  std::printf("  trained on %lld examples in %.1f s: %.0f examples/s across the trainers (this host has %u cores)\n",
+              static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
+              std::thread::hardware_concurrency());
+  std::printf("  last loss %.4f\n", loss);
+  for (const std::string& line : TimeSplitLines(names, metrics_files)) std::printf("  %s\n", line.c_str());
+  std::printf("test_loss=%s\n", test_loss.c_str());
+  if (auc.empty()) {
+    std::printf("test_accuracy=%s\n", accuracy.c_str());
+  } else {
+    std::printf("test_auc=%s\n", auc.c_str());
+  }
 }
 
 }  // namespace oar::cli

@@ -1,4 +1,6 @@
-// The end of `oar launch`: each process's time split, read from the
+// The end of `oar launch`: the summary (PrintLaunchSummary: wall time,
+// examples/s across the trainers, last loss, test metrics) and each
+// process's time split, read from the
 // metrics file it wrote (--metrics_file, common/metrics): a trainer's step
 // time into compute, send, barrier wait and receive (its RPC ops' wall
 // time, oar_trainer_rpc_op_seconds_total, the rest compute); a pserver's
@@ -15,7 +17,23 @@
 #include <string>
 #include <vector>
 
+#include "cli/launch_monitor.h"
+
 namespace oar::cli {
+
+struct LaunchShape {
+  bool nccl2 = false;
+  int pservers = 0, trainers = 0;
+  const char* mode = "sync";  // sync, async or nccl2
+};
+
+// Prints the job's summary to stdout from the trainers' reports, ending
+// with the test_loss= and test_accuracy= (or test_auc=) lines scripts read.
+// `first_step_seconds` < 0: no trainer reported a step. `names` and
+// `metrics_files` as for TimeSplitLines.
+void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports,
+                        double first_step_seconds, double wall, const std::vector<std::string>& names,
+                        const std::vector<std::string>& metrics_files);
 
 // The samples of a metrics file in Prometheus' text format ("name{labels}"
 // -> value); empty when the file is missing or unreadable.

@@ -184,14 +184,16 @@ std::string ParameterServer::Endpoint() const {
   return bound_endpoint_.empty() ? config_.endpoint : bound_endpoint_;
 }
 
+std::string ParameterServer::Name() const { return absl::StrCat("pserver ", Endpoint()); }
+
 std::string ParameterServer::Who(int trainer_id) const {
-  return absl::StrCat("pserver ", Endpoint(), " (trainer ", trainer_id, ")");
+  return absl::StrCat(Name(), " (trainer ", trainer_id, ")");
 }
 
 absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
-  return s.ok() ? s : Annotate(s, absl::StrCat("pserver ", Endpoint()));
+  return s.ok() ? s : Annotate(s, Name());
 }
 
 absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
@@ -263,7 +265,7 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   const rpc::MessageHeader& h = request.header();
   const int64_t tid = h.trainer_id();
   if (tid < 0 || tid >= config_.fanin) {
-    return absl::InvalidArgumentError(absl::StrCat("pserver ", Endpoint(), ": trainer_id ", tid,
+    return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
                                                    " is not in [0, ", config_.fanin, ") (Fanin)"));
   }
   const int id = static_cast<int>(tid);
@@ -311,11 +313,11 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
       if (h.meta.oar_step() > config_.restored_step) barrier_->AdmitFetched(id);
       reply->step = config_.restored_step;
       *covered = true;
-      LOG(INFO) << "pserver " << Endpoint() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
+      LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
       return absl::OkStatus();
     }
     if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();
-    return absl::AbortedError(absl::StrCat("pserver ", Endpoint(), " restarted from its checkpoint of step ",
+    return absl::AbortedError(absl::StrCat(Name(), " restarted from its checkpoint of step ",
                                            config_.restored_step, ": trainer ", id, " resyncs first"));
   }
   // A gradient or BATCH_BARRIER sent before the trainer's resync: the
@@ -342,13 +344,13 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     if (barrier_) barrier_->Complete(id);
     {
       absl::MutexLock l(&state_mu_);
-      if (completed_.insert(id).second) LOG(INFO) << "pserver " << Endpoint() << ": trainer " << id << " completed";
+      if (completed_.insert(id).second) LOG(INFO) << Name() << ": trainer " << id << " completed";
     }
     if (barrier_) ScheduleReady();  // the blocks that waited only for this trainer
     return absl::OkStatus();
   }
   auto admitted = store_->Admit(request.header(), id);
-  if (!admitted.ok()) return Annotate(admitted.status(), absl::StrCat("pserver ", Endpoint()));
+  if (!admitted.ok()) return Annotate(admitted.status(), Name());
   const VarStore::Receivable& r = **admitted;
   absl::Status s;
   if (config_.sync_mode) {
@@ -389,8 +391,8 @@ absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& reque
   const ProgramDesc saved = PserverState(program_, scope_, config_.grad_to_block_id);
   const std::string own = PserverCheckpointDir(dir, config_.pserver_id);
   absl::Status s = save_checkpoint(exe_, scope_, own, saved);
-  if (s.ok()) LOG(INFO) << "pserver " << Endpoint() << ": checkpoint saved to " << own;
-  return Annotate(s, absl::StrCat("pserver ", Endpoint(), " checkpoint to ", own));
+  if (s.ok()) LOG(INFO) << Name() << ": checkpoint saved to " << own;
+  return Annotate(s, absl::StrCat(Name(), " checkpoint to ", own));
 }
 
 }  // namespace oar

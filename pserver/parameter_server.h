@@ -194,6 +194,9 @@ class ParameterServer : public rpc::RpcHandler {
   // whose effect the replay or the checkpoint already carries.
   absl::Status CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int trainer, rpc::Reply* reply,
                            bool* covered);
+  // "pserver <endpoint>", and with " (trainer <id>)": how errors and logs
+  // name this server and the trainer a message came from.
+  std::string Name() const;
   std::string Who(int trainer_id) const;
   // The bound endpoint once Start has bound it, the configured one before.
   std::string Endpoint() const;

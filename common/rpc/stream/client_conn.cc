@@ -11,9 +11,6 @@
 namespace oar::rpc::stream {
 namespace {
 
-// How long a peer may stall in the middle of a frame.
-absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
-
 // Whether a reply with header `h` may be read straight into `t`.
 bool Fits(const Tensor& t, const MessageHeader& h, const std::string& requested) {
   return h.kind == PayloadKind::kTensor && (h.name().empty() || h.name() == requested) && t.initialized() &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_common.h"
 #include "common/tsan.h"
 
 namespace oar::rpc::stream {
@@ -16,6 +17,8 @@ const Tensor* PayloadTensor(const MessageHeader& h, const Variable* var) {
 }
 
 }  // namespace
+
+absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
 
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
   Hello hello;

@@ -22,6 +22,10 @@
 
 namespace oar::rpc::stream {
 
+// How long a peer may stall in the middle of a frame, a handshake or a
+// reply before the connection is given up: FLAGS_rpc_deadline from now.
+absl::Time IoDeadline();
+
 // Client side of the handshake: sends the token, waits for the verdict.
 // Unauthenticated (the server's text) when the token was refused.
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline);

@@ -7,13 +7,6 @@
 #include "glog/logging.h"
 
 namespace oar::rpc::stream {
-namespace {
-
-// How long a peer may stall in the middle of a frame or a reply.
-absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
-
-}  // namespace
-
 ServerConn::ServerConn(const ServerContext* ctx, std::unique_ptr<ByteStream> stream)
     : ctx_(ctx), stream_(std::move(stream)) {}
 
