@@ -54,6 +54,10 @@ class ByteStream {
   }
   // The same, without blocking: whether a Read would find bytes (or the end).
   virtual bool Readable() { return true; }
+  // Whether a Write of `n` bytes would hand them all over now, without
+  // waiting for the peer to read (false when it cannot tell). A hint: the
+  // peer may only make room meanwhile.
+  virtual bool WritableNow(size_t /*n*/) { return false; }
   // Ends the stream both ways; a blocked Read or Write returns Cancelled.
   virtual void Close() = 0;
   // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".

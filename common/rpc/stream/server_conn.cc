@@ -1,5 +1,8 @@
 #include "common/rpc/stream/server_conn.h"
 
+#include <functional>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/rpc/stream/frame_io.h"
@@ -17,6 +20,7 @@ ServerConn::~ServerConn() {
 
 void ServerConn::Start() {
   reader_ = std::thread([self = shared_from_this()] {
+    self->reader_id_.store(std::this_thread::get_id());
     self->ReadLoop();
     self->stream_->Close();
     self->finished_ = true;
@@ -121,10 +125,27 @@ void ServerConn::ReadLoop() {
 bool ServerConn::TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<IncomingMessage>& request,
                           bool holds_slot) {
   return ctx_->handler->TryHandleDeferred(
-      kind, request, [self = shared_from_this(), call_id, holds_slot](absl::Status s, Reply reply) {
+      kind, request, [self = shared_from_this(), kind, call_id, holds_slot](absl::Status s, Reply reply) {
         if (holds_slot) self->ctx_->gate->Leave();
-        self->Answer(call_id, s, s.ok() ? &reply : nullptr);
-        self->ctx_->in_flight.fetch_sub(1);
+        const Reply* r = s.ok() ? &reply : nullptr;
+        // Answered at once on the reader thread: written there, as Serve
+        // writes. Answered later by another thread, which must not wait on
+        // this peer: written now if the stream has room, else by a pool
+        // thread (and by this one only if the pool is full).
+        if (std::this_thread::get_id() == self->reader_id_.load()) {
+          self->Answer(call_id, s, r);
+          self->ctx_->in_flight.fetch_sub(1);
+          return;
+        }
+        if (self->TryAnswerNow(call_id, s, r)) {
+          self->ctx_->in_flight.fetch_sub(1);
+          return;
+        }
+        std::function<void()> write = [self, call_id, s, reply = std::move(reply)] {
+          self->Answer(call_id, s, s.ok() ? &reply : nullptr);
+          self->ctx_->in_flight.fetch_sub(1);
+        };
+        if (!self->ctx_->pools->TrySchedule(kind, write)) write();
       });
 }
 
@@ -145,23 +166,43 @@ void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std:
 }
 
 void ServerConn::Answer(uint64_t call_id, const absl::Status& s, const Reply* reply) {
-  absl::Status w;
   absl::MutexLock l(&write_mu_);
-  if (closing_) return;
-  if (!s.ok()) {
-    w = WriteError(stream_.get(), call_id, s, IoDeadline());
-  } else {
+  WriteAnswerLocked(call_id, s, reply, /*only_if_room=*/false);
+}
+
+bool ServerConn::TryAnswerNow(uint64_t call_id, const absl::Status& s, const Reply* reply) {
+  if (!write_mu_.TryLock()) return false;
+  const bool written = WriteAnswerLocked(call_id, s, reply, /*only_if_room=*/true);
+  write_mu_.Unlock();
+  return written;
+}
+
+bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room) {
+  if (closing_) return true;
+  absl::StatusOr<MessageHeader> header = absl::UnknownError("unset");
+  if (s.ok()) {
     sendrecv::VariableMessage meta;
     meta.set_varname(reply->name);
     meta.set_oar_step(reply->step);
-    auto header = HeaderOf(std::move(meta), reply->var.IsInitialized() ? &reply->var : nullptr);
-    w = header.ok() ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline())
-                    : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
+    header = HeaderOf(std::move(meta), reply->var.IsInitialized() ? &reply->var : nullptr);
+  } else {
+    header = s;  // an error frame
   }
+  if (only_if_room) {
+    const size_t bytes =
+        sizeof(FrameHeader) + (header.ok() ? header->meta.ByteSizeLong() + header->payload_bytes +
+                                                 header->rows.size() * sizeof(int64_t)
+                                           : header.status().message().size());
+    if (!stream_->WritableNow(bytes)) return false;
+  }
+  const absl::Status w =
+      header.ok() ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline())
+                  : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
   if (!w.ok()) {
     LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;
     stream_->Close();  // a half-written frame: the connection cannot go on
   }
+  return true;
 }
 
 }  // namespace oar::rpc::stream

@@ -3,6 +3,11 @@
 // its replies are written under. See stream_server.h for what is refused
 // and how.
 //
+// A deferred request answered by another thread than the reader (the
+// pserver's loop answering parked Gets) is written by that thread only
+// when the stream can take it at once; else a pool thread writes it, so a
+// peer that stopped reading holds up no one else's answer.
+//
 // Thread-safety: Close from any thread; the rest is internal to its reader
 // and the pool threads serving its requests, or the handler's threads that
 // answer deferred ones (both hold a shared_ptr).
@@ -58,12 +63,20 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   void Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,
              bool holds_slot);
   void Answer(uint64_t call_id, const absl::Status& s, const Reply* reply);
+  // Answer, when it can be written at once: false, having written nothing,
+  // when another thread is writing or the stream has no room for it now.
+  bool TryAnswerNow(uint64_t call_id, const absl::Status& s, const Reply* reply);
+  // Writes the answer (write_mu_ held); with `only_if_room`, returns false
+  // having written nothing when the stream cannot take it without waiting.
+  bool WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   const ServerContext* ctx_;
   std::unique_ptr<ByteStream> stream_;
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   absl::Mutex write_mu_;
   std::thread reader_;
+  std::atomic<std::thread::id> reader_id_{};  // the reader thread's, once it runs
   std::atomic<bool> closing_{false}, finished_{false};
 };
 

@@ -178,6 +178,12 @@ bool ShmRing::Readable() const {
          control_->closed.load(std::memory_order_acquire) != 0;
 }
 
+size_t ShmRing::Writable() const {
+  const uint64_t used =
+      control_->head.load(std::memory_order_relaxed) - control_->tail.load(std::memory_order_acquire);
+  return capacity_ - static_cast<size_t>(used);
+}
+
 absl::Status ShmRing::WaitReadable(absl::Time deadline, const Check& check) {
   const uint64_t tail = control_->tail.load(std::memory_order_relaxed);
   if (control_->head.load(std::memory_order_acquire) != tail) return absl::OkStatus();

@@ -46,6 +46,8 @@ class ShmRing {
   // closed), consuming none; and the same without waiting.
   absl::Status WaitReadable(absl::Time deadline, const Check& check);
   bool Readable() const;
+  // The producer's: bytes it could write now without waiting.
+  size_t Writable() const;
   // Marks the ring closed and wakes both sides; their waits return Cancelled.
   void Close();
 

@@ -45,6 +45,7 @@ class ShmStream final : public ByteStream {
   bool CanWaitReadable() const override { return true; }
   absl::Status WaitReadable(absl::Time deadline) override;
   bool Readable() override { return in_->Readable() || !PeerAlive().ok(); }
+  bool WritableNow(size_t n) override { return out_->Writable() >= n; }
 
  private:
   ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer);

@@ -1,6 +1,8 @@
 #include "common/rpc/stream/tcp_stream.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -147,6 +149,16 @@ bool TcpStream::Readable() {
   if (buffer_begin_ < buffer_end_) return true;
   pollfd p{fd_, POLLIN, 0};
   return ::poll(&p, 1, 0) != 0;  // data, the peer's end, or an error the Read will name
+}
+
+bool TcpStream::WritableNow(size_t n) {
+  int sndbuf = 0, queued = 0;
+  socklen_t len = sizeof(sndbuf);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0 || ::ioctl(fd_, SIOCOUTQ, &queued) != 0) {
+    return false;
+  }
+  // Linux reports twice the size set, half of it for its own bookkeeping.
+  return static_cast<int64_t>(n) <= static_cast<int64_t>(sndbuf) / 2 - queued;
 }
 
 absl::Status TcpStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {

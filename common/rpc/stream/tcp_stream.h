@@ -43,6 +43,8 @@ class TcpStream final : public ByteStream {
   bool CanWaitReadable() const override { return true; }
   absl::Status WaitReadable(absl::Time deadline) override;
   bool Readable() override;
+  // Room in the socket's send buffer (SO_SNDBUF less what is queued).
+  bool WritableNow(size_t n) override;
 
   // Sets TCP_NODELAY and the socket buffers (FLAGS_rpc_socket_buffer_bytes).
   static void Tune(boost::asio::ip::tcp::socket& socket);
