@@ -1,6 +1,5 @@
 #include "common/rpc/stream/server_conn.h"
 
-#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +21,7 @@ void ServerConn::Start() {
   reader_ = std::thread([self = shared_from_this()] {
     self->reader_id_.store(std::this_thread::get_id());
     self->ReadLoop();
+    self->reader_id_.store(std::thread::id{});
     self->stream_->Close();
     self->finished_ = true;
   });
@@ -130,8 +130,7 @@ bool ServerConn::TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<
         const Reply* r = s.ok() ? &reply : nullptr;
         // Answered at once on the reader thread: written there, as Serve
         // writes. Answered later by another thread, which must not wait on
-        // this peer: written now if the stream has room, else by a pool
-        // thread (and by this one only if the pool is full).
+        // this peer: written now if the stream has room, else queued.
         if (std::this_thread::get_id() == self->reader_id_.load()) {
           self->Answer(call_id, s, r);
           self->ctx_->in_flight.fetch_sub(1);
@@ -141,12 +140,41 @@ bool ServerConn::TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<
           self->ctx_->in_flight.fetch_sub(1);
           return;
         }
-        std::function<void()> write = [self, call_id, s, reply = std::move(reply)] {
-          self->Answer(call_id, s, s.ok() ? &reply : nullptr);
-          self->ctx_->in_flight.fetch_sub(1);
-        };
-        if (!self->ctx_->pools->TrySchedule(kind, write)) write();
+        self->AnswerLater(kind, call_id, std::move(s), std::move(reply));
       });
+}
+
+void ServerConn::AnswerLater(RpcKind kind, uint64_t call_id, absl::Status s, Reply reply) {
+  {
+    absl::MutexLock l(&queue_mu_);
+    queued_.push_back({call_id, std::move(s), std::move(reply)});
+    if (draining_) return;  // the task under way writes it too
+    draining_ = true;
+  }
+  if (ctx_->pools->TrySchedule(kind, [self = shared_from_this()] { self->DrainAnswers(); })) return;
+  // No pool thread will take it (the server stops, or the queue is full),
+  // and this thread must not wait on the peer: the connection ends (its
+  // calls fail UNAVAILABLE, and the client retries them).
+  LOG(WARNING) << ctx_->endpoint << ": no thread is free to answer " << stream_->peer() << "; closing the connection";
+  Close();
+  DrainAnswers();  // the stream is closed: this only counts them out
+}
+
+void ServerConn::DrainAnswers() {
+  while (true) {
+    Queued q;
+    {
+      absl::MutexLock l(&queue_mu_);
+      if (queued_.empty()) {
+        draining_ = false;
+        return;
+      }
+      q = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    Answer(q.call_id, q.status, q.status.ok() ? &q.reply : nullptr);
+    ctx_->in_flight.fetch_sub(1);
+  }
 }
 
 void ServerConn::Serve(RpcKind kind, uint64_t call_id, absl::Time deadline, std::shared_ptr<IncomingMessage> request,
@@ -189,10 +217,11 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
     header = s;  // an error frame
   }
   if (only_if_room) {
+    constexpr size_t kSlack = 64;  // the tags and lengths around what is counted
     const size_t bytes =
-        sizeof(FrameHeader) + (header.ok() ? header->meta.ByteSizeLong() + header->payload_bytes +
-                                                 header->rows.size() * sizeof(int64_t)
-                                           : header.status().message().size());
+        sizeof(FrameHeader) + kSlack +
+        (header.ok() ? header->meta.ByteSizeLong() + header->payload_bytes + header->rows.size() * sizeof(int64_t)
+                     : header.status().message().size());
     if (!stream_->WritableNow(bytes)) return false;
   }
   const absl::Status w =

@@ -5,8 +5,9 @@
 //
 // A deferred request answered by another thread than the reader (the
 // pserver's loop answering parked Gets) is written by that thread only
-// when the stream can take it at once; else a pool thread writes it, so a
-// peer that stopped reading holds up no one else's answer.
+// when the stream can take it at once; else it joins the connection's
+// queue, which one pool task at a time writes — so a peer that stopped
+// reading holds up no one else's answer and at most one pool thread.
 //
 // Thread-safety: Close from any thread; the rest is internal to its reader
 // and the pool threads serving its requests, or the handler's threads that
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -70,13 +72,26 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   // having written nothing when the stream cannot take it without waiting.
   bool WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Queues a deferred answer that could not be written at once; one pool
+  // task at a time (DrainAnswers) writes this connection's queue, so a peer
+  // that stopped reading holds at most one pool thread.
+  void AnswerLater(RpcKind kind, uint64_t call_id, absl::Status s, Reply reply);
+  void DrainAnswers();
 
   const ServerContext* ctx_;
   std::unique_ptr<ByteStream> stream_;
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   absl::Mutex write_mu_;
   std::thread reader_;
-  std::atomic<std::thread::id> reader_id_{};  // the reader thread's, once it runs
+  std::atomic<std::thread::id> reader_id_{};  // the reader thread's, while it runs
+  struct Queued {
+    uint64_t call_id = 0;
+    absl::Status status;
+    Reply reply;
+  };
+  absl::Mutex queue_mu_;
+  std::deque<Queued> queued_ ABSL_GUARDED_BY(queue_mu_);
+  bool draining_ ABSL_GUARDED_BY(queue_mu_) = false;  // a DrainAnswers task is scheduled or running
   std::atomic<bool> closing_{false}, finished_{false};
 };
 

@@ -157,7 +157,7 @@ bool TcpStream::WritableNow(size_t n) {
   if (::getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0 || ::ioctl(fd_, SIOCOUTQ, &queued) != 0) {
     return false;
   }
-  // Linux reports twice the size set, half of it for its own bookkeeping.
+  // Half: SO_SNDBUF counts the kernel's per-packet overhead as well.
   return static_cast<int64_t>(n) <= static_cast<int64_t>(sndbuf) / 2 - queued;
 }
 

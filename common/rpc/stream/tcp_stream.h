@@ -43,7 +43,11 @@ class TcpStream final : public ByteStream {
   bool CanWaitReadable() const override { return true; }
   absl::Status WaitReadable(absl::Time deadline) override;
   bool Readable() override;
-  // Room in the socket's send buffer (SO_SNDBUF less what is queued).
+  // Room in the socket's send buffer: half its size (SO_SNDBUF: the
+  // kernel's autotuned limit, or twice --rpc_socket_buffer_bytes, both
+  // counting the kernel's overhead too) less the bytes queued unsent or
+  // unacknowledged (SIOCOUTQ). A fresh connection's buffer is small, so
+  // large writes report no room until autotuning has grown it.
   bool WritableNow(size_t n) override;
 
   // Sets TCP_NODELAY and the socket buffers (FLAGS_rpc_socket_buffer_bytes).

@@ -87,5 +87,21 @@ TEST(ShmRingTest, AFullWriteGivesUpWhenThePeerIsGone) {
   EXPECT_EQ(checks, 3);
 }
 
+// What the producer may write without waiting: the capacity less what is
+// published and not yet consumed.
+TEST(ShmRingTest, WritableIsTheRoomLeft) {
+  constexpr size_t kCapacity = 1 << 16;
+  Memory m(kCapacity);
+  ShmRing producer(m.ptr, kCapacity, true), consumer(m.ptr, kCapacity, false);
+  EXPECT_EQ(producer.Writable(), kCapacity);
+  std::vector<char> bytes(40000, 'x');
+  ASSERT_TRUE(producer.Write({{bytes.data(), bytes.size()}}, absl::InfiniteFuture(), Alive).ok());
+  EXPECT_EQ(producer.Writable(), kCapacity - 40000);
+  ASSERT_TRUE(consumer.Read(bytes.data(), 30000, absl::InfiniteFuture(), Alive).ok());
+  EXPECT_EQ(producer.Writable(), kCapacity - 10000);
+  ASSERT_TRUE(producer.Write({{bytes.data(), 30000}}, absl::InfiniteFuture(), Alive).ok());  // wraps around
+  EXPECT_EQ(producer.Writable(), kCapacity - 40000);
+}
+
 }  // namespace
 }  // namespace oar::rpc::stream

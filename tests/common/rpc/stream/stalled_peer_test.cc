@@ -5,11 +5,13 @@
 // step until its write timed out. ServerConn writes such an answer itself
 // only when the stream has room, and hands it to a pool thread otherwise.
 // Checked on in-memory streams whose writes block while "stalled".
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/rpc/handler_pools.h"
@@ -55,7 +57,8 @@ class Pipe {
 
 // One end of a connection. The server's end can be "stalled": its writes
 // then wait (as a write into a full ring or socket does while the peer
-// reads nothing) and it reports no room.
+// reads nothing) and it reports no room. It can also be "tight": it reports
+// no room, but writes go through (a peer that reads, slowly).
 class PipeStream final : public ByteStream {
  public:
   PipeStream(std::shared_ptr<Pipe> in, std::shared_ptr<Pipe> out) : in_(std::move(in)), out_(std::move(out)) {}
@@ -72,7 +75,7 @@ class PipeStream final : public ByteStream {
   }
   bool WritableNow(size_t) override {
     absl::MutexLock l(&mu_);
-    return !stalled_;
+    return !stalled_ && !tight_;
   }
   void Close() override {
     {
@@ -87,12 +90,17 @@ class PipeStream final : public ByteStream {
     absl::MutexLock l(&mu_);
     stalled_ = on;
   }
+  void Tight(bool on) {
+    absl::MutexLock l(&mu_);
+    tight_ = on;
+  }
 
  private:
   std::shared_ptr<Pipe> in_, out_;
   std::string peer_ = "pipe";
   absl::Mutex mu_;
-  bool stalled_ ABSL_GUARDED_BY(mu_) = false, closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false, tight_ ABSL_GUARDED_BY(mu_) = false,
+       closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Parks every Get; AnswerAll answers them, oldest first, on the caller's
@@ -157,7 +165,12 @@ absl::StatusOr<uint64_t> ReadReply(Connection& c, absl::Duration wait) {
   return f.call_id;
 }
 
-TEST(StalledPeerTest, AnAnswerToAPeerThatStoppedReadingHoldsUpNoOtherAnswer) {
+// Trainer A stops reading with more answers parked than the pool has
+// threads; trainer B's answer must also go through the pool (its stream
+// reports no room). The answering thread returns at once, B is answered
+// while A still reads nothing, and A's answers all come once it reads.
+TEST(StalledPeerTest, APeerThatStoppedReadingHoldsUpNoOtherAnswer) {
+  constexpr int kParkedForA = 5;
   ParkingHandler handler;
   ServerOptions options;
   options.get_threads = 2;
@@ -169,39 +182,54 @@ TEST(StalledPeerTest, AnAnswerToAPeerThatStoppedReadingHoldsUpNoOtherAnswer) {
   ctx.pools = &pools;
   ctx.gate = &gate;
   Connection a, b;
+  std::thread loop;
+  absl::Cleanup end = [&] {  // also when an ASSERT returns early
+    a.server->Stall(false);
+    if (loop.joinable()) loop.join();
+    for (Connection* c : {&a, &b}) {
+      if (c->conn == nullptr) continue;
+      c->conn->Close();
+      c->conn->Join();
+    }
+    pools.Stop();
+  };
   for (Connection* c : {&a, &b}) {
     c->conn = std::make_shared<ServerConn>(&ctx, std::unique_ptr<ByteStream>(c->server));
     c->conn->Start();
     ASSERT_TRUE(ClientHandshake(&c->client, "", absl::Now() + absl::Seconds(10)).ok());
   }
-  SendGet(a, "w", 1);  // parked first: answered first
-  SendGet(b, "w", 2);
-  for (int i = 0; i < 1000 && handler.Parked() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(handler.Parked(), 2u);
+  for (int i = 0; i < kParkedForA; ++i) SendGet(a, "w", 1 + static_cast<uint64_t>(i));  // parked first
+  SendGet(b, "w", 100);
+  for (int i = 0; i < 1000 && handler.Parked() < kParkedForA + 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(handler.Parked(), static_cast<size_t>(kParkedForA + 1));
 
   a.server->Stall(true);  // trainer A stops reading
+  b.server->Tight(true);  // B reads, but its answer cannot be written at once
   absl::Notification answered;
-  std::thread loop([&] {
+  loop = std::thread([&] {
     handler.AnswerAll();
     answered.Notify();
   });
-  // The loop thread neither waits on A (its write would wait out the I/O
-  // deadline, FLAGS_rpc_deadline) nor delays B's answer.
-  EXPECT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(20))) << "the loop thread waited on A";
+  // Neither the answering thread nor B's answer waits on A (a write to A
+  // waits out the I/O deadline, FLAGS_rpc_deadline).
+  EXPECT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(20))) << "the answering thread waited on A";
   absl::StatusOr<uint64_t> got_b = ReadReply(b, absl::Seconds(20));
-  ASSERT_TRUE(got_b.ok()) << got_b.status();
-  EXPECT_EQ(*got_b, 2u);
+  ASSERT_TRUE(got_b.ok()) << got_b.status() << " (B's answer waited behind A's)";
+  EXPECT_EQ(*got_b, 100u);
   EXPECT_TRUE(a.down->Empty());  // nothing reached A yet
-  a.server->Stall(false);  // A reads again: its answer comes, from the pool thread that waited
-  absl::StatusOr<uint64_t> got_a = ReadReply(a, absl::Seconds(20));
-  ASSERT_TRUE(got_a.ok()) << got_a.status();
-  EXPECT_EQ(*got_a, 1u);
-  loop.join();
-  for (Connection* c : {&a, &b}) {
-    c->conn->Close();
-    c->conn->Join();
+  a.server->Stall(false);  // A reads again: every answer comes
+  std::vector<uint64_t> got_a;
+  for (int i = 0; i < kParkedForA; ++i) {
+    absl::StatusOr<uint64_t> id = ReadReply(a, absl::Seconds(20));
+    ASSERT_TRUE(id.ok()) << id.status();
+    got_a.push_back(*id);
   }
-  pools.Stop();
+  std::sort(got_a.begin(), got_a.end());
+  EXPECT_EQ(got_a, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  for (int i = 0; i < 1000 && ctx.in_flight.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(ctx.in_flight.load(), 0);  // each answer counted out once
 }
 
 }  // namespace
