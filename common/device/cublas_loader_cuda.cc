@@ -9,7 +9,8 @@
 //
 // Without the library (an image that lacks it) a call fails with
 // CUBLAS_STATUS_NOT_INITIALIZED, and the status texts name the library and
-// dlerror's reason, so the op's error says what is missing.
+// dlerror's reason, so the op's error says what is missing; a function the
+// library lacks is logged by name.
 //
 // Thread-safety: the library is opened once (a function-local static);
 // each entry point resolves its function once, likewise.
@@ -18,6 +19,8 @@
 
 #include <string>
 
+#include "glog/logging.h"
+
 namespace {
 
 struct Library {
@@ -25,25 +28,29 @@ struct Library {
   std::string error;  // why it did not load
 };
 
+// Never destroyed: a cuBLAS call may come during static destruction.
 const Library& Cublas() {
-  static const Library lib = [] {
-    Library l;
+  static const Library* lib = [] {
+    auto* l = new Library;
     const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-    l.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (l.handle == nullptr) {
+    l->handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (l->handle == nullptr) {
       const char* why = dlerror();
-      l.error = "cuBLAS (" + name + ") cannot be loaded: " + (why != nullptr ? why : "unknown reason");
+      l->error = "cuBLAS (" + name + ") cannot be loaded: " + (why != nullptr ? why : "unknown reason");
     }
     return l;
   }();
-  return lib;
+  return *lib;
 }
 
 // The library's `name`, of type F; null when it or the library is missing.
 template <typename F>
 F Resolve(const char* name) {
   const Library& lib = Cublas();
-  return lib.handle == nullptr ? nullptr : reinterpret_cast<F>(dlsym(lib.handle, name));
+  if (lib.handle == nullptr) return nullptr;
+  auto fn = reinterpret_cast<F>(dlsym(lib.handle, name));
+  if (fn == nullptr) LOG(ERROR) << "libcublas.so." << CUBLAS_VER_MAJOR << " has no " << name << " (another cuBLAS version?)";
+  return fn;
 }
 
 }  // namespace
@@ -80,5 +87,7 @@ extern "C" const char* CUBLASWINAPI cublasGetStatusName(cublasStatus_t status) {
 
 extern "C" const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
   static const auto fn = Resolve<decltype(&cublasGetStatusString)>("cublasGetStatusString");
-  return fn != nullptr ? fn(status) : Cublas().error.c_str();
+  if (fn != nullptr) return fn(status);
+  const std::string& why = Cublas().error;
+  return why.empty() ? "this cuBLAS lacks a function Oar calls" : why.c_str();
 }
