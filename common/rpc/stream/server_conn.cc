@@ -9,6 +9,17 @@
 #include "glog/logging.h"
 
 namespace oar::rpc::stream {
+namespace {
+
+absl::StatusOr<MessageHeader> ReplyHeader(const Reply& reply) {
+  sendrecv::VariableMessage meta;
+  meta.set_varname(reply.name);
+  meta.set_oar_step(reply.step);
+  return HeaderOf(std::move(meta), reply.var.IsInitialized() ? &reply.var : nullptr);
+}
+
+}  // namespace
+
 ServerConn::ServerConn(const ServerContext* ctx, std::unique_ptr<ByteStream> stream)
     : ctx_(ctx), stream_(std::move(stream)) {}
 
@@ -133,14 +144,11 @@ bool ServerConn::TryDefer(RpcKind kind, uint64_t call_id, const std::shared_ptr<
         // this peer: written now if the stream has room, else queued.
         if (std::this_thread::get_id() == self->reader_id_.load()) {
           self->Answer(call_id, s, r);
-          self->ctx_->in_flight.fetch_sub(1);
+        } else if (!self->TryAnswerNow(call_id, s, r)) {
+          self->AnswerLater(kind, call_id, std::move(s), std::move(reply));  // counts it out when written
           return;
         }
-        if (self->TryAnswerNow(call_id, s, r)) {
-          self->ctx_->in_flight.fetch_sub(1);
-          return;
-        }
-        self->AnswerLater(kind, call_id, std::move(s), std::move(reply));
+        self->ctx_->in_flight.fetch_sub(1);
       });
 }
 
@@ -207,15 +215,8 @@ bool ServerConn::TryAnswerNow(uint64_t call_id, const absl::Status& s, const Rep
 
 bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room) {
   if (closing_) return true;
-  absl::StatusOr<MessageHeader> header = absl::UnknownError("unset");
-  if (s.ok()) {
-    sendrecv::VariableMessage meta;
-    meta.set_varname(reply->name);
-    meta.set_oar_step(reply->step);
-    header = HeaderOf(std::move(meta), reply->var.IsInitialized() ? &reply->var : nullptr);
-  } else {
-    header = s;  // an error frame
-  }
+  // Not OK: an error frame carrying `s` (or why the reply has no header).
+  const absl::StatusOr<MessageHeader> header = s.ok() ? ReplyHeader(*reply) : absl::StatusOr<MessageHeader>(s);
   if (only_if_room) {
     constexpr size_t kSlack = 64;  // the tags and lengths around what is counted
     const size_t bytes =
