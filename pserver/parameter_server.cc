@@ -338,7 +338,12 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   }
   const std::string& name = request.header().name();
   if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart
-  if (name == rpc::kBatchBarrier) return barrier_ ? barrier_->BatchBarrier(id) : absl::OkStatus();
+  if (name == rpc::kBatchBarrier) {
+    if (!barrier_) return absl::OkStatus();
+    absl::Status s = barrier_->BatchBarrier(id, request.header().meta.oar_sent());
+    if (absl::IsUnavailable(s)) VLOG(1) << Name() << ": " << s.message() << "; it is sent again after them";
+    return s;
+  }
   if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
   if (name == rpc::kComplete) {
     if (barrier_) barrier_->Complete(id);
@@ -357,7 +362,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id));
     s = store_->Receive(r, id, request);
     if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
-    barrier_->EndReceive();
+    barrier_->EndReceive(id, s.ok());
   } else {
     Scope* child = &scope_->NewScope();
     store_->ReceiveInto(r, request, child);

@@ -38,6 +38,11 @@ std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t s
   }
   auto [it, fresh] = t.entries.try_emplace(counter);
   if (fresh) return Ticket{};
+  if (it->second.done && it->second.rerun) {  // the first attempt asked for this retry
+    it->second = Entry{};
+    --t.done;
+    return Ticket{};
+  }
   if (!it->second.done) return std::nullopt;
   ++duplicates_;
   return Ticket{.duplicate = true, .first_answer = it->second.answer};
@@ -54,6 +59,11 @@ absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq
   }
   auto [it, fresh] = t.entries.try_emplace(counter);
   if (fresh) return Ticket{};
+  if (it->second.done && it->second.rerun) {  // the first attempt asked for this retry
+    it->second = Entry{};
+    --t.done;
+    return Ticket{};
+  }
   ++duplicates_;
   // Looked up afresh on each check: a new incarnation may replace the table.
   struct First {
@@ -97,6 +107,7 @@ void ReplayGuard::End(int trainer, uint64_t seq, const absl::Status& answer) {
   if (it == t.entries.end() || it->second.done) return;
   it->second.done = true;
   it->second.answer = answer;
+  it->second.rerun = absl::IsUnavailable(answer);
   ++t.done;
   // Forget the oldest finished numbers beyond the window.
   while (t.done > window_) {

@@ -12,6 +12,10 @@
 //   absl::Status s = Apply(...);
 //   guard.End(trainer, seq, s);
 //
+// An UNAVAILABLE answer (the handler changed nothing and asks for a retry:
+// a BATCH_BARRIER that overtook its sends) is given to a copy already
+// waiting, but a later copy runs afresh.
+//
 // seq 0 (Fluid's clients) is never de-duplicated. A new incarnation of a
 // trainer (a restarted process) starts a fresh table. Each trainer's table
 // keeps the last `window` finished numbers; an older number than any kept is
@@ -55,7 +59,9 @@ class ReplayGuard {
   struct Entry {
     bool done = false;
     absl::Status answer;
+    bool rerun = false;  // done with UNAVAILABLE: the next copy runs afresh
   };
+
   struct Table {
     uint64_t incarnation = 0;
     std::map<uint64_t, Entry> entries;  // by counter

@@ -42,16 +42,23 @@ absl::Status StepBarrier::BeginReceive(int trainer_id) {
   return absl::OkStatus();
 }
 
-void StepBarrier::EndReceive() {
+void StepBarrier::EndReceive(int trainer_id, bool stored) {
   absl::MutexLock l(&mu_);
   --receiving_;
+  if (stored) ++stored_[trainer_id];
 }
 
-absl::Status StepBarrier::BatchBarrier(int trainer_id) {
+absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing("BATCH_BARRIER"); !s.ok()) return s;
+  int64_t& stored = stored_[trainer_id];
+  if (sent > 0 && stored < sent) {
+    return absl::UnavailableError(absl::StrCat("BATCH_BARRIER from trainer ", trainer_id, " came before ", sent - stored,
+                                               " of the ", sent, " variable(s) it sent since its last barrier"));
+  }
   batch_.insert(trainer_id);
+  stored = 0;
   return absl::OkStatus();
 }
 

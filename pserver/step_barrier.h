@@ -15,6 +15,13 @@
 // a step that was not applied (after a restored pserver's resync). Barrier arrivals are sets of
 // trainer ids, so a retried message counts once.
 //
+// A trainer may write its BATCH_BARRIER right behind its gradients, before
+// they are answered (over a connection that keeps order): the barrier then
+// says how many it sent since its previous one (oar_sent), and counts only
+// once that many were stored — else it is refused UNAVAILABLE and sent
+// again after them, so a gradient that was refused or overtaken never
+// leaves a step applied without it.
+//
 // A Get that arrives before it may be served either waits (BeforeGet, a
 // pool thread) or is parked (WhenGetReady, a transport's I/O thread) and
 // served by the thread that ends the optimize pass, without a wake-up.
@@ -27,7 +34,9 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -54,8 +63,13 @@ class StepBarrier {
   // next optimize pass until EndReceive (no check-then-act gap between the
   // phase check and the store). Every OK BeginReceive needs one EndReceive.
   absl::Status BeginReceive(int trainer_id);
-  void EndReceive();
-  absl::Status BatchBarrier(int trainer_id);
+  // `stored`: the gradient was stored (it counts toward the trainer's next
+  // BATCH_BARRIER).
+  void EndReceive(int trainer_id, bool stored);
+  // `sent` > 0: the trainer's count of gradients sent since its previous
+  // BATCH_BARRIER; fewer stored → UNAVAILABLE, and the barrier is not
+  // counted.
+  absl::Status BatchBarrier(int trainer_id, int64_t sent = 0);
   absl::Status FetchBarrier(int trainer_id);
   // Before serving a trainer's Get.
   absl::Status BeforeGet(int trainer_id);
@@ -121,6 +135,7 @@ class StepBarrier {
   absl::Status ended_ ABSL_GUARDED_BY(mu_);  // OK until End
   int step_ ABSL_GUARDED_BY(mu_);
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
+  std::map<int, int64_t> stored_ ABSL_GUARDED_BY(mu_);  // per trainer, since its last BATCH_BARRIER
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
 };

@@ -172,10 +172,11 @@ template <bool kBatch>
 absl::Status BarrierKernel(const ExecutionContext& ctx) {
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
   OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
-  OAR_RETURN_IF_ERROR(client->WaitPending(tid));  // this trainer's sends (or recvs) first
+  if (kBatch) return client->SendBatchBarriers(tid, ctx.Attr<std::vector<std::string>>("endpoints"));
+  OAR_RETURN_IF_ERROR(client->WaitPending(tid));  // this trainer's recvs first
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (const auto& ep : ctx.Attr<std::vector<std::string>>("endpoints")) {
-    calls.push_back(kBatch ? client->AsyncSendBatchBarrier(ep, tid) : client->AsyncSendFetchBarrier(ep, tid));
+    calls.push_back(client->AsyncSendFetchBarrier(ep, tid));
   }
   return WaitAll(calls);
 }

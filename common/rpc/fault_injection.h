@@ -68,6 +68,9 @@ class FaultInjectingTransport final : public Transport {
                                              std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
                                              CallDone done) override;
   absl::Status WaitReady(const std::string& ep, absl::Time deadline) override { return inner_->WaitReady(ep, deadline); }
+  // What the inner transport claims, although this one may reorder calls:
+  // that is the fault the barrier's count (oar_sent) must survive.
+  bool KeepsOrder(const std::string& ep) override { return inner_->KeepsOrder(ep); }
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override {
     return inner_->Listen(options, handler);
   }

@@ -214,6 +214,15 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
     absl::MutexLock l(&mu_);
     contacted_[options.trainer_id].insert(ep);
     meta.set_oar_seq(static_cast<int64_t>(incarnation_ | ++next_seq_[{options.trainer_id, ep}]));
+    if (kind == RpcKind::kSend && !options.replay) {  // BATCH_BARRIER says how many variables it covers
+      int64_t& sent = sent_since_barrier_[{options.trainer_id, ep}];
+      if (name == kBatchBarrier) {
+        meta.set_oar_sent(sent);
+        sent = 0;
+      } else if (name != kFetchBarrier && name != kComplete && name != kResync) {
+        ++sent;
+      }
+    }
   }
   ClientCall::Recovery recovery;
   if (!options.replay) {  // replays are not journaled and do not recover themselves
@@ -282,6 +291,22 @@ std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, cons
 std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id) {
   return AsyncSendVar(ep, kBatchBarrier, nullptr, {.trainer_id = trainer_id});
 }
+absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<std::string>& endpoints) {
+  std::vector<std::shared_ptr<RpcCall>> calls(endpoints.size());
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    if (transport_->KeepsOrder(endpoints[i])) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
+  }
+  // A send that failed is the error to report; a barrier already written
+  // behind it is refused by its pserver (oar_sent) and left unwaited.
+  OAR_RETURN_IF_ERROR(WaitPending(trainer_id));
+  absl::Status first;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    if (calls[i] == nullptr) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
+  }
+  for (auto& c : calls) first.Update(c->Wait());
+  return first;
+}
+
 std::shared_ptr<RpcCall> RpcClient::AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id) {
   return AsyncSendVar(ep, kFetchBarrier, nullptr, {.trainer_id = trainer_id});
 }

@@ -105,6 +105,14 @@ class RpcClient {
   // waits for them first and reports the first that failed.
   void AddPending(int64_t trainer_id, std::shared_ptr<RpcCall> call);
   absl::Status WaitPending(int64_t trainer_id);
+  // send_barrier: BATCH_BARRIER to each endpoint, after the trainer's
+  // pending calls (its sends), then waits for all. To an endpoint whose
+  // transport keeps order (Transport::KeepsOrder) the barrier is written at
+  // once, behind the sends and before their answers — one round trip per
+  // step instead of two; its count of them (oar_sent) makes the pserver
+  // refuse it if it overtook one after all. Elsewhere it waits for the
+  // sends first, as Fluid's send_barrier does.
+  absl::Status SendBatchBarriers(int64_t trainer_id, const std::vector<std::string>& endpoints);
 
   // Sends COMPLETE@RECV, once, to every endpoint that `trainer_id` has
   // called through this client (-1: every trainer id that has called
@@ -124,6 +132,8 @@ class RpcClient {
   const uint64_t incarnation_;  // high bits of every sequence number
   absl::Mutex mu_;
   std::map<std::pair<int64_t, std::string>, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
+  // Variables sent per (trainer id, endpoint) since the last BATCH_BARRIER.
+  std::map<std::pair<int64_t, std::string>, int64_t> sent_since_barrier_ ABSL_GUARDED_BY(mu_);
   // Endpoints each trainer id has called (COMPLETE goes to these, as it).
   std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::vector<std::shared_ptr<RpcCall>>> pending_ ABSL_GUARDED_BY(mu_);

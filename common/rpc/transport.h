@@ -154,6 +154,11 @@ class Transport {
     Call(kind, ep, std::move(request), deadline, std::move(done));
     return nullptr;
   }
+  // Whether calls to `ep` made one after another reach its handler in that
+  // order (one stream connection, read in order): a trainer may then write
+  // its BATCH_BARRIER behind its sends without waiting for their answers
+  // (the barrier's oar_sent count guards the cases where order is lost).
+  virtual bool KeepsOrder(const std::string& /*ep*/) { return false; }
   // Blocks until `ep` accepts calls, at most until `deadline`;
   // DeadlineExceeded naming the endpoint otherwise.
   virtual absl::Status WaitReady(const std::string& ep, absl::Time deadline) = 0;

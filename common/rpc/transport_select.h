@@ -62,6 +62,11 @@ class SelectingTransport final : public Transport {
 
   // What calls to `ep` use: "grpc", "tcp", "shm"; "" before the first call.
   std::string ChosenFor(const std::string& ep);
+  // A stream connection (tcp, shm) keeps order; gRPC does not.
+  bool KeepsOrder(const std::string& ep) override {
+    const std::string chosen = ChosenFor(ep);
+    return chosen == "tcp" || chosen == "shm";
+  }
 
  private:
   struct Choice {

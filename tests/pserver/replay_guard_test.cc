@@ -30,6 +30,22 @@ TEST(ReplayGuardTest, ADuplicateGetsTheFirstAnswerAndIsNotAppliedAgain) {
   EXPECT_EQ(g.duplicates(), 1);
 }
 
+// An UNAVAILABLE answer (a BATCH_BARRIER that overtook its gradients) asks
+// for the retry: the retry runs afresh, and its answer is the one kept.
+TEST(ReplayGuardTest, ARetryOfAnUnavailableAnswerRunsAfresh) {
+  ReplayGuard g(1);
+  ASSERT_FALSE(g.Begin(0, kInc | 7, Soon())->duplicate);
+  g.End(0, kInc | 7, absl::UnavailableError("came before 1 of the 2 variable(s)"));
+  auto retry = g.TryBegin(0, kInc | 7);
+  ASSERT_TRUE(retry.has_value());
+  EXPECT_FALSE(retry->duplicate);
+  g.End(0, kInc | 7, absl::OkStatus());
+  auto again = g.Begin(0, kInc | 7, Soon());  // a later copy: answered as the retry was
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_TRUE(again->first_answer.ok());
+}
+
 TEST(ReplayGuardTest, ADuplicateWaitsForTheFirstStillRunning) {
   ReplayGuard g(1);
   ASSERT_FALSE(g.Begin(0, kInc | 7, Soon())->duplicate);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -41,7 +42,7 @@ void Trainer(StepBarrier* b, int id, int steps, std::atomic<int>* errors) {
   for (int i = 0; i < steps; ++i) {
     absl::Status r = b->BeginReceive(id);
     expect(r);
-    if (r.ok()) b->EndReceive();
+    if (r.ok()) b->EndReceive(id, true);
     expect(b->BatchBarrier(id));
     expect(b->BeforeGet(id));
     if (b->step() != i + 1) ++*errors;  // the parameters of this step's update
@@ -72,7 +73,7 @@ void ParkingTrainer(StepBarrier* b, int id, int steps, std::thread::id loop, std
   if (!b->FetchBarrier(id).ok()) ++*errors;
   for (int i = 0; i < steps; ++i) {
     if (b->BeginReceive(id).ok()) {
-      b->EndReceive();
+      b->EndReceive(id, true);
     } else {
       ++*errors;
     }
@@ -210,7 +211,7 @@ TEST(StepBarrierTest, AStoreInProgressHoldsTheOptimizePassBack) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(moved.load());  // still storing: no optimize yet
   EXPECT_EQ(b.phase(), StepBarrier::Phase::kRecv);
-  b.EndReceive();
+  b.EndReceive(0, true);
   loop.join();
   EXPECT_EQ(b.phase(), StepBarrier::Phase::kOptimize);
 }
@@ -248,6 +249,40 @@ TEST(StepBarrierRestoredTest, AFetchBarrierWaitsForTheOptimizeOfItsPendingBatchB
   b.OptimizeDone();
   trainer1.join();
   EXPECT_TRUE(fetched.load());
+}
+
+// A trainer that writes its BATCH_BARRIER behind its gradients, unanswered,
+// says how many it sent: the barrier counts only once they were all stored
+// (a refused or overtaken gradient never leaves the step applied without
+// it), and the count starts again from there.
+TEST(StepBarrierTest, ABatchBarrierCountsOnlyOnceItsGradientsWereStored) {
+  StepBarrier b(2, absl::Seconds(20));
+  for (int t = 0; t < 2; ++t) ASSERT_TRUE(b.FetchBarrier(t).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, true);
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, false);  // refused: does not count
+  absl::Status early = b.BatchBarrier(0, /*sent=*/2);
+  EXPECT_TRUE(absl::IsUnavailable(early)) << early;
+  EXPECT_NE(early.message().find("trainer 0 came before 1 of the 2"), std::string::npos) << early;
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, true);  // its retry
+  EXPECT_TRUE(b.BatchBarrier(0, 2).ok());
+  // Trainer 1's count is its own; a barrier without a count (a Fluid
+  // client, a replay) is not checked.
+  EXPECT_TRUE(absl::IsUnavailable(b.BatchBarrier(1, 1)));
+  EXPECT_TRUE(b.BatchBarrier(1, 0).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // both counted: kRecv -> kOptimize
+  EXPECT_EQ(b.phase(), StepBarrier::Phase::kOptimize);
+  b.OptimizeDone();
+  // Trainer 0's count restarted at its barrier: the next step needs its own.
+  for (int t = 0; t < 2; ++t) ASSERT_TRUE(b.FetchBarrier(t).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());
+  EXPECT_TRUE(absl::IsUnavailable(b.BatchBarrier(0, 1)));
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, true);
+  EXPECT_TRUE(b.BatchBarrier(0, 1).ok());
 }
 
 }  // namespace
