@@ -43,6 +43,16 @@ class ByteStream {
   // buffer of ours; blocks until the bytes are handed over, with the same
   // errors as Read.
   virtual absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) = 0;
+  // Write for a writer with more to write soon: a sleeping peer may be left
+  // asleep until Flush, or until this stream next waits to read — a burst
+  // of messages then costs the peer one wake-up. (A peer never woken still
+  // finds the bytes within its own wait's slice.) Streams whose peer the
+  // kernel wakes (TCP) just Write.
+  virtual absl::Status WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
+    return Write(pieces, deadline);
+  }
+  // Wakes the peer for what WriteMore left unannounced; from any thread.
+  virtual void Flush() {}
   // Whether reading may pass from thread to thread between frames (the
   // thread that waits for a reply reads it itself) with the two below.
   virtual bool CanWaitReadable() const { return false; }

@@ -30,8 +30,9 @@ class ClientConn::Reader final : public ReplyReader {
   uint64_t id_;
 };
 
-ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name)
-    : stream_(std::move(stream)), name_(std::move(name)), can_hand_over_(stream_->CanWaitReadable()) {}
+ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts)
+    : stream_(std::move(stream)), name_(std::move(name)), debts_(std::move(debts)),
+      can_hand_over_(stream_->CanWaitReadable()) {}
 
 ClientConn::~ClientConn() {
   if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
@@ -76,13 +77,18 @@ std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<cons
   const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
   const uint32_t timeout_ms =
       deadline == absl::InfiniteFuture() ? 0 : static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+  // A call its caller will wait for may leave the server asleep: the wait
+  // (Await, on whichever connection) wakes it, after the caller's other
+  // requests, so a burst costs the server one wake-up.
+  const bool more = claim && debts_ != nullptr;
   absl::Status st;
   {
     absl::MutexLock l(&write_mu_);
     st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms,
-                      request->header, &request->var, deadline);
+                      request->header, &request->var, deadline, more);
   }
   if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
+  if (st.ok() && more) debts_->Owe(weak_from_this());
   if (!claim) return nullptr;
   return std::make_unique<Reader>(shared_from_this(), id);
 }
@@ -245,6 +251,7 @@ void ClientConn::Await(uint64_t id, absl::Time until) {
       return conn->broken_ || !conn->reading_ || conn->pending_.count(id) == 0;
     }
   } turn_free_or_ended{this, id};
+  if (debts_ != nullptr) debts_->PayAll();  // every server this caller left asleep, before it sleeps
   mu_.Lock();
   ++waiters_;
   while (!broken_ && pending_.count(id) > 0 && absl::Now() < until) {

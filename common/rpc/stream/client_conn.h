@@ -14,6 +14,11 @@
 // long, and a hang-up on an idle connection is noticed. A stream that
 // cannot hand its reading over (TLS) is read by its reader thread alone.
 //
+// Wake-ups: a claimed call's request leaves the server asleep (WriteMore)
+// and is owed in the client's WakeDebts; the first Await of any of the
+// client's callers pays them all (wake_debts.h), so a burst of requests
+// costs each server one wake-up.
+//
 // Each call ends exactly once: with the reply, the server's error, its
 // deadline (Sweep; a late reply is skipped), or the connection's failure
 // (UNAVAILABLE naming the peer; a call whose reply is being read into its
@@ -33,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/buffer_pool.h"
 #include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/wake_debts.h"
 #include "common/rpc/transport.h"
 
 namespace oar::rpc::stream {
@@ -40,7 +46,10 @@ namespace oar::rpc::stream {
 class ClientConn : public std::enable_shared_from_this<ClientConn> {
  public:
   // `name`: for messages, "127.0.0.1:6174 over tcp 127.0.0.1:41234".
-  ClientConn(std::unique_ptr<ByteStream> stream, std::string name);
+  // `debts` (may be null): a claimed call's request is then written with
+  // the peer left asleep and owed there, and a caller's Await pays every
+  // debt first (wake_debts.h).
+  ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts = nullptr);
   ~ClientConn();
 
   // Starts the reader thread.
@@ -60,6 +69,8 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   void Sweep(absl::Time now);
   // Fails every call in flight and closes the stream; later calls fail too.
   void Break(const absl::Status& why);
+  // Wakes the peer for requests written with it left asleep.
+  void Flush() { stream_->Flush(); }
 
  private:
   class Reader;
@@ -88,6 +99,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
 
   std::unique_ptr<ByteStream> stream_;
   const std::string name_;
+  const std::shared_ptr<WakeDebts> debts_;
   const bool can_hand_over_;  // stream_->CanWaitReadable()
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   absl::Mutex write_mu_;

@@ -67,7 +67,7 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
 }
 
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
-                          const MessageHeader& h, const Variable* var, absl::Time deadline) {
+                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more) {
   sendrecv::VariableMessage meta = h.meta;
   if (h.kind == PayloadKind::kSelectedRows) {
     meta.set_rows(reinterpret_cast<const char*>(h.rows.data()), h.rows.size() * sizeof(int64_t));
@@ -87,7 +87,7 @@ absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t 
   f.payload_len = h.payload_bytes;
   std::vector<ConstPiece> pieces = {{&f, sizeof(f)}, {bytes.data(), bytes.size()}};
   if (h.payload_bytes > 0) pieces.push_back({payload->raw_data(), h.payload_bytes});
-  absl::Status st = s->Write(pieces, deadline);
+  absl::Status st = more ? s->WriteMore(pieces, deadline) : s->Write(pieces, deadline);
   // Done reading the tensor: its next writer may reuse the buffer once this
   // share is dropped (see Tensor::mutable_data).
   if (payload != nullptr) OAR_TSAN_RELEASE(payload->BufferId());

@@ -34,8 +34,9 @@ absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time
 absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline);
 
 // Writes one message frame: `h`'s proto and `var`'s payload (read in place).
+// `more`: the writer has more to write soon (ByteStream::WriteMore).
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
-                          const MessageHeader& h, const Variable* var, absl::Time deadline);
+                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more = false);
 // Writes an error frame answering `call_id`.
 absl::Status WriteError(ByteStream* s, uint64_t call_id, const absl::Status& error, absl::Time deadline);
 

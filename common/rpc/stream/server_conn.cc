@@ -225,9 +225,14 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
                      : header.status().message().size());
     if (!stream_->WritableNow(bytes)) return false;
   }
+  // The reader thread with the next request already in: the client is
+  // woken after the last reply of the burst (or by the reader's own next
+  // wait), not once per reply.
+  const bool more = std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
   const absl::Status w =
-      header.ok() ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline())
-                  : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
+      header.ok()
+          ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline(), more)
+          : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
   if (!w.ok()) {
     LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;
     stream_->Close();  // a half-written frame: the connection cannot go on

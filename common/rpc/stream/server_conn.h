@@ -9,6 +9,10 @@
 // queue, which one pool task at a time writes — so a peer that stopped
 // reading holds up no one else's answer and at most one pool thread.
 //
+// The reader thread answers with the client left asleep (WriteMore) while
+// the client's next request is already in, so a burst of requests is
+// answered with one wake-up: the last reply's, or the reader's next read.
+//
 // Thread-safety: Close from any thread; the rest is internal to its reader
 // and the pool threads serving its requests, or the handler's threads that
 // answer deferred ones (both hold a shared_ptr).

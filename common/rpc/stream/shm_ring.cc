@@ -103,7 +103,8 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
   }
 }
 
-absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check) {
+absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check,
+                            bool defer_wake) {
   if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
   uint64_t head = control_->head.load(std::memory_order_relaxed);
   uint64_t published = head;
@@ -135,12 +136,14 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
       if (head - published >= publish_bytes_) {
         control_->head.store(head, std::memory_order_release);
         published = head;
-        Wake(&control_->data_word, &control_->consumer_waiting);
+        if (!defer_wake) Wake(&control_->data_word, &control_->consumer_waiting);
       }
     }
   }
-  if (published != head) {
-    control_->head.store(head, std::memory_order_release);
+  if (published != head) control_->head.store(head, std::memory_order_release);
+  if (defer_wake) {
+    wake_owed_.store(true, std::memory_order_release);
+  } else {
     Wake(&control_->data_word, &control_->consumer_waiting);
   }
   // Everything is published: the write is done even if the peer closes the
@@ -171,6 +174,12 @@ absl::Status ShmRing::Read(void* dst, size_t n, absl::Time deadline, const Check
     Wake(&control_->space_word, &control_->producer_waiting);
   }
   return absl::OkStatus();
+}
+
+void ShmRing::WakeDeferred() {
+  if (wake_owed_.load(std::memory_order_acquire) && wake_owed_.exchange(false, std::memory_order_acq_rel)) {
+    Wake(&control_->data_word, &control_->consumer_waiting);
+  }
 }
 
 bool ShmRing::Readable() const {

@@ -7,10 +7,17 @@
 // wakes only when a waiter said so — no system call while both keep pace.
 //
 // Sleeps are sliced (kSliceMs) so that the owner's `check` (is the peer
-// alive?) and the deadline are looked at even when nobody wakes us.
+// alive?) and the deadline are looked at even when nobody wakes us — which
+// also bounds what a wake-up never paid can cost: a sleeping consumer finds
+// published bytes within one slice.
+//
+// A producer with more to write soon may defer the wake-up (Write's
+// `defer_wake`): the bytes are published, but a sleeping consumer is woken
+// only by WakeDeferred, so a burst of messages costs it one wake-up, not one
+// each.
 //
 // Thread-safety: one producer thread and one consumer thread at a time (the
-// owner serializes each side); Close from any thread.
+// owner serializes each side); WakeDeferred and Close from any thread.
 #pragma once
 
 #include <atomic>
@@ -40,7 +47,10 @@ class ShmRing {
 
   // Returns OK to go on waiting, or why not (the peer is gone).
   using Check = std::function<absl::Status()>;
-  absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check);
+  // `defer_wake`: leave a sleeping consumer asleep (until WakeDeferred)
+  // unless the ring fills up and the producer must wait for it.
+  absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check,
+                     bool defer_wake = false);
   absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);
   // The consumer's: waits until there are bytes to read (or the ring was
   // closed), consuming none; and the same without waiting.
@@ -48,6 +58,10 @@ class ShmRing {
   bool Readable() const;
   // The producer's: bytes it could write now without waiting.
   size_t Writable() const;
+  // Wakes the consumer if a Write deferred its wake-up since the last call
+  // (and it sleeps); cheap when nothing was deferred.
+  void WakeDeferred();
+  bool wake_deferred() const { return wake_owed_.load(std::memory_order_acquire); }
   // Marks the ring closed and wakes both sides; their waits return Cancelled.
   void Close();
 
@@ -62,6 +76,7 @@ class ShmRing {
   char* data_;
   size_t capacity_;
   size_t publish_bytes_;
+  std::atomic<bool> wake_owed_{false};  // this process's producer deferred a wake-up
 };
 
 }  // namespace oar::rpc::stream

@@ -191,16 +191,24 @@ absl::Status ShmStream::Named(absl::Status s) const {
   return absl::Status(s.code(), absl::StrCat(peer_, ": ", s.message()));
 }
 
+// A side never waits for the peer's bytes while it owes the peer a wake-up
+// (the peer may be asleep waiting for exactly those).
 absl::Status ShmStream::Read(void* dst, size_t n, absl::Time deadline) {
+  out_->WakeDeferred();
   return Named(in_->Read(dst, n, deadline, [this] { return PeerAlive(); }));
 }
 
 absl::Status ShmStream::WaitReadable(absl::Time deadline) {
+  out_->WakeDeferred();
   return Named(in_->WaitReadable(deadline, [this] { return PeerAlive(); }));
 }
 
 absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }));
+}
+
+absl::Status ShmStream::WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
+  return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }, /*defer_wake=*/true));
 }
 
 }  // namespace oar::rpc::stream

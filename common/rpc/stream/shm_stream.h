@@ -40,6 +40,8 @@ class ShmStream final : public ByteStream {
 
   absl::Status Read(void* dst, size_t n, absl::Time deadline) override;
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
+  absl::Status WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
+  void Flush() override { out_->WakeDeferred(); }
   void Close() override;
   const std::string& peer() const override { return peer_; }
   bool CanWaitReadable() const override { return true; }

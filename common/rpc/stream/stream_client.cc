@@ -36,6 +36,7 @@ StreamClient::StreamClient(std::string auth_token, std::string tls_ca)
         }
         if (conn != nullptr) conn->Sweep(now);
       }
+      debts_->PayAll();  // a request whose caller never waited: woken within a sweep
     }
   });
 }
@@ -102,7 +103,7 @@ absl::StatusOr<std::shared_ptr<ClientConn>> StreamClient::Get(const Route& route
   }
   absl::Status st = ClientHandshake(s.get(), token_, deadline);
   if (!st.ok()) return Annotate(st, absl::StrCat("connecting to ", route.endpoint, " over ", route.Key()));
-  auto conn = std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()));
+  auto conn = std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()), debts_);
   conn->Start();
   slot->conn = conn;
   return conn;

@@ -32,6 +32,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/rpc/stream/wake_debts.h"
 #include "common/rpc/transport.h"
 
 namespace oar::rpc::stream {
@@ -73,6 +74,7 @@ class StreamClient {
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::list<std::shared_ptr<ClientConn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
   absl::Notification stop_;
+  const std::shared_ptr<WakeDebts> debts_ = std::make_shared<WakeDebts>();
   std::thread sweeper_;  // expires calls past their deadline; joined first in the destructor
 };
 

@@ -103,5 +103,36 @@ TEST(ShmRingTest, WritableIsTheRoomLeft) {
   EXPECT_EQ(producer.Writable(), kCapacity - 40000);
 }
 
+// A deferred wake-up (a burst's requests) is owed until WakeDeferred pays
+// it; a consumer asleep meanwhile gets every byte once it is paid, and a
+// deferred write bigger than the ring still wakes the consumer when it must
+// wait for room.
+TEST(ShmRingTest, ADeferredWakeUpIsOwedUntilPaid) {
+  constexpr size_t kCapacity = 1 << 16;
+  Memory m(kCapacity);
+  ShmRing producer(m.ptr, kCapacity, true), consumer(m.ptr, kCapacity, false);
+  std::vector<char> got(3 * kCapacity), data(3 * kCapacity);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+  std::thread reader([&] {
+    ASSERT_TRUE(consumer.WaitReadable(absl::Now() + absl::Seconds(30), Alive).ok());
+    ASSERT_TRUE(consumer.Read(got.data(), 100, absl::Now() + absl::Seconds(30), Alive).ok());
+    ASSERT_TRUE(consumer.Read(got.data() + 100, got.size() - 100, absl::Now() + absl::Seconds(30), Alive).ok());
+  });
+  absl::SleepFor(absl::Milliseconds(5));  // (the reader is usually asleep by now; either way is correct)
+  ASSERT_TRUE(producer.Write({{data.data(), 100}}, absl::InfiniteFuture(), Alive, /*defer_wake=*/true).ok());
+  EXPECT_TRUE(producer.wake_deferred());
+  producer.WakeDeferred();
+  EXPECT_FALSE(producer.wake_deferred());
+  // Three rings' worth, deferred: the full ring wakes the reader itself.
+  ASSERT_TRUE(
+      producer.Write({{data.data() + 100, data.size() - 100}}, absl::Now() + absl::Seconds(30), Alive, true).ok());
+  producer.WakeDeferred();
+  reader.join();
+  EXPECT_TRUE(got == data);
+  // A plain write owes nothing.
+  ASSERT_TRUE(producer.Write({{data.data(), 10}}, absl::InfiniteFuture(), Alive).ok());
+  EXPECT_FALSE(producer.wake_deferred());
+}
+
 }  // namespace
 }  // namespace oar::rpc::stream
