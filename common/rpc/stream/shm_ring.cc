@@ -114,11 +114,14 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
     while (left > 0) {
       uint64_t tail = control_->tail.load(std::memory_order_acquire);
       if (head - tail == capacity_) {
-        if (published != head) {  // let the consumer drain what is in
+        // Let the consumer drain what is in: it may sleep on bytes whose
+        // wake-up was deferred (by this write or an earlier one).
+        if (published != head) {
           control_->head.store(head, std::memory_order_release);
           published = head;
-          Wake(&control_->data_word, &control_->consumer_waiting);
         }
+        wake_owed_.store(false, std::memory_order_relaxed);
+        Wake(&control_->data_word, &control_->consumer_waiting);
         absl::Status s = WaitFor(
             &control_->space_word, &control_->producer_waiting,
             [&] { return head - control_->tail.load(std::memory_order_acquire) < capacity_; }, deadline, check,
@@ -136,7 +139,8 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
       if (head - published >= publish_bytes_) {
         control_->head.store(head, std::memory_order_release);
         published = head;
-        if (!defer_wake) Wake(&control_->data_word, &control_->consumer_waiting);
+        // A large message is read while it is written, deferred or not.
+        Wake(&control_->data_word, &control_->consumer_waiting);
       }
     }
   }

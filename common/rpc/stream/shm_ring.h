@@ -11,10 +11,12 @@
 // also bounds what a wake-up never paid can cost: a sleeping consumer finds
 // published bytes within one slice.
 //
-// A producer with more to write soon may defer the wake-up (Write's
-// `defer_wake`): the bytes are published, but a sleeping consumer is woken
-// only by WakeDeferred, so a burst of messages costs it one wake-up, not one
-// each.
+// A producer with more to write soon may defer the wake-up at the end of a
+// message (Write's `defer_wake`): a sleeping consumer is then woken by
+// WakeDeferred, so a burst of small messages costs it one wake-up, not one
+// each. A large message still wakes it at its first publication (to be read
+// while it is written), and a producer never waits for room while it owes
+// the consumer a wake-up.
 //
 // Thread-safety: one producer thread and one consumer thread at a time (the
 // owner serializes each side); WakeDeferred and Close from any thread.
@@ -47,8 +49,8 @@ class ShmRing {
 
   // Returns OK to go on waiting, or why not (the peer is gone).
   using Check = std::function<absl::Status()>;
-  // `defer_wake`: leave a sleeping consumer asleep (until WakeDeferred)
-  // unless the ring fills up and the producer must wait for it.
+  // `defer_wake`: leave a sleeping consumer asleep at the end of the
+  // message (until WakeDeferred).
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check,
                      bool defer_wake = false);
   absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);

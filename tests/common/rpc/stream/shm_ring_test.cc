@@ -134,5 +134,36 @@ TEST(ShmRingTest, ADeferredWakeUpIsOwedUntilPaid) {
   EXPECT_FALSE(producer.wake_deferred());
 }
 
+// A burst written with deferred wake-ups through a ring much smaller than it:
+// the producer wakes the consumer before it waits for room, so neither side
+// sits out its wait slice (kSliceMs) — the producer's check, called after a
+// wait that ended without room, is not called once per ring-full.
+TEST(ShmRingTest, ADeferredBurstLargerThanTheRingDoesNotStall) {
+  constexpr size_t kCapacity = 64 << 10, kMessage = 10 << 10, kMessages = 300;  // ~47 ring-fulls
+  Memory m(kCapacity);
+  ShmRing producer(m.ptr, kCapacity, true), consumer(m.ptr, kCapacity, false);
+  std::vector<char> data(kMessage * kMessages), got(data.size());
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
+  std::thread reader([&] {
+    for (size_t at = 0; at < got.size(); at += kMessage) {
+      ASSERT_TRUE(consumer.Read(got.data() + at, kMessage, absl::Now() + absl::Seconds(60), Alive).ok());
+    }
+  });
+  int waits_without_room = 0;
+  auto count = [&] {
+    ++waits_without_room;
+    return absl::OkStatus();
+  };
+  for (size_t at = 0; at < data.size(); at += kMessage) {
+    ASSERT_TRUE(producer.Write({{data.data() + at, kMessage}}, absl::Now() + absl::Seconds(60), count,
+                               /*defer_wake=*/true)
+                    .ok());
+  }
+  producer.WakeDeferred();
+  reader.join();
+  EXPECT_TRUE(got == data);
+  EXPECT_LT(waits_without_room, 10);  // a stall would sit out a slice at each of ~47 ring-fulls
+}
+
 }  // namespace
 }  // namespace oar::rpc::stream
