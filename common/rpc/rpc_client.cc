@@ -296,8 +296,8 @@ absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (transport_->KeepsOrder(endpoints[i])) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
   }
-  // A send that failed is the error to report; a barrier already written
-  // behind it is refused by its pserver (oar_sent) and left unwaited.
+  // A send that failed is the error to report (the trainer stops); the
+  // barriers already written are left unwaited.
   OAR_RETURN_IF_ERROR(WaitPending(trainer_id));
   absl::Status first;
   for (size_t i = 0; i < endpoints.size(); ++i) {

@@ -44,7 +44,9 @@ class RpcHandler {
   virtual ~RpcHandler() = default;
   // Serves one request. Its header was checked by the transport
   // (ParseHeader); its payload has not been copied anywhere yet. An error
-  // goes back to the caller as the call's status.
+  // goes back to the caller as the call's status. UNAVAILABLE must mean
+  // that the request changed nothing: the client retries it, and a
+  // pserver's ReplayGuard runs that retry afresh.
   virtual absl::Status Handle(RpcKind kind, const IncomingMessage& request, Reply* reply) = 0;
   // True when Handle for this kind never waits long (no barrier, no long
   // lock): a transport may then run it on its own I/O thread instead of
@@ -155,7 +157,9 @@ class Transport {
     return nullptr;
   }
   // Whether calls to `ep` made one after another reach its handler in that
-  // order (one stream connection, read in order): a trainer may then write
+  // order (one stream connection, read in order; true of the kinds a server
+  // handles on its reader thread, as a sync pserver does its gradients and
+  // barriers): a trainer may then write
   // its BATCH_BARRIER behind its sends without waiting for their answers
   // (the barrier's oar_sent count guards the cases where order is lost).
   virtual bool KeepsOrder(const std::string& /*ep*/) { return false; }

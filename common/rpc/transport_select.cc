@@ -215,6 +215,9 @@ std::unique_ptr<ReplyReader> SelectingTransport::CallForWaiter(RpcKind kind, con
   if (!c.ok()) {
     done(c.status(), nullptr);
   } else if (c->grpc) {
+    // Its caller may wait on gRPC first: the stream servers it left asleep
+    // (a mixed burst) are woken now, not by the next sweep.
+    stream_.PayDebts();
     grpc_.Call(kind, ep, std::move(request), deadline, std::move(done));
   } else {
     // A server that cannot be reached where it said (it died; a restarted

@@ -32,7 +32,7 @@ class ClientConn::Reader final : public ReplyReader {
 
 ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts)
     : stream_(std::move(stream)), name_(std::move(name)), debts_(std::move(debts)),
-      can_hand_over_(stream_->CanWaitReadable()) {}
+      can_hand_over_(stream_->CanWaitReadable()), defers_(debts_ != nullptr && stream_->DefersWakeups()) {}
 
 ClientConn::~ClientConn() {
   if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
@@ -80,7 +80,7 @@ std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<cons
   // A call its caller will wait for may leave the server asleep: the wait
   // (Await, on whichever connection) wakes it, after the caller's other
   // requests, so a burst costs the server one wake-up.
-  const bool more = claim && debts_ != nullptr;
+  const bool more = claim && defers_;
   absl::Status st;
   {
     absl::MutexLock l(&write_mu_);

@@ -101,6 +101,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   const std::string name_;
   const std::shared_ptr<WakeDebts> debts_;
   const bool can_hand_over_;  // stream_->CanWaitReadable()
+  const bool defers_;         // claimed calls' requests go out with WriteMore
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   absl::Mutex write_mu_;
   absl::Mutex mu_;

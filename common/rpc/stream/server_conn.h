@@ -11,7 +11,8 @@
 //
 // The reader thread answers with the client left asleep (WriteMore) while
 // the client's next request is already in, so a burst of requests is
-// answered with one wake-up: the last reply's, or the reader's next read.
+// answered with one wake-up: the last reply's, or the one the reader pays
+// before it next waits for a request.
 //
 // Thread-safety: Close from any thread; the rest is internal to its reader
 // and the pool threads serving its requests, or the handler's threads that

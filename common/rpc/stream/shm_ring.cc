@@ -64,6 +64,7 @@ void ShmRing::Wake(std::atomic<uint32_t>* word, std::atomic<uint32_t>* waiting) 
 absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>* waiting,
                               const std::function<bool()>& ready, absl::Time deadline, const Check& check,
                               const char* doing) {
+  if (pay_first_ != nullptr) pay_first_->WakeDeferred();
   // Spin a little first: the other side is usually mid-copy of the next
   // chunk, and a futex sleep and wake cost more than that.
   const int spin_us = SpinMicros(FLAGS_rpc_shm_spin_us);
@@ -107,6 +108,7 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
                             bool defer_wake) {
   if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
   uint64_t head = control_->head.load(std::memory_order_relaxed);
+  const uint64_t start = head;
   uint64_t published = head;
   for (const ConstPiece& piece : pieces) {
     const char* src = static_cast<const char*>(piece.data);
@@ -144,8 +146,9 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
       }
     }
   }
+  const bool one_publication = published == start;  // nothing of it announced yet
   if (published != head) control_->head.store(head, std::memory_order_release);
-  if (defer_wake) {
+  if (defer_wake && one_publication) {
     wake_owed_.store(true, std::memory_order_release);
   } else {
     Wake(&control_->data_word, &control_->consumer_waiting);

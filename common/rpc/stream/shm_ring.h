@@ -11,12 +11,13 @@
 // also bounds what a wake-up never paid can cost: a sleeping consumer finds
 // published bytes within one slice.
 //
-// A producer with more to write soon may defer the wake-up at the end of a
-// message (Write's `defer_wake`): a sleeping consumer is then woken by
-// WakeDeferred, so a burst of small messages costs it one wake-up, not one
-// each. A large message still wakes it at its first publication (to be read
+// A producer with more to write soon may defer the wake-up of a message
+// that fits in one publication (Write's `defer_wake`): a sleeping consumer
+// is then woken by WakeDeferred, so a burst of small messages costs it one
+// wake-up, not one each. A larger message wakes it as usual (to be read
 // while it is written), and a producer never waits for room while it owes
-// the consumer a wake-up.
+// the consumer a wake-up; nor does a side that owes the other direction's
+// (PayBeforeWaiting).
 //
 // Thread-safety: one producer thread and one consumer thread at a time (the
 // owner serializes each side); WakeDeferred and Close from any thread.
@@ -49,8 +50,8 @@ class ShmRing {
 
   // Returns OK to go on waiting, or why not (the peer is gone).
   using Check = std::function<absl::Status()>;
-  // `defer_wake`: leave a sleeping consumer asleep at the end of the
-  // message (until WakeDeferred).
+  // `defer_wake`: leave a sleeping consumer asleep (until WakeDeferred) if
+  // the message fits in one publication.
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check,
                      bool defer_wake = false);
   absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);
@@ -64,6 +65,10 @@ class ShmRing {
   // (and it sleeps); cheap when nothing was deferred.
   void WakeDeferred();
   bool wake_deferred() const { return wake_owed_.load(std::memory_order_acquire); }
+  // Before any wait on this ring, `other` (this side's ring the other way)
+  // pays its deferred wake-up: the peer may be asleep on exactly those
+  // bytes. Set once, before use.
+  void PayBeforeWaiting(ShmRing* other) { pay_first_ = other; }
   // Marks the ring closed and wakes both sides; their waits return Cancelled.
   void Close();
 
@@ -79,6 +84,7 @@ class ShmRing {
   size_t capacity_;
   size_t publish_bytes_;
   std::atomic<bool> wake_owed_{false};  // this process's producer deferred a wake-up
+  ShmRing* pay_first_ = nullptr;
 };
 
 }  // namespace oar::rpc::stream

@@ -11,12 +11,18 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/stream/wire.h"
 #include "gflags/gflags.h"
 
 DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
+DEFINE_int32(rpc_shm_batch_wakeups, -1,
+             "whether a trainer's requests over shared memory leave the pserver asleep until the trainer waits for "
+             "an answer (one wake-up per burst of sends): 1 yes, 0 no, -1: yes on hosts of fewer than 4 cores "
+             "(where a woken pserver takes the core a trainer computes on), no on larger ones (where it stores "
+             "gradients while the trainer computes)");
 
 namespace oar::rpc::stream {
 namespace {
@@ -160,6 +166,7 @@ ShmStream::ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_byt
     in_ = std::move(c2s);
     out_ = std::move(s2c);
   }
+  in_->PayBeforeWaiting(out_.get());  // never sleep on the peer's bytes owing it a wake-up
 }
 
 ShmStream::~ShmStream() {
@@ -191,20 +198,21 @@ absl::Status ShmStream::Named(absl::Status s) const {
   return absl::Status(s.code(), absl::StrCat(peer_, ": ", s.message()));
 }
 
-// A side never waits for the peer's bytes while it owes the peer a wake-up
-// (the peer may be asleep waiting for exactly those).
 absl::Status ShmStream::Read(void* dst, size_t n, absl::Time deadline) {
-  out_->WakeDeferred();
   return Named(in_->Read(dst, n, deadline, [this] { return PeerAlive(); }));
 }
 
 absl::Status ShmStream::WaitReadable(absl::Time deadline) {
-  out_->WakeDeferred();
   return Named(in_->WaitReadable(deadline, [this] { return PeerAlive(); }));
 }
 
 absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }));
+}
+
+bool ShmStream::DefersWakeups() const {
+  if (FLAGS_rpc_shm_batch_wakeups >= 0) return FLAGS_rpc_shm_batch_wakeups > 0;
+  return std::thread::hardware_concurrency() < 4;
 }
 
 absl::Status ShmStream::WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {

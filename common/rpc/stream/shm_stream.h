@@ -42,6 +42,7 @@ class ShmStream final : public ByteStream {
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   absl::Status WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   void Flush() override { out_->WakeDeferred(); }
+  bool DefersWakeups() const override;  // --rpc_shm_batch_wakeups
   void Close() override;
   const std::string& peer() const override { return peer_; }
   bool CanWaitReadable() const override { return true; }

@@ -62,6 +62,9 @@ class StreamClient {
                     absl::Time deadline, CallDone&& done, std::unique_ptr<ReplyReader>* reader = nullptr);
   // Connects (and handshakes) now if not yet connected.
   absl::Status Connect(const Route& route, absl::Time deadline);
+  // Wakes every server a claimed call left asleep (wake_debts.h): for a
+  // caller about to wait on something else.
+  void PayDebts() { debts_->PayAll(); }
 
  private:
   struct Slot;

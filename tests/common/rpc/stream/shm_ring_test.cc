@@ -139,30 +139,52 @@ TEST(ShmRingTest, ADeferredWakeUpIsOwedUntilPaid) {
 // sits out its wait slice (kSliceMs) — the producer's check, called after a
 // wait that ended without room, is not called once per ring-full.
 TEST(ShmRingTest, ADeferredBurstLargerThanTheRingDoesNotStall) {
-  constexpr size_t kCapacity = 64 << 10, kMessage = 10 << 10, kMessages = 300;  // ~47 ring-fulls
-  Memory m(kCapacity);
-  ShmRing producer(m.ptr, kCapacity, true), consumer(m.ptr, kCapacity, false);
-  std::vector<char> data(kMessage * kMessages), got(data.size());
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
-  std::thread reader([&] {
-    for (size_t at = 0; at < got.size(); at += kMessage) {
-      ASSERT_TRUE(consumer.Read(got.data() + at, kMessage, absl::Now() + absl::Seconds(60), Alive).ok());
+  constexpr size_t kCapacity = 64 << 10, kTotal = 3 << 20;  // ~47 ring-fulls; publications of 4 KiB
+  for (const size_t message : {size_t{3} << 10, size_t{10} << 10}) {  // one publication each, or several
+    SCOPED_TRACE(message);
+    Memory m(kCapacity);
+    ShmRing producer(m.ptr, kCapacity, true), consumer(m.ptr, kCapacity, false);
+    const size_t total = kTotal / message * message;
+    std::vector<char> data(total), got(total);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
+    std::thread reader([&] {
+      for (size_t at = 0; at < total; at += message) {
+        ASSERT_TRUE(consumer.Read(got.data() + at, message, absl::Now() + absl::Seconds(60), Alive).ok());
+      }
+    });
+    int waits_without_room = 0;
+    auto count = [&] {
+      ++waits_without_room;
+      return absl::OkStatus();
+    };
+    for (size_t at = 0; at < total; at += message) {
+      ASSERT_TRUE(producer.Write({{data.data() + at, message}}, absl::Now() + absl::Seconds(60), count,
+                                 /*defer_wake=*/true)
+                      .ok());
     }
-  });
-  int waits_without_room = 0;
-  auto count = [&] {
-    ++waits_without_room;
-    return absl::OkStatus();
-  };
-  for (size_t at = 0; at < data.size(); at += kMessage) {
-    ASSERT_TRUE(producer.Write({{data.data() + at, kMessage}}, absl::Now() + absl::Seconds(60), count,
-                               /*defer_wake=*/true)
-                    .ok());
+    producer.WakeDeferred();
+    reader.join();
+    EXPECT_TRUE(got == data);
+    EXPECT_LT(waits_without_room, 10);  // a stall would sit out a slice at each of ~47 ring-fulls
   }
-  producer.WakeDeferred();
-  reader.join();
-  EXPECT_TRUE(got == data);
-  EXPECT_LT(waits_without_room, 10);  // a stall would sit out a slice at each of ~47 ring-fulls
+}
+
+// A side about to wait on its incoming ring first pays what it owes on its
+// outgoing one (the peer may sleep on exactly those bytes); a message larger
+// than one publication is announced as it goes, so it owes nothing.
+TEST(ShmRingTest, ASideWakesItsPeerBeforeItWaits) {
+  constexpr size_t kCapacity = 1 << 16;  // publications of 4 KiB
+  Memory out_m(kCapacity), in_m(kCapacity);
+  ShmRing out(out_m.ptr, kCapacity, true), in(in_m.ptr, kCapacity, true);
+  in.PayBeforeWaiting(&out);
+  std::vector<char> bytes(10000, 'r');
+  ASSERT_TRUE(out.Write({{bytes.data(), 100}}, absl::InfiniteFuture(), Alive, /*defer_wake=*/true).ok());
+  EXPECT_TRUE(out.wake_deferred());
+  char c;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(in.Read(&c, 1, absl::Now() + absl::Milliseconds(5), Alive)));
+  EXPECT_FALSE(out.wake_deferred());
+  ASSERT_TRUE(out.Write({{bytes.data(), bytes.size()}}, absl::InfiniteFuture(), Alive, true).ok());
+  EXPECT_FALSE(out.wake_deferred());
 }
 
 }  // namespace

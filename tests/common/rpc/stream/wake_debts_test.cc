@@ -35,6 +35,7 @@ class CountingStream final : public ByteStream {
   }
   void Flush() override { ++counts_->flushes; }
   bool CanWaitReadable() const override { return true; }
+  bool DefersWakeups() const override { return true; }
   absl::Status WaitReadable(absl::Time) override { return absl::DeadlineExceededError("no reply"); }
   bool Readable() override { return false; }
   void Close() override {}
