@@ -108,8 +108,12 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
                             bool defer_wake) {
   if (control_->closed.load(std::memory_order_acquire) != 0) return absl::CancelledError("shared-memory ring closed");
   uint64_t head = control_->head.load(std::memory_order_relaxed);
-  const uint64_t start = head;
   uint64_t published = head;
+  // Deferred only when the whole message fits in the room there is now: a
+  // larger one is read while it is written, as usual.
+  size_t bytes = 0;
+  for (const ConstPiece& piece : pieces) bytes += piece.size;
+  const bool defer = defer_wake && bytes <= Writable();
   for (const ConstPiece& piece : pieces) {
     const char* src = static_cast<const char*>(piece.data);
     size_t left = piece.size;
@@ -141,14 +145,12 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
       if (head - published >= publish_bytes_) {
         control_->head.store(head, std::memory_order_release);
         published = head;
-        // A large message is read while it is written, deferred or not.
-        Wake(&control_->data_word, &control_->consumer_waiting);
+        if (!defer) Wake(&control_->data_word, &control_->consumer_waiting);
       }
     }
   }
-  const bool one_publication = published == start;  // nothing of it announced yet
   if (published != head) control_->head.store(head, std::memory_order_release);
-  if (defer_wake && one_publication) {
+  if (defer) {
     wake_owed_.store(true, std::memory_order_release);
   } else {
     Wake(&control_->data_word, &control_->consumer_waiting);

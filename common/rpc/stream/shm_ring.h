@@ -12,12 +12,12 @@
 // published bytes within one slice.
 //
 // A producer with more to write soon may defer the wake-up of a message
-// that fits in one publication (Write's `defer_wake`): a sleeping consumer
-// is then woken by WakeDeferred, so a burst of small messages costs it one
-// wake-up, not one each. A larger message wakes it as usual (to be read
-// while it is written), and a producer never waits for room while it owes
-// the consumer a wake-up; nor does a side that owes the other direction's
-// (PayBeforeWaiting).
+// that fits in the room left (Write's `defer_wake`): a sleeping consumer is
+// then woken by WakeDeferred, so a burst of messages costs it one wake-up,
+// not one (or one per publication) each. A larger message wakes it as usual
+// (to be read while it is written), and a producer never waits for room
+// while it owes the consumer a wake-up; nor does a side that owes the other
+// direction's (PayBeforeWaiting).
 //
 // Thread-safety: one producer thread and one consumer thread at a time (the
 // owner serializes each side); WakeDeferred and Close from any thread.
@@ -51,7 +51,7 @@ class ShmRing {
   // Returns OK to go on waiting, or why not (the peer is gone).
   using Check = std::function<absl::Status()>;
   // `defer_wake`: leave a sleeping consumer asleep (until WakeDeferred) if
-  // the message fits in one publication.
+  // the message fits in the room left.
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline, const Check& check,
                      bool defer_wake = false);
   absl::Status Read(void* dst, size_t n, absl::Time deadline, const Check& check);
