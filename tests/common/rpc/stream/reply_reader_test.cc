@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/rpc/transport_select.h"
 #include "gtest/gtest.h"
+#include "tests/util/header_only_request.h"
 
 namespace oar::rpc {
 namespace {
@@ -39,15 +40,7 @@ class CountingHandler : public RpcHandler {
   }
 };
 
-std::shared_ptr<const OutgoingMessage> Get(const std::string& name) {
-  auto r = std::make_shared<OutgoingMessage>();
-  sendrecv::VariableMessage meta;
-  meta.set_varname(name);
-  auto h = HeaderOf(std::move(meta), nullptr);
-  EXPECT_TRUE(h.ok()) << h.status();
-  r->header = *std::move(h);
-  return r;
-}
+std::shared_ptr<const OutgoingMessage> Get(const std::string& name) { return HeaderOnlyRequest(name); }
 
 // One attempt's outcome, as a transport hands it over.
 struct Outcome {

@@ -12,6 +12,7 @@
 #include "common/rpc/stream/client_conn.h"
 #include "common/rpc/stream/wake_debts.h"
 #include "gtest/gtest.h"
+#include "tests/util/header_only_request.h"
 
 namespace oar::rpc::stream {
 namespace {
@@ -46,15 +47,7 @@ class CountingStream final : public ByteStream {
   std::string peer_ = "counting";
 };
 
-std::shared_ptr<const OutgoingMessage> Send(const std::string& name) {
-  auto r = std::make_shared<OutgoingMessage>();
-  sendrecv::VariableMessage meta;
-  meta.set_varname(name);
-  auto h = HeaderOf(std::move(meta), nullptr);
-  EXPECT_TRUE(h.ok()) << h.status();
-  r->header = *std::move(h);
-  return r;
-}
+std::shared_ptr<const OutgoingMessage> Send(const std::string& name) { return HeaderOnlyRequest(name); }
 
 CallDone Ignore() {
   return [](absl::Status, std::unique_ptr<IncomingMessage>) {};
