@@ -50,6 +50,8 @@ DECLARE_bool(sync);
 DECLARE_string(mode);
 DECLARE_int32(cpu_num);  // run_cmd.cc
 
+DECLARE_int32(rpc_shm_batch_wakeups);
+
 namespace oar::cli {
 namespace {
 
@@ -212,10 +214,15 @@ absl::Status Launch() {
   // Every process on one host: each gets its share of the cores for BLAS
   // (OpenBLAS threads that spin while their process waits on the network
   // would take the cores the others need), unless the user chose.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const std::string share = std::to_string(std::max(1u, cores / static_cast<unsigned>(pservers + trainers)));
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
+  }
+  // More processes than cores: a woken pserver takes the core a trainer
+  // computes on, so each trainer's burst of requests wakes it once.
+  if (FLAGS_rpc_shm_batch_wakeups < 0 && static_cast<unsigned>(pservers + trainers) > cores) {
+    for (auto& s : specs) s.argv.push_back("--rpc_shm_batch_wakeups=1");
   }
   for (const auto& s : specs) names.push_back(s.name);
   // The children's metrics files when --metrics_dir is not given: here,

@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/stream/wire.h"
@@ -20,9 +19,9 @@
 DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
 DEFINE_int32(rpc_shm_batch_wakeups, -1,
              "whether a trainer's requests over shared memory leave the pserver asleep until the trainer waits for "
-             "an answer (one wake-up per burst of sends): 1 yes, 0 no, -1: yes on hosts of fewer than 4 cores "
-             "(where a woken pserver takes the core a trainer computes on), no on larger ones (where it stores "
-             "gradients while the trainer computes)");
+             "an answer (one wake-up per burst of sends): 1 yes, 0 no, -1: yes in the processes of an `oar launch` "
+             "that runs more of them than the host has cores (a woken pserver would take the core a trainer computes "
+             "on), else no (an idle core stores gradients while the trainer computes)");
 
 namespace oar::rpc::stream {
 namespace {
@@ -210,10 +209,7 @@ absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time 
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }));
 }
 
-bool ShmStream::DefersWakeups() const {
-  if (FLAGS_rpc_shm_batch_wakeups >= 0) return FLAGS_rpc_shm_batch_wakeups > 0;
-  return std::thread::hardware_concurrency() < 4;
-}
+bool ShmStream::DefersWakeups() const { return FLAGS_rpc_shm_batch_wakeups > 0; }
 
 absl::Status ShmStream::WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }, /*defer_wake=*/true));
