@@ -153,6 +153,7 @@ absl::Status ShmRing::Write(const std::vector<ConstPiece>& pieces, absl::Time de
   if (defer) {
     wake_owed_.store(true, std::memory_order_release);
   } else {
+    wake_owed_.store(false, std::memory_order_relaxed);  // this wake-up covers earlier messages too
     Wake(&control_->data_word, &control_->consumer_waiting);
   }
   // Everything is published: the write is done even if the peer closes the
