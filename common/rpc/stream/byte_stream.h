@@ -53,8 +53,9 @@ class ByteStream {
   }
   // Wakes the peer for what WriteMore left unannounced; from any thread.
   virtual void Flush() {}
-  // Whether a writer of requests should use WriteMore for them (it defers
-  // wake-ups, and batching them pays on this host).
+  // Whether writers should use WriteMore for a burst (it defers wake-ups,
+  // and batching them pays on this host): a client for its requests, a
+  // server's reader for its replies.
   virtual bool DefersWakeups() const { return false; }
   // Whether reading may pass from thread to thread between frames (the
   // thread that waits for a reply reads it itself) with the two below.

@@ -227,8 +227,9 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
   }
   // The reader thread with the next request already in: the client is
   // woken after the last reply of the burst (or by the reader's own next
-  // wait), not once per reply.
-  const bool more = std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
+  // wait), not once per reply. Only where wake-ups are batched: elsewhere
+  // (TCP) asking whether more is in would cost a system call per reply.
+  const bool more = stream_->DefersWakeups() && std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
   const absl::Status w =
       header.ok()
           ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline(), more)

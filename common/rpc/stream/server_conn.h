@@ -9,8 +9,9 @@
 // queue, which one pool task at a time writes — so a peer that stopped
 // reading holds up no one else's answer and at most one pool thread.
 //
-// The reader thread answers with the client left asleep (WriteMore) while
-// the client's next request is already in, so a burst of requests is
+// Where the stream batches wake-ups (ByteStream::DefersWakeups), the reader
+// thread answers with the client left asleep (WriteMore) while the client's
+// next request is already in, so a burst of requests is
 // answered with one wake-up: the last reply's, or the one the reader pays
 // before it next waits for a request.
 //

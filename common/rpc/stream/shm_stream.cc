@@ -19,7 +19,8 @@
 DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
 DEFINE_int32(rpc_shm_batch_wakeups, -1,
              "whether a trainer's requests over shared memory leave the pserver asleep until the trainer waits for "
-             "an answer (one wake-up per burst of sends): 1 yes, 0 no, -1: yes in the processes of an `oar launch` "
+             "an answer (one wake-up per burst of sends; a pserver's reader then answers a burst with one too): "
+             "1 yes, 0 no, -1: yes in the processes of an `oar launch` "
              "that runs more of them than the host has cores (a woken pserver would take the core a trainer computes "
              "on), else no (an idle core stores gradients while the trainer computes)");
 
