@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/cpu_binding.h"
 #include "cli/free_ports.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
@@ -41,6 +42,9 @@ DEFINE_string(metrics_dir, "", "each process writes its final metrics to DIR/<ro
 DEFINE_string(timeline, "",
               "write one Chrome trace of the whole job to FILE: each process's ops and RPC handling in its own lane "
               "(each runs with --profile_path; the launcher merges them)");
+DEFINE_int32(bind_trainers, -1,
+             "bind each trainer to CPUs of its own (the pservers run on any): 1 yes, 0 no, -1 when the job's "
+             "processes outnumber this host's CPUs and its trainers do not");
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
@@ -214,7 +218,8 @@ absl::Status Launch() {
   // Every process on one host: each gets its share of the cores for BLAS
   // (OpenBLAS threads that spin while their process waits on the network
   // would take the cores the others need), unless the user chose.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<int> cpus = AllowedCpus();
+  const unsigned cores = static_cast<unsigned>(cpus.size());
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
     const std::string share = std::to_string(std::max(1u, cores / static_cast<unsigned>(pservers + trainers)));
     for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
@@ -223,6 +228,12 @@ absl::Status Launch() {
   // computes on, so each trainer's burst of requests wakes it once.
   if (FLAGS_rpc_shm_batch_wakeups < 0 && static_cast<unsigned>(pservers + trainers) > cores) {
     for (auto& s : specs) s.argv.push_back("--rpc_shm_batch_wakeups=1");
+  }
+  OAR_ASSIGN_OR_RETURN(const auto bound, TrainerCpus(cpus, trainers, pservers + trainers, FLAGS_bind_trainers));
+  std::vector<std::string> bound_text;
+  for (int i = 0; i < trainers; ++i) {
+    specs[static_cast<size_t>(pservers + i)].cpus = bound[static_cast<size_t>(i)];
+    if (!bound[static_cast<size_t>(i)].empty()) bound_text.push_back(CpuListText(bound[static_cast<size_t>(i)]));
   }
   for (const auto& s : specs) names.push_back(s.name);
   // The children's metrics files when --metrics_dir is not given: here,
@@ -250,6 +261,11 @@ absl::Status Launch() {
   } else {
     std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
                  mode);
+  }
+
+  if (!bound_text.empty()) {
+    std::fprintf(stderr, "oar launch: trainers bound to CPUs %s (one list each), the pservers on any "
+                 "(--bind_trainers=0: none bound)\n", absl::StrJoin(bound_text, " | ").c_str());
   }
 
   const auto start = std::chrono::steady_clock::now();

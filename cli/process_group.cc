@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -53,6 +54,12 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
   specs_ = std::move(children);
   on_line_ = std::move(on_line);
   for (const auto& c : specs_) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int cpu : c.cpus) {
+      if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
+      CPU_SET(cpu, &cpus);
+    }
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));
@@ -66,6 +73,11 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != launcher) ::_exit(127);  // the launcher died already
+      if (!c.cpus.empty() && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+        const char msg[] = "oar launch: could not bind a child to its CPUs (sched_setaffinity)\n";
+        [[maybe_unused]] ssize_t n = ::write(err[1], msg, sizeof(msg) - 1);
+        ::_exit(127);
+      }
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       ::execve(argv_c[0], argv_c.data(), envp_c.data());

@@ -1,7 +1,8 @@
 // ProcessGroup: the child processes of `oar launch`. Each child is started
 // with fork + exec in its own process group (so a terminal's Ctrl-C reaches
 // the launcher only, which then stops them in order), dies with the
-// launcher (PR_SET_PDEATHSIG), and has its stdout and stderr read line by
+// launcher (PR_SET_PDEATHSIG), runs on the CPUs its spec names (set
+// before exec, so every thread it starts inherits them), and has its stdout and stderr read line by
 // line by one reader thread and handed to a callback.
 //
 //   ProcessGroup g;
@@ -33,6 +34,7 @@ struct ChildSpec {
   std::string name;                                      // "pserver.0", "trainer.1"
   std::vector<std::string> argv;                         // argv[0] is the program
   std::vector<std::pair<std::string, std::string>> env;  // added to the launcher's environment
+  std::vector<int> cpus = {};                            // the CPUs it runs on; empty: the launcher's
 };
 
 struct ChildExit {

@@ -1,0 +1,63 @@
+#include "cli/cpu_binding.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace oar::cli {
+
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  if (cpus.empty()) {  // no mask to read: every CPU the host says it has
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> TrainerCpus(const std::vector<int>& allowed, int trainers, int processes,
+                                                          int mode) {
+  const int n = static_cast<int>(allowed.size());
+  std::vector<std::vector<int>> out(static_cast<size_t>(std::max(trainers, 0)));
+  if (mode < -1 || mode > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--bind_trainers is 1, 0 or -1 (auto), got ", mode));
+  }
+  if (mode == 0 || trainers < 1 || n == 0) return out;
+  if (trainers > n) {
+    if (mode == -1) return out;
+    return absl::InvalidArgumentError(absl::StrCat("--bind_trainers=1: ", trainers, " trainers but ", n,
+                                                   " CPUs to run on (", CpuListText(allowed),
+                                                   "); each trainer needs one of its own: lower --trainers or drop "
+                                                   "--bind_trainers"));
+  }
+  if (mode == -1 && processes <= n) return out;
+  int next = 0;
+  for (int t = 0; t < trainers; ++t) {
+    const int share = n / trainers + (t < n % trainers ? 1 : 0);
+    for (int k = 0; k < share; ++k) out[static_cast<size_t>(t)].push_back(allowed[static_cast<size_t>(next++)]);
+  }
+  return out;
+}
+
+std::string CpuListText(const std::vector<int>& cpus) {
+  std::string text;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    absl::StrAppend(&text, text.empty() ? "" : ",", cpus[i]);
+    if (j > i) absl::StrAppend(&text, "-", cpus[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+}  // namespace oar::cli
