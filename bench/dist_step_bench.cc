@@ -118,6 +118,12 @@ double ExamplesPerSecond(const std::string& out, const std::string& after) {
 }
 
 int Trainer(const char* self) {
+  // The 1 x 1 pair waits as `oar launch` would have it wait (two processes
+  // here); the 2 x 2 launch below picks its own unless told.
+  const int launch_spin = FLAGS_rpc_shm_spin_us;
+  if (FLAGS_rpc_shm_spin_us < 0) {
+    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(std::thread::hardware_concurrency()));
+  }
   const int port = FreePort(), bare_port = FreePort(), raw_port = FreePort();
   std::vector<std::string> args = {self, "--role=pserver", absl::StrCat("--port=", port),
                                    absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
@@ -242,7 +248,7 @@ int Trainer(const char* self) {
   for (int r = 0; r < FLAGS_launch_rounds; ++r) {
     Result single = Oar("train " + flags);
     Result dist = Oar("launch --pservers 2 --trainers 2 " + flags + " --rpc_transport=" + FLAGS_rpc_transport +
-                      " --rpc_shm_spin_us=" + std::to_string(FLAGS_rpc_shm_spin_us));
+                      " --rpc_shm_spin_us=" + std::to_string(launch_spin));
     if (single.code != 0 || dist.code != 0) {
       std::printf("  oar train / oar launch failed (exit %d / %d):\n%s\n%s\n", single.code, dist.code,
                   single.out.c_str(), dist.out.c_str());

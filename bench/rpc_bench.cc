@@ -44,6 +44,7 @@
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/rpc/transport_select.h"
 #include "pserver/pserver_metrics.h"
@@ -56,6 +57,8 @@
 DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
 DEFINE_string(port_file, "", "server roles: write the ports here");
 DEFINE_int32(trainers, 1, "memory role: the trainers (Fanin) of the 256 MiB model");
+DECLARE_int32(rpc_shm_spin_us);  // the server gets the client's
+
 DEFINE_bool(stream_only, false, "run only the stream transports' figures (7)");
 
 extern char** environ;
@@ -168,7 +171,8 @@ struct Child {
     const std::string file = "/tmp/oar_rpc_bench_" + std::to_string(::getpid()) + "_" + role;
     std::remove(file.c_str());
     std::vector<std::string> args = {"/proc/self/exe", "--role=" + role, "--port_file=" + file,
-                                     "--trainers=" + std::to_string(trainers)};
+                                     "--trainers=" + std::to_string(trainers),
+                                     "--rpc_shm_spin_us=" + std::to_string(FLAGS_rpc_shm_spin_us)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -206,6 +210,13 @@ long StatusKb(pid_t pid, const std::string& key) {
 }
 
 int Client() {
+  // Client and server wait as `oar launch` has two processes wait.
+  if (FLAGS_rpc_shm_spin_us < 0) {
+    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  std::printf("shared-memory waits spin %d us before they sleep (as oar launch has 2 processes on %u CPUs wait; "
+              "--rpc_shm_spin_us sets it)\n",
+              FLAGS_rpc_shm_spin_us, std::thread::hardware_concurrency());
   Child server("server", 6);
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());

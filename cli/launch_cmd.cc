@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
-#include "cli/cpu_binding.h"
+#include "cli/host_share.h"
 #include "cli/free_ports.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
@@ -55,6 +55,7 @@ DECLARE_string(mode);
 DECLARE_int32(cpu_num);  // run_cmd.cc
 
 DECLARE_int32(rpc_shm_batch_wakeups);
+DECLARE_int32(rpc_shm_spin_us);
 
 namespace oar::cli {
 namespace {
@@ -215,19 +216,15 @@ absl::Status Launch() {
     specs.push_back(std::move(spec));
     trainer_of.push_back(i);
   }
-  // Every process on one host: each gets its share of the cores for BLAS
-  // (OpenBLAS threads that spin while their process waits on the network
-  // would take the cores the others need), unless the user chose.
+  // Every process on one host: their share of the CPUs (host_share.h).
   const std::vector<int> cpus = AllowedCpus();
-  const unsigned cores = static_cast<unsigned>(cpus.size());
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    const std::string share = std::to_string(std::max(1u, cores / static_cast<unsigned>(pservers + trainers)));
-    for (auto& s : specs) s.env.emplace_back("OPENBLAS_NUM_THREADS", share);
-  }
-  // More processes than cores: a woken pserver takes the core a trainer
-  // computes on, so each trainer's burst of requests wakes it once.
-  if (FLAGS_rpc_shm_batch_wakeups < 0 && static_cast<unsigned>(pservers + trainers) > cores) {
-    for (auto& s : specs) s.argv.push_back("--rpc_shm_batch_wakeups=1");
+  const Tuning tuning = ChildTuning(pservers + trainers, static_cast<int>(cpus.size()),
+                                    {.blas_threads = std::getenv("OPENBLAS_NUM_THREADS") != nullptr,
+                                     .batch_wakeups = FLAGS_rpc_shm_batch_wakeups >= 0,
+                                     .shm_spin = FLAGS_rpc_shm_spin_us >= 0});
+  for (auto& s : specs) {
+    s.argv.insert(s.argv.end(), tuning.flags.begin(), tuning.flags.end());
+    s.env.insert(s.env.end(), tuning.env.begin(), tuning.env.end());
   }
   OAR_ASSIGN_OR_RETURN(const auto bound, TrainerCpus(cpus, trainers, pservers + trainers, FLAGS_bind_trainers));
   std::vector<std::string> bound_text;

@@ -34,10 +34,16 @@ DEFINE_int32(rpc_wait_spin_us, -1,
 
 namespace oar::rpc {
 
+namespace {
+constexpr int kSpinUs = 50;
+}  // namespace
+
 int SpinMicros(int flag_value) {
-  static const int kDefault = std::thread::hardware_concurrency() >= 4 ? 50 : 0;
+  static const int kDefault = std::thread::hardware_concurrency() >= 4 ? kSpinUs : 0;
   return flag_value >= 0 ? flag_value : kDefault;
 }
+
+int JobSpinMicros(int processes, int cpus) { return processes <= cpus && cpus >= 2 ? kSpinUs : 0; }
 
 const std::string& MethodPath(RpcKind kind) {
   static const std::string kPaths[kNumRpcKinds] = {

@@ -35,6 +35,11 @@ constexpr int kNumRpcKinds = 5;
 // more cores, 0 on smaller ones (where a spinning waiter takes the core the
 // thread it waits for needs).
 int SpinMicros(int flag_value);
+// The spin for the processes of one job that share this host's `cpus`
+// (`oar launch`, and the benches that stand in for it): 50 when each has a
+// CPU of its own — the one it waits for runs elsewhere, and a futex wake-up
+// costs more than the wait — and 0 when they outnumber the CPUs.
+int JobSpinMicros(int processes, int cpus);
 // One pause of a spin loop.
 inline void SpinPause() {
 #if defined(__x86_64__)

@@ -14,7 +14,9 @@
 
 DEFINE_int32(rpc_shm_spin_us, -1,
              "how long a shared-memory reader or writer spins on an empty or full ring before it sleeps; -1: 50 on "
-             "hosts of 4 or more cores, 0 on smaller ones (where a spinning reader takes the core a peer computes on)");
+             "hosts of 4 or more cores, 0 on smaller ones (where a spinning reader takes the core a peer computes "
+             "on); the processes of an `oar launch` get 50 when each has a CPU of its own, 0 when they outnumber "
+             "the CPUs");
 
 namespace oar::rpc::stream {
 

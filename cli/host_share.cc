@@ -1,4 +1,4 @@
-#include "cli/cpu_binding.h"
+#include "cli/host_share.h"
 
 #include <sched.h>
 
@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_common.h"
 
 namespace oar::cli {
 
@@ -46,6 +47,16 @@ absl::StatusOr<std::vector<std::vector<int>>> TrainerCpus(const std::vector<int>
     for (int k = 0; k < share; ++k) out[static_cast<size_t>(t)].push_back(allowed[static_cast<size_t>(next++)]);
   }
   return out;
+}
+
+Tuning ChildTuning(int processes, int cpus, const UserTuning& user) {
+  Tuning t;
+  // Each its share of the CPUs for BLAS: OpenBLAS threads spin while their
+  // process waits on the network, taking the CPUs the others need.
+  if (!user.blas_threads) t.env.emplace_back("OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cpus / processes)));
+  if (!user.batch_wakeups && processes > cpus) t.flags.push_back("--rpc_shm_batch_wakeups=1");
+  if (!user.shm_spin) t.flags.push_back(absl::StrCat("--rpc_shm_spin_us=", rpc::JobSpinMicros(processes, cpus)));
+  return t;
 }
 
 std::string CpuListText(const std::vector<int>& cpus) {
