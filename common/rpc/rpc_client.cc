@@ -43,6 +43,11 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   void set_recovery(Recovery r) { recovery_ = r; }
   // Where the reply's oar_step goes (RESYNC@RECV).
   void set_reply_step(int64_t* step) { reply_step_ = step; }
+  // A BATCH_BARRIER written ahead of its sends' answers: refused for having
+  // overtaken one (UNAVAILABLE), it is sent again at once, whatever
+  // retry_times says — its Wait runs once the sends were answered
+  // (SendBatchBarriers), so that attempt comes after them.
+  void set_ahead_of_sends() { ahead_of_sends_ = true; }
 
   void StartAttempt() {
     {
@@ -115,6 +120,11 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
         if (!r.ok()) s = r;
       }
       const absl::Duration left = deadline_ - absl::Now();
+      if (ahead_of_sends_ && attempt == 0 && absl::IsUnavailable(s) && left > absl::ZeroDuration()) {
+        ++retry_times_;  // this attempt is not one of the retries the flag allows
+        StartAttempt();
+        continue;
+      }
       if (s.ok() || !Retryable(s) || attempt >= retry_times_ || left <= absl::ZeroDuration() ||
           s.code() == absl::StatusCode::kDeadlineExceeded) {
         return Done(s, attempt);
@@ -164,6 +174,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   Variable* out_;
   absl::Time deadline_;
   int retry_times_;
+  bool ahead_of_sends_ = false;
   absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> answered_{false};  // done_, for Wait's spin without the lock
@@ -252,6 +263,7 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
                                            options_.retry_times);
   call->set_recovery(recovery);
   call->set_reply_step(reply_step);
+  if (options.ahead_of_sends) call->set_ahead_of_sends();
   call->StartAttempt();
   return call;
 }
@@ -294,7 +306,9 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep,
 absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<std::string>& endpoints) {
   std::vector<std::shared_ptr<RpcCall>> calls(endpoints.size());
   for (size_t i = 0; i < endpoints.size(); ++i) {
-    if (transport_->KeepsOrder(endpoints[i])) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
+    if (transport_->KeepsOrder(endpoints[i])) {
+      calls[i] = AsyncSendVar(endpoints[i], kBatchBarrier, nullptr, {.trainer_id = trainer_id, .ahead_of_sends = true});
+    }
   }
   // A send that failed is the error to report (the trainer stops); the
   // barriers already written are left unwaited.

@@ -52,6 +52,9 @@ struct SendOptions {
   bool raw_bytes = false;  // send a uint8 tensor as NCCL_ID raw bytes
   bool replay = false;     // a replay of the step to a restarted pserver (StepJournal)
   int64_t step = 0;        // VariableMessage.oar_step (RESYNC@RECV)
+  // A BATCH_BARRIER written before its sends were answered
+  // (SendBatchBarriers): a refusal for having overtaken one is retried once.
+  bool ahead_of_sends = false;
 };
 
 class RpcCall {
@@ -110,7 +113,9 @@ class RpcClient {
   // transport keeps order (Transport::KeepsOrder) the barrier is written at
   // once, behind the sends and before their answers — one round trip per
   // step instead of two; its count of them (oar_sent) makes the pserver
-  // refuse it if it overtook one after all. Elsewhere it waits for the
+  // refuse it if it overtook one after all, and a refused barrier is sent
+  // again once the sends were answered (even with retry_times 0: the
+  // refusal is the protocol's, not a failure). Elsewhere it waits for the
   // sends first, as Fluid's send_barrier does.
   absl::Status SendBatchBarriers(int64_t trainer_id, const std::vector<std::string>& endpoints);
 

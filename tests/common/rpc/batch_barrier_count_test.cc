@@ -3,11 +3,14 @@
 // trainer id and endpoint; control messages do not count. SendBatchBarriers
 // waits for the sends before the barriers over a transport that does not
 // keep order (in-process here), and reports a failed send rather than the
-// barrier.
+// barrier. Over one that claims order, a barrier the server refused for
+// overtaking its sends is sent again once they were answered, even with no
+// retries allowed.
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/inprocess_transport.h"
 #include "common/rpc/rpc_client.h"
@@ -93,6 +96,72 @@ TEST(BatchBarrierCountTest, AFailedSendIsTheErrorAndNoBarrierFollowsIt) {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_NE(s.message().find("'bad'"), std::string::npos) << s;
   EXPECT_EQ(h.SentOfLastBarrier(), -1);  // no barrier was sent
+}
+
+// An in-process transport that claims to keep order, as the tcp and shm
+// streams do: SendBatchBarriers writes the barrier ahead of the sends'
+// answers.
+class ClaimsOrder : public Transport {
+ public:
+  std::string Name() const override { return "ordered in-process"; }
+  void Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+            CallDone done) override {
+    inner_.Call(kind, ep, std::move(request), deadline, std::move(done));
+  }
+  bool KeepsOrder(const std::string& /*ep*/) override { return true; }
+  absl::Status WaitReady(const std::string& ep, absl::Time deadline) override { return inner_.WaitReady(ep, deadline); }
+  absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override {
+    return inner_.Listen(options, handler);
+  }
+
+ private:
+  InProcessTransport inner_;
+};
+
+// Counts stored gradients as StepBarrier does and refuses a barrier that
+// came before them (UNAVAILABLE: nothing changed). A gradient is held until
+// a barrier was seen, so the barrier always overtakes it.
+class OvertakenHandler : public RpcHandler {
+ public:
+  absl::Status Handle(RpcKind /*kind*/, const IncomingMessage& req, Reply* /*reply*/) override {
+    absl::MutexLock l(&mu_);
+    if (req.header().name() == kBatchBarrier) {
+      ++barriers_seen_;
+      if (stored_ < req.header().meta.oar_sent()) {
+        return absl::UnavailableError(absl::StrCat("the barrier came before ", req.header().meta.oar_sent() - stored_,
+                                                   " gradient(s)"));
+      }
+      ++counted_;
+      return absl::OkStatus();
+    }
+    mu_.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n > 0; }, &barriers_seen_), absl::Seconds(30));
+    ++stored_;
+    return absl::OkStatus();
+  }
+  int counted() {
+    absl::MutexLock l(&mu_);
+    return counted_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int barriers_seen_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stored_ ABSL_GUARDED_BY(mu_) = 0;
+  int counted_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST(BatchBarrierCountTest, ABarrierRefusedForOvertakingItsSendsIsSentAgainEvenWithoutRetries) {
+  ClaimsOrder net;
+  OvertakenHandler h;
+  auto l = net.Listen({.endpoint = "127.0.0.1:0"}, &h);
+  ASSERT_TRUE(l.ok());
+  const std::string ep = (*l)->endpoint();
+  RpcClient client(&net, ClientOptions{.deadline_ms = 60000, .retry_times = 0});
+  Variable g = Floats(2);
+  client.AddPending(0, client.AsyncSendVar(ep, "w@GRAD", &g, {.trainer_id = 0}));
+  absl::Status s = client.SendBatchBarriers(0, {ep});
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(h.counted(), 1);
 }
 
 }  // namespace
