@@ -340,7 +340,8 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart
   if (name == rpc::kBatchBarrier) {
     if (!barrier_) return absl::OkStatus();
-    absl::Status s = barrier_->BatchBarrier(id, request.header().meta.oar_sent());
+    absl::Status s = barrier_->BatchBarrier(id, request.header().meta.oar_sent(),
+                                            rpc::IncarnationOf(request.header().meta.oar_seq()));
     if (absl::IsUnavailable(s)) VLOG(1) << Name() << ": " << s.message() << "; it is sent again after them";
     return s;
   }
@@ -362,7 +363,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id));
     s = store_->Receive(r, id, request);
     if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
-    barrier_->EndReceive(id, s.ok());
+    barrier_->EndReceive(id, s.ok(), rpc::IncarnationOf(request.header().meta.oar_seq()));
   } else {
     Scope* child = &scope_->NewScope();
     store_->ReceiveInto(r, request, child);

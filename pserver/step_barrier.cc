@@ -42,23 +42,39 @@ absl::Status StepBarrier::BeginReceive(int trainer_id) {
   return absl::OkStatus();
 }
 
-void StepBarrier::EndReceive(int trainer_id, bool stored) {
-  absl::MutexLock l(&mu_);
-  --receiving_;
-  if (stored) ++stored_[trainer_id];
+int64_t* StepBarrier::StoredLocked(int trainer_id, uint64_t incarnation) {
+  Stored& s = stored_[trainer_id];
+  if (incarnation == s.incarnation) return &s.count;
+  if (s.replaced.count(incarnation)) return nullptr;
+  s.replaced.insert(s.incarnation);  // restarted: what the old one stored is not this one's
+  s.incarnation = incarnation;
+  s.count = 0;
+  return &s.count;
 }
 
-absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent) {
+void StepBarrier::EndReceive(int trainer_id, bool stored, uint64_t incarnation) {
+  absl::MutexLock l(&mu_);
+  --receiving_;
+  int64_t* count = StoredLocked(trainer_id, incarnation);
+  if (stored && count != nullptr) ++*count;
+}
+
+absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing("BATCH_BARRIER"); !s.ok()) return s;
-  int64_t& stored = stored_[trainer_id];
-  if (sent > 0 && stored < sent) {
-    return absl::UnavailableError(absl::StrCat("BATCH_BARRIER from trainer ", trainer_id, " came before ", sent - stored,
-                                               " of the ", sent, " variable(s) it sent since its last barrier"));
+  int64_t* stored = StoredLocked(trainer_id, incarnation);
+  if (stored == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("BATCH_BARRIER from an earlier run of trainer ", trainer_id, ", which has restarted since"));
+  }
+  if (sent > 0 && *stored < sent) {
+    return absl::UnavailableError(absl::StrCat("BATCH_BARRIER from trainer ", trainer_id, " came before ",
+                                               sent - *stored, " of the ", sent,
+                                               " variable(s) it sent since its last barrier"));
   }
   batch_.insert(trainer_id);
-  stored = 0;
+  *stored = 0;
   return absl::OkStatus();
 }
 

@@ -64,12 +64,16 @@ class StepBarrier {
   // phase check and the store). Every OK BeginReceive needs one EndReceive.
   absl::Status BeginReceive(int trainer_id);
   // `stored`: the gradient was stored (it counts toward the trainer's next
-  // BATCH_BARRIER).
-  void EndReceive(int trainer_id, bool stored);
+  // BATCH_BARRIER). `incarnation`: the sender's (rpc::IncarnationOf its
+  // oar_seq). A trainer's count is its latest incarnation's: a restarted
+  // trainer's starts afresh, and what an incarnation it replaced still
+  // delivers is not counted.
+  void EndReceive(int trainer_id, bool stored, uint64_t incarnation = 0);
   // `sent` > 0: the trainer's count of gradients sent since its previous
   // BATCH_BARRIER; fewer stored → UNAVAILABLE, and the barrier is not
-  // counted.
-  absl::Status BatchBarrier(int trainer_id, int64_t sent = 0);
+  // counted. A barrier of a replaced incarnation is refused
+  // (FAILED_PRECONDITION).
+  absl::Status BatchBarrier(int trainer_id, int64_t sent = 0, uint64_t incarnation = 0);
   absl::Status FetchBarrier(int trainer_id);
   // Before serving a trainer's Get.
   absl::Status BeforeGet(int trainer_id);
@@ -135,7 +139,17 @@ class StepBarrier {
   absl::Status ended_ ABSL_GUARDED_BY(mu_);  // OK until End
   int step_ ABSL_GUARDED_BY(mu_);
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
-  std::map<int, int64_t> stored_ ABSL_GUARDED_BY(mu_);  // per trainer, since its last BATCH_BARRIER
+  // Gradients stored per trainer since its last BATCH_BARRIER, for its
+  // latest incarnation; the ones it replaced.
+  struct Stored {
+    uint64_t incarnation = 0;
+    int64_t count = 0;
+    std::set<uint64_t> replaced;
+  };
+  // The count of `incarnation` (made the trainer's latest if new), or null
+  // for one that was replaced.
+  int64_t* StoredLocked(int trainer_id, uint64_t incarnation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::map<int, Stored> stored_ ABSL_GUARDED_BY(mu_);
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
 };

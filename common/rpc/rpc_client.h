@@ -147,6 +147,10 @@ class RpcClient {
 
 // The bits of oar_seq above the per-endpoint counter: a sender's incarnation.
 inline constexpr int kSeqCounterBits = 40;
+// The incarnation an oar_seq carries (0 for Fluid's clients, which send none).
+inline constexpr uint64_t IncarnationOf(int64_t seq) {
+  return static_cast<uint64_t>(seq) & ~((uint64_t{1} << kSeqCounterBits) - 1);
+}
 
 // The RunEnv of a trainer that calls through `client`: its ops use the
 // client and its transport, and Executor::Close() says COMPLETE to every

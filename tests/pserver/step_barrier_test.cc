@@ -285,5 +285,29 @@ TEST(StepBarrierTest, ABatchBarrierCountsOnlyOnceItsGradientsWereStored) {
   EXPECT_TRUE(b.BatchBarrier(0, 1).ok());
 }
 
+// A trainer that died after some sends and came back (a new incarnation in
+// its sequence numbers) counts afresh: what its old run stored must not let
+// the new run's barrier overtake the new run's own gradients.
+TEST(StepBarrierTest, ARestartedTrainersCountStartsAfresh) {
+  constexpr uint64_t kOld = uint64_t{7} << 40, kNew = uint64_t{9} << 40;
+  StepBarrier b(1, absl::Seconds(20));
+  ASSERT_TRUE(b.FetchBarrier(0).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
+  for (int i = 0; i < 2; ++i) {  // the old run's two gradients; then it died
+    ASSERT_TRUE(b.BeginReceive(0).ok());
+    b.EndReceive(0, true, kOld);
+  }
+  EXPECT_TRUE(absl::IsUnavailable(b.BatchBarrier(0, 1, kNew))) << "the new run's gradient is not stored yet";
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, true, kOld);  // the old run's late one: not the new run's
+  EXPECT_TRUE(absl::IsUnavailable(b.BatchBarrier(0, 1, kNew)));
+  absl::Status stale = b.BatchBarrier(0, 0, kOld);
+  EXPECT_TRUE(absl::IsFailedPrecondition(stale)) << stale;
+  EXPECT_NE(stale.message().find("earlier run of trainer 0"), std::string::npos) << stale;
+  ASSERT_TRUE(b.BeginReceive(0).ok());
+  b.EndReceive(0, true, kNew);
+  EXPECT_TRUE(b.BatchBarrier(0, 1, kNew).ok());
+}
+
 }  // namespace
 }  // namespace oar
