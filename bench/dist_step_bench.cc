@@ -56,7 +56,7 @@ DEFINE_int32(raw_port, 0, "pserver: the port of its raw TCP server");
 DECLARE_int32(rpc_shm_spin_us);
 DEFINE_int32(rounds, 7, "alternating rounds");
 DEFINE_int32(steps, 20, "steps (or calls) per round");
-DEFINE_int32(launch_rounds, 3, "alternating rounds of the 2 x 2 `oar launch` and the single `oar train` (0: skip)");
+DEFINE_int32(launch_rounds, 5, "alternating rounds of the 2 x 2 `oar launch` and the single `oar train` (0: skip)");
 DEFINE_int32(launch_epochs, 3, "epochs of 200 steps in each of those runs");
 DEFINE_int32(blas_threads, 1, "OpenBLAS threads in each process (two processes share this host)");
 
