@@ -31,6 +31,7 @@
 #include "bench/raw_tcp.h"
 #include "cli/model_build.h"
 #include "common/blas.h"
+#include "common/host_cpus.h"
 #include "common/metrics/metrics.h"
 #include "common/metrics/training_metrics.h"
 #include "common/rpc/rpc_metrics.h"
@@ -122,7 +123,7 @@ int Trainer(const char* self) {
   // here); the 2 x 2 launch below picks its own unless told.
   const int launch_spin = FLAGS_rpc_shm_spin_us;
   if (FLAGS_rpc_shm_spin_us < 0) {
-    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(std::thread::hardware_concurrency()));
+    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size()));
   }
   const int port = FreePort(), bare_port = FreePort(), raw_port = FreePort();
   std::vector<std::string> args = {self, "--role=pserver", absl::StrCat("--port=", port),

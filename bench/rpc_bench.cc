@@ -41,6 +41,7 @@
 #include "bench/raw_tcp.h"
 #include "bench/rpc_bench_stream.h"
 #include "common/executor.h"
+#include "common/host_cpus.h"
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
@@ -58,7 +59,6 @@ DEFINE_string(role, "client", "client (runs the benchmark), server or memory (sp
 DEFINE_string(port_file, "", "server roles: write the ports here");
 DEFINE_int32(trainers, 1, "memory role: the trainers (Fanin) of the 256 MiB model");
 DECLARE_int32(rpc_shm_spin_us);  // the server gets the client's
-
 DEFINE_bool(stream_only, false, "run only the stream transports' figures (7)");
 
 extern char** environ;
@@ -211,12 +211,14 @@ long StatusKb(pid_t pid, const std::string& key) {
 
 int Client() {
   // Client and server wait as `oar launch` has two processes wait.
+  const int cpus = static_cast<int>(AllowedCpus().size());
   if (FLAGS_rpc_shm_spin_us < 0) {
-    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(std::thread::hardware_concurrency()));
+    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, cpus);
+    std::printf("shared-memory waits spin %d us before they sleep (as oar launch has 2 processes on %d CPUs wait; "
+                "--rpc_shm_spin_us sets it)\n", FLAGS_rpc_shm_spin_us, cpus);
+  } else {
+    std::printf("shared-memory waits spin %d us before they sleep (--rpc_shm_spin_us)\n", FLAGS_rpc_shm_spin_us);
   }
-  std::printf("shared-memory waits spin %d us before they sleep (as oar launch has 2 processes on %u CPUs wait; "
-              "--rpc_shm_spin_us sets it)\n",
-              FLAGS_rpc_shm_spin_us, std::thread::hardware_concurrency());
   Child server("server", 6);
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());

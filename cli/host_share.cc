@@ -1,29 +1,12 @@
 #include "cli/host_share.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/rpc/rpc_common.h"
 
 namespace oar::cli {
-
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  if (cpus.empty()) {  // no mask to read: every CPU the host says it has
-    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) cpus.push_back(static_cast<int>(c));
-  }
-  return cpus;
-}
 
 absl::StatusOr<std::vector<std::vector<int>>> TrainerCpus(const std::vector<int>& allowed, int trainers, int processes,
                                                           int mode) {
@@ -57,6 +40,27 @@ Tuning ChildTuning(int processes, int cpus, const UserTuning& user) {
   if (!user.batch_wakeups && processes > cpus) t.flags.push_back("--rpc_shm_batch_wakeups=1");
   if (!user.shm_spin) t.flags.push_back(absl::StrCat("--rpc_shm_spin_us=", rpc::JobSpinMicros(processes, cpus)));
   return t;
+}
+
+absl::StatusOr<std::string> ShareHost(std::vector<ChildSpec>* specs, int pservers, int trainers, int bind_mode,
+                                      const UserTuning& user) {
+  const std::vector<int> cpus = AllowedCpus();
+  const Tuning tuning = ChildTuning(pservers + trainers, static_cast<int>(cpus.size()), user);
+  for (ChildSpec& s : *specs) {
+    s.argv.insert(s.argv.end(), tuning.flags.begin(), tuning.flags.end());
+    s.env.insert(s.env.end(), tuning.env.begin(), tuning.env.end());
+  }
+  absl::StatusOr<std::vector<std::vector<int>>> bound = TrainerCpus(cpus, trainers, pservers + trainers, bind_mode);
+  if (!bound.ok()) return bound.status();
+  std::vector<std::string> lists;
+  for (int i = 0; i < trainers; ++i) {
+    const std::vector<int>& mine = (*bound)[static_cast<size_t>(i)];
+    (*specs)[static_cast<size_t>(pservers + i)].cpus = mine;
+    if (!mine.empty()) lists.push_back(CpuListText(mine));
+  }
+  if (lists.empty()) return std::string();
+  return absl::StrCat("trainers bound to CPUs ", absl::StrJoin(lists, " | "),
+                      " (one list each), the pservers on any (--bind_trainers=0: none bound)");
 }
 
 std::string CpuListText(const std::vector<int>& cpus) {

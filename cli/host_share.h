@@ -24,12 +24,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/process_group.h"
+#include "common/host_cpus.h"
 
 namespace oar::cli {
-
-// The CPUs this process may run on (its affinity mask: a cgroup's or
-// taskset's limits, not only the host's count), ascending.
-std::vector<int> AllowedCpus();
 
 // Per trainer, the CPUs it is bound to: `allowed` dealt out in contiguous
 // shares, the first `allowed.size() % trainers` trainers one CPU more.
@@ -53,6 +51,13 @@ struct Tuning {
   std::vector<std::pair<std::string, std::string>> env;
 };
 Tuning ChildTuning(int processes, int cpus, const UserTuning& user);
+
+// Gives a job's children (`specs`: the `pservers` first, then the
+// `trainers`, as `oar launch` orders them) their tuning and the trainers
+// their CPUs (`bind_mode` as TrainerCpus's). Returns the line that says
+// where the trainers were bound, or "" when they were not.
+absl::StatusOr<std::string> ShareHost(std::vector<ChildSpec>* specs, int pservers, int trainers, int bind_mode,
+                                      const UserTuning& user);
 
 // "0-3,8": a CPU list as taskset and /proc/<pid>/status write it.
 std::string CpuListText(const std::vector<int>& cpus);

@@ -23,8 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
-#include "cli/host_share.h"
 #include "cli/free_ports.h"
+#include "cli/host_share.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "cli/model_build.h"
@@ -44,7 +44,7 @@ DEFINE_string(timeline, "",
               "(each runs with --profile_path; the launcher merges them)");
 DEFINE_int32(bind_trainers, -1,
              "bind each trainer to CPUs of its own (the pservers run on any): 1 yes, 0 no, -1 when the job's "
-             "processes outnumber this host's CPUs and its trainers do not");
+             "processes outnumber the CPUs this launcher may run on and its trainers do not");
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
@@ -217,21 +217,11 @@ absl::Status Launch() {
     trainer_of.push_back(i);
   }
   // Every process on one host: their share of the CPUs (host_share.h).
-  const std::vector<int> cpus = AllowedCpus();
-  const Tuning tuning = ChildTuning(pservers + trainers, static_cast<int>(cpus.size()),
-                                    {.blas_threads = std::getenv("OPENBLAS_NUM_THREADS") != nullptr,
-                                     .batch_wakeups = FLAGS_rpc_shm_batch_wakeups >= 0,
-                                     .shm_spin = FLAGS_rpc_shm_spin_us >= 0});
-  for (auto& s : specs) {
-    s.argv.insert(s.argv.end(), tuning.flags.begin(), tuning.flags.end());
-    s.env.insert(s.env.end(), tuning.env.begin(), tuning.env.end());
-  }
-  OAR_ASSIGN_OR_RETURN(const auto bound, TrainerCpus(cpus, trainers, pservers + trainers, FLAGS_bind_trainers));
-  std::vector<std::string> bound_text;
-  for (int i = 0; i < trainers; ++i) {
-    specs[static_cast<size_t>(pservers + i)].cpus = bound[static_cast<size_t>(i)];
-    if (!bound[static_cast<size_t>(i)].empty()) bound_text.push_back(CpuListText(bound[static_cast<size_t>(i)]));
-  }
+  OAR_ASSIGN_OR_RETURN(const std::string binding,
+                       ShareHost(&specs, pservers, trainers, FLAGS_bind_trainers,
+                                 {.blas_threads = std::getenv("OPENBLAS_NUM_THREADS") != nullptr,
+                                  .batch_wakeups = FLAGS_rpc_shm_batch_wakeups >= 0,
+                                  .shm_spin = FLAGS_rpc_shm_spin_us >= 0}));
   for (const auto& s : specs) names.push_back(s.name);
   // The children's metrics files when --metrics_dir is not given: here,
   // removed when the launch ends.
@@ -260,10 +250,7 @@ absl::Status Launch() {
                  mode);
   }
 
-  if (!bound_text.empty()) {
-    std::fprintf(stderr, "oar launch: trainers bound to CPUs %s (one list each), the pservers on any "
-                 "(--bind_trainers=0: none bound)\n", absl::StrJoin(bound_text, " | ").c_str());
-  }
+  if (!binding.empty()) std::fprintf(stderr, "oar launch: %s\n", binding.c_str());
 
   const auto start = std::chrono::steady_clock::now();
   LaunchMonitor monitor(names, trainer_of, FLAGS_log_dir);

@@ -53,13 +53,15 @@ ProcessGroup::~ProcessGroup() {
 absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line) {
   specs_ = std::move(children);
   on_line_ = std::move(on_line);
+  for (const auto& c : specs_) {  // before any child starts
+    for (int cpu : c.cpus) {
+      if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
+    }
+  }
   for (const auto& c : specs_) {
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
-    for (int cpu : c.cpus) {
-      if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
-      CPU_SET(cpu, &cpus);
-    }
+    for (int cpu : c.cpus) CPU_SET(cpu, &cpus);
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));

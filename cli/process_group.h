@@ -2,8 +2,9 @@
 // with fork + exec in its own process group (so a terminal's Ctrl-C reaches
 // the launcher only, which then stops them in order), dies with the
 // launcher (PR_SET_PDEATHSIG), runs on the CPUs its spec names (set
-// before exec, so every thread it starts inherits them), and has its stdout and stderr read line by
-// line by one reader thread and handed to a callback.
+// before exec, so every thread it starts inherits them), and has its
+// stdout and stderr read line by line by one reader thread and handed to a
+// callback.
 //
 //   ProcessGroup g;
 //   OAR_RETURN_IF_ERROR(g.Start({{"pserver.0", argv, env}}, on_line));

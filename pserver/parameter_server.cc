@@ -323,8 +323,8 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
   // A gradient or BATCH_BARRIER sent before the trainer's resync: the
   // replay carried it, or the checkpoint holds its step.
   auto at = resynced_at_.find(id);
-  constexpr uint64_t kCounter = (uint64_t{1} << rpc::kSeqCounterBits) - 1;
-  if (send && !h.meta.oar_replay() && at != resynced_at_.end() && seq != 0 && (seq & ~kCounter) == (at->second & ~kCounter) &&
+  if (send && !h.meta.oar_replay() && at != resynced_at_.end() && seq != 0 &&
+      rpc::IncarnationOf(static_cast<int64_t>(seq)) == rpc::IncarnationOf(static_cast<int64_t>(at->second)) &&
       seq < at->second && h.name() != rpc::kFetchBarrier && h.name() != rpc::kComplete) {
     *covered = true;
   }
@@ -360,7 +360,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   const VarStore::Receivable& r = **admitted;
   absl::Status s;
   if (config_.sync_mode) {
-    OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id));
+    OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id, rpc::IncarnationOf(request.header().meta.oar_seq())));
     s = store_->Receive(r, id, request);
     if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
     barrier_->EndReceive(id, s.ok(), rpc::IncarnationOf(request.header().meta.oar_seq()));

@@ -1,10 +1,12 @@
 #include "pserver/step_barrier.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "glog/logging.h"
 
 namespace oar {
 
@@ -34,19 +36,35 @@ absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
                      timeout_);
 }
 
-absl::Status StepBarrier::BeginReceive(int trainer_id) {
+namespace {
+
+absl::Status FromAnEarlierRun(const char* what, int trainer_id) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, " from an earlier run of trainer ", trainer_id, ", which has restarted since"));
+}
+
+}  // namespace
+
+absl::Status StepBarrier::BeginReceive(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id)); !s.ok()) return s;
+  if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("a gradient", trainer_id);
   ++receiving_;
   return absl::OkStatus();
 }
 
 int64_t* StepBarrier::StoredLocked(int trainer_id, uint64_t incarnation) {
   Stored& s = stored_[trainer_id];
-  if (incarnation == s.incarnation) return &s.count;
-  if (s.replaced.count(incarnation)) return nullptr;
-  s.replaced.insert(s.incarnation);  // restarted: what the old one stored is not this one's
+  // 0: a sender without incarnations (Fluid's clients), never fenced.
+  if (incarnation == s.incarnation || incarnation == 0) return &s.count;
+  if (std::find(s.replaced.begin(), s.replaced.end(), incarnation) != s.replaced.end()) return nullptr;
+  if (s.incarnation != 0) {
+    LOG(INFO) << "trainer " << trainer_id << " restarted (a new incarnation in its sequence numbers): what its "
+              << "earlier run still sends is refused, and its count of stored gradients starts afresh";
+    s.replaced.push_back(s.incarnation);
+    if (s.replaced.size() > kReplacedKept) s.replaced.erase(s.replaced.begin());
+  }
   s.incarnation = incarnation;
   s.count = 0;
   return &s.count;
@@ -64,10 +82,7 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing("BATCH_BARRIER"); !s.ok()) return s;
   int64_t* stored = StoredLocked(trainer_id, incarnation);
-  if (stored == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("BATCH_BARRIER from an earlier run of trainer ", trainer_id, ", which has restarted since"));
-  }
+  if (stored == nullptr) return FromAnEarlierRun("BATCH_BARRIER", trainer_id);
   if (sent > 0 && *stored < sent) {
     return absl::UnavailableError(absl::StrCat("BATCH_BARRIER from trainer ", trainer_id, " came before ",
                                                sent - *stored, " of the ", sent,

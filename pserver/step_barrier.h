@@ -62,17 +62,19 @@ class StepBarrier {
   // then counts the store as in progress, so the loop does not start the
   // next optimize pass until EndReceive (no check-then-act gap between the
   // phase check and the store). Every OK BeginReceive needs one EndReceive.
-  absl::Status BeginReceive(int trainer_id);
+  // `incarnation`: the sender's (rpc::IncarnationOf its oar_seq: one per
+  // RpcClient, so one client per trainer id). A trainer's latest
+  // incarnation is the one counted: a restarted trainer's count starts
+  // afresh, and a gradient (or barrier) of an incarnation it replaced is
+  // refused (FAILED_PRECONDITION) before anything is stored. 0 (Fluid's
+  // clients) is never refused.
+  absl::Status BeginReceive(int trainer_id, uint64_t incarnation = 0);
   // `stored`: the gradient was stored (it counts toward the trainer's next
-  // BATCH_BARRIER). `incarnation`: the sender's (rpc::IncarnationOf its
-  // oar_seq). A trainer's count is its latest incarnation's: a restarted
-  // trainer's starts afresh, and what an incarnation it replaced still
-  // delivers is not counted.
+  // BATCH_BARRIER, if its incarnation is still the latest).
   void EndReceive(int trainer_id, bool stored, uint64_t incarnation = 0);
   // `sent` > 0: the trainer's count of gradients sent since its previous
   // BATCH_BARRIER; fewer stored → UNAVAILABLE, and the barrier is not
-  // counted. A barrier of a replaced incarnation is refused
-  // (FAILED_PRECONDITION).
+  // counted.
   absl::Status BatchBarrier(int trainer_id, int64_t sent = 0, uint64_t incarnation = 0);
   absl::Status FetchBarrier(int trainer_id);
   // Before serving a trainer's Get.
@@ -141,10 +143,11 @@ class StepBarrier {
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
   // Gradients stored per trainer since its last BATCH_BARRIER, for its
   // latest incarnation; the ones it replaced.
+  static constexpr size_t kReplacedKept = 16;
   struct Stored {
     uint64_t incarnation = 0;
     int64_t count = 0;
-    std::set<uint64_t> replaced;
+    std::vector<uint64_t> replaced;  // the last kReplacedKept, oldest first
   };
   // The count of `incarnation` (made the trainer's latest if new), or null
   // for one that was replaced.

@@ -44,9 +44,11 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   // Where the reply's oar_step goes (RESYNC@RECV).
   void set_reply_step(int64_t* step) { reply_step_ = step; }
   // A BATCH_BARRIER written ahead of its sends' answers: refused for having
-  // overtaken one (UNAVAILABLE), it is sent again at once, whatever
+  // overtaken one (UNAVAILABLE), it is sent again at once, once, whatever
   // retry_times says — its Wait runs once the sends were answered
-  // (SendBatchBarriers), so that attempt comes after them.
+  // (SendBatchBarriers), so that attempt comes after them. (An UNAVAILABLE
+  // of the connection gets the same one attempt: the same sequence number,
+  // so a barrier that was counted is not counted again.)
   void set_ahead_of_sends() { ahead_of_sends_ = true; }
 
   void StartAttempt() {
@@ -120,8 +122,9 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
         if (!r.ok()) s = r;
       }
       const absl::Duration left = deadline_ - absl::Now();
-      if (ahead_of_sends_ && attempt == 0 && absl::IsUnavailable(s) && left > absl::ZeroDuration()) {
-        ++retry_times_;  // this attempt is not one of the retries the flag allows
+      if (ahead_of_sends_ && absl::IsUnavailable(s) && left > absl::ZeroDuration()) {
+        ahead_of_sends_ = false;  // once
+        ++retry_times_;           // not one of the retries the flag allows
         StartAttempt();
         continue;
       }

@@ -4,6 +4,7 @@
 // launcher's wiring.
 #include "cli/host_share.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>

@@ -157,5 +157,25 @@ TEST(ParameterServerTest, GetVariableNoBarrierDoesNotWaitForTheStep) {
   s.ps->Stop();  // releases the waiting Get before the server shuts down
 }
 
+// A trainer that restarted sends from a new RpcClient (a new incarnation in
+// its sequence numbers): what its earlier run still sends is refused before
+// anything is stored, so it cannot stand in for the new run's gradients.
+TEST(ParameterServerTest, AGradientFromARunThatRestartedIsRefused) {
+  Server s;
+  const rpc::ClientOptions quick{.deadline_ms = 5000, .retry_times = 0};
+  rpc::RpcClient earlier(&s.transport, quick), now(&s.transport, quick);
+  const Variable g = Dense(DataType::kFloat32, {4, 1});
+  ASSERT_TRUE(earlier.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 0})->Wait().ok());
+  ASSERT_TRUE(now.AsyncSendBatchBarrier(s.ep, 0)->Wait().ok());  // trainer 0's new run
+  for (const char* name : {"fc_0.w_0@GRAD", rpc::kBatchBarrier}) {
+    absl::Status st = earlier.AsyncSendVar(s.ep, name, name == rpc::kBatchBarrier ? nullptr : &g, {.trainer_id = 0})
+                          ->Wait();
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << name << ": " << st;
+    EXPECT_NE(st.message().find("an earlier run of trainer 0, which has restarted since"), std::string::npos) << st;
+  }
+  EXPECT_TRUE(now.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok()) << "others go on";
+  s.ps->Stop();
+}
+
 }  // namespace
 }  // namespace oar

@@ -134,13 +134,17 @@ class OvertakenHandler : public RpcHandler {
       ++counted_;
       return absl::OkStatus();
     }
-    mu_.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n > 0; }, &barriers_seen_), absl::Seconds(30));
+    mu_.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n > 0; }, &barriers_seen_), absl::Seconds(5));
     ++stored_;
     return absl::OkStatus();
   }
   int counted() {
     absl::MutexLock l(&mu_);
     return counted_;
+  }
+  int barriers_seen() {
+    absl::MutexLock l(&mu_);
+    return barriers_seen_;
   }
 
  private:
@@ -162,6 +166,7 @@ TEST(BatchBarrierCountTest, ABarrierRefusedForOvertakingItsSendsIsSentAgainEvenW
   absl::Status s = client.SendBatchBarriers(0, {ep});
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(h.counted(), 1);
+  EXPECT_EQ(h.barriers_seen(), 2) << "refused ahead of the gradient, then counted after it";
 }
 
 }  // namespace
