@@ -1,5 +1,7 @@
 #include "pserver/replay_guard.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
@@ -16,21 +18,29 @@ ReplayGuard::ReplayGuard(int fanin, size_t window) : window_(std::max<size_t>(wi
   tables_.resize(static_cast<size_t>(std::max(fanin, 1)));
 }
 
-ReplayGuard::Table& ReplayGuard::TableFor(int trainer, uint64_t seq) {
+ReplayGuard::Table* ReplayGuard::TableFor(int trainer, uint64_t seq) {
   Table& t = tables_.at(static_cast<size_t>(trainer));
   const uint64_t incarnation = seq & ~kCounterMask;
-  if (incarnation != t.incarnation) {
-    if (t.incarnation != 0) LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
-    t = Table{};
-    t.incarnation = incarnation;
+  if (incarnation == t.incarnation) return &t;
+  if (std::find(t.replaced.begin(), t.replaced.end(), incarnation) != t.replaced.end()) return nullptr;
+  std::vector<uint64_t> replaced = std::move(t.replaced);
+  if (t.incarnation != 0) {
+    LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
+    replaced.push_back(t.incarnation);
+    if (replaced.size() > kReplacedKept) replaced.erase(replaced.begin());
   }
-  return t;
+  t = Table{};
+  t.incarnation = incarnation;
+  t.replaced = std::move(replaced);
+  return &t;
 }
 
 std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t seq) {
   if (seq == 0) return Ticket{};
   absl::MutexLock l(&mu_);
-  Table& t = TableFor(trainer, seq);
+  Table* table = TableFor(trainer, seq);
+  if (table == nullptr) return Ticket{};  // an earlier run's late call: the handler refuses it
+  Table& t = *table;
   const uint64_t counter = seq & kCounterMask;
   if (counter <= t.evicted_up_to && !t.entries.count(counter)) {
     ++duplicates_;
@@ -51,7 +61,9 @@ std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t s
 absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq, absl::Time deadline) {
   if (seq == 0) return Ticket{};
   absl::MutexLock l(&mu_);
-  Table& t = TableFor(trainer, seq);
+  Table* table = TableFor(trainer, seq);
+  if (table == nullptr) return Ticket{};  // an earlier run's late call: the handler refuses it
+  Table& t = *table;
   const uint64_t incarnation = seq & ~kCounterMask, counter = seq & kCounterMask;
   if (counter <= t.evicted_up_to && !t.entries.count(counter)) {
     ++duplicates_;

@@ -17,7 +17,10 @@
 // waiting, but a later copy runs afresh.
 //
 // seq 0 (Fluid's clients) is never de-duplicated. A new incarnation of a
-// trainer (a restarted process) starts a fresh table. Each trainer's table
+// trainer (a restarted process) starts a fresh table; a late call of an
+// incarnation it replaced gets a fresh ticket and leaves the table alone
+// (the pserver refuses an earlier run's gradients and barriers:
+// StepBarrier), so it cannot make the new run's retries look new. Each trainer's table
 // keeps the last `window` finished numbers; an older number than any kept is
 // taken for a duplicate of one that finished (clients wait for every call
 // of a step before the next, so a live retry is never that old).
@@ -62,15 +65,18 @@ class ReplayGuard {
     bool rerun = false;  // done with UNAVAILABLE: the next copy runs afresh
   };
 
+  static constexpr size_t kReplacedKept = 16;
   struct Table {
     uint64_t incarnation = 0;
+    std::vector<uint64_t> replaced;  // the last kReplacedKept incarnations before it
     std::map<uint64_t, Entry> entries;  // by counter
     uint64_t evicted_up_to = 0;         // every counter <= this finished and was dropped
     size_t done = 0;
   };
 
-  // The table of `trainer`, renewed for a new incarnation of `seq`.
-  Table& TableFor(int trainer, uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The table of `trainer`, renewed for a new incarnation of `seq`; null
+  // for an incarnation the table's replaced.
+  Table* TableFor(int trainer, uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t window_;
   mutable absl::Mutex mu_;

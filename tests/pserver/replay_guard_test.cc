@@ -100,6 +100,23 @@ TEST(ReplayGuardTest, ANewIncarnationStartsAFreshTable) {
   EXPECT_FALSE(g.Begin(0, restarted | 3, Soon())->duplicate);  // a restarted trainer's own call 3
 }
 
+// Regression: a late call of the earlier run renewed the table, so the new
+// run's retry of a call already applied ran again.
+TEST(ReplayGuardTest, AnEarlierRunsLateCallLeavesTheNewRunsTableAlone) {
+  ReplayGuard g(1);
+  const uint64_t restarted = uint64_t{9} << rpc::kSeqCounterBits;
+  ASSERT_FALSE(g.Begin(0, kInc | 1, Soon())->duplicate);
+  g.End(0, kInc | 1, absl::OkStatus());
+  ASSERT_FALSE(g.Begin(0, restarted | 1, Soon())->duplicate);  // the new run's call 1
+  g.End(0, restarted | 1, absl::OkStatus());
+  EXPECT_FALSE(g.Begin(0, kInc | 2, Soon())->duplicate);  // the earlier run's late call: not tracked
+  g.End(0, kInc | 2, absl::InternalError("refused by the handler"));
+  auto retry = g.Begin(0, restarted | 1, Soon());
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->duplicate) << "the new run's retry of an applied call must not run again";
+  EXPECT_FALSE(g.TryBegin(0, kInc | 1)->duplicate);
+}
+
 TEST(ReplayGuardTest, NumbersOlderThanTheWindowCountAsFinishedDuplicates) {
   ReplayGuard g(1, /*window=*/4);
   for (uint64_t i = 1; i <= 10; ++i) {
