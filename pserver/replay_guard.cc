@@ -1,7 +1,5 @@
 #include "pserver/replay_guard.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
@@ -21,17 +19,18 @@ ReplayGuard::ReplayGuard(int fanin, size_t window) : window_(std::max<size_t>(wi
 ReplayGuard::Table* ReplayGuard::TableFor(int trainer, uint64_t seq) {
   Table& t = tables_.at(static_cast<size_t>(trainer));
   const uint64_t incarnation = seq & ~kCounterMask;
-  if (incarnation == t.incarnation) return &t;
-  if (std::find(t.replaced.begin(), t.replaced.end(), incarnation) != t.replaced.end()) return nullptr;
-  std::vector<uint64_t> replaced = std::move(t.replaced);
-  if (t.incarnation != 0) {
-    LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
-    replaced.push_back(t.incarnation);
-    if (replaced.size() > kReplacedKept) replaced.erase(replaced.begin());
+  switch (t.run.Observe(incarnation)) {
+    case TrainerRun::Seen::kLatest:
+      return &t;
+    case TrainerRun::Seen::kReplaced:
+      return nullptr;
+    case TrainerRun::Seen::kNew:
+      break;
   }
+  if (t.run.restarted()) LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
+  TrainerRun run = t.run;
   t = Table{};
-  t.incarnation = incarnation;
-  t.replaced = std::move(replaced);
+  t.run = run;
   return &t;
 }
 
@@ -84,7 +83,7 @@ absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq
     uint64_t incarnation, counter;
     const Entry* Find() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       const Table& t = g->tables_[trainer];
-      if (t.incarnation != incarnation) return nullptr;
+      if (t.run.latest() != incarnation) return nullptr;
       auto it = t.entries.find(counter);
       return it == t.entries.end() ? nullptr : &it->second;
     }
@@ -98,7 +97,7 @@ absl::StatusOr<ReplayGuard::Ticket> ReplayGuard::Begin(int trainer, uint64_t seq
                                               deadline);
   const Entry* e = first.Find();
   if (e == nullptr) {
-    if (tables_[static_cast<size_t>(trainer)].incarnation != incarnation) {
+    if (tables_[static_cast<size_t>(trainer)].run.latest() != incarnation) {
       return absl::AbortedError(absl::StrCat("trainer ", trainer, " restarted while a retry of its call waited"));
     }
     return Ticket{.duplicate = true, .first_answer = absl::OkStatus()};  // finished and already forgotten
@@ -114,7 +113,7 @@ void ReplayGuard::End(int trainer, uint64_t seq, const absl::Status& answer) {
   if (seq == 0) return;
   absl::MutexLock l(&mu_);
   Table& t = tables_.at(static_cast<size_t>(trainer));
-  if ((seq & ~kCounterMask) != t.incarnation) return;  // a newer incarnation took over meanwhile
+  if ((seq & ~kCounterMask) != t.run.latest()) return;  // a newer incarnation took over meanwhile
   auto it = t.entries.find(seq & kCounterMask);
   if (it == t.entries.end() || it->second.done) return;
   it->second.done = true;

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pserver/trainer_runs.h"
 
 namespace oar {
 
@@ -65,10 +66,8 @@ class ReplayGuard {
     bool rerun = false;  // done with UNAVAILABLE: the next copy runs afresh
   };
 
-  static constexpr size_t kReplacedKept = 16;
   struct Table {
-    uint64_t incarnation = 0;
-    std::vector<uint64_t> replaced;  // the last kReplacedKept incarnations before it
+    TrainerRun run;  // the incarnation it is for (run.latest()) and those it replaced
     std::map<uint64_t, Entry> entries;  // by counter
     uint64_t evicted_up_to = 0;         // every counter <= this finished and was dropped
     size_t done = 0;

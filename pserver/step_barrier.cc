@@ -1,12 +1,10 @@
 #include "pserver/step_barrier.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "glog/logging.h"
 
 namespace oar {
 
@@ -56,18 +54,16 @@ absl::Status StepBarrier::BeginReceive(int trainer_id, uint64_t incarnation) {
 
 int64_t* StepBarrier::StoredLocked(int trainer_id, uint64_t incarnation) {
   Stored& s = stored_[trainer_id];
-  // 0: a sender without incarnations (Fluid's clients), never fenced.
-  if (incarnation == s.incarnation || incarnation == 0) return &s.count;
-  if (std::find(s.replaced.begin(), s.replaced.end(), incarnation) != s.replaced.end()) return nullptr;
-  if (s.incarnation != 0) {
-    LOG(INFO) << "trainer " << trainer_id << " restarted (a new incarnation in its sequence numbers): what its "
-              << "earlier run still sends is refused, and its count of stored gradients starts afresh";
-    s.replaced.push_back(s.incarnation);
-    if (s.replaced.size() > kReplacedKept) s.replaced.erase(s.replaced.begin());
+  switch (s.run.Observe(incarnation)) {
+    case TrainerRun::Seen::kLatest:
+      return &s.count;
+    case TrainerRun::Seen::kReplaced:
+      return nullptr;
+    case TrainerRun::Seen::kNew:  // restarted: what the old run stored is not this one's
+      s.count = 0;
+      return &s.count;
   }
-  s.incarnation = incarnation;
-  s.count = 0;
-  return &s.count;
+  return nullptr;
 }
 
 void StepBarrier::EndReceive(int trainer_id, bool stored, uint64_t incarnation) {

@@ -46,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pserver/trainer_runs.h"
 
 namespace oar {
 
@@ -141,13 +142,11 @@ class StepBarrier {
   absl::Status ended_ ABSL_GUARDED_BY(mu_);  // OK until End
   int step_ ABSL_GUARDED_BY(mu_);
   int receiving_ ABSL_GUARDED_BY(mu_) = 0;  // gradients being stored now
-  // Gradients stored per trainer since its last BATCH_BARRIER, for its
-  // latest incarnation; the ones it replaced.
-  static constexpr size_t kReplacedKept = 16;
+  // Gradients stored per trainer since its last BATCH_BARRIER, by its
+  // latest run (ReplayGuard logs a restart).
   struct Stored {
-    uint64_t incarnation = 0;
-    int64_t count = 0;
-    std::vector<uint64_t> replaced;  // the last kReplacedKept, oldest first
+    TrainerRun run;
+    int64_t count = 0;  // the latest run's
   };
   // The count of `incarnation` (made the trainer's latest if new), or null
   // for one that was replaced.
