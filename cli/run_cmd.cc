@@ -42,6 +42,7 @@
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
+#include "common/malloc_tuning.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "pserver/pserver_runtime.h"
@@ -139,6 +140,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                         const ProgramDesc& origin, Profiler* profiler) {
   // The device first: a host without the GPU asked for hears so at once.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  KeepLargeAllocations();  // each step's fresh gradient buffers reuse the last step's memory
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;

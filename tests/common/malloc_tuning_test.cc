@@ -1,0 +1,67 @@
+// The two malloc policies a process takes by role (common/malloc_tuning.h),
+// each checked in a child process of its own (a policy is set once per
+// process): whether a large block gets its own mapping, seen through
+// glibc's mallinfo2 counters.
+#include "common/malloc_tuning.h"
+
+#include <malloc.h>
+
+#include <cstdlib>
+
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // the sanitizer's allocator replaces glibc's: mallopt is not glibc's
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Mappings that hold one live block each, and bytes of the main heap.
+size_t MappedBlocks() { return mallinfo2().hblks; }
+size_t HeapBytes() { return mallinfo2().arena; }
+// A block the compiler may not elide (an unused malloc may be dropped).
+void* Allocate(size_t bytes) {
+  void* p = std::malloc(bytes);
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+TEST(MallocTuningTest, ATrainerKeepsLargeFreedBlocksInItsHeap) {
+  if (kSanitized) GTEST_SKIP() << "a sanitizer's allocator ignores glibc's tunables";
+  EXPECT_EXIT(
+      {
+        if (!KeepLargeAllocations()) std::_Exit(2);
+        const size_t mapped = MappedBlocks();
+        void* p = Allocate(8 << 20);
+        if (MappedBlocks() != mapped) std::_Exit(3);  // given a mapping of its own
+        const size_t heap = HeapBytes();
+        std::free(p);
+        if (HeapBytes() < heap) std::_Exit(4);  // the heap was trimmed back to the system
+        if (MapLargeAllocations()) std::_Exit(5);  // the first policy stays
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(MallocTuningTest, APserverMapsEachLargeBlock) {
+  if (kSanitized) GTEST_SKIP() << "a sanitizer's allocator ignores glibc's tunables";
+  EXPECT_EXIT(
+      {
+        if (!MapLargeAllocations()) std::_Exit(2);
+        malloc_trim(0);  // no free heap memory left that a 2 MiB block could come from
+        const size_t mapped = MappedBlocks();
+        void* p = Allocate(2 << 20);
+        if (MappedBlocks() != mapped + 1) std::_Exit(3);
+        std::free(p);
+        if (MappedBlocks() != mapped) std::_Exit(4);  // returned to the system at once
+        if (KeepLargeAllocations()) std::_Exit(5);
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace oar
