@@ -317,7 +317,10 @@ TEST(DistE2eTest, AKilledTrainerFailsThePserversBarrierNamingItsId) {
 // the pserver lost) and the job finishes with every process exiting 0.
 TEST(DistE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
   const std::string dir = TempDir("restart");
-  Cluster c(/*deadline_ms=*/30000, {"--epochs=1", "--limit=6400", "--rpc_retry_times=100", "--checkpoint_every=20",
+  // 400 steps: the kill lands mid-job, 50 ms or so after the first
+  // checkpoint (step 20), however fast the steps (a job that had already
+  // finished would leave the restarted pserver waiting for no one).
+  Cluster c(/*deadline_ms=*/30000, {"--epochs=4", "--limit=6400", "--rpc_retry_times=100", "--checkpoint_every=20",
                                     "--checkpoint_dir=" + dir});
   const std::string manifest = dir + "/pserver_0/__manifest__";
   for (int i = 0; i < 600 && !std::filesystem::exists(manifest); ++i) {
