@@ -53,8 +53,12 @@ struct Tensor::Buffer {
     ptr = b.ptr;
     size = b.bytes;
   }
+  // Over `p`, which `keep` keeps alive; never freed here.
+  Buffer(void* p, size_t n, std::shared_ptr<const void> keep) : ptr(p), size(n), owner(std::move(keep)) {}
   ~Buffer() {
-    if (pool != nullptr) {
+    if (owner != nullptr) {
+      // not ours: `owner` lets go of it
+    } else if (pool != nullptr) {
       pool->Give({ptr, size});
     } else if (!place.is_cpu()) {
       FreeOn(place, ptr);
@@ -68,6 +72,7 @@ struct Tensor::Buffer {
   size_t size;
   Place place;
   std::shared_ptr<BufferPool> pool;
+  std::shared_ptr<const void> owner;  // OverMemory's
 };
 
 void* Tensor::mutable_data(DataType dtype, const Place& place) {
@@ -144,6 +149,16 @@ absl::Status Tensor::CopyTo(const Place& place, Tensor* dst) const {
   void* p = dst->mutable_data(dtype_, place);
   return CopyBytes(place, p, place_, raw_data(), nbytes());
 }
+
+Tensor Tensor::OverMemory(void* data, const DDim& dims, DataType dtype, std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.dims_ = dims;
+  t.dtype_ = dtype;
+  t.holder_ = std::make_shared<Buffer>(data, CheckedBytes(dims, dtype), std::move(owner));
+  return t;
+}
+
+bool Tensor::OverForeignMemory() const { return holder_ != nullptr && holder_->owner != nullptr; }
 
 Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   Tensor out = *this;

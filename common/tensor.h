@@ -106,6 +106,16 @@ class Tensor {
   // Rows [begin, end) of the first dimension, sharing the buffer.
   Tensor Slice(int64_t begin, int64_t end) const;
 
+  // A host tensor of `dims` and `dtype` over memory it does not own: `data`
+  // (at least that many bytes), kept alive by `owner` for as long as any
+  // tensor holds the buffer. mutable_data writes into it like into any
+  // buffer of this tensor's own (when unshared and large enough), and
+  // replaces it otherwise; it is never freed by a tensor. (A pserver's
+  // parameters in shared memory: common/rpc/stream/shared_region.h.)
+  static Tensor OverMemory(void* data, const DDim& dims, DataType dtype, std::shared_ptr<const void> owner);
+  // Whether this tensor's buffer is memory that OverMemory gave it.
+  bool OverForeignMemory() const;
+
   // "float32[2, 3]" plus up to `max_values` leading values.
   std::string ToString(int max_values = 8) const;
 

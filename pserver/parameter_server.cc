@@ -157,6 +157,10 @@ ParameterServer::~ParameterServer() {
 absl::StatusOr<std::string> ParameterServer::Start() {
   rpc::ServerOptions o = config_.server;
   o.endpoint = config_.endpoint;
+  if (StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_params && config_.transport->LendsSharedMemory() &&
+      o.tls_cert.empty()) {  // a TLS server offers no shared memory
+    o.lend = LendParams();
+  }
   OAR_ASSIGN_OR_RETURN(listener_, config_.transport->Listen(o, this));
   absl::MutexLock l(&endpoint_mu_);
   bound_endpoint_ = listener_->endpoint();
@@ -283,11 +287,15 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   if (ticket.duplicate) {
     // A retry whose first copy arrived: the same answer. A Get is read-only:
     // serve it again, without the barrier the first copy already passed.
-    if (get && ticket.first_answer.ok()) return HandleGet(request, id, /*barrier=*/false, reply);
+    if (get && ticket.first_answer.ok()) {
+      reply->stable = StableGets(kind);
+      return HandleGet(request, id, /*barrier=*/false, reply);
+    }
     return ticket.first_answer;
   }
   absl::Status s;
   if (get) {
+    reply->stable = StableGets(kind);
     s = HandleGet(request, id, kind == rpc::RpcKind::kGet && config_.sync_mode, reply);
   } else if (kind == rpc::RpcKind::kCheckpointNotify) {
     s = HandleCheckpoint(request);

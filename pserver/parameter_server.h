@@ -181,6 +181,21 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   // parameter_server_get.cc: Gets.
   absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
+  // Whether a Get of `kind` is answered with a Reply the transport may let
+  // the trainer read in place (rpc::Reply::stable): a sync pserver's
+  // barrier Get. Its parameter is next written by an optimize block —
+  // early, as its gradients complete, or after the barrier — that needs
+  // every live trainer's next gradient for it, and a trainer computes that
+  // only after it has read its Gets (the fetch barrier waits for them; so
+  // does COMPLETE). A late or duplicated reply is refused unread by the
+  // client. (Not a restored pserver's: its resync replays steps.)
+  bool StableGets(rpc::RpcKind kind) const {
+    return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored;
+  }
+  // Moves the parameters the optimize blocks write (their ParamOut) into
+  // shared memory that the stream transport lends to trainers on this host
+  // (ServerOptions::lend); null (logged) when there are none or it fails.
+  std::shared_ptr<const rpc::stream::SharedRegion> LendParams();
   // The parameter `name` as this pserver serves it, or why not.
   absl::StatusOr<const Variable*> ServedVar(const std::string& name, int trainer) const;
   // Times a request into the metrics from `arrived` to now (waits included)

@@ -5,12 +5,17 @@
 // the loop thread right after the optimize pass, so that no thread must be
 // woken per Get. Both paths check the same things in the same order and
 // keep the ReplayGuard's record: a retried Get whose first copy passed the
-// barrier is served again without it.
+// barrier is served again without it. A sync pserver's parameters live in
+// shared memory lent to the trainers on its host (LendParams), and its
+// barrier Gets are answered stable: over shm, the reply says where the
+// value lies and the trainer copies it from there.
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/stream/shared_region.h"
 #include "common/status.h"
+#include "glog/logging.h"
 #include "pserver/parameter_server.h"
 
 namespace oar {
@@ -63,6 +68,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   };
   if (ticket->duplicate) {
     rpc::Reply reply;
+    reply.stable = StableGets(kind);
     absl::Status s = ticket->first_answer;
     if (s.ok()) s = HandleGet(*request, id, /*barrier=*/false, &reply);
     answer(start, std::move(s), std::move(reply));
@@ -73,14 +79,41 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
     answer(start, v.status(), rpc::Reply{});
     return true;
   }
-  barrier_->WhenGetReady(id, [this, request, id, seq, start, reader, answer = std::move(answer)](absl::Status s) {
+  barrier_->WhenGetReady(id, [this, kind, request, id, seq, start, reader, answer = std::move(answer)](absl::Status s) {
     const absl::Time began = std::this_thread::get_id() == reader ? start : absl::Now();
     rpc::Reply reply;
+    reply.stable = StableGets(kind);
     s = s.ok() ? HandleGet(*request, id, /*barrier=*/false, &reply) : Annotate(s, Who(id));
     guard_->End(id, seq, s);
     answer(began, std::move(s), std::move(reply));
   });
   return true;
+}
+
+std::shared_ptr<const rpc::stream::SharedRegion> ParameterServer::LendParams() {
+  std::set<std::string> names;
+  for (const auto& [id, block] : blocks_) {
+    const BlockDesc& b = program_.Block(static_cast<size_t>(id));
+    for (size_t i = 0; i < b.OpSize(); ++i) {
+      for (const auto& p : b.Op(i).Output("ParamOut")) names.insert(p);
+    }
+  }
+  std::vector<Tensor*> params;
+  for (const auto& name : names) {
+    Variable* v = scope_->FindVar(name);
+    if (v == nullptr || !v->IsType<Tensor>()) continue;
+    Tensor* t = v->GetMutable<Tensor>();
+    if (t->initialized() && t->place().is_cpu() && t->nbytes() > 0) params.push_back(t);
+  }
+  if (params.empty()) return nullptr;
+  absl::StatusOr<std::shared_ptr<rpc::stream::SharedRegion>> region = rpc::stream::SharedRegion::MoveInto(params);
+  if (!region.ok()) {
+    LOG(WARNING) << Name() << ": parameters stay in private memory (Gets over shm are copied): " << region.status();
+    return nullptr;
+  }
+  VLOG(1) << Name() << ": " << params.size() << " parameters (" << (*region)->size()
+          << " bytes) in shared memory, lent to trainers on this host";
+  return *std::move(region);
 }
 
 }  // namespace oar

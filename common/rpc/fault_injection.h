@@ -71,6 +71,7 @@ class FaultInjectingTransport final : public Transport {
   // What the inner transport claims, although this one may reorder calls:
   // that is the fault the barrier's count (oar_sent) must survive.
   bool KeepsOrder(const std::string& ep) override { return inner_->KeepsOrder(ep); }
+  bool LendsSharedMemory() const override { return inner_->LendsSharedMemory(); }
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override {
     return inner_->Listen(options, handler);
   }

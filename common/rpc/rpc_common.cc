@@ -11,6 +11,10 @@
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");
+DEFINE_bool(rpc_shm_lend_params, true,
+            "a sync pserver keeps the parameters it serves in shared memory and lends it to the trainers it serves "
+            "over shm; a Get's reply then says where the value lies and the trainer copies it from there (one copy "
+            "instead of two, and none on the pserver); a trainer with this false does not take the loan");
 DEFINE_int32(rpc_retry_times, 3,
              "retries of an RPC that failed UNAVAILABLE or RESOURCE_EXHAUSTED, all within its --rpc_deadline");
 DEFINE_int32(rpc_send_thread_num, 12, "pserver threads handling SendVariable");

@@ -24,6 +24,7 @@ DECLARE_int64(rpc_max_message_bytes);
 DECLARE_int32(rpc_max_queued_requests);
 DECLARE_int64(rpc_max_inflight_request_bytes);
 DECLARE_int32(rpc_wait_spin_us);
+DECLARE_bool(rpc_shm_lend_params);
 
 namespace oar::rpc {
 

@@ -20,6 +20,9 @@ const RpcMetrics& Metrics() {
         r.AddGauge("oar_rpc_server_queue_depth", "Requests waiting for a handler thread", {"method"});
     out->server_rejected = r.AddCounter("oar_rpc_server_rejected_total",
                                         "Requests refused because their handler queue was full", {"method"});
+    out->server_lent_bytes = r.AddCounter(
+        "oar_rpc_server_lent_bytes_total",
+        "Reply payload bytes this server answered with their place in the shared memory it lent, not the bytes", {});
     return out;
   }();
   return *m;

@@ -8,6 +8,8 @@
 //   oar_rpc_client_errors_total{method,code}       calls that failed, by status code
 //   oar_rpc_server_queue_depth{method}             requests waiting for a handler thread
 //   oar_rpc_server_rejected_total{method}          requests refused on a full queue
+//   oar_rpc_server_lent_bytes_total                reply payloads answered with where
+//                                                  they lie in lent shared memory
 //
 // `method` is the RPC (SendVariable, GetVariable, ...), except that the
 // control messages get their own: BatchBarrier, FetchBarrier, Complete,
@@ -35,6 +37,7 @@ struct RpcMetrics {
   metrics::Family<metrics::Counter>* client_errors;
   metrics::Family<metrics::Gauge>* server_queue_depth;
   metrics::Family<metrics::Counter>* server_rejected;
+  metrics::Family<metrics::Counter>* server_lent_bytes;
 };
 
 // The families in metrics::Default(), registered on first use.

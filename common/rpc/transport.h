@@ -28,11 +28,21 @@
 #include "common/rpc/rpc_common.h"
 
 namespace oar::rpc {
+namespace stream {
+class SharedRegion;  // stream/shared_region.h
+}  // namespace stream
 
 // What a handler answers: a variable (Get, Prefetch) or nothing.
 struct Reply {
   std::string name;
   Variable var;       // may share the served tensor's buffer (its writer then allocates a new one)
+  // The handler vouches that var's payload is not written before the
+  // requester has read this reply (a sync pserver's barrier Get: a
+  // parameter is next written by an optimize block that needs this
+  // trainer's next gradient for it, which the trainer computes only after
+  // it has read its Gets): a transport may then let the requester read it
+  // in place (ServerOptions::lend) rather than copy it into the reply.
+  bool stable = false;
   int64_t step = 0;   // VariableMessage.oar_step of the reply (RESYNC@RECV)
 };
 
@@ -87,6 +97,11 @@ struct ServerOptions {
   // Bytes of gradient requests held read at once (ReadGate, grpc_server);
   // 0: FLAGS_rpc_max_inflight_request_bytes.
   int64_t max_inflight_request_bytes = 0;
+  // Shared memory holding values the handler serves (a sync pserver's
+  // parameters), lent to the clients that reach this server over shared
+  // memory: a stable Reply whose payload lies in it is answered with
+  // where, not with the bytes. Null: nothing lent. Other transports ignore it.
+  std::shared_ptr<const stream::SharedRegion> lend;
 };
 
 // A served endpoint. Destroying it stops serving: no new calls; calls in
@@ -156,6 +171,9 @@ class Transport {
     Call(kind, ep, std::move(request), deadline, std::move(done));
     return nullptr;
   }
+  // Whether a server of this transport can lend shared memory to its
+  // clients (ServerOptions::lend): worth building one only then.
+  virtual bool LendsSharedMemory() const { return false; }
   // Whether calls to `ep` made one after another reach its handler in that
   // order (one stream connection, read in order; true of the kinds a server
   // handles on its reader thread, as a sync pserver does its gradients and

@@ -60,6 +60,8 @@ class SelectingTransport final : public Transport {
   absl::Status WaitReady(const std::string& ep, absl::Time deadline) override;
   absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) override;
 
+  // Its stream server offers shared memory (unless TLS is configured).
+  bool LendsSharedMemory() const override { return mode_ == TransportMode::kAuto || mode_ == TransportMode::kShm; }
   // What calls to `ep` use: "grpc", "tcp", "shm"; "" before the first call.
   std::string ChosenFor(const std::string& ep);
   // A stream connection (tcp, shm) keeps order; gRPC does not.

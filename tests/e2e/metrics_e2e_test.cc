@@ -2,7 +2,8 @@
 // value across processes: the examples the trainers counted are the
 // examples the job trained, every pserver ran every step, and the bytes
 // each trainer says it sent to a pserver are the bytes that pserver says it
-// received from that trainer. Prometheus' promtool checks every file.
+// received from that trainer, and those it pulled are those the pserver
+// lent from shared memory. Prometheus' promtool checks every file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,6 +79,23 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
     EXPECT_EQ(sent, received) << "trainer " << i;
     EXPECT_GT(received[0], 0) << "trainer " << i;
   }
+  // On one host the job runs over shared memory, where a sync pserver lends
+  // its parameters: every Get is answered with where the value lies, so
+  // each pserver lent exactly the bytes the trainers received from it. (A
+  // parameter that left the region — an optimizer that reallocated it —
+  // would be copied instead: correct, but the loan lost, and this fails.)
+  std::map<std::string, double> from_peer;
+  for (int i = 0; i < 2; ++i) {
+    for (const auto& [k, v] : t[i]) {
+      if (k.rfind("oar_rpc_client_received_bytes_total{method=\"GetVariable\"", 0) == 0) from_peer[k] += v;
+    }
+  }
+  std::vector<double> pulled, lent = {p[0]["oar_rpc_server_lent_bytes_total"], p[1]["oar_rpc_server_lent_bytes_total"]};
+  for (const auto& [peer, bytes] : from_peer) pulled.push_back(bytes);
+  std::sort(pulled.begin(), pulled.end());
+  std::sort(lent.begin(), lent.end());
+  EXPECT_EQ(lent, pulled);
+  EXPECT_GT(lent[0], 0);
   // The launcher's time split, from the same files: the parts add up to
   // the step time, and a sync trainer both sends and waits at barriers.
   for (int i = 0; i < 2; ++i) {

@@ -24,6 +24,8 @@
 
 namespace oar::rpc::stream {
 
+class SharedRegion;  // shared_region.h
+
 struct ConstPiece {
   const void* data;
   size_t size;
@@ -72,6 +74,18 @@ class ByteStream {
   // waiting for the peer to read (false when it cannot tell). A hint: the
   // peer may only make room meanwhile.
   virtual bool WritableNow(size_t /*n*/) { return false; }
+  // Lending shared memory (shared_region.h) between two processes on one
+  // host: whether this stream can carry a region's fd; the server lends
+  // `region` over it, the client maps what was lent (until `deadline`),
+  // and lent_region() is then that mapping (null before, or never).
+  virtual bool CanLendRegions() const { return false; }
+  virtual absl::Status LendRegion(const SharedRegion& /*region*/) {
+    return absl::UnimplementedError("this stream cannot lend shared memory");
+  }
+  virtual absl::Status MapLentRegion(absl::Time /*deadline*/) {
+    return absl::UnimplementedError("this stream cannot lend shared memory");
+  }
+  virtual const SharedRegion* lent_region() const { return nullptr; }
   // Ends the stream both ways; a blocked Read or Write returns Cancelled.
   virtual void Close() = 0;
   // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".

@@ -1,10 +1,13 @@
 #include "common/rpc/stream/frame_io.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_common.h"
+#include "common/rpc/rpc_metrics.h"
 #include "common/tsan.h"
+#include "glog/logging.h"
 
 namespace oar::rpc::stream {
 namespace {
@@ -23,6 +26,7 @@ absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_dead
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
   Hello hello;
   hello.token_len = static_cast<uint32_t>(token.size());
+  if (s->CanLendRegions() && FLAGS_rpc_shm_lend_params) hello.flags |= Hello::kMapsRegions;
   if (token.size() > kMaxTokenBytes) return absl::InvalidArgumentError("OAR_AUTH_TOKEN is longer than 4096 bytes");
   absl::Status st = s->Write({{&hello, sizeof(hello)}, {token.data(), token.size()}}, deadline);
   if (!st.ok()) return st;
@@ -37,10 +41,16 @@ absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time
   st = s->Read(text.data(), text.size(), deadline);
   if (!st.ok()) return st;
   if (w.code != 0) return absl::Status(static_cast<absl::StatusCode>(w.code), absl::StrCat(s->peer(), ": ", text));
+  if (w.flags & ~Welcome::kLentRegion || ((w.flags & Welcome::kLentRegion) && !(hello.flags & Hello::kMapsRegions))) {
+    return absl::UnavailableError(absl::StrCat(s->peer(), " answered with flags ", w.flags, " that were not asked for"));
+  }
+  if (w.flags & Welcome::kLentRegion) return s->MapLentRegion(deadline);
   return absl::OkStatus();
 }
 
-absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
+absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
+                             const SharedRegion* region, bool* lent) {
+  if (lent != nullptr) *lent = false;
   Hello hello;
   absl::Status st = s->Read(&hello, sizeof(hello), deadline);
   if (!st.ok()) return st;
@@ -59,6 +69,16 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
   }
   Welcome w;
   w.code = static_cast<uint32_t>(verdict.code());
+  // The region's fd goes first, on the socket: the client looks for it
+  // once the Welcome says so.
+  if (verdict.ok() && region != nullptr && (hello.flags & Hello::kMapsRegions) && s->CanLendRegions()) {
+    if (absl::Status l = s->LendRegion(*region); l.ok()) {
+      w.flags |= Welcome::kLentRegion;
+      if (lent != nullptr) *lent = true;
+    } else {
+      LOG(WARNING) << "cannot lend shared memory to " << s->peer() << " (its Gets are copied instead): " << l;
+    }
+  }
   const std::string text(verdict.message());
   w.text_len = static_cast<uint32_t>(text.size());
   st = s->Write({{&w, sizeof(w)}, {text.data(), text.size()}}, deadline);
@@ -67,7 +87,8 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
 }
 
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
-                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more) {
+                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more,
+                          const SharedRegion* region) {
   sendrecv::VariableMessage meta = h.meta;
   if (h.kind == PayloadKind::kSelectedRows) {
     meta.set_rows(reinterpret_cast<const char*>(h.rows.data()), h.rows.size() * sizeof(int64_t));
@@ -86,7 +107,16 @@ absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t 
   f.timeout_ms = timeout_ms;
   f.payload_len = h.payload_bytes;
   std::vector<ConstPiece> pieces = {{&f, sizeof(f)}, {bytes.data(), bytes.size()}};
-  if (h.payload_bytes > 0) pieces.push_back({payload->raw_data(), h.payload_bytes});
+  const int64_t offset =
+      region != nullptr && h.payload_bytes > 0 ? region->OffsetOf(payload->raw_data(), h.payload_bytes) : -1;
+  if (offset >= 0) {
+    f.flags = FrameHeader::kInRegion;
+    pieces.push_back({&offset, sizeof(offset)});
+    static metrics::Counter* const lent_bytes = Metrics().server_lent_bytes->With({});
+    lent_bytes->Add(static_cast<double>(h.payload_bytes));
+  } else if (h.payload_bytes > 0) {
+    pieces.push_back({payload->raw_data(), h.payload_bytes});
+  }
   absl::Status st = more ? s->WriteMore(pieces, deadline) : s->Write(pieces, deadline);
   // Done reading the tensor: its next writer may reuse the buffer once this
   // share is dropped (see Tensor::mutable_data).
@@ -125,9 +155,24 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
   absl::StatusOr<MessageHeader> h = absl::InvalidArgumentError(
       absl::StrCat("malformed VariableMessage from ", s->peer(), ": its header does not parse"));
   if (meta.ParseFromString(bytes) && meta.serialized().empty()) h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
+  // A payload in the lent region: its offset is what the stream carries.
+  const bool in_region = (f.flags & FrameHeader::kInRegion) != 0;
+  const char* lent = nullptr;
+  if (in_region) {
+    uint64_t offset = 0;
+    r.stream = s->Read(&offset, sizeof(offset), deadline);
+    if (!r.stream.ok()) return r;
+    lent = s->lent_region() != nullptr ? s->lent_region()->At(offset, f.payload_len) : nullptr;
+    if (h.ok() && lent == nullptr) {
+      h = absl::InvalidArgumentError(absl::StrCat(
+          s->peer(), " answered '", h->name(), "' with ", f.payload_len, " bytes at offset ", offset,
+          s->lent_region() != nullptr ? absl::StrCat(" of the ", s->lent_region()->size(), "-byte region it lent")
+                                      : " of a region it never lent"));
+    }
+  }
   absl::StatusOr<Destination> to = h.ok() ? admit(*h) : h.status();
   if (!to.ok()) {
-    r.stream = Skip(s, f.payload_len, deadline);
+    r.stream = in_region ? absl::OkStatus() : Skip(s, f.payload_len, deadline);
     r.message = to.status();
     return r;
   }
@@ -142,7 +187,9 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     payload.Resize(h->dims);
     dst = payload.mutable_data_pooled(h->dtype, pool);
   }
-  if (dst != nullptr) {
+  if (dst != nullptr && in_region) {
+    std::memcpy(dst, lent, h->payload_bytes);
+  } else if (dst != nullptr) {
     r.stream = s->Read(dst, h->payload_bytes, into != nullptr ? std::min(deadline, to->deadline) : deadline);
     if (!r.stream.ok()) return r;
   }

@@ -18,6 +18,7 @@
 #include "common/rpc/message.h"
 #include "common/rpc/stream/byte_stream.h"
 #include "common/rpc/stream/received_message.h"
+#include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/wire.h"
 
 namespace oar::rpc::stream {
@@ -27,16 +28,26 @@ namespace oar::rpc::stream {
 absl::Time IoDeadline();
 
 // Client side of the handshake: sends the token, waits for the verdict.
-// Unauthenticated (the server's text) when the token was refused.
+// Unauthenticated (the server's text) when the token was refused. Over a
+// stream that can (CanLendRegions) and with --rpc_shm_lend_params, asks for
+// the server's region and maps what it lends (ByteStream::lent_region).
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline);
 // Server side: reads the Hello, checks version and token, answers.
 // Unauthenticated (after telling the client) when the token is wrong.
-absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline);
+// `region` (may be null): lent to a client that asks, over a stream that
+// can; `*lent` (may be null) then says it was.
+absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
+                             const SharedRegion* region = nullptr, bool* lent = nullptr);
 
 // Writes one message frame: `h`'s proto and `var`'s payload (read in place).
 // `more`: the writer has more to write soon (ByteStream::WriteMore).
+// `region` (a reply's; may be null): the region this stream's client was
+// lent, and the writer vouches that the payload, if it lies there, is not
+// written before the client has read this reply (rpc::Reply::stable): then
+// only its offset is sent.
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
-                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more = false);
+                          const MessageHeader& h, const Variable* var, absl::Time deadline, bool more = false,
+                          const SharedRegion* region = nullptr);
 // Writes an error frame answering `call_id`.
 absl::Status WriteError(ByteStream* s, uint64_t call_id, const absl::Status& error, absl::Time deadline);
 
@@ -62,7 +73,9 @@ using Admit = std::function<absl::StatusOr<Destination>(const MessageHeader&)>;
 
 // Reads the rest of a message frame whose FrameHeader `f` was read and
 // checked (CheckFrame): its proto, then — if `admit` agrees — its payload
-// into where `admit` said.
+// into where `admit` said: off the stream, or (kInRegion) out of the
+// region lent to this stream, from an offset checked to lie inside it (a
+// message error otherwise; the stream goes on).
 ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, const std::shared_ptr<BufferPool>& pool,
                        absl::Time deadline);
 // Reads an error frame's text: the status it carries.

@@ -62,7 +62,7 @@ bool ServerConn::EnterGate(absl::Time deadline) {
 
 void ServerConn::ReadLoop() {
   absl::Status st = stream_->Open(IoDeadline());  // TLS: its handshake
-  if (st.ok()) st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline());
+  if (st.ok()) st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline(), ctx_->region, &lent_);
   if (!st.ok()) {
     if (!closing_) LOG(WARNING) << ctx_->endpoint << ": refused a connection: " << st;
     return;
@@ -213,15 +213,23 @@ bool ServerConn::TryAnswerNow(uint64_t call_id, const absl::Status& s, const Rep
   return written;
 }
 
+bool ServerConn::InRegion(const Reply& reply) const {
+  if (!lent_ || !reply.stable || ctx_->region == nullptr || !reply.var.IsType<Tensor>()) return false;
+  const Tensor& t = reply.var.Get<Tensor>();
+  return t.initialized() && ctx_->region->OffsetOf(t.raw_data(), t.nbytes()) >= 0;
+}
+
 bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room) {
   if (closing_) return true;
   // Not OK: an error frame carrying `s` (or why the reply has no header).
   const absl::StatusOr<MessageHeader> header = s.ok() ? ReplyHeader(*reply) : absl::StatusOr<MessageHeader>(s);
   if (only_if_room) {
     constexpr size_t kSlack = 64;  // the tags and lengths around what is counted
+    // A payload in the lent region travels as its 8-byte offset.
+    const uint64_t payload = header.ok() && InRegion(*reply) ? sizeof(uint64_t) : header.ok() ? header->payload_bytes : 0;
     const size_t bytes =
         sizeof(FrameHeader) + kSlack +
-        (header.ok() ? header->meta.ByteSizeLong() + header->payload_bytes + header->rows.size() * sizeof(int64_t)
+        (header.ok() ? header->meta.ByteSizeLong() + payload + header->rows.size() * sizeof(int64_t)
                      : header.status().message().size());
     if (!stream_->WritableNow(bytes)) return false;
   }
@@ -232,7 +240,8 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
   const bool more = stream_->DefersWakeups() && std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
   const absl::Status w =
       header.ok()
-          ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline(), more)
+          ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline(), more,
+                         lent_ && reply->stable ? ctx_->region : nullptr)
           : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
   if (!w.ok()) {
     LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;

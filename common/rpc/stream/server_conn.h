@@ -31,6 +31,7 @@
 #include "common/rpc/read_gate.h"
 #include "common/rpc/stream/byte_stream.h"
 #include "common/rpc/stream/received_message.h"
+#include "common/rpc/stream/shared_region.h"
 #include "common/rpc/transport.h"
 
 namespace oar::rpc::stream {
@@ -43,6 +44,9 @@ struct ServerContext {
   uint64_t max_request = 0;  // bytes; 0: no cap
   HandlerPools* pools = nullptr;
   ReadGate* gate = nullptr;
+  // Lent to shm clients that ask (shared_region.h); a stable reply's
+  // payload that lies in it is answered with its offset. Null: none.
+  const SharedRegion* region = nullptr;
   // Requests read and not yet answered, over all connections: shutdown
   // lets them finish (as gRPC's Shutdown does) before it closes them.
   mutable std::atomic<int> in_flight{0};
@@ -78,6 +82,8 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   // having written nothing when the stream cannot take it without waiting.
   bool WriteAnswerLocked(uint64_t call_id, const absl::Status& s, const Reply* reply, bool only_if_room)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Whether `reply` goes out as an offset in the region lent to this peer.
+  bool InRegion(const Reply& reply) const;
   // Queues a deferred answer that could not be written at once; one pool
   // task at a time (DrainAnswers) writes this connection's queue, so a peer
   // that stopped reading holds at most one pool thread.
@@ -99,6 +105,10 @@ class ServerConn : public std::enable_shared_from_this<ServerConn> {
   std::deque<Queued> queued_ ABSL_GUARDED_BY(queue_mu_);
   bool draining_ ABSL_GUARDED_BY(queue_mu_) = false;  // a DrainAnswers task is scheduled or running
   std::atomic<bool> closing_{false}, finished_{false};
+  // ctx_->region was lent to this peer: set by the reader thread in the
+  // handshake, before it reads any request; the threads that answer read
+  // it after they got a request from the reader (ordered by that hand-over).
+  bool lent_ = false;
 };
 
 }  // namespace oar::rpc::stream

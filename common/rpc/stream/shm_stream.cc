@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/stream/wire.h"
+#include "common/status.h"
 #include "gflags/gflags.h"
 
 DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
@@ -182,8 +183,16 @@ void ShmStream::Close() {
   ::shutdown(socket_fd_, SHUT_RDWR);
 }
 
+absl::Status ShmStream::LendRegion(const SharedRegion& region) { return Named(SendRegion(socket_fd_, region)); }
+
+absl::Status ShmStream::MapLentRegion(absl::Time deadline) {
+  OAR_ASSIGN_OR_RETURN(borrowed_, ReceiveRegion(socket_fd_, peer_, deadline));
+  return absl::OkStatus();
+}
+
 absl::Status ShmStream::PeerAlive() const {
-  pollfd p{socket_fd_, POLLIN | POLLRDHUP, 0};
+  // The peer's hang-up, not bytes: a lent region's message may be waiting.
+  pollfd p{socket_fd_, POLLRDHUP, 0};
   if (::poll(&p, 1, 0) > 0) return absl::UnavailableError(absl::StrCat(peer_, " closed the connection"));
   return absl::OkStatus();
 }

@@ -1,9 +1,10 @@
 // ShmStream: a ByteStream between two processes on one host through two
 // ShmRings (one each way) in a memfd that the client creates and hands to
 // the server over a Unix-domain socket (SCM_RIGHTS). The socket stays open
-// and carries nothing more: its hang-up is how each side learns that the
-// other died (a futex in shared memory would wait forever for a dead
-// process).
+// and carries nothing more but, at most once, the region a server lends
+// (shared_region.h; asked for and announced in the handshake): its hang-up
+// is how each side learns that the other died (a futex in shared memory
+// would wait forever for a dead process).
 //
 // Same-host detection is the socket itself: the server offers an abstract
 // socket name (transport_select.h); a client that can connect to it shares
@@ -21,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/shm_ring.h"
 
 namespace oar::rpc::stream {
@@ -49,6 +51,10 @@ class ShmStream final : public ByteStream {
   absl::Status WaitReadable(absl::Time deadline) override;
   bool Readable() override { return in_->Readable() || !PeerAlive().ok(); }
   bool WritableNow(size_t n) override { return out_->Writable() >= n; }
+  bool CanLendRegions() const override { return true; }
+  absl::Status LendRegion(const SharedRegion& region) override;
+  absl::Status MapLentRegion(absl::Time deadline) override;
+  const SharedRegion* lent_region() const override { return borrowed_.get(); }
 
  private:
   ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer);
@@ -62,6 +68,7 @@ class ShmStream final : public ByteStream {
   std::unique_ptr<ShmRing> in_, out_;
   std::string peer_;
   std::atomic<bool> closed_{false};
+  std::shared_ptr<const SharedRegion> borrowed_;  // the client's map of what the server lent
 };
 
 }  // namespace oar::rpc::stream

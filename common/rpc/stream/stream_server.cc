@@ -34,6 +34,8 @@ class StreamServer::Impl {
     ctx_.max_request = cap;
     ctx_.pools = &pools_;
     ctx_.gate = &gate_;
+    lend_ = o.lend;
+    ctx_.region = lend_.get();
   }
 
   // Binds the TCP acceptor and, with `shm`, the abstract socket named
@@ -161,6 +163,7 @@ class StreamServer::Impl {
     });
   }
 
+  std::shared_ptr<const SharedRegion> lend_;  // before ctx_, which points into it
   ServerContext ctx_;
   HandlerPools pools_;
   ReadGate gate_;

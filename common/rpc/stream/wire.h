@@ -13,6 +13,13 @@
 //            tensor's raw bytes, read straight from its memory on send;
 //   reply    the same for the answer of call `call_id`;
 //   error    `code` an absl::StatusCode, meta = the error's text.
+// Over shared memory a server may lend a region (shared_region.h) to a
+// client that asks (Hello kMapsRegions; Welcome kLentRegion: the region's
+// fd was sent on the stream's socket before the Welcome). A reply may then
+// leave its payload there (FrameHeader kInRegion): instead of the payload
+// bytes, 8 bytes follow meta — the payload's offset in the region — and
+// the server vouches that nothing writes those bytes before the client has
+// read the reply (rpc::Reply::stable).
 // Calls are multiplexed by call_id: many in flight per connection, replies
 // in any order. Integers are little-endian (x86-64 and arm64 both are).
 //
@@ -43,6 +50,7 @@ inline constexpr uint32_t kMaxErrorTextBytes = 64 * 1024;
 inline constexpr uint32_t kMaxMetaBytes = 256u << 20;
 
 struct Hello {
+  static constexpr uint16_t kMapsRegions = 1;  // the client maps a region the server lends
   uint32_t magic = kHelloMagic;
   uint16_t version = kVersion;
   uint16_t flags = 0;
@@ -55,18 +63,20 @@ struct Welcome {
   uint32_t magic = kWelcomeMagic;
   uint32_t code = 0;  // absl::StatusCode; 0 = accepted
   uint32_t text_len = 0;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kLentRegion
+  static constexpr uint32_t kLentRegion = 1;  // the region's fd is on the socket
 };
 static_assert(sizeof(Welcome) == 16);
 
 enum class FrameType : uint8_t { kRequest = 1, kReply = 2, kError = 3 };
 
 struct FrameHeader {
+  static constexpr uint8_t kInRegion = 1;  // replies: the payload lies in the lent region
   uint32_t magic = kFrameMagic;
   FrameType type = FrameType::kRequest;
   uint8_t kind = 0;         // requests: RpcKind; errors: absl::StatusCode
   uint8_t has_payload = 0;  // the VariableMessage had a `serialized` field
-  uint8_t reserved = 0;
+  uint8_t flags = 0;        // kInRegion
   uint64_t call_id = 0;
   uint32_t meta_len = 0;
   uint32_t timeout_ms = 0;  // requests: how long the caller still waits (0: unbounded)
@@ -77,7 +87,8 @@ static_assert(sizeof(FrameHeader) == 32);
 // Checks what a frame header claims before anything is read or allocated
 // for it: the magic, a known type (`expect_request`: a server takes only
 // requests, a client only replies and errors), a known RpcKind or status
-// code, meta_len within kMaxMetaBytes (kMaxErrorTextBytes for errors).
+// code, meta_len within kMaxMetaBytes (kMaxErrorTextBytes for errors), no
+// flags but a reply's kInRegion (with a payload).
 // InvalidArgument naming `peer` otherwise; the connection cannot be read
 // further then (its framing is lost).
 absl::Status CheckFrame(const FrameHeader& h, bool expect_request, const std::string& peer);
