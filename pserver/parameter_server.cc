@@ -353,9 +353,10 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     if (absl::IsUnavailable(s)) VLOG(1) << Name() << ": " << s.message() << "; it is sent again after them";
     return s;
   }
-  if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id) : absl::OkStatus();
+  const uint64_t incarnation = rpc::IncarnationOf(request.header().meta.oar_seq());
+  if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id, incarnation) : absl::OkStatus();
   if (name == rpc::kComplete) {
-    if (barrier_) barrier_->Complete(id);
+    if (barrier_) OAR_RETURN_IF_ERROR(barrier_->Complete(id, incarnation));
     {
       absl::MutexLock l(&state_mu_);
       if (completed_.insert(id).second) LOG(INFO) << Name() << ": trainer " << id << " completed";

@@ -89,9 +89,10 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
   return absl::OkStatus();
 }
 
-absl::Status StepBarrier::FetchBarrier(int trainer_id) {
+absl::Status StepBarrier::FetchBarrier(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("FETCH_BARRIER", trainer_id);
   // Like a Get, it belongs to the serve phase after the optimize that
   // consumes the trainer's own pending BATCH_BARRIER (after a resync the
   // replayed step's barrier can be pending while an earlier serve phase is
@@ -99,6 +100,8 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id) {
   // its next step before its replayed one was applied).
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
   if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER", kLoopVerdict * timeout_); !s.ok()) return s;
+  // The trainer may have restarted while this waited.
+  if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("FETCH_BARRIER", trainer_id);
   fetch_.insert(trainer_id);
   return absl::OkStatus();
 }
@@ -145,9 +148,12 @@ void StepBarrier::AdmitFetched(int trainer_id) {
   if (CheckTrainer(trainer_id).ok() && phase_ == Phase::kServe) fetch_.insert(trainer_id);
 }
 
-void StepBarrier::Complete(int trainer_id) {
+absl::Status StepBarrier::Complete(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
-  if (CheckTrainer(trainer_id).ok()) completed_.insert(trainer_id);
+  if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("COMPLETE", trainer_id);
+  completed_.insert(trainer_id);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {

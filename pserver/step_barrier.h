@@ -77,7 +77,10 @@ class StepBarrier {
   // BATCH_BARRIER; fewer stored → UNAVAILABLE, and the barrier is not
   // counted.
   absl::Status BatchBarrier(int trainer_id, int64_t sent = 0, uint64_t incarnation = 0);
-  absl::Status FetchBarrier(int trainer_id);
+  // A replaced incarnation's FETCH_BARRIER and COMPLETE are refused
+  // (FAILED_PRECONDITION) like its gradients: an earlier run must not end
+  // the new run's serve phase, nor stop the trainer counting.
+  absl::Status FetchBarrier(int trainer_id, uint64_t incarnation = 0);
   // Before serving a trainer's Get.
   absl::Status BeforeGet(int trainer_id);
   // BeforeGet for a caller that must not block (a transport's I/O thread):
@@ -86,7 +89,7 @@ class StepBarrier {
   // it servable (OptimizeDone, OK) or gives up on it (End, Stop).
   using GetReady = std::function<void(absl::Status)>;
   void WhenGetReady(int trainer_id, GetReady serve);
-  void Complete(int trainer_id);
+  absl::Status Complete(int trainer_id, uint64_t incarnation = 0);
   // A trainer that rejoins a restored pserver having pulled this step's
   // parameters already (from before the restart) counts as fetched.
   void AdmitFetched(int trainer_id);

@@ -48,7 +48,7 @@ void Trainer(StepBarrier* b, int id, int steps, std::atomic<int>* errors) {
     if (b->step() != i + 1) ++*errors;  // the parameters of this step's update
     expect(b->FetchBarrier(id));
   }
-  b->Complete(id);
+  expect(b->Complete(id));
 }
 
 // The same trainer, its Gets parked (WhenGetReady, as a transport's I/O
@@ -81,7 +81,7 @@ void ParkingTrainer(StepBarrier* b, int id, int steps, std::thread::id loop, std
     get(i + 1);
     if (!b->FetchBarrier(id).ok()) ++*errors;
   }
-  b->Complete(id);
+  if (!b->Complete(id).ok()) ++*errors;
 }
 
 class StepBarrierTest : public ::testing::TestWithParam<int> {};
@@ -307,6 +307,30 @@ TEST(StepBarrierTest, ARestartedTrainersCountStartsAfresh) {
   ASSERT_TRUE(b.BeginReceive(0).ok());
   b.EndReceive(0, true, kNew);
   EXPECT_TRUE(b.BatchBarrier(0, 1, kNew).ok());
+}
+
+TEST(StepBarrierTest, AReplacedRunsFetchBarrierAndCompleteAreRefused) {
+  constexpr uint64_t kOld = uint64_t{7} << 40, kNew = uint64_t{9} << 40;
+  StepBarrier b(2, absl::Seconds(20));
+  ASSERT_TRUE(b.FetchBarrier(0, kOld).ok());
+  ASSERT_TRUE(b.FetchBarrier(1).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
+  ASSERT_TRUE(b.BatchBarrier(0, 0, kNew).ok());  // trainer 0 restarted: its new run is the one counted
+  // The old run's late COMPLETE would stop trainer 0 counting while its new
+  // run trains; its late FETCH_BARRIER would end a serve phase for it.
+  absl::Status complete = b.Complete(0, kOld);
+  EXPECT_TRUE(absl::IsFailedPrecondition(complete)) << complete;
+  EXPECT_NE(complete.message().find("earlier run of trainer 0"), std::string::npos) << complete;
+  EXPECT_EQ(b.completed().count(0), 0u);
+  absl::Status fetch = b.FetchBarrier(0, kOld);
+  EXPECT_TRUE(absl::IsFailedPrecondition(fetch)) << fetch;
+  // The new run's own go through.
+  ASSERT_TRUE(b.BatchBarrier(1).ok());
+  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kRecv -> kOptimize
+  b.OptimizeDone();
+  EXPECT_TRUE(b.FetchBarrier(0, kNew).ok());
+  EXPECT_TRUE(b.Complete(0, kNew).ok());
+  EXPECT_EQ(b.completed().count(0), 1u);
 }
 
 }  // namespace
