@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/stream/fd_message.h"
 #include "common/rpc/stream/wire.h"
 #include "common/status.h"
 
@@ -104,21 +105,10 @@ const char* SharedRegion::At(uint64_t offset, uint64_t n) const {
 }
 
 absl::Status SendRegion(int socket, const SharedRegion& region) {
-  uint32_t magic = kRegionMagic;
-  iovec iov{&magic, sizeof(magic)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  const int fd = region.lend_fd();
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (::sendmsg(socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(magic))) {
+  FdMessage<uint32_t> m;
+  m.body = kRegionMagic;
+  m.Attach(region.lend_fd());
+  if (::sendmsg(socket, &m.msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(m.body))) {
     return Errno("lending shared memory");
   }
   return absl::OkStatus();
@@ -131,22 +121,10 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> ReceiveRegion(int socket, co
   if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1 << 30))) <= 0) {
     return absl::UnavailableError(absl::StrCat(lender, " said it lent shared memory but sent none"));
   }
-  uint32_t magic = 0;
-  iovec iov{&magic, sizeof(magic)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  const ssize_t got = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  int fd = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    }
-  }
-  if (got != static_cast<ssize_t>(sizeof(magic)) || magic != kRegionMagic || fd < 0) {
+  FdMessage<uint32_t> m;
+  const ssize_t got = ::recvmsg(socket, &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  const int fd = m.Received();
+  if (got != static_cast<ssize_t>(sizeof(m.body)) || m.body != kRegionMagic || fd < 0) {
     if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(lender, " said it lent shared memory but sent ",
                                                got == 0 ? "nothing before it hung up" : "a malformed message"));

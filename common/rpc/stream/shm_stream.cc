@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/stream/fd_message.h"
 #include "common/rpc/stream/wire.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -37,21 +38,7 @@ struct Offer {
   uint64_t ring_bytes = 0;
 };
 
-// An Offer plus room for one descriptor, as sendmsg/recvmsg take them.
-struct OfferMessage {
-  Offer offer;
-  iovec iov{&offer, sizeof(offer)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  OfferMessage() {
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-  }
-  OfferMessage(const OfferMessage&) = delete;
-  OfferMessage& operator=(const OfferMessage&) = delete;
-};
+using OfferMessage = FdMessage<Offer>;
 
 absl::Status Errno(const std::string& what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -102,15 +89,11 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Connect(const std::string&
   }
   std::unique_ptr<ShmStream> stream(new ShmStream(fd, memory, 2 * per, ring, /*client=*/true, peer));
   OfferMessage m;
-  m.offer.ring_bytes = ring;
-  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &mem, sizeof(int));
+  m.body.ring_bytes = ring;
+  m.Attach(mem);
   const ssize_t sent = ::sendmsg(fd, &m.msg, MSG_NOSIGNAL);
   ::close(mem);  // the mapping and the server's copy keep it
-  if (sent != static_cast<ssize_t>(sizeof(m.offer))) return Errno(absl::StrCat("handing shared memory to ", peer));
+  if (sent != static_cast<ssize_t>(sizeof(m.body))) return Errno(absl::StrCat("handing shared memory to ", peer));
   (void)deadline;  // a local connect and one datagram-sized send do not block
   return stream;
 }
@@ -126,14 +109,9 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::
     return fail(absl::DeadlineExceededError(absl::StrCat(peer, " sent no shared memory")));
   }
   OfferMessage m;
-  const Offer& offer = m.offer;
+  const Offer& offer = m.body;
   const ssize_t got = ::recvmsg(fd, &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  int mem = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg); c != nullptr; c = CMSG_NXTHDR(&m.msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      std::memcpy(&mem, CMSG_DATA(c), sizeof(int));
-    }
-  }
+  const int mem = m.Received();
   auto bad = [&](const std::string& what) {
     if (mem >= 0) ::close(mem);
     return fail(absl::InvalidArgumentError(absl::StrCat(peer, " offered bad shared memory: ", what)));

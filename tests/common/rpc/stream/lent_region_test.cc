@@ -195,6 +195,17 @@ TEST(LentRegionTest, UnstableRepliesAndClientsThatDeclineGetTheBytes) {
   EXPECT_EQ(lent, 0);
 }
 
+// "w" as a reply carries it: the variable and its checked header.
+std::pair<Variable, MessageHeader> ReplyOf(const Tensor& w) {
+  Variable var;
+  *var.GetMutable<Tensor>() = w;
+  sendrecv::VariableMessage meta;
+  meta.set_varname("w");
+  auto h = HeaderOf(meta, &var);
+  EXPECT_TRUE(h.ok()) << h.status();
+  return {std::move(var), h.ok() ? *std::move(h) : MessageHeader{}};
+}
+
 // Two ends of a ShmStream in this process, handshaken, the server lending
 // `region` (if the client asks: --rpc_shm_lend_params).
 struct ShmPair {
@@ -237,12 +248,7 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   ASSERT_NE(pair.client->lent_region(), nullptr);
   EXPECT_EQ(pair.client->lent_region()->size(), (*region)->size());
 
-  Variable var;
-  *var.GetMutable<Tensor>() = w;
-  sendrecv::VariableMessage meta;
-  meta.set_varname("w");
-  auto h = HeaderOf(meta, &var);
-  ASSERT_TRUE(h.ok()) << h.status();
+  auto [var, h] = ReplyOf(w);
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   auto pool = std::make_shared<BufferPool>();
   auto admit = [](const MessageHeader&) -> absl::StatusOr<Destination> { return Destination{}; };
@@ -254,7 +260,7 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   };
 
   // A hostile frame: the payload said to lie past the region's end.
-  const std::string bytes = h->meta.SerializeAsString();
+  const std::string bytes = h.meta.SerializeAsString();
   FrameHeader f;
   f.type = FrameType::kReply;
   f.has_payload = 1;
@@ -271,7 +277,7 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   EXPECT_NE(bad.message.status().message().find("offset"), std::string::npos) << bad.message.status();
 
   // The same connection then carries a good one, written as a server does.
-  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 2, 0, *h, &var, deadline, false, region->get()).ok());
+  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 2, 0, h, &var, deadline, false, region->get()).ok());
   ReadResult good = read_one();
   ASSERT_TRUE(good.stream.ok()) << good.stream;
   ASSERT_TRUE(good.message.ok()) << good.message.status();
@@ -290,15 +296,10 @@ TEST(LentRegionTest, AnOffsetIntoARegionNeverLentFailsThatReply) {
   ASSERT_NE(pair.client, nullptr);
   EXPECT_FALSE(pair.lent);
   EXPECT_EQ(pair.client->lent_region(), nullptr);
-  Variable var;
-  *var.GetMutable<Tensor>() = w;
-  sendrecv::VariableMessage meta;
-  meta.set_varname("w");
-  auto h = HeaderOf(meta, &var);
-  ASSERT_TRUE(h.ok()) << h.status();
+  auto [var, h] = ReplyOf(w);
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   // A server that writes an offset anyway.
-  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 1, 0, *h, &var, deadline, false, region->get()).ok());
+  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 1, 0, h, &var, deadline, false, region->get()).ok());
   FrameHeader f;
   ASSERT_TRUE(pair.client->Read(&f, sizeof(f), deadline).ok());
   ASSERT_TRUE(CheckFrame(f, /*expect_request=*/false, "test server").ok());
