@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 
@@ -16,6 +17,11 @@ bool FirstPolicy(const std::function<bool()>& set) {
   bool done = false;
   std::call_once(once, [&] {
     if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr || std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) return;
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (tunables != nullptr && (std::strstr(tunables, "glibc.malloc.mmap_threshold") != nullptr ||
+                                std::strstr(tunables, "glibc.malloc.trim_threshold") != nullptr)) {
+      return;
+    }
     done = set();
   });
   return done;

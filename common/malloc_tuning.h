@@ -22,7 +22,8 @@
 // step's memory. Peak RSS stays the step's working set.
 //
 // Both respect the operator: when MALLOC_MMAP_THRESHOLD_ or
-// MALLOC_TRIM_THRESHOLD_ is set in the environment (glibc's own tunables)
+// MALLOC_TRIM_THRESHOLD_ is set in the environment, or GLIBC_TUNABLES sets
+// glibc.malloc.mmap_threshold or trim_threshold (glibc's own tunables),
 // nothing is changed. Each returns whether it set the policy; only the
 // first call in a process does anything (a test process that runs a
 // trainer and a pserver keeps the first one's).

@@ -19,7 +19,6 @@
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/status.h"
-#include "glog/logging.h"
 
 namespace oar::rpc {
 

@@ -1,10 +1,12 @@
 // The two malloc policies a process takes by role (common/malloc_tuning.h),
-// each checked in a child process of its own (a policy is set once per
-// process): whether a large block gets its own mapping, seen through
-// glibc's mallinfo2 counters.
+// each checked in a child process of its own, started afresh (a policy is
+// set once per process, and a forked child would inherit the test
+// process's heap): whether a large block gets its own mapping, seen
+// through glibc's mallinfo2 counters.
 #include "common/malloc_tuning.h"
 
 #include <malloc.h>
+#include <stdlib.h>
 
 #include <cstdlib>
 
@@ -13,8 +15,16 @@
 namespace oar {
 namespace {
 
+// A sanitizer's allocator replaces glibc's, mallopt included (GCC says so
+// with __SANITIZE_*__, clang with __has_feature).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // the sanitizer's allocator replaces glibc's: mallopt is not glibc's
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 #else
 constexpr bool kSanitized = false;
 #endif
@@ -29,8 +39,15 @@ void* Allocate(size_t bytes) {
   return p;
 }
 
+// Each child: a fresh process, with none of the operator's tunables.
+void FreshChildren() {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) ::unsetenv(v);
+}
+
 TEST(MallocTuningTest, ATrainerKeepsLargeFreedBlocksInItsHeap) {
   if (kSanitized) GTEST_SKIP() << "a sanitizer's allocator ignores glibc's tunables";
+  FreshChildren();
   EXPECT_EXIT(
       {
         if (!KeepLargeAllocations()) std::_Exit(2);
@@ -48,10 +65,10 @@ TEST(MallocTuningTest, ATrainerKeepsLargeFreedBlocksInItsHeap) {
 
 TEST(MallocTuningTest, APserverMapsEachLargeBlock) {
   if (kSanitized) GTEST_SKIP() << "a sanitizer's allocator ignores glibc's tunables";
+  FreshChildren();
   EXPECT_EXIT(
       {
         if (!MapLargeAllocations()) std::_Exit(2);
-        malloc_trim(0);  // no free heap memory left that a 2 MiB block could come from
         const size_t mapped = MappedBlocks();
         void* p = Allocate(2 << 20);
         if (MappedBlocks() != mapped + 1) std::_Exit(3);

@@ -327,6 +327,8 @@ TEST(DistE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(std::filesystem::exists(manifest)) << "no checkpoint was written";
+  c.Poll();
+  ASSERT_TRUE(c.codes.count(2) == 0 && c.codes.count(3) == 0) << "the job ended before the pserver was killed mid-job";
   c.group.SignalOne(0, SIGKILL);  // pserver 0
   for (int i = 0; i < 100 && c.group.running(0); ++i) {
     c.Poll();

@@ -13,8 +13,10 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 namespace oar::rpc::stream {
 
@@ -33,7 +35,8 @@ struct FdMessage {
   FdMessage(const FdMessage&) = delete;
   FdMessage& operator=(const FdMessage&) = delete;
 
-  // Sends `fd` along (before sendmsg).
+  // Sends `fd` along; required before sendmsg (the control block is part
+  // of the message).
   void Attach(int fd) {
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
@@ -41,15 +44,23 @@ struct FdMessage {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   }
-  // The descriptor that came along (after recvmsg), or -1.
+  // The one descriptor that came along (after recvmsg), owned by the
+  // caller from here on; -1 when there was not exactly one (every
+  // descriptor a peer sent is closed then, none leaks) or some were cut.
   int Received() {
-    int fd = -1;
+    std::vector<int> fds;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
+      const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < n; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        fds.push_back(fd);
       }
     }
-    return fd;
+    if (fds.size() == 1 && !(msg.msg_flags & MSG_CTRUNC)) return fds[0];
+    for (int fd : fds) ::close(fd);
+    return -1;
   }
 };
 
