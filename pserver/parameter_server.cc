@@ -287,16 +287,12 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   if (ticket.duplicate) {
     // A retry whose first copy arrived: the same answer. A Get is read-only:
     // serve it again, without the barrier the first copy already passed.
-    if (get && ticket.first_answer.ok()) {
-      reply->stable = StableGets(kind);
-      return HandleGet(request, id, /*barrier=*/false, reply);
-    }
+    if (get && ticket.first_answer.ok()) return HandleGet(kind, request, id, /*barrier=*/false, reply);
     return ticket.first_answer;
   }
   absl::Status s;
   if (get) {
-    reply->stable = StableGets(kind);
-    s = HandleGet(request, id, kind == rpc::RpcKind::kGet && config_.sync_mode, reply);
+    s = HandleGet(kind, request, id, kind == rpc::RpcKind::kGet && config_.sync_mode, reply);
   } else if (kind == rpc::RpcKind::kCheckpointNotify) {
     s = HandleCheckpoint(request);
   } else {

@@ -180,7 +180,9 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   // parameter_server_get.cc: Gets.
-  absl::Status HandleGet(const rpc::IncomingMessage& request, int trainer, bool barrier, rpc::Reply* reply);
+  // A Get of `kind`: its reply is marked stable when StableGets(kind).
+  absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,
+                         rpc::Reply* reply);
   // Whether a Get of `kind` is answered with a Reply the transport may let
   // the trainer read in place (rpc::Reply::stable): a sync pserver's
   // barrier Get. Its parameter is next written by an optimize block —

@@ -29,12 +29,13 @@ absl::StatusOr<const Variable*> ParameterServer::ServedVar(const std::string& na
   return v;
 }
 
-absl::Status ParameterServer::HandleGet(const rpc::IncomingMessage& request, int id, bool barrier,
+absl::Status ParameterServer::HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int id, bool barrier,
                                         rpc::Reply* reply) {
   const std::string& name = request.header().name();
   OAR_ASSIGN_OR_RETURN(const Variable* v, ServedVar(name, id));
   if (barrier) OAR_RETURN_IF_ERROR(barrier_->BeforeGet(id));
   reply->name = name;
+  reply->stable = StableGets(kind);
   // The block that updates this parameter may be running: read under its lock.
   auto owner = param_block_.find(name);
   if (owner == param_block_.end()) {
@@ -68,9 +69,8 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   };
   if (ticket->duplicate) {
     rpc::Reply reply;
-    reply.stable = StableGets(kind);
     absl::Status s = ticket->first_answer;
-    if (s.ok()) s = HandleGet(*request, id, /*barrier=*/false, &reply);
+    if (s.ok()) s = HandleGet(kind, *request, id, /*barrier=*/false, &reply);
     answer(start, std::move(s), std::move(reply));
     return true;
   }
@@ -82,8 +82,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   barrier_->WhenGetReady(id, [this, kind, request, id, seq, start, reader, answer = std::move(answer)](absl::Status s) {
     const absl::Time began = std::this_thread::get_id() == reader ? start : absl::Now();
     rpc::Reply reply;
-    reply.stable = StableGets(kind);
-    s = s.ok() ? HandleGet(*request, id, /*barrier=*/false, &reply) : Annotate(s, Who(id));
+    s = s.ok() ? HandleGet(kind, *request, id, /*barrier=*/false, &reply) : Annotate(s, Who(id));
     guard_->End(id, seq, s);
     answer(began, std::move(s), std::move(reply));
   });
