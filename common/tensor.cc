@@ -54,7 +54,8 @@ struct Tensor::Buffer {
     size = b.bytes;
   }
   // Over `p`, which `keep` keeps alive; never freed here.
-  Buffer(void* p, size_t n, std::shared_ptr<const void> keep) : ptr(p), size(n), owner(std::move(keep)) {}
+  Buffer(void* p, size_t n, std::shared_ptr<const void> keep, bool can_write)
+      : ptr(p), size(n), owner(std::move(keep)), writable(can_write) {}
   ~Buffer() {
     if (owner != nullptr) {
       // not ours: `owner` lets go of it
@@ -73,6 +74,7 @@ struct Tensor::Buffer {
   Place place;
   std::shared_ptr<BufferPool> pool;
   std::shared_ptr<const void> owner;  // OverMemory's
+  bool writable = true;               // false: OverReadOnlyMemory's
 };
 
 void* Tensor::mutable_data(DataType dtype, const Place& place) {
@@ -82,8 +84,9 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
   if (dtype_ != dtype) dtype_ = dtype;
   if (!(place_ == place)) place_ = place;
   // Never write into a buffer another tensor still shares (a view, a fed
-  // tensor): give this one its own.
-  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !(holder_->place == place)) {
+  // tensor), nor into read-only memory: give this one its own.
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !(holder_->place == place) ||
+      !holder_->writable) {
     holder_ = std::make_shared<Buffer>(place, need);
     offset_ = 0;
   } else {
@@ -99,7 +102,8 @@ void* Tensor::mutable_data(DataType dtype, const Place& place) {
 
 void* Tensor::mutable_data_pooled(DataType dtype, const std::shared_ptr<BufferPool>& pool) {
   const size_t need = CheckedBytes(dims_, dtype);
-  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !holder_->place.is_cpu()) {
+  if (holder_ == nullptr || holder_->size < need + offset_ || holder_.use_count() > 1 || !holder_->place.is_cpu() ||
+      !holder_->writable) {
     if (dtype_ != dtype) dtype_ = dtype;
     if (!(place_ == Place{})) place_ = Place{};
     holder_ = std::make_shared<Buffer>(pool, need);
@@ -154,11 +158,25 @@ Tensor Tensor::OverMemory(void* data, const DDim& dims, DataType dtype, std::sha
   Tensor t;
   t.dims_ = dims;
   t.dtype_ = dtype;
-  t.holder_ = std::make_shared<Buffer>(data, CheckedBytes(dims, dtype), std::move(owner));
+  t.holder_ = std::make_shared<Buffer>(data, CheckedBytes(dims, dtype), std::move(owner), /*can_write=*/true);
+  return t;
+}
+
+Tensor Tensor::OverReadOnlyMemory(const void* data, const DDim& dims, DataType dtype,
+                                  std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.dims_ = dims;
+  t.dtype_ = dtype;
+  // The pointer loses const here only to sit in Buffer; `writable` keeps
+  // mutable_data from ever handing it out for writing.
+  t.holder_ = std::make_shared<Buffer>(const_cast<void*>(data), CheckedBytes(dims, dtype), std::move(owner),
+                                       /*can_write=*/false);
   return t;
 }
 
 bool Tensor::OverForeignMemory() const { return holder_ != nullptr && holder_->owner != nullptr; }
+
+bool Tensor::Writable() const { return holder_ == nullptr || holder_->writable; }
 
 Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   Tensor out = *this;

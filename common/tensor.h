@@ -113,8 +113,16 @@ class Tensor {
   // replaces it otherwise; it is never freed by a tensor. (A pserver's
   // parameters in shared memory: common/rpc/stream/shared_region.h.)
   static Tensor OverMemory(void* data, const DDim& dims, DataType dtype, std::shared_ptr<const void> owner);
-  // Whether this tensor's buffer is memory that OverMemory gave it.
+  // As OverMemory, over memory this process may only read (a parameter a
+  // pserver lends read-only). mutable_data never writes into it: it gives
+  // this tensor a buffer of its own. Writing through data() is a fault.
+  static Tensor OverReadOnlyMemory(const void* data, const DDim& dims, DataType dtype,
+                                   std::shared_ptr<const void> owner);
+  // Whether this tensor's buffer is memory that OverMemory or
+  // OverReadOnlyMemory gave it.
   bool OverForeignMemory() const;
+  // False for a buffer over read-only memory; true otherwise (none too).
+  bool Writable() const;
 
   // "float32[2, 3]" plus up to `max_values` leading values.
   std::string ToString(int max_values = 8) const;

@@ -201,6 +201,7 @@ absl::Status ParameterServer::Run() {
 }
 
 absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
+  UnlendIfDue();
   absl::MutexLock l(block_mu_.at(block_id).get());
   const absl::Time start = absl::Now();
   PreparedBlock* b = blocks_.at(block_id).get();
@@ -352,6 +353,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   const uint64_t incarnation = rpc::IncarnationOf(request.header().meta.oar_seq());
   if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id, incarnation) : absl::OkStatus();
   if (name == rpc::kComplete) {
+    unlend_due_.store(true);  // before it stops counting: what it last read stays as it was (UnlendIfDue)
     if (barrier_) OAR_RETURN_IF_ERROR(barrier_->Complete(id, incarnation));
     {
       absl::MutexLock l(&state_mu_);

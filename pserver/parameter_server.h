@@ -45,8 +45,9 @@
 // Locks, in the order they are taken: optimize_mu_ (a sync optimize pass; a
 // checkpoint) → lr_once_mu_ (the step's one LR-decay run) → lr_mu_
 // (writer: the LR-decay block; reader: async optimize blocks, which read
-// the rate) → block_mu_[id] in ascending id (writer: the block runs;
-// reader: serving a parameter it writes). step_mu_ (which only schedules
+// the rate) → unlend_mu_ (the lent parameters moving out, each under its
+// block's lock, before the block runs) → block_mu_[id] in ascending id
+// (writer: the block runs; reader: serving a parameter it writes). step_mu_ (which only schedules
 // work on the pool) → StepBarrier's lock; StepBarrier, VarStore,
 // ReplayGuard and state_mu_ locks are leaves: nothing is taken under them.
 //
@@ -58,6 +59,7 @@
 // methods run concurrently on the transport's threads.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -198,6 +200,13 @@ class ParameterServer : public rpc::RpcHandler {
   // shared memory that the stream transport lends to trainers on this host
   // (ServerOptions::lend); null (logged) when there are none or it fails.
   std::shared_ptr<const rpc::stream::SharedRegion> LendParams();
+  // Moves the lent parameters back into private memory, each under its
+  // block's lock, so the region keeps the values every trainer last read:
+  // trainers read a lent value in place (a read-only view) until their next
+  // gradient, and one that completes stops sending gradients while the
+  // others may train on. Due from a COMPLETE (set before it counts), done
+  // before the next optimize block writes (RunBlockLocked); later Gets copy.
+  void UnlendIfDue();
   // The parameter `name` as this pserver serves it, or why not.
   absl::StatusOr<const Variable*> ServedVar(const std::string& name, int trainer) const;
   // Times a request into the metrics from `arrived` to now (waits included)
@@ -229,6 +238,9 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block
   std::map<std::string, int> param_block_;                // persistable output → block writing it
+  absl::Mutex unlend_mu_;           // held while the parameters move out
+  std::vector<std::string> lent_ ABSL_GUARDED_BY(unlend_mu_);  // LendParams moved them into the region
+  std::atomic<bool> unlend_due_{false};
   absl::Mutex optimize_mu_;
   absl::Mutex lr_once_mu_;
   bool lr_ran_ ABSL_GUARDED_BY(lr_once_mu_) = false;  // this step's LR-decay run

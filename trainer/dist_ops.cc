@@ -85,12 +85,13 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
 }
 
 // Runtime split: the blocks `remote[i]` from `epmap[i]`, stacked by rows
-// into `out`.
+// into `out`. The blocks are read here and dropped: a block a pserver lends
+// is read where it lies (AsyncGetView), and copied once, into `out`.
 absl::Status RecvAndConcat(const ExecutionContext& ctx, RpcClient* client, const std::vector<std::string>& epmap,
                            const std::vector<std::string>& remote, int64_t tid) {
   std::vector<Variable> parts(remote.size());
   std::vector<std::shared_ptr<RpcCall>> calls;
-  for (size_t i = 0; i < remote.size(); ++i) calls.push_back(client->AsyncGetVar(epmap[i], remote[i], &parts[i], tid));
+  for (size_t i = 0; i < remote.size(); ++i) calls.push_back(client->AsyncGetView(epmap[i], remote[i], &parts[i], tid));
   OAR_RETURN_IF_ERROR(WaitAll(calls));
   // Every block a dense tensor of the first one's dtype and row shape.
   DDim dims;
@@ -136,9 +137,17 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "epmap", epmap.size()));
   if (varnames.empty()) varnames = outs;
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "recv_varnames", varnames.size()));
+  // A slice of a parameter (any Out but the parameter op_role_var names),
+  // which concat joins into the parameter in this step, may be a view of
+  // what the pserver lends; the parameter itself, which lives on across
+  // steps, is copied.
+  const auto role_var = ctx.op().GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < outs.size(); ++i) {
-    calls.push_back(client->AsyncGetVar(epmap[i], varnames[i], ctx.OutputVar("Out", i), tid));
+    Variable* out = ctx.OutputVar("Out", i);
+    const bool slice = !role_var.empty() && outs[i] != role_var[0];
+    calls.push_back(slice ? client->AsyncGetView(epmap[i], varnames[i], out, tid)
+                          : client->AsyncGetVar(epmap[i], varnames[i], out, tid));
   }
   return WaitOrDefer(ctx, client, calls, tid);  // a deferred Out is ready after the fetch barrier
 }

@@ -88,8 +88,10 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   auto request = std::make_shared<OutgoingMessage>();
   request->header = *std::move(header);
   if (var != nullptr) request->var = *var;  // shares the buffers
-  if ((kind == RpcKind::kGet || kind == RpcKind::kGetNoBarrier) && out != nullptr && out->IsType<Tensor>()) {
-    request->reply_into = out->GetMutable<Tensor>();  // a stream transport may read the value straight into it
+  if ((kind == RpcKind::kGet || kind == RpcKind::kGetNoBarrier) && out != nullptr) {
+    request->reply_may_view = options.reply_may_view;
+    // A stream transport may read the value straight into it.
+    if (out->IsType<Tensor>()) request->reply_into = out->GetMutable<Tensor>();
   }
   auto call = std::make_shared<ClientCall>(transport_, kind, ep, std::move(request), out,
                                            absl::Now() + absl::Milliseconds(options_.deadline_ms),
@@ -124,6 +126,11 @@ std::shared_ptr<RpcCall> RpcClient::AsyncGetVar(const std::string& ep, const std
                                                 int64_t trainer_id, bool no_barrier) {
   return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, nullptr, {.trainer_id = trainer_id},
                out);
+}
+
+std::shared_ptr<RpcCall> RpcClient::AsyncGetView(const std::string& ep, const std::string& name, Variable* out,
+                                                 int64_t trainer_id) {
+  return Start(RpcKind::kGet, ep, name, nullptr, {.trainer_id = trainer_id, .reply_may_view = true}, out);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncPrefetchVar(const std::string& ep, const std::string& name,

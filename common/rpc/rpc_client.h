@@ -55,6 +55,8 @@ struct SendOptions {
   // A BATCH_BARRIER written before its sends were answered
   // (SendBatchBarriers): a refusal for having overtaken one is retried once.
   bool ahead_of_sends = false;
+  // Get: see AsyncGetView.
+  bool reply_may_view = false;
 };
 
 class RpcCall {
@@ -89,6 +91,14 @@ class RpcClient {
   // tensor when it fits; a retry overwrites it whole).
   std::shared_ptr<RpcCall> AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                        int64_t trainer_id = 0, bool no_barrier = false);
+  // As AsyncGetVar (a barrier Get), but a value the server lends over shared
+  // memory arrives as a read-only view of the server's memory rather than
+  // a copy. The server rewrites that memory only after this trainer's next
+  // gradient for the parameter, so the view holds the value until then:
+  // for values the trainer reads within its step and drops (the slices of a
+  // parameter that a recv op brings and concat joins).
+  std::shared_ptr<RpcCall> AsyncGetView(const std::string& ep, const std::string& name, Variable* out,
+                                        int64_t trainer_id);
   // The rows of `ids` (sent as `name`) from the pserver's prefetch block
   // for `name`, which computes `out_name`; into `*out`.
   std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name,

@@ -16,6 +16,10 @@ const RpcMetrics& Metrics() {
         r.AddCounter("oar_rpc_client_retries_total", "RPC attempts after a call's first", {"method", "peer"});
     out->client_errors =
         r.AddCounter("oar_rpc_client_errors_total", "RPC calls that failed, by status code", {"method", "code"});
+    out->client_viewed_bytes = r.AddCounter(
+        "oar_rpc_client_viewed_bytes_total",
+        "Reply payload bytes read in place, through a read-only view of the shared memory a server lent, not copied",
+        {});
     out->server_queue_depth =
         r.AddGauge("oar_rpc_server_queue_depth", "Requests waiting for a handler thread", {"method"});
     out->server_rejected = r.AddCounter("oar_rpc_server_rejected_total",

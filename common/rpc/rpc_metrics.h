@@ -6,6 +6,8 @@
 //   oar_rpc_client_received_bytes_total{method,peer}
 //   oar_rpc_client_retries_total{method,peer}      attempts after the first
 //   oar_rpc_client_errors_total{method,code}       calls that failed, by status code
+//   oar_rpc_client_viewed_bytes_total              reply payloads read where a server's
+//                                                  lent shared memory holds them, not copied
 //   oar_rpc_server_queue_depth{method}             requests waiting for a handler thread
 //   oar_rpc_server_rejected_total{method}          requests refused on a full queue
 //   oar_rpc_server_lent_bytes_total                reply payloads answered with where
@@ -35,6 +37,7 @@ struct RpcMetrics {
   metrics::Family<metrics::Counter>* client_received_bytes;
   metrics::Family<metrics::Counter>* client_retries;
   metrics::Family<metrics::Counter>* client_errors;
+  metrics::Family<metrics::Counter>* client_viewed_bytes;
   metrics::Family<metrics::Gauge>* server_queue_depth;
   metrics::Family<metrics::Counter>* server_rejected;
   metrics::Family<metrics::Counter>* server_lent_bytes;

@@ -130,6 +130,10 @@ struct OutgoingMessage {
   // lost in the middle of such a payload fails the attempt with the tensor
   // partly overwritten (a retry overwrites it whole). Null: none.
   Tensor* reply_into = nullptr;
+  // Get: a value the server lends (ServerOptions::lend) may arrive as a
+  // read-only view of the server's memory instead of a copy (RpcClient::
+  // AsyncGetView says for how long it holds). Otherwise it is copied.
+  bool reply_may_view = false;
 };
 
 // The outcome of one attempt: OK with the reply (Get, Prefetch: a variable;

@@ -1,5 +1,11 @@
 #include "common/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/buffer_pool.h"
 #include "common/scope.h"
 #include "gtest/gtest.h"
 
@@ -40,6 +46,41 @@ TEST(TensorTest, SliceViewsRows) {
   Tensor s = a.Slice(1, 3);
   EXPECT_EQ(s.dims(), (DDim{2, 2}));
   EXPECT_EQ(TensorToVector<int64_t>(s), (std::vector<int64_t>{3, 4, 5, 6}));
+}
+
+// A tensor over memory the process may only read (PROT_READ: a write would
+// fault) is read in place, and mutable_data gives it a buffer of its own
+// rather than writing there, even when nothing else shares it.
+TEST(TensorTest, ReadOnlyMemoryIsReadInPlaceAndNeverWritten) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  const float values[4] = {1.5f, -2.0f, 3.25f, 0.5f};
+  std::memcpy(mem, values, sizeof(values));
+  ASSERT_EQ(mprotect(mem, page, PROT_READ), 0);
+  auto unmap = std::shared_ptr<void>(mem, [page](void* p) { munmap(p, page); });
+  {
+    Tensor t = Tensor::OverReadOnlyMemory(mem, DDim{2, 2}, DataType::kFloat32, unmap);
+    EXPECT_FALSE(t.Writable());
+    EXPECT_TRUE(t.OverForeignMemory());
+    EXPECT_EQ(t.raw_data(), mem);
+    EXPECT_EQ(t.data<float>()[2], 3.25f);
+    Tensor copy;
+    copy.CopyFrom(t);
+    EXPECT_TRUE(copy.Writable());
+    EXPECT_EQ(std::memcmp(copy.raw_data(), values, sizeof(values)), 0);
+
+    float* out = t.mutable_data<float>();  // same shape, unshared: still not written in place
+    EXPECT_NE(static_cast<void*>(out), mem);
+    EXPECT_TRUE(t.Writable());
+    out[0] = 9.0f;
+    EXPECT_EQ(static_cast<const float*>(mem)[0], 1.5f);
+
+    Tensor pooled = Tensor::OverReadOnlyMemory(mem, DDim{4}, DataType::kFloat32, unmap);
+    auto pool = std::make_shared<BufferPool>();
+    EXPECT_NE(pooled.mutable_data_pooled(DataType::kFloat32, pool), mem);
+  }
+  EXPECT_EQ(unmap.use_count(), 1);  // the tensors let go of the mapping
 }
 
 TEST(ScopeTest, FindsVariablesThroughParentsAndDropsKids) {

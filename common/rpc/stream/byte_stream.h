@@ -77,7 +77,8 @@ class ByteStream {
   // Lending shared memory (shared_region.h) between two processes on one
   // host: whether this stream can carry a region's fd; the server lends
   // `region` over it, the client maps what was lent (until `deadline`),
-  // and lent_region() is then that mapping (null before, or never).
+  // and lent_region() is then that mapping (null before, or never), which a
+  // reply's read-only view of it keeps alive.
   virtual bool CanLendRegions() const { return false; }
   virtual absl::Status LendRegion(const SharedRegion& /*region*/) {
     return absl::UnimplementedError("this stream cannot lend shared memory");
@@ -85,7 +86,7 @@ class ByteStream {
   virtual absl::Status MapLentRegion(absl::Time /*deadline*/) {
     return absl::UnimplementedError("this stream cannot lend shared memory");
   }
-  virtual const SharedRegion* lent_region() const { return nullptr; }
+  virtual std::shared_ptr<const SharedRegion> lent_region() const { return nullptr; }
   // Ends the stream both ways; a blocked Read or Write returns Cancelled.
   virtual void Close() = 0;
   // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".

@@ -14,7 +14,8 @@ namespace {
 // Whether a reply with header `h` may be read straight into `t`.
 bool Fits(const Tensor& t, const MessageHeader& h, const std::string& requested) {
   return h.kind == PayloadKind::kTensor && (h.name().empty() || h.name() == requested) && t.initialized() &&
-         !t.BufferShared() && t.dtype() == h.dtype && t.nbytes() == h.payload_bytes && t.place() == Place{};
+         !t.BufferShared() && t.Writable() && t.dtype() == h.dtype && t.nbytes() == h.payload_bytes &&
+         t.place() == Place{};
 }
 
 }  // namespace
@@ -65,7 +66,12 @@ std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<cons
       why = why_;
     } else {
       id = next_id_++;
-      pending_[id] = Pending{std::move(done), deadline, request->header.name(), request->reply_into, false, claim};
+      pending_[id] = Pending{.done = std::move(done),
+                             .deadline = deadline,
+                             .var = request->header.name(),
+                             .into = request->reply_into,
+                             .claimed = claim,
+                             .may_view = request->reply_may_view};
       if (!claim) ++unclaimed_;
     }
   }
@@ -193,6 +199,7 @@ bool ClientConn::ReadFrame(absl::Time header_deadline) {
     if (it == pending_.end()) return absl::CancelledError("nobody waits for it");
     Pending& p = it->second;
     Destination to;
+    to.view = p.may_view;
     if (p.into != nullptr && h.payload_bytes > 0 && Fits(*p.into, h, p.var)) {
       p.receiving = true;
       to.tensor = p.into;

@@ -81,6 +81,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
     Tensor* into = nullptr;  // OutgoingMessage::reply_into
     bool receiving = false;  // its reply's payload is being read into `into`
     bool claimed = false;    // its caller reads (Await) rather than the reader thread
+    bool may_view = false;   // OutgoingMessage::reply_may_view
   };
   using PendingMap = std::map<uint64_t, Pending>;
 

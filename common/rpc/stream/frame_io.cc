@@ -157,23 +157,34 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
   if (meta.ParseFromString(bytes) && meta.serialized().empty()) h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
   // A payload in the lent region: its offset is what the stream carries.
   const bool in_region = (f.flags & FrameHeader::kInRegion) != 0;
+  std::shared_ptr<const SharedRegion> region;
   const char* lent = nullptr;
   if (in_region) {
     uint64_t offset = 0;
     r.stream = s->Read(&offset, sizeof(offset), deadline);
     if (!r.stream.ok()) return r;
-    lent = s->lent_region() != nullptr ? s->lent_region()->At(offset, f.payload_len) : nullptr;
+    region = s->lent_region();
+    lent = region != nullptr ? region->At(offset, f.payload_len) : nullptr;
     if (h.ok() && lent == nullptr) {
       h = absl::InvalidArgumentError(absl::StrCat(
           s->peer(), " answered '", h->name(), "' with ", f.payload_len, " bytes at offset ", offset,
-          s->lent_region() != nullptr ? absl::StrCat(" of the ", s->lent_region()->size(), "-byte region it lent")
-                                      : " of a region it never lent"));
+          region != nullptr ? absl::StrCat(" of the ", region->size(), "-byte region it lent")
+                            : " of a region it never lent"));
     }
   }
   absl::StatusOr<Destination> to = h.ok() ? admit(*h) : h.status();
   if (!to.ok()) {
     r.stream = in_region ? absl::OkStatus() : Skip(s, f.payload_len, deadline);
     r.message = to.status();
+    return r;
+  }
+  if (in_region && to->view && h->payload_bytes > 0) {
+    // No copy: the value is read where the server keeps it (RpcClient::
+    // AsyncGetView says for how long it holds).
+    static metrics::Counter* const viewed = Metrics().client_viewed_bytes->With({});
+    viewed->Add(static_cast<double>(h->payload_bytes));
+    Tensor view = Tensor::OverReadOnlyMemory(lent, h->dims, h->dtype, std::move(region));
+    r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(view), /*in_place=*/false);
     return r;
   }
   Tensor* const into = h->payload_bytes > 0 ? to->tensor : nullptr;

@@ -62,9 +62,14 @@ struct ReadResult {
 // (`tensor` set) straight into that tensor's own buffer, which the admitter
 // checked holds exactly the payload's dtype and byte size and is shared by
 // no other tensor; that read must end by `deadline` too.
+//
+// `view`: a payload in the lent region (kInRegion) becomes a read-only view
+// of it (Tensor::OverReadOnlyMemory, keeping the mapping alive) rather than
+// a copy; `tensor` is then left alone.
 struct Destination {
   Tensor* tensor = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
+  bool view = false;
 };
 
 // Called with the checked header before any payload byte is read or
@@ -74,8 +79,9 @@ using Admit = std::function<absl::StatusOr<Destination>(const MessageHeader&)>;
 // Reads the rest of a message frame whose FrameHeader `f` was read and
 // checked (CheckFrame): its proto, then — if `admit` agrees — its payload
 // into where `admit` said: off the stream, or (kInRegion) out of the
-// region lent to this stream, from an offset checked to lie inside it (a
-// message error otherwise; the stream goes on).
+// region lent to this stream, or as a view of it (Destination::view), from
+// an offset checked to lie inside it (a message error otherwise; the stream
+// goes on).
 ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, const std::shared_ptr<BufferPool>& pool,
                        absl::Time deadline);
 // Reads an error frame's text: the status it carries.

@@ -54,7 +54,7 @@ class ShmStream final : public ByteStream {
   bool CanLendRegions() const override { return true; }
   absl::Status LendRegion(const SharedRegion& region) override;
   absl::Status MapLentRegion(absl::Time deadline) override;
-  const SharedRegion* lent_region() const override { return borrowed_.get(); }
+  std::shared_ptr<const SharedRegion> lent_region() const override { return borrowed_; }
 
  private:
   ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer);

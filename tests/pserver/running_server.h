@@ -1,0 +1,67 @@
+// A 2-trainer sync pserver of DistPrograms' program (SGD, lr 0.1), started
+// and running its loop on a thread, over one transport ("grpc", or a
+// --rpc_transport mode: "tcp", "shm", "auto"); plus helpers for the float
+// variables the tests push and pull.
+//
+// Thread-safety: test-only; the test thread owns it.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rpc/grpc_transport.h"
+#include "common/rpc/transport_select.h"
+#include "gtest/gtest.h"
+#include "pserver/parameter_server.h"
+#include "tests/pserver/dist_fixture.h"
+
+namespace oar {
+
+struct RunningServer {
+  DistPrograms d{"127.0.0.1:0", 2, true};
+  Executor exe;
+  Scope scope;
+  std::unique_ptr<rpc::Transport> transport;
+  std::unique_ptr<ParameterServer> ps;
+  std::string ep;
+  absl::Status result = absl::UnknownError("not run");
+  std::thread loop;
+
+  RunningServer(const std::string& wire, int timeout_ms) {
+    if (wire == "grpc") {
+      transport = std::make_unique<rpc::GrpcTransport>();
+    } else {
+      transport = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire), rpc::GrpcTransport::Options{});
+    }
+    EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
+    auto created = ParameterServer::Create(PserverConfigOf(d, 2, timeout_ms, transport.get()), d.pserver, &scope);
+    EXPECT_TRUE(created.ok()) << created.status();
+    ps = *std::move(created);
+    auto bound = ps->Start();
+    EXPECT_TRUE(bound.ok()) << bound.status();
+    ep = *bound;
+    loop = std::thread([this] { result = ps->Run(); });
+  }
+  ~RunningServer() {
+    ps->Stop();
+    loop.join();
+  }
+};
+
+inline Variable Floats(const DDim& dims, std::vector<float> values) {
+  Variable v;
+  Tensor* t = v.GetMutable<Tensor>();
+  float* p = t->mutable_data<float>(dims);
+  std::copy(values.begin(), values.end(), p);
+  return v;
+}
+
+inline std::vector<float> Values(const Variable& v) {
+  const Tensor& t = v.Get<Tensor>();
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+}  // namespace oar
