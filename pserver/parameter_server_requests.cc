@@ -1,0 +1,153 @@
+// ParameterServer's requests: what each one is (a gradient, a barrier,
+// COMPLETE, a Get, a checkpoint), the checks every one passes first (the
+// trainer id, a restarted pserver's resync, the replay guard) and the
+// metrics each is timed into. Gets are answered in parameter_server_get.cc.
+#include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_metrics.h"
+#include "common/status.h"
+#include "glog/logging.h"
+#include "pserver/parameter_server.h"
+#include "pserver/pserver_metrics.h"
+
+namespace oar {
+
+absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
+  const absl::Time start = absl::Now();
+  absl::Status s = HandleRequest(kind, request, reply);
+  RecordRequest(kind, request, start, start);
+  return s;
+}
+
+void ParameterServer::RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, absl::Time arrived,
+                                    absl::Time began) {
+  const char* method = rpc::MethodLabel(kind, request.header().name());
+  const absl::Time end = absl::Now();
+  if (config_.profiler != nullptr) config_.profiler->Record(absl::StrCat("rpc:", method), "rpc", began, end);
+  RecordPserverRequest(method, absl::ToDoubleSeconds(end - arrived));
+}
+
+absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
+                                            rpc::Reply* reply) {
+  const rpc::MessageHeader& h = request.header();
+  const int64_t tid = h.trainer_id();
+  if (tid < 0 || tid >= config_.fanin) {
+    return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
+                                                   " is not in [0, ", config_.fanin, ") (Fanin)"));
+  }
+  const int id = static_cast<int>(tid);
+  {
+    absl::MutexLock l(&state_mu_);
+    last_message_[static_cast<size_t>(id)] = absl::Now();
+  }
+  if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
+  bool covered = false;
+  if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;
+  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
+  OAR_ASSIGN_OR_RETURN(ReplayGuard::Ticket ticket,
+                       guard_->Begin(id, seq, absl::Now() + absl::Milliseconds(config_.timeout_ms)));
+  const bool get = kind == rpc::RpcKind::kGet || kind == rpc::RpcKind::kGetNoBarrier;
+  if (ticket.duplicate) {
+    // A retry whose first copy arrived: the same answer. A Get is read-only:
+    // serve it again, without the barrier the first copy already passed.
+    if (get && ticket.first_answer.ok()) return HandleGet(kind, request, id, /*barrier=*/false, reply);
+    return ticket.first_answer;
+  }
+  absl::Status s;
+  if (get) {
+    s = HandleGet(kind, request, id, kind == rpc::RpcKind::kGet && config_.sync_mode, reply);
+  } else if (kind == rpc::RpcKind::kCheckpointNotify) {
+    s = HandleCheckpoint(request);
+  } else {
+    s = HandleSend(request, id);
+  }
+  guard_->End(id, seq, s);
+  return s;
+}
+
+absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int id, rpc::Reply* reply,
+                                          bool* covered) {
+  if (!config_.restored || !config_.sync_mode) return absl::OkStatus();
+  const bool send = kind == rpc::RpcKind::kSend;
+  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
+  absl::MutexLock l(&state_mu_);
+  if (unsynced_.count(id)) {
+    if (send && h.name() == rpc::kResync && h.meta.oar_replay()) {
+      unsynced_.erase(id);
+      resynced_at_[id] = seq;
+      // A trainer past this step's pull (F > S) has the parameters the
+      // checkpoint holds: it counts as fetched.
+      if (h.meta.oar_step() > config_.restored_step) barrier_->AdmitFetched(id);
+      reply->step = config_.restored_step;
+      *covered = true;
+      LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
+      return absl::OkStatus();
+    }
+    if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();
+    return absl::AbortedError(absl::StrCat(Name(), " restarted from its checkpoint of step ",
+                                           config_.restored_step, ": trainer ", id, " resyncs first"));
+  }
+  // A gradient or BATCH_BARRIER sent before the trainer's resync: the
+  // replay carried it, or the checkpoint holds its step.
+  auto at = resynced_at_.find(id);
+  if (send && !h.meta.oar_replay() && at != resynced_at_.end() && seq != 0 &&
+      rpc::IncarnationOf(static_cast<int64_t>(seq)) == rpc::IncarnationOf(static_cast<int64_t>(at->second)) &&
+      seq < at->second && h.name() != rpc::kFetchBarrier && h.name() != rpc::kComplete) {
+    *covered = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, int id) {
+  if (request.header().payload_bytes > 0) {
+    GetPserverMetrics().received_bytes->With({std::to_string(id)})->Add(
+        static_cast<double>(request.header().payload_bytes));
+  }
+  const std::string& name = request.header().name();
+  if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart
+  if (name == rpc::kBatchBarrier) {
+    if (!barrier_) return absl::OkStatus();
+    absl::Status s = barrier_->BatchBarrier(id, request.header().meta.oar_sent(),
+                                            rpc::IncarnationOf(request.header().meta.oar_seq()));
+    if (absl::IsUnavailable(s)) VLOG(1) << Name() << ": " << s.message() << "; it is sent again after them";
+    return s;
+  }
+  const uint64_t incarnation = rpc::IncarnationOf(request.header().meta.oar_seq());
+  if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id, incarnation) : absl::OkStatus();
+  if (name == rpc::kComplete) {
+    unlend_due_.store(true);  // before it stops counting: what it last read stays as it was (UnlendIfDue)
+    if (barrier_) OAR_RETURN_IF_ERROR(barrier_->Complete(id, incarnation));
+    {
+      absl::MutexLock l(&state_mu_);
+      if (completed_.insert(id).second) LOG(INFO) << Name() << ": trainer " << id << " completed";
+    }
+    if (barrier_) ScheduleReady();  // the blocks that waited only for this trainer
+    return absl::OkStatus();
+  }
+  auto admitted = store_->Admit(request.header(), id);
+  if (!admitted.ok()) return Annotate(admitted.status(), Name());
+  const VarStore::Receivable& r = **admitted;
+  absl::Status s;
+  if (config_.sync_mode) {
+    OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id, rpc::IncarnationOf(request.header().meta.oar_seq())));
+    s = store_->Receive(r, id, request);
+    if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
+    barrier_->EndReceive(id, s.ok(), rpc::IncarnationOf(request.header().meta.oar_seq()));
+  } else {
+    Scope* child = &scope_->NewScope();
+    store_->ReceiveInto(r, request, child);
+    if (store_->NameOf(r) == first_grad_) s = RunLrBlock();
+    if (s.ok()) {
+      absl::ReaderMutexLock lr(&lr_mu_);
+      s = RunBlockLocked(store_->BlockOf(r), child);
+    }
+    scope_->DeleteScope(child);
+  }
+  if (s.ok()) {
+    absl::MutexLock l(&state_mu_);
+    ++stats_.gradients_applied;
+  }
+  return s.ok() ? s : Annotate(s, Who(id));
+}
+
+}  // namespace oar
