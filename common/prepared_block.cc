@@ -169,12 +169,16 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
   // asks for the output buffer; when another owner shares that buffer (an RPC
   // reply in flight, a fetched value) mutable_data gives the output a fresh
   // one, and the other owner may let the old one go while the kernel still
-  // reads it. Hold such shared buffers until the kernel returns (only
-  // shared ones: a hold on an unshared buffer would itself force the copy).
+  // reads it. So it does for read-only memory (a view of what a pserver
+  // lends), whose mapping may go with the last tensor over it. Hold such
+  // buffers until the kernel returns (only those: a hold on an unshared
+  // buffer would itself force the copy).
   absl::InlinedVector<std::shared_ptr<const void>, 4> alive;
   for (const InPlaceArg& a : op.in_place) {
     const Variable* v = a.var;
-    if (v->IsType<Tensor>() && v->Get<Tensor>().BufferShared()) alive.push_back(v->Get<Tensor>().KeepAlive());
+    if (!v->IsType<Tensor>()) continue;
+    const Tensor& t = v->Get<Tensor>();
+    if (t.BufferShared() || !t.Writable()) alive.push_back(t.KeepAlive());
   }
   return op.kernel(ctx);
 }

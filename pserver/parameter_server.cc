@@ -201,7 +201,6 @@ absl::Status ParameterServer::Run() {
 }
 
 absl::Status ParameterServer::RunBlockLocked(int block_id, Scope* local) {
-  UnlendIfDue();
   absl::MutexLock l(block_mu_.at(block_id).get());
   const absl::Time start = absl::Now();
   PreparedBlock* b = blocks_.at(block_id).get();

@@ -45,8 +45,9 @@
 // Locks, in the order they are taken: optimize_mu_ (a sync optimize pass; a
 // checkpoint) → lr_once_mu_ (the step's one LR-decay run) → lr_mu_
 // (writer: the LR-decay block; reader: async optimize blocks, which read
-// the rate) → unlend_mu_ (the lent parameters moving out, each under its
-// block's lock, before the block runs) → block_mu_[id] in ascending id
+// the rate) → unlend_mu_ (the lent parameters moving out before a block
+// runs, under each one's block lock in turn, one at a time) → block_mu_[id]
+// in ascending id
 // (writer: the block runs; reader: serving a parameter it writes). step_mu_ (which only schedules
 // work on the pool) → StepBarrier's lock; StepBarrier, VarStore,
 // ReplayGuard and state_mu_ locks are leaves: nothing is taken under them.
@@ -189,10 +190,13 @@ class ParameterServer : public rpc::RpcHandler {
   // the trainer read in place (rpc::Reply::stable): a sync pserver's
   // barrier Get. Its parameter is next written by an optimize block —
   // early, as its gradients complete, or after the barrier — that needs
-  // every live trainer's next gradient for it, and a trainer computes that
-  // only after it has read its Gets (the fetch barrier waits for them; so
-  // does COMPLETE). A late or duplicated reply is refused unread by the
-  // client. (Not a restored pserver's: its resync replays steps.)
+  // every live trainer's next gradient for it (a batch barrier without it
+  // is refused), and a trainer computes that only after its last read of
+  // the value in the step (the copy out of the reply, or concat reading a
+  // view). A trainer that completes stops counting: the parameters leave
+  // the region before the next block runs (UnlendIfDue). A late or
+  // duplicated reply is refused unread by the client. (Not a restored
+  // pserver's: its resync replays steps.)
   bool StableGets(rpc::RpcKind kind) const {
     return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored;
   }
@@ -204,8 +208,9 @@ class ParameterServer : public rpc::RpcHandler {
   // block's lock, so the region keeps the values every trainer last read:
   // trainers read a lent value in place (a read-only view) until their next
   // gradient, and one that completes stops sending gradients while the
-  // others may train on. Due from a COMPLETE (set before it counts), done
-  // before the next optimize block writes (RunBlockLocked); later Gets copy.
+  // others may train on. Due from a sync COMPLETE (set before it counts),
+  // done before the next optimize block runs (RunEarly, RunOptimizeBlocks);
+  // later Gets copy.
   void UnlendIfDue();
   // The parameter `name` as this pserver serves it, or why not.
   absl::StatusOr<const Variable*> ServedVar(const std::string& name, int trainer) const;

@@ -10,7 +10,8 @@
 // barrier Gets are answered stable: over shm, the reply says where the
 // value lies and the trainer reads it there, until its next gradient for
 // it. When a trainer completes (and so stops sending gradients while others
-// may train on), the parameters move back into private memory (Unlend).
+// may train on), the parameters move back into private memory before the
+// next optimize block runs (UnlendIfDue).
 #include <optional>
 #include <thread>
 
@@ -138,7 +139,7 @@ void ParameterServer::UnlendIfDue() {
     std::optional<absl::MutexLock> l;
     if (owner != param_block_.end()) l.emplace(block_mu_.at(owner->second).get());  // no block writes it meanwhile
     Tensor* t = v->GetMutable<Tensor>();
-    if (!t->OverForeignMemory()) continue;  // it already left the region (it needed more room)
+    if (!t->OverForeignMemory()) continue;  // it already left the region (an update gave it a buffer of its own)
     Tensor own;
     own.CopyFrom(*t);
     *t = std::move(own);

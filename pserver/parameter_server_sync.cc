@@ -75,6 +75,7 @@ void ParameterServer::TryScheduleLocked(const VarStore::Receivable& r, const std
 }
 
 void ParameterServer::RunEarly(const VarStore::Receivable* r) {
+  UnlendIfDue();
   absl::Status s = RunLrOnce();
   if (s.ok()) s = store_->Finalize(*r, barrier_->completed());
   if (s.ok()) s = RunBlockLocked(store_->BlockOf(*r), scope_);
@@ -92,6 +93,7 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
     OAR_RETURN_IF_ERROR(early_error_);
     done = scheduled_;
   }
+  UnlendIfDue();
   OAR_RETURN_IF_ERROR(RunLrOnce());
   const std::set<int> completed = barrier_->completed_at_optimize();
   std::vector<int> rest;

@@ -123,6 +123,19 @@ absl::Status RecvAndConcat(const ExecutionContext& ctx, RpcClient* client, const
   return absl::OkStatus();
 }
 
+// Whether recv's output `out` is a slice of a parameter (`w.block0`, which
+// concat joins into the parameter in this step): not the parameter the
+// op's op_role_var names, and declared non-persistable in the program's
+// global block, as the transpiler declares its slices. A slice may arrive as
+// a view of what the pserver lends (RpcClient::AsyncGetView); anything
+// that lives on across steps is copied.
+bool IsSlice(const ExecutionContext& ctx, const std::string& out) {
+  const auto role_var = ctx.op().GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
+  if (role_var.empty() || out == role_var[0] || ctx.runner() == nullptr) return false;
+  const VarDesc* v = ctx.runner()->program().Block(0).FindVar(out);
+  return v != nullptr && !v->persistable;
+}
+
 absl::Status RecvKernel(const ExecutionContext& ctx) {
   const auto& outs = ctx.op().Output("Out");
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
@@ -137,17 +150,11 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "epmap", epmap.size()));
   if (varnames.empty()) varnames = outs;
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "recv_varnames", varnames.size()));
-  // A slice of a parameter (any Out but the parameter op_role_var names),
-  // which concat joins into the parameter in this step, may be a view of
-  // what the pserver lends; the parameter itself, which lives on across
-  // steps, is copied.
-  const auto role_var = ctx.op().GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < outs.size(); ++i) {
     Variable* out = ctx.OutputVar("Out", i);
-    const bool slice = !role_var.empty() && outs[i] != role_var[0];
-    calls.push_back(slice ? client->AsyncGetView(epmap[i], varnames[i], out, tid)
-                          : client->AsyncGetVar(epmap[i], varnames[i], out, tid));
+    calls.push_back(IsSlice(ctx, outs[i]) ? client->AsyncGetView(epmap[i], varnames[i], out, tid)
+                                          : client->AsyncGetVar(epmap[i], varnames[i], out, tid));
   }
   return WaitOrDefer(ctx, client, calls, tid);  // a deferred Out is ready after the fetch barrier
 }

@@ -92,11 +92,14 @@ class RpcClient {
   std::shared_ptr<RpcCall> AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                        int64_t trainer_id = 0, bool no_barrier = false);
   // As AsyncGetVar (a barrier Get), but a value the server lends over shared
-  // memory arrives as a read-only view of the server's memory rather than
-  // a copy. The server rewrites that memory only after this trainer's next
-  // gradient for the parameter, so the view holds the value until then:
-  // for values the trainer reads within its step and drops (the slices of a
-  // parameter that a recv op brings and concat joins).
+  // memory (a sync pserver that did not restart, to a trainer on its host)
+  // arrives as a read-only view of the server's memory rather than a copy.
+  // The server rewrites that memory only once every live trainer has sent
+  // its next gradient for the parameter, so the view holds the value until
+  // this trainer does (after that it changes under the view, unless this
+  // trainer has completed: the server then stops lending). For values the
+  // trainer reads within its step and then leaves alone: the slices of a
+  // parameter that a recv op brings and concat joins.
   std::shared_ptr<RpcCall> AsyncGetView(const std::string& ep, const std::string& name, Variable* out,
                                         int64_t trainer_id);
   // The rows of `ids` (sent as `name`) from the pserver's prefetch block

@@ -1,5 +1,9 @@
 #include "common/executor.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
@@ -241,6 +245,51 @@ TEST(ExecutorTest, InPlaceKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
   const Tensor& r = scope.FindVar("v")->Get<Tensor>();
   EXPECT_EQ(r.data<float>()[0], 2.0f);
   EXPECT_EQ(r.data<float>()[r.numel() - 1], 2.0f);
+}
+
+absl::Status AddOne(const ExecutionContext& ctx) {
+  const Tensor* x = ctx.Input("X");
+  const float* in = x->data<float>();
+  float* out = ctx.Output("Out")->mutable_data<float>(x->dims());  // read-only: a fresh buffer
+  for (int64_t i = 0; i < x->numel(); ++i) out[i] = in[i] + 1;
+  return absl::OkStatus();
+}
+
+// An in-place op over a read-only view (a slice a pserver lent) whose
+// mapping only that view keeps: mutable_data gives the output a buffer of
+// its own, and without the executor's hold the mapping would go (munmap)
+// while the kernel still reads it, and the test would crash.
+TEST(ExecutorTest, InPlaceKernelsReadAReadOnlyViewWhoseMappingOnlyItKeeps) {
+  OpRegistry registry;
+  registry.Register("add_one").Input("X").Output("Out")
+      .SetInferShape([](InferShapeContext& c) {
+        c.SetOutputDim("Out", c.InputDim("X"));
+        return absl::OkStatus();
+      })
+      .Kernel<float>(AddOne);
+  ProgramDesc p;
+  VarDesc* v = p.MutableBlock(0)->Var("v");
+  v->shape = {1024};
+  v->persistable = true;
+  OpDesc* op = p.MutableBlock(0)->AppendOp();
+  op->type = "add_one";
+  op->SetInput("X", {"v"});
+  op->SetOutput("Out", {"v"});
+  const size_t bytes = 1024 * sizeof(float);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  std::fill(static_cast<float*>(mem), static_cast<float*>(mem) + 1024, 1.0f);
+  ASSERT_EQ(mprotect(mem, bytes, PROT_READ), 0);
+  Scope scope;
+  *scope.Var("v")->GetMutable<Tensor>() = Tensor::OverReadOnlyMemory(
+      mem, DDim{1024}, DataType::kFloat32, std::shared_ptr<void>(mem, [bytes](void* m) { munmap(m, bytes); }));
+  Executor exe(CPUPlace(), {}, &registry);
+  auto s = exe.Run(p, &scope);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tensor& r = scope.FindVar("v")->Get<Tensor>();
+  EXPECT_TRUE(r.Writable());
+  EXPECT_EQ(r.data<float>()[0], 2.0f);
+  EXPECT_EQ(r.data<float>()[1023], 2.0f);
 }
 
 }  // namespace

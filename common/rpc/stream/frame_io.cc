@@ -178,7 +178,7 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     r.message = to.status();
     return r;
   }
-  if (in_region && to->view && h->payload_bytes > 0) {
+  if (in_region && to->view && h->kind == PayloadKind::kTensor && h->payload_bytes > 0) {
     // No copy: the value is read where the server keeps it (RpcClient::
     // AsyncGetView says for how long it holds).
     static metrics::Counter* const viewed = Metrics().client_viewed_bytes->With({});
