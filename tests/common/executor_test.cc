@@ -202,6 +202,26 @@ TEST(ExecutorTest, RegressionScopeDestroyedBeforeExecutor) {
 namespace oar {
 namespace {
 
+// A program of one in-place op, `type`(X = v, Out = v), over a persistable
+// float vector v of `n` elements; `kernel` registered for it in `registry`.
+ProgramDesc InPlaceProgram(OpRegistry& registry, const std::string& type, KernelFn kernel, int64_t n) {
+  registry.Register(type).Input("X").Output("Out")
+      .SetInferShape([](InferShapeContext& c) {
+        c.SetOutputDim("Out", c.InputDim("X"));
+        return absl::OkStatus();
+      })
+      .Kernel<float>(kernel);
+  ProgramDesc p;
+  VarDesc* v = p.MutableBlock(0)->Var("v");
+  v->shape = {n};
+  v->persistable = true;
+  OpDesc* op = p.MutableBlock(0)->AppendOp();
+  op->type = type;
+  op->SetInput("X", {"v"});
+  op->SetOutput("Out", {"v"});
+  return p;
+}
+
 // The other owner of an in-place op's buffer lets it go while the kernel
 // runs (as an RPC reply finishing mid-optimize does). 64 MiB is above
 // glibc's mmap threshold, so without the executor's hold on the input the
@@ -219,20 +239,7 @@ absl::Status ReleasingAddOne(const ExecutionContext& ctx) {
 
 TEST(ExecutorTest, InPlaceKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
   OpRegistry registry;
-  registry.Register("releasing_add_one").Input("X").Output("Out")
-      .SetInferShape([](InferShapeContext& c) {
-        c.SetOutputDim("Out", c.InputDim("X"));
-        return absl::OkStatus();
-      })
-      .Kernel<float>(ReleasingAddOne);
-  ProgramDesc p;
-  VarDesc* v = p.MutableBlock(0)->Var("v");
-  v->shape = {16 << 20};
-  v->persistable = true;
-  OpDesc* op = p.MutableBlock(0)->AppendOp();
-  op->type = "releasing_add_one";
-  op->SetInput("X", {"v"});
-  op->SetOutput("Out", {"v"});
+  const ProgramDesc p = InPlaceProgram(registry, "releasing_add_one", ReleasingAddOne, 16 << 20);
   Scope scope;
   Tensor* t = scope.Var("v")->GetMutable<Tensor>();
   float* d = t->mutable_data<float>({16 << 20});
@@ -261,20 +268,7 @@ absl::Status AddOne(const ExecutionContext& ctx) {
 // while the kernel still reads it, and the test would crash.
 TEST(ExecutorTest, InPlaceKernelsReadAReadOnlyViewWhoseMappingOnlyItKeeps) {
   OpRegistry registry;
-  registry.Register("add_one").Input("X").Output("Out")
-      .SetInferShape([](InferShapeContext& c) {
-        c.SetOutputDim("Out", c.InputDim("X"));
-        return absl::OkStatus();
-      })
-      .Kernel<float>(AddOne);
-  ProgramDesc p;
-  VarDesc* v = p.MutableBlock(0)->Var("v");
-  v->shape = {1024};
-  v->persistable = true;
-  OpDesc* op = p.MutableBlock(0)->AppendOp();
-  op->type = "add_one";
-  op->SetInput("X", {"v"});
-  op->SetOutput("Out", {"v"});
+  const ProgramDesc p = InPlaceProgram(registry, "add_one", AddOne, 1024);
   const size_t bytes = 1024 * sizeof(float);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
