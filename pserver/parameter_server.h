@@ -47,10 +47,10 @@
 // (writer: the LR-decay block; reader: async optimize blocks, which read
 // the rate) → unlend_mu_ (the lent parameters moving out before a block
 // runs, under each one's block lock in turn, one at a time) → block_mu_[id]
-// in ascending id
-// (writer: the block runs; reader: serving a parameter it writes). step_mu_ (which only schedules
-// work on the pool) → StepBarrier's lock; StepBarrier, VarStore,
-// ReplayGuard and state_mu_ locks are leaves: nothing is taken under them.
+// in ascending id (writer: the block runs; reader: serving a parameter it
+// writes). step_mu_ (which only schedules work on the pool) → StepBarrier's
+// lock; StepBarrier, VarStore, ReplayGuard and state_mu_ locks are leaves:
+// nothing is taken under them.
 //
 // Shutdown order: Stop() (from any thread, e.g. on SIGTERM) → the step in
 // progress finishes, barrier waits are released → Run returns → the

@@ -129,8 +129,7 @@ absl::Status RecvAndConcat(const ExecutionContext& ctx, RpcClient* client, const
 // global block, as the transpiler declares its slices. A slice may arrive as
 // a view of what the pserver lends (RpcClient::AsyncGetView); anything
 // that lives on across steps is copied.
-bool IsSlice(const ExecutionContext& ctx, const std::string& out) {
-  const auto role_var = ctx.op().GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
+bool IsSlice(const ExecutionContext& ctx, const std::vector<std::string>& role_var, const std::string& out) {
   if (role_var.empty() || out == role_var[0] || ctx.runner() == nullptr) return false;
   const VarDesc* v = ctx.runner()->program().Block(0).FindVar(out);
   return v != nullptr && !v->persistable;
@@ -150,11 +149,12 @@ absl::Status RecvKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "epmap", epmap.size()));
   if (varnames.empty()) varnames = outs;
   OAR_RETURN_IF_ERROR(CheckSameLength(ctx, outs.size(), "recv_varnames", varnames.size()));
+  const auto role_var = ctx.op().GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < outs.size(); ++i) {
     Variable* out = ctx.OutputVar("Out", i);
-    calls.push_back(IsSlice(ctx, outs[i]) ? client->AsyncGetView(epmap[i], varnames[i], out, tid)
-                                          : client->AsyncGetVar(epmap[i], varnames[i], out, tid));
+    calls.push_back(IsSlice(ctx, role_var, outs[i]) ? client->AsyncGetView(epmap[i], varnames[i], out, tid)
+                                                    : client->AsyncGetVar(epmap[i], varnames[i], out, tid));
   }
   return WaitOrDefer(ctx, client, calls, tid);  // a deferred Out is ready after the fetch barrier
 }
