@@ -157,10 +157,14 @@ ParameterServer::~ParameterServer() {
 absl::StatusOr<std::string> ParameterServer::Start() {
   rpc::ServerOptions o = config_.server;
   o.endpoint = config_.endpoint;
-  if (StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_params && config_.transport->LendsSharedMemory() &&
-      o.tls_cert.empty()) {  // a TLS server offers no shared memory
-    o.lend = LendParams();
-  }
+  // A TLS server offers no shared memory.
+  const bool shm = config_.transport->LendsSharedMemory() && o.tls_cert.empty();
+  if (StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_params && shm) o.lend = LendParams();
+  // A trainer's next gradient for a parameter comes after its Gets of the
+  // step, which wait for the optimize blocks that read this one (and a
+  // batch barrier without it is refused): the sends a sync pserver gets
+  // may be read where the trainer keeps them.
+  o.map_lent_sends = StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_sends && shm;
   OAR_ASSIGN_OR_RETURN(listener_, config_.transport->Listen(o, this));
   absl::MutexLock l(&endpoint_mu_);
   bound_endpoint_ = listener_->endpoint();

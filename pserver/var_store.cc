@@ -217,10 +217,13 @@ absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::Inco
   }
   Variable* merged = scope_->Var(r.name);
   if (r.arrived.size() == 1) {
-    msg.DecodeInto(merged);  // the first: a copy into the merged buffer
+    // The first: its buffer becomes the merged one (a read-only view of
+    // the trainer's lent memory stays one; the next arrival's sum gets a
+    // buffer of its own: AddPayloadInto).
+    msg.DecodeInto(merged);
     return absl::OkStatus();
   }
-  return msg.AddPayloadInto(merged->GetMutable<Tensor>());
+  return msg.AddPayloadInto(merged->GetMutable<Tensor>(), sum_pool_);
 }
 
 void VarStore::ReceiveInto(const Receivable& r, const rpc::IncomingMessage& msg, Scope* local) const {

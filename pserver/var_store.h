@@ -120,6 +120,9 @@ class VarStore {
   std::set<std::string> servable_;
   std::set<int> merged_blocks_;
   uint64_t max_request_bytes_ = 0;
+  // Sums that cannot be made in place (the first arrival is a read-only
+  // view of a trainer's lent memory) get their buffers here, warm each step.
+  const std::shared_ptr<BufferPool> sum_pool_ = std::make_shared<BufferPool>();
 };
 
 }  // namespace oar

@@ -47,6 +47,9 @@ absl::Status CheckSameLength(const ExecutionContext& ctx, size_t n, const std::s
   return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", n, " variables but ", m, " entries in ", attr));
 }
 
+// Every dense payload may be lent (SendOptions::lend_payload): a trainer
+// sends a variable once a step, and a pserver that takes the loan (a sync
+// one) is done with it before the trainer's next step.
 absl::Status SendKernel(const ExecutionContext& ctx) {
   const auto& names = ctx.op().Input("X");
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
@@ -69,7 +72,8 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
       }
       *parts[i].GetMutable<Tensor>() = x->Slice(begin, begin + sections[i]);  // a view: no copy
       begin += sections[i];
-      calls.push_back(client->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid}));
+      calls.push_back(
+          client->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid, .lend_payload = true}));
     }
     return WaitAll(calls);
   }
@@ -79,7 +83,7 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     if (v == nullptr || !v->IsInitialized()) {
       return absl::FailedPreconditionError(absl::StrCat("send: '", names[i], "' has no value"));
     }
-    calls.push_back(client->AsyncSendVar(epmap[i], names[i], v, {.trainer_id = tid}));
+    calls.push_back(client->AsyncSendVar(epmap[i], names[i], v, {.trainer_id = tid, .lend_payload = true}));
   }
   return WaitOrDefer(ctx, client, calls, tid);  // the variables must not change while in flight
 }

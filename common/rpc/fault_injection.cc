@@ -177,11 +177,14 @@ std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind
     count(&FaultStats::duplicated);
     const absl::Duration after = spec_.max_delay * Draw(m, kCopyDelay);
     ++in_flight_;
-    // Nobody waits for the copy: it must not write into the caller's tensor.
+    // Nobody waits for the copy: it must not write into the caller's tensor,
+    // nor, going out after the call ended, into the slot its payload was
+    // lent from, which holds the variable's next value by then.
     auto copy = request;
-    if (request->reply_into != nullptr) {
+    if (request->reply_into != nullptr || request->lend_payload) {
       auto own = std::make_shared<OutgoingMessage>(*request);
       own->reply_into = nullptr;
+      own->lend_payload = false;
       copy = std::move(own);
     }
     timer_.At(absl::Now() + after, [this, kind, ep, copy, deadline] {

@@ -39,8 +39,9 @@ bool FromWireType(int t, DataType* out) {
   return false;
 }
 
+// dst[i] = base[i] + payload[i]; `base` may be `dst` (adding in place).
 template <typename T>
-void AddPieces(const IncomingMessage& msg, T* dst) {
+void AddPieces(const IncomingMessage& msg, const T* base, T* dst) {
   // Whole elements straight from each piece; an element cut between two
   // pieces goes through `carry`.
   char carry[sizeof(T)];
@@ -55,25 +56,45 @@ void AddPieces(const IncomingMessage& msg, T* dst) {
       if (carried < sizeof(T)) return;
       T v;
       std::memcpy(&v, carry, sizeof(T));
-      *dst++ += v;
+      *dst++ = *base++ + v;
       carried = 0;
     }
     const size_t whole = n / sizeof(T);
     if (reinterpret_cast<uintptr_t>(p) % alignof(T) == 0) {
       const T* src = reinterpret_cast<const T*>(p);
-      for (size_t i = 0; i < whole; ++i) dst[i] += src[i];
+      for (size_t i = 0; i < whole; ++i) dst[i] = base[i] + src[i];
     } else {
       for (size_t i = 0; i < whole; ++i) {
         T v;
         std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-        dst[i] += v;
+        dst[i] = base[i] + v;
       }
     }
     dst += whole;
+    base += whole;
     const size_t rest = n - whole * sizeof(T);
     std::memcpy(carry, p + whole * sizeof(T), rest);
     carried = rest;
   });
+}
+
+// Adds `msg`'s payload into `dst`, in place when it is writable; a
+// read-only one (a view of memory a peer lent) is replaced by a buffer of
+// its own (from `pool` when given) holding the sum, in the same pass.
+template <typename T>
+void AddInto(const IncomingMessage& msg, Tensor* dst, const std::shared_ptr<BufferPool>& pool) {
+  if (dst->Writable()) {
+    AddPieces(msg, dst->data<T>(), dst->data<T>());
+    return;
+  }
+  const Tensor base = *dst;  // keeps the read-only memory while it is read
+  // A buffer of its own: never the read-only one, which `base` shares too.
+  if (pool != nullptr) {
+    dst->mutable_data_pooled(DataTypeOf<T>::value, pool);
+  } else {
+    dst->mutable_data<T>();
+  }
+  AddPieces(msg, base.data<T>(), dst->data<T>());
 }
 
 }  // namespace
@@ -231,7 +252,7 @@ void IncomingMessage::DecodeInto(Variable* var) const {
   if (h.payload_bytes > 0) CopyPayload(dst);
 }
 
-absl::Status IncomingMessage::AddPayloadInto(Tensor* dst) const {
+absl::Status IncomingMessage::AddPayloadInto(Tensor* dst, const std::shared_ptr<BufferPool>& pool) const {
   const MessageHeader& h = header_;
   if (h.kind != PayloadKind::kTensor || !dst->initialized() || dst->dtype() != h.dtype ||
       static_cast<uint64_t>(dst->numel()) * SizeOf(h.dtype) != h.payload_bytes) {
@@ -239,10 +260,10 @@ absl::Status IncomingMessage::AddPayloadInto(Tensor* dst) const {
                                                    DataTypeName(dst->dtype()), dst->dims().ToString()));
   }
   switch (h.dtype) {
-    case DataType::kFloat32: AddPieces(*this, dst->data<float>()); break;
-    case DataType::kFloat64: AddPieces(*this, dst->data<double>()); break;
-    case DataType::kInt32: AddPieces(*this, dst->data<int32_t>()); break;
-    case DataType::kInt64: AddPieces(*this, dst->data<int64_t>()); break;
+    case DataType::kFloat32: AddInto<float>(*this, dst, pool); break;
+    case DataType::kFloat64: AddInto<double>(*this, dst, pool); break;
+    case DataType::kInt32: AddInto<int32_t>(*this, dst, pool); break;
+    case DataType::kInt64: AddInto<int64_t>(*this, dst, pool); break;
     default:
       return absl::UnimplementedError(absl::StrCat("adding ", DataTypeName(h.dtype), " payloads ('", h.name(), "')"));
   }

@@ -19,11 +19,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/buffer_pool.h"
 #include "common/ddim.h"
 #include "common/variable.h"
 #include "proto/send_recv.pb.h"
@@ -88,8 +90,10 @@ class IncomingMessage {
   void DecodeInto(Variable* var) const;
   // Adds the payload elementwise into `dst`, which must hold exactly
   // header().dtype (fp32, fp64, int32 or int64) and as many elements;
-  // InvalidArgument otherwise. No intermediate buffer.
-  absl::Status AddPayloadInto(Tensor* dst) const;
+  // InvalidArgument otherwise. No intermediate buffer: in place, or — for a
+  // read-only `dst` (Tensor::Writable; a view of memory a peer lent) — into
+  // a buffer of dst's own (from `pool` when given), in the same pass.
+  absl::Status AddPayloadInto(Tensor* dst, const std::shared_ptr<BufferPool>& pool = nullptr) const;
 
  protected:
   // A message whose payload already sits in a tensor buffer of the right

@@ -88,6 +88,7 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   auto request = std::make_shared<OutgoingMessage>();
   request->header = *std::move(header);
   if (var != nullptr) request->var = *var;  // shares the buffers
+  request->lend_payload = kind == RpcKind::kSend && options.lend_payload;
   if ((kind == RpcKind::kGet || kind == RpcKind::kGetNoBarrier) && out != nullptr) {
     request->reply_may_view = options.reply_may_view;
     // A stream transport may read the value straight into it.

@@ -57,6 +57,11 @@ struct SendOptions {
   bool ahead_of_sends = false;
   // Get: see AsyncGetView.
   bool reply_may_view = false;
+  // Send: the payload may go as where it lies in memory the client lends a
+  // server on its host that agreed (OutgoingMessage::lend_payload says
+  // what the caller vouches for: the server is done with this value before
+  // this trainer sends the same variable to it again).
+  bool lend_payload = false;
 };
 
 class RpcCall {

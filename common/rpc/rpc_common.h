@@ -25,6 +25,8 @@ DECLARE_int32(rpc_max_queued_requests);
 DECLARE_int64(rpc_max_inflight_request_bytes);
 DECLARE_int32(rpc_wait_spin_us);
 DECLARE_bool(rpc_shm_lend_params);
+DECLARE_bool(rpc_shm_lend_sends);
+DECLARE_int64(rpc_shm_send_region_bytes);
 
 namespace oar::rpc {
 

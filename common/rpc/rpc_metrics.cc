@@ -27,6 +27,13 @@ const RpcMetrics& Metrics() {
     out->server_lent_bytes = r.AddCounter(
         "oar_rpc_server_lent_bytes_total",
         "Reply payload bytes this server answered with their place in the shared memory it lent, not the bytes", {});
+    out->client_lent_bytes = r.AddCounter(
+        "oar_rpc_client_lent_bytes_total",
+        "Request payload bytes sent as their place in the shared memory this client lent its server, not the bytes",
+        {});
+    out->server_viewed_bytes = r.AddCounter(
+        "oar_rpc_server_viewed_bytes_total",
+        "Request payload bytes read in place, through a read-only view of the shared memory a client lent", {});
     return out;
   }();
   return *m;

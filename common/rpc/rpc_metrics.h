@@ -12,6 +12,9 @@
 //   oar_rpc_server_rejected_total{method}          requests refused on a full queue
 //   oar_rpc_server_lent_bytes_total                reply payloads answered with where
 //                                                  they lie in lent shared memory
+//   oar_rpc_client_lent_bytes_total                request payloads sent as where they
+//                                                  lie in the client's lent memory (LentSends)
+//   oar_rpc_server_viewed_bytes_total              request payloads read in place there
 //
 // `method` is the RPC (SendVariable, GetVariable, ...), except that the
 // control messages get their own: BatchBarrier, FetchBarrier, Complete,
@@ -41,6 +44,8 @@ struct RpcMetrics {
   metrics::Family<metrics::Gauge>* server_queue_depth;
   metrics::Family<metrics::Counter>* server_rejected;
   metrics::Family<metrics::Counter>* server_lent_bytes;
+  metrics::Family<metrics::Counter>* client_lent_bytes;
+  metrics::Family<metrics::Counter>* server_viewed_bytes;
 };
 
 // The families in metrics::Default(), registered on first use.

@@ -102,6 +102,14 @@ struct ServerOptions {
   // memory: a stable Reply whose payload lies in it is answered with
   // where, not with the bytes. Null: nothing lent. Other transports ignore it.
   std::shared_ptr<const stream::SharedRegion> lend;
+  // Clients on this host (shm) may lend the payloads of their Sends: the
+  // handler then gets a read-only view of the client's memory (which keeps
+  // it mapped) instead of a copy, and the client writes that memory again
+  // when it next sends the same variable. Set only by a handler that is
+  // done with a value by then (a sync pserver: a trainer sends a gradient
+  // again only after its Gets of the step, answered after the optimize
+  // blocks that read it; stream/lent_sends.h). Other transports ignore it.
+  bool map_lent_sends = false;
 };
 
 // A served endpoint. Destroying it stops serving: no new calls; calls in
@@ -134,6 +142,14 @@ struct OutgoingMessage {
   // read-only view of the server's memory instead of a copy (RpcClient::
   // AsyncGetView says for how long it holds). Otherwise it is copied.
   bool reply_may_view = false;
+  // Send of a dense tensor: the caller vouches that the server is done
+  // with this value before the same caller (trainer id) sends the same
+  // variable to it again, so a transport may copy it into memory it lends
+  // the server and send where it lies (stream/lent_sends.h), where the
+  // server agreed (ServerOptions::map_lent_sends). Otherwise it is sent.
+  // A transport that sends a request again on its own, past the call (an
+  // injected duplicate), drops it: that copy would overwrite the slot.
+  bool lend_payload = false;
 };
 
 // The outcome of one attempt: OK with the reply (Get, Prefetch: a variable;

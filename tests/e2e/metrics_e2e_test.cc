@@ -105,6 +105,21 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(t[i]["oar_rpc_client_viewed_bytes_total"], steps * slice_bytes) << "trainer " << i;
   }
+  // The other way, every gradient goes as where it lies in the memory its
+  // trainer lends the pserver (a sync pserver takes the loan): the trainers
+  // lent exactly the payload bytes they sent, and the pservers read that
+  // many in place. (A gradient sent through the ring would make the first
+  // figure smaller than the second.)
+  double sent = 0, lent_sends = 0;
+  for (int i = 0; i < 2; ++i) {
+    for (const auto& [k, v] : t[i]) {
+      if (k.rfind("oar_rpc_client_sent_bytes_total{method=\"SendVariable\"", 0) == 0) sent += v;
+    }
+    lent_sends += t[i]["oar_rpc_client_lent_bytes_total"];
+  }
+  EXPECT_GT(sent, 0);
+  EXPECT_EQ(lent_sends, sent);
+  EXPECT_EQ(p[0]["oar_rpc_server_viewed_bytes_total"] + p[1]["oar_rpc_server_viewed_bytes_total"], lent_sends);
   // The launcher's time split, from the same files: the parts add up to
   // the step time, and a sync trainer both sends and waits at barriers.
   for (int i = 0; i < 2; ++i) {

@@ -75,10 +75,11 @@ class ByteStream {
   // peer may only make room meanwhile.
   virtual bool WritableNow(size_t /*n*/) { return false; }
   // Lending shared memory (shared_region.h) between two processes on one
-  // host: whether this stream can carry a region's fd; the server lends
-  // `region` over it, the client maps what was lent (until `deadline`),
-  // and lent_region() is then that mapping (null before, or never), which a
-  // reply's read-only view of it keeps alive.
+  // host: whether this stream can carry a region's fd; one end lends
+  // `region` over it (a server its parameters, a client its sends), the
+  // other maps what was lent (until `deadline`), and lent_region() is then
+  // that mapping (null before, or never), which a read-only view of it
+  // keeps alive. Each end lends at most one region.
   virtual bool CanLendRegions() const { return false; }
   virtual absl::Status LendRegion(const SharedRegion& /*region*/) {
     return absl::UnimplementedError("this stream cannot lend shared memory");

@@ -31,8 +31,9 @@ class ClientConn::Reader final : public ReplyReader {
   uint64_t id_;
 };
 
-ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts)
-    : stream_(std::move(stream)), name_(std::move(name)), debts_(std::move(debts)),
+ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts,
+                       std::shared_ptr<LentSends> lent)
+    : stream_(std::move(stream)), name_(std::move(name)), debts_(std::move(debts)), lent_(std::move(lent)),
       can_hand_over_(stream_->CanWaitReadable()), defers_(debts_ != nullptr && stream_->DefersWakeups()) {}
 
 ClientConn::~ClientConn() {
@@ -87,11 +88,22 @@ std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<cons
   // (Await, on whichever connection) wakes it, after the caller's other
   // requests, so a burst costs the server one wake-up.
   const bool more = claim && defers_;
+  // A payload the caller lets us lend: copied into its slot of our lent
+  // memory (as it would be into the ring) and sent as where it lies there.
+  Variable in_slot;
+  if (lent_ != nullptr && request->lend_payload && request->header.kind == PayloadKind::kTensor &&
+      request->var.IsType<Tensor>()) {
+    std::optional<Tensor> t = lent_->CopyIn(
+        absl::StrCat(name_, "|", request->header.trainer_id(), "|", var), request->var.Get<Tensor>());
+    if (t.has_value()) *in_slot.GetMutable<Tensor>() = *std::move(t);
+  }
+  const bool lending = in_slot.IsInitialized();
   absl::Status st;
   {
     absl::MutexLock l(&write_mu_);
     st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms,
-                      request->header, &request->var, deadline, more);
+                      request->header, lending ? &in_slot : &request->var, deadline, more,
+                      lending ? &lent_->region() : nullptr);
   }
   if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
   if (st.ok() && more) debts_->Owe(weak_from_this());

@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/buffer_pool.h"
 #include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/lent_sends.h"
 #include "common/rpc/stream/wake_debts.h"
 #include "common/rpc/transport.h"
 
@@ -48,8 +49,12 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   // `name`: for messages, "127.0.0.1:6174 over tcp 127.0.0.1:41234".
   // `debts` (may be null): a claimed call's request is then written with
   // the peer left asleep and owed there, and a caller's Await pays every
-  // debt first (wake_debts.h).
-  ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts = nullptr);
+  // debt first (wake_debts.h). `lent` (may be null): the memory this
+  // client lent the server, which mapped it — a request that may lend its
+  // payload (OutgoingMessage::lend_payload) is copied into its slot there
+  // and sent as where it lies (lent_sends.h).
+  ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts = nullptr,
+             std::shared_ptr<LentSends> lent = nullptr);
   ~ClientConn();
 
   // Starts the reader thread.
@@ -101,6 +106,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   std::unique_ptr<ByteStream> stream_;
   const std::string name_;
   const std::shared_ptr<WakeDebts> debts_;
+  const std::shared_ptr<LentSends> lent_;
   const bool can_hand_over_;  // stream_->CanWaitReadable()
   const bool defers_;         // claimed calls' requests go out with WriteMore
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();

@@ -23,11 +23,22 @@ const Tensor* PayloadTensor(const MessageHeader& h, const Variable* var) {
 
 absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
 
-absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline) {
+absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline, const SharedRegion* own,
+                             bool* server_maps) {
+  if (server_maps != nullptr) *server_maps = false;
   Hello hello;
   hello.token_len = static_cast<uint32_t>(token.size());
   if (s->CanLendRegions() && FLAGS_rpc_shm_lend_params) hello.flags |= Hello::kMapsRegions;
   if (token.size() > kMaxTokenBytes) return absl::InvalidArgumentError("OAR_AUTH_TOKEN is longer than 4096 bytes");
+  // Our region's fd goes first, on the socket: the server looks for it once
+  // the Hello says so.
+  if (own != nullptr && s->CanLendRegions()) {
+    if (absl::Status l = s->LendRegion(*own); l.ok()) {
+      hello.flags |= Hello::kLendsRegion;
+    } else {
+      LOG(WARNING) << "cannot lend shared memory to " << s->peer() << " (its sends are copied instead): " << l;
+    }
+  }
   absl::Status st = s->Write({{&hello, sizeof(hello)}, {token.data(), token.size()}}, deadline);
   if (!st.ok()) return st;
   Welcome w;
@@ -41,15 +52,19 @@ absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time
   st = s->Read(text.data(), text.size(), deadline);
   if (!st.ok()) return st;
   if (w.code != 0) return absl::Status(static_cast<absl::StatusCode>(w.code), absl::StrCat(s->peer(), ": ", text));
-  if (w.flags & ~Welcome::kLentRegion || ((w.flags & Welcome::kLentRegion) && !(hello.flags & Hello::kMapsRegions))) {
+  uint32_t asked = 0;
+  if (hello.flags & Hello::kMapsRegions) asked |= Welcome::kLentRegion;
+  if (hello.flags & Hello::kLendsRegion) asked |= Welcome::kMapsClientRegion;
+  if (w.flags & ~asked) {
     return absl::UnavailableError(absl::StrCat(s->peer(), " answered with flags ", w.flags, " that were not asked for"));
   }
+  if (server_maps != nullptr) *server_maps = (w.flags & Welcome::kMapsClientRegion) != 0;
   if (w.flags & Welcome::kLentRegion) return s->MapLentRegion(deadline);
   return absl::OkStatus();
 }
 
 absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
-                             const SharedRegion* region, bool* lent) {
+                             const SharedRegion* region, bool* lent, bool map_client_region) {
   if (lent != nullptr) *lent = false;
   Hello hello;
   absl::Status st = s->Read(&hello, sizeof(hello), deadline);
@@ -69,6 +84,14 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
   }
   Welcome w;
   w.code = static_cast<uint32_t>(verdict.code());
+  // The client's region, whose fd it sent before the Hello.
+  if (verdict.ok() && map_client_region && (hello.flags & Hello::kLendsRegion) && s->CanLendRegions()) {
+    if (absl::Status m = s->MapLentRegion(deadline); m.ok()) {
+      w.flags |= Welcome::kMapsClientRegion;
+    } else {
+      LOG(WARNING) << "cannot map the shared memory " << s->peer() << " lends (its sends are copied instead): " << m;
+    }
+  }
   // The region's fd goes first, on the socket: the client looks for it
   // once the Welcome says so.
   if (verdict.ok() && region != nullptr && (hello.flags & Hello::kMapsRegions) && s->CanLendRegions()) {
@@ -112,8 +135,9 @@ absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t 
   if (offset >= 0) {
     f.flags = FrameHeader::kInRegion;
     pieces.push_back({&offset, sizeof(offset)});
-    static metrics::Counter* const lent_bytes = Metrics().server_lent_bytes->With({});
-    lent_bytes->Add(static_cast<double>(h.payload_bytes));
+    static metrics::Counter* const server_lent = Metrics().server_lent_bytes->With({});
+    static metrics::Counter* const client_lent = Metrics().client_lent_bytes->With({});
+    (type == FrameType::kRequest ? client_lent : server_lent)->Add(static_cast<double>(h.payload_bytes));
   } else if (h.payload_bytes > 0) {
     pieces.push_back({payload->raw_data(), h.payload_bytes});
   }
@@ -167,7 +191,8 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     lent = region != nullptr ? region->At(offset, f.payload_len) : nullptr;
     if (h.ok() && lent == nullptr) {
       h = absl::InvalidArgumentError(absl::StrCat(
-          s->peer(), " answered '", h->name(), "' with ", f.payload_len, " bytes at offset ", offset,
+          s->peer(), f.type == FrameType::kRequest ? " sent '" : " answered '", h->name(), "' with ", f.payload_len,
+          " bytes at offset ", offset,
           region != nullptr ? absl::StrCat(" of the ", region->size(), "-byte region it lent")
                             : " of a region it never lent"));
     }
@@ -179,10 +204,11 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     return r;
   }
   if (in_region && to->view && h->kind == PayloadKind::kTensor && h->payload_bytes > 0) {
-    // No copy: the value is read where the server keeps it (RpcClient::
-    // AsyncGetView says for how long it holds).
-    static metrics::Counter* const viewed = Metrics().client_viewed_bytes->With({});
-    viewed->Add(static_cast<double>(h->payload_bytes));
+    // No copy: the value is read where the peer keeps it (RpcClient::
+    // AsyncGetView, LentSends say for how long it holds).
+    static metrics::Counter* const client_viewed = Metrics().client_viewed_bytes->With({});
+    static metrics::Counter* const server_viewed = Metrics().server_viewed_bytes->With({});
+    (f.type == FrameType::kRequest ? server_viewed : client_viewed)->Add(static_cast<double>(h->payload_bytes));
     Tensor view = Tensor::OverReadOnlyMemory(lent, h->dims, h->dtype, std::move(region));
     r.message = std::make_unique<ReceivedMessage>(*std::move(h), std::move(view), /*in_place=*/false);
     return r;

@@ -31,20 +31,28 @@ absl::Time IoDeadline();
 // Unauthenticated (the server's text) when the token was refused. Over a
 // stream that can (CanLendRegions) and with --rpc_shm_lend_params, asks for
 // the server's region and maps what it lends (ByteStream::lent_region).
-absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline);
+// `own` (may be null): offered to the server over such a stream (Hello
+// kLendsRegion); `*server_maps` (may be null) says whether it took it, so
+// that requests may name offsets in it.
+absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
+                             const SharedRegion* own = nullptr, bool* server_maps = nullptr);
 // Server side: reads the Hello, checks version and token, answers.
 // Unauthenticated (after telling the client) when the token is wrong.
 // `region` (may be null): lent to a client that asks, over a stream that
-// can; `*lent` (may be null) then says it was.
+// can; `*lent` (may be null) then says it was. `map_client_region`: a
+// region the client offers is mapped (ByteStream::lent_region), and its
+// requests may then name offsets in it (ServerOptions::map_lent_sends).
 absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
-                             const SharedRegion* region = nullptr, bool* lent = nullptr);
+                             const SharedRegion* region = nullptr, bool* lent = nullptr,
+                             bool map_client_region = false);
 
 // Writes one message frame: `h`'s proto and `var`'s payload (read in place).
 // `more`: the writer has more to write soon (ByteStream::WriteMore).
-// `region` (a reply's; may be null): the region this stream's client was
-// lent, and the writer vouches that the payload, if it lies there, is not
-// written before the client has read this reply (rpc::Reply::stable): then
-// only its offset is sent.
+// `region` (may be null): the region this end lent the peer (a server's
+// to a client that mapped it; a client's own, which the server mapped), and
+// the writer vouches that the payload, if it lies there, is not written
+// before the peer is done with it (rpc::Reply::stable for replies,
+// OutgoingMessage::lend_payload for requests): then only its offset is sent.
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
                           const MessageHeader& h, const Variable* var, absl::Time deadline, bool more = false,
                           const SharedRegion* region = nullptr);
@@ -79,9 +87,9 @@ using Admit = std::function<absl::StatusOr<Destination>(const MessageHeader&)>;
 // Reads the rest of a message frame whose FrameHeader `f` was read and
 // checked (CheckFrame): its proto, then — if `admit` agrees — its payload
 // into where `admit` said: off the stream, or (kInRegion) out of the
-// region lent to this stream, or as a view of it (Destination::view), from
-// an offset checked to lie inside it (a message error otherwise; the stream
-// goes on).
+// region the peer lent this end, or as a view of it (Destination::view),
+// from an offset checked to lie inside it (a message error otherwise; the
+// stream goes on).
 ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, const std::shared_ptr<BufferPool>& pool,
                        absl::Time deadline);
 // Reads an error frame's text: the status it carries.

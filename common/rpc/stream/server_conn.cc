@@ -62,7 +62,9 @@ bool ServerConn::EnterGate(absl::Time deadline) {
 
 void ServerConn::ReadLoop() {
   absl::Status st = stream_->Open(IoDeadline());  // TLS: its handshake
-  if (st.ok()) st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline(), ctx_->region, &lent_);
+  if (st.ok()) {
+    st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline(), ctx_->region, &lent_, ctx_->map_client_regions);
+  }
   if (!st.ok()) {
     if (!closing_) LOG(WARNING) << ctx_->endpoint << ": refused a connection: " << st;
     return;
@@ -91,14 +93,18 @@ void ServerConn::ReadLoop() {
             ctx_->endpoint, ": the request for '", h.name(), "' from ", peer, " has ", bytes,
             " bytes, more than this server accepts (", ctx_->max_request, "; FLAGS_rpc_max_message_bytes)"));
       }
-      if (kind == RpcKind::kSend && bytes >= ReadGate::kSmallRequestBytes) {
+      // The gate bounds the bytes held read; a payload left in the client's
+      // lent memory holds none here.
+      const bool in_region = (f.flags & FrameHeader::kInRegion) != 0;
+      if (kind == RpcKind::kSend && !in_region && bytes >= ReadGate::kSmallRequestBytes) {
         if (!EnterGate(deadline)) {
           return absl::DeadlineExceededError(
               absl::StrCat(ctx_->endpoint, ": '", h.name(), "' waited past its deadline to be read"));
         }
         holds_slot = true;
       }
-      return Destination{};  // a pooled buffer
+      // A pooled buffer; a payload in the client's lent region is read there.
+      return Destination{.view = true};
     };
     ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, IoDeadline());
     if (!r.stream.ok()) {

@@ -47,6 +47,10 @@ struct ServerContext {
   // Lent to shm clients that ask (shared_region.h); a stable reply's
   // payload that lies in it is answered with its offset. Null: none.
   const SharedRegion* region = nullptr;
+  // A shm client's lent region is mapped, and its requests' payloads that
+  // lie there reach the handler as read-only views of it
+  // (ServerOptions::map_lent_sends).
+  bool map_client_regions = false;
   // Requests read and not yet answered, over all connections: shutdown
   // lets them finish (as gRPC's Shutdown does) before it closes them.
   mutable std::atomic<int> in_flight{0};

@@ -28,9 +28,9 @@ absl::Status Errno(const std::string& what) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<SharedRegion>> SharedRegion::Create(size_t bytes) {
+absl::StatusOr<std::shared_ptr<SharedRegion>> SharedRegion::Create(size_t bytes, const char* name) {
   if (bytes == 0) return absl::InvalidArgumentError("a shared region of 0 bytes");
-  const int fd = memfd_create("oar-lent-params", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  const int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   void* data = MAP_FAILED;
   int read_only = -1;
   if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&

@@ -38,8 +38,9 @@ namespace oar::rpc::stream {
 
 class SharedRegion {
  public:
-  // Lender: `bytes` (> 0) of zeroed shared memory, mapped read-write.
-  static absl::StatusOr<std::shared_ptr<SharedRegion>> Create(size_t bytes);
+  // Lender: `bytes` (> 0) of zeroed shared memory, mapped read-write;
+  // `name` shows in /proc/PID/maps. Pages take memory once written.
+  static absl::StatusOr<std::shared_ptr<SharedRegion>> Create(size_t bytes, const char* name = "oar-lent-params");
   // Lender: a region holding every tensor of `tensors` (initialized dense
   // host tensors), each copied in and re-seated over its copy (the region
   // stays alive while any of them holds it). Their next writes land in the
@@ -62,6 +63,8 @@ class SharedRegion {
   // The n bytes at `offset`, or null when they are not wholly inside the
   // region (overflow-checked: a peer's numbers).
   const char* At(uint64_t offset, uint64_t n) const;
+  // The lender's: the same, writable; null for a borrower.
+  char* WritableAt(uint64_t offset, uint64_t n) { return lend_fd_ >= 0 ? const_cast<char*>(At(offset, n)) : nullptr; }
 
  private:
   SharedRegion(char* data, size_t size, int lend_fd) : data_(data), size_(size), lend_fd_(lend_fd) {}

@@ -1,8 +1,9 @@
 // ShmStream: a ByteStream between two processes on one host through two
 // ShmRings (one each way) in a memfd that the client creates and hands to
 // the server over a Unix-domain socket (SCM_RIGHTS). The socket stays open
-// and carries nothing more but, at most once, the region a server lends
-// (shared_region.h; asked for and announced in the handshake): its hang-up
+// and carries nothing more but, at most once each way, a region one end
+// lends the other (shared_region.h, lent_sends.h; announced in the
+// handshake): its hang-up
 // is how each side learns that the other died (a futex in shared memory
 // would wait forever for a dead process).
 //
@@ -68,7 +69,7 @@ class ShmStream final : public ByteStream {
   std::unique_ptr<ShmRing> in_, out_;
   std::string peer_;
   std::atomic<bool> closed_{false};
-  std::shared_ptr<const SharedRegion> borrowed_;  // the client's map of what the server lent
+  std::shared_ptr<const SharedRegion> borrowed_;  // this end's map of what the peer lent
 };
 
 }  // namespace oar::rpc::stream

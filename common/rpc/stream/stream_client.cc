@@ -4,10 +4,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/stream/client_conn.h"
 #include "common/rpc/stream/frame_io.h"
+#include "common/rpc/stream/lent_sends.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/stream/tls_stream.h"
 #include "common/rpc/stream/wire.h"
+#include "common/rpc/rpc_common.h"
 #include "common/status.h"
 #include "glog/logging.h"
 
@@ -101,12 +103,29 @@ absl::StatusOr<std::shared_ptr<ClientConn>> StreamClient::Get(const Route& route
   } else {
     OAR_ASSIGN_OR_RETURN(s, ShmStream::Connect(route.address, absl::StrCat("shm ", route.endpoint), deadline));
   }
-  absl::Status st = ClientHandshake(s.get(), token_, deadline);
+  std::shared_ptr<LentSends> lent = route.kind == Route::kShm ? LentMemory() : nullptr;
+  bool server_maps = false;
+  absl::Status st = ClientHandshake(s.get(), token_, deadline, lent ? &lent->region() : nullptr, &server_maps);
   if (!st.ok()) return Annotate(st, absl::StrCat("connecting to ", route.endpoint, " over ", route.Key()));
-  auto conn = std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()), debts_);
+  auto conn = std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()), debts_,
+                                           server_maps ? std::move(lent) : nullptr);
   conn->Start();
   slot->conn = conn;
   return conn;
+}
+
+std::shared_ptr<LentSends> StreamClient::LentMemory() {
+  absl::MutexLock l(&lent_mu_);
+  if (lent_tried_ || !FLAGS_rpc_shm_lend_sends || FLAGS_rpc_shm_send_region_bytes <= 0) return lent_;
+  lent_tried_ = true;
+  absl::StatusOr<std::shared_ptr<LentSends>> made =
+      LentSends::Create(static_cast<size_t>(FLAGS_rpc_shm_send_region_bytes));
+  if (made.ok()) {
+    lent_ = *std::move(made);
+  } else {
+    LOG(WARNING) << "sends over shm are copied through the ring: " << made.status();
+  }
+  return lent_;
 }
 
 absl::Status StreamClient::Connect(const Route& route, absl::Time deadline) { return Get(route, deadline).status(); }

@@ -12,7 +12,8 @@
 // armed and cancelled per call, which would wake a thread per call; a
 // late reply is skipped), or the connection's failure (UNAVAILABLE naming
 // the peer; the next call connects again). Retries are the RpcClient's
-// business.
+// business. Over shm, a Send that may lend its payload goes as where it
+// lies in memory this client lends the server (lent_sends.h).
 //
 //   StreamClient client(token);
 //   OAR_RETURN_IF_ERROR(client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
@@ -38,6 +39,7 @@
 namespace oar::rpc::stream {
 
 class ClientConn;
+class LentSends;
 
 struct Route {
   enum Kind { kTcp, kShm } kind = kTcp;
@@ -78,6 +80,12 @@ class StreamClient {
   std::list<std::shared_ptr<ClientConn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
   absl::Notification stop_;
   const std::shared_ptr<WakeDebts> debts_ = std::make_shared<WakeDebts>();
+  // What this client lends the servers it reaches over shm (lent_sends.h):
+  // made with the first such connection (--rpc_shm_lend_sends).
+  std::shared_ptr<LentSends> LentMemory();
+  absl::Mutex lent_mu_;
+  std::shared_ptr<LentSends> lent_ ABSL_GUARDED_BY(lent_mu_);
+  bool lent_tried_ ABSL_GUARDED_BY(lent_mu_) = false;
   std::thread sweeper_;  // expires calls past their deadline; joined first in the destructor
 };
 

@@ -36,6 +36,7 @@ class StreamServer::Impl {
     ctx_.gate = &gate_;
     lend_ = o.lend;
     ctx_.region = lend_.get();
+    ctx_.map_client_regions = o.map_lent_sends;
   }
 
   // Binds the TCP acceptor and, with `shm`, the abstract socket named

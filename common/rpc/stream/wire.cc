@@ -9,8 +9,8 @@ absl::Status CheckFrame(const FrameHeader& h, bool expect_request, const std::st
     return absl::InvalidArgumentError(absl::StrCat(peer, " sent a malformed frame: ", what));
   };
   if (h.magic != kFrameMagic) return bad(absl::StrCat("magic ", absl::Hex(h.magic), " is not OARF"));
-  const bool region_reply = h.type == FrameType::kReply && h.flags == FrameHeader::kInRegion && h.has_payload;
-  if (h.flags != 0 && !region_reply) return bad(absl::StrCat("flags ", static_cast<int>(h.flags)));
+  const bool in_region = h.type != FrameType::kError && h.flags == FrameHeader::kInRegion && h.has_payload;
+  if (h.flags != 0 && !in_region) return bad(absl::StrCat("flags ", static_cast<int>(h.flags)));
   switch (h.type) {
     case FrameType::kRequest:
       if (!expect_request) return bad("a request where replies were expected");

@@ -20,6 +20,13 @@
 // bytes, 8 bytes follow meta — the payload's offset in the region — and
 // the server vouches that nothing writes those bytes before the client has
 // read the reply (rpc::Reply::stable).
+// The other way, a client may lend a region of its own (Hello kLendsRegion:
+// its fd was sent on the socket before the Hello) to a server that takes
+// it (Welcome kMapsClientRegion). A request may then leave its payload
+// there (kInRegion, an offset in the client's region), and the client
+// vouches that it writes those bytes again only after the server is done
+// with them (OutgoingMessage::lend_payload; the server takes such regions
+// only where its protocol makes that so: ServerOptions::map_lent_sends).
 // Calls are multiplexed by call_id: many in flight per connection, replies
 // in any order. Integers are little-endian (x86-64 and arm64 both are).
 //
@@ -51,6 +58,7 @@ inline constexpr uint32_t kMaxMetaBytes = 256u << 20;
 
 struct Hello {
   static constexpr uint16_t kMapsRegions = 1;  // the client maps a region the server lends
+  static constexpr uint16_t kLendsRegion = 2;  // the client's own region's fd is on the socket
   uint32_t magic = kHelloMagic;
   uint16_t version = kVersion;
   uint16_t flags = 0;
@@ -63,15 +71,18 @@ struct Welcome {
   uint32_t magic = kWelcomeMagic;
   uint32_t code = 0;  // absl::StatusCode; 0 = accepted
   uint32_t text_len = 0;
-  uint32_t flags = 0;  // kLentRegion
-  static constexpr uint32_t kLentRegion = 1;  // the region's fd is on the socket
+  uint32_t flags = 0;  // kLentRegion, kMapsClientRegion
+  static constexpr uint32_t kLentRegion = 1;        // the region's fd is on the socket
+  static constexpr uint32_t kMapsClientRegion = 2;  // the server mapped the client's region
 };
 static_assert(sizeof(Welcome) == 16);
 
 enum class FrameType : uint8_t { kRequest = 1, kReply = 2, kError = 3 };
 
 struct FrameHeader {
-  static constexpr uint8_t kInRegion = 1;  // replies: the payload lies in the lent region
+  // The payload lies in the region the sender lent (a reply: the server's;
+  // a request: the client's); its offset there follows meta.
+  static constexpr uint8_t kInRegion = 1;
   uint32_t magic = kFrameMagic;
   FrameType type = FrameType::kRequest;
   uint8_t kind = 0;         // requests: RpcKind; errors: absl::StatusCode
@@ -88,7 +99,7 @@ static_assert(sizeof(FrameHeader) == 32);
 // for it: the magic, a known type (`expect_request`: a server takes only
 // requests, a client only replies and errors), a known RpcKind or status
 // code, meta_len within kMaxMetaBytes (kMaxErrorTextBytes for errors), no
-// flags but a reply's kInRegion (with a payload).
+// flags but kInRegion on a request or reply with a payload.
 // InvalidArgument naming `peer` otherwise; the connection cannot be read
 // further then (its framing is lost).
 absl::Status CheckFrame(const FrameHeader& h, bool expect_request, const std::string& peer);

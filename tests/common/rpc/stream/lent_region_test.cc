@@ -22,6 +22,7 @@
 #include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/transport_select.h"
+#include "tests/common/rpc/stream/shm_pair.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 
@@ -206,37 +207,6 @@ std::pair<Variable, MessageHeader> ReplyOf(const Tensor& w) {
   return {std::move(var), h.ok() ? *std::move(h) : MessageHeader{}};
 }
 
-// Two ends of a ShmStream in this process, handshaken, the server lending
-// `region` (if the client asks: --rpc_shm_lend_params).
-struct ShmPair {
-  explicit ShmPair(const SharedRegion* region) {
-    const std::string name = absl::StrCat("@oar-lent-region-test-", ::getpid());
-    const int listening = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
-    EXPECT_EQ(::bind(listening, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(listening, 1), 0);
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    auto c = ShmStream::Connect(name, "test server", deadline);
-    EXPECT_TRUE(c.ok()) << c.status();
-    auto s = ShmStream::Accept(::accept4(listening, nullptr, nullptr, SOCK_CLOEXEC), "test client", deadline);
-    ::close(listening);
-    EXPECT_TRUE(s.ok()) << s.status();
-    if (!c.ok() || !s.ok()) return;
-    client = *std::move(c);
-    server = *std::move(s);
-    absl::Status server_side;
-    std::thread t([&] { server_side = ServerHandshake(server.get(), "", deadline, region, &lent); });
-    const absl::Status client_side = ClientHandshake(client.get(), "", deadline);
-    t.join();
-    EXPECT_TRUE(server_side.ok() && client_side.ok()) << server_side << " / " << client_side;
-  }
-  std::unique_ptr<ShmStream> client, server;
-  bool lent = false;
-};
-
 TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesOn) {
   Tensor w = Floats(64, 16, 3.0f);
   const Tensor w0 = Floats(64, 16, 3.0f);
@@ -310,19 +280,26 @@ TEST(LentRegionTest, AnOffsetIntoARegionNeverLentFailsThatReply) {
   EXPECT_NE(r.message.status().message().find("never lent"), std::string::npos) << r.message.status();
 }
 
-TEST(LentRegionTest, OnlyAReplyMayPlaceItsPayloadInTheRegion) {
-  // A request may never say its payload lies in a region, nor a frame use
-  // flags this version does not know.
+TEST(LentRegionTest, OnlyAMessageWithAPayloadMayPlaceItInARegion) {
+  // A request (in the client's region) or a reply (in the server's) may say
+  // its payload lies in a region; nothing else may, nor use flags this
+  // version does not know.
   FrameHeader f;
   f.type = FrameType::kRequest;
   f.has_payload = 1;
   f.flags = FrameHeader::kInRegion;
+  EXPECT_TRUE(CheckFrame(f, /*expect_request=*/true, "a client").ok());
+  f.has_payload = 0;
   EXPECT_FALSE(CheckFrame(f, /*expect_request=*/true, "a client").ok());
   f.type = FrameType::kReply;
+  f.has_payload = 1;
   f.flags = 2;  // unknown
   EXPECT_FALSE(CheckFrame(f, /*expect_request=*/false, "a server").ok());
   f.flags = FrameHeader::kInRegion;
   EXPECT_TRUE(CheckFrame(f, /*expect_request=*/false, "a server").ok());
+  f.type = FrameType::kError;
+  f.kind = static_cast<uint8_t>(absl::StatusCode::kInternal);
+  EXPECT_FALSE(CheckFrame(f, /*expect_request=*/false, "a server").ok());
 }
 
 }  // namespace
