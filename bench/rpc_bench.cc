@@ -23,7 +23,8 @@
 //      checked handler: 4 MiB push + pull and 64 MiB in 16 blocks vs the
 //      raw TCP stream (targets >= 0.85x and >= 0.80x), the 64 B round trip
 //      vs a raw socket round trip (<= 1.3x); over shared memory the 4 MiB
-//      push + pull vs memcpy of 4 MiB in this process (>= 0.5x).
+//      push + pull vs memcpy of 4 MiB in this process (>= 0.5x), with the
+//      push lent as a trainer's gradient is, and through the rings.
 // The client re-executes itself as the server (--role=server / memory).
 #include <spawn.h>
 #include <sys/wait.h>
@@ -136,7 +137,9 @@ int Server() {
   std::thread loop([&] { CHECK((*ps)->Run().ok()); });
   StoreHandler streamed(/*checked=*/true);
   rpc::SelectingTransport selecting(rpc::TransportMode::kAuto, {});
-  auto both = selecting.Listen({.endpoint = "127.0.0.1:0"}, &streamed);  // gRPC + the stream transports
+  // gRPC + the stream transports; lent sends are read where the client
+  // lent them (the bench's client pulls a value before it pushes it again).
+  auto both = selecting.Listen({.endpoint = "127.0.0.1:0", .map_lent_sends = true}, &streamed);
   CHECK(both.ok()) << both.status();
   const std::string both_ep = (*both)->endpoint();
   CHECK(WriteFileAtomically(FLAGS_port_file, absl::StrCat(raw, " ", bare, " ", (*ours)->port(), " ",
@@ -223,7 +226,7 @@ int Client() {
   RawTcpClient raw(server.ports[0]);
   CHECK(raw.ok());
   if (FLAGS_stream_only) {
-    StreamFigures(server.Ep(5), raw);
+    StreamFigures(server.Ep(5), raw, server.pid);
     return 0;
   }
   BareClient bare(server.Ep(1));
@@ -431,7 +434,7 @@ int Client() {
                 "%.3f%% of the 4 MiB push+pull (target <= 3%%)\n",
                 per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
   }
-  StreamFigures(server.Ep(5), raw);
+  StreamFigures(server.Ep(5), raw, server.pid);
   return 0;
 }
 
