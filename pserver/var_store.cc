@@ -70,6 +70,8 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
                                                            bool sync_mode,
                                                            const std::map<std::string, int>& grad_to_block_id) {
   std::unique_ptr<VarStore> s(new VarStore(program, scope, fanin, sync_mode));
+  size_t merged_dense = 0;
+  uint64_t merged_bytes = 0;
   const BlockDesc& global = program.Block(0);
   for (const auto& [name, block] : grad_to_block_id) {
     const VarDesc* desc = global.FindVar(name);
@@ -124,8 +126,15 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
       }
     }
     s->max_request_bytes_ = std::max(s->max_request_bytes_, bytes + 64 * 1024);
+    if (r->mode == Receivable::Mode::kMerged && !r->sparse) {
+      ++merged_dense;
+      merged_bytes += bytes;
+    }
     s->receivable_[name] = std::move(r);
   }
+  // Room for every merged gradient's sum buffer of a step.
+  s->sum_pool_ = std::make_shared<BufferPool>(std::max<size_t>(merged_dense, 16),
+                                              std::max<uint64_t>(merged_bytes, uint64_t{32} << 20));
   for (size_t b = 1; b < program.NumBlocks(); ++b) {
     for (size_t i = 0; i < program.Block(b).OpSize(); ++i) {
       for (const auto& p : program.Block(b).Op(i).Input("Param")) {

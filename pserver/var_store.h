@@ -14,7 +14,9 @@
 //    (`sum(X=[g.trainer_0 .. g.trainer_{n-1}]) -> g`, usually `scale(g) -> g`;
 //    a distributed table's copies are `g.trainer_<t>.pserver_<i>`):
 //    streaming merge — each arriving dense gradient is added straight into
-//    `g` (the first one copied), so no per-trainer copy is ever held and the
+//    `g` (the first one's buffer becomes `g`'s; when it is a read-only view
+//    of the memory its trainer lent, the second arrival's sum goes into a
+//    pooled buffer of the store's own), so no per-trainer copy is ever held and the
 //    pserver's memory does not grow with the number of trainers; sparse ones
 //    are kept per trainer and joined in trainer order before the optimize
 //    pass (as `sum` would). The block then runs without its `sum` op
@@ -88,8 +90,9 @@ class VarStore {
   absl::Status Finalize(const Receivable& r, const std::set<int>& completed);
   // Sync, after `r`'s block ran: clears this step's arrivals and sparse
   // received variables, and frees a merged gradient's buffer (the next
-  // step's first arrival makes a new one), so a pserver holds received
-  // gradients only while their blocks wait.
+  // step's first arrival makes a new one), so a pserver holds merged
+  // gradients only while their blocks wait (dense per-trainer copies stay
+  // until the next arrival replaces them).
   void Release(const Receivable& r);
   // Finalize / Release for every receivable.
   absl::Status BeforeOptimize(const std::set<int>& completed);
@@ -121,8 +124,9 @@ class VarStore {
   std::set<int> merged_blocks_;
   uint64_t max_request_bytes_ = 0;
   // Sums that cannot be made in place (the first arrival is a read-only
-  // view of a trainer's lent memory) get their buffers here, warm each step.
-  const std::shared_ptr<BufferPool> sum_pool_ = std::make_shared<BufferPool>();
+  // view of a trainer's lent memory) get their buffers here, warm each
+  // step: room for every merged dense gradient's (set by Create).
+  std::shared_ptr<BufferPool> sum_pool_;
 };
 
 }  // namespace oar

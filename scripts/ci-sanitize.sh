@@ -60,7 +60,7 @@ tsan_suite() {
   # the algorithm, not a bug.
   ctest -j "$JOBS" --timeout 1200 --output-on-failure -L concurrent -E '^AsyncExecutorTest\.SeveralThreads'
   ctest -j "$JOBS" --timeout 1200 --output-on-failure \
-    -R '^(RpcTest|HandlerPoolsTest|SerdeTest|ReadGateTest|StepJournalTest|GatedServerTest|MetricsServerTest|MultiSlotFeedTest|StreamTransportTest|Modes/StreamModeTest|Transports/ReplyReaderTest|ShmRingTest|StalledPeerTest|TcpWritableTest|WakeDebtsTest|BatchBarrierCountTest|LentRegionTest|SharedRegionTest)\.'
+    -R '^(RpcTest|HandlerPoolsTest|SerdeTest|ReadGateTest|StepJournalTest|GatedServerTest|MetricsServerTest|MultiSlotFeedTest|StreamTransportTest|Modes/StreamModeTest|Transports/ReplyReaderTest|ShmRingTest|StalledPeerTest|TcpWritableTest|WakeDebtsTest|BatchBarrierCountTest|LentRegionTest|SharedRegionTest|LentSendsTest)\.'
 }
 
 case "$part" in

@@ -59,8 +59,7 @@ struct SendOptions {
   bool reply_may_view = false;
   // Send: the payload may go as where it lies in memory the client lends a
   // server on its host that agreed (OutgoingMessage::lend_payload says
-  // what the caller vouches for: the server is done with this value before
-  // this trainer sends the same variable to it again).
+  // what the caller and the server each guarantee).
   bool lend_payload = false;
 };
 

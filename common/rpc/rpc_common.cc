@@ -16,9 +16,10 @@ DEFINE_bool(rpc_shm_lend_params, true,
             "over shm; a Get's reply then says where the value lies and the trainer copies it from there (one copy "
             "instead of two, and none on the pserver); a trainer with this false does not take the loan");
 DEFINE_bool(rpc_shm_lend_sends, true,
-            "the other way: a sync trainer lends the pservers on its host the memory its gradients are sent from; a "
-            "Send then says where the value lies and the pserver reads it there (the trainer copies it once, as into "
-            "the ring, and the pserver copies nothing); a pserver with this false does not take the loan");
+            "the other way: a trainer offers the pservers on its host the memory its gradients are sent from, and a "
+            "sync pserver takes it; a Send then says where the value lies and the pserver reads it there (the "
+            "trainer copies it once, as into the ring, and the pserver copies nothing); false on a trainer: it "
+            "offers nothing; on a pserver: it does not take the loan");
 DEFINE_int64(rpc_shm_send_region_bytes, int64_t{1} << 30,
              "address space a trainer sets aside for the gradients it lends (--rpc_shm_lend_sends); only the pages "
              "its gradients use take memory; a gradient that no longer fits is sent through the ring");

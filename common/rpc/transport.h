@@ -142,11 +142,13 @@ struct OutgoingMessage {
   // read-only view of the server's memory instead of a copy (RpcClient::
   // AsyncGetView says for how long it holds). Otherwise it is copied.
   bool reply_may_view = false;
-  // Send of a dense tensor: the caller vouches that the server is done
-  // with this value before the same caller (trainer id) sends the same
-  // variable to it again, so a transport may copy it into memory it lends
-  // the server and send where it lies (stream/lent_sends.h), where the
-  // server agreed (ServerOptions::map_lent_sends). Otherwise it is sent.
+  // Send of a dense tensor: the caller sends the same variable (as the
+  // same trainer id) to this server again only once the call ended, so a
+  // transport may copy it into memory it lends the server and send where
+  // it lies (stream/lent_sends.h), where the server agreed. That the
+  // server is done with the value by the next send is the server's
+  // protocol to guarantee (ServerOptions::map_lent_sends: a sync pserver).
+  // Otherwise it is sent.
   // A transport that sends a request again on its own, past the call (an
   // injected duplicate), drops it: that copy would overwrite the slot.
   bool lend_payload = false;

@@ -109,7 +109,8 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
   // trainer lends the pserver (a sync pserver takes the loan): the trainers
   // lent exactly the payload bytes they sent, and the pservers read that
   // many in place. (A gradient sent through the ring would make the first
-  // figure smaller than the second.)
+  // figure smaller than the second. Nothing is retried in this job: the
+  // sent bytes count calls, the lent bytes attempts.)
   double sent = 0, lent_sends = 0;
   for (int i = 0; i < 2; ++i) {
     for (const auto& [k, v] : t[i]) {

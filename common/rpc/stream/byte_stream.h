@@ -88,6 +88,8 @@ class ByteStream {
     return absl::UnimplementedError("this stream cannot lend shared memory");
   }
   virtual std::shared_ptr<const SharedRegion> lent_region() const { return nullptr; }
+  // Takes a region the peer lent off the stream unmapped (a loan declined).
+  virtual absl::Status DropLentRegion(absl::Time /*deadline*/) { return absl::OkStatus(); }
   // Ends the stream both ways; a blocked Read or Write returns Cancelled.
   virtual void Close() = 0;
   // "tcp 127.0.0.1:6174", "shm 127.0.0.1:6174".

@@ -1,7 +1,8 @@
 // FdMessage: a small fixed-size body plus room for one file descriptor, as
 // sendmsg/recvmsg take them over a Unix socket (SCM_RIGHTS): how the shm
-// transport hands over its rings (shm_stream.cc) and a server lends its
-// region (shared_region.cc).
+// transport hands over its rings (shm_stream.cc) and one end lends the
+// other a region (shared_region.cc: a server its parameters, a client its
+// sends).
 //
 //   FdMessage<Offer> m;
 //   m.body.ring_bytes = ...;

@@ -84,12 +84,17 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
   }
   Welcome w;
   w.code = static_cast<uint32_t>(verdict.code());
-  // The client's region, whose fd it sent before the Hello.
-  if (verdict.ok() && map_client_region && (hello.flags & Hello::kLendsRegion) && s->CanLendRegions()) {
-    if (absl::Status m = s->MapLentRegion(deadline); m.ok()) {
-      w.flags |= Welcome::kMapsClientRegion;
-    } else {
-      LOG(WARNING) << "cannot map the shared memory " << s->peer() << " lends (its sends are copied instead): " << m;
+  // The client's region, whose fd it sent before the Hello: mapped, or
+  // (declined) taken off the socket, where it would sit for good.
+  if ((hello.flags & Hello::kLendsRegion) && s->CanLendRegions()) {
+    if (verdict.ok() && map_client_region) {
+      if (absl::Status m = s->MapLentRegion(deadline); m.ok()) {
+        w.flags |= Welcome::kMapsClientRegion;
+      } else {
+        LOG(WARNING) << "cannot map the shared memory " << s->peer() << " lends (its sends are copied instead): " << m;
+      }
+    } else if (absl::Status d = s->DropLentRegion(deadline); !d.ok()) {
+      VLOG(1) << "declined the shared memory " << s->peer() << " offered: " << d;
     }
   }
   // The region's fd goes first, on the socket: the client looks for it

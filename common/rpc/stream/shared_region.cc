@@ -83,7 +83,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> SharedRegion::Map(int fd, co
   ::close(fd);
   if (data == MAP_FAILED) {
     return Errno(absl::StrCat("cannot map the ", bytes, " bytes of shared memory ", lender,
-                              " lent (or run with --rpc_shm_lend_params=false)"));
+                              " lent (or run with --rpc_shm_lend_params=false, or --rpc_shm_lend_sends=false)"));
   }
   return std::shared_ptr<const SharedRegion>(new SharedRegion(static_cast<char*>(data), bytes, -1));
 }
@@ -114,8 +114,10 @@ absl::Status SendRegion(int socket, const SharedRegion& region) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const SharedRegion>> ReceiveRegion(int socket, const std::string& lender,
-                                                                  absl::Time deadline) {
+namespace {
+
+// The region's fd sent by SendRegion on `socket` (owned by the caller).
+absl::StatusOr<int> ReceiveRegionFd(int socket, const std::string& lender, absl::Time deadline) {
   pollfd p{socket, POLLIN, 0};
   const int64_t ms = std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()));
   if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1 << 30))) <= 0) {
@@ -129,7 +131,21 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> ReceiveRegion(int socket, co
     return absl::UnavailableError(absl::StrCat(lender, " said it lent shared memory but sent ",
                                                got == 0 ? "nothing before it hung up" : "a malformed message"));
   }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const SharedRegion>> ReceiveRegion(int socket, const std::string& lender,
+                                                                  absl::Time deadline) {
+  OAR_ASSIGN_OR_RETURN(const int fd, ReceiveRegionFd(socket, lender, deadline));
   return SharedRegion::Map(fd, lender);
+}
+
+absl::Status DiscardRegion(int socket, const std::string& lender, absl::Time deadline) {
+  OAR_ASSIGN_OR_RETURN(const int fd, ReceiveRegionFd(socket, lender, deadline));
+  ::close(fd);
+  return absl::OkStatus();
 }
 
 }  // namespace oar::rpc::stream

@@ -1,9 +1,10 @@
-// SharedRegion: memory a server lends, read-only, to the clients it serves
-// over shared memory on this host (shm_stream.h) — a sync pserver's
-// parameters, so that a Get's reply names where the value lies instead of
-// carrying it: the trainer copies it once, straight out of the pserver's
-// own tensor, where the ring path copied it twice (into the ring, then out
-// of it), and the pserver copies nothing after its optimize pass.
+// SharedRegion: memory one end of a shared-memory connection on this host
+// (shm_stream.h) lends the other, read-only — a sync pserver's parameters,
+// so that a Get's reply names where the value lies instead of carrying it:
+// the trainer copies it once, straight out of the pserver's own tensor,
+// where the ring path copied it twice (into the ring, then out of it), and
+// the pserver copies nothing after its optimize pass; and the other way a
+// trainer's gradients (lent_sends.h), which the pserver reads in place.
 //
 // The region is a memfd sealed against shrinking and growing, so a reader
 // can never touch a page that was cut from under it (SIGBUS). The lender
@@ -14,8 +15,10 @@
 // handshake (frame_io.h).
 //
 // What makes reading it safe is the lender's to guarantee: it names a
-// range in a reply only when nothing writes that range before the
-// requester has read the reply (rpc::Reply::stable).
+// range only when nothing writes that range before the borrower is done
+// with it (rpc::Reply::stable for a server's replies;
+// OutgoingMessage::lend_payload and ServerOptions::map_lent_sends for a
+// client's requests).
 //
 //   OAR_ASSIGN_OR_RETURN(auto region, SharedRegion::MoveInto({&w, &b}));   // w, b now live in it
 //   int64_t off = region->OffsetOf(w.raw_data(), w.nbytes());              // -1 if not inside
@@ -80,5 +83,8 @@ absl::Status SendRegion(int socket, const SharedRegion& region);
 // can do, when nothing usable came or it cannot be mapped.
 absl::StatusOr<std::shared_ptr<const SharedRegion>> ReceiveRegion(int socket, const std::string& lender,
                                                                   absl::Time deadline);
+// Receives such a region and closes it unmapped: a loan declined, so that
+// its fd does not sit in the socket for the connection's life.
+absl::Status DiscardRegion(int socket, const std::string& lender, absl::Time deadline);
 
 }  // namespace oar::rpc::stream

@@ -168,6 +168,10 @@ absl::Status ShmStream::MapLentRegion(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+absl::Status ShmStream::DropLentRegion(absl::Time deadline) {
+  return Named(DiscardRegion(socket_fd_, peer_, deadline));
+}
+
 absl::Status ShmStream::PeerAlive() const {
   // The peer's hang-up, not bytes: a lent region's message may be waiting.
   pollfd p{socket_fd_, POLLRDHUP, 0};

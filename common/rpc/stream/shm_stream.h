@@ -55,6 +55,7 @@ class ShmStream final : public ByteStream {
   bool CanLendRegions() const override { return true; }
   absl::Status LendRegion(const SharedRegion& region) override;
   absl::Status MapLentRegion(absl::Time deadline) override;
+  absl::Status DropLentRegion(absl::Time deadline) override;
   std::shared_ptr<const SharedRegion> lent_region() const override { return borrowed_; }
 
  private:
