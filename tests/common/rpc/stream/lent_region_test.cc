@@ -22,23 +22,13 @@
 #include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/transport_select.h"
+#include "tests/common/rpc/stream/region_test_values.h"
 #include "tests/common/rpc/stream/shm_pair.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 
 namespace oar::rpc::stream {
 namespace {
-
-Tensor Floats(int64_t rows, int64_t cols, float base) {
-  Tensor t;
-  float* p = t.mutable_data<float>({rows, cols});
-  for (int64_t i = 0; i < rows * cols; ++i) p[i] = base + static_cast<float>(i) * 0.25f;
-  return t;
-}
-
-bool Same(const Tensor& a, const Tensor& b) {
-  return a.dims() == b.dims() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
 
 double LentBytes() { return Metrics().server_lent_bytes->With({})->Value(); }
 
@@ -196,17 +186,6 @@ TEST(LentRegionTest, UnstableRepliesAndClientsThatDeclineGetTheBytes) {
   EXPECT_EQ(lent, 0);
 }
 
-// "w" as a reply carries it: the variable and its checked header.
-std::pair<Variable, MessageHeader> ReplyOf(const Tensor& w) {
-  Variable var;
-  *var.GetMutable<Tensor>() = w;
-  sendrecv::VariableMessage meta;
-  meta.set_varname("w");
-  auto h = HeaderOf(meta, &var);
-  EXPECT_TRUE(h.ok()) << h.status();
-  return {std::move(var), h.ok() ? *std::move(h) : MessageHeader{}};
-}
-
 TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesOn) {
   Tensor w = Floats(64, 16, 3.0f);
   const Tensor w0 = Floats(64, 16, 3.0f);
@@ -218,7 +197,7 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   ASSERT_NE(pair.client->lent_region(), nullptr);
   EXPECT_EQ(pair.client->lent_region()->size(), (*region)->size());
 
-  auto [var, h] = ReplyOf(w);
+  auto [var, h] = MessageOf(w, "w");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   auto pool = std::make_shared<BufferPool>();
   auto admit = [](const MessageHeader&) -> absl::StatusOr<Destination> { return Destination{}; };
@@ -266,7 +245,7 @@ TEST(LentRegionTest, AnOffsetIntoARegionNeverLentFailsThatReply) {
   ASSERT_NE(pair.client, nullptr);
   EXPECT_FALSE(pair.lent);
   EXPECT_EQ(pair.client->lent_region(), nullptr);
-  auto [var, h] = ReplyOf(w);
+  auto [var, h] = MessageOf(w, "w");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   // A server that writes an offset anyway.
   ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 1, 0, h, &var, deadline, false, region->get()).ok());

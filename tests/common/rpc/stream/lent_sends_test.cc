@@ -19,21 +19,11 @@
 #include "common/rpc/transport_select.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "tests/common/rpc/stream/region_test_values.h"
 #include "tests/common/rpc/stream/shm_pair.h"
 
 namespace oar::rpc::stream {
 namespace {
-
-Tensor Floats(int64_t rows, int64_t cols, float base) {
-  Tensor t;
-  float* p = t.mutable_data<float>({rows, cols});
-  for (int64_t i = 0; i < rows * cols; ++i) p[i] = base + static_cast<float>(i) * 0.5f;
-  return t;
-}
-
-bool Same(const Tensor& a, const Tensor& b) {
-  return a.dims() == b.dims() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
 
 double ClientLent() { return Metrics().client_lent_bytes->With({})->Value(); }
 double ServerViewed() { return Metrics().server_viewed_bytes->With({})->Value(); }
@@ -164,12 +154,7 @@ TEST(LentSendsTest, AnOffsetOutsideTheClientsRegionFailsThatRequestAndTheConnect
   const Tensor g = Floats(8, 8, 5.0f);
   std::optional<Tensor> in_slot = (*lent)->CopyIn("k", g);
   ASSERT_TRUE(in_slot.has_value());
-  Variable var;
-  *var.GetMutable<Tensor>() = *in_slot;
-  sendrecv::VariableMessage meta;
-  meta.set_varname("g");
-  auto h = HeaderOf(meta, &var);
-  ASSERT_TRUE(h.ok()) << h.status();
+  auto [var, h] = MessageOf(*in_slot, "g");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   auto pool = std::make_shared<BufferPool>();
   auto admit = [](const MessageHeader&) -> absl::StatusOr<Destination> { return Destination{.view = true}; };
@@ -181,7 +166,7 @@ TEST(LentSendsTest, AnOffsetOutsideTheClientsRegionFailsThatRequestAndTheConnect
   };
 
   // A hostile request: its payload said to lie past the region's end.
-  const std::string bytes = h->meta.SerializeAsString();
+  const std::string bytes = h.meta.SerializeAsString();
   FrameHeader f;
   f.type = FrameType::kRequest;
   f.has_payload = 1;
@@ -198,7 +183,7 @@ TEST(LentSendsTest, AnOffsetOutsideTheClientsRegionFailsThatRequestAndTheConnect
   EXPECT_NE(bad.message.status().message().find("sent 'g'"), std::string::npos) << bad.message.status();
 
   // Then a good one, written as a client does: a read-only view of the slot.
-  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 2, 0, *h, &var, deadline, false,
+  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 2, 0, h, &var, deadline, false,
                            &(*lent)->region())
                   .ok());
   ReadResult good = read_one();
@@ -219,15 +204,10 @@ TEST(LentSendsTest, AServerThatDidNotMapTheRegionRefusesItsOffsets) {
   EXPECT_EQ(pair.server->lent_region(), nullptr);
   std::optional<Tensor> in_slot = (*lent)->CopyIn("k", Floats(4, 4, 1.0f));
   ASSERT_TRUE(in_slot.has_value());
-  Variable var;
-  *var.GetMutable<Tensor>() = *in_slot;
-  sendrecv::VariableMessage meta;
-  meta.set_varname("g");
-  auto h = HeaderOf(meta, &var);
-  ASSERT_TRUE(h.ok()) << h.status();
+  auto [var, h] = MessageOf(*in_slot, "g");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   // A client that writes an offset anyway.
-  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 1, 0, *h, &var, deadline, false,
+  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 1, 0, h, &var, deadline, false,
                            &(*lent)->region())
                   .ok());
   FrameHeader f;
@@ -253,19 +233,14 @@ TEST(LentSendsTest, AddingIntoAReadOnlyViewSumsIntoABufferOfTheReceiversOwn) {
   Tensor merged = Tensor::OverReadOnlyMemory(mem, DDim{4, 8}, DataType::kFloat32, unmap);
 
   // The second trainer's, as a received message.
-  Variable second;
-  *second.GetMutable<Tensor>() = Floats(4, 8, 100.0f);
-  sendrecv::VariableMessage meta;
-  meta.set_varname("w@GRAD");
-  auto h = HeaderOf(meta, &second);
-  ASSERT_TRUE(h.ok()) << h.status();
-  ReceivedMessage msg(*h, second.Get<Tensor>());
+  auto [second, h] = MessageOf(Floats(4, 8, 100.0f), "w@GRAD");
+  ReceivedMessage msg(h, second.Get<Tensor>());
   auto pool = std::make_shared<BufferPool>();
   ASSERT_TRUE(msg.AddPayloadInto(&merged, pool).ok());
   EXPECT_TRUE(merged.Writable());
   EXPECT_NE(merged.raw_data(), mem);
   for (int i = 0; i < 32; ++i) {
-    EXPECT_EQ(merged.data<float>()[i], static_cast<float>(i) + 100.0f + 0.5f * static_cast<float>(i)) << i;
+    EXPECT_EQ(merged.data<float>()[i], static_cast<float>(i) + 100.0f + 0.25f * static_cast<float>(i)) << i;
     EXPECT_EQ(first[i], static_cast<float>(i));
   }
 }
