@@ -138,7 +138,9 @@ int Server() {
   StoreHandler streamed(/*checked=*/true);
   rpc::SelectingTransport selecting(rpc::TransportMode::kAuto, {});
   // gRPC + the stream transports; lent sends are read where the client
-  // lent them (the bench's client pulls a value before it pushes it again).
+  // lent them. The store keeps such a view until the next push of the name
+  // replaces it, but reads it only to answer a pull, which the bench's
+  // client waits for before it pushes that name again.
   auto both = selecting.Listen({.endpoint = "127.0.0.1:0", .map_lent_sends = true}, &streamed);
   CHECK(both.ok()) << both.status();
   const std::string both_ep = (*both)->endpoint();

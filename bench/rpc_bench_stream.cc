@@ -3,8 +3,8 @@
 #include <sched.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -13,6 +13,7 @@
 #include "common/host_cpus.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
+#include "common/rpc/rpc_metrics.h"
 #include "common/rpc/transport_select.h"
 #include "common/tensor.h"
 #include "glog/logging.h"
@@ -97,8 +98,11 @@ void StreamFigures(const std::string& ep, RawTcpClient& raw, pid_t server) {
       const double ours = GBps(8 * kMiB, vm.a_seconds), mem = GBps(4 * kMiB, vm.b_seconds);
       std::printf("stream_shm 4MiB push+pull through the rings: %.2f GB/s, memcpy of 4 MiB %.2f GB/s -> %.2fx\n", ours,
                   mem, ours / mem);
+      const double lent_before = rpc::Metrics().client_lent_bytes->With({})->Value();
       lent_push_pull();
       CHECK(std::memcmp(got4.Get<Tensor>().raw_data(), data, 4 * kMiB) == 0);
+      CHECK_EQ(rpc::Metrics().client_lent_bytes->With({})->Value() - lent_before, 4.0 * kMiB)
+          << "the push was not lent (the server declined, or the region is full)";
       Paired vl = TimePaired(lent_push_pull, copy, 10, 9);
       const double lent = GBps(8 * kMiB, vl.a_seconds), mem2 = GBps(4 * kMiB, vl.b_seconds);
       std::printf("stream_shm 4MiB push+pull, the push lent as a trainer's gradient is: %.2f GB/s, memcpy of 4 MiB "

@@ -128,7 +128,7 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
     s->max_request_bytes_ = std::max(s->max_request_bytes_, bytes + 64 * 1024);
     if (r->mode == Receivable::Mode::kMerged && !r->sparse) {
       ++merged_dense;
-      merged_bytes += bytes;
+      merged_bytes += (bytes + 63) / 64 * 64;  // as BufferPool rounds its blocks
     }
     s->receivable_[name] = std::move(r);
   }

@@ -86,7 +86,7 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
   w.code = static_cast<uint32_t>(verdict.code());
   // The client's region, whose fd it sent before the Hello: mapped, or
   // (declined) taken off the socket, where it would sit for good.
-  if ((hello.flags & Hello::kLendsRegion) && s->CanLendRegions()) {
+  if ((hello.flags & Hello::kLendsRegion) && hello.version == kVersion && s->CanLendRegions()) {
     if (verdict.ok() && map_client_region) {
       if (absl::Status m = s->MapLentRegion(deadline); m.ok()) {
         w.flags |= Welcome::kMapsClientRegion;

@@ -41,7 +41,8 @@ absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time
 // `region` (may be null): lent to a client that asks, over a stream that
 // can; `*lent` (may be null) then says it was. `map_client_region`: a
 // region the client offers is mapped (ByteStream::lent_region), and its
-// requests may then name offsets in it (ServerOptions::map_lent_sends).
+// requests may then name offsets in it (ServerOptions::map_lent_sends);
+// otherwise one offered is taken off the stream unmapped.
 absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
                              const SharedRegion* region = nullptr, bool* lent = nullptr,
                              bool map_client_region = false);
@@ -51,8 +52,9 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
 // `region` (may be null): the region this end lent the peer (a server's
 // to a client that mapped it; a client's own, which the server mapped), and
 // the writer vouches that the payload, if it lies there, is not written
-// before the peer is done with it (rpc::Reply::stable for replies,
-// OutgoingMessage::lend_payload for requests): then only its offset is sent.
+// before the peer is done with it (rpc::Reply::stable for replies;
+// OutgoingMessage::lend_payload with the server's ServerOptions::
+// map_lent_sends for requests): then only its offset is sent.
 absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t call_id, uint32_t timeout_ms,
                           const MessageHeader& h, const Variable* var, absl::Time deadline, bool more = false,
                           const SharedRegion* region = nullptr);

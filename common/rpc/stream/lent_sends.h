@@ -10,8 +10,9 @@
 // A slot belongs to one (connection, trainer, variable) for good, so the
 // next Send of the same variable overwrites the same bytes. That is safe
 // only where the server is done with a value before the client sends that
-// variable again — what OutgoingMessage::lend_payload vouches for, and
-// what a sync pserver's protocol guarantees (ServerOptions::map_lent_sends).
+// variable again: the caller sends it again only once the call ended
+// (OutgoingMessage::lend_payload), and a sync pserver's protocol does the
+// rest (ServerOptions::map_lent_sends).
 // A variable whose size changes gets a new slot; one that no longer fits
 // (--rpc_shm_send_region_bytes) is sent through the ring, as before.
 //

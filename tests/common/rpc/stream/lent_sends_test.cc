@@ -8,7 +8,10 @@
 #include "common/rpc/stream/lent_sends.h"
 
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "common/rpc/grpc_transport.h"
@@ -218,6 +221,26 @@ TEST(LentSendsTest, AServerThatDidNotMapTheRegionRefusesItsOffsets) {
   EXPECT_TRUE(r.stream.ok()) << r.stream;
   ASSERT_FALSE(r.message.ok());
   EXPECT_NE(r.message.status().message().find("never lent"), std::string::npos) << r.message.status();
+}
+
+TEST(LentSendsTest, ARegionDeclinedIsTakenOffTheSocketUnmapped) {
+  // What a server that declines the loan does with the fd the client put
+  // on the stream's socket before its Hello (ServerHandshake).
+  auto region = SharedRegion::Create(4096, "oar-test-region");
+  ASSERT_TRUE(region.ok()) << region.status();
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_TRUE(SendRegion(sv[0], **region).ok());
+  EXPECT_TRUE(DiscardRegion(sv[1], "the test client", absl::Now() + absl::Seconds(10)).ok());
+  char c;
+  EXPECT_EQ(::recv(sv[1], &c, 1, MSG_DONTWAIT), -1) << "something was left on the socket";
+  EXPECT_EQ(errno, EAGAIN);
+  // Nothing offered: a bounded wait, and an error naming the peer.
+  absl::Status none = DiscardRegion(sv[1], "the test client", absl::Now() + absl::Milliseconds(50));
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("the test client"), std::string::npos) << none;
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST(LentSendsTest, AddingIntoAReadOnlyViewSumsIntoABufferOfTheReceiversOwn) {

@@ -5,6 +5,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
