@@ -61,9 +61,13 @@ absl::Status RequireFashionMnistModel(const std::string& model);
 // that build a model).
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags();
 
-// Where `oar train` runs, from --device (cpu or gpu), --places and
-// --selected_gpus: CPUPlace, or CUDAPlace of the first selected GPU. A
-// one-line FailedPrecondition when --device gpu finds no GPU.
+// Where a trainer runs, from --device (cpu or gpu) and --selected_gpus:
+// CPUPlace, or CUDAPlace of the first selected GPU. A one-line
+// FailedPrecondition when --device gpu finds no GPU.
 absl::StatusOr<Place> TrainPlaceFromFlags();
+// The places `oar train` trains on, adding --places: that many CPU places
+// (0: CPU_NUM), or the first --places selected GPUs (0: all of them);
+// InvalidArgument when more GPUs are asked for than are selected.
+absl::StatusOr<std::vector<Place>> TrainPlacesFromFlags();
 
 }  // namespace oar::cli

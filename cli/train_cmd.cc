@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/numbers.h"
 #include "cli/command.h"
@@ -34,13 +35,15 @@ DEFINE_string(data, "fashion_mnist", "the dataset: fashion_mnist, read from --da
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
-DEFINE_int32(places, 1, "CPU places to train on in parallel (ParallelExecutor; 0 reads CPU_NUM)");
+DEFINE_int32(places, 1, "places to train on in parallel (ParallelExecutor): CPU places (0 reads CPU_NUM), or with "
+                        "--device gpu GPUs (0: every selected GPU)");
 DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwise_add + relu/sigmoid/tanh");
 DEFINE_string(constant_init, "", "fill every randomly initialized parameter with this value instead (to compare runs)");
 DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
 DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
 DECLARE_string(program);
-DEFINE_string(device, "cpu", "cpu, or gpu: train on one GPU (the first of --selected_gpus, or GPU 0)");
+DEFINE_string(device, "cpu", "cpu, or gpu: train on GPUs (the first --places of --selected_gpus, or of every "
+                             "visible GPU)");
 DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
@@ -64,11 +67,25 @@ absl::StatusOr<Place> TrainPlaceFromFlags() {
   }
   auto gpus = SelectedGpus();
   if (!gpus.ok()) return Annotate(gpus.status(), "--device gpu");
-  if (FLAGS_places != 1) {
-    return absl::UnimplementedError(
-        "--device gpu trains on one GPU (--places 1): the ParallelExecutor over several GPUs is not built yet");
-  }
   return CUDAPlace(gpus->front());
+}
+
+absl::StatusOr<std::vector<Place>> TrainPlacesFromFlags() {
+  if (FLAGS_places < 0) return absl::InvalidArgumentError("--places must be 0 (every place) or positive");
+  OAR_ASSIGN_OR_RETURN(const Place first, TrainPlaceFromFlags());
+  if (!first.is_gpu()) {
+    if (FLAGS_places == 0) return CpuPlacesFromEnv();
+    return CpuPlaces(FLAGS_places);
+  }
+  OAR_ASSIGN_OR_RETURN(std::vector<int> gpus, SelectedGpus());
+  if (FLAGS_places > static_cast<int>(gpus.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("--places ", FLAGS_places, " --device gpu: ", gpus.size(),
+                                                   " GPU(s) selected (--selected_gpus, CUDA_VISIBLE_DEVICES)"));
+  }
+  if (FLAGS_places > 0) gpus.resize(static_cast<size_t>(FLAGS_places));
+  std::vector<Place> places;
+  for (int g : gpus) places.push_back(CUDAPlace(g));
+  return places;
 }
 
 namespace {
@@ -78,7 +95,7 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
-  OAR_RETURN_IF_ERROR(TrainPlaceFromFlags().status());  // before loading anything
+  OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
@@ -91,8 +108,8 @@ absl::Status Train(Profiler* profiler) {
                static_cast<long long>(test.size()), FLAGS_optimizer.c_str(), FLAGS_lr,
                FLAGS_batch_size);
 
-  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  if (place.is_gpu()) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
+  const Place place = places[0];  // the startup program and the evaluation run there
+  if (place.is_gpu() && places.size() == 1) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
   RunEnv env;  // env.profiler is set for the training steps only
   Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
@@ -103,16 +120,16 @@ absl::Status Train(Profiler* profiler) {
   }
 
   std::unique_ptr<ParallelExecutor> pe;
-  if (FLAGS_places < 0) return absl::InvalidArgumentError("--places must be 0 (CPU_NUM) or positive");
   if (FLAGS_places != 1) {
-    OAR_ASSIGN_OR_RETURN(std::vector<Place> places,
-                         FLAGS_places == 0 ? CpuPlacesFromEnv() : absl::StatusOr<std::vector<Place>>(CpuPlaces(FLAGS_places)));
     BuildStrategy build;
     build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
     if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
     OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope,
                                                       build, {}, 1, 0, nullptr, &env));
-    std::fprintf(stderr, "training on %zu CPU places\n", pe->num_places());
+    std::string names;
+    for (const Place& p : places) absl::StrAppend(&names, names.empty() ? "" : ", ", p.ToString());
+    std::fprintf(stderr, "training on %zu %s places (%s)\n", pe->num_places(), place.is_gpu() ? "GPU" : "CPU",
+                 names.c_str());
   }
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));

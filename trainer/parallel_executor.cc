@@ -13,7 +13,8 @@
 #include "common/prepared_block.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
-#include "trainer/collective/inprocess_collective.h"
+#include "common/device/gpu_info.h"
+#include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
 #include "trainer/fuse_elewise_add_act_pass.h"
 
@@ -22,6 +23,27 @@ DEFINE_double(fuse_parameter_memory_size, 16.0,
 
 namespace oar {
 
+
+namespace {
+
+// All CPUs, or all GPUs each named once; every GPU visible.
+absl::Status CheckPlaces(const std::vector<Place>& places) {
+  std::set<int> gpus;
+  for (const Place& p : places) {
+    if (p.is_gpu() != places[0].is_gpu()) {
+      return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: places mix ", places[0].ToString(), " and ",
+                                                     p.ToString(), "; give CPU places only or GPUs only"));
+    }
+    if (p.is_gpu() && !gpus.insert(p.device).second) {
+      return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: ", p.ToString(),
+                                                     " is given twice; each place needs a GPU of its own"));
+    }
+  }
+  for (int g : gpus) OAR_RETURN_IF_ERROR(Annotate(RequireGpu(g), "ParallelExecutor"));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
@@ -49,6 +71,13 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   }
   if (num_trainers < 1 || trainer_id < 0 || trainer_id >= num_trainers) {
     return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", num_trainers, ")"));
+  }
+  OAR_RETURN_IF_ERROR(CheckPlaces(places));
+  if (num_trainers > 1 && places.size() > 1 && places[0].is_gpu()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "ParallelExecutor: nccl2 mode with ", places.size(),
+        " GPUs in one trainer is not supported (a second NCCL communicator on a GPU beside the process's clique "
+        "may deadlock): run one trainer per GPU"));
   }
   std::unique_ptr<ParallelExecutor> pe(new ParallelExecutor());
   pe->places_ = std::move(places);
@@ -85,9 +114,20 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
       if (!v.persistable) continue;
       const Variable* src = scope->FindVar(name);
       if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) continue;
-      s->Var(name)->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+      Tensor* dst = s->Var(name)->GetMutable<Tensor>();
+      if (pe->places_[p].is_gpu()) {
+        OAR_RETURN_IF_ERROR(Annotate(src->Get<Tensor>().CopyTo(pe->places_[p], dst),
+                                     absl::StrCat("copying '", name, "' to place ", p)));
+      } else {
+        dst->CopyFrom(src->Get<Tensor>());
+      }
     }
     pe->place_scopes_.push_back(s);
+  }
+  if (n > 1 && pe->places_[0].is_gpu()) {
+    std::vector<int> devices;
+    for (const Place& p : pe->places_) devices.push_back(p.device);
+    OAR_ASSIGN_OR_RETURN(pe->nccl_, NcclPlaces::Create(devices));
   }
   pe->local_scopes_.assign(n, nullptr);
   if (n > 1) SetBlasThreads(1);
@@ -165,86 +205,6 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   }
   slot = std::move(c);
   return slot.get();
-}
-
-absl::Status ParallelExecutor::AllReduce(const std::string& grad, int to, size_t chunk, size_t chunks) {
-  std::vector<Variable*> vars;
-  for (size_t p = 0; p < places_.size(); ++p) {
-    Variable* v = local_scopes_[p]->FindVar(grad);
-    if (v == nullptr || !v->IsInitialized()) {
-      return absl::FailedPreconditionError(absl::StrCat("all_reduce: gradient '", grad, "' missing on place ", p));
-    }
-    vars.push_back(v);
-  }
-  if (vars[0]->IsType<SelectedRows>()) {  // sparse: concatenate rows (their sum), never densify
-    if (chunk != 0) return absl::OkStatus();  // chunk 0 merges the whole of it
-    SelectedRows merged;
-    merged.height = vars[0]->Get<SelectedRows>().height;
-    std::vector<const Tensor*> values;
-    for (Variable* v : vars) {
-      const SelectedRows& s = v->Get<SelectedRows>();
-      merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
-      if (!s.rows.empty()) values.push_back(&s.value);
-    }
-    if (!values.empty()) {
-      DDim d = values[0]->dims();
-      d[0] = static_cast<int64_t>(merged.rows.size());
-      merged.value.Resize(d);
-      char* dst = static_cast<char*>(merged.value.mutable_data(values[0]->dtype()));
-      for (const Tensor* t : values) {
-        std::memcpy(dst, t->raw_data(), t->nbytes());
-        dst += t->nbytes();
-      }
-    }
-    for (size_t p = 0; p < vars.size(); ++p) {
-      if (to < 0 || static_cast<int>(p) == to) *vars[p]->GetMutable<SelectedRows>() = merged;
-    }
-    return absl::OkStatus();
-  }
-  const Tensor& first = vars[0]->Get<Tensor>();
-  const int64_t numel = first.numel();
-  std::vector<Tensor*> bufs;
-  for (size_t p = 0; p < vars.size(); ++p) {
-    const Tensor* t = vars[p]->IsType<Tensor>() ? &vars[p]->Get<Tensor>() : nullptr;
-    if (t == nullptr || t->numel() != numel || t->dtype() != first.dtype()) {
-      return absl::InternalError(absl::StrCat("all_reduce: gradient '", grad, "' differs in shape on place ", p));
-    }
-    bufs.push_back(vars[p]->GetMutable<Tensor>());
-  }
-  // Slice [lo, hi) of the gradient: summed in place into the home place's
-  // buffer, then copied to the others for all-reduce (no scratch buffer):
-  // the in-process backend's kernels (collective/inprocess_collective.h).
-  // The chunk handles of one gradient touch disjoint slices and run
-  // concurrently.
-  const int64_t lo = numel * static_cast<int64_t>(chunk) / static_cast<int64_t>(chunks);
-  const int64_t hi = numel * static_cast<int64_t>(chunk + 1) / static_cast<int64_t>(chunks);
-  const size_t home = to >= 0 ? static_cast<size_t>(to) : chunk % vars.size();
-  OAR_RETURN_IF_ERROR(Annotate(ReduceSlice(bufs, home, lo, hi), absl::StrCat("all_reduce of '", grad, "'")));
-  if (to < 0) CopySlice(bufs, home, lo, hi);
-  return absl::OkStatus();
-}
-
-absl::Status ParallelExecutor::Broadcast(const std::string& param, size_t from) {
-  const Variable* src = local_scopes_[from]->FindVar(param);
-  const bool sparse = src != nullptr && src->IsType<SelectedRows>();
-  if (src == nullptr || (!sparse && (!src->IsType<Tensor>() || !src->Get<Tensor>().initialized()))) {
-    return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' has no value on place ", from));
-  }
-  for (size_t p = 0; p < places_.size(); ++p) {
-    if (p == from) continue;
-    Variable* dst = local_scopes_[p]->FindVar(param);
-    if (dst == nullptr) return absl::FailedPreconditionError(absl::StrCat("broadcast: '", param, "' missing on place ", p));
-    if (sparse) {
-      const SelectedRows& s = src->Get<SelectedRows>();
-      SelectedRows* d = dst->GetMutable<SelectedRows>();
-      d->rows = s.rows;
-      d->height = s.height;
-      d->value.CopyFrom(s.value);
-    } else {
-      dst->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
@@ -336,7 +296,12 @@ absl::Status ParallelExecutor::GatherToPlace0() {
         if (v == nullptr || !v->persistable) continue;
         const Variable* src = place_scopes_[from]->FindVar(name);
         if (src == nullptr || !src->IsType<Tensor>()) continue;
-        place_scopes_[0]->Var(name)->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+        Tensor* dst = place_scopes_[0]->Var(name)->GetMutable<Tensor>();
+        if (places_[0].is_gpu()) {
+          OAR_RETURN_IF_ERROR(Annotate(src->Get<Tensor>().CopyTo(places_[0], dst), absl::StrCat("gathering '", name, "'")));
+        } else {
+          dst->CopyFrom(src->Get<Tensor>());
+        }
       }
     }
   }

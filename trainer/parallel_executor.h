@@ -11,7 +11,10 @@
 //                                                          main.desc(), &scope));
 //   OAR_ASSIGN_OR_RETURN(auto out, pe->Run({loss.name()}, {{"x", xs}, {"y", ys}}));
 //
-// With several places each runs OpenBLAS with one thread.
+// With several places each runs OpenBLAS with one thread. The places are
+// all CPUs or all GPUs, each GPU once: among GPUs a gradient is summed by
+// one NCCL call over every GPU (collective/nccl_places.h), queued on the
+// GPUs' streams, so no host thread waits for it.
 //
 // Across trainers (nccl2 mode: num_trainers > 1, and the RunEnv's
 // collective): each gradient is reduced onto place 0, all-reduced among the
@@ -39,13 +42,15 @@
 
 namespace oar {
 
+class NcclPlaces;
 class PreparedBlock;
 
 class ParallelExecutor {
  public:
   // `scope` must hold the initialized persistables (run the startup program
   // first); it must outlive the executor. InvalidArgument for no places or a
-  // loss that is not in the program. With `share_vars_from` (e.g. a test
+  // loss that is not in the program, places that mix CPUs and GPUs or name
+  // a GPU twice; FailedPrecondition for a GPU that is not visible. With `share_vars_from` (e.g. a test
   // program's executor sharing the train program's parameters) every place
   // uses that executor's persistables, which must outlive this one; `scope`
   // may then be null. `env` (the RPC client of a transpiled trainer program's
@@ -89,8 +94,12 @@ class ParallelExecutor {
   absl::Status RunGraphOnCaller(Compiled* c);
   // Sums `grad` over places: slice `chunk` of `chunks` of a dense one (all of a
   // sparse one, by chunk 0), onto every place (to < 0) or onto place `to`.
+  // parallel_executor_places.cc.
   absl::Status AllReduce(const std::string& grad, int to = -1, size_t chunk = 0, size_t chunks = 1);
+  absl::Status AllReduceSparse(const std::vector<Variable*>& vars, int to);
   absl::Status Broadcast(const std::string& param, size_t from);
+  // `t` (a variable's tensor on place p) moved to places_[p] if elsewhere.
+  absl::Status MoveToItsPlace(Tensor* t, size_t p, const std::string& name) const;
   // A kCrossAllReduce handle's work: its gradients on place 0 summed over
   // the trainers (dense ones packed into one buffer; a sparse one's rows and
   // values gathered and joined in rank order).
@@ -106,6 +115,7 @@ class ParallelExecutor {
   const RunEnv* env_ = nullptr;
   Collective* cross_ = nullptr;  // nccl2 mode
   std::unique_ptr<OrderedCollectives> ordered_;
+  std::unique_ptr<NcclPlaces> nccl_;  // several GPU places: their clique
   std::map<size_t, Tensor> buckets_;  // packing buffers, by cross_index, reused across steps
   Scope* scope_ = nullptr;
   std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids

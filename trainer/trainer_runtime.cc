@@ -22,18 +22,18 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with
-  // copies). A trainer on one GPU in nccl2 mode all-reduces through NCCL in
-  // place; the ParallelExecutor's reductions among several places of one
-  // process are host code, so several places must be CPUs for now.
+  // copies). Several GPUs: they run on the first, and the ParallelExecutor
+  // sums among them through NCCL. A trainer on one GPU in nccl2 mode
+  // all-reduces across trainers through NCCL in place; beside a clique of
+  // several GPUs that second communicator could deadlock, so nccl2 mode
+  // takes one GPU per trainer.
   const Options& opts = rt->options_;
-  for (const Place& p : opts.places) {
-    if (p.is_gpu() && opts.places.size() > 1) {
-      return absl::UnimplementedError(absl::StrCat(
-          "trainer on ", p.ToString(), ": several GPUs in one process need the ParallelExecutor over GPUs, which "
-          "is not built yet; train on one GPU per trainer, or on CPUs"));
-    }
+  const bool gpus = !opts.places.empty() && opts.places[0].is_gpu();
+  if (gpus && opts.places.size() > 1 && opts.nccl2) {
+    return absl::UnimplementedError(absl::StrCat("nccl2 trainer on ", opts.places.size(),
+                                                 " GPUs: nccl2 mode takes one GPU per trainer; start a trainer per GPU"));
   }
-  const Place place = opts.places.size() == 1 ? opts.places[0] : CPUPlace();
+  const Place place = opts.places.size() == 1 || gpus ? opts.places[0] : CPUPlace();
   rt->exe_ = std::make_unique<Executor>(place, ExecutorOptions{.env = &rt->env_});
   if (!rt->options_.pservers.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, FLAGS_rpc_deadline),
@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
 
 absl::Status TrainerRuntime::JoinCollective() {
   const Variable* id = scope_.FindVar("NCCLID");
-  const Place place = options_.places.size() == 1 ? options_.places[0] : CPUPlace();
+  const Place place = options_.places.size() == 1 ? options_.places[0] : CPUPlace();  // one GPU at most (Create)
   OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers({.id = id != nullptr && id->IsType<Tensor>() ? &id->Get<Tensor>() : nullptr,
                                                   .rank = options_.trainer_id,
                                                   .endpoints = options_.trainer_endpoints,

@@ -63,6 +63,10 @@ TEST(OarCliTest, DeviceGpuWithoutAGpuIsAOneLineError) {
   EXPECT_NE(probe.code, 0);
   EXPECT_NE(probe.out.find("--device gpu: no GPU is visible to this process"), std::string::npos) << probe.out;
   EXPECT_EQ(std::count(probe.out.begin(), probe.out.end(), '\n'), 1) << probe.out;
+  Result several = Oar("train --device gpu --places 2 --data_dir /nonexistent/dir");
+  EXPECT_NE(several.code, 0);
+  EXPECT_NE(several.out.find("--device gpu: no GPU is visible to this process"), std::string::npos) << several.out;
+  EXPECT_EQ(std::count(several.out.begin(), several.out.end(), '\n'), 1) << several.out;
   Result bad = Oar("train --device tpu");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--device 'tpu': use cpu or gpu"), std::string::npos) << bad.out;

@@ -6,7 +6,8 @@
 // GPU (`oar launch --device gpu`: gradients go to the host for send,
 // parameters come back after recv) makes the CPU process's losses; with two
 // GPUs, nccl2 trainers one per GPU (NCCL all-reduce in place) make the CPU
-// process's losses on two places. Needs a GPU and Fashion-MNIST (the dataset-fashion-mnist
+// process's losses on two places; `--places 0` trains on every GPU through
+// the ParallelExecutor and makes the CPU process's losses. Needs a GPU and Fashion-MNIST (the dataset-fashion-mnist
 // package, or $OAR_FASHION_MNIST_DIR): each test skips itself, with the
 // reason, without them. Labelled `gpu`.
 #include <filesystem>
@@ -63,6 +64,22 @@ TEST(GpuTrainTest, FashionMlpFirstTenLossesMatchTheCpu) {
   ExpectSameSteps(want, ReadSteps(dir + "/gpu.steps"));
   ASSERT_FALSE(want.empty());
   EXPECT_GT(std::abs(want.back() - want.front()), 1e-3);  // it trains
+}
+
+// `--places 0`: the ParallelExecutor over every selected GPU (NCCL among
+// them), against the CPU process on as many places.
+TEST(GpuTrainTest, EveryGpuThroughTheParallelExecutorMatchesTheCpu) {
+  REQUIRE_GPU_AND_DATA();
+  const std::string dir = TempDir("gpu_places");
+  const std::string common = kSmallRun + " --max_steps 10 --data_dir " + DataDir();
+  const auto want = CpuSteps(dir, "--places " + std::to_string(GpuCount()));
+  Result gpu = Oar("train " + common + " --device gpu --places 0 --step_log " + dir + "/gpu.steps");
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  EXPECT_NE(gpu.out.find("training on " + std::to_string(GpuCount()) + " GPU places"), std::string::npos) << gpu.out;
+  ExpectSameSteps(want, ReadSteps(dir + "/gpu.steps"));
+  Result too_many = Oar("train " + common + " --device gpu --places " + std::to_string(GpuCount() + 1));
+  EXPECT_NE(too_many.code, 0);
+  EXPECT_NE(too_many.out.find("GPU(s) selected"), std::string::npos) << too_many.out;
 }
 
 TEST(GpuTrainTest, PserverJobWithAGpuTrainerMatchesTheCpuProcess) {

@@ -7,7 +7,9 @@
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
+#include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
+#include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
 #include "trainer/places.h"
 #include "tests/trainer/mlp_fixture.h"
@@ -145,6 +147,29 @@ TEST(ParallelExecutorErrorsTest, ClearErrors) {
   EXPECT_NE(r.status().message().find("label 9"), std::string::npos) << r.status();
   EXPECT_TRUE((*pe)->Run({m.loss.name()}, Mlp::Batch(1)).ok());  // recovers on good input
   EXPECT_FALSE(ParallelExecutor::Create(CpuPlaces(2), "nope", m.main.desc(), &scope).ok());
+}
+
+// Places are all CPUs or all GPUs, each GPU once (NCCL puts one rank on a
+// GPU); without a GPU, GPU places fail naming why. Checked before any
+// persistable is copied or any communicator made.
+TEST(ParallelExecutorErrorsTest, PlacesAreCpusOrDistinctGpus) {
+  Mlp m;
+  Executor exe;
+  Scope scope;
+  ASSERT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
+  auto mixed = ParallelExecutor::Create({CPUPlace(), CUDAPlace(0)}, m.loss.name(), m.main.desc(), &scope);
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.status().message().find("places mix CPUPlace and CUDAPlace(0)"), std::string::npos) << mixed.status();
+  auto twice = ParallelExecutor::Create({CUDAPlace(1), CUDAPlace(0), CUDAPlace(1)}, m.loss.name(), m.main.desc(), &scope);
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("CUDAPlace(1) is given twice"), std::string::npos) << twice.status();
+  EXPECT_EQ(NcclPlaces::Create({0, 0}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NcclPlaces::Create({}).status().code(), absl::StatusCode::kInvalidArgument);
+  if (GpuCount() > 0) GTEST_SKIP() << "this host has a GPU (the gpu tests train there)";
+  auto none = ParallelExecutor::Create({CUDAPlace(0), CUDAPlace(1)}, m.loss.name(), m.main.desc(), &scope);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("no GPU is visible"), std::string::npos) << none.status();
+  EXPECT_FALSE(NcclPlaces::Create({0, 1}).ok());
 }
 
 }  // namespace
