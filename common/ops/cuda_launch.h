@@ -92,6 +92,25 @@ void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T
           T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,
           cudaStream_t s);
 
+// ---- embeddings and sparse gradients (cuda_sparse.cu) ----
+// out[i, :] = table[ids[i], :] for i < n, zeros where ids[i] == pad (pad < 0:
+// none). Every other id must be a row of the table (the caller checks).
+template <typename T>
+void GatherRows(const T* table, const int64_t* ids, T* out, int64_t n, int64_t width, int64_t pad, cudaStream_t s);
+// dense[rows[i], :] += value[i, :] for i < n, skipping rows[i] == pad (pad
+// < 0: none); atomic, so a repeated row gets the sum.
+template <typename T>
+void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, int64_t width, int64_t pad,
+                    cudaStream_t s);
+// v[i, :] = 0 where ids[i] == pad (nothing when pad < 0).
+template <typename T>
+void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s);
+// Lazy Adam: Adam in place on rows[0..n) (distinct) of a [*, width]
+// parameter and its moments, the gradient read from the dense g.
+template <typename T>
+void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
+              const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s);
+
 // ---- random: map cuRAND's (0, 1] uniforms to [lo, hi) ----
 template <typename T>
 void AffineUniform(T* p, int64_t n, T lo, T hi, cudaStream_t s);

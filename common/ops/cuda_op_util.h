@@ -49,6 +49,15 @@ absl::StatusOr<const T*> GpuIn(const ExecutionContext& ctx, const std::string& s
   return t->data<T>();
 }
 
+// An optimizer's Grad on the kernel's GPU as a dense float buffer of
+// Param's size: a dense one as it is; a sparse one (SelectedRows) summed
+// into `storage`, zeros where it has no row (sparse_ops_cuda.cc).
+// InvalidArgument naming the op when sizes, height or placement disagree.
+absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const Tensor& param, Tensor* storage);
+// The distinct rows of a sparse Grad, sorted, as an int64 tensor on the
+// kernel's GPU (lazy Adam's rows).
+absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx);
+
 void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
 void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
 void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics, optimizers
@@ -57,5 +66,6 @@ void RegisterCudaConvKernels(OpRegistry* r);         // conv_ops_cuda.cc: conv2d
 void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d on cuDNN
 void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN
 void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
+void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
 
 }  // namespace oar

@@ -1,7 +1,9 @@
 // GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
 // int64 or soft labels) and its gradient, top_k, accuracy, and the dense
-// updates of sgd, momentum and adam (learning rate and beta powers read on
-// the device). Also RegisterCudaKernels, which installs every GPU kernel.
+// updates of sgd, momentum and adam, from a dense or a sparse gradient
+// (summed into a dense buffer; lazy Adam moves only the gradient's rows),
+// with the learning rate and beta powers read on the device. Also
+// RegisterCudaKernels, which installs every GPU kernel.
 #include <cstdint>
 #include <limits>
 
@@ -119,26 +121,12 @@ absl::Status AccuracyKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
-// The dense gradient of an optimizer; Unimplemented for a sparse one.
-absl::StatusOr<const float*> DenseGrad(const ExecutionContext& ctx, int64_t numel) {
-  const Variable* v = ctx.InputVar("Grad", 0);
-  if (v != nullptr && !v->IsType<Tensor>()) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": a sparse (SelectedRows) gradient ('",
-                                                 ctx.op().Input("Grad")[0], "') has no GPU kernel yet"));
-  }
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, "Grad"));
-  if (ctx.Input("Grad")->numel() != numel) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Grad ('", ctx.op().Input("Grad")[0], "') has ",
-                                                   ctx.Input("Grad")->numel(), " elements, Param ", numel));
-  }
-  return g;
-}
-
 absl::Status SgdKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
-  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  Tensor dense;
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   cuda::Sgd<float>(p, g, lr, GpuOut<float>(ctx, "ParamOut"), n, c->stream);
   return LaunchStatus(ctx);
@@ -148,7 +136,8 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
-  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  Tensor dense;
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* v, GpuIn<float>(ctx, "Velocity"));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   const float decay = ctx.Attr<std::string>("regularization_method") == "l2_decay"
@@ -163,7 +152,8 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
-  OAR_ASSIGN_OR_RETURN(const float* g, DenseGrad(ctx, n));
+  Tensor dense;
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
   OAR_ASSIGN_OR_RETURN(const float* m2, GpuIn<float>(ctx, "Moment2"));
@@ -179,9 +169,28 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
     t->Resize(DDim{1});
     b2p_out = t->mutable_data<float>(ctx.place());
   }
-  cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, ctx.Attr<float>("beta1"), ctx.Attr<float>("beta2"),
-                    ctx.Attr<float>("epsilon"), GpuOut<float>(ctx, "ParamOut"), GpuOut<float>(ctx, "Moment1Out"),
-                    GpuOut<float>(ctx, "Moment2Out"), b1p_out, b2p_out, n, c->stream);
+  const float b1 = ctx.Attr<float>("beta1"), b2 = ctx.Attr<float>("beta2"), eps = ctx.Attr<float>("epsilon");
+  float* pout = GpuOut<float>(ctx, "ParamOut");
+  float* m1out = GpuOut<float>(ctx, "Moment1Out");
+  float* m2out = GpuOut<float>(ctx, "Moment2Out");
+  const Variable* grad = ctx.InputVar("Grad");
+  if (ctx.Attr<bool>("lazy_mode") && grad != nullptr && grad->IsType<SelectedRows>()) {
+    // Lazy: only the gradient's rows move; the others keep their values.
+    OAR_ASSIGN_OR_RETURN(Tensor rows, GpuSparseGradRows(ctx));
+    const size_t bytes = sizeof(float) * static_cast<size_t>(n);
+    for (auto [from, to] : {std::pair{p, pout}, std::pair{m1, m1out}, std::pair{m2, m2out}}) {
+      if (from != to) {
+        OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, c->stream), "adam"));
+      }
+    }
+    const int64_t height = ctx.Input("Param")->dims()[0];
+    cuda::AdamRows<float>(rows.data<int64_t>(), rows.numel(), height > 0 ? n / height : 0, g, lr, b1p, b2p, b1, b2,
+                          eps, pout, m1out, m2out, c->stream);
+    // The powers only (no elements), after the rows read them.
+    cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
+    return LaunchStatus(ctx);
+  }
+  cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
   return LaunchStatus(ctx);
 }
 
@@ -209,6 +218,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaPoolKernels(r);
   RegisterCudaBatchNormKernels(r);
   RegisterCudaConcatSplitKernels(r);
+  RegisterCudaSparseKernels(r);
 }
 
 }  // namespace oar

@@ -1,6 +1,7 @@
 // The ParallelExecutor over every GPU of the host, against one CPU place on
 // the same global batch: the small MLP's first 10 losses and its final
-// weights agree, under AllReduce and under Reduce (with one GPU the
+// weights agree, under AllReduce and under Reduce, and with a sparse
+// embedding (with one GPU the
 // executor runs without communication, and the test still checks the GPU
 // place against the CPU). Gradients among GPUs are summed by NCCL
 // (collective/nccl_places.h). Needs a GPU: each test skips itself, with the
@@ -37,9 +38,9 @@ struct Run {
   std::vector<float> w;       // fc_0.w_0 on the last place after step 9
 };
 
-Run Train(const std::vector<Place>& places, BuildStrategy::ReduceStrategy strategy) {
+Run Train(const std::vector<Place>& places, BuildStrategy::ReduceStrategy strategy, bool sparse = false) {
   Run out;
-  Mlp m;
+  Mlp m(sparse);
   EXPECT_TRUE(m.main.status().ok()) << m.main.status();
   Executor exe(places[0]);
   Scope scope;
@@ -84,6 +85,14 @@ TEST(ParallelExecutorGpuTest, EveryGpuMatchesOneCpuPlaceUnderReduce) {
   REQUIRE_GPU();
   ExpectSame(Train(CpuPlaces(1), BuildStrategy::ReduceStrategy::kAllReduce),
              Train(AllGpus(), BuildStrategy::ReduceStrategy::kReduce));
+}
+
+// A sparse embedding gradient (SelectedRows) is joined across the GPUs,
+// not summed densely.
+TEST(ParallelExecutorGpuTest, EveryGpuMatchesOneCpuPlaceWithASparseEmbedding) {
+  REQUIRE_GPU();
+  const auto kAll = BuildStrategy::ReduceStrategy::kAllReduce;
+  ExpectSame(Train(CpuPlaces(1), kAll, true), Train(AllGpus(), kAll, true));
 }
 
 }  // namespace

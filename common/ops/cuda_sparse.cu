@@ -1,0 +1,100 @@
+// Device code of embeddings and sparse (SelectedRows) gradients:
+// lookup_table's row gather, the zeroing of padding rows, and the scatter-add that builds its dense
+// gradient or densifies a sparse one, and lazy Adam over the rows a sparse
+// gradient names. Launch functions are declared in cuda_launch.h.
+#include <cstdint>
+
+#include "common/ops/cuda_launch.h"
+#include "common/ops/cuda_reduce.cuh"
+
+namespace oar {
+namespace cuda {
+namespace {
+
+#define OAR_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+template <typename T>
+__global__ void GatherRowsKernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t width, int64_t pad) {
+  OAR_GRID_STRIDE(e, n * width) {
+    const int64_t i = e / width, k = e % width;
+    const int64_t id = ids[i];
+    out[e] = pad >= 0 && id == pad ? T(0) : table[id * width + k];
+  }
+}
+
+template <typename T>
+__global__ void ScatterAddRowsKernel(const T* value, const int64_t* rows, T* dense, int64_t n, int64_t width,
+                                     int64_t pad) {
+  OAR_GRID_STRIDE(e, n * width) {
+    const int64_t i = e / width, k = e % width;
+    const int64_t row = rows[i];
+    if (pad >= 0 && row == pad) continue;
+    atomicAdd(dense + row * width + k, value[e]);
+  }
+}
+
+template <typename T>
+__global__ void ZeroPaddedRowsKernel(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad) {
+  OAR_GRID_STRIDE(e, n * width) {
+    if (ids[e / width] == pad) v[e] = T(0);
+  }
+}
+
+// Fluid's bias-corrected Adam (as cuda_elementwise.cu's AdamKernel), in
+// place on the given rows only.
+template <typename T>
+__global__ void AdamRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr,
+                               const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2) {
+  const T corr2 = sqrt(T(1) - beta2_pow[0]);
+  const T lr_t = lr[0] * corr2 / (T(1) - beta1_pow[0]);
+  const T eps_t = eps * corr2;
+  OAR_GRID_STRIDE(e, n * width) {
+    const int64_t i = rows[e / width] * width + e % width;
+    const T a = b1 * m1[i] + (T(1) - b1) * g[i];
+    const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+    m1[i] = a;
+    m2[i] = b;
+    p[i] = p[i] - lr_t * (a / (sqrt(b) + eps_t));
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void GatherRows(const T* table, const int64_t* ids, T* out, int64_t n, int64_t width, int64_t pad, cudaStream_t s) {
+  if (n * width > 0) GatherRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(table, ids, out, n, width, pad);
+}
+
+template <typename T>
+void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, int64_t width, int64_t pad,
+                    cudaStream_t s) {
+  if (n * width > 0) {
+    ScatterAddRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(value, rows, dense, n, width, pad);
+  }
+}
+
+template <typename T>
+void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s) {
+  if (pad >= 0 && n * width > 0) ZeroPaddedRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(v, ids, n, width, pad);
+}
+
+template <typename T>
+void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
+              const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s) {
+  if (n * width > 0) {
+    AdamRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, beta1_pow, beta2_pow, b1, b2,
+                                                              eps, p, m1, m2);
+  }
+}
+
+template void GatherRows<float>(const float*, const int64_t*, float*, int64_t, int64_t, int64_t, cudaStream_t);
+template void GatherRows<double>(const double*, const int64_t*, double*, int64_t, int64_t, int64_t, cudaStream_t);
+template void ScatterAddRows<float>(const float*, const int64_t*, float*, int64_t, int64_t, int64_t, cudaStream_t);
+template void ScatterAddRows<double>(const double*, const int64_t*, double*, int64_t, int64_t, int64_t, cudaStream_t);
+template void ZeroPaddedRows<float>(float*, const int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
+template void AdamRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, const float*, const float*,
+                              float, float, float, float*, float*, float*, cudaStream_t);
+
+}  // namespace cuda
+}  // namespace oar

@@ -1,0 +1,169 @@
+// GPU kernels of lookup_table and lookup_table_v2 (with padding_idx) and of
+// their gradients, dense or sparse (SelectedRows: one row per id, the
+// values on the GPU, the rows on the host as SelectedRows keeps them), and
+// the sparse-gradient helpers of the GPU optimizers (nn_ops_cuda.cc).
+// The ids are read back to the host once per op: they are checked against
+// the table, as on the CPU, so a bad id is an error naming it and its
+// position, never a read outside the table; and a sparse gradient's rows
+// are host memory.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "common/ops/cuda_launch.h"
+#include "common/ops/cuda_op_util.h"
+#include "common/selected_rows_util.h"
+
+namespace oar {
+
+namespace {
+
+constexpr int64_t kNoPadding = -1;
+
+// A host copy of int64 input `slot` (the executor moved it to the GPU).
+absl::StatusOr<Tensor> HostInt64(const ExecutionContext& ctx, const std::string& slot) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot));
+  OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, slot, *t));
+  Tensor host;
+  OAR_RETURN_IF_ERROR(Annotate(t->CopyTo(CPUPlace(), &host), absl::StrCat(ctx.op().type, ": reading ", slot)));
+  return host;
+}
+
+// `host`'s values on the kernel's GPU: `dev` itself when it already is.
+absl::StatusOr<const int64_t*> OnGpu(const ExecutionContext& ctx, const Tensor* dev, const Tensor& host,
+                                     Tensor* storage) {
+  if (dev != nullptr && dev->place() == ctx.place()) return dev->data<int64_t>();
+  OAR_RETURN_IF_ERROR(host.CopyTo(ctx.place(), storage));
+  return storage->data<int64_t>();
+}
+
+absl::Status CheckIds(const ExecutionContext& ctx, const Tensor& ids, int64_t rows, int64_t pad) {
+  const int64_t* ip = ids.data<int64_t>();
+  for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
+    if (pad != kNoPadding && ip[i] == pad) continue;
+    if (ip[i] < 0 || ip[i] >= rows) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": id ", ip[i], " at position ", i,
+                                                     " is outside the table's ", rows, " rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Tensor*> Table(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
+  if (w->dims().size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": W is ", w->dims().ToString(), ", not 2-D"));
+  }
+  return w;
+}
+
+absl::Status LookupKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const Tensor* w, Table(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* table, GpuIn<float>(ctx, "W"));
+  const int64_t pad = ctx.Attr<int64_t>("padding_idx");
+  OAR_ASSIGN_OR_RETURN(Tensor host_ids, HostInt64(ctx, "Ids"));
+  OAR_RETURN_IF_ERROR(CheckIds(ctx, host_ids, w->dims()[0], pad));
+  Tensor ids_storage;
+  OAR_ASSIGN_OR_RETURN(const int64_t* ids, OnGpu(ctx, ctx.Input("Ids"), host_ids, &ids_storage));
+  cuda::GatherRows<float>(table, ids, GpuOut<float>(ctx, "Out"), host_ids.numel(), w->dims()[1], pad, c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status LookupGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const Tensor* w, Table(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* dout, GpuIn<float>(ctx, GradVarName("Out")));
+  Variable* dw_var = ctx.OutputVar(GradVarName("W"));
+  if (dw_var == nullptr) return absl::OkStatus();
+  const int64_t rows = w->dims()[0], width = w->dims()[1], pad = ctx.Attr<int64_t>("padding_idx");
+  OAR_ASSIGN_OR_RETURN(Tensor host_ids, HostInt64(ctx, "Ids"));
+  OAR_RETURN_IF_ERROR(CheckIds(ctx, host_ids, rows, pad));
+  const int64_t n = host_ids.numel();
+  if (ctx.Input(GradVarName("Out"))->numel() != n * width) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD has ",
+                                                   ctx.Input(GradVarName("Out"))->numel(), " elements for ", n,
+                                                   " ids of width ", width));
+  }
+  Tensor ids_storage;
+  OAR_ASSIGN_OR_RETURN(const int64_t* ids, OnGpu(ctx, ctx.Input("Ids"), host_ids, &ids_storage));
+  if (ctx.Attr<bool>("is_sparse")) {
+    SelectedRows* sr = dw_var->GetMutable<SelectedRows>();
+    sr->height = rows;
+    sr->rows.assign(host_ids.data<int64_t>(), host_ids.data<int64_t>() + n);
+    sr->value.Resize(DDim{n, width});
+    float* v = sr->value.mutable_data<float>(ctx.place());
+    OAR_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpyAsync(v, dout, sizeof(float) * static_cast<size_t>(n * width), cudaMemcpyDeviceToDevice, c->stream),
+        ctx.op().type));
+    if (pad != kNoPadding) cuda::ZeroPaddedRows<float>(v, ids, n, width, pad, c->stream);
+    return LaunchStatus(ctx);
+  }
+  Tensor* dw = dw_var->GetMutable<Tensor>();
+  dw->Resize(w->dims());
+  float* d = dw->mutable_data<float>(ctx.place());
+  cuda::Fill<float>(d, rows * width, 0.0f, c->stream);
+  cuda::ScatterAddRows<float>(dout, ids, d, n, width, pad, c->stream);
+  return LaunchStatus(ctx);
+}
+
+}  // namespace
+
+absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const Tensor& param, Tensor* storage) {
+  const Variable* v = ctx.InputVar("Grad");
+  if (v == nullptr || !v->IsType<SelectedRows>()) {
+    OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, "Grad"));
+    if (ctx.Input("Grad")->numel() != param.numel()) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Grad ('", ctx.op().Input("Grad")[0], "') has ",
+                                                     ctx.Input("Grad")->numel(), " elements, Param ", param.numel()));
+    }
+    return g;
+  }
+  const SelectedRows& sr = v->Get<SelectedRows>();
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(sr, ctx.op().type + ": Grad"));
+  if (param.dims().size() < 1 || sr.height != param.dims()[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad has height ", sr.height,
+                                                   ", Param is ", param.dims().ToString()));
+  }
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  const int64_t width = sr.height > 0 ? param.numel() / sr.height : 0;
+  storage->Resize(param.dims());
+  float* dense = storage->mutable_data<float>(ctx.place());
+  cuda::Fill<float>(dense, param.numel(), 0.0f, c->stream);
+  const int64_t n = static_cast<int64_t>(sr.rows.size());
+  if (n == 0) return dense;
+  if (!(sr.value.place() == ctx.place()) || sr.value.dtype() != DataType::kFloat32 || sr.value.numel() != n * width) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad's value is ",
+                                                   sr.value.dims().ToString(), " ", DataTypeName(sr.value.dtype()),
+                                                   " on ", sr.value.place().ToString(), "; want ", n, " rows of ",
+                                                   width, " float32 on ", ctx.place().ToString()));
+  }
+  Tensor rows;
+  OAR_RETURN_IF_ERROR(MakeTensor<int64_t>({n}, sr.rows).CopyTo(ctx.place(), &rows));
+  cuda::ScatterAddRows<float>(sr.value.data<float>(), rows.data<int64_t>(), dense, n, width, kNoPadding, c->stream);
+  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
+  return dense;
+}
+
+absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx) {
+  const Variable* v = ctx.InputVar("Grad");
+  if (v == nullptr || !v->IsType<SelectedRows>()) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Grad is not a SelectedRows"));
+  }
+  std::vector<int64_t> rows = v->Get<SelectedRows>().rows;
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  Tensor dev;
+  OAR_RETURN_IF_ERROR(MakeTensor<int64_t>({static_cast<int64_t>(rows.size())}, rows).CopyTo(ctx.place(), &dev));
+  return dev;
+}
+
+void RegisterCudaSparseKernels(OpRegistry* r) {
+  const auto gpu = Place::Kind::kCUDA;
+  for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
+    r->Extend(type).Kernel<float>(LookupKernel, gpu);
+    r->Extend(type + "_grad").Kernel<float>(LookupGradKernel, gpu);
+  }
+}
+
+}  // namespace oar

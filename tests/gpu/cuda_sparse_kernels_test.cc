@@ -1,0 +1,118 @@
+// The GPU kernels of embeddings and sparse gradients against their CPU
+// kernels on the same inputs: lookup_table with padding_idx and repeated
+// ids, its dense and sparse (SelectedRows) gradients, an id outside the
+// table named as on the CPU, and sgd, momentum, adam and lazy adam from a
+// sparse gradient with a repeated row. Needs a GPU: each test skips itself,
+// with the reason, on a host without one. Labelled `gpu`.
+//
+// Tolerance: gpu_test_util.h's. The GPU adds a repeated row's values with
+// atomics, in no fixed order: a sum of two or three terms, far inside it.
+#include <string>
+#include <vector>
+
+#include "tests/gpu/gpu_test_util.h"
+
+namespace oar::testing {
+namespace {
+
+Tensor Ids(const DDim& d, const std::vector<int64_t>& v) { return MakeTensor<int64_t>(d, v); }
+
+// A sparse gradient's rows and values, the values brought to the host.
+std::pair<std::vector<int64_t>, std::vector<float>> RowsOf(const Scope& scope, const std::string& name) {
+  const Variable* v = scope.FindVar(name);
+  EXPECT_TRUE(v != nullptr && v->IsType<SelectedRows>()) << name;
+  if (v == nullptr || !v->IsType<SelectedRows>()) return {};
+  const SelectedRows& sr = v->Get<SelectedRows>();
+  Tensor host;
+  EXPECT_TRUE(sr.value.CopyTo(CPUPlace(), &host).ok());
+  return {sr.rows, TensorToVector<float>(host)};
+}
+
+TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) {
+  REQUIRE_GPU();
+  for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
+    SCOPED_TRACE(type);
+    const bool v2 = type == "lookup_table_v2";
+    Tensor ids = v2 ? Ids({2, 3}, {4, 1, 3, 4, 9, 0}) : Ids({6, 1}, {4, 1, 3, 4, 9, 0});
+    const DDim out = v2 ? DDim{2, 3, 5} : DDim{6, 5};
+    std::map<std::string, Attribute> attrs = {{"padding_idx", int64_t{3}}};
+    Check({MakeOp(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}}, attrs),
+           MakeOp(type + "_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}}, attrs)},
+          {{"w", RandomTensor<float>({10, 5}, -1, 1, 70)}, {"ids", ids}, {"g", RandomTensor<float>(out, -1, 1, 71)}},
+          {"o", "dw"});
+  }
+}
+
+TEST(CudaSparseKernelTest, SparseGradHasOneRowPerIdWithPaddingZeroed) {
+  REQUIRE_GPU();
+  std::map<std::string, Attribute> attrs = {{"is_sparse", true}, {"padding_idx", int64_t{3}}};
+  Inputs in = {{"w", RandomTensor<float>({10, 5}, -1, 1, 72)},
+               {"ids", Ids({5, 1}, {4, 3, 7, 4, 0})},
+               {"g", RandomTensor<float>({5, 5}, -1, 1, 73)}};
+  Scope cpu, gpu;
+  ASSERT_TRUE(RunBoth({MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}},
+                              {{"W@GRAD", {"dw"}}}, attrs)},
+                      in, &cpu, &gpu)
+                  .ok());
+  const auto want = RowsOf(cpu, "dw"), got = RowsOf(gpu, "dw");
+  EXPECT_EQ(got.first, (std::vector<int64_t>{4, 3, 7, 4, 0}));
+  EXPECT_EQ(got.first, want.first);
+  EXPECT_EQ(got.second, want.second);  // copies, no arithmetic
+  EXPECT_TRUE(gpu.FindVar("dw")->Get<SelectedRows>().value.place() == CUDAPlace(0));
+}
+
+TEST(CudaSparseKernelTest, AnIdOutsideTheTableIsNamed) {
+  REQUIRE_GPU();
+  Scope gpu;
+  SetTensor(&gpu, "w", RandomTensor<float>({10, 5}, -1, 1, 74));
+  SetTensor(&gpu, "ids", Ids({3, 1}, {1, 2, 12}));
+  absl::Status s = RunOpsOn({MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu,
+                            CUDAPlace(0));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("id 12 at position 2 is outside the table's 10 rows"), std::string::npos) << s;
+}
+
+// Every optimizer from the same sparse gradient (rows 1, 7, 1, 4 of a
+// [10, 4] parameter) on both places.
+TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
+  REQUIRE_GPU();
+  const DDim d{10, 4};
+  Inputs dense = {{"p", RandomTensor<float>(d, -1, 1, 75)},  {"v", RandomTensor<float>(d, -1, 1, 76)},
+                  {"m1", RandomTensor<float>(d, -1, 1, 77)}, {"m2", RandomTensor<float>(d, 0, 1, 78)},
+                  {"lr", MakeTensor<float>({1}, {0.05f})},   {"b1p", MakeTensor<float>({1}, {0.81f})},
+                  {"b2p", MakeTensor<float>({1}, {0.998f})}};
+  SelectedRows grad;
+  grad.height = 10;
+  grad.rows = {1, 7, 1, 4};
+  grad.value = RandomTensor<float>({4, 4}, -1, 1, 79);
+  auto adam = [](bool lazy) {
+    return MakeOp("adam",
+                  {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
+                   {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
+                  {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}, {"Beta1PowOut", {"b1p"}},
+                   {"Beta2PowOut", {"b2p"}}},
+                  {{"lazy_mode", lazy}});
+  };
+  const std::vector<std::pair<OpDesc, std::vector<std::string>>> cases = {
+      {MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}}), {"p"}},
+      {MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
+              {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}}, {{"mu", 0.9f}}),
+       {"p", "v"}},
+      {adam(false), {"p", "m1", "m2", "b1p", "b2p"}},
+      {adam(true), {"p", "m1", "m2", "b1p", "b2p"}},
+  };
+  for (const auto& [op, outs] : cases) {
+    SCOPED_TRACE(op.type + (op.attrs.count("lazy_mode") && std::get<bool>(op.attrs.at("lazy_mode")) ? " lazy" : ""));
+    Scope cpu, gpu;
+    *cpu.Var("g")->GetMutable<SelectedRows>() = grad;
+    SelectedRows* g = gpu.Var("g")->GetMutable<SelectedRows>();
+    g->height = grad.height;
+    g->rows = grad.rows;
+    g->value.CopyFrom(grad.value);  // a host value: the executor moves it to the GPU
+    ASSERT_TRUE(RunBoth({op}, dense, &cpu, &gpu).ok());
+    for (const auto& n : outs) ExpectClose<float>(cpu, gpu, n);
+  }
+}
+
+}  // namespace
+}  // namespace oar::testing
