@@ -265,6 +265,12 @@ void RegisterShapeOps(OpRegistry* r) {
         .Output(GradVarName("X"), kDispensable)
         .SetInferShape(ViewGradInferShape).SetKernelDtype(ViewGradDtype)
         .Kernel<float>(ViewGradKernel).Kernel<double>(ViewGradKernel);
+    // A view shares its input's buffer wherever it lives: the same kernels
+    // serve a GPU (XShape, which carries only a shape, stays on the host).
+    const auto gpu = Place::Kind::kCUDA;
+    fwd.Kernel<float>(ViewKernel, gpu).Kernel<double>(ViewKernel, gpu).Kernel<int64_t>(ViewKernel, gpu)
+        .Kernel<int32_t>(ViewKernel, gpu);
+    grad.Kernel<float>(ViewGradKernel, gpu).Kernel<double>(ViewGradKernel, gpu);
     for (const auto& [name, def] : attrs) {
       fwd.Attr(name, def);
       grad.Attr(name, def);
