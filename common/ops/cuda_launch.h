@@ -31,6 +31,22 @@ void SumAll(const T* x, int64_t n, T scale, T* out, cudaStream_t s);
 template <typename T>
 void AddTo(const T* x, T* out, int64_t n, cudaStream_t s);
 
+// ---- reduce over axes (cuda_reduce_axes.cu) ----
+constexpr int kMaxReduceRank = 8;
+// A row-major input of `rank` dims; reduced[i] marks the folded axes.
+struct ReduceLayout {
+  int rank = 0;
+  int64_t dims[kMaxReduceRank] = {};
+  bool reduced[kMaxReduceRank] = {};
+};
+// out[o] = scale * sum of the input elements that map to o (the input index
+// with reduced coordinates dropped); out_n output elements.
+template <typename T>
+void ReduceAxes(const T* x, T* out, const ReduceLayout& l, int64_t out_n, T scale, cudaStream_t s);
+// dx[e] = scale * g[o(e)] for every input element e (x_n of them).
+template <typename T>
+void ReduceAxesGrad(const T* g, T* dx, const ReduceLayout& l, int64_t x_n, T scale, cudaStream_t s);
+
 // ---- elementwise binary ops with Fluid's [pre, n, post] broadcast ----
 enum class Binary { kAdd, kSub, kMul, kDiv, kPow };
 // out[e] = f(x[e], y[(e / post) % n]); e < pre * n * post.
@@ -73,6 +89,12 @@ void CrossEntropyHardGrad(const T* x, const int64_t* label, const T* dy, T* dx, 
 template <typename T>
 void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols,
                           cudaStream_t s);
+// softmax_with_cross_entropy's Logits gradient from its Softmax p: (p -
+// onehot(hard[r])) * dloss[r], 0 on a row whose label is `ignore`; with
+// soft labels (hard null), (p - soft) * dloss[r].
+template <typename T>
+void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
+                     int64_t cols, int64_t ignore, cudaStream_t s);
 // The k largest of each row, larger first, the lower index first on ties.
 template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s);

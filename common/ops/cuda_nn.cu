@@ -1,5 +1,6 @@
 // Device code of the row-wise ops: softmax over the last axis and its
-// gradient, cross entropy (hard and soft labels) and its gradient, top_k
+// gradient, cross entropy (hard and soft labels) and its gradient,
+// softmax_with_cross_entropy's gradient, top_k
 // and accuracy. Launch functions are declared in cuda_launch.h. One block
 // per row for the reductions (rows of a classifier's output are short).
 #include <cfloat>
@@ -162,6 +163,25 @@ __global__ void AccuracyKernel(const int64_t* indices, const int64_t* label, int
   }
 }
 
+// softmax_with_cross_entropy's gradient through the softmax: (p - onehot)
+// * dloss for a hard label (a row with the ignored label gets 0), (p -
+// label) * dloss for soft labels.
+template <typename T>
+__global__ void SoftmaxXentGradKernel(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx,
+                                      int64_t rows, int64_t cols, int64_t ignore) {
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    if (soft != nullptr) {
+      dx[i] = (p[i] - soft[i]) * dloss[r];
+      continue;
+    }
+    const int64_t l = hard[r];
+    dx[i] = l == ignore ? T(0) : p[i] * dloss[r] - (l == c ? dloss[r] : T(0));
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -202,6 +222,14 @@ void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_
 }
 
 template <typename T>
+void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
+                     int64_t cols, int64_t ignore, cudaStream_t s) {
+  if (rows * cols > 0) {
+    SoftmaxXentGradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(p, hard, soft, dloss, dx, rows, cols, ignore);
+  }
+}
+
+template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s) {
   if (rows > 0 && k > 0) TopKKernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, out, indices, rows, cols, k);
 }
@@ -220,6 +248,8 @@ template void CrossEntropyHardGrad<float>(const float*, const int64_t*, const fl
                                           int64_t, cudaStream_t);
 template void CrossEntropySoftGrad<float>(const float*, const float*, const float*, float*, int64_t, int64_t,
                                           cudaStream_t);
+template void SoftmaxXentGrad<float>(const float*, const int64_t*, const float*, const float*, float*, int64_t,
+                                     int64_t, int64_t, cudaStream_t);
 template void TopK<float>(const float*, float*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
 
 }  // namespace cuda

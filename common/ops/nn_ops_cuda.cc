@@ -1,5 +1,6 @@
 // GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
-// int64 or soft labels) and its gradient, top_k, accuracy, and the dense
+// int64 or soft labels) and its gradient, softmax_with_cross_entropy (last
+// axis) and its gradient, top_k, accuracy, and the
 // updates of sgd, momentum and adam, from a dense or a sparse gradient
 // (summed into a dense buffer; lazy Adam moves only the gradient's rows),
 // with the learning rate and beta powers read on the device. Also
@@ -96,6 +97,60 @@ absl::Status CrossEntropyGradKernel(const ExecutionContext& ctx) {
     // Labels were checked by the forward kernel; out-of-range ones get 0.
     OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
     cuda::CrossEntropyHardGrad<float>(x, label, dy, dx, rows, cols, ctx.Attr<int32_t>("ignore_index"), c->stream);
+  }
+  return LaunchStatus(ctx);
+}
+
+// softmax_with_cross_entropy over the last axis: the softmax, then the
+// cross entropy of the softmax, as the CPU kernel computes it (hard labels
+// checked, the ignored label's loss 0).
+absl::Status SoftmaxXentKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "Logits"));
+  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Logits")->dims()));
+  const auto [rows, cols] = rc;
+  float* sm = GpuOut<float>(ctx, "Softmax");
+  float* loss = GpuOut<float>(ctx, "Loss");
+  if (ctx.Attr<bool>("use_softmax")) {
+    cuda::SoftmaxRows<float>(x, sm, rows, cols, c->stream);
+  } else {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
+    OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(sm, x, sizeof(float) * static_cast<size_t>(rows * cols),
+                                                   cudaMemcpyDeviceToDevice, c->stream),
+                                   ctx.op().type));
+  }
+  if (ctx.Attr<bool>("soft_label")) {
+    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
+    cuda::CrossEntropySoft<float>(sm, label, loss, rows, cols, c->stream);
+    return LaunchStatus(ctx);
+  }
+  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+  Tensor bad;
+  bad.Resize(DDim{1});
+  int64_t* bad_row = bad.mutable_data<int64_t>(ctx.place());
+  cuda::Fill<int64_t>(bad_row, 1, std::numeric_limits<int64_t>::max(), c->stream);
+  cuda::CrossEntropyHard<float>(sm, label, loss, rows, cols, ctx.Attr<int32_t>("ignore_index"), bad_row, c->stream);
+  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
+  return CheckBadLabel(ctx, c, bad_row, label, cols);
+}
+
+absl::Status SoftmaxXentGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  if (!ctx.Attr<bool>("use_softmax")) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, " with use_softmax=false has no GPU kernel"));
+  }
+  OAR_ASSIGN_OR_RETURN(const float* sm, GpuIn<float>(ctx, "Softmax"));
+  OAR_ASSIGN_OR_RETURN(const float* dloss, GpuIn<float>(ctx, GradVarName("Loss")));
+  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Softmax")->dims()));
+  float* dx = GpuOut<float>(ctx, GradVarName("Logits"));
+  if (dx == nullptr) return absl::OkStatus();
+  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
+  if (ctx.Attr<bool>("soft_label")) {
+    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
+    cuda::SoftmaxXentGrad<float>(sm, nullptr, label, dloss, dx, rc.first, rc.second, ignore, c->stream);
+  } else {
+    // Labels were checked by the forward kernel; an out-of-range one matches no class.
+    OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+    cuda::SoftmaxXentGrad<float>(sm, label, nullptr, dloss, dx, rc.first, rc.second, ignore, c->stream);
   }
   return LaunchStatus(ctx);
 }
@@ -202,6 +257,8 @@ void RegisterCudaNnKernels(OpRegistry* r) {
   r->Extend("softmax_grad").Kernel<float>(SoftmaxGradKernel, gpu);
   r->Extend("cross_entropy").Kernel<float>(CrossEntropyKernel, gpu);
   r->Extend("cross_entropy_grad").Kernel<float>(CrossEntropyGradKernel, gpu);
+  r->Extend("softmax_with_cross_entropy").Kernel<float>(SoftmaxXentKernel, gpu);
+  r->Extend("softmax_with_cross_entropy_grad").Kernel<float>(SoftmaxXentGradKernel, gpu);
   r->Extend("top_k").Kernel<float>(TopKKernel, gpu);
   r->Extend("accuracy").Kernel<float>(AccuracyKernel, gpu);
   r->Extend("sgd").Kernel<float>(SgdKernel, gpu);
@@ -219,6 +276,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaBatchNormKernels(r);
   RegisterCudaConcatSplitKernels(r);
   RegisterCudaSparseKernels(r);
+  RegisterCudaReduceKernels(r);
 }
 
 }  // namespace oar

@@ -129,6 +129,49 @@ TEST(CudaKernelTest, CrossEntropyNamesALabelOutOfRange) {
   EXPECT_NE(s.message().find("label 7 of row 1"), std::string::npos) << s;
 }
 
+TEST(CudaKernelTest, SoftmaxWithCrossEntropyHardIgnoredAndSoftWithGrads) {
+  REQUIRE_GPU();
+  Tensor logits = RandomTensor<float>({9, 10}, -3, 3, 80);
+  Tensor labels = Labels(9, 10, 81);
+  // Row 0's label is the ignored one (its loss and gradient are 0).
+  std::map<std::string, Attribute> hard = {{"ignore_index", static_cast<int32_t>(labels.data<int64_t>()[0])}};
+  std::map<std::string, Attribute> soft = {{"soft_label", true}};
+  for (const auto& [attrs, label] : {std::pair{hard, labels}, std::pair{soft, RandomTensor<float>({9, 10}, 0, 1, 82)}}) {
+    Check({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+                  {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, attrs),
+           MakeOp("softmax_with_cross_entropy_grad", {{"Label", {"l"}}, {"Softmax", {"sm"}}, {"Loss@GRAD", {"g"}}},
+                  {{"Logits@GRAD", {"dx"}}}, attrs)},
+          {{"x", logits}, {"l", label}, {"g", RandomTensor<float>({9, 1}, -1, 1, 83)}}, {"sm", "loss", "dx"});
+  }
+}
+
+// reduce_sum and reduce_mean over one axis, two, a negative one, every one
+// (reduce_all), with and without keep_dim, and their gradients.
+TEST(CudaKernelTest, ReduceSumAndMeanOverAxesWithGrads) {
+  REQUIRE_GPU();
+  const DDim x{3, 4, 5};
+  const std::vector<std::vector<int32_t>> axes = {{0}, {1}, {-1}, {0, 2}, {}};
+  for (const std::string type : {"reduce_sum", "reduce_mean"}) {
+    for (const auto& dim : axes) {
+      for (bool keep : {false, true}) {
+        SCOPED_TRACE(type + " over " + std::to_string(dim.size()) + " axes, keep_dim " + std::to_string(keep));
+        DDim out;
+        for (int i = 0; i < x.size(); ++i) {
+          bool folded = dim.empty();
+          for (int d : dim) folded = folded || (d < 0 ? d + x.size() : d) == i;
+          if (!folded) out.push_back(x[i]);
+          else if (keep) out.push_back(1);
+        }
+        if (out.size() == 0) out = DDim{1};
+        std::map<std::string, Attribute> attrs = {{"dim", dim}, {"keep_dim", keep}, {"reduce_all", dim.empty()}};
+        Check({MakeOp(type, {{"X", {"x"}}}, {{"Out", {"o"}}}, attrs),
+               MakeOp(type + "_grad", {{"X", {"x"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, attrs)},
+              {{"x", RandomTensor<float>(x, -1, 1, 84)}, {"g", RandomTensor<float>(out, -1, 1, 85)}}, {"o", "dx"});
+      }
+    }
+  }
+}
+
 TEST(CudaKernelTest, TopKWithTiesAndAccuracy) {
   REQUIRE_GPU();
   Tensor x = MakeTensor<float>({3, 5}, {1, 3, 3, 0, 2, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0});
