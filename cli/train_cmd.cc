@@ -96,6 +96,11 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
+  if (places[0].is_gpu() && FLAGS_fuse_elewise_add_act_ops) {
+    return absl::InvalidArgumentError(
+        "--fuse_elewise_add_act_ops makes fused_elemwise_activation ops, which have no GPU kernel: drop it with "
+        "--device gpu");
+  }
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
@@ -109,7 +114,7 @@ absl::Status Train(Profiler* profiler) {
                FLAGS_batch_size);
 
   const Place place = places[0];  // the startup program and the evaluation run there
-  if (place.is_gpu() && places.size() == 1) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
+  if (place.is_gpu() && FLAGS_places == 1) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
   RunEnv env;  // env.profiler is set for the training steps only
   Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
@@ -127,9 +132,9 @@ absl::Status Train(Profiler* profiler) {
     OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, programs->vars.loss.name(), programs->main.desc(), &scope,
                                                       build, {}, 1, 0, nullptr, &env));
     std::string names;
-    for (const Place& p : places) absl::StrAppend(&names, names.empty() ? "" : ", ", p.ToString());
-    std::fprintf(stderr, "training on %zu %s places (%s)\n", pe->num_places(), place.is_gpu() ? "GPU" : "CPU",
-                 names.c_str());
+    for (const Place& p : places) absl::StrAppend(&names, names.empty() ? " (" : ", ", p.ToString());
+    std::fprintf(stderr, "training on %zu %s places%s\n", pe->num_places(), place.is_gpu() ? "GPU" : "CPU",
+                 place.is_gpu() ? (names + ")").c_str() : "");
   }
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));

@@ -73,6 +73,11 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", num_trainers, ")"));
   }
   OAR_RETURN_IF_ERROR(CheckPlaces(places));
+  if (places[0].is_gpu() && exec.num_threads != 0 && exec.num_threads != static_cast<int>(places.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: num_threads ", exec.num_threads, " over ",
+                                                   places.size(), " GPUs; a GPU's ops run on one thread of their "
+                                                   "own (0 or one per GPU)"));
+  }
   if (num_trainers > 1 && places.size() > 1 && places[0].is_gpu()) {
     return absl::UnimplementedError(absl::StrCat(
         "ParallelExecutor: nccl2 mode with ", places.size(),
@@ -125,10 +130,16 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     pe->place_scopes_.push_back(s);
   }
   if (n > 1 && pe->places_[0].is_gpu()) {
-    std::vector<int> devices;
-    for (const Place& p : pe->places_) devices.push_back(p.device);
-    OAR_ASSIGN_OR_RETURN(pe->nccl_, NcclPlaces::Create(devices));
+    if (share_vars_from != nullptr && share_vars_from->nccl_ != nullptr) {
+      pe->nccl_ = share_vars_from->nccl_;
+    } else {
+      std::vector<int> devices;
+      for (const Place& p : pe->places_) devices.push_back(p.device);
+      OAR_ASSIGN_OR_RETURN(pe->nccl_, NcclPlaces::Create(devices));
+    }
   }
+  // The copies to the GPUs have landed before any step writes a source.
+  for (const Place& p : pe->places_) OAR_RETURN_IF_ERROR(Annotate(SyncPlace(p), p.ToString()));
   pe->local_scopes_.assign(n, nullptr);
   if (n > 1) SetBlasThreads(1);
   pe->pool_ = std::make_unique<ThreadPool>(exec.num_threads > 0 ? exec.num_threads : static_cast<int>(n));
@@ -305,6 +316,8 @@ absl::Status ParallelExecutor::GatherToPlace0() {
       }
     }
   }
+  // The copies between GPUs have landed before the next step writes a source.
+  for (const Place& p : places_) OAR_RETURN_IF_ERROR(Annotate(SyncPlace(p), p.ToString()));
   return absl::OkStatus();
 }
 

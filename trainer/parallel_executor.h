@@ -115,7 +115,7 @@ class ParallelExecutor {
   const RunEnv* env_ = nullptr;
   Collective* cross_ = nullptr;  // nccl2 mode
   std::unique_ptr<OrderedCollectives> ordered_;
-  std::unique_ptr<NcclPlaces> nccl_;  // several GPU places: their clique
+  std::shared_ptr<NcclPlaces> nccl_;  // several GPU places: their clique (shared with share_vars_from)
   std::map<size_t, Tensor> buckets_;  // packing buffers, by cross_index, reused across steps
   Scope* scope_ = nullptr;
   std::vector<Scope*> place_scopes_;  // [0] is scope_; the rest are its kids

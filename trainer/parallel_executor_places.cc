@@ -47,6 +47,9 @@ absl::Status ParallelExecutor::AllReduceSparse(const std::vector<Variable*>& var
       OAR_RETURN_IF_ERROR(CopyBytes(at, dst, t->place(), t->raw_data(), t->nbytes()));
       dst += t->nbytes();
     }
+    // The copies into the merged value have read every place's value
+    // before any of those is replaced below (and its memory reused).
+    OAR_RETURN_IF_ERROR(SyncPlace(at));
   }
   for (size_t p = 0; p < vars.size(); ++p) {
     if (to >= 0 && static_cast<int>(p) != to) continue;

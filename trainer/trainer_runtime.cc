@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   // takes one GPU per trainer.
   const Options& opts = rt->options_;
   const bool gpus = !opts.places.empty() && opts.places[0].is_gpu();
-  if (gpus && opts.places.size() > 1 && opts.nccl2) {
+  if (gpus && opts.places.size() > 1 && opts.nccl2 && opts.trainers > 1) {
     return absl::UnimplementedError(absl::StrCat("nccl2 trainer on ", opts.places.size(),
                                                  " GPUs: nccl2 mode takes one GPU per trainer; start a trainer per GPU"));
   }

@@ -114,6 +114,22 @@ void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T
           T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,
           cudaStream_t s);
 
+// ---- the other update ops (cuda_optimizers.cu), Fluid's formulas ----
+// adagrad (decayed: decayed_adagrad's moment decay * m + (1 - decay) * g²).
+template <typename T>
+void Adagrad(const T* p, const T* g, const T* mom, const T* lr, T decay, bool decayed, T eps, T* pout, T* mout,
+             int64_t n, cudaStream_t s);
+template <typename T>
+void Adamax(const T* p, const T* g, const T* lr, const T* mom, const T* inf, const T* beta1_pow, T b1, T b2, T eps,
+            T* pout, T* mout, T* iout, int64_t n, cudaStream_t s);
+// Centered when mg (MeanGrad) is given; mgout then gets its update.
+template <typename T>
+void Rmsprop(const T* p, const T* g, const T* ms, const T* mom, const T* mg, const T* lr, T rho, T eps, T mu, T* pout,
+             T* msout, T* mout, T* mgout, int64_t n, cudaStream_t s);
+template <typename T>
+void Ftrl(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, T l2, T power, T* pout, T* sqout,
+          T* linout, int64_t n, cudaStream_t s);
+
 // ---- embeddings and sparse gradients (cuda_sparse.cu) ----
 // out[i, :] = table[ids[i], :] for i < n, zeros where ids[i] == pad (pad < 0:
 // none). Every other id must be a row of the table (the caller checks).

@@ -68,5 +68,6 @@ void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: 
 void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
 void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
 void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean
+void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: adagrad, adamax, rmsprop, ftrl
 
 }  // namespace oar

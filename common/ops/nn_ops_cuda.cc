@@ -277,6 +277,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaConcatSplitKernels(r);
   RegisterCudaSparseKernels(r);
   RegisterCudaReduceKernels(r);
+  RegisterCudaOptimizerKernels(r);
 }
 
 }  // namespace oar

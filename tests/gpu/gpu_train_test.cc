@@ -16,6 +16,7 @@
 
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
+#include "trainer/collective/nccl_collective.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/step_log.h"
 
@@ -70,6 +71,7 @@ TEST(GpuTrainTest, FashionMlpFirstTenLossesMatchTheCpu) {
 // them), against the CPU process on as many places.
 TEST(GpuTrainTest, EveryGpuThroughTheParallelExecutorMatchesTheCpu) {
   REQUIRE_GPU_AND_DATA();
+  if (GpuCount() > 1 && !NcclAvailable()) GTEST_SKIP() << "several GPUs and no NCCL in this build";
   const std::string dir = TempDir("gpu_places");
   const std::string common = kSmallRun + " --max_steps 10 --data_dir " + DataDir();
   const auto want = CpuSteps(dir, "--places " + std::to_string(GpuCount()));

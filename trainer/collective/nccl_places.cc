@@ -67,10 +67,18 @@ class KeepCurrentDevice {
 class NcclPlacesImpl : public NcclPlaces {
  public:
   explicit NcclPlacesImpl(std::vector<int> devices) : devices_(std::move(devices)) {}
+  // Lets the queued NCCL work finish, then finalizes the communicators
+  // together (one thread drives every rank, so as one group) and frees them.
   ~NcclPlacesImpl() override {
-    for (ncclComm_t c : comms_) {
-      if (c != nullptr) ncclCommDestroy(c);
-    }
+    if (comms_.empty() || comms_[0] == nullptr) return;
+    KeepCurrentDevice keep;
+    for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    ncclGroupStart();
+    for (ncclComm_t c : comms_) ncclCommFinalize(c);
+    ncclGroupEnd();
+#endif
+    for (ncclComm_t c : comms_) ncclCommDestroy(c);
   }
 
   absl::Status Init() {
@@ -78,10 +86,27 @@ class NcclPlacesImpl : public NcclPlaces {
     for (int d : devices_) {
       OAR_ASSIGN_OR_RETURN(CudaContext * c, GetCudaContext(d));
       streams_.push_back(c->stream);
+      pools_.push_back(c->pool);
+    }
+    // Memory from one GPU's stream-ordered pool is open to the others where
+    // the hardware allows peer access (NCCL may read a peer's buffer).
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      for (size_t j = 0; j < devices_.size(); ++j) {
+        int can = 0;
+        if (i == j || cudaDeviceCanAccessPeer(&can, devices_[j], devices_[i]) != cudaSuccess || !can) continue;
+        cudaMemAccessDesc access = {};
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = devices_[j];
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        OAR_RETURN_IF_ERROR(CudaStatus(cudaMemPoolSetAccess(pools_[i], &access, 1),
+                                       absl::StrCat("opening GPU ", devices_[i], "'s memory pool to GPU ", devices_[j])));
+      }
     }
     comms_.assign(devices_.size(), nullptr);
-    return Nccl(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()),
-                absl::StrCat("ncclCommInitAll over ", devices_.size(), " GPUs"));
+    absl::Status s = Nccl(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()),
+                          absl::StrCat("ncclCommInitAll over ", devices_.size(), " GPUs"));
+    if (!s.ok()) comms_.clear();
+    return s;
   }
 
   absl::Status AllReduce(const std::vector<Tensor*>& bufs, const std::string& name) override {
@@ -153,6 +178,7 @@ class NcclPlacesImpl : public NcclPlaces {
 
   const std::vector<int> devices_;
   std::vector<cudaStream_t> streams_;
+  std::vector<cudaMemPool_t> pools_;
   std::vector<ncclComm_t> comms_;
   absl::Mutex mu_;
 };

@@ -11,12 +11,17 @@
 //   OAR_ASSIGN_OR_RETURN(auto clique, NcclPlaces::Create({0, 1}));
 //   OAR_RETURN_IF_ERROR(clique->AllReduce({&grad_on_gpu0, &grad_on_gpu1}, "fc_0.w_0@GRAD"));
 //
+// Destroying the clique waits for the NCCL work queued on the GPUs' streams.
+//
 // Compiled when CUDA and NCCL are found (OAR_HAVE_NCCL); otherwise Create
-// answers Unimplemented, and FailedPrecondition on a host without a GPU.
+// answers Unimplemented. With NCCL, Create answers FailedPrecondition for a
+// GPU that is not visible.
 //
 // Thread-safety: every method is safe from any thread. Calls run one at a
 // time, so each communicator sees the operations in the same order, as
-// NCCL requires of a clique one process drives.
+// NCCL requires of a clique one process drives. Two cliques over the same
+// GPUs must not be used at once (their orders could interleave): executors
+// that share variables share one clique.
 #pragma once
 
 #include <memory>
