@@ -130,6 +130,11 @@ template <typename T>
 void Ftrl(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, T l2, T power, T* pout, T* sqout,
           T* linout, int64_t n, cudaStream_t s);
 
+// lars_momentum; `norms` is 2 elements of scratch on the device.
+template <typename T>
+void LarsMomentum(const T* p, const T* g, const T* v, const T* lr, T mu, T coeff, T wd, T* norms, T* pout, T* vout,
+                  int64_t n, cudaStream_t s);
+
 // ---- embeddings and sparse gradients (cuda_sparse.cu) ----
 // out[i, :] = table[ids[i], :] for i < n, zeros where ids[i] == pad (pad < 0:
 // none). Every other id must be a row of the table (the caller checks).

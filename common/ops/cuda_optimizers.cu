@@ -1,6 +1,7 @@
 // Device code of the update ops beyond sgd, momentum and adam: adagrad,
-// decayed_adagrad, adamax, rmsprop (plain and centered) and ftrl, each one
-// fused elementwise kernel with the CPU kernel's arithmetic; the learning
+// decayed_adagrad, adamax, rmsprop (plain and centered), ftrl, each one
+// fused elementwise kernel with the CPU kernel's arithmetic, and
+// lars_momentum (a one-block pass for the two norms, then the update); the learning
 // rate and beta power are read on the device. Launch functions are
 // declared in cuda_launch.h.
 #include <cstdint>
@@ -76,7 +77,42 @@ __global__ void FtrlKernel(const T* p, const T* g, const T* sq, const T* lin, co
   }
 }
 
+// norms[0] = sum(p²), norms[1] = sum(g²); one block.
+template <typename T>
+__global__ void SquaredNormsKernel(const T* p, const T* g, int64_t n, T* norms) {
+  T a = T(0), b = T(0);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    a += p[i] * p[i];
+    b += g[i] * g[i];
+  }
+  a = BlockReduceAll<T>(a);
+  b = BlockReduceAll<T>(b);
+  if (threadIdx.x == 0) {
+    norms[0] = a;
+    norms[1] = b;
+  }
+}
+
+template <typename T>
+__global__ void LarsMomentumKernel(const T* p, const T* g, const T* v, const T* lr, const T* norms, T mu, T coeff,
+                                   T wd, T* pout, T* vout, int64_t n) {
+  const T pn = sqrt(norms[0]), gn = sqrt(norms[1]);
+  const T local_lr = pn > T(0) && gn > T(0) ? lr[0] * coeff * pn / (gn + wd * pn) : lr[0];
+  OAR_GRID_STRIDE(i, n) {
+    const T nv = mu * v[i] + local_lr * (g[i] + wd * p[i]);
+    vout[i] = nv;
+    pout[i] = p[i] - nv;
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void LarsMomentum(const T* p, const T* g, const T* v, const T* lr, T mu, T coeff, T wd, T* norms, T* pout, T* vout,
+                  int64_t n, cudaStream_t s) {
+  SquaredNormsKernel<T><<<1, 1024, 0, s>>>(p, g, n, norms);
+  if (n > 0) LarsMomentumKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, v, lr, norms, mu, coeff, wd, pout, vout, n);
+}
 
 template <typename T>
 void Adagrad(const T* p, const T* g, const T* mom, const T* lr, T decay, bool decayed, T eps, T* pout, T* mout,
@@ -106,6 +142,8 @@ void Ftrl(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, 
   if (n > 0) FtrlKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, sq, lin, lr, l1, l2, power, pout, sqout, linout, n);
 }
 
+template void LarsMomentum<float>(const float*, const float*, const float*, const float*, float, float, float, float*,
+                                  float*, float*, int64_t, cudaStream_t);
 template void Adagrad<float>(const float*, const float*, const float*, const float*, float, bool, float, float*,
                              float*, int64_t, cudaStream_t);
 template void Adamax<float>(const float*, const float*, const float*, const float*, const float*, const float*, float,

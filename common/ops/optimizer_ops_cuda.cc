@@ -1,6 +1,6 @@
 // GPU kernels of the update ops beyond sgd, momentum and adam (those are
 // in nn_ops_cuda.cc): adagrad, decayed_adagrad, adamax, rmsprop (plain and
-// centered) and ftrl. A sparse gradient is summed into a dense buffer
+// centered), ftrl and lars_momentum. A sparse gradient is summed into a dense buffer
 // first (GpuOptimizerGrad): for these ops a row without gradient gets
 // the update of a zero gradient, which is what the CPU kernels compute
 // (adagrad's rows-only update leaves such a row unchanged either way).
@@ -95,6 +95,18 @@ absl::Status FtrlKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+absl::Status LarsMomentumKernel(const ExecutionContext& ctx) {
+  Update u;
+  OAR_RETURN_IF_ERROR(Begin(ctx, &u));
+  OAR_ASSIGN_OR_RETURN(const float* v, LikeParam(ctx, u, "Velocity"));
+  Tensor norms;
+  norms.Resize(DDim{2});
+  cuda::LarsMomentum<float>(u.p, u.g, v, u.lr, ctx.Attr<float>("mu"), ctx.Attr<float>("lars_coeff"),
+                            ctx.Attr<float>("lars_weight_decay"), norms.mutable_data<float>(ctx.place()),
+                            GpuOut<float>(ctx, "ParamOut"), GpuOut<float>(ctx, "VelocityOut"), u.n, u.c->stream);
+  return LaunchStatus(ctx);
+}
+
 }  // namespace
 
 void RegisterCudaOptimizerKernels(OpRegistry* r) {
@@ -104,6 +116,7 @@ void RegisterCudaOptimizerKernels(OpRegistry* r) {
   r->Extend("adamax").Kernel<float>(AdamaxKernel, gpu);
   r->Extend("rmsprop").Kernel<float>(RmspropKernel, gpu);
   r->Extend("ftrl").Kernel<float>(FtrlKernel, gpu);
+  r->Extend("lars_momentum").Kernel<float>(LarsMomentumKernel, gpu);
 }
 
 }  // namespace oar

@@ -1,8 +1,9 @@
 // The GPU kernels of adagrad, decayed_adagrad, adamax, rmsprop (plain and
-// centered) and ftrl (lr_power -0.5 and another) against their CPU kernels,
-// from a dense gradient and (adagrad, rmsprop) from a sparse one with a
-// repeated row. Needs a GPU: each test skips itself, with the reason, on a
-// host without one. Labelled `gpu`. Tolerance: gpu_test_util.h's.
+// centered), ftrl (lr_power -0.5 and another) and lars_momentum against
+// their CPU kernels, from a dense gradient and (adagrad, rmsprop) from a
+// sparse one with a repeated row. Needs a GPU: each test skips itself, with
+// the reason, on a host without one. Labelled `gpu`. Tolerance:
+// gpu_test_util.h's.
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ std::vector<std::pair<OpDesc, std::vector<std::string>>> Updates() {
               {{"ParamOut", {"p"}}, {"SquaredAccumOut", {"m2"}}, {"LinearAccumOut", {"mg"}}},
               {{"l1", 0.01f}, {"l2", 0.1f}, {"lr_power", -0.7f}}),
        {"p", "m2", "mg"}},
+      {MakeOp("lars_momentum", with({{"Velocity", {"m"}}}), {{"ParamOut", {"p"}}, {"VelocityOut", {"m"}}},
+              {{"mu", 0.9f}}),
+       {"p", "m"}},
   };
 }
 
