@@ -31,7 +31,7 @@ void SumAll(const T* x, int64_t n, T scale, T* out, cudaStream_t s);
 template <typename T>
 void AddTo(const T* x, T* out, int64_t n, cudaStream_t s);
 
-// ---- reduce over axes (cuda_reduce_axes.cu) ----
+// ---- reduce over axes, clip (cuda_reduce_axes.cu) ----
 constexpr int kMaxReduceRank = 8;
 // A row-major input of `rank` dims; reduced[i] marks the folded axes.
 struct ReduceLayout {
@@ -46,6 +46,16 @@ void ReduceAxes(const T* x, T* out, const ReduceLayout& l, int64_t out_n, T scal
 // dx[e] = scale * g[o(e)] for every input element e (x_n of them).
 template <typename T>
 void ReduceAxesGrad(const T* g, T* dx, const ReduceLayout& l, int64_t x_n, T scale, cudaStream_t s);
+
+// clip: out = min(max(x, lo), hi); its gradient passes g where lo < x < hi.
+template <typename T>
+void Clip(const T* x, T lo, T hi, T* out, int64_t n, cudaStream_t s);
+template <typename T>
+void ClipGrad(const T* x, const T* g, T lo, T hi, T* dx, int64_t n, cudaStream_t s);
+// clip_by_norm: out = x * max_norm / ||x|| when ||x|| > max_norm, else x;
+// `scratch` is one element on the device.
+template <typename T>
+void ClipByNorm(const T* x, T max_norm, T* scratch, T* out, int64_t n, cudaStream_t s);
 
 // ---- elementwise binary ops with Fluid's [pre, n, post] broadcast ----
 enum class Binary { kAdd, kSub, kMul, kDiv, kPow };

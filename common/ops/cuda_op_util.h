@@ -67,7 +67,7 @@ void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d
 void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN
 void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
 void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
-void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean
+void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
 void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: adagrad, adamax, rmsprop, ftrl
 
 }  // namespace oar

@@ -1,7 +1,8 @@
 // GPU kernels of reduce_sum and reduce_mean (over `dim`, every axis with
-// reduce_all or no dim named, keep_dim or not) and of their gradients. A
-// reduction over every axis is one block-wide sum; any other set of axes
-// adds each output's elements in the CPU kernel's order.
+// reduce_all or no dim named, keep_dim or not) and of their gradients, and
+// of clip, clip_grad and clip_by_norm. A reduction over every axis is one
+// block-wide sum; any other set of axes adds each output's elements in the
+// CPU kernel's order.
 #include <cstdint>
 #include <vector>
 
@@ -79,6 +80,35 @@ absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+absl::Status ClipKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  cuda::Clip<float>(x, ctx.Attr<float>("min"), ctx.Attr<float>("max"), GpuOut<float>(ctx, "Out"),
+                    ctx.Input("X")->numel(), c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status ClipGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
+  float* dx = GpuOut<float>(ctx, GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  cuda::ClipGrad<float>(x, g, ctx.Attr<float>("min"), ctx.Attr<float>("max"), dx, ctx.Input("X")->numel(),
+                        c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status ClipByNormKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  Tensor scratch;
+  scratch.Resize(DDim{1});
+  cuda::ClipByNorm<float>(x, ctx.Attr<float>("max_norm"), scratch.mutable_data<float>(ctx.place()),
+                          GpuOut<float>(ctx, "Out"), ctx.Input("X")->numel(), c->stream);
+  return LaunchStatus(ctx);
+}
+
 }  // namespace
 
 void RegisterCudaReduceKernels(OpRegistry* r) {
@@ -87,6 +117,9 @@ void RegisterCudaReduceKernels(OpRegistry* r) {
   r->Extend("reduce_sum_grad").Kernel<float>(ReduceGradKernel<false>, gpu);
   r->Extend("reduce_mean").Kernel<float>(ReduceKernel<true>, gpu);
   r->Extend("reduce_mean_grad").Kernel<float>(ReduceGradKernel<true>, gpu);
+  r->Extend("clip").Kernel<float>(ClipKernel, gpu);
+  r->Extend("clip_grad").Kernel<float>(ClipGradKernel, gpu);
+  r->Extend("clip_by_norm").Kernel<float>(ClipByNormKernel, gpu);
 }
 
 }  // namespace oar

@@ -172,6 +172,22 @@ TEST(CudaKernelTest, ReduceSumAndMeanOverAxesWithGrads) {
   }
 }
 
+// clip and its gradient (values on both sides of each bound), and
+// clip_by_norm above and below its max_norm, in place as gradient clipping
+// runs it.
+TEST(CudaKernelTest, ClipClipGradAndClipByNorm) {
+  REQUIRE_GPU();
+  Tensor x = RandomTensor<float>({7, 9}, -2, 2, 86);
+  std::map<std::string, Attribute> bounds = {{"min", -0.5f}, {"max", 0.75f}};
+  Check({MakeOp("clip", {{"X", {"x"}}}, {{"Out", {"o"}}}, bounds),
+         MakeOp("clip_grad", {{"X", {"x"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, bounds)},
+        {{"x", x}, {"g", RandomTensor<float>({7, 9}, -1, 1, 87)}}, {"o", "dx"});
+  for (float max_norm : {1.0f, 100.0f}) {  // ||x|| is about 9: scaled, then not
+    SCOPED_TRACE(max_norm);
+    Check({MakeOp("clip_by_norm", {{"X", {"x"}}}, {{"Out", {"x"}}}, {{"max_norm", max_norm}})}, {{"x", x}}, {"x"});
+  }
+}
+
 TEST(CudaKernelTest, TopKWithTiesAndAccuracy) {
   REQUIRE_GPU();
   Tensor x = MakeTensor<float>({3, 5}, {1, 3, 3, 0, 2, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0});
