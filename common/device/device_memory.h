@@ -5,9 +5,11 @@
 //
 // Copy ordering: every copy touching a GPU is ordered on that GPU's stream,
 // after the kernels already queued there.
-//   - host -> GPU returns once the source may be reused (pageable sources
-//     go through the pinned staging buffers, chunk by chunk, the memcpy into
-//     one buffer overlapping the DMA out of the other); the DMA may still run.
+//   - host -> GPU from pageable memory returns once the source may be
+//     reused (it goes through the pinned staging buffers, chunk by chunk,
+//     the memcpy into one buffer overlapping the DMA out of the other); the
+//     DMA may still run. From pinned memory the copy is only queued: the
+//     source must stay unchanged until the place's stream has passed it.
 //   - GPU -> host returns when the bytes are in place.
 // In a build without CUDA every GPU or pinned request fails.
 //

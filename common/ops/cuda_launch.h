@@ -101,10 +101,11 @@ void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_
                           cudaStream_t s);
 // softmax_with_cross_entropy's Logits gradient from its Softmax p: (p -
 // onehot(hard[r])) * dloss[r], 0 on a row whose label is `ignore`; with
-// soft labels (hard null), (p - soft) * dloss[r].
+// soft labels (hard null), (p - soft) * dloss[r]. Without `softmax` (p was
+// the input itself), -onehot * dloss[r] / p, or -soft * dloss[r] / p.
 template <typename T>
 void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
-                     int64_t cols, int64_t ignore, cudaStream_t s);
+                     int64_t cols, int64_t ignore, bool softmax, cudaStream_t s);
 // The k largest of each row, larger first, the lower index first on ties.
 template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s);
@@ -146,16 +147,18 @@ void LarsMomentum(const T* p, const T* g, const T* v, const T* lr, T mu, T coeff
                   int64_t n, cudaStream_t s);
 
 // ---- embeddings and sparse gradients (cuda_sparse.cu) ----
-// out[i, :] = table[ids[i], :] for i < n, zeros where ids[i] == pad (pad < 0:
-// none). Every other id must be a row of the table (the caller checks).
+// Padding: `pad` is padding_idx, any value (negative too), or -1 for none;
+// the caller has checked that every other id is a row of the table (so no
+// id is -1 without padding).
+// out[i, :] = table[ids[i], :] for i < n, zeros where ids[i] == pad.
 template <typename T>
 void GatherRows(const T* table, const int64_t* ids, T* out, int64_t n, int64_t width, int64_t pad, cudaStream_t s);
-// dense[rows[i], :] += value[i, :] for i < n, skipping rows[i] == pad (pad
-// < 0: none); atomic, so a repeated row gets the sum.
+// dense[rows[i], :] += value[i, :] for i < n, skipping rows[i] == pad;
+// atomic, so a repeated row gets the sum.
 template <typename T>
 void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, int64_t width, int64_t pad,
                     cudaStream_t s);
-// v[i, :] = 0 where ids[i] == pad (nothing when pad < 0).
+// v[i, :] = 0 where ids[i] == pad (nothing when pad is -1).
 template <typename T>
 void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s);
 // Lazy Adam: Adam in place on rows[0..n) (distinct) of a [*, width]

@@ -166,19 +166,27 @@ __global__ void AccuracyKernel(const int64_t* indices, const int64_t* label, int
 // softmax_with_cross_entropy's gradient through the softmax: (p - onehot)
 // * dloss for a hard label (a row with the ignored label gets 0), (p -
 // label) * dloss for soft labels.
+// Without the softmax (use_softmax false: p is the input itself) the loss
+// is -sum(label * log p), whose gradient is -label * dloss / p.
 template <typename T>
 __global__ void SoftmaxXentGradKernel(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx,
-                                      int64_t rows, int64_t cols, int64_t ignore) {
+                                      int64_t rows, int64_t cols, int64_t ignore, bool softmax) {
   const int64_t total = rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t r = i / cols, c = i % cols;
     if (soft != nullptr) {
-      dx[i] = (p[i] - soft[i]) * dloss[r];
+      dx[i] = softmax ? (p[i] - soft[i]) * dloss[r] : -soft[i] * dloss[r] / p[i];
       continue;
     }
     const int64_t l = hard[r];
-    dx[i] = l == ignore ? T(0) : p[i] * dloss[r] - (l == c ? dloss[r] : T(0));
+    if (l == ignore) {
+      dx[i] = T(0);
+    } else if (softmax) {
+      dx[i] = p[i] * dloss[r] - (l == c ? dloss[r] : T(0));
+    } else {
+      dx[i] = l == c ? -dloss[r] / p[i] : T(0);
+    }
   }
 }
 
@@ -223,9 +231,10 @@ void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_
 
 template <typename T>
 void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
-                     int64_t cols, int64_t ignore, cudaStream_t s) {
+                     int64_t cols, int64_t ignore, bool softmax, cudaStream_t s) {
   if (rows * cols > 0) {
-    SoftmaxXentGradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(p, hard, soft, dloss, dx, rows, cols, ignore);
+    SoftmaxXentGradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(p, hard, soft, dloss, dx, rows, cols, ignore,
+                                                                       softmax);
   }
 }
 
@@ -249,7 +258,7 @@ template void CrossEntropyHardGrad<float>(const float*, const int64_t*, const fl
 template void CrossEntropySoftGrad<float>(const float*, const float*, const float*, float*, int64_t, int64_t,
                                           cudaStream_t);
 template void SoftmaxXentGrad<float>(const float*, const int64_t*, const float*, const float*, float*, int64_t,
-                                     int64_t, int64_t, cudaStream_t);
+                                     int64_t, int64_t, bool, cudaStream_t);
 template void TopK<float>(const float*, float*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
 
 }  // namespace cuda

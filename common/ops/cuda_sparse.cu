@@ -19,7 +19,7 @@ __global__ void GatherRowsKernel(const T* table, const int64_t* ids, T* out, int
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = e / width, k = e % width;
     const int64_t id = ids[i];
-    out[e] = pad >= 0 && id == pad ? T(0) : table[id * width + k];
+    out[e] = id == pad ? T(0) : table[id * width + k];
   }
 }
 
@@ -29,7 +29,7 @@ __global__ void ScatterAddRowsKernel(const T* value, const int64_t* rows, T* den
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = e / width, k = e % width;
     const int64_t row = rows[i];
-    if (pad >= 0 && row == pad) continue;
+    if (row == pad) continue;
     atomicAdd(dense + row * width + k, value[e]);
   }
 }
@@ -76,7 +76,7 @@ void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, in
 
 template <typename T>
 void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s) {
-  if (pad >= 0 && n * width > 0) ZeroPaddedRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(v, ids, n, width, pad);
+  if (pad != -1 && n * width > 0) ZeroPaddedRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(v, ids, n, width, pad);
 }
 
 template <typename T>

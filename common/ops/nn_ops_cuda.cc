@@ -113,7 +113,7 @@ absl::Status SoftmaxXentKernel(const ExecutionContext& ctx) {
   float* loss = GpuOut<float>(ctx, "Loss");
   if (ctx.Attr<bool>("use_softmax")) {
     cuda::SoftmaxRows<float>(x, sm, rows, cols, c->stream);
-  } else {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
+  } else if (sm != x) {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
     OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(sm, x, sizeof(float) * static_cast<size_t>(rows * cols),
                                                    cudaMemcpyDeviceToDevice, c->stream),
                                    ctx.op().type));
@@ -135,9 +135,7 @@ absl::Status SoftmaxXentKernel(const ExecutionContext& ctx) {
 
 absl::Status SoftmaxXentGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  if (!ctx.Attr<bool>("use_softmax")) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type, " with use_softmax=false has no GPU kernel"));
-  }
+  const bool softmax = ctx.Attr<bool>("use_softmax");
   OAR_ASSIGN_OR_RETURN(const float* sm, GpuIn<float>(ctx, "Softmax"));
   OAR_ASSIGN_OR_RETURN(const float* dloss, GpuIn<float>(ctx, GradVarName("Loss")));
   OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Softmax")->dims()));
@@ -146,11 +144,11 @@ absl::Status SoftmaxXentGradKernel(const ExecutionContext& ctx) {
   const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
   if (ctx.Attr<bool>("soft_label")) {
     OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
-    cuda::SoftmaxXentGrad<float>(sm, nullptr, label, dloss, dx, rc.first, rc.second, ignore, c->stream);
+    cuda::SoftmaxXentGrad<float>(sm, nullptr, label, dloss, dx, rc.first, rc.second, ignore, softmax, c->stream);
   } else {
     // Labels were checked by the forward kernel; an out-of-range one matches no class.
     OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
-    cuda::SoftmaxXentGrad<float>(sm, label, nullptr, dloss, dx, rc.first, rc.second, ignore, c->stream);
+    cuda::SoftmaxXentGrad<float>(sm, label, nullptr, dloss, dx, rc.first, rc.second, ignore, softmax, c->stream);
   }
   return LaunchStatus(ctx);
 }

@@ -266,7 +266,7 @@ void RegisterShapeOps(OpRegistry* r) {
         .SetInferShape(ViewGradInferShape).SetKernelDtype(ViewGradDtype)
         .Kernel<float>(ViewGradKernel).Kernel<double>(ViewGradKernel);
     // A view shares its input's buffer wherever it lives: the same kernels
-    // serve a GPU (XShape, which carries only a shape, stays on the host).
+    // serve a GPU (XShape carries only a shape; no kernel reads its data).
     const auto gpu = Place::Kind::kCUDA;
     fwd.Kernel<float>(ViewKernel, gpu).Kernel<double>(ViewKernel, gpu).Kernel<int64_t>(ViewKernel, gpu)
         .Kernel<int32_t>(ViewKernel, gpu);

@@ -136,7 +136,14 @@ TEST(CudaKernelTest, SoftmaxWithCrossEntropyHardIgnoredAndSoftWithGrads) {
   // Row 0's label is the ignored one (its loss and gradient are 0).
   std::map<std::string, Attribute> hard = {{"ignore_index", static_cast<int32_t>(labels.data<int64_t>()[0])}};
   std::map<std::string, Attribute> soft = {{"soft_label", true}};
-  for (const auto& [attrs, label] : {std::pair{hard, labels}, std::pair{soft, RandomTensor<float>({9, 10}, 0, 1, 82)}}) {
+  // Paddle 2.x's cross_entropy(use_softmax=False): the input is already probabilities.
+  std::map<std::string, Attribute> no_softmax = {{"use_softmax", false}};
+  std::map<std::string, Attribute> soft_no_softmax = {{"use_softmax", false}, {"soft_label", true}};
+  for (const auto& [attrs, label] : {std::pair{hard, labels}, std::pair{soft, RandomTensor<float>({9, 10}, 0, 1, 82)},
+                                     std::pair{no_softmax, labels},
+                                     std::pair{soft_no_softmax, RandomTensor<float>({9, 10}, 0, 1, 82)}}) {
+    const bool probs = attrs.count("use_softmax") > 0;
+    if (probs) logits = RandomTensor<float>({9, 10}, 0.05, 1, 80);
     Check({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
                   {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, attrs),
            MakeOp("softmax_with_cross_entropy_grad", {{"Label", {"l"}}, {"Softmax", {"sm"}}, {"Loss@GRAD", {"g"}}},

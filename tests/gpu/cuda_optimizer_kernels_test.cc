@@ -63,7 +63,10 @@ TEST(CudaOptimizerKernelTest, EveryUpdateFromADenseGradient) {
   REQUIRE_GPU();
   for (const auto& [op, outs] : Updates()) {
     SCOPED_TRACE(op.type);
-    Check({op}, State(), outs);
+    // ftrl's sigma is a difference of two pow()s divided by lr (0.02): CUDA's
+    // and glibc's powf may differ by an ulp or two (~1.2e-7 near 1), which
+    // that division makes ~6e-6; 1e-4 holds it with margin.
+    Check({op}, State(), outs, {}, op.type == "ftrl" ? 1e-4 : 1e-5);
   }
 }
 

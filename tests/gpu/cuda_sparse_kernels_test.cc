@@ -36,6 +36,18 @@ TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) 
     Tensor ids = v2 ? Ids({2, 3}, {4, 1, 3, 4, 9, 0}) : Ids({6, 1}, {4, 1, 3, 4, 9, 0});
     const DDim out = v2 ? DDim{2, 3, 5} : DDim{6, 5};
     std::map<std::string, Attribute> attrs = {{"padding_idx", int64_t{3}}};
+    // A negative padding_idx (a program Fluid wrote; our layers make it
+    // positive) marks ids of that value, which are outside the table.
+    std::map<std::string, Attribute> negative = {{"padding_idx", int64_t{-2}}};
+    Tensor neg_ids = v2 ? Ids({2, 3}, {4, -2, 3, 4, 9, -2}) : Ids({6, 1}, {4, -2, 3, 4, 9, -2});
+    for (bool sparse : {false, true}) {
+      negative["is_sparse"] = sparse;
+      Check({MakeOp(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}}, negative),
+             MakeOp(type + "_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}},
+                    negative)},
+            {{"w", RandomTensor<float>({10, 5}, -1, 1, 70)}, {"ids", neg_ids}, {"g", RandomTensor<float>(out, -1, 1, 71)}},
+            sparse ? std::vector<std::string>{"o"} : std::vector<std::string>{"o", "dw"});
+    }
     Check({MakeOp(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}}, attrs),
            MakeOp(type + "_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}}, attrs)},
           {{"w", RandomTensor<float>({10, 5}, -1, 1, 70)}, {"ids", ids}, {"g", RandomTensor<float>(out, -1, 1, 71)}},
@@ -45,20 +57,23 @@ TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) 
 
 TEST(CudaSparseKernelTest, SparseGradHasOneRowPerIdWithPaddingZeroed) {
   REQUIRE_GPU();
-  std::map<std::string, Attribute> attrs = {{"is_sparse", true}, {"padding_idx", int64_t{3}}};
-  Inputs in = {{"w", RandomTensor<float>({10, 5}, -1, 1, 72)},
-               {"ids", Ids({5, 1}, {4, 3, 7, 4, 0})},
-               {"g", RandomTensor<float>({5, 5}, -1, 1, 73)}};
-  Scope cpu, gpu;
-  ASSERT_TRUE(RunBoth({MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}},
-                              {{"W@GRAD", {"dw"}}}, attrs)},
-                      in, &cpu, &gpu)
-                  .ok());
-  const auto want = RowsOf(cpu, "dw"), got = RowsOf(gpu, "dw");
-  EXPECT_EQ(got.first, (std::vector<int64_t>{4, 3, 7, 4, 0}));
-  EXPECT_EQ(got.first, want.first);
-  EXPECT_EQ(got.second, want.second);  // copies, no arithmetic
-  EXPECT_TRUE(gpu.FindVar("dw")->Get<SelectedRows>().value.place() == CUDAPlace(0));
+  for (int64_t pad : {int64_t{3}, int64_t{-2}}) {
+    SCOPED_TRACE(pad);
+    std::map<std::string, Attribute> attrs = {{"is_sparse", true}, {"padding_idx", pad}};
+    Inputs in = {{"w", RandomTensor<float>({10, 5}, -1, 1, 72)},
+                 {"ids", Ids({5, 1}, {4, pad, 7, 4, 0})},
+                 {"g", RandomTensor<float>({5, 5}, -1, 1, 73)}};
+    Scope cpu, gpu;
+    ASSERT_TRUE(RunBoth({MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}},
+                                {{"W@GRAD", {"dw"}}}, attrs)},
+                        in, &cpu, &gpu)
+                    .ok());
+    const auto want = RowsOf(cpu, "dw"), got = RowsOf(gpu, "dw");
+    EXPECT_EQ(got.first, (std::vector<int64_t>{4, pad, 7, 4, 0}));
+    EXPECT_EQ(got.first, want.first);
+    EXPECT_EQ(got.second, want.second);  // copies, no arithmetic; the padding row zeroed
+    EXPECT_TRUE(gpu.FindVar("dw")->Get<SelectedRows>().value.place() == CUDAPlace(0));
+  }
 }
 
 TEST(CudaSparseKernelTest, AnIdOutsideTheTableIsNamed) {
