@@ -60,7 +60,7 @@ absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx);
 
 void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
 void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
-void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics, optimizers
+void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics
 void RegisterCudaTensorKernels(OpRegistry* r);       // tensor_ops_cuda.cc: cast, increment, dropout
 void RegisterCudaConvKernels(OpRegistry* r);         // conv_ops_cuda.cc: conv2d on cuDNN
 void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d on cuDNN
@@ -68,6 +68,6 @@ void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: 
 void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
 void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
 void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
-void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: adagrad, adamax, rmsprop, ftrl
+void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
 
 }  // namespace oar

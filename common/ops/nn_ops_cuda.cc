@@ -1,10 +1,7 @@
 // GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
 // int64 or soft labels) and its gradient, softmax_with_cross_entropy (last
-// axis) and its gradient, top_k, accuracy, and the
-// updates of sgd, momentum and adam, from a dense or a sparse gradient
-// (summed into a dense buffer; lazy Adam moves only the gradient's rows),
-// with the learning rate and beta powers read on the device. Also
-// RegisterCudaKernels, which installs every GPU kernel.
+// axis) and its gradient, top_k and accuracy. Also RegisterCudaKernels,
+// which installs every GPU kernel.
 #include <cstdint>
 #include <limits>
 
@@ -174,79 +171,6 @@ absl::Status AccuracyKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
-absl::Status SgdKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
-  const int64_t n = ctx.Input("Param")->numel();
-  Tensor dense;
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
-  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
-  cuda::Sgd<float>(p, g, lr, GpuOut<float>(ctx, "ParamOut"), n, c->stream);
-  return LaunchStatus(ctx);
-}
-
-absl::Status MomentumKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
-  const int64_t n = ctx.Input("Param")->numel();
-  Tensor dense;
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
-  OAR_ASSIGN_OR_RETURN(const float* v, GpuIn<float>(ctx, "Velocity"));
-  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
-  const float decay = ctx.Attr<std::string>("regularization_method") == "l2_decay"
-                          ? ctx.Attr<float>("regularization_coeff") : 0.f;
-  cuda::Momentum<float>(p, g, v, lr, ctx.Attr<float>("mu"), ctx.Attr<bool>("use_nesterov"),
-                        ctx.Attr<float>("rescale_grad"), decay, GpuOut<float>(ctx, "ParamOut"),
-                        GpuOut<float>(ctx, "VelocityOut"), n, c->stream);
-  return LaunchStatus(ctx);
-}
-
-absl::Status AdamKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
-  const int64_t n = ctx.Input("Param")->numel();
-  Tensor dense;
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
-  OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
-  OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
-  OAR_ASSIGN_OR_RETURN(const float* m2, GpuIn<float>(ctx, "Moment2"));
-  OAR_ASSIGN_OR_RETURN(const float* b1p, GpuIn<float>(ctx, "Beta1Pow"));
-  OAR_ASSIGN_OR_RETURN(const float* b2p, GpuIn<float>(ctx, "Beta2Pow"));
-  float* b1p_out = nullptr;
-  float* b2p_out = nullptr;
-  if (Tensor* t = ctx.Output("Beta1PowOut")) {
-    t->Resize(DDim{1});
-    b1p_out = t->mutable_data<float>(ctx.place());
-  }
-  if (Tensor* t = ctx.Output("Beta2PowOut")) {
-    t->Resize(DDim{1});
-    b2p_out = t->mutable_data<float>(ctx.place());
-  }
-  const float b1 = ctx.Attr<float>("beta1"), b2 = ctx.Attr<float>("beta2"), eps = ctx.Attr<float>("epsilon");
-  float* pout = GpuOut<float>(ctx, "ParamOut");
-  float* m1out = GpuOut<float>(ctx, "Moment1Out");
-  float* m2out = GpuOut<float>(ctx, "Moment2Out");
-  const Variable* grad = ctx.InputVar("Grad");
-  if (ctx.Attr<bool>("lazy_mode") && grad != nullptr && grad->IsType<SelectedRows>()) {
-    // Lazy: only the gradient's rows move; the others keep their values.
-    OAR_ASSIGN_OR_RETURN(Tensor rows, GpuSparseGradRows(ctx));
-    const size_t bytes = sizeof(float) * static_cast<size_t>(n);
-    for (auto [from, to] : {std::pair{p, pout}, std::pair{m1, m1out}, std::pair{m2, m2out}}) {
-      if (from != to) {
-        OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, c->stream), "adam"));
-      }
-    }
-    const int64_t height = ctx.Input("Param")->dims()[0];
-    cuda::AdamRows<float>(rows.data<int64_t>(), rows.numel(), height > 0 ? n / height : 0, g, lr, b1p, b2p, b1, b2,
-                          eps, pout, m1out, m2out, c->stream);
-    // The powers only (no elements), after the rows read them.
-    cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
-    return LaunchStatus(ctx);
-  }
-  cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
-  return LaunchStatus(ctx);
-}
-
 }  // namespace
 
 void RegisterCudaNnKernels(OpRegistry* r) {
@@ -259,9 +183,6 @@ void RegisterCudaNnKernels(OpRegistry* r) {
   r->Extend("softmax_with_cross_entropy_grad").Kernel<float>(SoftmaxXentGradKernel, gpu);
   r->Extend("top_k").Kernel<float>(TopKKernel, gpu);
   r->Extend("accuracy").Kernel<float>(AccuracyKernel, gpu);
-  r->Extend("sgd").Kernel<float>(SgdKernel, gpu);
-  r->Extend("momentum").Kernel<float>(MomentumKernel, gpu);
-  r->Extend("adam").Kernel<float>(AdamKernel, gpu);
 }
 
 void RegisterCudaKernels(OpRegistry* r) {
