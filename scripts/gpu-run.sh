@@ -24,6 +24,7 @@ done
 export LD_LIBRARY_PATH="$w/lib$dirs"
 export OAR_BINARY="$w/bin/oar"
 [[ -d .gpu/data ]] && export OAR_FASHION_MNIST_DIR="$PWD/.gpu/data"
+[[ -d tests/testdata ]] && export OAR_TESTDATA_DIR="$PWD/tests/testdata"  # the Paddle-written fixtures
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"

@@ -106,6 +106,16 @@ void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_
 template <typename T>
 void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
                      int64_t cols, int64_t ignore, bool softmax, cudaStream_t s);
+// cross_entropy2: y[r] = -log(max(match[r], tiny)) with match[r] = x[r,
+// label[r]]; both 0 where label[r] == ignore. A label out of range gives 0
+// and stores its row in *bad_row (INT64_MAX before; the smallest wins).
+template <typename T>
+void CrossEntropy2(const T* x, const int64_t* label, T* y, T* match, int64_t rows, int64_t cols, int64_t ignore,
+                   int64_t* bad_row, cudaStream_t s);
+// dx[r, label[r]] = -dy[r] / match[r]; 0 elsewhere and on ignored rows.
+template <typename T>
+void CrossEntropy2Grad(const T* match, const int64_t* label, const T* dy, T* dx, int64_t rows, int64_t cols,
+                       int64_t ignore, cudaStream_t s);
 // The k largest of each row, larger first, the lower index first on ties.
 template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s);
@@ -186,6 +196,16 @@ void DropoutMask(const T* x, T* mask, T* y, int64_t n, float p, T keep_scale, cu
 // out[i] = g[i] * mask[i] * k.
 template <typename T>
 void MaskedScale(const T* g, const T* mask, T k, T* out, int64_t n, cudaStream_t s);
+// transpose: out (row-major over out_dims) takes x's element whose offset
+// is the sum over i of coordinate i times src_strides[i] (x's stride of
+// the axis that output axis i takes).
+struct PermuteLayout {
+  int rank = 0;
+  int64_t out_dims[8] = {};
+  int64_t src_strides[8] = {};
+};
+template <typename T>
+void Permute(const T* x, const PermuteLayout& l, T* out, int64_t n, cudaStream_t s);
 // out[i] = 1 / sqrt(var[i] + eps).
 template <typename T>
 void InvStd(const T* var, T eps, T* out, int64_t n, cudaStream_t s);

@@ -1,6 +1,7 @@
 // Device code of the row-wise ops: softmax over the last axis and its
 // gradient, cross entropy (hard and soft labels) and its gradient,
-// softmax_with_cross_entropy's gradient, top_k
+// softmax_with_cross_entropy's gradient, cross_entropy2 and its gradient,
+// top_k
 // and accuracy. Launch functions are declared in cuda_launch.h. One block
 // per row for the reductions (rows of a classifier's output are short).
 #include <cfloat>
@@ -190,6 +191,38 @@ __global__ void SoftmaxXentGradKernel(const T* p, const int64_t* hard, const T* 
   }
 }
 
+// cross_entropy2: Y = -log(max(X[label], tiny)) and MatchX = X[label] per
+// row, both 0 on an ignored row; a label out of range marks its row.
+template <typename T>
+__global__ void CrossEntropy2Kernel(const T* x, const int64_t* label, T* y, T* match, int64_t rows, int64_t cols,
+                                    int64_t ignore, int64_t* bad_row) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t l = label[r];
+    if (l == ignore || l < 0 || l >= cols) {
+      y[r] = match[r] = T(0);
+      if (l != ignore) atomicMin(reinterpret_cast<long long*>(bad_row), static_cast<long long>(r));
+      continue;
+    }
+    const T p = x[r * cols + l];
+    match[r] = p;
+    y[r] = -log(p > Tiny<T>() ? p : Tiny<T>());
+  }
+}
+
+// dX = -dY / MatchX at the label, 0 elsewhere and on an ignored row.
+template <typename T>
+__global__ void CrossEntropy2GradKernel(const T* match, const int64_t* label, const T* dy, T* dx, int64_t rows,
+                                        int64_t cols, int64_t ignore) {
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    const int64_t l = label[r];
+    dx[i] = l != ignore && l == c ? -dy[r] / match[r] : T(0);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -239,6 +272,20 @@ void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dl
 }
 
 template <typename T>
+void CrossEntropy2(const T* x, const int64_t* label, T* y, T* match, int64_t rows, int64_t cols, int64_t ignore,
+                   int64_t* bad_row, cudaStream_t s) {
+  if (rows > 0) CrossEntropy2Kernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, label, y, match, rows, cols, ignore, bad_row);
+}
+
+template <typename T>
+void CrossEntropy2Grad(const T* match, const int64_t* label, const T* dy, T* dx, int64_t rows, int64_t cols,
+                       int64_t ignore, cudaStream_t s) {
+  if (rows * cols > 0) {
+    CrossEntropy2GradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(match, label, dy, dx, rows, cols, ignore);
+  }
+}
+
+template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s) {
   if (rows > 0 && k > 0) TopKKernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, out, indices, rows, cols, k);
 }
@@ -259,6 +306,10 @@ template void CrossEntropySoftGrad<float>(const float*, const float*, const floa
                                           cudaStream_t);
 template void SoftmaxXentGrad<float>(const float*, const int64_t*, const float*, const float*, float*, int64_t,
                                      int64_t, int64_t, bool, cudaStream_t);
+template void CrossEntropy2<float>(const float*, const int64_t*, float*, float*, int64_t, int64_t, int64_t, int64_t*,
+                                   cudaStream_t);
+template void CrossEntropy2Grad<float>(const float*, const int64_t*, const float*, float*, int64_t, int64_t, int64_t,
+                                       cudaStream_t);
 template void TopK<float>(const float*, float*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
 
 }  // namespace cuda

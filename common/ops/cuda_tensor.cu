@@ -1,7 +1,7 @@
 // Device code of the small tensor ops: cast between the five dtypes the op
 // library uses, increment of a one-value counter, dropout's mask and its
-// gradient, and batch_norm's 1/sqrt(var + eps) for the global-statistics
-// path. Launch functions are declared in cuda_launch.h.
+// gradient, batch_norm's 1/sqrt(var + eps) for the global-statistics
+// path, and transpose's permutation of axes. Launch functions are declared in cuda_launch.h.
 #include <cstdint>
 
 #include "common/ops/cuda_launch.h"
@@ -44,7 +44,24 @@ __global__ void InvStdKernel(const T* var, T eps, T* out, int64_t n) {
   OAR_GRID_STRIDE(i, n) out[i] = T(1) / sqrt(var[i] + eps);
 }
 
+template <typename T>
+__global__ void PermuteKernel(const T* x, PermuteLayout l, T* out, int64_t n) {
+  OAR_GRID_STRIDE(o, n) {
+    int64_t src = 0, rest = o;
+    for (int i = l.rank - 1; i >= 0; --i) {
+      src += (rest % l.out_dims[i]) * l.src_strides[i];
+      rest /= l.out_dims[i];
+    }
+    out[o] = x[src];
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void Permute(const T* x, const PermuteLayout& l, T* out, int64_t n, cudaStream_t s) {
+  if (n > 0) PermuteKernel<T><<<GridFor(n), kThreads, 0, s>>>(x, l, out, n);
+}
 
 template <typename In, typename Out>
 void Cast(const In* x, Out* out, int64_t n, cudaStream_t s) {
@@ -91,6 +108,8 @@ template void Increment<int64_t>(const int64_t*, int64_t*, int64_t, cudaStream_t
 template void DropoutMask<float>(const float*, float*, float*, int64_t, float, float, cudaStream_t);
 template void MaskedScale<float>(const float*, const float*, float, float*, int64_t, cudaStream_t);
 template void InvStd<float>(const float*, float, float*, int64_t, cudaStream_t);
+template void Permute<float>(const float*, const PermuteLayout&, float*, int64_t, cudaStream_t);
+template void Permute<double>(const double*, const PermuteLayout&, double*, int64_t, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace oar

@@ -1,6 +1,7 @@
-// GPU kernels of mul and matmul (rank 2, or batched over equal leading
-// dimensions) through cuBLAS on the place's stream. Tensors are row-major
-// and cuBLAS is column-major, so C = A·B is computed as Cᵀ = Bᵀ·Aᵀ.
+// GPU kernels of mul, matmul and matmul_v2 (rank 2, batched over equal
+// leading dimensions, a matrix shared by a batch, vectors) through cuBLAS
+// on the place's stream. Tensors are row-major and cuBLAS is column-major,
+// so C = A·B is computed as Cᵀ = Bᵀ·Aᵀ.
 // float32 only; TF32 stays off unless --gpu_allow_tf32 (cuda_context).
 #include "common/ops/cuda_op_util.h"
 
@@ -50,30 +51,62 @@ absl::Status MulGradKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-// matmul of X [..., m, k] and Y [..., k, n] with equal batch dimensions (or
-// plain matrices); vectors and broadcast batches stay on the CPU for now.
+// matmul and matmul_v2 of X [..., m, k] and Y [..., k, n]: equal batch
+// dimensions, or one side a plain matrix (rank 2) shared by every batch of
+// the other; a vector operand is a row (X) or a column (Y), as on the CPU
+// (matmul_v2 ignores the transpose flags on a vector). Batch dimensions that
+// differ otherwise stay on the CPU.
 struct MatmulShape {
   int64_t batch, m, n, k;
   bool tx, ty;
+  bool x_shared = false, y_shared = false;  // one matrix for every batch
 };
 
 absl::StatusOr<MatmulShape> MatmulShapeOf(const ExecutionContext& ctx) {
-  const DDim& x = ctx.Input("X")->dims();
-  const DDim& y = ctx.Input("Y")->dims();
+  DDim x = ctx.Input("X")->dims();
+  DDim y = ctx.Input("Y")->dims();
   const bool v2 = ctx.op().type.rfind("matmul_v2", 0) == 0;
   MatmulShape s;
   s.tx = ctx.Attr<bool>(v2 ? "trans_x" : "transpose_X");
   s.ty = ctx.Attr<bool>(v2 ? "trans_y" : "transpose_Y");
-  if (x.size() < 2 || x.size() != y.size() || x.Product(0, x.size() - 2) != y.Product(0, y.size() - 2)) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": the GPU kernel takes operands of equal rank >= 2 and "
-                                                 "equal batch dimensions; got X", x.ToString(), " and Y", y.ToString()));
+  if (x.size() == 1) {
+    x = DDim{1, x[0]};
+    s.tx = s.tx && !v2;
   }
-  const int r = x.size();
-  s.batch = x.Product(0, r - 2);
-  s.m = s.tx ? x[r - 1] : x[r - 2];
-  s.k = s.tx ? x[r - 2] : x[r - 1];
-  s.n = s.ty ? y[r - 2] : y[r - 1];
+  if (y.size() == 1) {
+    y = DDim{y[0], 1};
+    s.ty = s.ty && !v2;
+  }
+  const int xr = x.size(), yr = y.size();
+  const int64_t xb = xr >= 2 ? x.Product(0, xr - 2) : 0, yb = yr >= 2 ? y.Product(0, yr - 2) : 0;
+  s.x_shared = xr == 2 && yr > 2;
+  s.y_shared = yr == 2 && xr > 2;
+  if (xr < 2 || yr < 2 || (!s.x_shared && !s.y_shared && (xr != yr || xb != yb))) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": the GPU kernel takes equal batch dimensions, or a "
+                                                 "matrix against a batch; got X", ctx.Input("X")->dims().ToString(),
+                                                 " and Y", ctx.Input("Y")->dims().ToString()));
+  }
+  s.batch = s.x_shared ? yb : xb;
+  s.m = s.tx ? x[xr - 1] : x[xr - 2];
+  s.k = s.tx ? x[xr - 2] : x[xr - 1];
+  s.n = s.ty ? y[yr - 2] : y[yr - 1];
   return s;
+}
+
+// As Gemm over `batch` products, but when `shared_out` the products are
+// summed into the one matrix `out` (the gradient of a shared operand).
+absl::Status GemmInto(const ExecutionContext& ctx, CudaContext* c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      float alpha, const float* a, const float* b, float* out, int64_t batch, int64_t a_stride,
+                      int64_t b_stride, int64_t c_stride, bool shared_out) {
+  if (!shared_out) return Gemm(ctx, c, ta, tb, m, n, k, alpha, a, b, 0.f, out, batch, a_stride, b_stride, c_stride);
+  if (batch == 0) {
+    return CudaStatus(cudaMemsetAsync(out, 0, sizeof(float) * static_cast<size_t>(m * n), c->stream), ctx.op().type);
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    OAR_RETURN_IF_ERROR(
+        Gemm(ctx, c, ta, tb, m, n, k, alpha, a + i * a_stride, b + i * b_stride, i == 0 ? 0.f : 1.f, out));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MatmulKernel(const ExecutionContext& ctx) {
@@ -82,8 +115,8 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(MatmulShape s, MatmulShapeOf(ctx));
   const float alpha = ctx.op().HasAttr("alpha") ? ctx.Attr<float>("alpha") : 1.f;
-  return Gemm(ctx, c, s.tx, s.ty, s.m, s.n, s.k, alpha, x, y, 0.f, GpuOut<float>(ctx, "Out"), s.batch, s.m * s.k,
-              s.k * s.n, s.m * s.n);
+  return Gemm(ctx, c, s.tx, s.ty, s.m, s.n, s.k, alpha, x, y, 0.f, GpuOut<float>(ctx, "Out"), s.batch,
+              s.x_shared ? 0 : s.m * s.k, s.y_shared ? 0 : s.k * s.n, s.m * s.n);
 }
 
 absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
@@ -93,19 +126,23 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   OAR_ASSIGN_OR_RETURN(MatmulShape s, MatmulShapeOf(ctx));
   const float alpha = ctx.op().HasAttr("alpha") ? ctx.Attr<float>("alpha") : 1.f;
-  const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
+  const int64_t mk = s.x_shared ? 0 : s.m * s.k, kn = s.y_shared ? 0 : s.k * s.n, mn = s.m * s.n;
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     if (!s.tx) {  // dX[m,k] = dO · op(Y)ᵀ
-      OAR_RETURN_IF_ERROR(Gemm(ctx, c, false, !s.ty, s.m, s.k, s.n, alpha, g, y, 0.f, dx, s.batch, mn, kn, mk));
+      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, false, !s.ty, s.m, s.k, s.n, alpha, g, y, dx, s.batch, mn, kn, s.m * s.k,
+                                   s.x_shared));
     } else {      // dX[k,m] = op(Y) · dOᵀ
-      OAR_RETURN_IF_ERROR(Gemm(ctx, c, s.ty, true, s.k, s.m, s.n, alpha, y, g, 0.f, dx, s.batch, kn, mn, mk));
+      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, s.ty, true, s.k, s.m, s.n, alpha, y, g, dx, s.batch, kn, mn, s.m * s.k,
+                                   s.x_shared));
     }
   }
   if (float* dy = GpuOut<float>(ctx, GradVarName("Y"))) {
     if (!s.ty) {  // dY[k,n] = op(X)ᵀ · dO
-      OAR_RETURN_IF_ERROR(Gemm(ctx, c, !s.tx, false, s.k, s.n, s.m, alpha, x, g, 0.f, dy, s.batch, mk, mn, kn));
+      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, !s.tx, false, s.k, s.n, s.m, alpha, x, g, dy, s.batch, mk, mn, s.k * s.n,
+                                   s.y_shared));
     } else {      // dY[n,k] = dOᵀ · op(X)
-      OAR_RETURN_IF_ERROR(Gemm(ctx, c, true, s.tx, s.n, s.k, s.m, alpha, g, x, 0.f, dy, s.batch, mn, mk, kn));
+      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, true, s.tx, s.n, s.k, s.m, alpha, g, x, dy, s.batch, mn, mk, s.k * s.n,
+                                   s.y_shared));
     }
   }
   return absl::OkStatus();
@@ -119,6 +156,8 @@ void RegisterCudaMathKernels(OpRegistry* r) {
   r->Extend("mul_grad").Kernel<float>(MulGradKernel, gpu);
   r->Extend("matmul").Kernel<float>(MatmulKernel, gpu);
   r->Extend("matmul_grad").Kernel<float>(MatmulGradKernel, gpu);
+  r->Extend("matmul_v2").Kernel<float>(MatmulKernel, gpu);
+  r->Extend("matmul_v2_grad").Kernel<float>(MatmulGradKernel, gpu);
 }
 
 }  // namespace oar

@@ -1,6 +1,7 @@
 // GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
-// int64 or soft labels) and its gradient, softmax_with_cross_entropy (last
-// axis) and its gradient, top_k and accuracy. Also RegisterCudaKernels,
+// int64 or soft labels), cross_entropy2 and their gradients,
+// softmax_with_cross_entropy (last axis) and its gradient, top_k, top_k_v2
+// and accuracy. Also RegisterCudaKernels,
 // which installs every GPU kernel.
 #include <cstdint>
 #include <limits>
@@ -150,6 +151,38 @@ absl::Status SoftmaxXentGradKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+// cross_entropy2 (Fluid 1.6's hard-label cross entropy): Y, MatchX (the
+// probability at the label, for the gradient) and XShape (X's shape only,
+// on the host as the CPU kernel leaves it); labels checked.
+absl::Status CrossEntropy2Kernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+  auto [rows, cols] = loss_util::RowsCols(ctx.Input("X")->dims());
+  if (Tensor* xs = ctx.Output("XShape")) xs->mutable_data<float>();
+  Tensor bad;
+  bad.Resize(DDim{1});
+  int64_t* bad_row = bad.mutable_data<int64_t>(ctx.place());
+  cuda::Fill<int64_t>(bad_row, 1, std::numeric_limits<int64_t>::max(), c->stream);
+  cuda::CrossEntropy2<float>(x, label, GpuOut<float>(ctx, "Y"), GpuOut<float>(ctx, "MatchX"), rows, cols,
+                             ctx.Attr<int32_t>("ignore_index"), bad_row, c->stream);
+  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
+  return CheckBadLabel(ctx, c, bad_row, label, cols);
+}
+
+absl::Status CrossEntropy2GradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
+  OAR_ASSIGN_OR_RETURN(const float* match, GpuIn<float>(ctx, "MatchX"));
+  OAR_ASSIGN_OR_RETURN(const float* dy, GpuIn<float>(ctx, GradVarName("Y")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  auto [rows, cols] = loss_util::RowsCols(dx->dims());
+  cuda::CrossEntropy2Grad<float>(match, label, dy, dx->mutable_data<float>(ctx.place()), rows, cols,
+                                 ctx.Attr<int32_t>("ignore_index"), c->stream);
+  return LaunchStatus(ctx);
+}
+
 absl::Status TopKKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
@@ -181,7 +214,10 @@ void RegisterCudaNnKernels(OpRegistry* r) {
   r->Extend("cross_entropy_grad").Kernel<float>(CrossEntropyGradKernel, gpu);
   r->Extend("softmax_with_cross_entropy").Kernel<float>(SoftmaxXentKernel, gpu);
   r->Extend("softmax_with_cross_entropy_grad").Kernel<float>(SoftmaxXentGradKernel, gpu);
+  r->Extend("cross_entropy2").Kernel<float>(CrossEntropy2Kernel, gpu);
+  r->Extend("cross_entropy_grad2").Kernel<float>(CrossEntropy2GradKernel, gpu);
   r->Extend("top_k").Kernel<float>(TopKKernel, gpu);
+  r->Extend("top_k_v2").Kernel<float>(TopKKernel, gpu);  // the last axis, as on the CPU
   r->Extend("accuracy").Kernel<float>(AccuracyKernel, gpu);
 }
 

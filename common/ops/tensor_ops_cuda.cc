@@ -1,10 +1,12 @@
 // GPU kernels of the small tensor ops a training program runs beside its
 // layers: cast (float32, float64, int32, int64, bool in any pair),
-// increment (the learning-rate schedules' step counter, kept on the GPU)
-// and dropout with its gradient (Fluid's two implementations; the mask
-// drawn with the place's cuRAND generator, so it differs from the CPU's
-// draw but keeps the same rule: dropped where a uniform in [0, 1) < p).
+// increment (the learning-rate schedules' step counter, kept on the GPU),
+// dropout with its gradient (Fluid's two implementations; the mask drawn
+// with the place's cuRAND generator, so it differs from the CPU's draw but
+// keeps the same rule: dropped where a uniform in [0, 1) < p), and
+// transpose2 with its gradient.
 #include <cstdint>
+#include <vector>
 
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
@@ -99,6 +101,51 @@ absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+// transpose2 and its gradient: `perm` takes X (dims `x`) to the output.
+absl::Status PermuteOnGpu(const ExecutionContext& ctx, const Tensor& x, const std::vector<int32_t>& perm,
+                          Tensor* out) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  const DDim& d = x.dims();
+  if (d.size() > 8 || static_cast<int>(perm.size()) != d.size()) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, " on a GPU: X", d.ToString(), " with axis of ",
+                                                 perm.size(), " (at most 8 dimensions)"));
+  }
+  cuda::PermuteLayout l;
+  l.rank = d.size();
+  std::vector<int64_t> stride(d.size(), 1);
+  for (int i = d.size() - 2; i >= 0; --i) stride[i] = stride[i + 1] * d[i + 1];
+  for (int i = 0; i < d.size(); ++i) {
+    l.out_dims[i] = d[perm[i]];
+    l.src_strides[i] = stride[perm[i]];
+  }
+  if (!(x.place() == ctx.place()) || x.dtype() != DataType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": want float32 on ", ctx.place().ToString()));
+  }
+  cuda::Permute<float>(x.data<float>(), l, out->mutable_data<float>(ctx.place()), x.numel(), c->stream);
+  return LaunchStatus(ctx);
+}
+
+absl::Status TransposeKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  if (Tensor* xs = ctx.Output("XShape")) xs->mutable_data<float>();  // a shape only, on the host as on the CPU
+  return PermuteOnGpu(ctx, *x, ctx.Attr<std::vector<int32_t>>("axis"), ctx.Output("Out"));
+}
+
+absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  const std::vector<int32_t> axis = ctx.Attr<std::vector<int32_t>>("axis");
+  std::vector<int32_t> inverse(axis.size());
+  for (size_t i = 0; i < axis.size(); ++i) {
+    if (axis[i] < 0 || axis[i] >= static_cast<int32_t>(axis.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": axis ", axis[i], " out of range"));
+    }
+    inverse[static_cast<size_t>(axis[i])] = static_cast<int32_t>(i);
+  }
+  return PermuteOnGpu(ctx, *g, inverse, dx);
+}
+
 }  // namespace
 
 void RegisterCudaTensorKernels(OpRegistry* r) {
@@ -116,6 +163,8 @@ void RegisterCudaTensorKernels(OpRegistry* r) {
       .Kernel<int64_t>(IncrementKernel<int64_t>, gpu);
   r->Extend("dropout").Kernel<float>(DropoutKernel, gpu);
   r->Extend("dropout_grad").Kernel<float>(DropoutGradKernel, gpu);
+  r->Extend("transpose2").Kernel<float>(TransposeKernel, gpu);
+  r->Extend("transpose2_grad").Kernel<float>(TransposeGradKernel, gpu);
 }
 
 }  // namespace oar

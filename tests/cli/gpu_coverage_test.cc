@@ -1,10 +1,14 @@
-// Every op the bundled Fashion-MNIST models run, forward, backward, every
-// optimizer and the startup program, and every op of their transpiled
-// pserver-mode trainer programs (parameters sliced over two pservers), has
+// Every op the bundled Fashion-MNIST models run (forward, backward, every
+// optimizer `oar train` offers, the startup program, and their transpiled
+// pserver-mode trainer programs, parameters sliced over two pservers), and
+// every op of the programs PaddlePaddle wrote (tests/testdata/paddle), has
 // a GPU kernel or runs on the host by design (feed/fetch, send/recv...), so
 // `oar train --device gpu` and `oar run --device gpu` never stop at a
 // missing kernel. This reads the op registry, so it runs on
 // every CUDA build, GPU or not (CI's included); without CUDA it skips.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,7 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
   if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
   OpRegistry::ExtendGlobal(RegisterDistOps);  // send, recv and the barriers, as `oar` registers them
   for (const std::string model : {"fashion_mlp", "fashion_cnn"}) {
-    for (const std::string optimizer : {"sgd", "momentum", "adam"}) {
+    for (const std::string optimizer : {"sgd", "momentum", "adam", "lazy_adam", "adagrad"}) {
       SCOPED_TRACE(model + " with " + optimizer);
       cli::BuildOptions o;
       o.model = model;
@@ -64,6 +68,31 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
       EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
     }
   }
+}
+
+// Every op of the programs PaddlePaddle 2.6 wrote (tests/testdata/paddle/:
+// main and startup), which `oar train --program --device gpu` runs.
+TEST(GpuCoverageTest, EveryOpOfThePaddleWrittenProgramsHasAGpuKernelOrRunsOnTheHost) {
+  if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
+  const std::string root = OAR_TESTDATA_DIR "/paddle";
+  int programs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    for (const std::string file : {"main.pb", "startup.pb"}) {
+      const std::string path = (entry.path() / file).string();
+      SCOPED_TRACE(path);
+      std::ifstream in(path, std::ios::binary);
+      ASSERT_TRUE(in.good());
+      std::stringstream bytes;
+      bytes << in.rdbuf();
+      auto program = ProgramDesc::Parse(bytes.str());
+      ASSERT_TRUE(program.ok()) << program.status();
+      std::vector<std::string> missing;
+      CollectMissing(**program, &missing);
+      EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
+      ++programs;
+    }
+  }
+  EXPECT_GE(programs, 16);  // the nine fixtures' main and startup programs
 }
 
 }  // namespace

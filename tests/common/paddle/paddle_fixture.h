@@ -1,0 +1,106 @@
+// The programs PaddlePaddle 2.6 wrote for the tests (tests/paddle_fixtures/
+// make_fixtures.py; committed under tests/testdata/paddle/): loading one
+// (programs, feeds, loss, Paddle's recorded losses) and training it from
+// Paddle's own initial persistables on its fixed batches, on a place.
+//
+// Thread-safety: test-only.
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "common/api/io.h"
+#include "common/executor.h"
+#include "common/tensor_io.h"
+#include "gtest/gtest.h"
+
+namespace oar::paddle_fixture {
+
+// The fixtures' directory: $OAR_TESTDATA_DIR/paddle/ when set (a GPU
+// machine that runs a copied build, scripts/gpu-run.sh), else the source
+// tree's.
+inline const std::string kDir = [] {
+  const char* env = std::getenv("OAR_TESTDATA_DIR");
+  return std::string(env != nullptr && *env != '\0' ? env : OAR_TESTDATA_DIR) + "/paddle/";
+}();
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Fixture {
+  std::unique_ptr<ProgramDesc> main, startup;
+  std::vector<std::string> feeds;
+  std::string loss, params;
+  int steps = 0, batches = 0;
+  std::vector<double> losses;
+};
+
+inline Fixture Load(const std::string& model) {
+  Fixture f;
+  const std::string dir = kDir + model + "/";
+  auto main = ProgramDesc::Parse(ReadFile(dir + "main.pb"));
+  EXPECT_TRUE(main.ok()) << main.status();
+  auto startup = ProgramDesc::Parse(ReadFile(dir + "startup.pb"));
+  EXPECT_TRUE(startup.ok()) << startup.status();
+  if (main.ok()) f.main = std::move(*main);
+  if (startup.ok()) f.startup = std::move(*startup);
+  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "meta.txt"), '\n', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(line, ' ');
+    if (kv[0] == "feeds") f.feeds = absl::StrSplit(kv[1], ',');
+    if (kv[0] == "loss") f.loss = kv[1];
+    if (kv[0] == "params") f.params = kv[1];
+    if (kv[0] == "steps") EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.steps));
+    if (kv[0] == "batches") EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.batches));
+  }
+  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "losses.txt"), '\n', absl::SkipEmpty())) {
+    double v = 0;
+    EXPECT_TRUE(absl::SimpleAtod(line, &v)) << line;
+    f.losses.push_back(v);
+  }
+  return f;
+}
+
+// Trains the fixture on `place` from Paddle's initial values; returns the
+// losses.
+inline std::vector<double> Train(const std::string& model, const Fixture& f, const Place& place = CPUPlace()) {
+  const std::string dir = kDir + model + "/";
+  Executor exe(place);
+  Scope scope;
+  auto st = exe.Run(*f.startup, &scope);
+  EXPECT_TRUE(st.ok()) << st.status();
+  const absl::Status loaded = f.params == "dir" ? load_persistables(exe, &scope, dir + "params", *f.main)
+                                                : load_persistables(exe, &scope, dir, *f.main, "params");
+  EXPECT_TRUE(loaded.ok()) << loaded;
+  std::vector<FeedMap> batches(f.batches);
+  for (int b = 0; b < f.batches; ++b) {
+    for (const std::string& feed : f.feeds) {
+      const std::string path = dir + "batch_" + std::to_string(b) + "." + feed;
+      std::ifstream in(path, std::ios::binary);
+      Tensor t;
+      const absl::Status s = ReadLoDTensor(in, path, &t);
+      EXPECT_TRUE(s.ok()) << s;
+      batches[b][feed] = std::move(t);
+    }
+  }
+  std::vector<double> losses;
+  for (int step = 0; step < f.steps; ++step) {
+    auto out = exe.Run(*f.main, &scope, batches[step % f.batches], {f.loss});
+    EXPECT_TRUE(out.ok()) << "step " << step << ": " << out.status();
+    if (!out.ok()) break;
+    losses.push_back((*out)[0].data<float>()[0]);
+  }
+  return losses;
+}
+
+}  // namespace oar::paddle_fixture

@@ -1,0 +1,43 @@
+// The programs PaddlePaddle 2.6 wrote (tests/testdata/paddle/), trained on
+// CUDAPlace(0) from Paddle's own initial persistables on its fixed batches:
+// the losses match the ones Paddle recorded, step for step (matmul_v2 with a
+// shared matrix and vectors, conv2d, batch_norm, transpose2, reshape2,
+// lookup_table_v2, cross_entropy2, softmax_with_cross_entropy, reduce_mean,
+// reduce_sum, top_k_v2, adagrad, rmsprop, ...). Not "probs": its dropout
+// mask comes from cuRAND on a GPU, so it cannot match Paddle's draw. Needs a
+// GPU: each test skips itself, with the reason, on a host without one.
+// Labelled `gpu`.
+//
+// Tolerance: float32 on both sides, but cuBLAS and cuDNN sum in other
+// orders than the CPU (gpu_test_util.h), and 20 steps compound that:
+// 1e-4 relative (the CPU run matches Paddle to 1e-5).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/device/gpu_info.h"
+#include "gtest/gtest.h"
+#include "tests/common/paddle/paddle_fixture.h"
+
+namespace oar {
+namespace {
+
+class PaddleFixtureGpuTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PaddleFixtureGpuTest, TrainsToPaddlesOwnLossesOnTheGpu) {
+  if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason();
+  const paddle_fixture::Fixture f = paddle_fixture::Load(GetParam());
+  ASSERT_TRUE(f.main && f.startup);
+  ASSERT_EQ(f.losses.size(), static_cast<size_t>(f.steps));
+  const std::vector<double> got = paddle_fixture::Train(GetParam(), f, CUDAPlace(0));
+  ASSERT_EQ(got.size(), f.losses.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], f.losses[i], 1e-4 * std::abs(f.losses[i])) << "step " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureGpuTest,
+                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "fluid16", "adaptive", "axis"));
+
+}  // namespace
+}  // namespace oar
