@@ -58,6 +58,11 @@ absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const
 // kernel's GPU (lazy Adam's rows).
 absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx);
 
+// sum with a sparse (SelectedRows) input, as the CPU kernel: every input
+// sparse gives their rows and values joined; otherwise the dense inputs'
+// sum with each sparse one's rows added in (sparse_ops_cuda.cc).
+absl::Status GpuSumWithSparse(const ExecutionContext& ctx);
+
 void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
 void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
 void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics

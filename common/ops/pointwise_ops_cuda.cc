@@ -110,10 +110,7 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
   const size_t k = ctx.InputSize("X");
   for (size_t i = 0; i < k; ++i) {
     const Variable* v = ctx.InputVar("X", i);
-    if (v != nullptr && !v->IsType<Tensor>()) {
-      return absl::UnimplementedError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i),
-                                                   " is sparse (SelectedRows); sparse sums have no GPU kernel yet"));
-    }
+    if (v != nullptr && v->IsType<SelectedRows>()) return GpuSumWithSparse(ctx);
   }
   OAR_ASSIGN_OR_RETURN(const float* first, GpuIn<float>(ctx, "X", 0));
   const int64_t n = ctx.Input("X", 0)->numel();

@@ -1,7 +1,8 @@
 // GPU kernels of lookup_table and lookup_table_v2 (with padding_idx) and of
 // their gradients, dense or sparse (SelectedRows: one row per id, the
-// values on the GPU, the rows on the host as SelectedRows keeps them), and
-// the sparse-gradient helpers of the GPU optimizers (nn_ops_cuda.cc).
+// values on the GPU, the rows on the host as SelectedRows keeps them),
+// merge_selected_rows, sum over sparse inputs (sum's GPU kernel hands them
+// here), and the sparse-gradient helpers of the GPU optimizers.
 // The ids are read back to the host once per op: they are checked against
 // the table, as on the CPU, so a bad id is an error naming it and its
 // position, never a read outside the table; and a sparse gradient's rows
@@ -158,12 +159,169 @@ absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx) {
   return dev;
 }
 
+namespace {
+
+// `rows` (host) as an int64 tensor on the kernel's GPU.
+absl::StatusOr<Tensor> RowsOnGpu(const ExecutionContext& ctx, const std::vector<int64_t>& rows) {
+  Tensor dev;
+  OAR_RETURN_IF_ERROR(MakeTensor<int64_t>({static_cast<int64_t>(rows.size())}, rows).CopyTo(ctx.place(), &dev));
+  return dev;
+}
+
+// A written sparse input's float values on the kernel's GPU, `width` per row.
+absl::StatusOr<const float*> SparseValues(const ExecutionContext& ctx, const SelectedRows& s, size_t i,
+                                          int64_t* width) {
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(s, absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "X", i))));
+  if (!(s.value.place() == ctx.place()) || s.value.dtype() != DataType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), "X", i),
+                                                   "'s values are ", DataTypeName(s.value.dtype()), " on ",
+                                                   s.value.place().ToString(), ", want float32 on ",
+                                                   ctx.place().ToString()));
+  }
+  *width = s.value.numel() / static_cast<int64_t>(s.rows.size());
+  return s.value.data<float>();
+}
+
+// merge_selected_rows: rows sorted and unique, the values of repeated rows
+// summed (scatter-added into the compact value buffer).
+absl::Status MergeKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  const Variable* in = ctx.InputVar("X");
+  if (in == nullptr || !in->IsType<SelectedRows>()) {
+    return absl::InvalidArgumentError("merge_selected_rows: input X is not a SelectedRows");
+  }
+  const SelectedRows& s = in->Get<SelectedRows>();
+  SelectedRows merged;
+  merged.height = s.height;
+  if (s.rows.empty()) {
+    *ctx.OutputVar("Out")->GetMutable<SelectedRows>() = std::move(merged);
+    return absl::OkStatus();
+  }
+  int64_t width = 0;
+  OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, 0, &width));
+  merged.rows = s.rows;
+  std::sort(merged.rows.begin(), merged.rows.end());
+  merged.rows.erase(std::unique(merged.rows.begin(), merged.rows.end()), merged.rows.end());
+  std::vector<int64_t> slot;  // input row i goes to merged row slot[i]
+  for (int64_t r : s.rows) {
+    slot.push_back(std::lower_bound(merged.rows.begin(), merged.rows.end(), r) - merged.rows.begin());
+  }
+  OAR_ASSIGN_OR_RETURN(Tensor slots, RowsOnGpu(ctx, slot));
+  DDim d = s.value.dims();
+  d[0] = static_cast<int64_t>(merged.rows.size());
+  merged.value.Resize(d);
+  float* out = merged.value.mutable_data<float>(ctx.place());
+  cuda::Fill<float>(out, merged.value.numel(), 0.0f, c->stream);
+  cuda::ScatterAddRows<float>(v, slots.data<int64_t>(), out, static_cast<int64_t>(s.rows.size()), width, kNoPadding,
+                              c->stream);
+  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
+  *ctx.OutputVar("Out")->GetMutable<SelectedRows>() = std::move(merged);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  const size_t k = ctx.InputSize("X");
+  std::vector<size_t> dense, sparse;
+  for (size_t i = 0; i < k; ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    if (v != nullptr && v->IsType<SelectedRows>()) {
+      sparse.push_back(i);
+    } else {
+      dense.push_back(i);
+    }
+  }
+  Variable* out_var = ctx.OutputVar("Out");
+  for (size_t i : sparse) {
+    if (ctx.InputVar("X", i) == out_var) {
+      return absl::UnimplementedError("sum: Out may not alias a sparse input on the GPU");
+    }
+  }
+  if (dense.empty()) {  // every input sparse: rows and values concatenated, as on the CPU
+    SelectedRows merged;
+    merged.height = ctx.InputVar("X", 0)->Get<SelectedRows>().height;
+    int64_t total = 0, width = -1;
+    std::vector<std::pair<const float*, int64_t>> parts;  // values, element count
+    for (size_t i : sparse) {
+      const SelectedRows& s = ctx.InputVar("X", i)->Get<SelectedRows>();
+      if (s.rows.empty()) continue;
+      int64_t w = 0;
+      OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, i, &w));
+      if (width < 0) {
+        width = w;
+        merged.height = s.height;
+      } else if (w != width || s.height != merged.height) {
+        return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
+                                                       " rows of width ", w, ", expected ", merged.height,
+                                                       " of width ", width));
+      }
+      merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+      total += static_cast<int64_t>(s.rows.size());
+      parts.emplace_back(v, s.value.numel());
+    }
+    merged.value.Resize(DDim{total, std::max<int64_t>(width, 0)});
+    float* dst = merged.value.mutable_data<float>(ctx.place());
+    for (const auto& [v, n] : parts) {
+      OAR_RETURN_IF_ERROR(CudaStatus(
+          cudaMemcpyAsync(dst, v, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, c->stream),
+          "sum: joining sparse inputs"));
+      dst += n;
+    }
+    *out_var->GetMutable<SelectedRows>() = std::move(merged);
+    return LaunchStatus(ctx);
+  }
+  // Dense output: the dense inputs summed, then each sparse one's rows added.
+  OAR_ASSIGN_OR_RETURN(const float* first, GpuIn<float>(ctx, "X", dense[0]));
+  const Tensor* first_t = ctx.Input("X", dense[0]);
+  const int64_t n = first_t->numel();
+  std::vector<const float*> rest;
+  for (size_t j = 1; j < dense.size(); ++j) {
+    OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "X", dense[j]));
+    if (ctx.Input("X", dense[j])->numel() != n) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", dense[j]), " has ",
+                                                     ctx.Input("X", dense[j])->numel(), " elements, ",
+                                                     InputLabel(ctx.op(), "X", dense[0]), " ", n));
+    }
+    rest.push_back(p);
+  }
+  Tensor* out = ctx.Output("Out");
+  out->Resize(first_t->dims());
+  float* o = out->mutable_data<float>(ctx.place());
+  for (const float* p : rest) {
+    if (p == o) return absl::UnimplementedError("sum: Out may alias the first dense input only, on the GPU");
+  }
+  if (o != first) {
+    OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(o, first, sizeof(float) * static_cast<size_t>(n),
+                                                   cudaMemcpyDeviceToDevice, c->stream),
+                                   "sum: copy the first dense input"));
+  }
+  for (const float* p : rest) cuda::AddTo<float>(p, o, n, c->stream);
+  for (size_t i : sparse) {
+    const SelectedRows& s = ctx.InputVar("X", i)->Get<SelectedRows>();
+    if (s.rows.empty()) continue;
+    int64_t w = 0;
+    OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, i, &w));
+    if (s.height * w != n) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
+                                                     " rows of width ", w, "; the dense inputs have ", n,
+                                                     " elements"));
+    }
+    OAR_ASSIGN_OR_RETURN(Tensor rows, RowsOnGpu(ctx, s.rows));
+    cuda::ScatterAddRows<float>(v, rows.data<int64_t>(), o, static_cast<int64_t>(s.rows.size()), w, kNoPadding,
+                                c->stream);
+  }
+  return LaunchStatus(ctx);
+}
+
 void RegisterCudaSparseKernels(OpRegistry* r) {
   const auto gpu = Place::Kind::kCUDA;
   for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
     r->Extend(type).Kernel<float>(LookupKernel, gpu);
     r->Extend(type + "_grad").Kernel<float>(LookupGradKernel, gpu);
   }
+  r->Extend("merge_selected_rows").Kernel<float>(MergeKernel, gpu);
 }
 
 }  // namespace oar

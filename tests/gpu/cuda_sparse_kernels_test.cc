@@ -1,8 +1,9 @@
 // The GPU kernels of embeddings and sparse gradients against their CPU
 // kernels on the same inputs: lookup_table with padding_idx and repeated
 // ids, its dense and sparse (SelectedRows) gradients, an id outside the
-// table named as on the CPU, and sgd, momentum, adam and lazy adam from a
-// sparse gradient with a repeated row. Needs a GPU: each test skips itself,
+// table named as on the CPU, sum and merge_selected_rows over sparse
+// gradients, and sgd, momentum, adam and lazy adam from a sparse gradient
+// with a repeated row. Needs a GPU: each test skips itself,
 // with the reason, on a host without one. Labelled `gpu`.
 //
 // Tolerance: gpu_test_util.h's. The GPU adds a repeated row's values with
@@ -26,6 +27,48 @@ std::pair<std::vector<int64_t>, std::vector<float>> RowsOf(const Scope& scope, c
   Tensor host;
   EXPECT_TRUE(sr.value.CopyTo(CPUPlace(), &host).ok());
   return {sr.rows, TensorToVector<float>(host)};
+}
+
+// A SelectedRows variable in `scope` (values on the host: the executor
+// moves them to the kernel's place).
+void PutRows(Scope* scope, const std::string& name, int64_t height, const std::vector<int64_t>& rows,
+             const Tensor& value) {
+  SelectedRows* s = scope->Var(name)->GetMutable<SelectedRows>();
+  s->height = height;
+  s->rows = rows;
+  s->value.CopyFrom(value);
+}
+
+// sum of sparse inputs (joined rows), of dense and sparse (a dense sum), and
+// merge_selected_rows (sorted unique rows, repeated ones summed), as a
+// tied embedding's gradients are.
+TEST(CudaSparseKernelTest, SumsOfSparseGradientsAndMergeSelectedRows) {
+  REQUIRE_GPU();
+  const Tensor a = RandomTensor<float>({3, 4}, -1, 1, 110), b = RandomTensor<float>({2, 4}, -1, 1, 111);
+  const Tensor d = RandomTensor<float>({6, 4}, -1, 1, 112);
+  auto fill = [&](Scope* scope) {
+    PutRows(scope, "a", 6, {4, 1, 4}, a);
+    PutRows(scope, "b", 6, {0, 4}, b);
+    PutRows(scope, "empty", 6, {}, Tensor());
+    SetTensor(scope, "d", d);
+  };
+  Scope cpu, gpu;
+  fill(&cpu);
+  fill(&gpu);
+  const std::vector<OpDesc> ops = {MakeOp("sum", {{"X", {"a", "empty", "b"}}}, {{"Out", {"s"}}}),
+                                   MakeOp("sum", {{"X", {"a", "d", "b"}}}, {{"Out", {"dense"}}}),
+                                   MakeOp("merge_selected_rows", {{"X", {"s"}}}, {{"Out", {"m"}}})};
+  ASSERT_TRUE(RunOpsOn(ops, &cpu, CPUPlace()).ok());
+  absl::Status st = RunOpsOn(ops, &gpu, CUDAPlace(0));
+  ASSERT_TRUE(st.ok()) << st;
+  const auto s_cpu = RowsOf(cpu, "s"), s_gpu = RowsOf(gpu, "s");
+  EXPECT_EQ(s_gpu.first, (std::vector<int64_t>{4, 1, 4, 0, 4}));
+  EXPECT_EQ(s_gpu, s_cpu);  // copies
+  ExpectClose<float>(cpu, gpu, "dense");
+  const auto m_cpu = RowsOf(cpu, "m"), m_gpu = RowsOf(gpu, "m");
+  EXPECT_EQ(m_gpu.first, (std::vector<int64_t>{0, 1, 4}));
+  ASSERT_EQ(m_gpu.second.size(), m_cpu.second.size());
+  for (size_t i = 0; i < m_cpu.second.size(); ++i) EXPECT_NEAR(m_gpu.second[i], m_cpu.second[i], 1e-6) << i;
 }
 
 TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) {
