@@ -24,6 +24,12 @@ absl::Status InferShape(InferShapeContext& ctx) {
     return ctx.Error("expects Label with X's rank and last dimension 1, got X", x.ToString(), " and Label",
                      label.ToString());
   }
+  for (int i = 0; i + 1 < x.size(); ++i) {  // one label per row of X
+    if (x[i] >= 0 && label[i] >= 0 && x[i] != label[i]) {
+      return ctx.Error("expects Label with X's leading dimensions, got X", x.ToString(), " and Label",
+                       label.ToString());
+    }
+  }
   for (const char* out : {"Y", "MatchX"}) {
     ctx.SetOutputDim(out, LossDims(x));
     ctx.SetOutputDtype(out, ctx.InputDtype("X"));

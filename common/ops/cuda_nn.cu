@@ -21,6 +21,8 @@ __device__ float Tiny<float>() { return FLT_MIN; }
 template <>
 __device__ double Tiny<double>() { return DBL_MIN; }
 
+// Losses take log(max(p, Tiny)) as the CPU's SafeLog: written so that a
+// NaN p stays NaN, as std::max leaves it.
 template <typename T>
 __device__ T Lowest();
 template <>
@@ -74,7 +76,7 @@ __global__ void CrossEntropyHardKernel(const T* x, const int64_t* label, T* y, i
       atomicMin(reinterpret_cast<long long*>(bad_row), static_cast<long long>(r));
     } else {
       const T p = x[r * cols + l];
-      y[r] = -log(p > Tiny<T>() ? p : Tiny<T>());
+      y[r] = -log(p < Tiny<T>() ? Tiny<T>() : p);
     }
   }
 }
@@ -85,7 +87,7 @@ __global__ void CrossEntropySoftKernel(const T* x, const T* label, T* y, int64_t
     T s = T(0);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const T p = x[r * cols + c];
-      s -= label[r * cols + c] * log(p > Tiny<T>() ? p : Tiny<T>());
+      s -= label[r * cols + c] * log(p < Tiny<T>() ? Tiny<T>() : p);
     }
     s = BlockReduceAll<T>(s);
     if (threadIdx.x == 0) y[r] = s;
@@ -103,7 +105,7 @@ __global__ void CrossEntropyHardGradKernel(const T* x, const int64_t* label, con
     T d = T(0);
     if (l != ignore && l == c) {
       const T p = x[i];
-      d = -dy[r] / (p > Tiny<T>() ? p : Tiny<T>());
+      d = -dy[r] / (p < Tiny<T>() ? Tiny<T>() : p);
     }
     dx[i] = d;
   }
@@ -116,7 +118,7 @@ __global__ void CrossEntropySoftGradKernel(const T* x, const T* label, const T* 
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const T p = x[i];
-    dx[i] = -dy[i / cols] * label[i] / (p > Tiny<T>() ? p : Tiny<T>());
+    dx[i] = -dy[i / cols] * label[i] / (p < Tiny<T>() ? Tiny<T>() : p);
   }
 }
 
@@ -206,7 +208,7 @@ __global__ void CrossEntropy2Kernel(const T* x, const int64_t* label, T* y, T* m
     }
     const T p = x[r * cols + l];
     match[r] = p;
-    y[r] = -log(p > Tiny<T>() ? p : Tiny<T>());
+    y[r] = -log(p < Tiny<T>() ? Tiny<T>() : p);
   }
 }
 

@@ -49,6 +49,13 @@ absl::StatusOr<const T*> GpuIn(const ExecutionContext& ctx, const std::string& s
   return t->data<T>();
 }
 
+// A hard label outside [0, classes): the loss kernels mark the first such
+// row in *bad_row_dev (INT64_MAX when none); reading the mark waits for the
+// stream (one small copy per step), so a bad label is an error naming the
+// row and the value, as on the CPU (nn_ops_cuda.cc).
+absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const int64_t* bad_row_dev,
+                           const int64_t* labels_dev, int64_t cols);
+
 // An optimizer's Grad on the kernel's GPU as a dense float buffer of
 // Param's size: a dense one as it is; a sparse one (SelectedRows) summed
 // into `storage`, zeros where it has no row (sparse_ops_cuda.cc).
@@ -63,10 +70,11 @@ absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx);
 // sum with each sparse one's rows added in (sparse_ops_cuda.cc).
 absl::Status GpuSumWithSparse(const ExecutionContext& ctx);
 
-void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul
+void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul, matmul_v2
 void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
-void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: softmax, losses, metrics
-void RegisterCudaTensorKernels(OpRegistry* r);       // tensor_ops_cuda.cc: cast, increment, dropout
+void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: losses, metrics
+void RegisterCudaSoftmaxKernels(OpRegistry* r);      // softmax_ops_cuda.cc: softmax, softmax_with_cross_entropy
+void RegisterCudaTensorKernels(OpRegistry* r);       // tensor_ops_cuda.cc: cast, increment, dropout, transpose2
 void RegisterCudaConvKernels(OpRegistry* r);         // conv_ops_cuda.cc: conv2d on cuDNN
 void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d on cuDNN
 void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN

@@ -78,8 +78,8 @@ __global__ void ReduceAxesGradKernel(const T* g, T* dx, ReduceLayout l, int64_t 
 template <typename T>
 __global__ void ClipKernel(const T* x, T lo, T hi, T* out, int64_t n) {
   OAR_GRID_STRIDE(i, n) {
-    const T v = x[i] > lo ? x[i] : lo;
-    out[i] = v < hi ? v : hi;
+    const T v = x[i] < lo ? lo : x[i];  // a NaN stays NaN, as with std::max/min on the CPU
+    out[i] = v > hi ? hi : v;
   }
 }
 

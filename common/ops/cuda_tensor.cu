@@ -109,7 +109,6 @@ template void DropoutMask<float>(const float*, float*, float*, int64_t, float, f
 template void MaskedScale<float>(const float*, const float*, float, float*, int64_t, cudaStream_t);
 template void InvStd<float>(const float*, float, float*, int64_t, cudaStream_t);
 template void Permute<float>(const float*, const PermuteLayout&, float*, int64_t, cudaStream_t);
-template void Permute<double>(const double*, const PermuteLayout&, double*, int64_t, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace oar

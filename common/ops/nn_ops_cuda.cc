@@ -1,7 +1,6 @@
-// GPU kernels of softmax (last axis) and its gradient, cross_entropy (hard
-// int64 or soft labels), cross_entropy2 and their gradients,
-// softmax_with_cross_entropy (last axis) and its gradient, top_k, top_k_v2
-// and accuracy. Also RegisterCudaKernels,
+// GPU kernels of cross_entropy (hard int64 or soft labels), cross_entropy2
+// and their gradients, top_k, top_k_v2 and accuracy (the softmax family is
+// in softmax_ops_cuda.cc), and CheckBadLabel. Also RegisterCudaKernels,
 // which installs every GPU kernel.
 #include <cstdint>
 #include <limits>
@@ -12,40 +11,7 @@
 #include "common/ops/ops.h"
 
 namespace oar {
-namespace {
 
-// Rows and columns of a last-axis softmax; Unimplemented for another axis.
-absl::StatusOr<std::pair<int64_t, int64_t>> SoftmaxRowsCols(const ExecutionContext& ctx, const DDim& d) {
-  const int axis = ctx.Attr<int32_t>("axis");
-  if (axis != -1 && axis != d.size() - 1) {
-    return absl::UnimplementedError(
-        absl::StrCat(ctx.op().type, ": the GPU kernel takes the last axis only (axis=", axis, ", X", d.ToString(), ")"));
-  }
-  return loss_util::RowsCols(d);
-}
-
-absl::Status SoftmaxKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
-  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("X")->dims()));
-  cuda::SoftmaxRows<float>(x, GpuOut<float>(ctx, "Out"), rc.first, rc.second, c->stream);
-  return LaunchStatus(ctx);
-}
-
-absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* out, GpuIn<float>(ctx, "Out"));
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
-  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Out")->dims()));
-  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
-    cuda::SoftmaxGradRows<float>(out, g, dx, rc.first, rc.second, c->stream);
-  }
-  return LaunchStatus(ctx);
-}
-
-// A hard label outside [0, classes): the kernel marks the first such row;
-// reading the mark waits for the stream (one small copy per step), so a bad
-// label is an error naming the row and the value, as on the CPU.
 absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const int64_t* bad_row_dev,
                            const int64_t* labels_dev, int64_t cols) {
   int64_t bad_row = 0;
@@ -60,6 +26,8 @@ absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const in
                                                  " is outside [0, ", cols, ") (input ",
                                                  InputLabel(ctx.op(), "Label"), ")"));
 }
+
+namespace {
 
 absl::Status CrossEntropyKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
@@ -99,58 +67,6 @@ absl::Status CrossEntropyGradKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
-// softmax_with_cross_entropy over the last axis: the softmax, then the
-// cross entropy of the softmax, as the CPU kernel computes it (hard labels
-// checked, the ignored label's loss 0).
-absl::Status SoftmaxXentKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "Logits"));
-  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Logits")->dims()));
-  const auto [rows, cols] = rc;
-  float* sm = GpuOut<float>(ctx, "Softmax");
-  float* loss = GpuOut<float>(ctx, "Loss");
-  if (ctx.Attr<bool>("use_softmax")) {
-    cuda::SoftmaxRows<float>(x, sm, rows, cols, c->stream);
-  } else if (sm != x) {  // Paddle 2.x's cross_entropy(use_softmax=False): Logits are already probabilities
-    OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(sm, x, sizeof(float) * static_cast<size_t>(rows * cols),
-                                                   cudaMemcpyDeviceToDevice, c->stream),
-                                   ctx.op().type));
-  }
-  if (ctx.Attr<bool>("soft_label")) {
-    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
-    cuda::CrossEntropySoft<float>(sm, label, loss, rows, cols, c->stream);
-    return LaunchStatus(ctx);
-  }
-  OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
-  Tensor bad;
-  bad.Resize(DDim{1});
-  int64_t* bad_row = bad.mutable_data<int64_t>(ctx.place());
-  cuda::Fill<int64_t>(bad_row, 1, std::numeric_limits<int64_t>::max(), c->stream);
-  cuda::CrossEntropyHard<float>(sm, label, loss, rows, cols, ctx.Attr<int32_t>("ignore_index"), bad_row, c->stream);
-  OAR_RETURN_IF_ERROR(LaunchStatus(ctx));
-  return CheckBadLabel(ctx, c, bad_row, label, cols);
-}
-
-absl::Status SoftmaxXentGradKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  const bool softmax = ctx.Attr<bool>("use_softmax");
-  OAR_ASSIGN_OR_RETURN(const float* sm, GpuIn<float>(ctx, "Softmax"));
-  OAR_ASSIGN_OR_RETURN(const float* dloss, GpuIn<float>(ctx, GradVarName("Loss")));
-  OAR_ASSIGN_OR_RETURN(auto rc, SoftmaxRowsCols(ctx, ctx.Input("Softmax")->dims()));
-  float* dx = GpuOut<float>(ctx, GradVarName("Logits"));
-  if (dx == nullptr) return absl::OkStatus();
-  const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
-  if (ctx.Attr<bool>("soft_label")) {
-    OAR_ASSIGN_OR_RETURN(const float* label, GpuIn<float>(ctx, "Label"));
-    cuda::SoftmaxXentGrad<float>(sm, nullptr, label, dloss, dx, rc.first, rc.second, ignore, softmax, c->stream);
-  } else {
-    // Labels were checked by the forward kernel; an out-of-range one matches no class.
-    OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
-    cuda::SoftmaxXentGrad<float>(sm, label, nullptr, dloss, dx, rc.first, rc.second, ignore, softmax, c->stream);
-  }
-  return LaunchStatus(ctx);
-}
-
 // cross_entropy2 (Fluid 1.6's hard-label cross entropy): Y, MatchX (the
 // probability at the label, for the gradient) and XShape (X's shape only,
 // on the host as the CPU kernel leaves it); labels checked.
@@ -159,6 +75,10 @@ absl::Status CrossEntropy2Kernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
   auto [rows, cols] = loss_util::RowsCols(ctx.Input("X")->dims());
+  if (ctx.Input("Label")->numel() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Label has ", ctx.Input("Label")->numel(),
+                                                   " labels for ", rows, " rows of X"));
+  }
   if (Tensor* xs = ctx.Output("XShape")) xs->mutable_data<float>();
   Tensor bad;
   bad.Resize(DDim{1});
@@ -178,6 +98,9 @@ absl::Status CrossEntropy2GradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   auto [rows, cols] = loss_util::RowsCols(dx->dims());
+  if (ctx.Input("Label")->numel() != rows || ctx.Input("MatchX")->numel() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Label and MatchX need ", rows, " values"));
+  }
   cuda::CrossEntropy2Grad<float>(match, label, dy, dx->mutable_data<float>(ctx.place()), rows, cols,
                                  ctx.Attr<int32_t>("ignore_index"), c->stream);
   return LaunchStatus(ctx);
@@ -208,12 +131,8 @@ absl::Status AccuracyKernel(const ExecutionContext& ctx) {
 
 void RegisterCudaNnKernels(OpRegistry* r) {
   const auto gpu = Place::Kind::kCUDA;
-  r->Extend("softmax").Kernel<float>(SoftmaxKernel, gpu);
-  r->Extend("softmax_grad").Kernel<float>(SoftmaxGradKernel, gpu);
   r->Extend("cross_entropy").Kernel<float>(CrossEntropyKernel, gpu);
   r->Extend("cross_entropy_grad").Kernel<float>(CrossEntropyGradKernel, gpu);
-  r->Extend("softmax_with_cross_entropy").Kernel<float>(SoftmaxXentKernel, gpu);
-  r->Extend("softmax_with_cross_entropy_grad").Kernel<float>(SoftmaxXentGradKernel, gpu);
   r->Extend("cross_entropy2").Kernel<float>(CrossEntropy2Kernel, gpu);
   r->Extend("cross_entropy_grad2").Kernel<float>(CrossEntropy2GradKernel, gpu);
   r->Extend("top_k").Kernel<float>(TopKKernel, gpu);
@@ -225,6 +144,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaMathKernels(r);
   RegisterCudaPointwiseKernels(r);
   RegisterCudaNnKernels(r);
+  RegisterCudaSoftmaxKernels(r);
   RegisterCudaTensorKernels(r);
   RegisterCudaConvKernels(r);
   RegisterCudaPoolKernels(r);

@@ -4,6 +4,10 @@
 // Thread-safety: stateless.
 #pragma once
 
+#include <string>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/op_context.h"
 #include "common/status.h"
@@ -66,5 +70,28 @@ absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& sl
 // At run time, input `slot` (a gradient, e.g. Out@GRAD) must have the shape
 // and dtype of input `like` (e.g. Out): InvalidArgument naming both otherwise.
 absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& slot, const std::string& like);
+
+// fill_constant's value as T: `value`, or `str_value` where Paddle wrote
+// the value as text too (exact for int64s a float cannot hold), which then
+// wins, as in Paddle. InvalidArgument for text that is not a number. The
+// CPU and GPU kernels both read it here.
+template <typename T>
+absl::StatusOr<T> FillConstantValue(const ExecutionContext& ctx) {
+  const std::string& text = ctx.Attr<std::string>("str_value");
+  if (text.empty()) return static_cast<T>(ctx.Attr<float>("value"));
+  bool ok;
+  T value;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    int64_t v = 0;
+    ok = absl::SimpleAtoi(text, &v);
+    value = static_cast<T>(v);
+  } else {
+    double v = 0;
+    ok = absl::SimpleAtod(text, &v);
+    value = static_cast<T>(v);
+  }
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("fill_constant: str_value '", text, "' is not a number"));
+  return value;
+}
 
 }  // namespace oar

@@ -138,11 +138,9 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
 template <typename T>
 absl::Status FillConstantKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  if (!ctx.Attr<std::string>("str_value").empty()) {
-    return absl::UnimplementedError("fill_constant: str_value has no GPU kernel yet; use value");
-  }
+  OAR_ASSIGN_OR_RETURN(const T value, FillConstantValue<T>(ctx));
   Tensor* out = ctx.Output("Out");
-  cuda::Fill<T>(out->mutable_data<T>(ctx.place()), out->numel(), static_cast<T>(ctx.Attr<float>("value")), c->stream);
+  cuda::Fill<T>(out->mutable_data<T>(ctx.place()), out->numel(), value, c->stream);
   return LaunchStatus(ctx);
 }
 

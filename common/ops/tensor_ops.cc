@@ -58,22 +58,7 @@ absl::Status FillConstantKernel(const ExecutionContext& ctx) {
   if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kConstant, ctx.Attr<float>("value"), 0});
   Tensor* out = ctx.Output("Out");
   T* p = out->mutable_data<T>();
-  T value = static_cast<T>(ctx.Attr<float>("value"));
-  // Paddle writes the value as text too (str_value), exact for int64s a
-  // float cannot hold; where it is given it wins, as in Paddle.
-  if (const std::string& text = ctx.Attr<std::string>("str_value"); !text.empty()) {
-    bool ok;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      int64_t v = 0;
-      ok = absl::SimpleAtoi(text, &v);
-      value = static_cast<T>(v);
-    } else {
-      double v = 0;
-      ok = absl::SimpleAtod(text, &v);
-      value = static_cast<T>(v);
-    }
-    if (!ok) return absl::InvalidArgumentError(absl::StrCat("fill_constant: str_value '", text, "' is not a number"));
-  }
+  OAR_ASSIGN_OR_RETURN(const T value, FillConstantValue<T>(ctx));
   std::fill(p, p + out->numel(), value);
   return absl::OkStatus();
 }

@@ -152,6 +152,30 @@ TEST(CudaKernelTest, SoftmaxWithCrossEntropyHardIgnoredAndSoftWithGrads) {
   }
 }
 
+// softmax and softmax_with_cross_entropy along a middle axis (Paddle's
+// axis attribute): the class axis is permuted last and back.
+TEST(CudaKernelTest, SoftmaxFamilyAlongAMiddleAxis) {
+  REQUIRE_GPU();
+  const DDim x{3, 5, 4};
+  std::map<std::string, Attribute> axis = {{"axis", int32_t{1}}};
+  Check({MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, axis),
+         MakeOp("softmax_grad", {{"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, axis)},
+        {{"x", RandomTensor<float>(x, -3, 3, 120)}, {"g", RandomTensor<float>(x, -1, 1, 121)}}, {"o", "dx"});
+  Tensor r = RandomTensor<float>({3, 1, 4}, 0, 5, 122);
+  std::vector<int64_t> hard;
+  for (int64_t i = 0; i < r.numel(); ++i) hard.push_back(static_cast<int64_t>(r.data<float>()[i]) % 5);
+  std::map<std::string, Attribute> soft = {{"axis", int32_t{1}}, {"soft_label", true}};
+  for (const auto& [attrs, label] : {std::pair{axis, MakeTensor<int64_t>({3, 1, 4}, hard)},
+                                     std::pair{soft, RandomTensor<float>(x, 0, 1, 123)}}) {
+    Check({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+                  {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, attrs),
+           MakeOp("softmax_with_cross_entropy_grad", {{"Label", {"l"}}, {"Softmax", {"sm"}}, {"Loss@GRAD", {"g"}}},
+                  {{"Logits@GRAD", {"dx"}}}, attrs)},
+          {{"x", RandomTensor<float>(x, -3, 3, 124)}, {"l", label}, {"g", RandomTensor<float>({3, 1, 4}, -1, 1, 125)}},
+          {"sm", "loss", "dx"});
+  }
+}
+
 // reduce_sum and reduce_mean over one axis, two, a negative one, every one
 // (reduce_all), with and without keep_dim, and their gradients.
 TEST(CudaKernelTest, ReduceSumAndMeanOverAxesWithGrads) {
@@ -234,8 +258,14 @@ TEST(CudaKernelTest, FillAndRandomInitializers) {
   Check({MakeOp("fill_constant", {}, {{"Out", {"f"}}},
                 {{"shape", std::vector<int64_t>{3, 7}}, {"value", 2.5f}}),
          MakeOp("fill_constant", {}, {{"Out", {"n"}}},
-                {{"shape", std::vector<int64_t>{5}}, {"value", 9.f}, {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
-        {}, {"f"}, {"n"});
+                {{"shape", std::vector<int64_t>{5}}, {"value", 9.f}, {"dtype", static_cast<int32_t>(DataType::kInt64)}}),
+         // Paddle 2.x writes the value as text as well; the text wins.
+         MakeOp("fill_constant", {}, {{"Out", {"s"}}},
+                {{"shape", std::vector<int64_t>{4}}, {"value", 0.0f}, {"str_value", std::string("0.999")}}),
+         MakeOp("fill_constant", {}, {{"Out", {"big"}}},
+                {{"shape", std::vector<int64_t>{2}}, {"value", 0.0f}, {"str_value", std::string("9007199254740993")},
+                 {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
+        {}, {"f", "s"}, {"n", "big"});
   // GPU and CPU draw from different generators: check the range, the
   // moments, and that a seed repeats its draw.
   for (int run = 0; run < 2; ++run) {

@@ -54,7 +54,7 @@ std::vector<std::pair<OpDesc, std::vector<std::string>>> Updates() {
               {{"l1", 0.01f}, {"l2", 0.1f}, {"lr_power", -0.7f}}),
        {"p", "m2", "mg"}},
       {MakeOp("lars_momentum", with({{"Velocity", {"m"}}}), {{"ParamOut", {"p"}}, {"VelocityOut", {"m"}}},
-              {{"mu", 0.9f}}),
+              {{"mu", 0.9f}, {"lars_coeff", 0.5f}, {"lars_weight_decay", 0.1f}}),
        {"p", "m"}},
   };
 }
@@ -66,7 +66,12 @@ TEST(CudaOptimizerKernelTest, EveryUpdateFromADenseGradient) {
     // ftrl's sigma is a difference of two pow()s divided by lr (0.02): CUDA's
     // and glibc's powf may differ by an ulp or two (~1.2e-7 near 1), which
     // that division makes ~6e-6; 1e-4 holds it with margin.
-    Check({op}, State(), outs, {}, op.type == "ftrl" ? 1e-4 : 1e-5);
+    Inputs in = State();
+    // lars: a gradient much smaller than the parameter, so that the trust
+    // ratio ||p|| / ||g|| (about 20) dominates the step and a kernel that
+    // swapped or dropped a norm would fail.
+    if (op.type == "lars_momentum") in["g"] = RandomTensor<float>(kShape, -0.05, 0.05, 96);
+    Check({op}, in, outs, {}, op.type == "ftrl" ? 1e-4 : 1e-5);
   }
 }
 

@@ -3,8 +3,8 @@
 // the losses match the ones Paddle recorded, step for step (matmul_v2 with a
 // shared matrix and vectors, conv2d, batch_norm, transpose2, reshape2,
 // lookup_table_v2, cross_entropy2, softmax_with_cross_entropy, reduce_mean,
-// reduce_sum, top_k_v2, adagrad, rmsprop, ...). Not "probs": its dropout
-// mask comes from cuRAND on a GPU, so it cannot match Paddle's draw. Needs a
+// reduce_sum, top_k_v2, adagrad, rmsprop, softmax_with_cross_entropy along
+// axis 1, fill_constant's str_value, dropout in test mode, ...). Needs a
 // GPU: each test skips itself, with the reason, on a host without one.
 // Labelled `gpu`.
 //
@@ -37,7 +37,8 @@ TEST_P(PaddleFixtureGpuTest, TrainsToPaddlesOwnLossesOnTheGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureGpuTest,
-                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "fluid16", "adaptive", "axis"));
+                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive",
+                                           "axis"));
 
 }  // namespace
 }  // namespace oar
