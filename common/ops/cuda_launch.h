@@ -171,8 +171,14 @@ void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, in
 // v[i, :] = 0 where ids[i] == pad (nothing when pad is -1).
 template <typename T>
 void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s);
-// Lazy Adam: Adam in place on rows[0..n) (distinct) of a [*, width]
-// parameter and its moments, the gradient read from the dense g.
+// The rows-only updates, in place on rows[0..n) (distinct) of a [*, width]
+// parameter (and its state), the merged gradient g [n, width] compact:
+// sgd, adagrad, and lazy Adam.
+template <typename T>
+void SgdRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T* p, cudaStream_t s);
+template <typename T>
+void AdagradRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps, T* p, T* mom,
+                 cudaStream_t s);
 template <typename T>
 void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
               const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s);

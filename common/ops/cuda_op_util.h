@@ -58,16 +58,22 @@ absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const in
 
 // An optimizer's Grad on the kernel's GPU as a dense float buffer of
 // Param's size: a dense one as it is; a sparse one (SelectedRows) summed
-// into `storage`, zeros where it has no row (sparse_ops_cuda.cc).
+// into `storage`, zeros where it has no row (selected_rows_ops_cuda.cc).
 // InvalidArgument naming the op when sizes, height or placement disagree.
 absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const Tensor& param, Tensor* storage);
-// The distinct rows of a sparse Grad, sorted, as an int64 tensor on the
-// kernel's GPU (lazy Adam's rows).
-absl::StatusOr<Tensor> GpuSparseGradRows(const ExecutionContext& ctx);
+// A sparse Grad merged on the kernel's GPU, for the updates that touch only
+// its rows: the distinct rows, sorted (int64, on the GPU), and their summed
+// values [count, width] (selected_rows_ops_cuda.cc). count 0 for a Grad
+// with no rows.
+struct GpuMergedGrad {
+  Tensor rows, values;
+  int64_t count = 0, width = 0;
+};
+absl::StatusOr<GpuMergedGrad> GpuMergedSparseGrad(const ExecutionContext& ctx, const Tensor& param);
 
 // sum with a sparse (SelectedRows) input, as the CPU kernel: every input
 // sparse gives their rows and values joined; otherwise the dense inputs'
-// sum with each sparse one's rows added in (sparse_ops_cuda.cc).
+// sum with each sparse one's rows added in (selected_rows_ops_cuda.cc).
 absl::Status GpuSumWithSparse(const ExecutionContext& ctx);
 
 void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul, matmul_v2
@@ -80,6 +86,7 @@ void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d
 void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN
 void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
 void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
+void RegisterCudaSelectedRowsKernels(OpRegistry* r); // selected_rows_ops_cuda.cc: merge_selected_rows
 void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
 void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
 

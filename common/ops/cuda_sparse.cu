@@ -1,7 +1,9 @@
 // Device code of embeddings and sparse (SelectedRows) gradients:
-// lookup_table's row gather, the zeroing of padding rows, and the scatter-add that builds its dense
-// gradient or densifies a sparse one, and lazy Adam over the rows a sparse
-// gradient names. Launch functions are declared in cuda_launch.h.
+// lookup_table's row gather, the zeroing of padding rows, the scatter-add
+// that builds its dense gradient, densifies a sparse one or merges its
+// repeated rows, and the rows-only updates (sgd, adagrad, lazy Adam) over
+// the rows a merged sparse gradient names. Launch functions are declared
+// in cuda_launch.h.
 #include <cstdint>
 
 #include "common/ops/cuda_launch.h"
@@ -41,6 +43,10 @@ __global__ void ZeroPaddedRowsKernel(T* v, const int64_t* ids, int64_t n, int64_
   }
 }
 
+// The rows-only updates: element e of the merged gradient g [n, width]
+// belongs to parameter element rows[e / width] * width + e % width; the
+// rows are distinct, so each element has one writer.
+
 // Fluid's bias-corrected Adam (as cuda_elementwise.cu's AdamKernel), in
 // place on the given rows only.
 template <typename T>
@@ -51,11 +57,30 @@ __global__ void AdamRowsKernel(const int64_t* rows, int64_t n, int64_t width, co
   const T eps_t = eps * corr2;
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = rows[e / width] * width + e % width;
-    const T a = b1 * m1[i] + (T(1) - b1) * g[i];
-    const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+    const T a = b1 * m1[i] + (T(1) - b1) * g[e];
+    const T b = b2 * m2[i] + (T(1) - b2) * g[e] * g[e];
     m1[i] = a;
     m2[i] = b;
     p[i] = p[i] - lr_t * (a / (sqrt(b) + eps_t));
+  }
+}
+
+template <typename T>
+__global__ void SgdRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T* p) {
+  OAR_GRID_STRIDE(e, n * width) {
+    const int64_t i = rows[e / width] * width + e % width;
+    p[i] = p[i] - lr[0] * g[e];
+  }
+}
+
+template <typename T>
+__global__ void AdagradRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps,
+                                  T* p, T* mom) {
+  OAR_GRID_STRIDE(e, n * width) {
+    const int64_t i = rows[e / width] * width + e % width;
+    const T m = mom[i] + g[e] * g[e];
+    mom[i] = m;
+    p[i] = p[i] - lr[0] * g[e] / (sqrt(m) + eps);
   }
 }
 
@@ -93,6 +118,20 @@ template void GatherRows<double>(const double*, const int64_t*, double*, int64_t
 template void ScatterAddRows<float>(const float*, const int64_t*, float*, int64_t, int64_t, int64_t, cudaStream_t);
 template void ScatterAddRows<double>(const double*, const int64_t*, double*, int64_t, int64_t, int64_t, cudaStream_t);
 template void ZeroPaddedRows<float>(float*, const int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
+template <typename T>
+void SgdRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T* p, cudaStream_t s) {
+  if (n * width > 0) SgdRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, p);
+}
+
+template <typename T>
+void AdagradRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps, T* p, T* mom,
+                 cudaStream_t s) {
+  if (n * width > 0) AdagradRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, eps, p, mom);
+}
+
+template void SgdRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, float*, cudaStream_t);
+template void AdagradRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, float, float*, float*,
+                                 cudaStream_t);
 template void AdamRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, const float*, const float*,
                               float, float, float, float*, float*, float*, cudaStream_t);
 

@@ -151,6 +151,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaBatchNormKernels(r);
   RegisterCudaConcatSplitKernels(r);
   RegisterCudaSparseKernels(r);
+  RegisterCudaSelectedRowsKernels(r);
   RegisterCudaReduceKernels(r);
   RegisterCudaOptimizerKernels(r);
 }

@@ -1,23 +1,44 @@
 // GPU kernels of the update ops: sgd, momentum, adam (lazy_mode too),
 // adagrad, decayed_adagrad, adamax, rmsprop (plain and centered), ftrl and
 // lars_momentum, with the learning rate and beta powers read on the
-// device. A sparse gradient is summed into a dense buffer first
-// (GpuOptimizerGrad): a row without gradient gets the update of a zero
-// gradient, which is what the CPU kernels compute (sgd's and adagrad's
-// rows-only updates leave such a row unchanged either way); lazy adam moves
-// only the gradient's rows.
-#include <utility>
-
+// device. From a sparse gradient, sgd, adagrad and lazy adam move only its
+// rows (merged on the GPU: GpuMergedSparseGrad), as the CPU kernels do; the
+// others sum it into a dense buffer first (GpuOptimizerGrad), so a row
+// without gradient gets the update of a zero gradient, which is what their
+// CPU kernels compute.
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
 
 namespace oar {
 namespace {
 
+bool SparseGrad(const ExecutionContext& ctx) {
+  const Variable* g = ctx.InputVar("Grad");
+  return g != nullptr && g->IsType<SelectedRows>();
+}
+
+// Out starts as a copy of In unless the op updates in place.
+absl::Status CopyUnlessInPlace(const ExecutionContext& ctx, CudaContext* c, const float* in, float* out, int64_t n) {
+  if (in == out || n == 0) return absl::OkStatus();
+  return CudaStatus(cudaMemcpyAsync(out, in, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice,
+                                    c->stream),
+                    ctx.op().type);
+}
+
 absl::Status SgdKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
+  if (SparseGrad(ctx)) {  // only the gradient's rows move, as on the CPU
+    OAR_ASSIGN_OR_RETURN(GpuMergedGrad g, GpuMergedSparseGrad(ctx, *ctx.Input("Param")));
+    OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
+    float* pout = GpuOut<float>(ctx, "ParamOut");
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, n));
+    if (g.count > 0) {
+      cuda::SgdRows<float>(g.rows.data<int64_t>(), g.count, g.width, g.values.data<float>(), lr, pout, c->stream);
+    }
+    return LaunchStatus(ctx);
+  }
   Tensor dense;
   OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
@@ -45,8 +66,6 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
-  Tensor dense;
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
   OAR_ASSIGN_OR_RETURN(const float* m2, GpuIn<float>(ctx, "Moment2"));
@@ -69,20 +88,20 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   const Variable* grad = ctx.InputVar("Grad");
   if (ctx.Attr<bool>("lazy_mode") && grad != nullptr && grad->IsType<SelectedRows>()) {
     // Lazy: only the gradient's rows move; the others keep their values.
-    OAR_ASSIGN_OR_RETURN(Tensor rows, GpuSparseGradRows(ctx));
-    const size_t bytes = sizeof(float) * static_cast<size_t>(n);
-    for (auto [from, to] : {std::pair{p, pout}, std::pair{m1, m1out}, std::pair{m2, m2out}}) {
-      if (from != to) {
-        OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, c->stream), "adam"));
-      }
+    OAR_ASSIGN_OR_RETURN(GpuMergedGrad merged, GpuMergedSparseGrad(ctx, *ctx.Input("Param")));
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, n));
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m1, m1out, n));
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m2, m2out, n));
+    if (merged.count > 0) {
+      cuda::AdamRows<float>(merged.rows.data<int64_t>(), merged.count, merged.width, merged.values.data<float>(), lr,
+                            b1p, b2p, b1, b2, eps, pout, m1out, m2out, c->stream);
     }
-    const int64_t height = ctx.Input("Param")->dims()[0];
-    cuda::AdamRows<float>(rows.data<int64_t>(), rows.numel(), height > 0 ? n / height : 0, g, lr, b1p, b2p, b1, b2,
-                          eps, pout, m1out, m2out, c->stream);
     // The powers only (no elements), after the rows read them.
-    cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
+    cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
     return LaunchStatus(ctx);
   }
+  Tensor dense;
+  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
   return LaunchStatus(ctx);
 }
@@ -120,6 +139,27 @@ absl::StatusOr<const float*> LikeParam(const ExecutionContext& ctx, const Update
 
 template <bool kDecayed>
 absl::Status AdagradKernel(const ExecutionContext& ctx) {
+  if (!kDecayed && SparseGrad(ctx)) {  // only the gradient's rows move, as on the CPU
+    OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+    OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
+    OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
+    OAR_ASSIGN_OR_RETURN(const float* mom, GpuIn<float>(ctx, "Moment"));
+    OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
+    if (ctx.Input("Moment")->numel() != param->numel()) {
+      return absl::InvalidArgumentError(absl::StrCat("adagrad: Moment has ", ctx.Input("Moment")->numel(),
+                                                     " elements, Param ", param->numel()));
+    }
+    OAR_ASSIGN_OR_RETURN(GpuMergedGrad g, GpuMergedSparseGrad(ctx, *param));
+    float* pout = GpuOut<float>(ctx, "ParamOut");
+    float* mout = GpuOut<float>(ctx, "MomentOut");
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, param->numel()));
+    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, mom, mout, param->numel()));
+    if (g.count > 0) {
+      cuda::AdagradRows<float>(g.rows.data<int64_t>(), g.count, g.width, g.values.data<float>(), lr,
+                               ctx.Attr<float>("epsilon"), pout, mout, c->stream);
+    }
+    return LaunchStatus(ctx);
+  }
   Update u;
   OAR_RETURN_IF_ERROR(Begin(ctx, &u));
   OAR_ASSIGN_OR_RETURN(const float* mom, LikeParam(ctx, u, "Moment"));

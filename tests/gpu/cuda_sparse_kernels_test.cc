@@ -153,6 +153,8 @@ TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
   };
   const std::vector<std::pair<OpDesc, std::vector<std::string>>> cases = {
       {MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}}), {"p"}},
+      // Out of place: ParamOut starts as a copy of Param, then its rows move.
+      {MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"po"}}}), {"po"}},
       {MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
               {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}}, {{"mu", 0.9f}}),
        {"p", "v"}},
