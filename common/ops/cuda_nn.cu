@@ -14,6 +14,8 @@ namespace oar {
 namespace cuda {
 namespace {
 
+// Losses take log(max(p, Tiny)) as the CPU's SafeLog, written so that a
+// NaN p stays NaN, as std::max leaves it.
 template <typename T>
 __device__ T Tiny();
 template <>
@@ -21,8 +23,6 @@ __device__ float Tiny<float>() { return FLT_MIN; }
 template <>
 __device__ double Tiny<double>() { return DBL_MIN; }
 
-// Losses take log(max(p, Tiny)) as the CPU's SafeLog: written so that a
-// NaN p stays NaN, as std::max leaves it.
 template <typename T>
 __device__ T Lowest();
 template <>

@@ -74,6 +74,12 @@ absl::Status MergeKernel(const ExecutionContext& ctx) {
     int64_t width = 0;
     OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, 0, &width));
     OAR_RETURN_IF_ERROR(MergeOnGpu(ctx, c, s, v, width, &merged.rows, &merged.value));
+  } else {  // no rows: an empty value of the input's row shape, as MergeRows gives
+    DDim d = s.value.dims();
+    if (d.size() == 0) d = DDim{0};
+    d[0] = 0;
+    merged.value.Resize(d);
+    merged.value.mutable_data<float>(ctx.place());
   }
   *ctx.OutputVar("Out")->GetMutable<SelectedRows>() = std::move(merged);
   return absl::OkStatus();
@@ -158,11 +164,6 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
     }
   }
   Variable* out_var = ctx.OutputVar("Out");
-  for (size_t i : sparse) {
-    if (ctx.InputVar("X", i) == out_var) {
-      return absl::UnimplementedError("sum: Out may not alias a sparse input on the GPU");
-    }
-  }
   if (dense.empty()) {  // every input sparse: rows and values concatenated, as on the CPU
     SelectedRows merged;
     merged.height = ctx.InputVar("X", 0)->Get<SelectedRows>().height;
@@ -196,7 +197,13 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
     *out_var->GetMutable<SelectedRows>() = std::move(merged);
     return LaunchStatus(ctx);
   }
-  // Dense output: the dense inputs summed, then each sparse one's rows added.
+  // Dense output: the dense inputs summed, then each sparse one's rows added
+  // (Out becomes a dense tensor first, so it may not be a sparse input).
+  for (size_t i : sparse) {
+    if (ctx.InputVar("X", i) == out_var) {
+      return absl::UnimplementedError("sum: Out may not alias a sparse input of a dense sum on the GPU");
+    }
+  }
   OAR_ASSIGN_OR_RETURN(const float* first, GpuIn<float>(ctx, "X", dense[0]));
   const Tensor* first_t = ctx.Input("X", dense[0]);
   const int64_t n = first_t->numel();

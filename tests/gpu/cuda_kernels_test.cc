@@ -266,6 +266,17 @@ TEST(CudaKernelTest, FillAndRandomInitializers) {
                 {{"shape", std::vector<int64_t>{2}}, {"value", 0.0f}, {"str_value", std::string("9007199254740993")},
                  {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
         {}, {"f", "s"}, {"n", "big"});
+  {  // exactly 2^53 + 1, which a float (or a double) value cannot carry
+    Scope gpu;
+    ASSERT_TRUE(RunOpsOn({MakeOp("fill_constant", {}, {{"Out", {"big"}}},
+                                 {{"shape", std::vector<int64_t>{2}}, {"str_value", std::string("9007199254740993")},
+                                  {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
+                         &gpu, CUDAPlace(0))
+                    .ok());
+    Tensor big;
+    ASSERT_TRUE(GetTensor(gpu, "big").CopyTo(CPUPlace(), &big).ok());
+    EXPECT_EQ(TensorToVector<int64_t>(big), (std::vector<int64_t>{9007199254740993, 9007199254740993}));
+  }
   // GPU and CPU draw from different generators: check the range, the
   // moments, and that a seed repeats its draw.
   for (int run = 0; run < 2; ++run) {
