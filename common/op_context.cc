@@ -78,10 +78,12 @@ DDim RuntimeInferShapeContext::InputDim(const std::string& slot, size_t i) const
   const Variable* v = At(binding_.inputs, slot, i);
   if (v != nullptr && v->IsType<SelectedRows>()) {
     // A SelectedRows stands for its full [height, ...] tensor; with no rows
-    // yet its width is unknown.
-    DDim d = v->Get<SelectedRows>().value.dims();
-    if (d.size() == 0) return DDim{-1};
-    d[0] = v->Get<SelectedRows>().height;
+    // its width is unknown (an empty value may be [0] alone, as MergeRows
+    // leaves a merge of nothing).
+    const SelectedRows& s = v->Get<SelectedRows>();
+    DDim d = s.value.dims();
+    if (d.size() == 0 || (s.rows.empty() && d.size() == 1)) return DDim{-1};
+    d[0] = s.height;
     return d;
   }
   if (v != nullptr && v->IsType<SparseTable>()) return DDim{-1, v->Get<SparseTable>().width()};  // rows grow

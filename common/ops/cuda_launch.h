@@ -130,6 +130,7 @@ template <typename T>
 void Momentum(const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T decay, T* pout,
               T* vout, int64_t n, cudaStream_t s);
 // Fluid's bias-corrected Adam; beta*_pow_out (may be null) get pow * beta.
+// With n 0 only the powers advance (g may then be null).
 template <typename T>
 void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow,
           T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,

@@ -66,6 +66,18 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
   const int64_t n = ctx.Input("Param")->numel();
+  // The gradient first, as on the CPU: a bad one is an error before any
+  // output buffer is taken (an in-place output over a shared buffer would
+  // get a fresh one and lose the parameter).
+  const bool lazy = ctx.Attr<bool>("lazy_mode") && SparseGrad(ctx);
+  GpuMergedGrad merged;
+  Tensor dense;
+  const float* g = nullptr;
+  if (lazy) {
+    OAR_ASSIGN_OR_RETURN(merged, GpuMergedSparseGrad(ctx, *ctx.Input("Param")));
+  } else {
+    OAR_ASSIGN_OR_RETURN(g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
+  }
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
   OAR_ASSIGN_OR_RETURN(const float* m2, GpuIn<float>(ctx, "Moment2"));
@@ -85,10 +97,7 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   float* pout = GpuOut<float>(ctx, "ParamOut");
   float* m1out = GpuOut<float>(ctx, "Moment1Out");
   float* m2out = GpuOut<float>(ctx, "Moment2Out");
-  const Variable* grad = ctx.InputVar("Grad");
-  if (ctx.Attr<bool>("lazy_mode") && grad != nullptr && grad->IsType<SelectedRows>()) {
-    // Lazy: only the gradient's rows move; the others keep their values.
-    OAR_ASSIGN_OR_RETURN(GpuMergedGrad merged, GpuMergedSparseGrad(ctx, *ctx.Input("Param")));
+  if (lazy) {  // only the gradient's rows move; the others keep their values
     OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, n));
     OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m1, m1out, n));
     OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m2, m2out, n));
@@ -96,12 +105,10 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
       cuda::AdamRows<float>(merged.rows.data<int64_t>(), merged.count, merged.width, merged.values.data<float>(), lr,
                             b1p, b2p, b1, b2, eps, pout, m1out, m2out, c->stream);
     }
-    // The powers only (no elements), after the rows read them.
+    // The powers only (no elements; g unused), after the rows read them.
     cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
     return LaunchStatus(ctx);
   }
-  Tensor dense;
-  OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
   return LaunchStatus(ctx);
 }

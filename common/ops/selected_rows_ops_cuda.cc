@@ -25,11 +25,11 @@ absl::StatusOr<Tensor> RowsOnGpu(const ExecutionContext& ctx, const std::vector<
 }
 
 // A written sparse input's float values on the kernel's GPU, `width` per row.
-absl::StatusOr<const float*> SparseValues(const ExecutionContext& ctx, const SelectedRows& s, size_t i,
-                                          int64_t* width) {
-  OAR_RETURN_IF_ERROR(CheckSelectedRows(s, absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "X", i))));
+absl::StatusOr<const float*> SparseValues(const ExecutionContext& ctx, const SelectedRows& s, const std::string& slot,
+                                          size_t i, int64_t* width) {
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(s, absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i))));
   if (!(s.value.place() == ctx.place()) || s.value.dtype() != DataType::kFloat32) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), "X", i),
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i),
                                                    "'s values are ", DataTypeName(s.value.dtype()), " on ",
                                                    s.value.place().ToString(), ", want float32 on ",
                                                    ctx.place().ToString()));
@@ -72,7 +72,7 @@ absl::Status MergeKernel(const ExecutionContext& ctx) {
   merged.height = s.height;
   if (!s.rows.empty()) {
     int64_t width = 0;
-    OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, 0, &width));
+    OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "X", 0, &width));
     OAR_RETURN_IF_ERROR(MergeOnGpu(ctx, c, s, v, width, &merged.rows, &merged.value));
   } else {  // no rows: an empty value of the input's row shape, as MergeRows gives
     DDim d = s.value.dims();
@@ -139,7 +139,7 @@ absl::StatusOr<GpuMergedGrad> GpuMergedSparseGrad(const ExecutionContext& ctx, c
   g.width = s.height > 0 ? param.numel() / s.height : 0;
   if (s.rows.empty()) return g;
   int64_t width = 0;
-  OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, 0, &width));
+  OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "Grad", 0, &width));
   if (width != g.width) {
     return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad rows have ", width,
                                                    " elements, Param rows ", g.width));
@@ -173,7 +173,7 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
       const SelectedRows& s = ctx.InputVar("X", i)->Get<SelectedRows>();
       if (s.rows.empty()) continue;
       int64_t w = 0;
-      OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, i, &w));
+      OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "X", i, &w));
       if (width < 0) {
         width = w;
         merged.height = s.height;
@@ -233,7 +233,7 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
     const SelectedRows& s = ctx.InputVar("X", i)->Get<SelectedRows>();
     if (s.rows.empty()) continue;
     int64_t w = 0;
-    OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, i, &w));
+    OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "X", i, &w));
     if (s.height * w != n) {
       return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
                                                      " rows of width ", w, "; the dense inputs have ", n,
