@@ -10,9 +10,6 @@ namespace oar {
 namespace cuda {
 namespace {
 
-#define OAR_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T>
 __global__ void FillKernel(T* out, int64_t n, T value) {
   OAR_GRID_STRIDE(i, n) out[i] = value;

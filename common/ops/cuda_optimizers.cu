@@ -13,9 +13,6 @@ namespace oar {
 namespace cuda {
 namespace {
 
-#define OAR_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T>
 __global__ void AdagradKernel(const T* p, const T* g, const T* mom, const T* lr, T decay, bool decayed, T eps,
                               T* pout, T* mout, int64_t n) {

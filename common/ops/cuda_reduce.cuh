@@ -1,17 +1,24 @@
-// Block-wide sums for the device kernels (*.cu only): warp shuffles, then
-// one value per warp through shared memory. Every thread of the block must
-// call BlockSum; the result is valid in thread 0 (and broadcast by
-// BlockSumAll to every thread).
+// Device helpers for the kernels (*.cu only): the grid-stride loop, and
+// block-wide sums and maxima (warp shuffles, then one value per warp
+// through shared memory; every thread of the block must call
+// BlockReduceAll, which returns the result to each).
 //
 // Thread-safety: device code; each call uses the block's own shared memory.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 namespace oar {
 namespace cuda {
 
 constexpr int kThreads = 256;
+
+// A grid-stride loop: `i` visits [0, n) across every thread of the grid.
+#define OAR_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // Blocks for a grid-stride loop over n elements.
 inline unsigned GridFor(long long n) {

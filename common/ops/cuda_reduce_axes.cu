@@ -13,9 +13,6 @@ namespace oar {
 namespace cuda {
 namespace {
 
-#define OAR_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 // Row-major strides of the input, and the count of reduced elements per
 // output element.
 struct Strides {

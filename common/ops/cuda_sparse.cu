@@ -13,9 +13,6 @@ namespace oar {
 namespace cuda {
 namespace {
 
-#define OAR_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T>
 __global__ void GatherRowsKernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t width, int64_t pad) {
   OAR_GRID_STRIDE(e, n * width) {

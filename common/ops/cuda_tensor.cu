@@ -11,9 +11,6 @@ namespace oar {
 namespace cuda {
 namespace {
 
-#define OAR_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename In, typename Out>
 __global__ void CastKernel(const In* x, Out* out, int64_t n) {
   OAR_GRID_STRIDE(i, n) out[i] = static_cast<Out>(x[i]);
