@@ -14,6 +14,13 @@ int64_t RowWidth(const SelectedRows& s) {
 }
 }  // namespace
 
+DDim EmptyRowShape(const SelectedRows& like) {
+  DDim d = like.value.dims();
+  if (d.size() == 0) d = DDim{0};
+  d[0] = 0;
+  return d;
+}
+
 template <typename T>
 SelectedRows MergeRows(const SelectedRows& in) {
   const int64_t width = RowWidth(in);

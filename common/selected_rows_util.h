@@ -14,6 +14,12 @@ namespace oar {
 template <typename T>
 SelectedRows MergeRows(const SelectedRows& in);
 
+// The value shape of an empty result made from `like` (no rows): like's
+// value shape with 0 rows, or [0] when like's value has no shape. Run-time
+// shape inference reads [0] as an unknown width, so the op after it (an
+// update of a [height, width] parameter) is not refused.
+DDim EmptyRowShape(const SelectedRows& like);
+
 // The full [height, width...] tensor, zeros outside the listed rows.
 template <typename T>
 Tensor Densify(const SelectedRows& in);

@@ -75,10 +75,7 @@ absl::Status MergeKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "X", 0, &width));
     OAR_RETURN_IF_ERROR(MergeOnGpu(ctx, c, s, v, width, &merged.rows, &merged.value));
   } else {  // no rows: an empty value of the input's row shape, as MergeRows gives
-    DDim d = s.value.dims();
-    if (d.size() == 0) d = DDim{0};
-    d[0] = 0;
-    merged.value.Resize(d);
+    merged.value.Resize(EmptyRowShape(s));
     merged.value.mutable_data<float>(ctx.place());
   }
   *ctx.OutputVar("Out")->GetMutable<SelectedRows>() = std::move(merged);
@@ -186,7 +183,8 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
       total += static_cast<int64_t>(s.rows.size());
       parts.emplace_back(v, s.value.numel());
     }
-    merged.value.Resize(DDim{total, std::max<int64_t>(width, 0)});
+    merged.value.Resize(width < 0 ? EmptyRowShape(ctx.InputVar("X", sparse[0])->Get<SelectedRows>())
+                                  : DDim{total, width});
     float* dst = merged.value.mutable_data<float>(ctx.place());
     for (const auto& [v, n] : parts) {
       OAR_RETURN_IF_ERROR(CudaStatus(

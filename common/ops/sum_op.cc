@@ -64,7 +64,9 @@ absl::Status SumSparse(const ExecutionContext& ctx, const std::vector<const Vari
     merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
     total += static_cast<int64_t>(s.rows.size());
   }
-  T* dst = merged.value.mutable_data<T>(DDim{total, std::max<int64_t>(width, 0)});
+  DDim d{total, std::max<int64_t>(width, 0)};
+  if (width < 0) d = EmptyRowShape(xs[0]->Get<SelectedRows>());
+  T* dst = merged.value.mutable_data<T>(d);
   for (const Variable* v : xs) {
     const SelectedRows& s = v->Get<SelectedRows>();
     if (s.rows.empty()) continue;

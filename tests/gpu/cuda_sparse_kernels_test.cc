@@ -169,12 +169,14 @@ TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
        {"po", "m1o", "m2o"}},
   };
   // Each case from the gradient above, and from one with no rows (a step
-  // where the embedding saw no id: only adam's powers move).
+  // where the embedding saw no id: sgd and lazy adam move nothing but adam's
+  // powers; momentum and adam update every row with a zero gradient).
   SelectedRows none;
   none.height = grad.height;
   for (const SelectedRows* from : {&grad, &none}) {
     for (const auto& [op, outs] : cases) {
       SCOPED_TRACE(op.type + (op.attrs.count("lazy_mode") && std::get<bool>(op.attrs.at("lazy_mode")) ? " lazy" : "") +
+                   (op.outputs.at("ParamOut")[0] == "p" ? "" : " out of place") +
                    (from->rows.empty() ? ", no rows" : ""));
       Scope cpu, gpu;
       *cpu.Var("g")->GetMutable<SelectedRows>() = *from;

@@ -157,6 +157,31 @@ TEST(SumOpTest, SparseSumTakesItsHeightFromAWrittenInput) {
   EXPECT_EQ(s.FindVar("o")->Get<SelectedRows>().height, 6);
 }
 
+// A step in which two tied embeddings saw no id: the sum of their empty
+// sparse gradients, or a merge of one, is empty with the rows' shape, and
+// the update after it runs (moving nothing) instead of refusing a [0, 0]
+// gradient for a [6, 3] parameter.
+TEST(SumOpTest, AnEmptySparseSumOrMergeFeedsTheUpdateAfterIt) {
+  for (const bool merge : {false, true}) {
+    SCOPED_TRACE(merge ? "merge_selected_rows" : "sum");
+    Scope s;
+    for (const char* name : {"a", "b"}) {
+      SelectedRows* e = s.Var(name)->GetMutable<SelectedRows>();
+      e->height = 6;
+      e->value.mutable_data<float>(DDim{0, 3});  // lookup_table_grad's output for no ids
+    }
+    SetTensor(&s, "w", MakeTensor<float>({6, 3}, std::vector<float>(18, 1.0f)));
+    SetTensor(&s, "lr", MakeTensor<float>({1}, {0.5f}));
+    std::vector<OpDesc> ops = {MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"g"}}})};
+    if (merge) ops.push_back(MakeOp("merge_selected_rows", {{"X", {"g"}}}, {{"Out", {"g"}}}));
+    ops.push_back(MakeOp("sgd", {{"Param", {"w"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"w"}}}));
+    absl::Status st = RunOps(ops, &s);
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(s.FindVar("g")->Get<SelectedRows>().value.dims(), (DDim{0, 3}));
+    EXPECT_EQ(TensorToVector<float>(GetTensor(s, "w")), std::vector<float>(18, 1.0f));
+  }
+}
+
 // CBLAS refuses a leading dimension of 0 and left Out as it was.
 TEST(MatmulOpTest, EmptyInnerDimensionGivesZeros) {
   for (const char* type : {"matmul", "mul"}) {
