@@ -1,6 +1,6 @@
 // Device code of the pointwise ops: fill, scale, sums, elementwise binary
-// ops with broadcast, activations, the optimizers' updates and the affine
-// map of cuRAND's uniforms. Launch functions are declared in cuda_launch.h.
+// ops with broadcast, the dense sgd, momentum and adam updates and the
+// affine map of cuRAND's uniforms (activations: cuda_math.cu). Launch functions are declared in cuda_launch.h.
 #include <cstdint>
 
 #include "common/ops/cuda_launch.h"
@@ -47,6 +47,8 @@ __device__ T BinaryF(Binary f, T x, T y) {
     case Binary::kMul: return x * y;
     case Binary::kDiv: return x / y;
     case Binary::kPow: return pow(x, y);
+    case Binary::kMax: return x > y ? x : y;
+    case Binary::kMin: return x < y ? x : y;
   }
   return T(0);
 }
@@ -59,6 +61,8 @@ __device__ T BinaryDX(Binary f, T x, T y, T g) {
     case Binary::kMul: return g * y;
     case Binary::kDiv: return g / y;
     case Binary::kPow: return g * y * pow(x, y - T(1));
+    case Binary::kMax: return x > y ? g : T(0);  // a tie sends the gradient to Y, as the CPU kernel
+    case Binary::kMin: return x < y ? g : T(0);
   }
   return T(0);
 }
@@ -71,6 +75,8 @@ __device__ T BinaryDY(Binary f, T x, T y, T out, T g) {
     case Binary::kMul: return g * x;
     case Binary::kDiv: return -g * out / y;
     case Binary::kPow: return g * pow(x, y) * log(x);  // no Out: Fluid's pow grad has none
+    case Binary::kMax: return x > y ? T(0) : g;
+    case Binary::kMin: return x < y ? T(0) : g;
   }
   return T(0);
 }
@@ -107,32 +113,6 @@ __global__ void ElementwiseGradYReduceKernel(Binary f, const T* x, const T* y, c
     }
     s = BlockReduceAll<T>(s);
     if (threadIdx.x == 0) dy[j] = s;
-  }
-}
-
-template <typename T>
-__global__ void ActivationForwardKernel(Activation a, const T* x, T* out, int64_t n) {
-  OAR_GRID_STRIDE(i, n) {
-    const T v = x[i];
-    switch (a) {
-      case Activation::kRelu: out[i] = v > T(0) ? v : T(0); break;
-      case Activation::kSigmoid: out[i] = T(1) / (T(1) + exp(-v)); break;
-      case Activation::kTanh: out[i] = tanh(v); break;
-      case Activation::kFloor: out[i] = floor(v); break;
-    }
-  }
-}
-
-template <typename T>
-__global__ void ActivationGradKernel(Activation a, const T* out, const T* dout, T* dx, int64_t n) {
-  OAR_GRID_STRIDE(i, n) {
-    const T o = out[i], g = dout[i];
-    switch (a) {
-      case Activation::kRelu: dx[i] = o > T(0) ? g : T(0); break;
-      case Activation::kSigmoid: dx[i] = g * o * (T(1) - o); break;
-      case Activation::kTanh: dx[i] = g * (T(1) - o * o); break;
-      case Activation::kFloor: dx[i] = T(0); break;
-    }
   }
 }
 
@@ -243,16 +223,6 @@ void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* d
 }
 
 template <typename T>
-void ActivationForward(Activation a, const T* x, T* out, int64_t n, cudaStream_t s) {
-  if (n > 0) ActivationForwardKernel<T><<<GridFor(n), kThreads, 0, s>>>(a, x, out, n);
-}
-
-template <typename T>
-void ActivationGrad(Activation a, const T* out, const T* dout, T* dx, int64_t n, cudaStream_t s) {
-  if (n > 0) ActivationGradKernel<T><<<GridFor(n), kThreads, 0, s>>>(a, out, dout, dx, n);
-}
-
-template <typename T>
 void Sgd(const T* p, const T* g, const T* lr, T* pout, int64_t n, cudaStream_t s) {
   if (n > 0) SgdKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, lr, pout, n);
 }
@@ -290,8 +260,6 @@ void AffineUniform(T* p, int64_t n, T lo, T hi, cudaStream_t s) {
                                     int64_t, cudaStream_t);                                                      \
   template void ElementwiseGradY<T>(Binary, const T*, const T*, const T*, const T*, T*, int64_t, int64_t,        \
                                     int64_t, cudaStream_t);                                                      \
-  template void ActivationForward<T>(Activation, const T*, T*, int64_t, cudaStream_t);                           \
-  template void ActivationGrad<T>(Activation, const T*, const T*, T*, int64_t, cudaStream_t);                    \
   template void Sgd<T>(const T*, const T*, const T*, T*, int64_t, cudaStream_t);                                 \
   template void Momentum<T>(const T*, const T*, const T*, const T*, T, bool, T, T, T*, T*, int64_t, cudaStream_t); \
   template void Adam<T>(const T*, const T*, const T*, const T*, const T*, const T*, const T*, T, T, T, T*, T*,   \

@@ -58,7 +58,7 @@ template <typename T>
 void ClipByNorm(const T* x, T max_norm, T* scratch, T* out, int64_t n, cudaStream_t s);
 
 // ---- elementwise binary ops with Fluid's [pre, n, post] broadcast ----
-enum class Binary { kAdd, kSub, kMul, kDiv, kPow };
+enum class Binary { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 // out[e] = f(x[e], y[(e / post) % n]); e < pre * n * post.
 template <typename T>
 void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
@@ -73,12 +73,24 @@ template <typename T>
 void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy, int64_t pre,
                       int64_t n, int64_t post, cudaStream_t s);
 
-// ---- activations (gradients from Out, as Fluid's) ----
-enum class Activation { kRelu, kSigmoid, kTanh, kFloor };
+// ---- activations and unary math (cuda_math.cu) ----
+enum class Activation { kRelu, kSigmoid, kTanh, kExp, kSqrt, kSquare, kCos, kAbs, kFloor, kCeil, kSign };
 template <typename T>
 void ActivationForward(Activation a, const T* x, T* out, int64_t n, cudaStream_t s);
+// dx from `src`, which is Out for relu, sigmoid, tanh, exp and sqrt and X
+// for square, cos and abs, as Fluid's grad ops carry; the piecewise-constant
+// floor, ceil and sign give zeros.
 template <typename T>
-void ActivationGrad(Activation a, const T* out, const T* dout, T* dx, int64_t n, cudaStream_t s);
+void ActivationGrad(Activation a, const T* src, const T* dout, T* dx, int64_t n, cudaStream_t s);
+
+// ---- comparisons and logic (cuda_math.cu): Y as long as X, or one value ----
+enum class Compare { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };
+// out[i] = x[i] <op> y[y_scalar ? 0 : i].
+template <typename T>
+void CompareOp(Compare c, const T* x, const T* y, bool y_scalar, bool* out, int64_t n, cudaStream_t s);
+enum class Logic { kNot, kAnd, kOr, kXor };
+// y is unused (may be null) for kNot.
+void LogicOp(Logic l, const bool* x, const bool* y, bool y_scalar, bool* out, int64_t n, cudaStream_t s);
 
 // ---- softmax over the last axis, cross entropy, top_k, accuracy ----
 template <typename T>

@@ -89,5 +89,6 @@ void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: look
 void RegisterCudaSelectedRowsKernels(OpRegistry* r); // selected_rows_ops_cuda.cc: merge_selected_rows
 void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
 void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
+void RegisterCudaControlKernels(OpRegistry* r);      // control_ops_cuda.cc: comparisons, logic, assign
 
 }  // namespace oar

@@ -154,6 +154,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaSelectedRowsKernels(r);
   RegisterCudaReduceKernels(r);
   RegisterCudaOptimizerKernels(r);
+  RegisterCudaControlKernels(r);
 }
 
 }  // namespace oar

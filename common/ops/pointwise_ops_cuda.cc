@@ -1,8 +1,9 @@
-// GPU kernels of the pointwise ops: elementwise_add/sub/mul/div/pow (Fluid's
-// broadcast, common/ops/elementwise_layout.h) and their gradients; relu,
-// sigmoid, tanh, floor and their gradients; scale; mean and its gradient; sum of
-// dense tensors; fill_constant, uniform_random and gaussian_random (cuRAND,
-// seeded by the op's `seed` when it is not 0).
+// GPU kernels of the pointwise ops: elementwise_add/sub/mul/div/pow/max/min
+// (Fluid's broadcast, common/ops/elementwise_layout.h) and their gradients;
+// the activations and unary math (relu, sigmoid, tanh, exp, sqrt, square,
+// cos, abs, floor, ceil, sign) and their gradients; scale; mean and its
+// gradient; sum of dense tensors; fill_constant, uniform_random and
+// gaussian_random (cuRAND, seeded by the op's `seed` when it is not 0).
 #include <random>
 
 #include "common/ops/cuda_launch.h"
@@ -52,18 +53,26 @@ absl::Status ActivationKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
-template <cuda::Activation A>
+// The grad op carries X (square, cos, abs) or Out (the others), as on the
+// CPU (activation_ops.cc).
+template <cuda::Activation A, bool kUsesX>
 absl::Status ActivationGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* out, GpuIn<float>(ctx, "Out"));
+  const char* src_slot = kUsesX ? "X" : "Out";
+  OAR_ASSIGN_OR_RETURN(const float* src, GpuIn<float>(ctx, src_slot));
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
-  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
-    cuda::ActivationGrad<float>(A, out, g, dx, ctx.Input("Out")->numel(), c->stream);
+  const int64_t n = ctx.Input(src_slot)->numel();
+  if (ctx.Input(GradVarName("Out"))->numel() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD has ",
+                                                   ctx.Input(GradVarName("Out"))->numel(), " elements, ", src_slot,
+                                                   " ", n));
   }
+  if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) cuda::ActivationGrad<float>(A, src, g, dx, n, c->stream);
   return LaunchStatus(ctx);
 }
 
-// The gradient of a piecewise-constant op (floor): zeros shaped as Out@GRAD.
+// The gradient of a piecewise-constant op (floor, ceil, sign): zeros shaped
+// as Out@GRAD.
 absl::Status ZeroGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
@@ -203,14 +212,32 @@ void RegisterCudaPointwiseKernels(OpRegistry* r) {
   r->Extend("elementwise_div_grad").Kernel<float>(ElementwiseGradKernel<Binary::kDiv>, gpu);
   r->Extend("elementwise_pow").Kernel<float>(ElementwiseKernel<Binary::kPow>, gpu);
   r->Extend("elementwise_pow_grad").Kernel<float>(ElementwiseGradKernel<Binary::kPow>, gpu);
+  r->Extend("elementwise_max").Kernel<float>(ElementwiseKernel<Binary::kMax>, gpu);
+  r->Extend("elementwise_min").Kernel<float>(ElementwiseKernel<Binary::kMin>, gpu);
+  r->Extend("elementwise_max_grad").Kernel<float>(ElementwiseGradKernel<Binary::kMax>, gpu);
+  r->Extend("elementwise_min_grad").Kernel<float>(ElementwiseGradKernel<Binary::kMin>, gpu);
   r->Extend("relu").Kernel<float>(ActivationKernel<Activation::kRelu>, gpu);
   r->Extend("sigmoid").Kernel<float>(ActivationKernel<Activation::kSigmoid>, gpu);
   r->Extend("tanh").Kernel<float>(ActivationKernel<Activation::kTanh>, gpu);
-  r->Extend("relu_grad").Kernel<float>(ActivationGradKernel<Activation::kRelu>, gpu);
-  r->Extend("sigmoid_grad").Kernel<float>(ActivationGradKernel<Activation::kSigmoid>, gpu);
-  r->Extend("tanh_grad").Kernel<float>(ActivationGradKernel<Activation::kTanh>, gpu);
+  r->Extend("exp").Kernel<float>(ActivationKernel<Activation::kExp>, gpu);
+  r->Extend("sqrt").Kernel<float>(ActivationKernel<Activation::kSqrt>, gpu);
+  r->Extend("square").Kernel<float>(ActivationKernel<Activation::kSquare>, gpu);
+  r->Extend("cos").Kernel<float>(ActivationKernel<Activation::kCos>, gpu);
+  r->Extend("abs").Kernel<float>(ActivationKernel<Activation::kAbs>, gpu);
   r->Extend("floor").Kernel<float>(ActivationKernel<Activation::kFloor>, gpu);
+  r->Extend("ceil").Kernel<float>(ActivationKernel<Activation::kCeil>, gpu);
+  r->Extend("sign").Kernel<float>(ActivationKernel<Activation::kSign>, gpu);
+  r->Extend("relu_grad").Kernel<float>(ActivationGradKernel<Activation::kRelu, false>, gpu);
+  r->Extend("sigmoid_grad").Kernel<float>(ActivationGradKernel<Activation::kSigmoid, false>, gpu);
+  r->Extend("tanh_grad").Kernel<float>(ActivationGradKernel<Activation::kTanh, false>, gpu);
+  r->Extend("exp_grad").Kernel<float>(ActivationGradKernel<Activation::kExp, false>, gpu);
+  r->Extend("sqrt_grad").Kernel<float>(ActivationGradKernel<Activation::kSqrt, false>, gpu);
+  r->Extend("square_grad").Kernel<float>(ActivationGradKernel<Activation::kSquare, true>, gpu);
+  r->Extend("cos_grad").Kernel<float>(ActivationGradKernel<Activation::kCos, true>, gpu);
+  r->Extend("abs_grad").Kernel<float>(ActivationGradKernel<Activation::kAbs, true>, gpu);
   r->Extend("floor_grad").Kernel<float>(ZeroGradKernel, gpu);
+  r->Extend("ceil_grad").Kernel<float>(ZeroGradKernel, gpu);
+  r->Extend("sign_grad").Kernel<float>(ZeroGradKernel, gpu);
   r->Extend("scale").Kernel<float>(ScaleKernel<float>, gpu).Kernel<int64_t>(ScaleKernel<int64_t>, gpu);
   r->Extend("mean").Kernel<float>(MeanKernel, gpu);
   r->Extend("mean_grad").Kernel<float>(MeanGradKernel, gpu);
