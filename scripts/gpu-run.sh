@@ -2,7 +2,16 @@
 # On a machine with a GPU: unpacks .gpu/ (scripts/gpu-bundle.sh), points the
 # loader at its libraries and at the machine's own CUDA, cuDNN and NCCL,
 # then runs the gpu-labelled tests and gpu_bench. Logs go to OUT_DIR
-# (default /tmp/oar-gpu): gpu_tests.log, gpu_bench.log, env.log.
+# (default /tmp/oar-gpu): env.log, gpu_tests.log, gpu_bench.log and
+# summary.log (one line per test suite: passed, FAILED, TIMED OUT or
+# CRASHED, and gpu_bench's exit).
+#
+# Each test suite runs in a process of its own under a time limit, so a
+# crash or a hang in one still leaves the others' results; the whole run
+# stops starting suites at OAR_GPU_DEADLINE_S seconds (default 500, inside
+# the device tool's 600-second command) and gpu_bench gets what is left,
+# at most 150 seconds. With a gtest filter the matching tests run in one
+# process.
 #
 #   scripts/gpu-run.sh OUT_DIR [--tests-only|--bench-only] [gtest filter]
 set -uo pipefail
@@ -30,12 +39,44 @@ export OAR_BINARY="$w/bin/oar"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   ldd "$w/bin/gpu_tests" | grep -E "not found|cudnn|cublas|nccl|cudart" || true
 } 2>&1 | tee "$out/env.log"
+deadline=$((SECONDS + ${OAR_GPU_DEADLINE_S:-500}))
+: > "$out/summary.log"
+: > "$out/gpu_tests.log"
+verdict() {  # exit status of a timed run -> a word
+  case $1 in
+    0) echo passed ;; 1) echo FAILED ;; 124|137) echo "TIMED OUT" ;; *) echo "CRASHED (exit $1)" ;;
+  esac
+}
 rc=0
+# One process under `timeout`: its output to gpu_tests.log, its verdict to summary.log.
+run_tests() {  # NAME LIMIT_S GTEST_FILTER
+  local r
+  timeout -k 10 "$2" "$w/bin/gpu_tests" --gtest_filter="$3" 2>&1 | tee -a "$out/gpu_tests.log"
+  r=${PIPESTATUS[0]}
+  (( r != 0 )) && rc=1
+  echo "$1: $(verdict "$r")" | tee -a "$out/summary.log"
+}
 if [[ $what != --bench-only ]]; then
-  "$w/bin/gpu_tests" --gtest_filter="$filter" 2>&1 | tee "$out/gpu_tests.log"
-  rc=${PIPESTATUS[0]}
+  if [[ $filter != "*" ]]; then
+    run_tests "$filter" $((deadline - SECONDS)) "$filter"
+  else
+    for suite in $("$w/bin/gpu_tests" --gtest_list_tests | awk '!/^ / && $1 ~ /\.$/ {sub(/\.$/, "", $1); print $1}'); do
+      left=$((deadline - SECONDS))
+      if (( left < 20 )); then echo "$suite: NOT RUN (deadline)" | tee -a "$out/summary.log"; rc=1; continue; fi
+      run_tests "$suite" $(( left < 240 ? left : 240 )) "$suite.*"
+    done
+  fi
 fi
 if [[ $what != --tests-only ]]; then
-  "$w/bin/gpu_bench" 2>&1 | tee "$out/gpu_bench.log"
+  left=$((deadline + 40 - SECONDS))
+  (( left > 150 )) && left=150
+  if (( left < 20 )); then
+    echo "gpu_bench: NOT RUN (deadline)" | tee -a "$out/summary.log"
+  else
+    timeout -k 10 "$left" "$w/bin/gpu_bench" 2>&1 | tee "$out/gpu_bench.log"
+    echo "gpu_bench: $(verdict "${PIPESTATUS[0]}")" | tee -a "$out/summary.log"
+  fi
 fi
+echo "--- summary ---"
+cat "$out/summary.log"
 exit "$rc"
