@@ -5,6 +5,7 @@
 
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_reduce.cuh"
+#include "common/ops/cuda_update_rules.cuh"
 
 namespace oar {
 namespace cuda {
@@ -137,16 +138,8 @@ __global__ void MomentumKernel(const T* p, const T* g, const T* v, const T* lr, 
 template <typename T>
 __global__ void AdamKernel(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow,
                            const T* beta2_pow, T b1, T b2, T eps, T* pout, T* m1out, T* m2out, int64_t n) {
-  const T corr2 = sqrt(T(1) - beta2_pow[0]);
-  const T lr_t = lr[0] * corr2 / (T(1) - beta1_pow[0]);
-  const T eps_t = eps * corr2;
-  OAR_GRID_STRIDE(i, n) {
-    const T a = b1 * m1[i] + (T(1) - b1) * g[i];
-    const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
-    m1out[i] = a;
-    m2out[i] = b;
-    pout[i] = p[i] - lr_t * (a / (sqrt(b) + eps_t));
-  }
+  const AdamRate<T> r = AdamBiasCorrected(lr, beta1_pow, beta2_pow, eps);
+  OAR_GRID_STRIDE(i, n) AdamUpdate(r, b1, b2, g[i], p[i], m1[i], m2[i], &pout[i], &m1out[i], &m2out[i]);
 }
 
 // After AdamKernel on the same stream: the powers may be updated in place

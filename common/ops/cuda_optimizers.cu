@@ -8,6 +8,7 @@
 
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_reduce.cuh"
+#include "common/ops/cuda_update_rules.cuh"
 
 namespace oar {
 namespace cuda {
@@ -20,7 +21,7 @@ __global__ void AdagradKernel(const T* p, const T* g, const T* mom, const T* lr,
     const T gi = g[i];
     const T m = decayed ? decay * mom[i] + (T(1) - decay) * gi * gi : mom[i] + gi * gi;
     mout[i] = m;
-    pout[i] = p[i] - lr[0] * gi / (sqrt(m) + eps);
+    pout[i] = AdagradParam(p[i], gi, m, lr[0], eps);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_reduce.cuh"
+#include "common/ops/cuda_update_rules.cuh"
 
 namespace oar {
 namespace cuda {
@@ -49,16 +50,10 @@ __global__ void ZeroPaddedRowsKernel(T* v, const int64_t* ids, int64_t n, int64_
 template <typename T>
 __global__ void AdamRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr,
                                const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2) {
-  const T corr2 = sqrt(T(1) - beta2_pow[0]);
-  const T lr_t = lr[0] * corr2 / (T(1) - beta1_pow[0]);
-  const T eps_t = eps * corr2;
+  const AdamRate<T> r = AdamBiasCorrected(lr, beta1_pow, beta2_pow, eps);
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = rows[e / width] * width + e % width;
-    const T a = b1 * m1[i] + (T(1) - b1) * g[e];
-    const T b = b2 * m2[i] + (T(1) - b2) * g[e] * g[e];
-    m1[i] = a;
-    m2[i] = b;
-    p[i] = p[i] - lr_t * (a / (sqrt(b) + eps_t));
+    AdamUpdate(r, b1, b2, g[e], p[i], m1[i], m2[i], &p[i], &m1[i], &m2[i]);
   }
 }
 
@@ -77,7 +72,7 @@ __global__ void AdagradRowsKernel(const int64_t* rows, int64_t n, int64_t width,
     const int64_t i = rows[e / width] * width + e % width;
     const T m = mom[i] + g[e] * g[e];
     mom[i] = m;
-    p[i] = p[i] - lr[0] * g[e] / (sqrt(m) + eps);
+    p[i] = AdagradParam(p[i], g[e], m, lr[0], eps);
   }
 }
 

@@ -22,15 +22,9 @@
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
+#include "tests/gpu/require_gpu.h"
 
 namespace oar::testing {
-
-#define REQUIRE_GPU()                                  \
-  do {                                                 \
-    if (GpuCount() == 0) {                             \
-      GTEST_SKIP() << "no GPU: " << NoGpuReason();     \
-    }                                                  \
-  } while (0)
 
 using Inputs = std::map<std::string, Tensor>;
 

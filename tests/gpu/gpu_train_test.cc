@@ -17,6 +17,7 @@
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
 #include "trainer/collective/nccl_collective.h"
+#include "tests/gpu/require_gpu.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/step_log.h"
 
@@ -30,9 +31,7 @@ std::string DataDir() {
 
 #define REQUIRE_GPU_AND_DATA()                                                                   \
   do {                                                                                           \
-    if (GpuCount() == 0) {                                                                       \
-      GTEST_SKIP() << "no GPU: " << NoGpuReason();                                               \
-    }                                                                                            \
+    REQUIRE_GPU();                                                                               \
     if (!std::filesystem::exists(DataDir() + "/train-images-idx3-ubyte.gz")) {                   \
       GTEST_SKIP() << "no Fashion-MNIST in " << DataDir() << " (set OAR_FASHION_MNIST_DIR)";     \
     }                                                                                            \

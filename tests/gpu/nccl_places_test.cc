@@ -11,14 +11,10 @@
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
+#include "tests/gpu/require_gpu.h"
 
 namespace oar {
 namespace {
-
-#define REQUIRE_GPU()                                                 \
-  do {                                                                \
-    if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason(); \
-  } while (0)
 
 std::vector<int> Devices() {
   std::vector<int> d;

@@ -18,6 +18,7 @@
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
 #include "tests/common/paddle/paddle_fixture.h"
+#include "tests/gpu/require_gpu.h"
 
 namespace oar {
 namespace {
@@ -25,7 +26,7 @@ namespace {
 class PaddleFixtureGpuTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PaddleFixtureGpuTest, TrainsToPaddlesOwnLossesOnTheGpu) {
-  if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason();
+  REQUIRE_GPU();
   const paddle_fixture::Fixture f = paddle_fixture::Load(GetParam());
   ASSERT_TRUE(f.main && f.startup);
   ASSERT_EQ(f.losses.size(), static_cast<size_t>(f.steps));

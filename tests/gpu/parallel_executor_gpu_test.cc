@@ -17,6 +17,7 @@
 
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
+#include "tests/gpu/require_gpu.h"
 #include "tests/trainer/mlp_fixture.h"
 #include "trainer/collective/nccl_collective.h"
 #include "trainer/parallel_executor.h"
@@ -24,11 +25,6 @@
 
 namespace oar {
 namespace {
-
-#define REQUIRE_GPU()                                                 \
-  do {                                                                \
-    if (GpuCount() == 0) GTEST_SKIP() << "no GPU: " << NoGpuReason(); \
-  } while (0)
 
 // Every GPU, up to the 8 examples of Mlp::Batch.
 int Gpus() { return std::min(GpuCount(), 8); }

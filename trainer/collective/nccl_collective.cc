@@ -10,6 +10,8 @@
 #include <nccl.h>
 
 #include <cstring>
+
+#include "trainer/collective/nccl_util.h"
 #endif
 
 namespace oar {
@@ -20,24 +22,6 @@ namespace {
 absl::Status Cuda(cudaError_t e, const char* call, int device) {
   if (e == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(call, " on GPU ", device, ": ", cudaGetErrorString(e)));
-}
-
-absl::Status Nccl(ncclResult_t r, const char* call) {
-  if (r == ncclSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(r)));
-}
-
-absl::StatusOr<ncclDataType_t> NcclType(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
-    case DataType::kUInt8: return ncclUint8;
-    case DataType::kInt8: return ncclInt8;
-    default: return absl::InvalidArgumentError(absl::StrCat("NCCL cannot move ", DataTypeName(t), " tensors"));
-  }
 }
 
 class NcclCollective : public Collective {
@@ -54,7 +38,7 @@ class NcclCollective : public Collective {
     OAR_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", o_.device));
     ncclUniqueId id;
     std::memcpy(&id, o_.unique_id, sizeof(id));
-    return Nccl(ncclCommInitRank(&comm_, o_.size, id, o_.rank), "ncclCommInitRank");
+    return NcclStatus(ncclCommInitRank(&comm_, o_.size, id, o_.rank), "ncclCommInitRank");
   }
 
   int rank() const override { return o_.rank; }
@@ -62,12 +46,9 @@ class NcclCollective : public Collective {
   std::string backend() const override { return "nccl"; }
 
   absl::Status AllReduce(Tensor* t, const std::string& name) override {
-    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(t->dtype()));
-    if (t->dtype() == DataType::kUInt8 || t->dtype() == DataType::kInt8) {
-      return absl::InvalidArgumentError(absl::StrCat("AllReduce '", name, "': int8/uint8 do not add"));
-    }
+    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclSumType(t->dtype(), name));
     return Staged(t, name, "AllReduce", [&](void* buf) {
-      return Nccl(ncclAllReduce(buf, buf, static_cast<size_t>(t->numel()), type, ncclSum, comm_, stream_),
+      return NcclStatus(ncclAllReduce(buf, buf, static_cast<size_t>(t->numel()), type, ncclSum, comm_, stream_),
                   "ncclAllReduce");
     });
   }
@@ -76,7 +57,7 @@ class NcclCollective : public Collective {
   // ring broadcasts them.
   absl::Status Broadcast(Tensor* t, int root, const std::string& name) override {
     return Staged(t, name, "Broadcast", [&](void* buf) {
-      return Nccl(ncclBroadcast(buf, buf, t->nbytes(), ncclUint8, root, comm_, stream_), "ncclBroadcast");
+      return NcclStatus(ncclBroadcast(buf, buf, t->nbytes(), ncclUint8, root, comm_, stream_), "ncclBroadcast");
     });
   }
 
@@ -103,7 +84,7 @@ class NcclCollective : public Collective {
     mine.mutable_data<uint8_t>({most});
     OAR_RETURN_IF_ERROR(Staged(&all, name, "AllGather", [&](void* buf) {
       char* b = static_cast<char*>(buf);
-      return Nccl(ncclAllGather(b + most * o_.rank, b, static_cast<size_t>(most), ncclUint8, comm_, stream_),
+      return NcclStatus(ncclAllGather(b + most * o_.rank, b, static_cast<size_t>(most), ncclUint8, comm_, stream_),
                   "ncclAllGather");
     }));
     // Blocks share every dimension but the first (rows of a sparse
@@ -181,7 +162,7 @@ class NcclCollective : public Collective {
         comm_ = nullptr;
         broken_ = true;
         return fail(async_error != ncclSuccess
-                        ? Nccl(async_error, "NCCL")
+                        ? NcclStatus(async_error, "NCCL")
                         : absl::DeadlineExceededError(absl::StrCat("not finished after ", absl::FormatDuration(o_.timeout),
                                                                    " (a peer died or hangs; FLAGS_rpc_deadline)")));
       }

@@ -13,6 +13,7 @@
 #include <nccl.h>
 
 #include "common/device/cuda_context.h"
+#include "trainer/collective/nccl_util.h"
 #endif
 
 namespace oar {
@@ -35,23 +36,6 @@ absl::Status CheckDevices(const std::vector<int>& devices) {
 
 #if OAR_HAVE_NCCL
 namespace {
-
-absl::Status Nccl(ncclResult_t r, const std::string& what) {
-  if (r == ncclSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
-}
-
-absl::StatusOr<ncclDataType_t> SumType(DataType t, const std::string& name) {
-  switch (t) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("'", name, "': NCCL cannot sum ", DataTypeName(t), " tensors"));
-  }
-}
 
 // Restores the calling thread's current GPU on scope exit: a group call
 // touches every GPU of the clique, and the caller's thread runs one place.
@@ -103,7 +87,7 @@ class NcclPlacesImpl : public NcclPlaces {
       }
     }
     comms_.assign(devices_.size(), nullptr);
-    absl::Status s = Nccl(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()),
+    absl::Status s = NcclStatus(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()),
                           absl::StrCat("ncclCommInitAll over ", devices_.size(), " GPUs"));
     if (!s.ok()) comms_.clear();
     return s;
@@ -111,7 +95,7 @@ class NcclPlacesImpl : public NcclPlaces {
 
   absl::Status AllReduce(const std::vector<Tensor*>& bufs, const std::string& name) override {
     OAR_RETURN_IF_ERROR(Check(bufs, name, "all-reduce"));
-    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, SumType(bufs[0]->dtype(), name));
+    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclSumType(bufs[0]->dtype(), name));
     const size_t count = static_cast<size_t>(bufs[0]->numel());
     return Group(name, "all-reduce", [&](size_t i) {
       void* p = bufs[i]->raw_data();
@@ -122,7 +106,7 @@ class NcclPlacesImpl : public NcclPlaces {
   absl::Status Reduce(const std::vector<Tensor*>& bufs, size_t root, const std::string& name) override {
     OAR_RETURN_IF_ERROR(Check(bufs, name, "reduce"));
     if (root >= bufs.size()) return absl::InvalidArgumentError(absl::StrCat("reduce '", name, "': no place ", root));
-    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, SumType(bufs[0]->dtype(), name));
+    OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclSumType(bufs[0]->dtype(), name));
     const size_t count = static_cast<size_t>(bufs[0]->numel());
     return Group(name, "reduce", [&](size_t i) {
       void* p = bufs[i]->raw_data();
@@ -168,12 +152,12 @@ class NcclPlacesImpl : public NcclPlaces {
     absl::MutexLock lock(&mu_);
     KeepCurrentDevice keep;
     const std::string label = absl::StrCat(what, " '", name, "' across ", devices_.size(), " GPUs");
-    OAR_RETURN_IF_ERROR(Nccl(ncclGroupStart(), label));
+    OAR_RETURN_IF_ERROR(NcclStatus(ncclGroupStart(), label));
     ncclResult_t first = ncclSuccess;
     for (size_t i = 0; i < devices_.size() && first == ncclSuccess; ++i) first = call(i);
     const ncclResult_t end = ncclGroupEnd();
-    OAR_RETURN_IF_ERROR(Nccl(first, label));
-    return Nccl(end, label);
+    OAR_RETURN_IF_ERROR(NcclStatus(first, label));
+    return NcclStatus(end, label);
   }
 
   const std::vector<int> devices_;
