@@ -25,7 +25,7 @@ rm -rf "$w" && mkdir -p "$w/lib" "$w/bin"
 tar xzf .gpu/libs.tgz -C "$w/lib" && tar xzf .gpu/bins.tgz -C "$w/bin" || { echo "gpu-run: no .gpu/ bundle" >&2; exit 1; }
 dirs=""
 for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcudnn.so.9 libnccl.so.2; do
-  f=$(find /usr/local /usr/lib /opt /lib -name "$lib" 2>/dev/null | head -1)
+  f=$(find /usr/local /usr/lib /opt /lib -name "$lib" -print -quit 2>/dev/null)
   if [[ -z $f ]]; then echo "gpu-run: $lib not found on this machine"; continue; fi
   d=$(dirname "$f")
   case ":$dirs:" in *":$d:"*) ;; *) dirs="$dirs:$d" ;; esac
@@ -39,11 +39,12 @@ export OAR_BINARY="$w/bin/oar"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   ldd "$w/bin/gpu_tests" | grep -E "not found|cudnn|cublas|nccl|cudart" || true
 } 2>&1 | tee "$out/env.log"
-deadline=$((SECONDS + ${OAR_GPU_DEADLINE_S:-500}))
+deadline=${OAR_GPU_DEADLINE_S:-500}  # from the script's start (SECONDS counts from 0)
 : > "$out/summary.log"
 : > "$out/gpu_tests.log"
 verdict() {  # exit status of a timed run -> a word
   case $1 in
+    # 137 is SIGKILL: timeout's -k after its TERM, or the kernel's OOM killer.
     0) echo passed ;; 1) echo FAILED ;; 124|137) echo "TIMED OUT" ;; *) echo "CRASHED (exit $1)" ;;
   esac
 }
@@ -58,9 +59,16 @@ run_tests() {  # NAME LIMIT_S GTEST_FILTER
 }
 if [[ $what != --bench-only ]]; then
   if [[ $filter != "*" ]]; then
-    run_tests "$filter" $((deadline - SECONDS)) "$filter"
+    run_tests "$filter" $((deadline - SECONDS > 20 ? deadline - SECONDS : 20)) "$filter"
   else
-    for suite in $("$w/bin/gpu_tests" --gtest_list_tests | awk '!/^ / && $1 ~ /\.$/ {sub(/\.$/, "", $1); print $1}'); do
+    # A gpu_tests that cannot start (a library missing) lists nothing: that is a failure, not an empty pass.
+    suites=$("$w/bin/gpu_tests" --gtest_list_tests 2>&1 | awk '!/^ / && $1 ~ /\.$/ {sub(/\.$/, "", $1); print $1}')
+    if [[ -z $suites ]]; then
+      "$w/bin/gpu_tests" --gtest_list_tests 2>&1 | tail -5 | tee -a "$out/gpu_tests.log"
+      echo "gpu_tests: CRASHED (cannot list its tests)" | tee -a "$out/summary.log"
+      rc=1
+    fi
+    for suite in $suites; do
       left=$((deadline - SECONDS))
       if (( left < 20 )); then echo "$suite: NOT RUN (deadline)" | tee -a "$out/summary.log"; rc=1; continue; fi
       run_tests "$suite" $(( left < 240 ? left : 240 )) "$suite.*"

@@ -29,9 +29,16 @@ absl::Status CompareKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const T* y, GpuIn<T>(ctx, "Y"));
   const Tensor& xt = *ctx.Input("X");
   OAR_ASSIGN_OR_RETURN(const bool scalar, YIsScalar(ctx, xt, ctx.Input("Y")));
-  Tensor* out = ctx.Output("Out");
+  // Out bound to X or Y: the bools would overwrite elements other threads
+  // have yet to read, so they go to a buffer of their own, which then
+  // replaces Out's (the old one is freed in stream order, after the kernel).
+  const Variable* out_var = ctx.OutputVar("Out");
+  const bool in_place = out_var == ctx.InputVar("X") || out_var == ctx.InputVar("Y");
+  Tensor fresh;
+  Tensor* out = in_place ? &fresh : ctx.Output("Out");
   out->Resize(xt.dims());
   cuda::CompareOp<T>(C, x, y, scalar, out->mutable_data<bool>(ctx.place()), xt.numel(), c->stream);
+  if (in_place) ctx.Output("Out")->ShareDataWith(fresh);
   return LaunchStatus(ctx);
 }
 
