@@ -68,9 +68,9 @@ class OpInfo {
   // take a new shape with the same element count. Other ops bound in place
   // must keep the input's shape (PreparedBlock checks).
   OpInfo& InPlaceMayReshape() { in_place_may_reshape_ = true; return *this; }
-  // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O):
-  // on a GPU place it runs its CPU kernel, its inputs copied to the host
-  // first. Any other op without a kernel for the place is an error.
+  // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O,
+  // the auc metric's host-kept histograms): on a GPU place it runs its CPU
+  // kernel, its inputs copied to the host first. Any other op without a kernel for the place is an error.
   OpInfo& HostSide() { host_side_ = true; return *this; }
   OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
   template <typename T>

@@ -69,14 +69,19 @@ double RocArea(const int64_t* pos, const int64_t* neg, int64_t buckets) {
   return tp > 0 && fp > 0 ? area / tp / fp : 0.0;
 }
 
-// The counts as the op's output, starting from its input's values.
+// The counts as the op's output, starting from its input's values. In
+// place (layers::auc's binding) the buffer is reused unless another owner
+// shares it (a fetched value, a send in flight): then mutable_data gives a
+// fresh one, and the counts so far are copied into it from the old buffer,
+// which the executor keeps alive until the kernel returns.
 absl::StatusOr<int64_t*> StatsOut(const ExecutionContext& ctx, const char* in, const char* out) {
   OAR_ASSIGN_OR_RETURN(const Tensor* src, RequireInput(ctx, in));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, in, *src));
+  const int64_t* old = src->data<int64_t>();
+  const size_t bytes = src->nbytes();
   Tensor* dst = ctx.Output(out);
-  if (dst == src) return dst->mutable_data<int64_t>();
   int64_t* d = dst->mutable_data<int64_t>(src->dims());
-  std::memcpy(d, src->data<int64_t>(), src->nbytes());
+  if (d != old) std::memcpy(d, old, bytes);
   return d;
 }
 
@@ -133,8 +138,11 @@ absl::Status AucKernel(const ExecutionContext& ctx) {
 
 }  // namespace
 
+// Host-side: on a GPU place the kernel runs on the host, Predict and Label
+// copied there ([batch, 2] and [batch, 1] a step); the histograms stay on
+// the host between steps, where the metric is read.
 void RegisterAucOp(OpRegistry* r) {
-  r->Register("auc").Input("Predict").Input("Label").Input("StatPos").Input("StatNeg")
+  r->Register("auc").HostSide().Input("Predict").Input("Label").Input("StatPos").Input("StatNeg")
       .Output("AUC").Output("StatPosOut").Output("StatNegOut")
       .Attr("curve", std::string("ROC")).Attr("num_thresholds", int32_t{4095}).Attr("slide_steps", int32_t{1})
       .SetInferShape(AucInferShape)

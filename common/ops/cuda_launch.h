@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "common/ops/sequence_pool_type.h"
+
 namespace oar {
 namespace cuda {
 
@@ -195,6 +197,21 @@ void AdagradRows(const int64_t* rows, int64_t n, int64_t width, const T* g, cons
 template <typename T>
 void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
               const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s);
+
+// ---- sequence_pool over a LoD level (cuda_sequence.cu) ----
+// Sequence s is rows [offsets[s], offsets[s + 1]) of x [rows, width]:
+// out[s, :] pools them; an empty one gives `pad` (and max_index -1).
+// max_index (int32, may be null) is the row MAX took, per element.
+template <typename T>
+void SequencePoolForward(SequencePool p, const T* x, const int64_t* offsets, int64_t seqs, int64_t width, T pad,
+                         T* out, int32_t* max_index, cudaStream_t s);
+// dx [rows, width], which the caller has zeroed, gets each sequence's share
+// of dout [seqs, width]. A max_index outside its sequence writes nothing and
+// stores its flat position s * width + k in *bad (INT64_MAX before; the
+// smallest wins).
+template <typename T>
+void SequencePoolGrad(SequencePool p, const T* dout, const int64_t* offsets, const int32_t* max_index, int64_t seqs,
+                      int64_t width, T* dx, int64_t* bad, cudaStream_t s);
 
 // ---- random: map cuRAND's (0, 1] uniforms to [lo, hi) ----
 template <typename T>

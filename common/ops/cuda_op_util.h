@@ -90,5 +90,6 @@ void RegisterCudaSelectedRowsKernels(OpRegistry* r); // selected_rows_ops_cuda.c
 void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
 void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
 void RegisterCudaControlKernels(OpRegistry* r);      // control_ops_cuda.cc: comparisons, logic, assign
+void RegisterCudaSequenceKernels(OpRegistry* r);     // sequence_ops_cuda.cc: sequence_pool
 
 }  // namespace oar

@@ -155,6 +155,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaReduceKernels(r);
   RegisterCudaOptimizerKernels(r);
   RegisterCudaControlKernels(r);
+  RegisterCudaSequenceKernels(r);
 }
 
 }  // namespace oar

@@ -7,25 +7,13 @@
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/sequence_pool.h"
 
 namespace oar {
 namespace {
 
-enum class Pool { kSum, kAverage, kSqrt, kMax, kFirst, kLast };
-
-absl::StatusOr<Pool> ParsePool(const std::string& s) {
-  if (s == "SUM") return Pool::kSum;
-  if (s == "AVERAGE") return Pool::kAverage;
-  if (s == "SQRT") return Pool::kSqrt;
-  if (s == "MAX") return Pool::kMax;
-  if (s == "FIRST") return Pool::kFirst;
-  if (s == "LAST") return Pool::kLast;
-  return absl::InvalidArgumentError(absl::StrCat("sequence_pool: pooltype '", s,
-                                                 "' is not SUM, AVERAGE, SQRT, MAX, FIRST or LAST"));
-}
-
 absl::Status SequencePoolInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(ParsePool(ctx.Attr<std::string>("pooltype")).status());
+  OAR_RETURN_IF_ERROR(ParseSequencePool(ctx.Attr<std::string>("pooltype")).status());
   DDim x = ctx.InputDim("X");
   if (x.size() < 1) return ctx.Error("X must have rank >= 1");
   if (ctx.IsRuntime()) return absl::OkStatus();  // the kernel sizes Out from the LoD
@@ -38,26 +26,11 @@ absl::Status SequencePoolInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
-// The last LoD level of `x`, checked against its rows.
-absl::StatusOr<std::vector<size_t>> Offsets(const ExecutionContext& ctx, const Tensor& x) {
-  if (x.lod().empty() || x.dims().size() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input X ('", ctx.op().Input("X")[0], "')",
-                                                   x.dims().ToString(), " has no LoD"));
-  }
-  const std::vector<size_t>& off = x.lod().back();
-  if (off.empty() || off.front() != 0 || off.back() != static_cast<size_t>(x.dims()[0]) ||
-      !std::is_sorted(off.begin(), off.end())) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence_pool: LoD of X does not partition its ",
-                                                   x.dims()[0], " rows"));
-  }
-  return off;
-}
-
 template <typename T>
 absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-  OAR_ASSIGN_OR_RETURN(Pool pool, ParsePool(ctx.Attr<std::string>("pooltype")));
-  OAR_ASSIGN_OR_RETURN(std::vector<size_t> off, Offsets(ctx, *x));
+  OAR_ASSIGN_OR_RETURN(SequencePool pool, ParseSequencePool(ctx.Attr<std::string>("pooltype")));
+  OAR_ASSIGN_OR_RETURN(std::vector<size_t> off, SequenceOffsets(ctx, *x));
   const int64_t seqs = static_cast<int64_t>(off.size()) - 1;
   const int64_t width = x->dims()[0] ? x->numel() / x->dims()[0] : x->dims().Product(1, x->dims().size());
   DDim od = x->dims();
@@ -67,7 +40,7 @@ absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
   LoD rest(x->lod().begin(), x->lod().end() - 1);
   out->set_lod(rest);
   int32_t* idx = nullptr;
-  if (pool == Pool::kMax) {
+  if (pool == SequencePool::kMax) {
     if (Tensor* mi = ctx.Output("MaxIndex")) idx = mi->mutable_data<int32_t>(od);
   }
   const T* xp = x->data<T>();
@@ -82,9 +55,9 @@ absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
         continue;
       }
       switch (pool) {
-        case Pool::kFirst: row[k] = xp[b * width + k]; break;
-        case Pool::kLast: row[k] = xp[(e - 1) * width + k]; break;
-        case Pool::kMax: {
+        case SequencePool::kFirst: row[k] = xp[b * width + k]; break;
+        case SequencePool::kLast: row[k] = xp[(e - 1) * width + k]; break;
+        case SequencePool::kMax: {
           int64_t best = b;
           for (int64_t r = b + 1; r < e; ++r) if (xp[r * width + k] > xp[best * width + k]) best = r;
           row[k] = xp[best * width + k];
@@ -94,7 +67,9 @@ absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
         default: {
           T sum = 0;
           for (int64_t r = b; r < e; ++r) sum += xp[r * width + k];
-          row[k] = pool == Pool::kSum ? sum : pool == Pool::kAverage ? sum / T(len) : sum / std::sqrt(T(len));
+          row[k] = pool == SequencePool::kSum       ? sum
+                   : pool == SequencePool::kAverage ? sum / T(len)
+                                                    : sum / std::sqrt(T(len));
         }
       }
     }
@@ -108,10 +83,10 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
-  OAR_ASSIGN_OR_RETURN(Pool pool, ParsePool(ctx.Attr<std::string>("pooltype")));
-  OAR_ASSIGN_OR_RETURN(std::vector<size_t> off, Offsets(ctx, *x));
-  const Tensor* mi = pool == Pool::kMax ? ctx.Input("MaxIndex") : nullptr;
-  if (pool == Pool::kMax && (mi == nullptr || !mi->initialized())) {
+  OAR_ASSIGN_OR_RETURN(SequencePool pool, ParseSequencePool(ctx.Attr<std::string>("pooltype")));
+  OAR_ASSIGN_OR_RETURN(std::vector<size_t> off, SequenceOffsets(ctx, *x));
+  const Tensor* mi = pool == SequencePool::kMax ? ctx.Input("MaxIndex") : nullptr;
+  if (pool == SequencePool::kMax && (mi == nullptr || !mi->initialized())) {
     return absl::InvalidArgumentError("sequence_pool_grad: MAX pooling needs MaxIndex");
   }
   // Out@GRAD (and MaxIndex) have one row per sequence.
@@ -136,9 +111,9 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
     for (int64_t k = 0; k < width; ++k) {
       const T gv = gp[s * width + k];
       switch (pool) {
-        case Pool::kFirst: d[b * width + k] = gv; break;
-        case Pool::kLast: d[(e - 1) * width + k] = gv; break;
-        case Pool::kMax: {
+        case SequencePool::kFirst: d[b * width + k] = gv; break;
+        case SequencePool::kLast: d[(e - 1) * width + k] = gv; break;
+        case SequencePool::kMax: {
           const int64_t r = mi->data<int32_t>()[s * width + k];  // a row of this sequence
           if (r < b || r >= e) {
             return absl::InvalidArgumentError(absl::StrCat("sequence_pool_grad: MaxIndex ", r, " at [", s, ", ", k,
@@ -148,7 +123,9 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
           break;
         }
         default: {
-          const T share = pool == Pool::kSum ? gv : pool == Pool::kAverage ? gv / T(len) : gv / std::sqrt(T(len));
+          const T share = pool == SequencePool::kSum       ? gv
+                          : pool == SequencePool::kAverage ? gv / T(len)
+                                                           : gv / std::sqrt(T(len));
           for (int64_t r = b; r < e; ++r) d[r * width + k] = share;
         }
       }
@@ -158,6 +135,31 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
 }
 
 }  // namespace
+
+absl::StatusOr<SequencePool> ParseSequencePool(const std::string& s) {
+  if (s == "SUM") return SequencePool::kSum;
+  if (s == "AVERAGE") return SequencePool::kAverage;
+  if (s == "SQRT") return SequencePool::kSqrt;
+  if (s == "MAX") return SequencePool::kMax;
+  if (s == "FIRST") return SequencePool::kFirst;
+  if (s == "LAST") return SequencePool::kLast;
+  return absl::InvalidArgumentError(absl::StrCat("sequence_pool: pooltype '", s,
+                                                 "' is not SUM, AVERAGE, SQRT, MAX, FIRST or LAST"));
+}
+
+absl::StatusOr<std::vector<size_t>> SequenceOffsets(const ExecutionContext& ctx, const Tensor& x) {
+  if (x.lod().empty() || x.dims().size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input X ('", ctx.op().Input("X")[0], "')",
+                                                   x.dims().ToString(), " has no LoD"));
+  }
+  const std::vector<size_t>& off = x.lod().back();
+  if (off.empty() || off.front() != 0 || off.back() != static_cast<size_t>(x.dims()[0]) ||
+      !std::is_sorted(off.begin(), off.end())) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": LoD of X ('", ctx.op().Input("X")[0],
+                                                   "') does not partition its ", x.dims()[0], " rows"));
+  }
+  return off;
+}
 
 void RegisterSequenceOps(OpRegistry* r) {
   auto attrs = [](OpInfo& i) -> OpInfo& {

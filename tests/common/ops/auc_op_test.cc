@@ -8,6 +8,7 @@
 #include "common/api/unique_name.h"
 #include "common/executor.h"
 #include "gtest/gtest.h"
+#include "tests/common/ops/op_test_util.h"
 
 namespace oar {
 namespace {
@@ -83,6 +84,31 @@ TEST(AucOpTest, GlobalAucCoversEveryBatchAndBatchAucTheWindow) {
     EXPECT_NEAR((*got)[0], ExactAuc(all_p, all_y), 1e-12) << "global, after batch " << k;
     EXPECT_NEAR((*got)[1], ExactAuc(window_p, window_y), 1e-12) << "batch window, after batch " << k;
   }
+}
+
+// Counts whose buffer another owner shares (a value handed out and still
+// held): the in-place update gets a fresh buffer, and must start it from
+// the counts so far.
+TEST(AucOpTest, CountsSharedWithAnotherOwnerAreKept) {
+  std::vector<int64_t> start(11, 0);
+  start[2] = 5;  // five positives seen before, in bucket 2
+  Tensor held = MakeTensor<int64_t>({1, 11}, start);
+  Scope s;
+  testing::SetTensor(&s, "pos", held);  // shares held's buffer
+  testing::SetTensor(&s, "neg", MakeTensor<int64_t>({1, 11}, std::vector<int64_t>(11, 0)));
+  testing::SetTensor(&s, "p", MakeTensor<float>({2, 2}, {0.05f, 0.95f, 0.6f, 0.4f}));
+  testing::SetTensor(&s, "y", MakeTensor<int64_t>({2, 1}, {1, 0}));
+  ASSERT_TRUE(testing::RunOps({testing::MakeOp("auc",
+                                               {{"Predict", {"p"}}, {"Label", {"y"}}, {"StatPos", {"pos"}},
+                                                {"StatNeg", {"neg"}}},
+                                               {{"AUC", {"a"}}, {"StatPosOut", {"pos"}}, {"StatNegOut", {"neg"}}},
+                                               {{"num_thresholds", int32_t{10}}, {"slide_steps", int32_t{0}}})},
+                              &s)
+                  .ok());
+  std::vector<int64_t> want = start;
+  want[9] += 1;  // the positive at 0.95
+  EXPECT_EQ(TensorToVector<int64_t>(testing::GetTensor(s, "pos")), want);
+  EXPECT_EQ(TensorToVector<int64_t>(held), start) << "the other owner's values changed";
 }
 
 TEST(AucOpTest, ProbabilitiesOutsideZeroOneAndOtherCurvesAreErrors) {
