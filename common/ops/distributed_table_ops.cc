@@ -275,11 +275,14 @@ absl::Status TableAdam(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// split_ids and merge_ids are host-side: on a GPU trainer they run on the
+// host beside the prefetch and send they feed (ids and rows for RPC), their
+// inputs copied there.
 void RegisterDistributedTableOps(OpRegistry* r) {
-  r->Register("split_ids").Input("Ids", kDuplicable).Output("Out", kDuplicable)
+  r->Register("split_ids").HostSide().Input("Ids", kDuplicable).Output("Out", kDuplicable)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(SplitIdsKernel);
-  r->Register("merge_ids").Input("Ids", kDuplicable).Input("Rows", kDuplicable).Input("X", kDuplicable)
+  r->Register("merge_ids").HostSide().Input("Ids", kDuplicable).Input("Rows", kDuplicable).Input("X", kDuplicable)
       .Output("Out", kDuplicable)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(MergeIdsKernel);

@@ -318,9 +318,12 @@ TEST(CudaKernelTest, ConcatSplitAndConcatGradAlongEachAxis) {
 TEST(CudaKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
   REQUIRE_GPU();
   Scope gpu;
-  SetTensor(&gpu, "ids", MakeTensor<int64_t>({3, 1}, {4, 1, 2}));
-  // split_ids runs on a pserver's host: it has no GPU kernel.
-  absl::Status s = RunOpsOn({MakeOp("split_ids", {{"Ids", {"ids"}}}, {{"Out", {"a", "b"}}})}, &gpu, CUDAPlace(0));
+  SetTensor(&gpu, "x", RandomTensor<float>({2, 3}, -1, 1, 28));
+  SetTensor(&gpu, "y", RandomTensor<float>({2, 3}, -1, 1, 29));
+  // The fused op of the CPU-only fuse_elewise_add_act pass has no GPU kernel.
+  absl::Status s = RunOpsOn({MakeOp("fused_elemwise_activation", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}},
+                                    {{"functor_list", std::vector<std::string>{"relu", "elementwise_add"}}})},
+                            &gpu, CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_NE(s.message().find("no GPU kernel"), std::string::npos) << s;
 }

@@ -1,9 +1,9 @@
 // sequence_pool on the GPU (every pooltype, forward and gradient, an empty
 // sequence and rows wider than one column) against its CPU kernel, a
-// MaxIndex outside its sequence named as on the CPU; and auc, a host-side
-// op, in a GPU program: its Predict comes from a GPU op, it runs on the
-// host and its AUC over two steps (histograms kept between them) is the
-// CPU's. Needs a GPU: each test skips itself, with the reason, on a
+// MaxIndex outside its sequence named as on the CPU; and host-side ops in a
+// GPU program: auc, whose Predict comes from a GPU op and whose AUC over
+// two steps (histograms kept between them) is the CPU's, and the
+// distributed lookup table's split_ids and merge_ids. Needs a GPU: each test skips itself, with the reason, on a
 // host without one. Labelled `gpu`. Tolerance: gpu_test_util.h's (sums of
 // at most four rows).
 #include <string>
@@ -84,6 +84,38 @@ TEST(CudaSequenceKernelTest, AucRunsOnTheHostInAGpuProgram) {
     EXPECT_EQ(got.data<double>()[0], GetTensor(cpu, name).data<double>()[0]) << name;
   }
   EXPECT_TRUE(GetTensor(gpu, "p2").place() == CUDAPlace(0)) << "Predict was not made on the GPU";
+}
+
+// The distributed lookup table's trainer-side ops around prefetch and send:
+// split_ids cuts a sparse gradient made on the GPU (lookup_table_grad) by
+// pserver, and merge_ids' rows feed a GPU op; both run on the host.
+TEST(CudaSequenceKernelTest, SplitAndMergeIdsRunOnTheHostInAGpuProgram) {
+  REQUIRE_GPU();
+  Scope gpu;
+  SetTensor(&gpu, "w", RandomTensor<float>({10, 2}, -1, 1, 67));
+  SetTensor(&gpu, "ids", MakeTensor<int64_t>({4, 1}, {3, 4, 3, 6}));
+  SetTensor(&gpu, "g", MakeTensor<float>({4, 2}, {1, 1, 2, 2, 3, 3, 4, 4}));
+  SetTensor(&gpu, "r0", MakeTensor<int64_t>({2, 1}, {4, 6}));
+  SetTensor(&gpu, "r1", MakeTensor<int64_t>({1, 1}, {3}));
+  SetTensor(&gpu, "x0", MakeTensor<float>({2, 2}, {40, 41, 60, 61}));
+  SetTensor(&gpu, "x1", MakeTensor<float>({1, 2}, {30, 31}));
+  const std::map<std::string, Attribute> sparse = {{"is_sparse", true}};
+  absl::Status s = RunOpsOn(
+      {MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}}, sparse),
+       MakeOp("split_ids", {{"Ids", {"dw"}}}, {{"Out", {"dw0", "dw1"}}}),
+       MakeOp("merge_ids", {{"Ids", {"ids"}}, {"Rows", {"r0", "r1"}}, {"X", {"x0", "x1"}}}, {{"Out", {"emb"}}}),
+       MakeOp("scale", {{"X", {"emb"}}}, {{"Out", {"emb2"}}}, {{"scale", 2.f}})},
+      &gpu, CUDAPlace(0));
+  ASSERT_TRUE(s.ok()) << s;
+  const SelectedRows& dw0 = gpu.FindVar("dw0")->Get<SelectedRows>();
+  const SelectedRows& dw1 = gpu.FindVar("dw1")->Get<SelectedRows>();
+  EXPECT_EQ(dw0.rows, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(dw1.rows, (std::vector<int64_t>{3, 3}));
+  ASSERT_TRUE(dw0.value.place() == CPUPlace()) << dw0.value.place().ToString();
+  EXPECT_EQ(TensorToVector<float>(dw0.value), (std::vector<float>{2, 2, 4, 4}));
+  EXPECT_EQ(TensorToVector<float>(dw1.value), (std::vector<float>{1, 1, 3, 3}));
+  EXPECT_EQ(TensorToVector<float>(GpuResult(gpu, "emb2")),
+            (std::vector<float>{60, 62, 80, 82, 60, 62, 120, 122}));
 }
 
 }  // namespace
