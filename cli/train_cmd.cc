@@ -96,11 +96,6 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
-  if (places[0].is_gpu() && FLAGS_fuse_elewise_add_act_ops) {
-    return absl::InvalidArgumentError(
-        "--fuse_elewise_add_act_ops makes fused_elemwise_activation ops, which have no GPU kernel: drop it with "
-        "--device gpu");
-  }
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));

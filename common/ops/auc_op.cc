@@ -79,6 +79,9 @@ absl::StatusOr<int64_t*> StatsOut(const ExecutionContext& ctx, const char* in, c
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, in, *src));
   const int64_t* old = src->data<int64_t>();
   const size_t bytes = src->nbytes();
+  // Counts in pinned memory would move to a plain host buffer, and nothing
+  // else may hold the old one.
+  std::shared_ptr<const void> keep = src->place().is_cpu() ? nullptr : src->KeepAlive();
   Tensor* dst = ctx.Output(out);
   int64_t* d = dst->mutable_data<int64_t>(src->dims());
   if (d != old) std::memcpy(d, old, bytes);

@@ -84,6 +84,11 @@ void ActivationForward(Activation a, const T* x, T* out, int64_t n, cudaStream_t
 // floor, ceil and sign give zeros.
 template <typename T>
 void ActivationGrad(Activation a, const T* src, const T* dout, T* dx, int64_t n, cudaStream_t s);
+// fused_elemwise_activation in one pass: out[e] = act(x[e] + y[(e / post) %
+// n]) over pre * n * post elements; inter (may be null) gets the sums.
+template <typename T>
+void FusedAddActivation(Activation a, const T* x, const T* y, T* out, T* inter, int64_t pre, int64_t n, int64_t post,
+                        cudaStream_t s);
 
 // ---- comparisons and logic (cuda_math.cu): Y as long as X, or one value ----
 enum class Compare { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };

@@ -1,6 +1,6 @@
 // Device code of the unary math ops (the activations relu, sigmoid, tanh
 // and exp, sqrt, square, cos, abs, floor, ceil, sign, with their
-// gradients), the comparisons (less_than, ..., not_equal) and the logical
+// gradients), fused_elemwise_activation's add-then-activate, the comparisons (less_than, ..., not_equal) and the logical
 // ops. Launch functions are declared in cuda_launch.h.
 #include <cstdint>
 
@@ -59,6 +59,16 @@ __global__ void ActivationGradKernel(Activation a, const T* src, const T* dout, 
 }
 
 template <typename T>
+__global__ void FusedAddActivationKernel(Activation a, const T* x, const T* y, T* out, T* inter, int64_t total,
+                                         int64_t n, int64_t post) {
+  OAR_GRID_STRIDE(e, total) {
+    const T v = x[e] + y[(e / post) % n];
+    if (inter != nullptr) inter[e] = v;
+    out[e] = ActivationF(a, v);
+  }
+}
+
+template <typename T>
 __global__ void CompareKernel(Compare c, const T* x, const T* y, bool y_scalar, bool* out, int64_t n) {
   OAR_GRID_STRIDE(i, n) {
     const T a = x[i], b = y[y_scalar ? 0 : i];
@@ -101,6 +111,13 @@ void ActivationGrad(Activation a, const T* src, const T* dout, T* dx, int64_t n,
 }
 
 template <typename T>
+void FusedAddActivation(Activation a, const T* x, const T* y, T* out, T* inter, int64_t pre, int64_t n, int64_t post,
+                        cudaStream_t s) {
+  const int64_t total = pre * n * post;
+  if (total > 0) FusedAddActivationKernel<T><<<GridFor(total), kThreads, 0, s>>>(a, x, y, out, inter, total, n, post);
+}
+
+template <typename T>
 void CompareOp(Compare c, const T* x, const T* y, bool y_scalar, bool* out, int64_t n, cudaStream_t s) {
   if (n > 0) CompareKernel<T><<<GridFor(n), kThreads, 0, s>>>(c, x, y, y_scalar, out, n);
 }
@@ -111,6 +128,8 @@ void LogicOp(Logic l, const bool* x, const bool* y, bool y_scalar, bool* out, in
 
 template void ActivationForward<float>(Activation, const float*, float*, int64_t, cudaStream_t);
 template void ActivationGrad<float>(Activation, const float*, const float*, float*, int64_t, cudaStream_t);
+template void FusedAddActivation<float>(Activation, const float*, const float*, float*, float*, int64_t, int64_t,
+                                        int64_t, cudaStream_t);
 template void CompareOp<float>(Compare, const float*, const float*, bool, bool*, int64_t, cudaStream_t);
 template void CompareOp<double>(Compare, const double*, const double*, bool, bool*, int64_t, cudaStream_t);
 template void CompareOp<int32_t>(Compare, const int32_t*, const int32_t*, bool, bool*, int64_t, cudaStream_t);

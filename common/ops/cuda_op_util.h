@@ -91,5 +91,6 @@ void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: redu
 void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
 void RegisterCudaControlKernels(OpRegistry* r);      // control_ops_cuda.cc: comparisons, logic, assign
 void RegisterCudaSequenceKernels(OpRegistry* r);     // sequence_ops_cuda.cc: sequence_pool
+void RegisterCudaFusedKernels(OpRegistry* r);        // fused_ops_cuda.cc: fused_elemwise_activation
 
 }  // namespace oar

@@ -10,51 +10,36 @@
 #include "absl/strings/str_join.h"
 #include "common/op_registry.h"
 #include "common/ops/elementwise_layout.h"
+#include "common/ops/fused_elemwise.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 
 namespace oar {
 namespace {
 
-enum class Act { kRelu, kSigmoid, kTanh };
-
-// Parses functor_list; `suffix` is "" for the forward op, "_grad" for the grad.
-absl::StatusOr<Act> ParseFunctors(const OpDesc& op, const std::string& suffix) {
-  const auto list = op.GetAttr<std::vector<std::string>>("functor_list");
-  if (list.size() != 2 || list[1] != "elementwise_add" + suffix) {
-    return absl::UnimplementedError(absl::StrCat(op.type, ": functor_list must be [relu|sigmoid|tanh", suffix,
-                                                 ", elementwise_add", suffix, "], got [", absl::StrJoin(list, ", "),
-                                                 "]"));
-  }
-  if (list[0] == "relu" + suffix) return Act::kRelu;
-  if (list[0] == "sigmoid" + suffix) return Act::kSigmoid;
-  if (list[0] == "tanh" + suffix) return Act::kTanh;
-  return absl::UnimplementedError(absl::StrCat(op.type, ": activation '", list[0], "' is not fusable"));
-}
-
 template <typename T>
-T Apply(Act a, T v) {
+T Apply(FusedAct a, T v) {
   switch (a) {
-    case Act::kRelu: return v > T(0) ? v : T(0);
-    case Act::kSigmoid: return T(1) / (T(1) + std::exp(-v));
-    case Act::kTanh: return std::tanh(v);
+    case FusedAct::kRelu: return v > T(0) ? v : T(0);
+    case FusedAct::kSigmoid: return T(1) / (T(1) + std::exp(-v));
+    case FusedAct::kTanh: return std::tanh(v);
   }
   return v;
 }
 
 // d act / d v, times g, from the activation's output.
 template <typename T>
-T Derive(Act a, T out, T g) {
+T Derive(FusedAct a, T out, T g) {
   switch (a) {
-    case Act::kRelu: return out > T(0) ? g : T(0);
-    case Act::kSigmoid: return g * out * (T(1) - out);
-    case Act::kTanh: return g * (T(1) - out * out);
+    case FusedAct::kRelu: return out > T(0) ? g : T(0);
+    case FusedAct::kSigmoid: return g * out * (T(1) - out);
+    case FusedAct::kTanh: return g * (T(1) - out * out);
   }
   return g;
 }
 
 absl::Status FusedInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(ParseFunctors(ctx.op(), "").status());
+  OAR_RETURN_IF_ERROR(ParseFusedFunctors(ctx.op(), "").status());
   const DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
   if (ctx.IsRuntime() || (!x.HasUnknown() && !y.HasUnknown())) {
     OAR_RETURN_IF_ERROR(ElementwiseLayout(ctx.op().type, x, y, ctx.Attr<int32_t>("axis")).status());
@@ -67,7 +52,7 @@ absl::Status FusedInferShape(InferShapeContext& ctx) {
 
 template <typename T>
 absl::Status FusedKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Act act, ParseFunctors(ctx.op(), ""));
+  OAR_ASSIGN_OR_RETURN(const FusedAct act, ParseFusedFunctors(ctx.op(), ""));
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
@@ -89,7 +74,7 @@ absl::Status FusedKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status FusedGradInferShape(InferShapeContext& ctx) {
-  OAR_RETURN_IF_ERROR(ParseFunctors(ctx.op(), "_grad").status());
+  OAR_RETURN_IF_ERROR(ParseFusedFunctors(ctx.op(), "_grad").status());
   const DDim out = ctx.InputDim(GradVarName("Out"));
   if (ctx.HasOutput(GradVarName("X"))) ctx.SetOutputDim(GradVarName("X"), out);
   if (ctx.HasOutput(GradVarName("IntermediateOut"))) ctx.SetOutputDim(GradVarName("IntermediateOut"), out);
@@ -99,7 +84,7 @@ absl::Status FusedGradInferShape(InferShapeContext& ctx) {
 
 template <typename T>
 absl::Status FusedGradKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Act act, ParseFunctors(ctx.op(), "_grad"));
+  OAR_ASSIGN_OR_RETURN(const FusedAct act, ParseFusedFunctors(ctx.op(), "_grad"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
@@ -131,6 +116,19 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
 }
 
 }  // namespace
+
+absl::StatusOr<FusedAct> ParseFusedFunctors(const OpDesc& op, const std::string& suffix) {
+  const auto list = op.GetAttr<std::vector<std::string>>("functor_list");
+  if (list.size() != 2 || list[1] != "elementwise_add" + suffix) {
+    return absl::UnimplementedError(absl::StrCat(op.type, ": functor_list must be [relu|sigmoid|tanh", suffix,
+                                                 ", elementwise_add", suffix, "], got [", absl::StrJoin(list, ", "),
+                                                 "]"));
+  }
+  if (list[0] == "relu" + suffix) return FusedAct::kRelu;
+  if (list[0] == "sigmoid" + suffix) return FusedAct::kSigmoid;
+  if (list[0] == "tanh" + suffix) return FusedAct::kTanh;
+  return absl::UnimplementedError(absl::StrCat(op.type, ": activation '", list[0], "' is not fusable"));
+}
 
 void RegisterFusedOps(OpRegistry* r) {
   r->Register("fused_elemwise_activation").Input("X").Input("Y").Output("Out")

@@ -156,6 +156,7 @@ void RegisterCudaKernels(OpRegistry* r) {
   RegisterCudaOptimizerKernels(r);
   RegisterCudaControlKernels(r);
   RegisterCudaSequenceKernels(r);
+  RegisterCudaFusedKernels(r);
 }
 
 }  // namespace oar

@@ -1,7 +1,8 @@
 // The GPU kernels of the unary math ops (exp, sqrt, square, cos, abs,
 // floor, ceil, sign and the activations, with their gradients),
-// elementwise_max/min with their gradients (ties included), the
-// comparisons, the logical ops and assign, against their CPU kernels on the
+// elementwise_max/min with their gradients (ties included),
+// fused_elemwise_activation with its gradient, the comparisons, the
+// logical ops and assign, against their CPU kernels on the
 // same inputs. Needs a GPU: each test skips itself, with the reason, on a
 // host without one. Labelled `gpu`. Tolerance: gpu_test_util.h's (one
 // libm call per element: a few ulps apart at most).
@@ -67,6 +68,31 @@ TEST(CudaMathKernelTest, ElementwiseMaxMinOverBroadcastLayoutsAndTies) {
           {{"x", MakeTensor<float>({4}, {1, 2, 3, -1})}, {"y", MakeTensor<float>({4}, {1, 0, 3, 2})},
            {"g", MakeTensor<float>({4}, {0.5f, 0.25f, 2, 4})}},
           {"o", "dx", "dy"});
+  }
+}
+
+// fused_elemwise_activation (what --fuse_elewise_add_act_ops makes) and its
+// gradient, each activation, Y the same shape as X or broadcast; the grad
+// with every output, or with Y's alone.
+TEST(CudaMathKernelTest, FusedElemwiseActivationAndItsGradient) {
+  REQUIRE_GPU();
+  for (const std::string act : {"relu", "sigmoid", "tanh"}) {
+    for (const DDim& ydims : {DDim{4, 6}, DDim{6}}) {
+      SCOPED_TRACE(act + " Y" + ydims.ToString());
+      const std::map<std::string, Attribute> fwd = {{"functor_list", std::vector<std::string>{act, "elementwise_add"}}};
+      const std::map<std::string, Attribute> bwd = {
+          {"functor_list", std::vector<std::string>{act + "_grad", "elementwise_add_grad"}}};
+      Check({MakeOp("fused_elemwise_activation", {{"X", {"x"}}, {"Y", {"y"}}},
+                    {{"Out", {"o"}}, {"IntermediateOut", {"i"}}}, fwd),
+             MakeOp("fused_elemwise_activation_grad",
+                    {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"IntermediateOut", {"i"}}, {"Out@GRAD", {"g"}}},
+                    {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}, {"IntermediateOut@GRAD", {"di"}}}, bwd),
+             MakeOp("fused_elemwise_activation_grad", {{"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
+                    {{"Y@GRAD", {"dy_only"}}}, bwd)},
+            {{"x", RandomTensor<float>({4, 6}, -2, 2, 48)}, {"y", RandomTensor<float>(ydims, -2, 2, 49)},
+             {"g", RandomTensor<float>({4, 6}, -1, 1, 50)}},
+            {"o", "i", "dx", "dy", "di", "dy_only"});
+    }
   }
 }
 

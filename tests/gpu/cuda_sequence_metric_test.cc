@@ -14,10 +14,11 @@
 namespace oar::testing {
 namespace {
 
-// Four sequences of lengths 2, 0, 3 and 1 over [6, 2, 3] rows.
+// Four sequences of lengths 2, 0, 3 and 1 over [6, 2, 3] rows, in two
+// groups of two (Out keeps the outer level).
 Tensor Sequences() {
   Tensor x = RandomTensor<float>({6, 2, 3}, -2, 2, 60);
-  x.set_lod({{0, 2, 2, 5, 6}});
+  x.set_lod({{0, 2, 4}, {0, 2, 2, 5, 6}});
   return x;
 }
 
@@ -36,8 +37,12 @@ TEST(CudaSequenceKernelTest, SequencePoolOfEachTypeAndItsGradient) {
     ExpectClose<float>(cpu, gpu, "o");
     ExpectClose<float>(cpu, gpu, "dx");
     if (type == "MAX") ExpectClose<int32_t>(cpu, gpu, "mi", 0, 0);
+    EXPECT_EQ(GpuResult(gpu, "o").lod(), (LoD{{0, 2, 4}}));
     EXPECT_EQ(GpuResult(gpu, "dx").lod(), Sequences().lod());
   }
+  // MAX without a MaxIndex output (inference).
+  Check({MakeOp("sequence_pool", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"pooltype", std::string("MAX")}})},
+        {{"x", Sequences()}}, {"o"});
 }
 
 TEST(CudaSequenceKernelTest, AMaxIndexOutsideItsSequenceIsNamed) {
@@ -50,6 +55,7 @@ TEST(CudaSequenceKernelTest, AMaxIndexOutsideItsSequenceIsNamed) {
   for (int i = 12; i < 18; ++i) mi[i] = 3;
   for (int i = 18; i < 24; ++i) mi[i] = 5;
   mi[14] = 1;
+  mi[20] = 0;  // also outside (sequence 3 is row 5), later: the first one is named
   SetTensor(&gpu, "mi", MakeTensor<int32_t>({4, 2, 3}, mi));
   const std::map<std::string, Attribute> attrs = {{"pooltype", std::string("MAX")}};
   absl::Status s = RunOpsOn({MakeOp("sequence_pool_grad", {{"X", {"x"}}, {"MaxIndex", {"mi"}}, {"Out@GRAD", {"g"}}},
@@ -66,24 +72,36 @@ TEST(CudaSequenceKernelTest, AucRunsOnTheHostInAGpuProgram) {
     return MakeOp("auc", {{"Predict", {p}}, {"Label", {l}}, {"StatPos", {"pos"}}, {"StatNeg", {"neg"}}},
                   {{"AUC", {out}}, {"StatPosOut", {"pos"}}, {"StatNegOut", {"neg"}}}, attrs);
   };
-  // scale by 1 (exact) puts each Predict on the GPU, as a model's softmax would.
+  // As a program would: the counts zeroed by fill_constant, each Predict
+  // made by an op (scale by 1, exact) on the GPU.
+  const std::map<std::string, Attribute> zeros = {{"shape", std::vector<int64_t>{1, 201}},
+                                                  {"dtype", static_cast<int32_t>(DataType::kInt64)}, {"value", 0.f}};
   const std::map<std::string, Attribute> one = {{"scale", 1.f}};
-  const std::vector<OpDesc> ops = {MakeOp("scale", {{"X", {"z1"}}}, {{"Out", {"p1"}}}, one), auc("p1", "y1", "a1"),
-                                   MakeOp("scale", {{"X", {"z2"}}}, {{"Out", {"p2"}}}, one), auc("p2", "y2", "a2")};
+  const std::vector<OpDesc> make = {MakeOp("fill_constant", {}, {{"Out", {"pos"}}}, zeros),
+                                    MakeOp("fill_constant", {}, {{"Out", {"neg"}}}, zeros),
+                                    MakeOp("scale", {{"X", {"z1"}}}, {{"Out", {"p1"}}}, one),
+                                    MakeOp("scale", {{"X", {"z2"}}}, {{"Out", {"p2"}}}, one)};
+  const std::vector<OpDesc> metric = {auc("p1", "y1", "a1"), auc("p2", "y2", "a2")};
+  const Inputs inputs = {{"z1", RandomTensor<float>({16, 2}, 0, 1, 63)}, {"y1", Labels(16, 2, 64)},
+                         {"z2", RandomTensor<float>({16, 2}, 0, 1, 65)}, {"y2", Labels(16, 2, 66)}};
   Scope cpu, gpu;
-  absl::Status s = RunBoth(ops,
-                           {{"z1", RandomTensor<float>({16, 2}, 0, 1, 63)}, {"y1", Labels(16, 2, 64)},
-                            {"z2", RandomTensor<float>({16, 2}, 0, 1, 65)}, {"y2", Labels(16, 2, 66)},
-                            {"pos", MakeTensor<int64_t>({1, 201}, std::vector<int64_t>(201, 0))},
-                            {"neg", MakeTensor<int64_t>({1, 201}, std::vector<int64_t>(201, 0))}},
-                           &cpu, &gpu);
-  ASSERT_TRUE(s.ok()) << s;
-  for (const std::string name : {"a1", "a2"}) {
-    const Tensor& got = GetTensor(gpu, name);
-    ASSERT_TRUE(got.place() == CPUPlace()) << name << " is on " << got.place().ToString();
-    EXPECT_EQ(got.data<double>()[0], GetTensor(cpu, name).data<double>()[0]) << name;
+  std::vector<OpDesc> all = make;
+  all.insert(all.end(), metric.begin(), metric.end());
+  ASSERT_TRUE(RunBoth(all, inputs, &cpu, &gpu).ok());
+  Scope gpu2;  // the same on the GPU in two runs, to see where each piece lives
+  for (const auto& [name, t] : inputs) SetTensor(&gpu2, name, t);
+  ASSERT_TRUE(RunOpsOn(make, &gpu2, CUDAPlace(0)).ok());
+  for (const std::string name : {"pos", "p1", "p2"}) {
+    EXPECT_TRUE(GetTensor(gpu2, name).place() == CUDAPlace(0)) << name << " was not made on the GPU";
   }
-  EXPECT_TRUE(GetTensor(gpu, "p2").place() == CUDAPlace(0)) << "Predict was not made on the GPU";
+  ASSERT_TRUE(RunOpsOn(metric, &gpu2, CUDAPlace(0)).ok());
+  for (const Scope* s : {&gpu, &gpu2}) {
+    for (const std::string name : {"a1", "a2"}) {
+      const Tensor& got = GetTensor(*s, name);
+      ASSERT_TRUE(got.place() == CPUPlace()) << name << " is on " << got.place().ToString();
+      EXPECT_EQ(got.data<double>()[0], GetTensor(cpu, name).data<double>()[0]) << name;
+    }
+  }
 }
 
 // The distributed lookup table's trainer-side ops around prefetch and send:

@@ -1,8 +1,8 @@
 // The ParallelExecutor over every GPU of the host (up to 8), against as many
 // CPU places on the same global batch (split the same way), from the same
 // initial values: the small MLP's first 10 losses and its final
-// weights agree, under AllReduce and under Reduce, and with a sparse
-// embedding (with one GPU the
+// weights agree, under AllReduce and under Reduce, with a sparse
+// embedding, and with add+activation fused on the GPUs (with one GPU the
 // executor runs without communication, and the test still checks the GPU
 // place against the CPU). Gradients among GPUs are summed by NCCL
 // (collective/nccl_places.h). Needs a GPU: each test skips itself, with the
@@ -47,7 +47,8 @@ struct Run {
   std::vector<float> w;       // fc_0.w_0 on the last place after step 9
 };
 
-Run Train(const std::vector<Place>& places, BuildStrategy::ReduceStrategy strategy, bool sparse = false) {
+Run Train(const std::vector<Place>& places, BuildStrategy::ReduceStrategy strategy, bool sparse = false,
+          bool fuse = false) {
   Run out;
   Mlp m(sparse);
   EXPECT_TRUE(m.main.status().ok()) << m.main.status();
@@ -58,6 +59,7 @@ Run Train(const std::vector<Place>& places, BuildStrategy::ReduceStrategy strate
   EXPECT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
   BuildStrategy build;
   build.reduce_strategy = strategy;
+  build.fuse_elewise_add_act_ops = fuse;
   auto pe = ParallelExecutor::Create(places, m.loss.name(), m.main.desc(), &scope, build);
   EXPECT_TRUE(pe.ok()) << pe.status();
   if (!pe.ok()) return out;
@@ -104,6 +106,14 @@ TEST(ParallelExecutorGpuTest, EveryGpuMatchesAsManyCpuPlacesWithASparseEmbedding
   REQUIRE_GPUS_AND_NCCL();
   const auto kAll = BuildStrategy::ReduceStrategy::kAllReduce;
   ExpectSame(Train(CpuPlaces(Gpus()), kAll, true), Train(AllGpus(), kAll, true));
+}
+
+// --fuse_elewise_add_act_ops on GPUs: the fused ops' kernels make the
+// unfused CPU places' losses and weights.
+TEST(ParallelExecutorGpuTest, FusedAddActivationOnEveryGpuMatchesUnfusedCpuPlaces) {
+  REQUIRE_GPUS_AND_NCCL();
+  const auto kAll = BuildStrategy::ReduceStrategy::kAllReduce;
+  ExpectSame(Train(CpuPlaces(Gpus()), kAll), Train(AllGpus(), kAll, false, /*fuse=*/true));
 }
 
 }  // namespace
