@@ -1,6 +1,8 @@
 // Ops that learning-rate schedules and control flow emit: cast, increment,
 // the comparisons (less_than, ...), logical_not/and/or, assign, and
-// conditional_block, which runs its sub_block when its condition holds.
+// conditional_block, which runs its sub_block when its condition holds (on
+// a CPU or a GPU place alike; the other ops' GPU kernels are in
+// control_ops_cuda.cc and tensor_ops_cuda.cc).
 #include <functional>
 
 #include "common/op_registry.h"
@@ -168,7 +170,13 @@ absl::Status ConditionalBlockKernel(const ExecutionContext& ctx) {
     if (c == nullptr || !c->initialized() || c->numel() != 1 || c->dtype() != DataType::kBool) {
       return absl::InvalidArgumentError("conditional_block: a scalar Cond must be one bool");
     }
-    run = c->data<bool>()[0];
+    if (c->place().is_host()) {
+      run = c->data<bool>()[0];
+    } else {  // made on a GPU (less_than there): one value, read once its producer has run
+      Tensor host;
+      OAR_RETURN_IF_ERROR(c->CopyTo(CPUPlace(), &host));
+      run = host.data<bool>()[0];
+    }
   } else {
     for (size_t i = 0; i < ctx.InputSize("Cond"); ++i) {
       const Tensor* c = ctx.Input("Cond", i);
@@ -234,7 +242,10 @@ void RegisterControlOps(OpRegistry* r) {
   r->Register("conditional_block").Input("Cond", kDuplicable).Input("Input", kDuplicable | kDispensable)
       .Output("Out", kDuplicable | kDispensable).Output("Scope", kDispensable)
       .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
-      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(ConditionalBlockKernel);
+      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(ConditionalBlockKernel)
+      // Control flow, the same on any place: the sub-block runs on the
+      // executor's place (its ops' GPU kernels), the condition read as above.
+      .Kernel<float>(ConditionalBlockKernel, Place::Kind::kCUDA);
 }
 
 }  // namespace oar

@@ -4,7 +4,7 @@
 // float64, int32 and int64, giving bool), logical_not/and/or/xor, and
 // assign (a copy on the place's stream, dense or sparse). As on the CPU
 // (control_ops.cc), Y is as long as X or holds one value. conditional_block
-// has no GPU kernel: it reads its condition on the host.
+// registers one kernel for every place in control_ops.cc.
 #include <cstdint>
 
 #include "common/ops/cuda_launch.h"

@@ -67,19 +67,15 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
         cudaMemcpyAsync(dinter, dv, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
         ctx.op().type + ": IntermediateOut@GRAD"));
   }
-  if (dy != nullptr) {
+  if (dy != nullptr && dy != dv) {
     if (b.same) {
       OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dy, dv, total * sizeof(float), cudaMemcpyDeviceToDevice,
                                                      c->stream),
                                      ctx.op().type + ": Y@GRAD"));
-    } else {  // sum over the [pre, ., post] dimensions Y was broadcast along
-      cuda::ReduceLayout l;
-      l.rank = 3;
-      l.dims[0] = b.pre;
-      l.dims[1] = b.n;
-      l.dims[2] = b.post;
-      l.reduced[0] = l.reduced[2] = true;
-      cuda::ReduceAxes<float>(dv, dy, l, b.n, 1.f, c->stream);
+    } else {  // summed over the [pre, ., post] dimensions Y was broadcast along, as elementwise_add_grad's
+      OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
+      // add's dY is the output gradient itself: X's value is never read (dv stands in).
+      cuda::ElementwiseGradY<float>(cuda::Binary::kAdd, dv, y, nullptr, dv, dy, b.pre, b.n, b.post, c->stream);
     }
   }
   return LaunchStatus(ctx);

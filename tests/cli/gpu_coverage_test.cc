@@ -16,7 +16,9 @@
 #include "cli/model_build.h"
 #include "common/device/gpu_info.h"
 #include "common/op_registry.h"
+#include "common/api/unique_name.h"
 #include "gtest/gtest.h"
+#include "tests/common/api/lr_schedules.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -30,9 +32,10 @@ bool HasGpuKernel(const OpInfo& info) {
   return false;
 }
 
-// The op types of block 0 that would stop a GPU executor.
-void CollectMissing(const ProgramDesc& program, std::vector<std::string>* missing) {
-  const BlockDesc& block = program.Block(0);
+// The op types of a block (block 0 unless named) that would stop a GPU
+// executor.
+void CollectMissing(const ProgramDesc& program, std::vector<std::string>* missing, size_t block_id = 0) {
+  const BlockDesc& block = program.Block(block_id);
   for (size_t i = 0; i < block.OpSize(); ++i) {
     const OpDesc& op = block.Op(i);
     const OpInfo* info = OpRegistry::Global().Find(op.type);
@@ -67,6 +70,26 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
       CollectMissing(*trainer_startup, &missing);
       EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
     }
+  }
+}
+
+// Every op of each learning-rate schedule (piecewise_decay's Switch with
+// its conditional blocks included), which gpu_lr_schedule_test runs on a GPU.
+TEST(GpuCoverageTest, EveryOpOfTheLearningRateSchedulesHasAGpuKernel) {
+  if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
+  for (const testing::Schedule& s : testing::Schedules()) {
+    SCOPED_TRACE(s.name);
+    UniqueNameGuard names;
+    Program main, startup;
+    {
+      ProgramGuard g(&main, &startup);
+      s.build();
+    }
+    ASSERT_TRUE(main.status().ok()) << main.status();
+    std::vector<std::string> missing;
+    for (size_t b = 0; b < main.desc().NumBlocks(); ++b) CollectMissing(main.desc(), &missing, b);
+    CollectMissing(startup.desc(), &missing);
+    EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
   }
 }
 

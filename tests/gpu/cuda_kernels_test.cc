@@ -318,12 +318,11 @@ TEST(CudaKernelTest, ConcatSplitAndConcatGradAlongEachAxis) {
 TEST(CudaKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
   REQUIRE_GPU();
   Scope gpu;
-  SetTensor(&gpu, "x", RandomTensor<float>({2, 3}, -1, 1, 28));
-  SetTensor(&gpu, "y", RandomTensor<float>({2, 3}, -1, 1, 29));
-  // The fused op of the CPU-only fuse_elewise_add_act pass has no GPU kernel.
-  absl::Status s = RunOpsOn({MakeOp("fused_elemwise_activation", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}},
-                                    {{"functor_list", std::vector<std::string>{"relu", "elementwise_add"}}})},
-                            &gpu, CUDAPlace(0));
+  SetTensor(&gpu, "w", RandomTensor<float>({4, 3}, -1, 1, 28));
+  SetTensor(&gpu, "ids", MakeTensor<int64_t>({2, 1}, {1, 3}));
+  // A pserver's op (its prefetch block runs on the host): no GPU kernel.
+  absl::Status s = RunOpsOn({MakeOp("lookup_sparse_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu,
+                            CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_NE(s.message().find("no GPU kernel"), std::string::npos) << s;
 }

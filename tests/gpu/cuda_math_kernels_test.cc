@@ -76,22 +76,33 @@ TEST(CudaMathKernelTest, ElementwiseMaxMinOverBroadcastLayoutsAndTies) {
 // with every output, or with Y's alone.
 TEST(CudaMathKernelTest, FusedElemwiseActivationAndItsGradient) {
   REQUIRE_GPU();
+  struct Layout {
+    DDim x, y;
+    int axis;
+  };
+  // Same shapes; Y over the last axis; Y over a middle axis (a conv bias:
+  // post > 1); Y over the first axis (pre 1).
+  const std::vector<Layout> layouts = {{{4, 6}, {4, 6}, -1}, {{4, 6}, {6}, -1}, {{2, 3, 4}, {3}, 1}, {{3, 4}, {3}, 0}};
   for (const std::string act : {"relu", "sigmoid", "tanh"}) {
-    for (const DDim& ydims : {DDim{4, 6}, DDim{6}}) {
-      SCOPED_TRACE(act + " Y" + ydims.ToString());
-      const std::map<std::string, Attribute> fwd = {{"functor_list", std::vector<std::string>{act, "elementwise_add"}}};
+    for (const Layout& l : layouts) {
+      SCOPED_TRACE(act + " X" + l.x.ToString() + " Y" + l.y.ToString());
+      const std::map<std::string, Attribute> fwd = {{"functor_list", std::vector<std::string>{act, "elementwise_add"}},
+                                                    {"axis", int32_t{l.axis}}};
       const std::map<std::string, Attribute> bwd = {
-          {"functor_list", std::vector<std::string>{act + "_grad", "elementwise_add_grad"}}};
+          {"functor_list", std::vector<std::string>{act + "_grad", "elementwise_add_grad"}}, {"axis", int32_t{l.axis}}};
       Check({MakeOp("fused_elemwise_activation", {{"X", {"x"}}, {"Y", {"y"}}},
                     {{"Out", {"o"}}, {"IntermediateOut", {"i"}}}, fwd),
              MakeOp("fused_elemwise_activation_grad",
                     {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"IntermediateOut", {"i"}}, {"Out@GRAD", {"g"}}},
                     {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}, {"IntermediateOut@GRAD", {"di"}}}, bwd),
              MakeOp("fused_elemwise_activation_grad", {{"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
-                    {{"Y@GRAD", {"dy_only"}}}, bwd)},
-            {{"x", RandomTensor<float>({4, 6}, -2, 2, 48)}, {"y", RandomTensor<float>(ydims, -2, 2, 49)},
-             {"g", RandomTensor<float>({4, 6}, -1, 1, 50)}},
-            {"o", "i", "dx", "dy", "di", "dy_only"});
+                    {{"Y@GRAD", {"dy_only"}}}, bwd),
+             // What the pass binds: no X@GRAD when X needs none.
+             MakeOp("fused_elemwise_activation_grad", {{"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
+                    {{"IntermediateOut@GRAD", {"di2"}}, {"Y@GRAD", {"dy2"}}}, bwd)},
+            {{"x", RandomTensor<float>(l.x, -2, 2, 48)}, {"y", RandomTensor<float>(l.y, -2, 2, 49)},
+             {"g", RandomTensor<float>(l.x, -1, 1, 50)}},
+            {"o", "i", "dx", "dy", "di", "dy_only", "di2", "dy2"});
     }
   }
 }

@@ -87,14 +87,17 @@ TEST(CudaSequenceKernelTest, AucRunsOnTheHostInAGpuProgram) {
   Scope cpu, gpu;
   std::vector<OpDesc> all = make;
   all.insert(all.end(), metric.begin(), metric.end());
-  ASSERT_TRUE(RunBoth(all, inputs, &cpu, &gpu).ok());
+  absl::Status s = RunBoth(all, inputs, &cpu, &gpu);
+  ASSERT_TRUE(s.ok()) << s;
   Scope gpu2;  // the same on the GPU in two runs, to see where each piece lives
   for (const auto& [name, t] : inputs) SetTensor(&gpu2, name, t);
-  ASSERT_TRUE(RunOpsOn(make, &gpu2, CUDAPlace(0)).ok());
+  s = RunOpsOn(make, &gpu2, CUDAPlace(0));
+  ASSERT_TRUE(s.ok()) << s;
   for (const std::string name : {"pos", "p1", "p2"}) {
     EXPECT_TRUE(GetTensor(gpu2, name).place() == CUDAPlace(0)) << name << " was not made on the GPU";
   }
-  ASSERT_TRUE(RunOpsOn(metric, &gpu2, CUDAPlace(0)).ok());
+  s = RunOpsOn(metric, &gpu2, CUDAPlace(0));
+  ASSERT_TRUE(s.ok()) << s;
   for (const Scope* s : {&gpu, &gpu2}) {
     for (const std::string name : {"a1", "a2"}) {
       const Tensor& got = GetTensor(*s, name);
