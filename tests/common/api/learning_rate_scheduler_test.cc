@@ -20,24 +20,7 @@ using testing::Schedules;
 
 class ScheduleTest : public ::testing::TestWithParam<Schedule> {};
 
-TEST_P(ScheduleTest, FollowsItsFormulaStepByStep) {
-  UniqueNameGuard names;
-  Program main, startup;
-  Var lr;
-  {
-    ProgramGuard g(&main, &startup);
-    lr = GetParam().build();
-  }
-  ASSERT_TRUE(main.status().ok()) << main.status();
-  Executor exe;
-  Scope scope;
-  ASSERT_TRUE(exe.Run(startup.desc(), &scope).ok());
-  for (int step = 0; step < 10; ++step) {
-    auto out = exe.Run(main.desc(), &scope, {}, {lr.name()});
-    ASSERT_TRUE(out.ok()) << out.status();
-    EXPECT_NEAR((*out)[0].data<float>()[0], GetParam().expected(step), 1e-6) << "step " << step;
-  }
-}
+TEST_P(ScheduleTest, FollowsItsFormulaStepByStep) { testing::ExpectFollowsFormula(GetParam(), CPUPlace()); }
 
 INSTANTIATE_TEST_SUITE_P(All, ScheduleTest, ::testing::ValuesIn(Schedules()),
                          [](const ::testing::TestParamInfo<Schedule>& i) { return i.param.name; });

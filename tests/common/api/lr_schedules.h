@@ -1,5 +1,5 @@
-// Fluid's learning-rate schedules, each with its closed form, for the
-// tests that run them step by step: through the CPU Executor
+// Fluid's learning-rate schedules, each with its closed form, and the check
+// that runs one step by step against it: through the CPU Executor
 // (learning_rate_scheduler_test.cc) and on a GPU (tests/gpu/).
 //
 // Thread-safety: test-only.
@@ -12,6 +12,9 @@
 
 #include "common/api/layers.h"
 #include "common/api/learning_rate_scheduler.h"
+#include "common/api/unique_name.h"
+#include "common/executor.h"
+#include "gtest/gtest.h"
 
 namespace oar::testing {
 
@@ -44,6 +47,28 @@ inline std::vector<Schedule> Schedules() {
       {"linear_warmup", [] { return layers::linear_lr_warmup(layers::exponential_decay(0.5f, 100, 0.5f, true), 4, 0.0f, 0.5f); },
        [](int s) { return s < 4 ? 0.5 * s / 4.0 : 0.5; }},
   };
+}
+
+// Builds `s`'s program, runs it 10 steps on an Executor at `place` and
+// checks each step's rate against the closed form (1e-6: float32
+// arithmetic of a few terms, rates at most 1).
+inline void ExpectFollowsFormula(const Schedule& s, const Place& place) {
+  UniqueNameGuard names;
+  Program main, startup;
+  Var lr;
+  {
+    ProgramGuard g(&main, &startup);
+    lr = s.build();
+  }
+  ASSERT_TRUE(main.status().ok()) << main.status();
+  Executor exe(place);
+  Scope scope;
+  ASSERT_TRUE(exe.Run(startup.desc(), &scope).ok());
+  for (int step = 0; step < 10; ++step) {
+    auto out = exe.Run(main.desc(), &scope, {}, {lr.name()});
+    ASSERT_TRUE(out.ok()) << "step " << step << ": " << out.status();
+    EXPECT_NEAR((*out)[0].data<float>()[0], s.expected(step), 1e-6) << "step " << step;
+  }
 }
 
 }  // namespace oar::testing
