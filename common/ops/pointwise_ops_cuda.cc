@@ -80,17 +80,34 @@ absl::Status ZeroGradKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+// A sparse X (a sparse gradient) keeps its rows and has its values scaled,
+// as on the CPU.
 template <typename T>
 absl::Status ScaleKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
+  const T a = static_cast<T>(ctx.Attr<float>("scale")), b = static_cast<T>(ctx.Attr<float>("bias"));
+  const bool after = ctx.Attr<bool>("bias_after_scale");
   const Variable* xv = ctx.InputVar("X", 0);
-  if (xv != nullptr && !xv->IsType<Tensor>()) {
-    return absl::UnimplementedError("scale: a sparse (SelectedRows) input has no GPU kernel yet");
+  if (xv != nullptr && xv->IsType<SelectedRows>()) {
+    const SelectedRows& in = xv->Get<SelectedRows>();
+    OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, in.value));
+    if (!(in.value.place() == ctx.place())) {
+      return absl::InvalidArgumentError(absl::StrCat("scale: input ", InputLabel(ctx.op(), "X"), " is on ",
+                                                     in.value.place().ToString(), ", the kernel on ",
+                                                     ctx.place().ToString()));
+    }
+    SelectedRows* out = ctx.OutputVar("Out", 0)->GetMutable<SelectedRows>();
+    if (out != &in) {
+      out->rows = in.rows;
+      out->height = in.height;
+      out->value.Resize(in.value.dims());
+    }
+    const T* x = in.value.data<T>();  // before Out's buffer: in place, that may be a fresh one
+    cuda::Scale<T>(x, out->value.mutable_data<T>(ctx.place()), in.value.numel(), a, b, after, c->stream);
+    return LaunchStatus(ctx);
   }
   OAR_ASSIGN_OR_RETURN(const T* x, GpuIn<T>(ctx, "X"));
-  const int64_t n = ctx.Input("X")->numel();
-  cuda::Scale<T>(x, GpuOut<T>(ctx, "Out"), n, static_cast<T>(ctx.Attr<float>("scale")),
-                 static_cast<T>(ctx.Attr<float>("bias")), ctx.Attr<bool>("bias_after_scale"), c->stream);
+  cuda::Scale<T>(x, GpuOut<T>(ctx, "Out"), ctx.Input("X")->numel(), a, b, after, c->stream);
   return LaunchStatus(ctx);
 }
 

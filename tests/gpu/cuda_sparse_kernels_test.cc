@@ -1,7 +1,7 @@
 // The GPU kernels of embeddings and sparse gradients against their CPU
 // kernels on the same inputs: lookup_table with padding_idx and repeated
 // ids, its dense and sparse (SelectedRows) gradients, an id outside the
-// table named as on the CPU, sum and merge_selected_rows over sparse
+// table named as on the CPU, sum, merge_selected_rows and scale over sparse
 // gradients, and sgd, momentum, adam and lazy adam from a sparse gradient
 // with a repeated row. Needs a GPU: each test skips itself,
 // with the reason, on a host without one. Labelled `gpu`.
@@ -69,6 +69,31 @@ TEST(CudaSparseKernelTest, SumsOfSparseGradientsAndMergeSelectedRows) {
   EXPECT_EQ(m_gpu.first, (std::vector<int64_t>{0, 1, 4}));
   ASSERT_EQ(m_gpu.second.size(), m_cpu.second.size());
   for (size_t i = 0; i < m_cpu.second.size(); ++i) EXPECT_NEAR(m_gpu.second[i], m_cpu.second[i], 1e-6) << i;
+}
+
+// scale of a sparse gradient (gradient averaging, regularization): the
+// same rows, the values scaled; out of place and in place.
+TEST(CudaSparseKernelTest, ScaleOfASparseGradientKeepsItsRows) {
+  REQUIRE_GPU();
+  const Tensor v = RandomTensor<float>({3, 4}, -1, 1, 113);
+  Scope cpu, gpu;
+  for (Scope* scope : {&cpu, &gpu}) {
+    PutRows(scope, "g", 6, {4, 1, 4}, v);
+    PutRows(scope, "h", 6, {2, 5, 0}, v);
+  }
+  const std::vector<OpDesc> ops = {
+      MakeOp("scale", {{"X", {"g"}}}, {{"Out", {"s"}}}, {{"scale", 0.5f}, {"bias", 1.f}}),
+      MakeOp("scale", {{"X", {"h"}}}, {{"Out", {"h"}}}, {{"scale", -2.f}, {"bias_after_scale", false}, {"bias", 3.f}})};
+  ASSERT_TRUE(RunOpsOn(ops, &cpu, CPUPlace()).ok());
+  absl::Status st = RunOpsOn(ops, &gpu, CUDAPlace(0));
+  ASSERT_TRUE(st.ok()) << st;
+  for (const std::string name : {"s", "h"}) {
+    const auto want = RowsOf(cpu, name), got = RowsOf(gpu, name);
+    EXPECT_EQ(got.first, want.first) << name;
+    EXPECT_EQ(gpu.FindVar(name)->Get<SelectedRows>().height, 6) << name;
+    ASSERT_EQ(got.second.size(), want.second.size()) << name;
+    for (size_t i = 0; i < want.second.size(); ++i) EXPECT_NEAR(got.second[i], want.second[i], 1e-6) << name << i;
+  }
 }
 
 TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) {
