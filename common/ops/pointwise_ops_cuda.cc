@@ -90,6 +90,15 @@ absl::Status ScaleKernel(const ExecutionContext& ctx) {
   const Variable* xv = ctx.InputVar("X", 0);
   if (xv != nullptr && xv->IsType<SelectedRows>()) {
     const SelectedRows& in = xv->Get<SelectedRows>();
+    if (!in.value.initialized()) {  // no rows yet: nothing to scale
+      SelectedRows* out = ctx.OutputVar("Out", 0)->GetMutable<SelectedRows>();
+      if (out != &in) {
+        out->rows = in.rows;
+        out->height = in.height;
+        out->value = Tensor();
+      }
+      return absl::OkStatus();
+    }
     OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, in.value));
     if (!(in.value.place() == ctx.place())) {
       return absl::InvalidArgumentError(absl::StrCat("scale: input ", InputLabel(ctx.op(), "X"), " is on ",

@@ -87,6 +87,12 @@ TEST(CudaSparseKernelTest, ScaleOfASparseGradientKeepsItsRows) {
   ASSERT_TRUE(RunOpsOn(ops, &cpu, CPUPlace()).ok());
   absl::Status st = RunOpsOn(ops, &gpu, CUDAPlace(0));
   ASSERT_TRUE(st.ok()) << st;
+  // The closed form, and X left as it was by the out-of-place scale.
+  const std::vector<float> vs = TensorToVector<float>(v);
+  const auto s = RowsOf(gpu, "s"), g = RowsOf(gpu, "g");
+  ASSERT_EQ(s.second.size(), vs.size());
+  for (size_t i = 0; i < vs.size(); ++i) EXPECT_NEAR(s.second[i], 0.5f * vs[i] + 1.f, 1e-6) << i;
+  EXPECT_EQ(g.second, vs);
   for (const std::string name : {"s", "h"}) {
     const auto want = RowsOf(cpu, name), got = RowsOf(gpu, name);
     EXPECT_EQ(got.first, want.first) << name;

@@ -63,7 +63,8 @@ inline void ExpectFollowsFormula(const Schedule& s, const Place& place) {
   ASSERT_TRUE(main.status().ok()) << main.status();
   Executor exe(place);
   Scope scope;
-  ASSERT_TRUE(exe.Run(startup.desc(), &scope).ok());
+  const auto started = exe.Run(startup.desc(), &scope);
+  ASSERT_TRUE(started.ok()) << started.status();
   for (int step = 0; step < 10; ++step) {
     auto out = exe.Run(main.desc(), &scope, {}, {lr.name()});
     ASSERT_TRUE(out.ok()) << "step " << step << ": " << out.status();
