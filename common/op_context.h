@@ -27,6 +27,7 @@ namespace oar {
 struct BoundSlot {
   const std::string* name;
   std::vector<Variable*> vars;
+  bool read_anywhere = false;  // the slot's SlotSpec::read_anywhere (inputs)
 };
 struct OpBinding {
   std::vector<BoundSlot> inputs;

@@ -22,7 +22,8 @@ OpInfo::OpInfo(std::string type) : type_(std::move(type)) {
 namespace {
 SlotSpec MakeSlot(const std::string& name, int flags) {
   const bool unimplemented = (flags & kUnimplemented) != 0;
-  return {name, (flags & kDuplicable) != 0, (flags & kDispensable) != 0 || unimplemented, !unimplemented};
+  return {name, (flags & kDuplicable) != 0, (flags & kDispensable) != 0 || unimplemented, !unimplemented,
+          (flags & kReadAnywhere) != 0};
 }
 }  // namespace
 

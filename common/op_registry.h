@@ -41,13 +41,19 @@ struct SlotSpec {
   bool duplicable = false;   // may hold several arguments
   bool dispensable = false;  // may be absent
   bool implemented = true;   // false: declared as Fluid declares it, but no kernel reads it
+  bool read_anywhere = false;  // kReadAnywhere: the executor leaves it where it lies
 };
 
 // kUnimplemented: a dispensable slot that Fluid's OpMaker declares (so
 // programs from later Fluid/Paddle versions name it, usually empty) but
 // Oar's kernels do not read; a program that binds a variable to it is an
 // error naming op and slot, never silently ignored.
-enum SlotFlags { kPlain = 0, kDuplicable = 1, kDispensable = 2, kUnimplemented = 4 };
+//
+// kReadAnywhere (inputs): every kernel of the op reads this input wherever
+// it lies (host or GPU), so a GPU executor does not move it to the
+// kernel's place first: ids a GPU kernel checks on the host anyway, a
+// condition read on the host, a sub-block's inputs.
+enum SlotFlags { kPlain = 0, kDuplicable = 1, kDispensable = 2, kUnimplemented = 4, kReadAnywhere = 8 };
 
 class OpInfo {
  public:

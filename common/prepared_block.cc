@@ -58,6 +58,9 @@ absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
     op.binding.outputs.clear();
     for (const auto& [slot, args] : op.desc->inputs) {
       BoundSlot bs{&slot, {}};
+      for (const SlotSpec& spec : op.info->inputs()) {
+        if (spec.name == slot) bs.read_anywhere = spec.read_anywhere;
+      }
       for (const auto& a : args) bs.vars.push_back(a == kEmptyVarName ? nullptr : local->FindVar(a));
       op.binding.inputs.push_back(std::move(bs));
     }

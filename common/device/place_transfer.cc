@@ -28,6 +28,7 @@ absl::Status Move(const OpDesc& op, const std::string& name, const Place& place,
 
 absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Place& place) {
   for (const BoundSlot& slot : binding.inputs) {
+    if (slot.read_anywhere) continue;  // its kernels read it where it lies
     const std::vector<std::string>& names = op.inputs.at(*slot.name);
     for (size_t i = 0; i < slot.vars.size(); ++i) {
       Variable* v = slot.vars[i];

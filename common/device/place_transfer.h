@@ -14,8 +14,9 @@ namespace oar {
 
 // Every initialised dense input (and a SelectedRows input's value) of
 // `binding` that is not where a kernel on `place` can read it is copied
-// there and replaces the variable's tensor. A CPU kernel reads any host
-// memory (plain or pinned). Errors name the op, the variable and both places.
+// there and replaces the variable's tensor; a slot bound read_anywhere
+// (kReadAnywhere) stays where it lies. A CPU kernel reads any host memory
+// (plain or pinned). Errors name the op, the variable and both places.
 absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Place& place);
 
 }  // namespace oar

@@ -239,7 +239,8 @@ void RegisterControlOps(OpRegistry* r) {
       .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<Xor>);
   r->Register("assign").Input("X").Output("Out").SetInferShape(SameShapeAsX).SetKernelDtype(AnyDtype)
       .SetGradMaker(AssignGradMaker).Kernel<float>(AssignKernel);
-  r->Register("conditional_block").Input("Cond", kDuplicable).Input("Input", kDuplicable | kDispensable)
+  r->Register("conditional_block").Input("Cond", kDuplicable | kReadAnywhere)
+      .Input("Input", kDuplicable | kDispensable | kReadAnywhere)
       .Output("Out", kDuplicable | kDispensable).Output("Scope", kDispensable)
       .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
       .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(ConditionalBlockKernel)

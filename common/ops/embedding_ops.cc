@@ -153,11 +153,12 @@ void RegisterEmbeddingOps(OpRegistry* r) {
         .Attr("remote_prefetch", false);
   };
   for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
-    attrs(r->Register(type).Input("W").Input("Ids").Output("Out"))
+    // Ids: the GPU kernels check them on the host, where a fed batch already is.
+    attrs(r->Register(type).Input("W").Input("Ids", kReadAnywhere).Output("Out"))
         .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
         .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
         .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
-    attrs(r->Register(type + "_grad").Input("W").Input("Ids").Input(GradVarName("Out"))
+    attrs(r->Register(type + "_grad").Input("W").Input("Ids", kReadAnywhere).Input(GradVarName("Out"))
               .Output(GradVarName("W"), kDispensable))
         .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
         .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);

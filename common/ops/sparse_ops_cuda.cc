@@ -1,10 +1,12 @@
 // GPU kernels of lookup_table and lookup_table_v2 (with padding_idx) and of
 // their gradients, dense or sparse (SelectedRows: one row per id, the
 // values on the GPU, the rows on the host as SelectedRows keeps them).
-// The ids are read back to the host once per op: they are checked against
-// the table, as on the CPU, so a bad id is an error naming it and its
-// position, never a read outside the table; and a sparse gradient's rows
-// are host memory.
+// The ids are read on the host, where a fed batch lies (the executor does
+// not move them: kReadAnywhere), or copied back from a GPU that made them:
+// they are checked against the table, as on the CPU, so a bad id is an
+// error naming it and its position, never a read outside the table; and a
+// sparse gradient's rows are host memory. They reach the GPU with one copy
+// queued on its stream.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -19,11 +21,17 @@ namespace {
 
 constexpr int64_t kNoPadding = -1;
 
-// A host copy of int64 input `slot` (the executor moved it to the GPU).
+// int64 input `slot` on the host: itself where it lies there (a fed
+// batch: the slot is kReadAnywhere, so the executor left it), else a copy,
+// which waits for the GPU that made it.
 absl::StatusOr<Tensor> HostInt64(const ExecutionContext& ctx, const std::string& slot) {
   OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, slot, *t));
   Tensor host;
+  if (t->place().is_host()) {
+    host.ShareDataWith(*t);
+    return host;
+  }
   OAR_RETURN_IF_ERROR(Annotate(t->CopyTo(CPUPlace(), &host), absl::StrCat(ctx.op().type, ": reading ", slot)));
   return host;
 }

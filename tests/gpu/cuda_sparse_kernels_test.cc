@@ -150,6 +150,31 @@ TEST(CudaSparseKernelTest, SparseGradHasOneRowPerIdWithPaddingZeroed) {
   }
 }
 
+// Fed ids stay on the host (Ids is kReadAnywhere); ids an op made on the
+// GPU are read back. Both look up, and make gradients, as on the CPU.
+TEST(CudaSparseKernelTest, IdsOnTheHostOrMadeOnTheGpu) {
+  REQUIRE_GPU();
+  const std::map<std::string, Attribute> sparse = {{"is_sparse", true}};
+  Scope cpu, gpu;
+  absl::Status s = RunBoth(
+      {MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"fed"}}}, {{"Out", {"o1"}}}),
+       // scale moves its X to the GPU: a copy of the ids, so `fed` shows where lookup_table left it.
+       MakeOp("scale", {{"X", {"fed_copy"}}}, {{"Out", {"made"}}}, {{"scale", 1.f}, {"bias", 1.f}}),
+       MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"made"}}}, {{"Out", {"o2"}}}),
+       MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"made"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}},
+              sparse)},
+      {{"w", RandomTensor<float>({10, 3}, -1, 1, 75)}, {"fed", Ids({4, 1}, {0, 5, 2, 5})},
+       {"fed_copy", Ids({4, 1}, {0, 5, 2, 5})},
+       {"g", RandomTensor<float>({4, 3}, -1, 1, 76)}},
+      &cpu, &gpu);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(GetTensor(gpu, "fed").place() == CPUPlace()) << "fed ids were moved to the GPU";
+  EXPECT_TRUE(GetTensor(gpu, "made").place() == CUDAPlace(0));
+  ExpectClose<float>(cpu, gpu, "o1", 0, 0);
+  ExpectClose<float>(cpu, gpu, "o2", 0, 0);
+  EXPECT_EQ(RowsOf(gpu, "dw"), RowsOf(cpu, "dw"));
+}
+
 TEST(CudaSparseKernelTest, AnIdOutsideTheTableIsNamed) {
   REQUIRE_GPU();
   Scope gpu;

@@ -1,7 +1,9 @@
 // The parts of GPU support that need no GPU: Place names, GPU selection,
 // where an op's kernel runs on a GPU place (host-side ops on the CPU, others
-// refused by name), and the one-line errors on a host without a GPU.
+// refused by name), the inputs a GPU executor leaves where they lie, and
+// the one-line errors on a host without a GPU.
 #include "common/device/gpu_info.h"
+#include "common/device/place_transfer.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
 #include "common/place.h"
@@ -98,6 +100,37 @@ TEST(GpuTensorTest, CopyToAGpuWithoutOneIsAnError) {
   Tensor host;
   ASSERT_TRUE(src.CopyTo(CPUPlace(), &host).ok());
   EXPECT_EQ(TensorToVector<float>(host), (std::vector<float>{1, 2}));
+}
+
+// Ids of lookup_table (checked on the host by its GPU kernel) and the
+// condition of conditional_block are kReadAnywhere: a GPU executor leaves
+// them where they lie instead of copying them over and back.
+TEST(MoveInputsTest, AReadAnywhereSlotStaysWhereItLies) {
+  for (const char* type : {"lookup_table", "lookup_table_v2", "lookup_table_grad"}) {
+    for (const SlotSpec& spec : OpRegistry::Global().Find(type)->inputs()) {
+      EXPECT_EQ(spec.read_anywhere, spec.name == "Ids") << type << " " << spec.name;
+    }
+  }
+  Scope scope;
+  *scope.Var("ids")->GetMutable<Tensor>() = MakeTensor<int64_t>({2, 1}, {1, 0});
+  *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 2}, {1, 2, 3, 4});
+  OpDesc op;
+  op.type = "lookup_table";
+  op.SetInput("Ids", {"ids"});
+  op.SetInput("W", {"w"});
+  const std::string ids_slot = "Ids", w_slot = "W";
+  OpBinding binding;
+  binding.inputs.push_back(BoundSlot{&ids_slot, {scope.FindVar("ids")}, /*read_anywhere=*/true});
+  binding.inputs.push_back(BoundSlot{&w_slot, {scope.FindVar("w")}, /*read_anywhere=*/false});
+  const absl::Status s = MoveInputsTo(op, binding, CUDAPlace(0));
+  EXPECT_TRUE(scope.FindVar("ids")->Get<Tensor>().place() == CPUPlace());
+  if (GpuCount() == 0) {  // W cannot move: the error names it, not the ids before it
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("'w'"), std::string::npos) << s;
+  } else {
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(scope.FindVar("w")->Get<Tensor>().place() == CUDAPlace(0));
+  }
 }
 
 }  // namespace
