@@ -28,7 +28,9 @@ absl::Status Move(const OpDesc& op, const std::string& name, const Place& place,
 
 absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Place& place) {
   for (const BoundSlot& slot : binding.inputs) {
-    if (slot.read_anywhere) continue;  // its kernels read it where it lies
+    // Its kernels read it where it lies; a CPU kernel (a host-side op's)
+    // still gets host memory.
+    if (slot.read_anywhere && !place.is_host()) continue;
     const std::vector<std::string>& names = op.inputs.at(*slot.name);
     for (size_t i = 0; i < slot.vars.size(); ++i) {
       Variable* v = slot.vars[i];

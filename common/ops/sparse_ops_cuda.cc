@@ -28,7 +28,7 @@ absl::StatusOr<Tensor> HostInt64(const ExecutionContext& ctx, const std::string&
   OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, slot, *t));
   Tensor host;
-  if (t->place().is_host()) {
+  if (t->place().is_cpu()) {  // pinned ids are copied: an H2D copy from them would only be queued
     host.ShareDataWith(*t);
     return host;
   }

@@ -106,11 +106,16 @@ TEST(GpuTensorTest, CopyToAGpuWithoutOneIsAnError) {
 // condition of conditional_block are kReadAnywhere: a GPU executor leaves
 // them where they lie instead of copying them over and back.
 TEST(MoveInputsTest, AReadAnywhereSlotStaysWhereItLies) {
-  for (const char* type : {"lookup_table", "lookup_table_v2", "lookup_table_grad"}) {
-    for (const SlotSpec& spec : OpRegistry::Global().Find(type)->inputs()) {
+  for (const char* type : {"lookup_table", "lookup_table_v2", "lookup_table_grad", "lookup_table_v2_grad"}) {
+    const OpInfo* info = OpRegistry::Global().Find(type);
+    ASSERT_NE(info, nullptr) << type;
+    for (const SlotSpec& spec : info->inputs()) {
       EXPECT_EQ(spec.read_anywhere, spec.name == "Ids") << type << " " << spec.name;
     }
   }
+  const OpInfo* cond = OpRegistry::Global().Find("conditional_block");
+  ASSERT_NE(cond, nullptr);
+  for (const SlotSpec& spec : cond->inputs()) EXPECT_TRUE(spec.read_anywhere) << "conditional_block " << spec.name;
   Scope scope;
   *scope.Var("ids")->GetMutable<Tensor>() = MakeTensor<int64_t>({2, 1}, {1, 0});
   *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 2}, {1, 2, 3, 4});
