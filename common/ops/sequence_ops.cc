@@ -169,7 +169,8 @@ void RegisterSequenceOps(OpRegistry* r) {
       .SetInferShape(SequencePoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"MaxIndex"}, {"Out"}, {"X"}))
       .Kernel<float>(SequencePoolKernel<float>).Kernel<double>(SequencePoolKernel<double>);
-  attrs(r->Register("sequence_pool_grad").Input("X").Input("MaxIndex", kDispensable).Input(GradVarName("Out"))
+  // The gradient reads X's shape and LoD alone: it need not move to a GPU.
+  attrs(r->Register("sequence_pool_grad").Input("X", kReadAnywhere).Input("MaxIndex", kDispensable).Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(GradSameShapeAsX)
       .Kernel<float>(SequencePoolGradKernel<float>).Kernel<double>(SequencePoolGradKernel<double>);

@@ -116,6 +116,9 @@ TEST(MoveInputsTest, AReadAnywhereSlotStaysWhereItLies) {
   const OpInfo* cond = OpRegistry::Global().Find("conditional_block");
   ASSERT_NE(cond, nullptr);
   for (const SlotSpec& spec : cond->inputs()) EXPECT_TRUE(spec.read_anywhere) << "conditional_block " << spec.name;
+  for (const SlotSpec& spec : OpRegistry::Global().Find("sequence_pool_grad")->inputs()) {
+    EXPECT_EQ(spec.read_anywhere, spec.name == "X") << "sequence_pool_grad " << spec.name;  // its shape and LoD alone
+  }
   Scope scope;
   *scope.Var("ids")->GetMutable<Tensor>() = MakeTensor<int64_t>({2, 1}, {1, 0});
   *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 2}, {1, 2, 3, 4});
