@@ -198,7 +198,18 @@ absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block ", idx, " is already running: a block cannot run itself or a block that runs it"));
   }
-  auto& sub = sub_blocks_[idx];
+  SubBlock* entry;
+  {
+    absl::MutexLock lock(&sub_blocks_mu_);
+    std::unique_ptr<SubBlock>& slot = sub_blocks_[idx];
+    if (slot == nullptr) slot = std::make_unique<SubBlock>();
+    entry = slot.get();  // stays put: entries are never erased
+  }
+  // Held over the run: the sub-block's binding belongs to this run. Ops of
+  // different sub-blocks still run at once (each has its own lock), and a
+  // sub-block's own sub-blocks lock further down the tree, never back up it.
+  absl::MutexLock lock(&entry->mu);
+  std::unique_ptr<PreparedBlock>& sub = entry->block;
   if (sub == nullptr) {
     OAR_ASSIGN_OR_RETURN(sub, Create(*program_, idx, *registry_, place_, env_));
     sub->parent_ = this;

@@ -3,14 +3,21 @@
 // bound to Variables of a scope, its kernel resolved and cached per dtype.
 // Built by Executor::Prepare; see executor.h.
 //
-// Thread-safety: externally synchronized.
+// Thread-safety: externally synchronized, with one exception: RunOpAt may
+// run ops that share no variable from several threads at once (the
+// ParallelExecutor's scheduler does, when its threads outnumber its places),
+// so the sub-blocks those ops run (RunBlock) are prepared and run under
+// locks of their own: each sub-block is prepared once, and runs once at a
+// time (its variables are bound per run).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/op_registry.h"
 #include "common/program_desc.h"
 #include "common/scope.h"
@@ -88,8 +95,15 @@ class PreparedBlock : public BlockRunner {
   std::vector<OpRuntime> ops_;
   Scope* bound_scope_ = nullptr;
   Scope* bound_local_ = nullptr;
-  std::map<int32_t, std::unique_ptr<PreparedBlock>> sub_blocks_;
-  const PreparedBlock* parent_ = nullptr;  // the block whose op runs this one
+  // A sub-block this block's ops run, prepared on first use; `mu` is held
+  // while it is prepared, bound and run.
+  struct SubBlock {
+    absl::Mutex mu;
+    std::unique_ptr<PreparedBlock> block ABSL_GUARDED_BY(mu);
+  };
+  absl::Mutex sub_blocks_mu_;  // held only to find or add an entry
+  std::map<int32_t, std::unique_ptr<SubBlock>> sub_blocks_ ABSL_GUARDED_BY(sub_blocks_mu_);
+  const PreparedBlock* parent_ = nullptr;  // the block whose op runs this one; set once, before it runs
 };
 
 }  // namespace oar
