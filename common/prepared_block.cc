@@ -165,6 +165,7 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
     op.kernel = chosen.first;
     op.kernel_place = chosen.second;  // ctx sees it: it holds a reference
     op.kernel_dtype = dtype;
+    if (env_ != nullptr && env_->on_kernel_chosen) env_->on_kernel_chosen(*op.desc, dtype, op.kernel_place);
   }
   // On a GPU block, inputs move to where the kernel reads them.
   if (!place_.is_cpu()) OAR_RETURN_IF_ERROR(MoveInputsTo(*op.desc, op.binding, op.kernel_place));

@@ -17,6 +17,8 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "common/data_type.h"
+#include "common/place.h"
 
 namespace oar {
 namespace rpc {
@@ -25,6 +27,7 @@ class Transport;
 }  // namespace rpc
 class Collective;  // trainer/collective/collective.h
 class Profiler;    // common/profiler/profiler.h
+class OpDesc;      // common/program_desc.h
 
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
@@ -37,6 +40,12 @@ struct RunEnv {
   // Where executors record each op's span (oar train --profile, oar run
   // --profile_path); null: nothing is timed.
   Profiler* profiler = nullptr;
+  // Told when an executor chooses an op's kernel (once per op and dtype, not
+  // every step): the op, the dtype the kernel was chosen for and the place
+  // it runs on. What a tool or test reads to learn which kernels a program
+  // needs (GpuCoverageTest). Null: nobody is told. It may be called from
+  // several threads at once (a ParallelExecutor's).
+  std::function<void(const OpDesc& op, DataType dtype, const Place& where)> on_kernel_chosen;
 };
 
 }  // namespace oar

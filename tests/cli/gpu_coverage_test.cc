@@ -4,21 +4,31 @@
 // every op of the programs PaddlePaddle wrote (tests/testdata/paddle), has
 // a GPU kernel or runs on the host by design (feed/fetch, send/recv...), so
 // `oar train --device gpu` and `oar run --device gpu` never stop at a
-// missing kernel. This reads the op registry, so it runs on
-// every CUDA build, GPU or not (CI's included); without CUDA it skips.
+// missing kernel. Two checks: each op type has a GPU kernel of some dtype
+// (every op of every block, run or not), and — learned by running the
+// programs on the CPU, where an executor picks each kernel's dtype as a GPU
+// executor would — a GPU kernel of the very dtype each run chose. This
+// reads the op registry, so it runs on every CUDA build, GPU or not (CI's
+// included); without CUDA it skips.
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "cli/model_build.h"
 #include "common/device/gpu_info.h"
 #include "common/op_registry.h"
 #include "common/api/unique_name.h"
+#include "common/executor.h"
+#include "common/run_env.h"
 #include "gtest/gtest.h"
 #include "tests/common/api/lr_schedules.h"
+#include "tests/common/paddle/paddle_fixture.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -44,6 +54,61 @@ void CollectMissing(const ProgramDesc& program, std::vector<std::string>* missin
   }
 }
 
+// The kernels the executors given env() choose, by op type and dtype; the
+// ones a GPU executor could not run.
+class ChosenKernels {
+ public:
+  ChosenKernels() {
+    env_.on_kernel_chosen = [this](const OpDesc& op, DataType dtype, const Place&) {
+      absl::MutexLock l(&mu_);
+      chosen_.emplace(op.type, dtype);
+    };
+  }
+  const RunEnv* env() const { return &env_; }
+  size_t size() {
+    absl::MutexLock l(&mu_);
+    return chosen_.size();
+  }
+  // "type (dtype): why" for each chosen kernel a GPU place has no kernel
+  // for (a host-side op runs its CPU kernel there: it counts as one).
+  std::vector<std::string> MissingOnGpu() {
+    absl::MutexLock l(&mu_);
+    std::vector<std::string> missing;
+    for (const auto& [type, dtype] : chosen_) {
+      auto chosen = OpRegistry::Global().Find(type)->ChooseKernel(CUDAPlace(0), dtype);
+      if (!chosen.ok()) missing.push_back(std::string(chosen.status().message()));
+    }
+    return missing;
+  }
+
+ private:
+  RunEnv env_;
+  absl::Mutex mu_;
+  std::set<std::pair<std::string, DataType>> chosen_ ABSL_GUARDED_BY(mu_);
+};
+
+// Runs `model`'s startup program, two training steps and a test pass on
+// the CPU, with `kernels` told of every kernel chosen.
+void RunOnCpu(cli::ModelPrograms& p, ChosenKernels* kernels) {
+  Executor exe(CPUPlace(), {.env = kernels->env()});
+  Scope scope;
+  ASSERT_TRUE(exe.Run(p.startup.desc(), &scope).ok());
+  const int64_t batch = 4;
+  Tensor x, y;
+  float* xp = x.mutable_data<float>(DDim{batch, 784});
+  for (int64_t i = 0; i < batch * 784; ++i) xp[i] = static_cast<float>(i % 17) / 17;
+  int64_t* yp = y.mutable_data<int64_t>(DDim{batch, 1});
+  for (int64_t i = 0; i < batch; ++i) yp[i] = i % 10;
+  cli::ShapeLikeFeed(p.vars.feeds[0], &x);
+  const FeedMap feed = {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}};
+  for (int step = 0; step < 2; ++step) {
+    auto r = exe.Run(p.main.desc(), &scope, feed, {p.vars.loss.name()});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  auto r = exe.Run(p.test.desc(), &scope, feed, {p.vars.loss.name()});
+  ASSERT_TRUE(r.ok()) << r.status();
+}
+
 TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
   if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
   OpRegistry::ExtendGlobal(RegisterDistOps);  // send, recv and the barriers, as `oar` registers them
@@ -57,6 +122,10 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
       ASSERT_TRUE(built.ok()) << built.status();
       std::vector<std::string> missing;
       for (const Program* p : {&(*built)->main, &(*built)->startup, &(*built)->test}) CollectMissing(p->desc(), &missing);
+      ChosenKernels kernels;
+      RunOnCpu(**built, &kernels);
+      EXPECT_GT(kernels.size(), 10u);  // the CPU run reported its kernels
+      EXPECT_EQ(kernels.MissingOnGpu(), std::vector<std::string>{});
       // The pserver-mode trainer: small blocks, so big parameters are sliced
       // (split_byref before send, concat after recv).
       DistributeTranspiler t{DistributeTranspilerConfig{}};
@@ -90,6 +159,11 @@ TEST(GpuCoverageTest, EveryOpOfTheLearningRateSchedulesHasAGpuKernel) {
     for (size_t b = 0; b < main.desc().NumBlocks(); ++b) CollectMissing(main.desc(), &missing, b);
     CollectMissing(startup.desc(), &missing);
     EXPECT_TRUE(missing.empty()) << "no GPU kernel: " << absl::StrJoin(missing, ", ");
+    // Ten steps on the CPU take every branch of piecewise_decay's Switch.
+    ChosenKernels kernels;
+    testing::ExpectFollowsFormula(s, CPUPlace(), kernels.env());
+    EXPECT_GT(kernels.size(), 0u);
+    EXPECT_EQ(kernels.MissingOnGpu(), std::vector<std::string>{});
   }
 }
 
@@ -116,6 +190,26 @@ TEST(GpuCoverageTest, EveryOpOfThePaddleWrittenProgramsHasAGpuKernelOrRunsOnTheH
     }
   }
   EXPECT_GE(programs, 16);  // the nine fixtures' main and startup programs
+}
+
+// The dtypes those programs' kernels run in: each fixture trained on the CPU
+// from Paddle's values, as PaddleProgramTest does, its chosen kernels read.
+TEST(GpuCoverageTest, EveryKernelThePaddleWrittenProgramsChooseHasAGpuKernelOfItsDtype) {
+  if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
+  int fixtures = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(OAR_TESTDATA_DIR "/paddle")) {
+    if (!std::filesystem::exists(entry.path() / "losses.txt")) continue;  // a saved model, not a training fixture
+    const std::string model = entry.path().filename().string();
+    SCOPED_TRACE(model);
+    const paddle_fixture::Fixture f = paddle_fixture::Load(model);
+    ChosenKernels kernels;
+    const std::vector<double> losses = paddle_fixture::Train(model, f, CPUPlace(), kernels.env());
+    ASSERT_EQ(losses.size(), static_cast<size_t>(f.steps));
+    EXPECT_GT(kernels.size(), 5u);
+    EXPECT_EQ(kernels.MissingOnGpu(), std::vector<std::string>{});
+    ++fixtures;
+  }
+  EXPECT_GE(fixtures, 8);
 }
 
 }  // namespace

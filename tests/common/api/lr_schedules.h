@@ -49,10 +49,10 @@ inline std::vector<Schedule> Schedules() {
   };
 }
 
-// Builds `s`'s program, runs it 10 steps on an Executor at `place` and
-// checks each step's rate against the closed form (1e-6: float32
-// arithmetic of a few terms, rates at most 1).
-inline void ExpectFollowsFormula(const Schedule& s, const Place& place) {
+// Builds `s`'s program, runs it 10 steps on an Executor at `place` (with
+// `env`, when given) and checks each step's rate against the closed form
+// (1e-6: float32 arithmetic of a few terms, rates at most 1).
+inline void ExpectFollowsFormula(const Schedule& s, const Place& place, const RunEnv* env = nullptr) {
   UniqueNameGuard names;
   Program main, startup;
   Var lr;
@@ -61,7 +61,7 @@ inline void ExpectFollowsFormula(const Schedule& s, const Place& place) {
     lr = s.build();
   }
   ASSERT_TRUE(main.status().ok()) << main.status();
-  Executor exe(place);
+  Executor exe(place, {.env = env});
   Scope scope;
   const auto started = exe.Run(startup.desc(), &scope);
   ASSERT_TRUE(started.ok()) << started.status();

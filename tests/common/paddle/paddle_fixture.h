@@ -60,8 +60,12 @@ inline Fixture Load(const std::string& model) {
     if (kv[0] == "feeds") f.feeds = absl::StrSplit(kv[1], ',');
     if (kv[0] == "loss") f.loss = kv[1];
     if (kv[0] == "params") f.params = kv[1];
-    if (kv[0] == "steps") EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.steps));
-    if (kv[0] == "batches") EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.batches));
+    if (kv[0] == "steps") {
+      EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.steps));
+    }
+    if (kv[0] == "batches") {
+      EXPECT_TRUE(absl::SimpleAtoi(kv[1], &f.batches));
+    }
   }
   for (absl::string_view line : absl::StrSplit(ReadFile(dir + "losses.txt"), '\n', absl::SkipEmpty())) {
     double v = 0;
@@ -71,11 +75,12 @@ inline Fixture Load(const std::string& model) {
   return f;
 }
 
-// Trains the fixture on `place` from Paddle's initial values; returns the
-// losses.
-inline std::vector<double> Train(const std::string& model, const Fixture& f, const Place& place = CPUPlace()) {
+// Trains the fixture on `place` (with `env`, when given) from Paddle's
+// initial values; returns the losses.
+inline std::vector<double> Train(const std::string& model, const Fixture& f, const Place& place = CPUPlace(),
+                                 const RunEnv* env = nullptr) {
   const std::string dir = kDir + model + "/";
-  Executor exe(place);
+  Executor exe(place, {.env = env});
   Scope scope;
   auto st = exe.Run(*f.startup, &scope);
   EXPECT_TRUE(st.ok()) << st.status();
