@@ -25,8 +25,8 @@ mkdir -p .gpu
 ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.so' |
   grep -v -E '/lib(cuda|cudart|cublas|cublasLt|curand|cudnn[a-z_]*|nccl)\.so' > .gpu/libs.txt
-sed 's#^/##' .gpu/libs.txt | tar -C / -czhf .gpu/libs.tgz --transform 's#.*/##' -T -
-tar czf .gpu/bins.tgz --transform 's#.*/##' "${bins[@]}"
+sed 's#^/##' .gpu/libs.txt | tar -C / -cJhf .gpu/libs.txz --transform 's#.*/##' -T -
+tar cJf .gpu/bins.txz --transform 's#.*/##' "${bins[@]}"
 if [[ ${1:-} == --with-data ]]; then
   mkdir -p .gpu/data
   cp "$DATA"/*.gz .gpu/data/

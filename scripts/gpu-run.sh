@@ -22,7 +22,12 @@ filter=${3:-*}
 mkdir -p "$out"
 w=/tmp/oar-gpu-bundle
 rm -rf "$w" && mkdir -p "$w/lib" "$w/bin"
-tar xzf .gpu/libs.tgz -C "$w/lib" && tar xzf .gpu/bins.tgz -C "$w/bin" || { echo "gpu-run: no .gpu/ bundle" >&2; exit 1; }
+unpack() {  # ARCHIVE DIR: xz-compressed tar; Python's tarfile where there is no xz
+  [[ -f $1 ]] || return 1
+  if command -v xz >/dev/null; then tar xJf "$1" -C "$2"
+  else python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"; fi
+}
+unpack .gpu/libs.txz "$w/lib" && unpack .gpu/bins.txz "$w/bin" || { echo "gpu-run: no .gpu/ bundle (scripts/gpu-bundle.sh)" >&2; exit 1; }
 dirs=""
 for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcudnn.so.9 libnccl.so.2; do
   f=$(find /usr/local /usr/lib /opt /lib -name "$lib" -print -quit 2>/dev/null)
