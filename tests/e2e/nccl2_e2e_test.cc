@@ -1,9 +1,10 @@
-// nccl2 mode end to end with real `oar` processes on loopback: `oar launch
-// --mode nccl2` trains step for step as one process on as many places; an
-// uneven split ends without a hang and says what was left unused; a killed
-// trainer, or trainers running different programs, end every other trainer
-// with an error naming the rank and its endpoint — within FLAGS_rpc_deadline
-// + 5 s.
+// nccl2 mode end to end with real `oar` processes on loopback, over both
+// ways trainers on one host all-reduce (shared memory, what `auto` picks
+// here, and the TCP ring): `oar launch --mode nccl2` trains step for step
+// as one process on as many places; an uneven split ends without a hang and
+// says what was left unused; a killed trainer, or trainers running
+// different programs, end every other trainer with an error naming the rank
+// and its endpoint — within FLAGS_rpc_deadline + 5 s.
 #include <signal.h>
 
 #include <chrono>
@@ -23,14 +24,22 @@ namespace {
 
 const std::string& kSmall = kSmallRun;
 
-void CheckAgainstPlaces(int trainers, int places) {
-  const std::string dir = TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places));
+void CheckAgainstPlaces(int trainers, int places, const std::string& transport) {
+  const std::string dir =
+      TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places) + "_" + transport);
   Result ref = Oar("train " + kSmall + " --places " + std::to_string(trainers * places) + " --max_steps 10 --step_log " +
                    dir + "/ref.steps");
   ASSERT_EQ(ref.code, 0) << ref.out;
   Result r = Oar("launch --mode nccl2 --trainers " + std::to_string(trainers) + " --cpu_num " +
-                 std::to_string(places) + " " + kSmall + " --max_steps 10 --step_log_dir " + dir);
+                 std::to_string(places) + " " + kSmall + " --max_steps 10 --step_log_dir " + dir +
+                 " --collective_transport=" + transport + " --log_dir " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
+  // Each trainer says how it joined the others.
+  std::ifstream log(dir + "/trainer.0.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(transport == "shm" ? "all-reduce through shared memory" : "all-reduce over the TCP ring"),
+            std::string::npos)
+      << text;
   EXPECT_NE(r.out.find("nccl2, " + std::to_string(trainers) + " trainer(s)"), std::string::npos) << r.out;
   const auto want = ReadSteps(dir + "/ref.steps");
   ASSERT_EQ(want.size(), 10u);
@@ -47,8 +56,10 @@ void CheckAgainstPlaces(int trainers, int places) {
   EXPECT_GT(std::abs(want.back() - want.front()), 1e-3);  // it trains
 }
 
-TEST(Nccl2E2eTest, TwoTrainersOnOnePlaceMatchOneProcessOnTwoStepByStep) { CheckAgainstPlaces(2, 1); }
-TEST(Nccl2E2eTest, TwoTrainersOnTwoPlacesMatchOneProcessOnFourStepByStep) { CheckAgainstPlaces(2, 2); }
+class Nccl2TransportTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Nccl2TransportTest, TwoTrainersOnOnePlaceMatchOneProcessOnTwoStepByStep) { CheckAgainstPlaces(2, 1, GetParam()); }
+TEST_P(Nccl2TransportTest, TwoTrainersOnTwoPlacesMatchOneProcessOnFourStepByStep) { CheckAgainstPlaces(2, 2, GetParam()); }
 
 TEST(Nccl2E2eTest, UnevenShardsEndTogetherAndSayWhatWasLeft) {
   // 201 examples, a global batch of 200: trainer 0 has 2 batches, trainer 1 one.
@@ -110,8 +121,12 @@ struct Trainers {
   }
 };
 
-TEST(Nccl2E2eTest, AKilledTrainerFailsEveryOtherNamingItsRankAndEndpoint) {
-  Trainers t(3, /*deadline_ms=*/4000, [](int) { return std::vector<std::string>{"--model=fashion_mlp", "--epochs=5"}; });
+// Over shared memory nothing closes when a trainer dies: the others see its
+// process gone.
+TEST_P(Nccl2TransportTest, AKilledTrainerFailsEveryOtherNamingItsRankAndEndpoint) {
+  Trainers t(3, /*deadline_ms=*/4000, [](int) {
+    return std::vector<std::string>{"--model=fashion_mlp", "--epochs=5", "--collective_transport=" + GetParam()};
+  });
   ASSERT_TRUE(t.AwaitSteps(3, absl::Seconds(60))) << "the trainers never started training";
   const auto start = std::chrono::steady_clock::now();
   t.group.SignalOne(1, SIGKILL);
@@ -121,14 +136,19 @@ TEST(Nccl2E2eTest, AKilledTrainerFailsEveryOtherNamingItsRankAndEndpoint) {
     ASSERT_TRUE(t.codes.count(i)) << "trainer " << i << " hung";
     EXPECT_NE(t.codes[i], 0) << t.Log(i);
   }
-  // Trainer 2 reads from trainer 1: it names it.
+  // Trainer 2 reads from trainer 1 on the ring; over shared memory every
+  // trainer waits for it: it names it.
   EXPECT_NE(t.Log(2).find("rank 1 (" + t.eps[1] + ")"), std::string::npos) << t.Log(2);
+  if (GetParam() == "shm") {
+    EXPECT_NE(t.Log(0).find("rank 1 (" + t.eps[1] + ") exited"), std::string::npos) << t.Log(0);
+  }
   EXPECT_LT(took, 4 + 5);  // FLAGS_rpc_deadline + 5 s
 }
 
-TEST(Nccl2E2eTest, TrainersWithDifferentProgramsFailNamingTheVariableAndBothRanks) {
+TEST_P(Nccl2TransportTest, TrainersWithDifferentProgramsFailNamingTheVariableAndBothRanks) {
   Trainers t(2, 4000, [](int i) {
-    return std::vector<std::string>{i == 0 ? "--model=fashion_mlp" : "--model=fashion_cnn", "--epochs=1"};
+    return std::vector<std::string>{i == 0 ? "--model=fashion_mlp" : "--model=fashion_cnn", "--epochs=1",
+                                    "--collective_transport=" + GetParam()};
   });
   t.WaitAll(60);
   bool named = false;
@@ -139,6 +159,8 @@ TEST(Nccl2E2eTest, TrainersWithDifferentProgramsFailNamingTheVariableAndBothRank
   }
   EXPECT_TRUE(named) << t.Log(0) << "\n---\n" << t.Log(1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, Nccl2TransportTest, ::testing::Values("shm", "tcp"));
 
 }  // namespace
 }  // namespace oar

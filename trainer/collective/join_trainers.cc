@@ -1,13 +1,23 @@
 #include "trainer/collective/join_trainers.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "gflags/gflags_declare.h"
+#include "gflags/gflags.h"
 #include "trainer/collective/nccl_collective.h"
+#include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
 
 DECLARE_int32(rpc_deadline);
+DEFINE_string(collective_transport, "auto",
+              "nccl2 mode on CPUs, how the trainers all-reduce: auto (through shared memory when every trainer is on "
+              "this host, else over the TCP ring), tcp (the ring), or shm (shared memory, else fail)");
+DEFINE_validator(collective_transport, [](const char*, const std::string& v) {
+  if (v == "auto" || v == "tcp" || v == "shm") return true;
+  std::fprintf(stderr, "--collective_transport=%s: choose auto, tcp or shm\n", v.c_str());
+  return false;
+});
 
 namespace oar {
 
@@ -46,7 +56,9 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinTrainers(const JoinOptions& o) {
   ring.timeout = timeout;
   auto r = TcpRing::Create(std::move(ring));
   if (!r.ok()) return r.status();
-  return std::unique_ptr<Collective>(*std::move(r));
+  return JoinOverSharedMemory(*std::move(r), o.endpoints,
+                              {.transport = o.transport.empty() ? FLAGS_collective_transport : o.transport,
+                               .timeout = timeout});
 }
 
 }  // namespace oar

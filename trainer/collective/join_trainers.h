@@ -3,7 +3,9 @@
 // every other trainer over gRPC) and the trainers' endpoints
 // (PADDLE_TRAINER_ENDPOINTS): NCCL on GPUs when Oar has it, else the TCP ring
 // among the trainers' endpoints, the id (hashed) being the job's token that
-// every ring handshake checks.
+// every ring handshake checks — and, when every trainer is on this host,
+// shared memory joined over that ring (shm_collective.h;
+// --collective_transport=auto|tcp|shm).
 //
 //   OAR_ASSIGN_OR_RETURN(auto c, JoinTrainers({.id = nccl_id, .rank = 1, .endpoints = eps}));
 //
@@ -27,6 +29,7 @@ struct JoinOptions {
   std::vector<std::string> endpoints;  // every trainer's, in id order
   bool gpu = false;                    // the trainer trains on CUDA places: NCCL
   int device = 0;
+  std::string transport;  // CPUs: auto | tcp | shm; empty: --collective_transport
   absl::Duration timeout = absl::ZeroDuration();  // 0: FLAGS_rpc_deadline
 };
 

@@ -1,5 +1,7 @@
 // The Collective backends, N ranks as threads of this process: the TCP ring
-// over loopback (real sockets) and the in-process group. All-reduce against
+// over loopback (real sockets), shared memory joined over that ring (with
+// its default slots, and with slots small enough that every operation takes
+// many rounds of both all-reduce paths), and the in-process group. All-reduce against
 // a plain sum for 1-5 ranks, fp32/fp64/int64, sizes 0, 1, n-1, n+1 (not
 // divisible), a size past the small-tensor path, and 64 MiB; broadcast,
 // variable-size all-gather and barrier; and the failures: disagreeing
@@ -15,12 +17,25 @@
 #include "tests/util/free_port.h"
 #include "trainer/collective/inprocess_collective.h"
 #include "trainer/collective/reduce.h"
+#include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
 
 namespace oar {
 namespace {
 
-enum class Backend { kRing, kInProcess };
+enum class Backend { kRing, kInProcess, kShm, kShmSmallSlots };
+
+std::string BackendName(Backend b) {
+  switch (b) {
+    case Backend::kRing: return "Ring";
+    case Backend::kInProcess: return "InProcess";
+    case Backend::kShm: return "Shm";
+    case Backend::kShmSmallSlots: return "ShmSmallSlots";
+  }
+  return "?";
+}
+
+bool OverRing(Backend b) { return b != Backend::kInProcess; }
 
 // Makes an n-rank ring on fresh loopback ports, one thread per rank. Tests
 // run side by side (ctest -j) and a port found free may be taken by another
@@ -28,10 +43,12 @@ enum class Backend { kRing, kInProcess };
 // meets a stranger's ring (refused by the handshake). Those collisions of
 // the test harness are retried on new ports, up to 3 times; any other
 // error is each rank's status.
-std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token) {
+std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token,
+                                                               std::vector<std::string>* endpoints = nullptr) {
   std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
+  std::vector<std::string> eps;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    std::vector<std::string> eps;
+    eps.clear();
     for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
     rings.clear();
     for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
@@ -49,6 +66,7 @@ std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Dura
     }
     if (!collided) break;
   }
+  if (endpoints != nullptr) *endpoints = eps;
   return rings;
 }
 
@@ -57,13 +75,14 @@ std::vector<absl::Status> OnRanks(Backend backend, int n, const std::function<ab
                                   absl::Duration timeout = absl::Seconds(30), const std::string& token = "job") {
   InProcessGroup group(n, timeout);
   std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
-  if (backend == Backend::kRing) rings = MakeRing(n, timeout, token);
+  std::vector<std::string> eps;
+  if (OverRing(backend)) rings = MakeRing(n, timeout, token, &eps);
   std::vector<absl::Status> status(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       std::unique_ptr<Collective> c;
-      if (backend == Backend::kRing) {
+      if (OverRing(backend)) {
         if (!rings[r].ok()) {
           status[r] = rings[r].status();
           return;
@@ -71,6 +90,20 @@ std::vector<absl::Status> OnRanks(Backend backend, int n, const std::function<ab
         c = *std::move(rings[r]);
       } else {
         c = group.Rank(r);
+      }
+      if (backend == Backend::kShm || backend == Backend::kShmSmallSlots) {
+        ShmJoinOptions o{.transport = "shm", .timeout = timeout};
+        if (backend == Backend::kShmSmallSlots) o.slot_bytes = 24 << 10;  // 100003 floats: 17 rounds, both paths
+        auto shm = JoinOverSharedMemory(std::unique_ptr<TcpRing>(static_cast<TcpRing*>(c.release())), eps, o);
+        if (!shm.ok()) {
+          status[r] = shm.status();
+          return;
+        }
+        if (n > 1 && (*shm)->backend() != "shm") {
+          status[r] = absl::InternalError("joined over " + (*shm)->backend());
+          return;
+        }
+        c = *std::move(shm);
       }
       status[r] = fn(r, c.get());
     });
@@ -139,19 +172,23 @@ TEST_P(CollectiveTest, BroadcastAllGatherAndBarrier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveTest,
-                         ::testing::Combine(::testing::Values(Backend::kRing, Backend::kInProcess),
+                         ::testing::Combine(::testing::Values(Backend::kRing, Backend::kInProcess, Backend::kShm,
+                                                              Backend::kShmSmallSlots),
                                             ::testing::Values(1, 2, 3, 4, 5)),
                          [](const auto& info) {
-                           return absl::StrCat(std::get<0>(info.param) == Backend::kRing ? "Ring" : "InProcess",
-                                               std::get<1>(info.param));
+                           return absl::StrCat(BackendName(std::get<0>(info.param)), std::get<1>(info.param));
                          });
 
 TEST(CollectiveTest, RingAllReducesSixtyFourMiB) {
   for (int n : {2, 4}) CheckAllReduce<float>(Backend::kRing, n, int64_t{16} << 20);
 }
 
+TEST(CollectiveTest, SharedMemoryAllReducesSixtyFourMiB) {
+  for (int n : {2, 4}) CheckAllReduce<float>(Backend::kShm, n, int64_t{16} << 20);
+}
+
 TEST(CollectiveTest, Fp16AddsOnEveryBackend) {
-  for (Backend b : {Backend::kRing, Backend::kInProcess}) {
+  for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
     auto status = OnRanks(b, 3, [](int r, Collective* c) -> absl::Status {
       Tensor t;
       t.Resize({5});
@@ -174,7 +211,7 @@ TEST(CollectiveTest, Fp16AddsOnEveryBackend) {
 // and both ranks, on the rank that sees it, and an error (never a hang, never
 // a wrong sum) on every other.
 TEST(CollectiveTest, DisagreeingProgramsFailNamingTheVariableAndBothRanks) {
-  for (Backend b : {Backend::kRing, Backend::kInProcess}) {
+  for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
     auto status = OnRanks(b, 2, [](int r, Collective* c) -> absl::Status {
       Tensor t = Values<float>(r, r == 0 ? 1000 : 999);
       return c->AllReduce(&t, "fc_0.w_0@GRAD");
@@ -202,10 +239,79 @@ TEST(CollectiveTest, APeerThatDiesFailsItsNeighboursNamingIt) {
   EXPECT_NE(status[0].message().find("closed the connection"), std::string::npos) << status[0];
 }
 
+// Shared memory: a rank whose communicator is destroyed (its process ends
+// with the job unfinished) fails the ranks waiting for it at once, naming
+// it, well before the deadline; and so every later call.
+TEST(CollectiveTest, SharedMemoryPeerThatLeavesFailsTheOthersAtOnceNamingIt) {
+  const absl::Time start = absl::Now();
+  auto status = OnRanks(Backend::kShm, 3, [](int r, Collective* c) -> absl::Status {
+    Tensor t = Values<float>(r, 200000);
+    if (r == 2) return absl::AbortedError("rank 2 leaves");
+    absl::Status s = c->AllReduce(&t, "g");
+    if (s.ok()) return absl::InternalError("the all-reduce finished without rank 2");
+    if (c->Barrier().ok()) return absl::InternalError("a broken communicator went on");
+    return s;
+  }, absl::Seconds(20));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  for (int r : {0, 1}) {
+    EXPECT_NE(status[r].message().find("rank 2 ("), std::string::npos) << status[r];
+    EXPECT_NE(status[r].message().find("left the job"), std::string::npos) << status[r];
+  }
+}
+
+// Every rank must agree to join over shared memory: one told tcp keeps the
+// whole job on the ring (and it works); a rank that requires shared memory
+// there fails, saying why.
+TEST(CollectiveTest, SharedMemoryNeedsEveryRankElseTheRingServes) {
+  for (const std::string required : {"auto", "shm"}) {
+    std::vector<std::string> eps;
+    auto rings = MakeRing(3, absl::Seconds(20), "job", &eps);
+    std::vector<absl::Status> status(3);
+    std::vector<std::string> backends(3);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r) {
+      threads.emplace_back([&, r] {
+        if (!rings[r].ok()) {
+          status[r] = rings[r].status();
+          return;
+        }
+        const std::string transport = r == 1 ? "tcp" : r == 0 ? required : "auto";
+        auto c = JoinOverSharedMemory(*std::move(rings[r]), eps, {.transport = transport, .timeout = absl::Seconds(20)});
+        if (!c.ok()) {
+          status[r] = c.status();
+          return;
+        }
+        backends[r] = (*c)->backend();
+        Tensor t = Values<float>(r, 1000);
+        status[r] = (*c)->AllReduce(&t, "g");
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (required == "auto") {
+      for (int r = 0; r < 3; ++r) {
+        EXPECT_TRUE(status[r].ok()) << status[r];
+        EXPECT_EQ(backends[r], "tcp-ring");
+      }
+    } else {
+      EXPECT_EQ(status[0].code(), absl::StatusCode::kFailedPrecondition) << status[0];
+      EXPECT_NE(status[0].message().find("--collective_transport=tcp"), std::string::npos) << status[0];
+      EXPECT_FALSE(status[1].ok() && status[2].ok());  // rank 0 left the ring: the others cannot finish
+    }
+  }
+}
+
+TEST(CollectiveTest, EndpointsShareAHostOnLoopbackOrOneAddress) {
+  EXPECT_TRUE(EndpointsShareAHost({"127.0.0.1:6170", "127.0.0.1:6171", "localhost:6172"}));
+  EXPECT_TRUE(EndpointsShareAHost({"10.0.0.7:6170", "10.0.0.7:6171"}));
+  EXPECT_TRUE(EndpointsShareAHost({"[::1]:6170", "127.0.0.1:6171"}));
+  EXPECT_FALSE(EndpointsShareAHost({"10.0.0.7:6170", "10.0.0.8:6170"}));
+  EXPECT_FALSE(EndpointsShareAHost({"127.0.0.1:6170", "10.0.0.8:6170"}));
+}
+
 // A rank that never calls: the others give up at the deadline, naming the
 // silent neighbour.
 TEST(CollectiveTest, APeerThatNeverAnswersTimesOutNamingIt) {
-  for (Backend b : {Backend::kRing, Backend::kInProcess}) {
+  for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
     absl::Notification done;
     auto status = OnRanks(b, 2, [&](int r, Collective* c) -> absl::Status {
       if (r == 1) {

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/trainer/mlp_fixture.h"
 #include "tests/util/free_port.h"
+#include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/places.h"
@@ -82,7 +83,9 @@ Run Train(int trainers, int places, int rank, Collective* c, bool sparse, bool f
   return r;
 }
 
-void Compare(int trainers, int places, bool sparse, bool fuse) {
+// `shm`: the trainers join over shared memory (small slots, so a gradient
+// takes several rounds) instead of keeping the ring.
+void Compare(int trainers, int places, bool sparse, bool fuse, bool shm = false) {
   const Run ref = Train(1, trainers * places, 0, nullptr, sparse, false);
   ASSERT_TRUE(ref.status.ok()) << ref.status;
   std::vector<std::string> eps;
@@ -96,7 +99,17 @@ void Compare(int trainers, int places, bool sparse, bool fuse) {
         runs[t].status = ring.status();
         return;
       }
-      runs[t] = Train(trainers, places, t, ring->get(), sparse, fuse);
+      std::unique_ptr<Collective> c = *std::move(ring);
+      if (shm) {
+        auto joined = JoinOverSharedMemory(std::unique_ptr<TcpRing>(static_cast<TcpRing*>(c.release())), eps,
+                                           {.transport = "shm", .slot_bytes = 4096, .timeout = absl::Seconds(30)});
+        if (!joined.ok()) {
+          runs[t].status = joined.status();
+          return;
+        }
+        c = *std::move(joined);
+      }
+      runs[t] = Train(trainers, places, t, c.get(), sparse, fuse);
     });
   }
   for (auto& th : threads) th.join();
@@ -125,6 +138,12 @@ TEST(Nccl2ExecutorTest, BucketedGradientsGiveTheSameResult) {
   Compare(2, 1, false, true);
   FLAGS_fuse_parameter_memory_size = 16;
   Compare(4, 1, false, true);  // everything in one bucket
+}
+
+TEST(Nccl2ExecutorTest, OverSharedMemoryTheSameHolds) {
+  Compare(2, 1, false, false, /*shm=*/true);
+  Compare(2, 2, true, false, /*shm=*/true);  // sparse rows all-gathered
+  Compare(4, 1, false, true, /*shm=*/true);  // buckets (the batch of 8 splits evenly over 4)
 }
 
 TEST(Nccl2ExecutorTest, WithoutACollectiveSeveralTrainersAreAnError) {

@@ -1,0 +1,246 @@
+#include "trainer/collective/shm_collective.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "trainer/collective/reduce.h"
+
+namespace oar {
+
+struct ShmCollective::Header {
+  uint64_t seq;
+  uint64_t name_hash;  // of the whole name (`name` may be cut short)
+  uint64_t count;      // elements (AllGather: this rank's bytes)
+  uint8_t op;
+  uint8_t dtype;
+  uint16_t root;
+  uint32_t ndims;  // AllGather: this rank's shape
+  int64_t dims[8];
+  char name[96];
+};
+
+namespace {
+
+enum Op : uint8_t { kAllReduce = 1, kBroadcast, kAllGather, kBarrier };
+const char* OpName(uint8_t op) {
+  switch (op) {
+    case kAllReduce: return "AllReduce";
+    case kBroadcast: return "Broadcast";
+    case kAllGather: return "AllGather";
+    case kBarrier: return "Barrier";
+  }
+  return "?";
+}
+
+constexpr size_t kAlign = 64;
+size_t Aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+// A piece summed whole by every rank after one barrier, below this.
+constexpr size_t kSmallBytes = 16 << 10;
+
+}  // namespace
+
+size_t ShmCollective::SegmentBytes(int n, size_t slot_bytes) {
+  return Aligned(ShmBarrier::Bytes(n)) + 2 * Aligned(sizeof(Header) * static_cast<size_t>(n)) +
+         2 * static_cast<size_t>(n) * Aligned(slot_bytes);
+}
+
+void ShmCollective::Init(char* segment, int n, uint64_t nonce) { ShmBarrier::Init(segment, n, nonce); }
+
+absl::StatusOr<std::unique_ptr<ShmCollective>> ShmCollective::Create(std::unique_ptr<ShmSegment> segment,
+                                                                     uint64_t nonce, ShmRankOptions options,
+                                                                     size_t slot_bytes) {
+  const int n = static_cast<int>(options.endpoints.size());
+  if (n < 1 || options.rank < 0 || options.rank >= n || slot_bytes < 64) {
+    return absl::InvalidArgumentError(absl::StrCat("shm collective: rank ", options.rank, " of ", n, ", slots of ",
+                                                   slot_bytes, " bytes"));
+  }
+  if (segment->size() != SegmentBytes(n, slot_bytes)) {
+    return absl::FailedPreconditionError(absl::StrCat("the shared segment has ", segment->size(), " bytes, not ",
+                                                      SegmentBytes(n, slot_bytes)));
+  }
+  OAR_RETURN_IF_ERROR(ShmBarrier::Check(segment->data(), n, nonce));
+  return std::unique_ptr<ShmCollective>(new ShmCollective(std::move(segment), std::move(options), slot_bytes));
+}
+
+ShmCollective::ShmCollective(std::unique_ptr<ShmSegment> segment, ShmRankOptions options, size_t slot_bytes)
+    : segment_(std::move(segment)), barrier_(segment_->data(), std::move(options)), slot_bytes_(slot_bytes) {}
+
+ShmCollective::Header* ShmCollective::HeaderAt(int parity, int rank) const {
+  const size_t n = static_cast<size_t>(size());
+  char* headers = segment_->data() + Aligned(ShmBarrier::Bytes(size())) +
+                  static_cast<size_t>(parity) * Aligned(sizeof(Header) * n);
+  return reinterpret_cast<Header*>(headers) + rank;
+}
+
+char* ShmCollective::Slot(int parity, int rank) const {
+  const size_t n = static_cast<size_t>(size());
+  char* slots = segment_->data() + Aligned(ShmBarrier::Bytes(size())) + 2 * Aligned(sizeof(Header) * n);
+  return slots + (static_cast<size_t>(parity) * n + static_cast<size_t>(rank)) * Aligned(slot_bytes_);
+}
+
+int ShmCollective::BeginRound(const Header* first) {
+  const int parity = static_cast<int>(round_++ & 1);
+  if (first != nullptr) *HeaderAt(parity, rank()) = *first;
+  return parity;
+}
+
+absl::Status ShmCollective::CheckHeaders(int parity) const {
+  const Header& zero = *HeaderAt(parity, 0);
+  auto describe = [](const Header& h) {
+    return absl::StrCat(OpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
+                        DataTypeName(static_cast<DataType>(h.dtype)), h.op == kAllGather ? "" : absl::StrCat("[", h.count, "]"),
+                        ")");
+  };
+  for (int q = 1; q < size(); ++q) {
+    const Header& h = *HeaderAt(parity, q);
+    const bool same = h.op == zero.op && h.dtype == zero.dtype && h.root == zero.root && h.seq == zero.seq &&
+                      (h.op == kAllGather || h.count == zero.count) && h.name_hash == zero.name_hash;
+    if (!same) {
+      return absl::InvalidArgumentError(absl::StrCat("the trainers' programs disagree: ", barrier_.Peer(0), " called ",
+                                                     describe(zero), " as its collective #", zero.seq, ", ",
+                                                     barrier_.Peer(q), " called ", describe(h), " as its #", h.seq));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmCollective::Fail(const absl::Status& s, const char* what, const std::string& name) {
+  barrier_.Break(s);  // every rank's next wait ends; a rank that saw the same error already broke it
+  return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", rank()));
+}
+
+namespace {
+
+ShmCollective::Header MakeHeader(uint8_t op, uint64_t seq, DataType dtype, uint64_t count, int root,
+                                 const std::string& name) {
+  ShmCollective::Header h{};
+  h.seq = seq;
+  h.count = count;
+  h.op = op;
+  h.dtype = static_cast<uint8_t>(dtype);
+  h.root = static_cast<uint16_t>(root);
+  h.name_hash = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char ch : name) h.name_hash = (h.name_hash ^ ch) * 1099511628211ULL;
+  std::memcpy(h.name, name.data(), std::min(name.size(), sizeof(h.name) - 1));
+  return h;
+}
+
+}  // namespace
+
+absl::Status ShmCollective::AllReduce(Tensor* t, const std::string& name) {
+  if (!Summable(t->dtype())) return SumInto(t->dtype(), nullptr, nullptr, 0);  // the error
+  if (t->numel() > 0 && !t->initialized()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' has no data"));
+  if (size() == 1) return absl::OkStatus();
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  const DataType dt = t->dtype();
+  const size_t es = SizeOf(dt);
+  const int n = size(), me = rank();
+  const int64_t total = t->numel(), per = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_ / es));
+  char* data = static_cast<char*>(t->raw_data());
+  const Header h = MakeHeader(kAllReduce, ++seq_, dt, static_cast<uint64_t>(total), 0, name);
+  int64_t lo = 0;
+  for (bool first = true; first || lo < total; first = false) {
+    const int64_t len = std::min(per, total - lo);
+    const int p = BeginRound(first ? &h : nullptr);
+    if (len > 0) std::memcpy(Slot(p, me), data + lo * es, static_cast<size_t>(len) * es);
+    absl::Status s = barrier_.Wait("AllReduce", name);
+    if (s.ok() && first) s = CheckHeaders(p);
+    if (!s.ok()) return Fail(s, "AllReduce", name);
+    char* out = data + lo * es;
+    if (static_cast<size_t>(len) * es < kSmallBytes) {
+      // Every rank sums the whole piece in rank order: the same bits everywhere.
+      if (len > 0) std::memcpy(out, Slot(p, 0), static_cast<size_t>(len) * es);
+      for (int q = 1; q < n && len > 0; ++q) OAR_RETURN_IF_ERROR(SumInto(dt, out, Slot(p, q), static_cast<size_t>(len)));
+    } else {
+      auto cut = [&](int r) { return len * r / n; };
+      char* mine = Slot(p, me) + cut(me) * es;
+      for (int q = 0; q < n; ++q) {
+        if (q != me) OAR_RETURN_IF_ERROR(SumInto(dt, mine, Slot(p, q) + cut(me) * es, static_cast<size_t>(cut(me + 1) - cut(me))));
+      }
+      s = barrier_.Wait("AllReduce", name);
+      if (!s.ok()) return Fail(s, "AllReduce", name);
+      for (int q = 0; q < n; ++q) {
+        std::memcpy(out + cut(q) * es, Slot(p, q) + cut(q) * es, static_cast<size_t>(cut(q + 1) - cut(q)) * es);
+      }
+    }
+    lo += len;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmCollective::Broadcast(Tensor* t, int root, const std::string& name) {
+  if (root < 0 || root >= size()) return absl::InvalidArgumentError(absl::StrCat("Broadcast root ", root, " is not a rank"));
+  if (size() == 1) return absl::OkStatus();
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  const size_t total = t->nbytes();
+  char* data = static_cast<char*>(t->raw_data());
+  const Header h = MakeHeader(kBroadcast, ++seq_, t->dtype(), static_cast<uint64_t>(t->numel()), root, name);
+  size_t at = 0;
+  for (bool first = true; first || at < total; first = false) {
+    const size_t len = std::min(slot_bytes_, total - at);
+    const int p = BeginRound(first ? &h : nullptr);
+    if (rank() == root && len > 0) std::memcpy(Slot(p, root), data + at, len);
+    absl::Status s = barrier_.Wait("Broadcast", name);
+    if (s.ok() && first) s = CheckHeaders(p);
+    if (!s.ok()) return Fail(s, "Broadcast", name);
+    if (rank() != root && len > 0) std::memcpy(data + at, Slot(p, root), len);
+    at += len;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmCollective::AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) {
+  const int n = size(), me = rank();
+  out->assign(static_cast<size_t>(n), Tensor());
+  (*out)[static_cast<size_t>(me)].CopyFrom(in);
+  if (in.dims().size() > 8) return absl::InvalidArgumentError("AllGather: tensors of rank > 8");
+  if (n == 1) return absl::OkStatus();
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  const DataType dt = in.dtype();
+  const char* mine = static_cast<const char*>(in.raw_data());
+  Header h = MakeHeader(kAllGather, ++seq_, dt, in.nbytes(), 0, name);
+  h.ndims = static_cast<uint32_t>(in.dims().size());
+  for (int d = 0; d < in.dims().size(); ++d) h.dims[d] = in.dims()[d];
+  size_t longest = 0, at = 0;
+  for (bool first = true; first || at < longest; first = false) {
+    const int p = BeginRound(first ? &h : nullptr);
+    if (at < in.nbytes()) std::memcpy(Slot(p, me), mine + at, std::min(slot_bytes_, in.nbytes() - at));
+    absl::Status s = barrier_.Wait("AllGather", name);
+    if (s.ok() && first) s = CheckHeaders(p);
+    for (int q = 0; s.ok() && first && q < n; ++q) {  // every rank's shape, checked before anything is allocated
+      const Header& theirs = *HeaderAt(p, q);
+      DDim dims;
+      for (uint32_t d = 0; d < std::min<uint32_t>(theirs.ndims, 8); ++d) dims.push_back(theirs.dims[d]);
+      if (theirs.ndims > 8 || dims.HasUnknown() || static_cast<uint64_t>(dims.numel()) * SizeOf(dt) != theirs.count) {
+        s = absl::InvalidArgumentError(absl::StrCat(barrier_.Peer(q), " sent a malformed block header"));
+      } else if (q != me) {
+        (*out)[static_cast<size_t>(q)].Resize(dims);
+        (*out)[static_cast<size_t>(q)].mutable_data(dt);
+      }
+      longest = std::max<size_t>(longest, theirs.count);
+    }
+    if (!s.ok()) return Fail(s, "AllGather", name);
+    for (int q = 0; q < n; ++q) {
+      Tensor& dst = (*out)[static_cast<size_t>(q)];
+      if (q != me && at < dst.nbytes()) {
+        std::memcpy(static_cast<char*>(dst.raw_data()) + at, Slot(p, q), std::min(slot_bytes_, dst.nbytes() - at));
+      }
+    }
+    at += slot_bytes_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmCollective::Barrier() {
+  if (size() == 1) return absl::OkStatus();
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  const Header h = MakeHeader(kBarrier, ++seq_, DataType::kInt32, 0, 0, "barrier");
+  const int p = BeginRound(&h);
+  absl::Status s = barrier_.Wait("Barrier", "barrier");
+  if (s.ok()) s = CheckHeaders(p);
+  return s.ok() ? s : Fail(s, "Barrier", "barrier");
+}
+
+}  // namespace oar
