@@ -270,9 +270,16 @@ absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
     total += vars[k]->Get<Tensor>().numel();
   }
   const DataType dt = vars[0]->Get<Tensor>().dtype();
+  const std::string name = absl::StrCat("bucket(", h.var, " +", vars.size() - 1, ")");
   // The bucket lives where the gradients do (a GPU's: packed on its stream,
   // reduced in place by NCCL).
   const Place at = vars[0]->Get<Tensor>().place();
+  if (at.is_cpu()) {  // a backend that moves the gradients where they lie needs no packing
+    std::vector<Tensor*> bucket;
+    for (Variable* v : vars) bucket.push_back(v->GetMutable<Tensor>());
+    absl::Status s = cross_->AllReduceBucket(bucket, name);
+    if (!absl::IsUnimplemented(s)) return s;
+  }
   Tensor& buf = buckets_[h.cross_index];
   buf.Resize({total});
   char* packed = static_cast<char*>(buf.mutable_data(dt, at));
@@ -281,7 +288,7 @@ absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
     OAR_RETURN_IF_ERROR(CopyBytes(at, packed, t.place(), t.raw_data(), t.nbytes()));
     packed += t.nbytes();
   }
-  OAR_RETURN_IF_ERROR(cross_->AllReduce(&buf, absl::StrCat("bucket(", h.var, " +", vars.size() - 1, ")")));
+  OAR_RETURN_IF_ERROR(cross_->AllReduce(&buf, name));
   const char* from = static_cast<const char*>(buf.raw_data());
   for (Variable* v : vars) {
     Tensor* t = v->GetMutable<Tensor>();

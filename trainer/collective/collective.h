@@ -2,7 +2,8 @@
 // trainer processes over TCP, or GPUs over NCCL — with the operations
 // data-parallel training needs, in the spirit of gloo's and c10d's:
 //
-//   AllReduce   sum of every rank's tensor, in place, on every rank
+//   AllReduce   sum of every rank's tensor, in place, on every rank (or of a
+//               bucket of tensors, where the backend can: AllReduceBucket)
 //   Broadcast   root's tensor onto every rank, in place
 //   AllGather   every rank's tensor (sizes may differ), in rank order
 //   Barrier     returns once every rank has entered it
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/tensor.h"
 
 namespace oar {
@@ -42,6 +44,14 @@ class Collective {
 
   // `t` must hold data (a zero-size tensor is fine).
   virtual absl::Status AllReduce(Tensor* t, const std::string& name) = 0;
+  // Sums each tensor of `bucket` (host tensors of one dtype: gradients fused
+  // into one all-reduce) as one all-reduce of their concatenation would.
+  // Unimplemented unless the backend moves them where they lie: the caller
+  // then packs them into one tensor for AllReduce (the ParallelExecutor keeps
+  // that buffer). The shared-memory backend does, saving those two copies.
+  virtual absl::Status AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) {
+    return absl::UnimplementedError(absl::StrCat(backend(), " packs buckets: call AllReduce on one tensor"));
+  }
   virtual absl::Status Broadcast(Tensor* t, int root, const std::string& name) = 0;
   // `out` gets size() tensors of `in`'s dtype: rank i's at [i], each as
   // that rank sent it (shape included).

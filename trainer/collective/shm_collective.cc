@@ -132,37 +132,84 @@ ShmCollective::Header MakeHeader(uint8_t op, uint64_t seq, DataType dtype, uint6
 absl::Status ShmCollective::AllReduce(Tensor* t, const std::string& name) {
   if (!Summable(t->dtype())) return SumInto(t->dtype(), nullptr, nullptr, 0);  // the error
   if (t->numel() > 0 && !t->initialized()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' has no data"));
+  return AllReduceSpans({{static_cast<char*>(t->raw_data()), t->numel()}}, t->dtype(), name);
+}
+
+absl::Status ShmCollective::AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) {
+  std::vector<Span> spans;
+  for (Tensor* t : bucket) {
+    if (t->dtype() != bucket[0]->dtype() || !t->place().is_cpu() || (t->numel() > 0 && !t->initialized())) {
+      return absl::InvalidArgumentError(absl::StrCat("bucket '", name, "': tensor ", spans.size(), " is ",
+                                                     DataTypeName(t->dtype()), " on ", t->place().ToString(),
+                                                     ", not a host tensor of the first's dtype with data"));
+    }
+    spans.push_back({static_cast<char*>(t->raw_data()), t->numel()});
+  }
+  if (bucket.empty()) return absl::OkStatus();
+  if (!Summable(bucket[0]->dtype())) return SumInto(bucket[0]->dtype(), nullptr, nullptr, 0);  // the error
+  return AllReduceSpans(spans, bucket[0]->dtype(), name);
+}
+
+namespace {
+
+// Calls fn(piece, at, count) for the parts of `spans` that hold elements
+// [lo, lo + len) of their concatenation: `piece` points at the first of
+// `count` elements, `at` is its offset from lo.
+template <typename Fn>
+absl::Status ForPieces(const std::vector<ShmCollective::Span>& spans, size_t es, int64_t lo, int64_t len, Fn fn) {
+  int64_t start = 0;
+  for (const ShmCollective::Span& s : spans) {
+    const int64_t a = std::max(lo, start), b = std::min(lo + len, start + s.count);
+    if (a < b) OAR_RETURN_IF_ERROR(fn(s.data + (a - start) * static_cast<int64_t>(es), a - lo, b - a));
+    start += s.count;
+    if (start >= lo + len) break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ShmCollective::AllReduceSpans(const std::vector<Span>& spans, DataType dt, const std::string& name) {
   if (size() == 1) return absl::OkStatus();
   if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
-  const DataType dt = t->dtype();
   const size_t es = SizeOf(dt);
   const int n = size(), me = rank();
-  const int64_t total = t->numel(), per = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_ / es));
-  char* data = static_cast<char*>(t->raw_data());
+  int64_t total = 0;
+  for (const Span& s : spans) total += s.count;
+  const int64_t per = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_ / es));
   const Header h = MakeHeader(kAllReduce, ++seq_, dt, static_cast<uint64_t>(total), 0, name);
   int64_t lo = 0;
   for (bool first = true; first || lo < total; first = false) {
     const int64_t len = std::min(per, total - lo);
     const int p = BeginRound(first ? &h : nullptr);
-    if (len > 0) std::memcpy(Slot(p, me), data + lo * es, static_cast<size_t>(len) * es);
+    auto at = [&](int q, int64_t offset) { return Slot(p, q) + offset * static_cast<int64_t>(es); };
+    OAR_RETURN_IF_ERROR(ForPieces(spans, es, lo, len, [&](char* piece, int64_t off, int64_t k) {
+      std::memcpy(at(me, off), piece, static_cast<size_t>(k) * es);
+      return absl::OkStatus();
+    }));
     absl::Status s = barrier_.Wait("AllReduce", name);
     if (s.ok() && first) s = CheckHeaders(p);
     if (!s.ok()) return Fail(s, "AllReduce", name);
-    char* out = data + lo * es;
     if (static_cast<size_t>(len) * es < kSmallBytes) {
       // Every rank sums the whole piece in rank order: the same bits everywhere.
-      if (len > 0) std::memcpy(out, Slot(p, 0), static_cast<size_t>(len) * es);
-      for (int q = 1; q < n && len > 0; ++q) OAR_RETURN_IF_ERROR(SumInto(dt, out, Slot(p, q), static_cast<size_t>(len)));
+      OAR_RETURN_IF_ERROR(ForPieces(spans, es, lo, len, [&](char* piece, int64_t off, int64_t k) {
+        std::memcpy(piece, at(0, off), static_cast<size_t>(k) * es);
+        for (int q = 1; q < n; ++q) OAR_RETURN_IF_ERROR(SumInto(dt, piece, at(q, off), static_cast<size_t>(k)));
+        return absl::OkStatus();
+      }));
     } else {
+      // Slice r of the piece is rank r's to sum, into its own slot.
       auto cut = [&](int r) { return len * r / n; };
-      char* mine = Slot(p, me) + cut(me) * es;
       for (int q = 0; q < n; ++q) {
-        if (q != me) OAR_RETURN_IF_ERROR(SumInto(dt, mine, Slot(p, q) + cut(me) * es, static_cast<size_t>(cut(me + 1) - cut(me))));
+        if (q != me) OAR_RETURN_IF_ERROR(SumInto(dt, at(me, cut(me)), at(q, cut(me)), static_cast<size_t>(cut(me + 1) - cut(me))));
       }
       s = barrier_.Wait("AllReduce", name);
       if (!s.ok()) return Fail(s, "AllReduce", name);
       for (int q = 0; q < n; ++q) {
-        std::memcpy(out + cut(q) * es, Slot(p, q) + cut(q) * es, static_cast<size_t>(cut(q + 1) - cut(q)) * es);
+        OAR_RETURN_IF_ERROR(ForPieces(spans, es, lo + cut(q), cut(q + 1) - cut(q), [&](char* piece, int64_t off, int64_t k) {
+          std::memcpy(piece, at(q, cut(q) + off), static_cast<size_t>(k) * es);
+          return absl::OkStatus();
+        }));
       }
     }
     lo += len;

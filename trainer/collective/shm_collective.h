@@ -57,11 +57,17 @@ class ShmCollective final : public Collective {
   int size() const override { return barrier_.size(); }
   std::string backend() const override { return "shm"; }
   absl::Status AllReduce(Tensor* t, const std::string& name) override;
+  // Each gradient straight to and from the slots: no packing.
+  absl::Status AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) override;
   absl::Status Broadcast(Tensor* t, int root, const std::string& name) override;
   absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) override;
   absl::Status Barrier() override;
 
   struct Header;  // an operation's header in the segment (shm_collective.cc)
+  struct Span {   // `count` elements at `data`: a tensor's, or one of a bucket's
+    char* data;
+    int64_t count;
+  };
 
  private:
   ShmCollective(std::unique_ptr<ShmSegment> segment, ShmRankOptions options, size_t slot_bytes);
@@ -71,6 +77,8 @@ class ShmCollective final : public Collective {
   // operation writes this rank's header.
   int BeginRound(const Header* first);
   absl::Status CheckHeaders(int parity) const;
+  // AllReduce of the concatenation of `spans` (elements of `dt`).
+  absl::Status AllReduceSpans(const std::vector<Span>& spans, DataType dt, const std::string& name);
   absl::Status Fail(const absl::Status& s, const char* what, const std::string& name);
 
   std::unique_ptr<ShmSegment> segment_;  // outlives barrier_, which marks the rank gone in it

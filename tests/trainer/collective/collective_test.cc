@@ -187,6 +187,44 @@ TEST(CollectiveTest, SharedMemoryAllReducesSixtyFourMiB) {
   for (int n : {2, 4}) CheckAllReduce<float>(Backend::kShm, n, int64_t{16} << 20);
 }
 
+// A bucket (tensors of odd sizes, some across a round's edge, one empty)
+// through shared memory equals the all-reduce of its concatenation; the
+// ring leaves buckets to the caller's packing.
+TEST(CollectiveTest, SharedMemoryBucketsEqualTheAllReduceOfTheirConcatenation) {
+  for (Backend b : {Backend::kShm, Backend::kShmSmallSlots}) {
+    const std::vector<int64_t> sizes = {7, 0, 6000, 1, 20011, 3};
+    auto status = OnRanks(b, 3, [&](int r, Collective* c) -> absl::Status {
+      int64_t total = 0;
+      for (int64_t n : sizes) total += n;
+      Tensor whole = Values<float>(r, total);
+      const std::vector<float> all = TensorToVector<float>(whole);
+      std::vector<Tensor> parts;
+      int64_t at = 0;
+      for (int64_t n : sizes) {
+        parts.push_back(MakeTensor<float>({n}, std::vector<float>(all.begin() + at, all.begin() + at + n)));
+        at += n;
+      }
+      std::vector<Tensor*> bucket;
+      for (Tensor& t : parts) bucket.push_back(&t);
+      if (absl::Status s = c->AllReduceBucket(bucket, "bucket(g)"); !s.ok()) return s;
+      if (absl::Status s = c->AllReduce(&whole, "bucket(g)"); !s.ok()) return s;
+      std::vector<float> joined;
+      for (const Tensor& t : parts) {
+        const std::vector<float> v = TensorToVector<float>(t);
+        joined.insert(joined.end(), v.begin(), v.end());
+      }
+      if (joined != TensorToVector<float>(whole)) return absl::InternalError(absl::StrCat("rank ", r, ": bucket differs"));
+      return absl::OkStatus();
+    });
+    for (const auto& s : status) EXPECT_TRUE(s.ok()) << BackendName(b) << ": " << s;
+  }
+  auto ring = OnRanks(Backend::kRing, 2, [](int r, Collective* c) -> absl::Status {
+    Tensor t = Values<float>(r, 10);
+    return c->AllReduceBucket({&t}, "bucket(g)");
+  });
+  for (const auto& s : ring) EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+}
+
 TEST(CollectiveTest, Fp16AddsOnEveryBackend) {
   for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
     auto status = OnRanks(b, 3, [](int r, Collective* c) -> absl::Status {
