@@ -33,8 +33,8 @@ struct ShmBarrier::Control {
   uint32_t size;
   alignas(64) std::atomic<uint32_t> wake;     // the futex word: bumped by every arrival
   alignas(64) std::atomic<uint32_t> waiters;  // ranks asleep on it
-  alignas(64) std::atomic<uint32_t> broken;   // 0, or 1 + the rank that broke the barrier first
-  std::atomic<uint32_t> why_ready;            // `why` is written
+  alignas(64) std::atomic<uint32_t> claim;    // 0, or 1 + the rank that breaks it (first come)
+  std::atomic<uint32_t> broken;               // `claim`, once the claimant has written `why`
   char why[244];
 };
 
@@ -139,12 +139,14 @@ int ShmBarrier::GoneMissing(uint64_t phase, bool look_up_processes, std::string*
 
 void ShmBarrier::Break(const absl::Status& why) {
   uint32_t none = 0;
-  if (c_->broken.compare_exchange_strong(none, static_cast<uint32_t>(o_.rank) + 1)) {
+  const uint32_t me = static_cast<uint32_t>(o_.rank) + 1;
+  if (c_->claim.compare_exchange_strong(none, me)) {
+    // The reason first, then the mark: whoever sees the mark reads it whole.
     const std::string text(why.message());
     const size_t n = std::min(text.size(), sizeof(c_->why) - 1);
     std::memcpy(c_->why, text.data(), n);
     c_->why[n] = '\0';
-    c_->why_ready.store(1);
+    c_->broken.store(me);
   }
   c_->wake.fetch_add(1);
   FutexWake(&c_->wake);
@@ -154,9 +156,16 @@ absl::Status ShmBarrier::Broken() const {
   const uint32_t b = c_->broken.load();
   if (b == 0) return absl::OkStatus();
   const int who = static_cast<int>(b) - 1;
-  const std::string why = c_->why_ready.load() != 0 ? std::string(c_->why) : std::string("(no reason given yet)");
-  return absl::FailedPreconditionError(who == o_.rank ? absl::StrCat("the communicator broke earlier: ", why)
-                                                      : absl::StrCat(Peer(who), " failed: ", why));
+  const std::string why(c_->why, strnlen(c_->why, sizeof(c_->why)));
+  if (who == o_.rank) return absl::FailedPreconditionError(absl::StrCat("the communicator broke earlier: ", why));
+  return absl::FailedPreconditionError(
+      absl::StrCat(who >= 0 && who < size() ? Peer(who) : absl::StrCat("rank ", who), " failed: ", why));
+}
+
+absl::Status ShmBarrier::BreakWith(const absl::Status& s, const char* what, const std::string& name) {
+  // The others read the operation and who saw it in the reason.
+  Break(absl::Status(s.code(), absl::StrCat(what, " '", name, "' on rank ", o_.rank, ": ", s.message())));
+  return s;
 }
 
 absl::Status ShmBarrier::Wait(const char* what, const std::string& name) {
@@ -180,20 +189,17 @@ absl::Status ShmBarrier::Wait(const char* what, const std::string& name) {
     if (look) look_up = now + kPidEvery;
     std::string how;
     if (const int gone = GoneMissing(phase, look, &how); gone >= 0) {
-      absl::Status s = absl::UnavailableError(absl::StrCat(what, " '", name, "': ", Peer(gone), " ", how));
-      Break(s);
-      return s;
+      return BreakWith(absl::UnavailableError(absl::StrCat(Peer(gone), " ", how)), what, name);
     }
     if (now >= deadline) {
       std::vector<std::string> missing;
       for (int r = 0; r < size(); ++r) {
         if (State(r).arrived.load() < phase) missing.push_back(Peer(r));
       }
-      absl::Status s = absl::DeadlineExceededError(absl::StrCat(what, " '", name, "': ", absl::StrJoin(missing, ", "),
-                                                                " did not arrive within ",
-                                                                absl::FormatDuration(o_.timeout)));
-      Break(s);
-      return s;
+      if (missing.empty()) return absl::OkStatus();  // the last one came just now: the others go on, so do we
+      return BreakWith(absl::DeadlineExceededError(absl::StrCat(absl::StrJoin(missing, ", "), " did not arrive within ",
+                                                                absl::FormatDuration(o_.timeout))),
+                       what, name);
     }
     // Asleep only after saying so: an arrival after `seen` either finds the
     // count raised (and wakes us) or changed the word (so we do not sleep).

@@ -56,8 +56,9 @@ class ShmBarrier {
   ShmBarrier(const ShmBarrier&) = delete;
   ShmBarrier& operator=(const ShmBarrier&) = delete;
 
-  // Enters the next barrier and waits for every rank (see above); `what`
-  // and `name` (the operation, the tensor) go into errors.
+  // Enters the next barrier and waits for every rank (see above). The error
+  // names the peer; the reason the others read also names the operation
+  // `what` on tensor `name` and this rank.
   absl::Status Wait(const char* what, const std::string& name);
   // Breaks the barrier for every rank with `why` (the first break wins).
   void Break(const absl::Status& why);
@@ -72,6 +73,8 @@ class ShmBarrier {
   struct Control;
   struct RankState;
   RankState& State(int rank) const;
+  // Breaks the barrier with `s` told as `what` on `name` at this rank; returns `s`.
+  absl::Status BreakWith(const absl::Status& s, const char* what, const std::string& name);
   bool AllArrived(uint64_t phase) const;
   // The first missing rank that left, or (when `look_up_processes`) whose
   // process is gone; -1 when none.

@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<ShmCollective>> ShmCollective::Create(std::unique
                                                                      uint64_t nonce, ShmRankOptions options,
                                                                      size_t slot_bytes) {
   const int n = static_cast<int>(options.endpoints.size());
-  if (n < 1 || options.rank < 0 || options.rank >= n || slot_bytes < 64) {
+  if (n < 1 || options.rank < 0 || options.rank >= n || slot_bytes < 64 || slot_bytes > (size_t{1} << 30)) {
     return absl::InvalidArgumentError(absl::StrCat("shm collective: rank ", options.rank, " of ", n, ", slots of ",
                                                    slot_bytes, " bytes"));
   }
@@ -107,8 +107,11 @@ absl::Status ShmCollective::CheckHeaders(int parity) const {
 }
 
 absl::Status ShmCollective::Fail(const absl::Status& s, const char* what, const std::string& name) {
-  barrier_.Break(s);  // every rank's next wait ends; a rank that saw the same error already broke it
-  return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", rank()));
+  const absl::Status told = Annotate(s, absl::StrCat(what, " '", name, "' on rank ", rank()));
+  // Every rank's wait ends (the first break's reason stands): a local error
+  // too, so that the others do not wait for this rank until their deadline.
+  if (size() > 1) barrier_.Break(told);
+  return told;
 }
 
 namespace {
@@ -130,23 +133,27 @@ ShmCollective::Header MakeHeader(uint8_t op, uint64_t seq, DataType dtype, uint6
 }  // namespace
 
 absl::Status ShmCollective::AllReduce(Tensor* t, const std::string& name) {
-  if (!Summable(t->dtype())) return SumInto(t->dtype(), nullptr, nullptr, 0);  // the error
-  if (t->numel() > 0 && !t->initialized()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' has no data"));
+  if (!Summable(t->dtype())) return Fail(SumInto(t->dtype(), nullptr, nullptr, 0), "AllReduce", name);
+  if (t->numel() < 0 || (t->numel() > 0 && !t->initialized())) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("'", name, "' has no data")), "AllReduce", name);
+  }
   return AllReduceSpans({{static_cast<char*>(t->raw_data()), t->numel()}}, t->dtype(), name);
 }
 
 absl::Status ShmCollective::AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) {
   std::vector<Span> spans;
   for (Tensor* t : bucket) {
-    if (t->dtype() != bucket[0]->dtype() || !t->place().is_cpu() || (t->numel() > 0 && !t->initialized())) {
-      return absl::InvalidArgumentError(absl::StrCat("bucket '", name, "': tensor ", spans.size(), " is ",
-                                                     DataTypeName(t->dtype()), " on ", t->place().ToString(),
-                                                     ", not a host tensor of the first's dtype with data"));
+    if (t->dtype() != bucket[0]->dtype() || !t->place().is_cpu() || t->numel() < 0 ||
+        (t->numel() > 0 && !t->initialized())) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("tensor ", spans.size(), " is ", DataTypeName(t->dtype()),
+                                                          " on ", t->place().ToString(),
+                                                          ", not a host tensor of the first's dtype with data")),
+                  "AllReduce", name);
     }
     spans.push_back({static_cast<char*>(t->raw_data()), t->numel()});
   }
   if (bucket.empty()) return absl::OkStatus();
-  if (!Summable(bucket[0]->dtype())) return SumInto(bucket[0]->dtype(), nullptr, nullptr, 0);  // the error
+  if (!Summable(bucket[0]->dtype())) return Fail(SumInto(bucket[0]->dtype(), nullptr, nullptr, 0), "AllReduce", name);
   return AllReduceSpans(spans, bucket[0]->dtype(), name);
 }
 
@@ -171,7 +178,7 @@ absl::Status ForPieces(const std::vector<ShmCollective::Span>& spans, size_t es,
 
 absl::Status ShmCollective::AllReduceSpans(const std::vector<Span>& spans, DataType dt, const std::string& name) {
   if (size() == 1) return absl::OkStatus();
-  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return Fail(b, "AllReduce", name);
   const size_t es = SizeOf(dt);
   const int n = size(), me = rank();
   int64_t total = 0;
@@ -192,16 +199,20 @@ absl::Status ShmCollective::AllReduceSpans(const std::vector<Span>& spans, DataT
     if (!s.ok()) return Fail(s, "AllReduce", name);
     if (static_cast<size_t>(len) * es < kSmallBytes) {
       // Every rank sums the whole piece in rank order: the same bits everywhere.
-      OAR_RETURN_IF_ERROR(ForPieces(spans, es, lo, len, [&](char* piece, int64_t off, int64_t k) {
+      absl::Status summed = ForPieces(spans, es, lo, len, [&](char* piece, int64_t off, int64_t k) {
         std::memcpy(piece, at(0, off), static_cast<size_t>(k) * es);
         for (int q = 1; q < n; ++q) OAR_RETURN_IF_ERROR(SumInto(dt, piece, at(q, off), static_cast<size_t>(k)));
         return absl::OkStatus();
-      }));
+      });
+      if (!summed.ok()) return Fail(summed, "AllReduce", name);
     } else {
-      // Slice r of the piece is rank r's to sum, into its own slot.
+      // Slice r of the piece is rank r's to sum, into its own slot (its own
+      // values, then the others' in rank order).
       auto cut = [&](int r) { return len * r / n; };
       for (int q = 0; q < n; ++q) {
-        if (q != me) OAR_RETURN_IF_ERROR(SumInto(dt, at(me, cut(me)), at(q, cut(me)), static_cast<size_t>(cut(me + 1) - cut(me))));
+        if (q == me) continue;
+        const absl::Status added = SumInto(dt, at(me, cut(me)), at(q, cut(me)), static_cast<size_t>(cut(me + 1) - cut(me)));
+        if (!added.ok()) return Fail(added, "AllReduce", name);
       }
       s = barrier_.Wait("AllReduce", name);
       if (!s.ok()) return Fail(s, "AllReduce", name);
@@ -218,9 +229,11 @@ absl::Status ShmCollective::AllReduceSpans(const std::vector<Span>& spans, DataT
 }
 
 absl::Status ShmCollective::Broadcast(Tensor* t, int root, const std::string& name) {
-  if (root < 0 || root >= size()) return absl::InvalidArgumentError(absl::StrCat("Broadcast root ", root, " is not a rank"));
+  if (root < 0 || root >= size()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("root ", root, " is not a rank")), "Broadcast", name);
+  }
   if (size() == 1) return absl::OkStatus();
-  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return Fail(b, "Broadcast", name);
   const size_t total = t->nbytes();
   char* data = static_cast<char*>(t->raw_data());
   const Header h = MakeHeader(kBroadcast, ++seq_, t->dtype(), static_cast<uint64_t>(t->numel()), root, name);
@@ -242,9 +255,13 @@ absl::Status ShmCollective::AllGather(const Tensor& in, std::vector<Tensor>* out
   const int n = size(), me = rank();
   out->assign(static_cast<size_t>(n), Tensor());
   (*out)[static_cast<size_t>(me)].CopyFrom(in);
-  if (in.dims().size() > 8) return absl::InvalidArgumentError("AllGather: tensors of rank > 8");
+  if (in.dims().size() > 8 || in.dims().HasUnknown()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("a tensor of shape ", in.dims().ToString(),
+                                                        " (rank 8 at most, every dimension known)")),
+                "AllGather", name);
+  }
   if (n == 1) return absl::OkStatus();
-  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return Fail(b, "AllGather", name);
   const DataType dt = in.dtype();
   const char* mine = static_cast<const char*>(in.raw_data());
   Header h = MakeHeader(kAllGather, ++seq_, dt, in.nbytes(), 0, name);
@@ -259,8 +276,13 @@ absl::Status ShmCollective::AllGather(const Tensor& in, std::vector<Tensor>* out
     for (int q = 0; s.ok() && first && q < n; ++q) {  // every rank's shape, checked before anything is allocated
       const Header& theirs = *HeaderAt(p, q);
       DDim dims;
-      for (uint32_t d = 0; d < std::min<uint32_t>(theirs.ndims, 8); ++d) dims.push_back(theirs.dims[d]);
-      if (theirs.ndims > 8 || dims.HasUnknown() || static_cast<uint64_t>(dims.numel()) * SizeOf(dt) != theirs.count) {
+      uint64_t bytes = SizeOf(dt);
+      bool overflow = false;
+      for (uint32_t d = 0; d < std::min<uint32_t>(theirs.ndims, 8); ++d) {
+        dims.push_back(theirs.dims[d]);
+        overflow |= theirs.dims[d] < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(std::max<int64_t>(theirs.dims[d], 0)), &bytes);
+      }
+      if (theirs.ndims > 8 || overflow || bytes != theirs.count) {
         s = absl::InvalidArgumentError(absl::StrCat(barrier_.Peer(q), " sent a malformed block header"));
       } else if (q != me) {
         (*out)[static_cast<size_t>(q)].Resize(dims);
@@ -282,7 +304,7 @@ absl::Status ShmCollective::AllGather(const Tensor& in, std::vector<Tensor>* out
 
 absl::Status ShmCollective::Barrier() {
   if (size() == 1) return absl::OkStatus();
-  if (absl::Status b = barrier_.Broken(); !b.ok()) return b;
+  if (absl::Status b = barrier_.Broken(); !b.ok()) return Fail(b, "Barrier", "barrier");
   const Header h = MakeHeader(kBarrier, ++seq_, DataType::kInt32, 0, 0, "barrier");
   const int p = BeginRound(&h);
   absl::Status s = barrier_.Wait("Barrier", "barrier");

@@ -7,11 +7,13 @@
 // transport does for pserver mode.
 //
 // An operation runs in rounds of at most one slot per rank. AllReduce: each
-// rank copies its piece into its slot; after a barrier, rank r sums slice r
-// of every slot into its own (in rank order); after a second barrier, each
-// copies every slice into its tensor — so each element is summed once and
-// every rank ends with the same bits. A small piece is summed whole by each
-// rank (same order, same bits) after one barrier. Broadcast: the root
+// rank copies its piece into its slot; after a barrier, rank r adds slice r
+// of every other slot into its own (the others in rank order); after a
+// second barrier, each copies every slice into its tensor — so each element
+// is summed once and every rank ends with the same bits. A small piece is
+// summed whole by each rank (in rank order: the same bits) after one
+// barrier. A bucket of gradients moves the same way, each gradient copied
+// straight to and from the slots (AllReduceBucket). Broadcast: the root
 // copies in, the others copy out. AllGather: every rank's shape in its
 // header, then its bytes through its slot. Rounds alternate between the
 // two slots, so a rank refills a slot only after the barrier that proves

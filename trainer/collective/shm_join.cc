@@ -9,8 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "gflags/gflags_declare.h"
 #include "glog/logging.h"
 #include "trainer/collective/shm_collective.h"
+
+DECLARE_int32(rpc_deadline);
 
 namespace oar {
 namespace {
@@ -41,8 +44,16 @@ bool EndpointsShareAHost(const std::vector<std::string>& endpoints) {
 
 absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr<TcpRing> ring,
                                                                  const std::vector<std::string>& endpoints,
-                                                                 const ShmJoinOptions& o) {
+                                                                 const ShmJoinOptions& options) {
   const int n = ring->size(), me = ring->rank();
+  ShmJoinOptions o = options;
+  if (o.timeout <= absl::ZeroDuration()) o.timeout = absl::Milliseconds(FLAGS_rpc_deadline);
+  if (o.transport != "auto" && o.transport != "tcp" && o.transport != "shm") {
+    return absl::InvalidArgumentError(absl::StrCat("collective transport '", o.transport, "': auto, tcp or shm"));
+  }
+  if (static_cast<int>(endpoints.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(endpoints.size(), " endpoints for a ring of ", n));
+  }
   const bool required = o.transport == "shm";
   if (n == 1) return std::unique_ptr<Collective>(std::move(ring));
   // 1. Does every rank want it? (A rank told --collective_transport=tcp, or
@@ -96,8 +107,12 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
     if (all[static_cast<size_t>(q)].data<int64_t>()[0] != 1) failed.push_back(absl::StrCat("rank ", q, " (", endpoints[q], ")"));
   }
   if (!failed.empty()) {
-    const std::string why = absl::StrCat(absl::StrJoin(failed, ", "), " could not map the shared segment",
-                                         mine.ok() ? "" : absl::StrCat(": ", mine.message()));
+    // This rank's own reason where it failed; rank 0's failure is everyone's.
+    const std::string why =
+        w[0] <= 0 ? absl::StrCat("rank 0 (", endpoints[0], ") could not make the shared segment",
+                                 me == 0 ? absl::StrCat(": ", mine.message()) : "")
+                  : absl::StrCat(absl::StrJoin(failed, ", "), " could not map the shared segment",
+                                 mine.ok() ? "" : absl::StrCat(": ", mine.message()));
     if (required) return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
     LOG(INFO) << "nccl2: the " << n << " trainers all-reduce over the TCP ring: " << why;
     return std::unique_ptr<Collective>(std::move(ring));

@@ -16,13 +16,21 @@ absl::StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Make(size_t bytes) {
   if (bytes == 0) return absl::InvalidArgumentError("a shared segment of 0 bytes");
   const int fd = memfd_create("oar-collective", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   void* data = MAP_FAILED;
-  if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+  // Its pages are taken now (fallocate), so a memory limit shows here, where
+  // the job can still keep the ring, not as an OOM kill mid-training.
+  int err = 0;
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    err = errno;
+  } else if ((err = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) == 0 &&
+             fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
     data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (data == MAP_FAILED) err = errno;
+  } else if (err == 0) {
+    err = errno;
   }
   if (data == MAP_FAILED) {
     absl::Status s = absl::UnavailableError(
-        absl::StrCat("cannot make ", bytes, " bytes of shared memory: ", std::strerror(errno)));
+        absl::StrCat("cannot make ", bytes, " bytes of shared memory: ", std::strerror(err)));
     if (fd >= 0) ::close(fd);
     return s;
   }

@@ -297,6 +297,20 @@ TEST(CollectiveTest, SharedMemoryPeerThatLeavesFailsTheOthersAtOnceNamingIt) {
   }
 }
 
+// Shared memory: a rank's own bad call (a root that is no rank) fails it and
+// tells the others at once, instead of leaving them to their deadline.
+TEST(CollectiveTest, SharedMemoryLocalErrorEndsThePeersWaitAtOnce) {
+  const absl::Time start = absl::Now();
+  auto status = OnRanks(Backend::kShm, 2, [](int r, Collective* c) -> absl::Status {
+    Tensor t = Values<float>(r, 100);
+    return c->Broadcast(&t, r == 0 ? 5 : 0, "w");
+  }, absl::Seconds(20));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_NE(status[0].message().find("root 5 is not a rank"), std::string::npos) << status[0];
+  EXPECT_NE(status[1].message().find("rank 0 ("), std::string::npos) << status[1];
+  EXPECT_NE(status[1].message().find("root 5 is not a rank"), std::string::npos) << status[1];
+}
+
 // Every rank must agree to join over shared memory: one told tcp keeps the
 // whole job on the ring (and it works); a rank that requires shared memory
 // there fails, saying why.
