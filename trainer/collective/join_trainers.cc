@@ -42,6 +42,11 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinTrainers(const JoinOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("trainer id ", o.rank, " is not in [0, ", n, ")"));
   }
   const absl::Duration timeout = o.timeout > absl::ZeroDuration() ? o.timeout : absl::Milliseconds(FLAGS_rpc_deadline);
+  const std::string transport = o.transport.empty() ? FLAGS_collective_transport : o.transport;
+  if (o.gpu && transport != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("--collective_transport=", transport,
+                                                   " is for trainers on CPUs: on GPUs they all-reduce through NCCL"));
+  }
   if (o.gpu) {
     return CreateNcclCollective({.unique_id = static_cast<const uint8_t*>(o.id->raw_data()),
                                  .rank = o.rank,
@@ -56,9 +61,7 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinTrainers(const JoinOptions& o) {
   ring.timeout = timeout;
   auto r = TcpRing::Create(std::move(ring));
   if (!r.ok()) return r.status();
-  return JoinOverSharedMemory(*std::move(r), o.endpoints,
-                              {.transport = o.transport.empty() ? FLAGS_collective_transport : o.transport,
-                               .timeout = timeout});
+  return JoinOverSharedMemory(*std::move(r), o.endpoints, {.transport = transport, .timeout = timeout});
 }
 
 }  // namespace oar
