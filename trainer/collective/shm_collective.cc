@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"
 
 namespace oar {
@@ -22,17 +23,6 @@ struct ShmCollective::Header {
 };
 
 namespace {
-
-enum Op : uint8_t { kAllReduce = 1, kBroadcast, kAllGather, kBarrier };
-const char* OpName(uint8_t op) {
-  switch (op) {
-    case kAllReduce: return "AllReduce";
-    case kBroadcast: return "Broadcast";
-    case kAllGather: return "AllGather";
-    case kBarrier: return "Barrier";
-  }
-  return "?";
-}
 
 constexpr size_t kAlign = 64;
 size_t Aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -89,7 +79,7 @@ int ShmCollective::BeginRound(const Header* first) {
 absl::Status ShmCollective::CheckHeaders(int parity) const {
   const Header& zero = *HeaderAt(parity, 0);
   auto describe = [](const Header& h) {
-    return absl::StrCat(OpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
+    return absl::StrCat(CollectiveOpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
                         DataTypeName(static_cast<DataType>(h.dtype)), h.op == kAllGather ? "" : absl::StrCat("[", h.count, "]"),
                         ")");
   };
@@ -124,8 +114,7 @@ ShmCollective::Header MakeHeader(uint8_t op, uint64_t seq, DataType dtype, uint6
   h.op = op;
   h.dtype = static_cast<uint8_t>(dtype);
   h.root = static_cast<uint16_t>(root);
-  h.name_hash = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char ch : name) h.name_hash = (h.name_hash ^ ch) * 1099511628211ULL;
+  h.name_hash = NameHash(name);
   std::memcpy(h.name, name.data(), std::min(name.size(), sizeof(h.name) - 1));
   return h;
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"
 #include "trainer/collective/ring_link.h"
 #include "gflags/gflags_declare.h"
@@ -12,17 +13,6 @@ DECLARE_int32(rpc_deadline);
 
 namespace oar {
 namespace {
-
-enum Op : uint8_t { kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
-const char* OpName(uint8_t op) {
-  switch (op) {
-    case kAllReduce: return "AllReduce";
-    case kBroadcast: return "Broadcast";
-    case kAllGather: return "AllGather";
-    case kBarrier: return "Barrier";
-  }
-  return "?";
-}
 
 // What every operation opens with; a rank checks its predecessor's.
 struct Header {
@@ -47,14 +37,8 @@ struct BlockHeader {
 };
 static_assert(sizeof(BlockHeader) == 80);
 
-uint64_t Hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
 std::string Describe(const Header& h) {
-  return absl::StrCat(OpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
+  return absl::StrCat(CollectiveOpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
                       DataTypeName(static_cast<DataType>(h.dtype)), "[", h.count, "])");
 }
 
@@ -77,7 +61,7 @@ class TcpRing::Impl {
     h.root = static_cast<uint16_t>(root);
     h.seq = ++seq;
     h.count = t != nullptr ? static_cast<uint64_t>(t->numel()) : 0;
-    h.name_hash = Hash(name);
+    h.name_hash = NameHash(name);
     std::memcpy(h.name, name.data(), std::min(name.size(), sizeof(h.name) - 1));
     return h;
   }
@@ -98,7 +82,7 @@ class TcpRing::Impl {
   }
 
   absl::Status Fail(const absl::Status& s, uint8_t op, const std::string& name) {
-    return Annotate(s, absl::StrCat(OpName(op), " '", name, "' on rank ", o.rank));
+    return Annotate(s, absl::StrCat(CollectiveOpName(op), " '", name, "' on rank ", o.rank));
   }
 
   absl::Time Deadline() const { return absl::Now() + o.timeout; }

@@ -1,0 +1,32 @@
+// What the byte-moving Collective backends (tcp_ring.h, shm_collective.h)
+// write into each operation's header so that ranks can check they agree:
+// the operation's code and name, and a hash of the tensor's whole name.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace oar {
+
+enum CollectiveOp : uint8_t { kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
+
+inline const char* CollectiveOpName(uint8_t op) {
+  switch (op) {
+    case kAllReduce: return "AllReduce";
+    case kBroadcast: return "Broadcast";
+    case kAllGather: return "AllGather";
+    case kBarrier: return "Barrier";
+  }
+  return "?";
+}
+
+// 64-bit FNV-1a of `name`.
+inline uint64_t NameHash(const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace oar
