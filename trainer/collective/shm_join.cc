@@ -54,19 +54,21 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
   if (static_cast<int>(endpoints.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat(endpoints.size(), " endpoints for a ring of ", n));
   }
-  const bool required = o.transport == "shm";
   if (n == 1) return std::unique_ptr<Collective>(std::move(ring));
+  // Every rank keeps the ring, saying why; with transport "shm", an error.
+  auto keep_ring = [&](const std::string& why) -> absl::StatusOr<std::unique_ptr<Collective>> {
+    if (o.transport == "shm") return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
+    LOG(INFO) << "nccl2: the " << n << " trainers all-reduce over the TCP ring: " << why;
+    return std::unique_ptr<Collective>(std::move(ring));
+  };
   // 1. Does every rank want it? (A rank told --collective_transport=tcp, or
   // whose peers are on other hosts, says no.)
   const bool local = EndpointsShareAHost(endpoints);
   Tensor willing = Int64s({o.transport != "tcp" && local ? 1 : 0});
   OAR_RETURN_IF_ERROR(Annotate(ring->AllReduce(&willing, "shm: willing"), "joining over shared memory"));
   if (willing.data<int64_t>()[0] < n) {
-    const std::string why = local ? "a trainer runs with --collective_transport=tcp"
-                                  : absl::StrCat("the trainers are not all on this host (", absl::StrJoin(endpoints, ","), ")");
-    if (required) return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
-    LOG(INFO) << "nccl2: the " << n << " trainers all-reduce over the TCP ring: " << why;
-    return std::unique_ptr<Collective>(std::move(ring));
+    return keep_ring(local ? "a trainer runs with --collective_transport=tcp"
+                           : absl::StrCat("the trainers are not all on this host (", absl::StrJoin(endpoints, ","), ")"));
   }
   // 2. Rank 0 makes the segment and says where it is: PID, descriptor, nonce.
   const size_t bytes = ShmCollective::SegmentBytes(n, o.slot_bytes);
@@ -108,14 +110,10 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
   }
   if (!failed.empty()) {
     // This rank's own reason where it failed; rank 0's failure is everyone's.
-    const std::string why =
-        w[0] <= 0 ? absl::StrCat("rank 0 (", endpoints[0], ") could not make the shared segment",
-                                 me == 0 ? absl::StrCat(": ", mine.message()) : "")
-                  : absl::StrCat(absl::StrJoin(failed, ", "), " could not map the shared segment",
-                                 mine.ok() ? "" : absl::StrCat(": ", mine.message()));
-    if (required) return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
-    LOG(INFO) << "nccl2: the " << n << " trainers all-reduce over the TCP ring: " << why;
-    return std::unique_ptr<Collective>(std::move(ring));
+    return keep_ring(w[0] <= 0 ? absl::StrCat("rank 0 (", endpoints[0], ") could not make the shared segment",
+                                              me == 0 ? absl::StrCat(": ", mine.message()) : "")
+                               : absl::StrCat(absl::StrJoin(failed, ", "), " could not map the shared segment",
+                                              mine.ok() ? "" : absl::StrCat(": ", mine.message())));
   }
   // Every rank has mapped it: the descriptor can go. Each records its PID
   // (ShmCollective's barrier) before the ring's last barrier, so no rank

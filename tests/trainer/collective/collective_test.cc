@@ -3,138 +3,31 @@
 // its default slots, and with slots small enough that every operation takes
 // many rounds of both all-reduce paths), and the in-process group. All-reduce against
 // a plain sum for 1-5 ranks, fp32/fp64/int64, sizes 0, 1, n-1, n+1 (not
-// divisible), a size past the small-tensor path, and 64 MiB; broadcast,
-// variable-size all-gather and barrier; and the failures: disagreeing
-// programs, a peer that dies, a peer that never answers, a stranger's token.
-#include <functional>
-#include <memory>
+// divisible), a size past the small-tensor path, and 64 MiB on the ring;
+// broadcast, variable-size all-gather and barrier; and the failures:
+// disagreeing programs, a peer that dies, a peer that never answers, a
+// stranger's token. What only shared memory does: shm_collective_test.cc.
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "tests/trainer/collective/ranks.h"
 #include "tests/util/free_port.h"
-#include "trainer/collective/inprocess_collective.h"
 #include "trainer/collective/reduce.h"
-#include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
 
 namespace oar {
 namespace {
 
-enum class Backend { kRing, kInProcess, kShm, kShmSmallSlots };
-
-std::string BackendName(Backend b) {
-  switch (b) {
-    case Backend::kRing: return "Ring";
-    case Backend::kInProcess: return "InProcess";
-    case Backend::kShm: return "Shm";
-    case Backend::kShmSmallSlots: return "ShmSmallSlots";
-  }
-  return "?";
-}
-
-bool OverRing(Backend b) { return b != Backend::kInProcess; }
-
-// Makes an n-rank ring on fresh loopback ports, one thread per rank. Tests
-// run side by side (ctest -j) and a port found free may be taken by another
-// test's ring before this one listens on it: a rank then cannot listen, or
-// meets a stranger's ring (refused by the handshake). Those collisions of
-// the test harness are retried on new ports, up to 3 times; any other
-// error is each rank's status.
-std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token,
-                                                               std::vector<std::string>* endpoints = nullptr) {
-  std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
-  std::vector<std::string> eps;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    eps.clear();
-    for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
-    rings.clear();
-    for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
-      });
-    }
-    for (auto& t : threads) t.join();
-    bool collided = false;
-    for (const auto& ring : rings) {
-      collided |= !ring.ok() && (ring.status().code() == absl::StatusCode::kPermissionDenied ||
-                                 ring.status().message().find("cannot listen") != std::string::npos);
-    }
-    if (!collided) break;
-  }
-  if (endpoints != nullptr) *endpoints = eps;
-  return rings;
-}
-
-// Runs fn(rank, collective) on n threads; returns each rank's status.
-std::vector<absl::Status> OnRanks(Backend backend, int n, const std::function<absl::Status(int, Collective*)>& fn,
-                                  absl::Duration timeout = absl::Seconds(30), const std::string& token = "job") {
-  InProcessGroup group(n, timeout);
-  std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
-  std::vector<std::string> eps;
-  if (OverRing(backend)) rings = MakeRing(n, timeout, token, &eps);
-  std::vector<absl::Status> status(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      std::unique_ptr<Collective> c;
-      if (OverRing(backend)) {
-        if (!rings[r].ok()) {
-          status[r] = rings[r].status();
-          return;
-        }
-        c = *std::move(rings[r]);
-      } else {
-        c = group.Rank(r);
-      }
-      if (backend == Backend::kShm || backend == Backend::kShmSmallSlots) {
-        ShmJoinOptions o{.transport = "shm", .timeout = timeout};
-        if (backend == Backend::kShmSmallSlots) o.slot_bytes = 24 << 10;  // 100003 floats: 17 rounds, both paths
-        auto shm = JoinOverSharedMemory(std::unique_ptr<TcpRing>(static_cast<TcpRing*>(c.release())), eps, o);
-        if (!shm.ok()) {
-          status[r] = shm.status();
-          return;
-        }
-        if (n > 1 && (*shm)->backend() != "shm") {
-          status[r] = absl::InternalError("joined over " + (*shm)->backend());
-          return;
-        }
-        c = *std::move(shm);
-      }
-      status[r] = fn(r, c.get());
-    });
-  }
-  for (auto& t : threads) t.join();
-  return status;
-}
-
-template <typename T>
-Tensor Values(int rank, int64_t n) {
-  std::vector<T> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<T>((rank + 1) * 3 + (i % 101) - 50);
-  return MakeTensor<T>({n}, v);
-}
-
-template <typename T>
-void CheckAllReduce(Backend backend, int n, int64_t count) {
-  auto status = OnRanks(backend, n, [&](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<T>(r, count);
-    if (absl::Status s = c->AllReduce(&t, "g"); !s.ok()) return s;
-    for (int64_t i = 0; i < count; ++i) {
-      T want = 0;
-      for (int q = 0; q < n; ++q) want += static_cast<T>((q + 1) * 3 + (i % 101) - 50);
-      if (t.data<T>()[i] != want) {
-        return absl::InternalError(absl::StrCat("rank ", r, " element ", i, ": ", t.data<T>()[i], " want ", want));
-      }
-    }
-    return absl::OkStatus();
-  });
-  for (int r = 0; r < n; ++r) ASSERT_TRUE(status[r].ok()) << "n=" << n << " count=" << count << ": " << status[r];
-}
+using testing::Backend;
+using testing::BackendName;
+using testing::CheckAllReduce;
+using testing::MakeRing;
+using testing::OnRanks;
+using testing::Values;
 
 class CollectiveTest : public ::testing::TestWithParam<std::tuple<Backend, int>> {};
 
@@ -181,48 +74,6 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveTest,
 
 TEST(CollectiveTest, RingAllReducesSixtyFourMiB) {
   for (int n : {2, 4}) CheckAllReduce<float>(Backend::kRing, n, int64_t{16} << 20);
-}
-
-TEST(CollectiveTest, SharedMemoryAllReducesSixtyFourMiB) {
-  for (int n : {2, 4}) CheckAllReduce<float>(Backend::kShm, n, int64_t{16} << 20);
-}
-
-// A bucket (tensors of odd sizes, some across a round's edge, one empty)
-// through shared memory equals the all-reduce of its concatenation; the
-// ring leaves buckets to the caller's packing.
-TEST(CollectiveTest, SharedMemoryBucketsEqualTheAllReduceOfTheirConcatenation) {
-  for (Backend b : {Backend::kShm, Backend::kShmSmallSlots}) {
-    const std::vector<int64_t> sizes = {7, 0, 6000, 1, 20011, 3};
-    auto status = OnRanks(b, 3, [&](int r, Collective* c) -> absl::Status {
-      int64_t total = 0;
-      for (int64_t n : sizes) total += n;
-      Tensor whole = Values<float>(r, total);
-      const std::vector<float> all = TensorToVector<float>(whole);
-      std::vector<Tensor> parts;
-      int64_t at = 0;
-      for (int64_t n : sizes) {
-        parts.push_back(MakeTensor<float>({n}, std::vector<float>(all.begin() + at, all.begin() + at + n)));
-        at += n;
-      }
-      std::vector<Tensor*> bucket;
-      for (Tensor& t : parts) bucket.push_back(&t);
-      if (absl::Status s = c->AllReduceBucket(bucket, "bucket(g)"); !s.ok()) return s;
-      if (absl::Status s = c->AllReduce(&whole, "bucket(g)"); !s.ok()) return s;
-      std::vector<float> joined;
-      for (const Tensor& t : parts) {
-        const std::vector<float> v = TensorToVector<float>(t);
-        joined.insert(joined.end(), v.begin(), v.end());
-      }
-      if (joined != TensorToVector<float>(whole)) return absl::InternalError(absl::StrCat("rank ", r, ": bucket differs"));
-      return absl::OkStatus();
-    });
-    for (const auto& s : status) EXPECT_TRUE(s.ok()) << BackendName(b) << ": " << s;
-  }
-  auto ring = OnRanks(Backend::kRing, 2, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 10);
-    return c->AllReduceBucket({&t}, "bucket(g)");
-  });
-  for (const auto& s : ring) EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
 }
 
 TEST(CollectiveTest, Fp16AddsOnEveryBackend) {
@@ -275,89 +126,6 @@ TEST(CollectiveTest, APeerThatDiesFailsItsNeighboursNamingIt) {
   EXPECT_FALSE(status[1].ok());
   EXPECT_NE(status[0].message().find("rank 2"), std::string::npos) << status[0];
   EXPECT_NE(status[0].message().find("closed the connection"), std::string::npos) << status[0];
-}
-
-// Shared memory: a rank whose communicator is destroyed (its process ends
-// with the job unfinished) fails the ranks waiting for it at once, naming
-// it, well before the deadline; and so every later call.
-TEST(CollectiveTest, SharedMemoryPeerThatLeavesFailsTheOthersAtOnceNamingIt) {
-  const absl::Time start = absl::Now();
-  auto status = OnRanks(Backend::kShm, 3, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 200000);
-    if (r == 2) return absl::AbortedError("rank 2 leaves");
-    absl::Status s = c->AllReduce(&t, "g");
-    if (s.ok()) return absl::InternalError("the all-reduce finished without rank 2");
-    if (c->Barrier().ok()) return absl::InternalError("a broken communicator went on");
-    return s;
-  }, absl::Seconds(20));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
-  for (int r : {0, 1}) {
-    EXPECT_NE(status[r].message().find("rank 2 ("), std::string::npos) << status[r];
-    EXPECT_NE(status[r].message().find("left the job"), std::string::npos) << status[r];
-  }
-}
-
-// Shared memory: a rank's own bad call (a root that is no rank) fails it and
-// tells the others at once, instead of leaving them to their deadline.
-TEST(CollectiveTest, SharedMemoryLocalErrorEndsThePeersWaitAtOnce) {
-  const absl::Time start = absl::Now();
-  auto status = OnRanks(Backend::kShm, 2, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 100);
-    return c->Broadcast(&t, r == 0 ? 5 : 0, "w");
-  }, absl::Seconds(20));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
-  EXPECT_NE(status[0].message().find("root 5 is not a rank"), std::string::npos) << status[0];
-  EXPECT_NE(status[1].message().find("rank 0 ("), std::string::npos) << status[1];
-  EXPECT_NE(status[1].message().find("root 5 is not a rank"), std::string::npos) << status[1];
-}
-
-// Every rank must agree to join over shared memory: one told tcp keeps the
-// whole job on the ring (and it works); a rank that requires shared memory
-// there fails, saying why.
-TEST(CollectiveTest, SharedMemoryNeedsEveryRankElseTheRingServes) {
-  for (const std::string required : {"auto", "shm"}) {
-    std::vector<std::string> eps;
-    auto rings = MakeRing(3, absl::Seconds(20), "job", &eps);
-    std::vector<absl::Status> status(3);
-    std::vector<std::string> backends(3);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 3; ++r) {
-      threads.emplace_back([&, r] {
-        if (!rings[r].ok()) {
-          status[r] = rings[r].status();
-          return;
-        }
-        const std::string transport = r == 1 ? "tcp" : r == 0 ? required : "auto";
-        auto c = JoinOverSharedMemory(*std::move(rings[r]), eps, {.transport = transport, .timeout = absl::Seconds(20)});
-        if (!c.ok()) {
-          status[r] = c.status();
-          return;
-        }
-        backends[r] = (*c)->backend();
-        Tensor t = Values<float>(r, 1000);
-        status[r] = (*c)->AllReduce(&t, "g");
-      });
-    }
-    for (auto& t : threads) t.join();
-    if (required == "auto") {
-      for (int r = 0; r < 3; ++r) {
-        EXPECT_TRUE(status[r].ok()) << status[r];
-        EXPECT_EQ(backends[r], "tcp-ring");
-      }
-    } else {
-      EXPECT_EQ(status[0].code(), absl::StatusCode::kFailedPrecondition) << status[0];
-      EXPECT_NE(status[0].message().find("--collective_transport=tcp"), std::string::npos) << status[0];
-      EXPECT_FALSE(status[1].ok() && status[2].ok());  // rank 0 left the ring: the others cannot finish
-    }
-  }
-}
-
-TEST(CollectiveTest, EndpointsShareAHostOnLoopbackOrOneAddress) {
-  EXPECT_TRUE(EndpointsShareAHost({"127.0.0.1:6170", "127.0.0.1:6171", "localhost:6172"}));
-  EXPECT_TRUE(EndpointsShareAHost({"10.0.0.7:6170", "10.0.0.7:6171"}));
-  EXPECT_TRUE(EndpointsShareAHost({"[::1]:6170", "127.0.0.1:6171"}));
-  EXPECT_FALSE(EndpointsShareAHost({"10.0.0.7:6170", "10.0.0.8:6170"}));
-  EXPECT_FALSE(EndpointsShareAHost({"127.0.0.1:6170", "10.0.0.8:6170"}));
 }
 
 // A rank that never calls: the others give up at the deadline, naming the
