@@ -274,11 +274,10 @@ absl::Status ParallelExecutor::CrossAllReduce(const OpHandle& h) {
   // The bucket lives where the gradients do (a GPU's: packed on its stream,
   // reduced in place by NCCL).
   const Place at = vars[0]->Get<Tensor>().place();
-  if (at.is_cpu()) {  // a backend that moves the gradients where they lie needs no packing
+  if (at.is_cpu() && cross_->AllReducesBucketsInPlace()) {  // no packing
     std::vector<Tensor*> bucket;
     for (Variable* v : vars) bucket.push_back(v->GetMutable<Tensor>());
-    absl::Status s = cross_->AllReduceBucket(bucket, name);
-    if (!absl::IsUnimplemented(s)) return s;
+    return cross_->AllReduceBucket(bucket, name);
   }
   Tensor& buf = buckets_[h.cross_index];
   buf.Resize({total});

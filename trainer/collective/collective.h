@@ -45,10 +45,12 @@ class Collective {
   // `t` must hold data (a zero-size tensor is fine).
   virtual absl::Status AllReduce(Tensor* t, const std::string& name) = 0;
   // Sums each tensor of `bucket` (host tensors of one dtype: gradients fused
-  // into one all-reduce) as one all-reduce of their concatenation would.
-  // Unimplemented unless the backend moves them where they lie: the caller
-  // then packs them into one tensor for AllReduce (the ParallelExecutor keeps
-  // that buffer). The shared-memory backend does, saving those two copies.
+  // into one all-reduce) as one all-reduce of their concatenation would,
+  // moving them where they lie — for a backend that can
+  // (AllReducesBucketsInPlace; shared memory does, saving the two copies of
+  // packing). Elsewhere Unimplemented: the caller packs them into one tensor
+  // for AllReduce (the ParallelExecutor keeps that buffer).
+  virtual bool AllReducesBucketsInPlace() const { return false; }
   virtual absl::Status AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) {
     return absl::UnimplementedError(absl::StrCat(backend(), " packs buckets: call AllReduce on one tensor"));
   }

@@ -60,6 +60,7 @@ class ShmCollective final : public Collective {
   std::string backend() const override { return "shm"; }
   absl::Status AllReduce(Tensor* t, const std::string& name) override;
   // Each gradient straight to and from the slots: no packing.
+  bool AllReducesBucketsInPlace() const override { return true; }
   absl::Status AllReduceBucket(const std::vector<Tensor*>& bucket, const std::string& name) override;
   absl::Status Broadcast(Tensor* t, int root, const std::string& name) override;
   absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) override;
