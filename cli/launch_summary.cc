@@ -27,6 +27,14 @@ double OpSeconds(const std::map<std::string, double>& m, const char* op) {
   return it == m.end() ? 0 : it->second;
 }
 
+// A collective backend's name (Collective::backend()) as the summary says it.
+std::string TransportWords(const std::string& backend) {
+  if (backend == "shm") return "shared memory";
+  if (backend == "tcp-ring") return "the TCP ring";
+  if (backend == "nccl") return "NCCL";
+  return backend;
+}
+
 }  // namespace
 
 std::map<std::string, double> ReadMetricsFile(const std::string& path) {
@@ -53,7 +61,12 @@ std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, c
       lines.push_back(who + ": no metrics (the process wrote none)");
       continue;
     }
-    if (names[i].rfind("trainer", 0) == 0) {
+    const auto collective = m.find("oar_trainer_collective_seconds_total");
+    if (names[i].rfind("trainer", 0) == 0 && collective != m.end()) {  // nccl2
+      lines.push_back(absl::StrFormat(
+          "%s: %.2f s of steps, all-reduce across trainers %.2f s (on its own thread, overlapping compute)", who,
+          Sum(m, "oar_trainer_step_duration_seconds_sum"), collective->second));
+    } else if (names[i].rfind("trainer", 0) == 0) {
       const double step = Sum(m, "oar_trainer_step_duration_seconds_sum");
       const double send = OpSeconds(m, "send");
       const double barrier = OpSeconds(m, "send_barrier") + OpSeconds(m, "fetch_barrier");
@@ -99,7 +112,14 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
   const std::string first =
       first_step_seconds < 0 ? std::string() : absl::StrFormat(" (first step after %.1f s)", first_step_seconds);
   if (shape.nccl2) {
-    std::printf("oar launch: nccl2, %d trainer(s): done in %.1f s%s\n", shape.trainers, wall, first.c_str());
+    // How the trainers all-reduced: every trainer joined the same backend.
+    std::string over;
+    for (const auto& r : reports) {
+      auto it = r.result.find("collective");
+      if (it != r.result.end() && !it->second.empty()) over = absl::StrCat(" over ", TransportWords(it->second));
+    }
+    std::printf("oar launch: nccl2, %d trainer(s)%s: done in %.1f s%s\n", shape.trainers, over.c_str(), wall,
+                first.c_str());
   } else {
     std::printf("oar launch: %d pserver(s) x %d trainer(s), %s: done in %.1f s%s\n", shape.pservers, shape.trainers,
                 shape.mode, wall, first.c_str());

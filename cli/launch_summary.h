@@ -3,11 +3,14 @@
 // process's time split, read from the
 // metrics file it wrote (--metrics_file, common/metrics): a trainer's step
 // time into compute, send, barrier wait and receive (its RPC ops' wall
-// time, oar_trainer_rpc_op_seconds_total, the rest compute); a pserver's
+// time, oar_trainer_rpc_op_seconds_total, the rest compute); an nccl2
+// trainer's beside the wall time of its all-reduces across trainers
+// (oar_trainer_collective_seconds_total, which overlaps compute); a pserver's
 // into optimize (its optimize blocks) and serving (time in its request
 // handlers, summed over handler threads).
 //
 //   trainer 0: 1.23 s of steps = compute 0.80 s, send 0.10 s, barrier wait 0.25 s, receive 0.08 s
+//   trainer 0: 1.23 s of steps, all-reduce across trainers 0.40 s (on its own thread, overlapping compute)
 //   pserver 0: optimize 0.05 s, serving 0.60 s (handler threads' time)
 //
 // Thread-safety: plain functions.

@@ -12,16 +12,17 @@
 //    pserver save a checkpoint after each N steps (checkpoint_notify), and a
 //    pserver started with --checkpoint_dir restores from it;
 //  - in nccl2 mode there are only trainers (PADDLE_TRAINER_ENDPOINTS): they
-//    get one id from trainer 0 (gen_nccl_id), join the TCP ring, start from
-//    trainer 0's parameters, all-reduce gradients every step, and agree on
-//    each epoch's steps (the shortest shard's), saying how many examples
-//    they leave unused.
+//    get one id from trainer 0 (gen_nccl_id), join the TCP ring (and, all on
+//    one host, shared memory over it), start from trainer 0's parameters,
+//    all-reduce gradients every step, and agree on each epoch's steps (the
+//    shortest shard's), saying how many examples they leave unused.
 // With --data_feed and --files (pserver mode), a TRAINER trains from MultiSlot
 // files with AsyncExecutor threads instead (cli/async_trainer_role.h).
 // With --report, a trainer also prints machine-readable lines on stdout for
 // `oar launch`:
 //   @oar progress trainer=0 epoch=1 epochs=2 step=5 steps=235 examples=640 loss=0.5123
 //   @oar result trainer=0 examples=60000 seconds=20.1 loss=0.31 test_accuracy=0.87 test_loss=0.36
+// (nccl2 mode adds collective=shm, tcp-ring or nccl: what it all-reduced through).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -240,6 +241,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld",
                                        env.trainer_id, static_cast<long long>(examples), seconds, loss,
                                        static_cast<long long>(unused));
+  if (nccl2) absl::StrAppend(&result, " collective=", rt->collective_backend());
   if (env.trainer_id == 0 && io.model != nullptr) {
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
     OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));

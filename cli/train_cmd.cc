@@ -49,7 +49,7 @@ DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient o
 namespace oar::cli {
 
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
-  BuildOptions o{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size};
+  BuildOptions o{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size, std::nullopt};
   if (!FLAGS_constant_init.empty()) {
     float v = 0;
     if (!absl::SimpleAtof(FLAGS_constant_init, &v)) {

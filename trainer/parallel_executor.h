@@ -104,6 +104,7 @@ class ParallelExecutor {
   // the trainers (dense ones packed into one buffer; a sparse one's rows and
   // values gathered and joined in rank order).
   absl::Status CrossAllReduce(const OpHandle& h);
+  absl::Status CrossAllReduceUntimed(const OpHandle& h);
 
   std::vector<Place> places_;
   std::string loss_name_;

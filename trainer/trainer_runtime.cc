@@ -58,11 +58,13 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
 absl::Status TrainerRuntime::JoinCollective() {
   const Variable* id = scope_.FindVar("NCCLID");
   const Place place = options_.places.size() == 1 ? options_.places[0] : CPUPlace();  // one GPU at most (Create)
-  OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers({.id = id != nullptr && id->IsType<Tensor>() ? &id->Get<Tensor>() : nullptr,
-                                                  .rank = options_.trainer_id,
-                                                  .endpoints = options_.trainer_endpoints,
-                                                  .gpu = place.is_gpu(),
-                                                  .device = place.device}));
+  JoinOptions join;
+  join.id = id != nullptr && id->IsType<Tensor>() ? &id->Get<Tensor>() : nullptr;
+  join.rank = options_.trainer_id;
+  join.endpoints = options_.trainer_endpoints;
+  join.gpu = place.is_gpu();
+  join.device = place.device;  // join.transport: --collective_transport
+  OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers(join));
   env_.collective = collective_.get();
   env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
   // Every trainer starts from trainer 0's parameters and optimizer state,

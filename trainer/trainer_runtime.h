@@ -75,6 +75,9 @@ class TrainerRuntime {
   Executor& executor() { return *exe_; }
   rpc::RpcClient* client() { return client_.get(); }
   size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
+  // nccl2 mode: the backend the trainers all-reduce through ("shm",
+  // "tcp-ring", "nccl"); empty without a collective.
+  std::string collective_backend() const { return collective_ ? collective_->backend() : std::string(); }
 
  private:
   TrainerRuntime() = default;

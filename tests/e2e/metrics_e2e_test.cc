@@ -3,7 +3,8 @@
 // examples the job trained, every pserver ran every step, and the bytes
 // each trainer says it sent to a pserver are the bytes that pserver says it
 // received from that trainer, and those it pulled are those the pserver
-// lent from shared memory. Prometheus' promtool checks every file.
+// lent from shared memory. Prometheus' promtool checks every file. An nccl2
+// job's trainers report the time their all-reduces took.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -143,6 +144,33 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
     const Result check = RunCommand("promtool check metrics < " + dir + "/" + f + ".prom");
     EXPECT_EQ(check.code, 0) << f << ": " << check.out;
     EXPECT_EQ(check.out, "") << f << ": " << check.out;
+  }
+}
+
+// An nccl2 job's trainers count the wall time of their all-reduces across
+// trainers, and the launcher's summary reports it beside the step time.
+TEST(MetricsE2eTest, Nccl2TrainersReportTheirAllReduceTime) {
+  const std::string dir = TempDir("metrics_e2e_nccl2");
+  const int64_t examples = 1280, batch = 64;
+  const Result r = Oar("launch --mode nccl2 --trainers 2 --model fashion_mlp --epochs 1 --limit " +
+                       std::to_string(examples) + " --batch_size " + std::to_string(batch) +
+                       " --metrics --metrics_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (int i = 0; i < 2; ++i) {
+    auto t = Samples(dir + "/trainer." + std::to_string(i) + ".prom");
+    EXPECT_EQ(t["oar_trainer_steps_total"], static_cast<double>(examples / batch)) << "trainer " << i;
+    const double collective = t["oar_trainer_collective_seconds_total"];
+    EXPECT_GT(collective, 0) << "trainer " << i;
+    const std::string key = "\n  trainer " + std::to_string(i) + ": ";  // the summary line
+    const size_t at = r.out.find(key);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    double step = 0, all_reduce = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str() + at + key.size(), "%lf s of steps, all-reduce across trainers %lf s", &step,
+                          &all_reduce),
+              2)
+        << r.out.substr(at, 200);
+    EXPECT_NEAR(step, t["oar_trainer_step_duration_seconds_sum"], 0.006);
+    EXPECT_NEAR(all_reduce, collective, 0.006);
   }
 }
 
