@@ -23,8 +23,14 @@ void Convert(const Tensor& x, Tensor* out) {
 
 template <typename In>
 absl::Status CastKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "X"));
   Tensor* out = ctx.Output("Out");
+  // Out bound to X: read from a second owner of X's buffer, so Out gets a
+  // buffer of its own and X's values outlive it (a wider type would free
+  // them; a narrower one would write over them while they are read).
+  Tensor kept;
+  if (out == in) kept = *in;
+  const Tensor* x = out == in ? &kept : in;
   switch (static_cast<DataType>(ctx.Attr<int32_t>("out_dtype"))) {
     case DataType::kFloat32: Convert<In, float>(*x, out); break;
     case DataType::kFloat64: Convert<In, double>(*x, out); break;

@@ -3,6 +3,8 @@
 // on the place's stream. Tensors are row-major and cuBLAS is column-major,
 // so C = A·B is computed as Cᵀ = Bᵀ·Aᵀ.
 // float32 only; TF32 stays off unless --gpu_allow_tf32 (cuda_context).
+#include <algorithm>
+
 #include "common/ops/cuda_op_util.h"
 
 namespace oar {
@@ -14,7 +16,9 @@ absl::Status Gemm(const ExecutionContext& ctx, CudaContext* c, bool ta, bool tb,
                   float alpha, const float* a, const float* b, float beta, float* out, int64_t batch = 1,
                   int64_t a_stride = 0, int64_t b_stride = 0, int64_t c_stride = 0) {
   if (m == 0 || n == 0) return absl::OkStatus();
-  const int lda = ta ? m : k, ldb = tb ? k : n;
+  // k == 0 leaves C = beta · C; cuBLAS still wants leading dimensions >= 1.
+  const int lda = static_cast<int>(std::max<int64_t>(1, ta ? m : k));
+  const int ldb = static_cast<int>(std::max<int64_t>(1, tb ? k : n));
   const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::string what = absl::StrCat(ctx.op().type, ": cublasSgemm [", m, "x", k, "]·[", k, "x", n, "]");
   if (batch == 1) {

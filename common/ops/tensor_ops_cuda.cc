@@ -19,7 +19,13 @@ absl::Status CastKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const In* x, GpuIn<In>(ctx, "X"));
   const Tensor* xt = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
+  // Out bound to X: a narrower type would overwrite elements other threads
+  // have yet to read, and a wider one would free X's buffer (in stream
+  // order, before the kernel) when Out grows; so the result goes to a buffer
+  // of its own, which then replaces Out's after the launch.
+  const bool in_place = ctx.OutputVar("Out") == ctx.InputVar("X");
+  Tensor fresh;
+  Tensor* out = in_place ? &fresh : ctx.Output("Out");
   out->Resize(xt->dims());
   const int64_t n = xt->numel();
   switch (static_cast<DataType>(ctx.Attr<int32_t>("out_dtype"))) {
@@ -33,6 +39,7 @@ absl::Status CastKernel(const ExecutionContext& ctx) {
                                                    " is not supported"));
   }
   out->set_lod(xt->lod());
+  if (in_place) ctx.Output("Out")->ShareDataWith(fresh);
   return LaunchStatus(ctx);
 }
 

@@ -222,6 +222,17 @@ TEST(CudnnKernelTest, CastIncrementFloorAndPow) {
          MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"fl"}}}),
          MakeOp("floor_grad", {{"X", {"x"}}, {"Out@GRAD", {"x"}}}, {{"X@GRAD", {"dfl"}}})},
         {{"x", x}}, {"f", "fl", "dfl"}, {"i"});
+  // In place (Out bound to X), narrower then wider: each writes a buffer of
+  // its own, so no thread overwrites an element another has yet to read.
+  const auto cast = [](const std::string& v, DataType from, DataType to) {
+    return MakeOp("cast", {{"X", {v}}}, {{"Out", {v}}},
+                  {{"in_dtype", static_cast<int32_t>(from)}, {"out_dtype", static_cast<int32_t>(to)}});
+  };
+  Check({MakeOp("cast", {{"X", {"big"}}}, {{"Out", {"w"}}},
+                {{"in_dtype", static_cast<int32_t>(DataType::kFloat32)}, {"out_dtype", static_cast<int32_t>(DataType::kInt64)}}),
+         cast("w", DataType::kInt64, DataType::kFloat32), cast("big", DataType::kFloat32, DataType::kFloat64),
+         cast("big", DataType::kFloat64, DataType::kFloat32)},
+        {{"big", RandomTensor<float>({1 << 20}, -1000, 1000, 54)}}, {"w", "big"});
   Check({MakeOp("increment", {{"X", {"n"}}}, {{"Out", {"n"}}}, {{"step", 1.f}}),
          MakeOp("increment", {{"X", {"s"}}}, {{"Out", {"s2"}}}, {{"step", 2.5f}})},
         {{"n", MakeTensor<int64_t>({1}, {41})}, {"s", MakeTensor<float>({1}, {0.25f})}}, {"s2"}, {"n"});

@@ -30,6 +30,7 @@ class NcclCollective : public Collective {
   ~NcclCollective() override {
     if (comm_ != nullptr) ncclCommDestroy(comm_);
     if (buffer_ != nullptr) cudaFree(buffer_);
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -126,25 +127,35 @@ class NcclCollective : public Collective {
       if (absl::Status s = collective(t->raw_data()); !s.ok()) return fail(s);
       return WaitForStream(fail);
     }
+    // A host tensor goes through a device buffer and a pinned one: a copy
+    // from pageable memory back to the host would block this thread until
+    // the collective before it ends (never, when a peer died), where the
+    // copy from pinned memory is queued and WaitForStream bounds the wait.
     const size_t bytes = t->nbytes();
     if (bytes > capacity_) {
       if (buffer_ != nullptr) cudaFree(buffer_);
-      buffer_ = nullptr;
-      OAR_RETURN_IF_ERROR(Cuda(cudaMalloc(&buffer_, bytes), "cudaMalloc", o_.device));
+      if (pinned_ != nullptr) cudaFreeHost(pinned_);
+      buffer_ = pinned_ = nullptr;
+      capacity_ = 0;
+      if (absl::Status s = Cuda(cudaMalloc(&buffer_, bytes), "cudaMalloc", o_.device); !s.ok()) return fail(s);
+      if (absl::Status s = Cuda(cudaMallocHost(&pinned_, bytes), "cudaMallocHost", o_.device); !s.ok()) return fail(s);
       capacity_ = bytes;
     }
     if (bytes > 0) {
-      absl::Status s = Cuda(cudaMemcpyAsync(buffer_, t->raw_data(), bytes, cudaMemcpyHostToDevice, stream_),
+      std::memcpy(pinned_, t->raw_data(), bytes);
+      absl::Status s = Cuda(cudaMemcpyAsync(buffer_, pinned_, bytes, cudaMemcpyHostToDevice, stream_),
                             "cudaMemcpyAsync", o_.device);
       if (!s.ok()) return fail(s);
     }
     if (absl::Status s = collective(buffer_); !s.ok()) return fail(s);
     if (bytes > 0) {
-      absl::Status s = Cuda(cudaMemcpyAsync(t->raw_data(), buffer_, bytes, cudaMemcpyDeviceToHost, stream_),
+      absl::Status s = Cuda(cudaMemcpyAsync(pinned_, buffer_, bytes, cudaMemcpyDeviceToHost, stream_),
                             "cudaMemcpyAsync", o_.device);
       if (!s.ok()) return fail(s);
     }
-    return WaitForStream(fail);
+    OAR_RETURN_IF_ERROR(WaitForStream(fail));
+    if (bytes > 0) std::memcpy(t->raw_data(), pinned_, bytes);
+    return absl::OkStatus();
   }
 
   // Bounded wait: poll the stream, abort the communicator at the deadline.
@@ -173,7 +184,8 @@ class NcclCollective : public Collective {
   NcclOptions o_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* buffer_ = nullptr;
+  void* buffer_ = nullptr;  // a host tensor's bytes on the GPU
+  void* pinned_ = nullptr;  // and on the host, pinned: both capacity_ bytes
   size_t capacity_ = 0;
   bool broken_ = false;
 };

@@ -96,6 +96,27 @@ TEST(ControlOpsTest, CastIncrementCompareAndLogic) {
   EXPECT_EQ(TensorToVector<bool>(GetTensor(s, "none")), (std::vector<bool>{false, false, false}));
 }
 
+// Out bound to X, to a wider type (the buffer X's values are read from
+// must outlive Out's new one) and back to a narrower one.
+TEST(ControlOpsTest, CastInPlaceWidensAndNarrows) {
+  Scope s;
+  std::vector<int32_t> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 7919 % 2003) - 1000;
+  SetTensor(&s, "v", MakeTensor<int32_t>({10, 100}, v));
+  const auto cast = [](DataType from, DataType to) {
+    return MakeOp("cast", {{"X", {"v"}}}, {{"Out", {"v"}}},
+                  {{"in_dtype", static_cast<int32_t>(from)}, {"out_dtype", static_cast<int32_t>(to)}});
+  };
+  ASSERT_TRUE(RunOps({cast(DataType::kInt32, DataType::kFloat64)}, &s).ok());
+  ASSERT_EQ(GetTensor(s, "v").dtype(), DataType::kFloat64);
+  const std::vector<double> wide = TensorToVector<double>(GetTensor(s, "v"));
+  ASSERT_EQ(wide.size(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(wide[i], v[i]) << i;
+  ASSERT_TRUE(RunOps({cast(DataType::kFloat64, DataType::kInt32)}, &s).ok());
+  EXPECT_EQ(GetTensor(s, "v").dims(), (DDim{10, 100}));
+  EXPECT_EQ(TensorToVector<int32_t>(GetTensor(s, "v")), v);
+}
+
 TEST(ControlOpsTest, ConditionalBlockRunsItsSubBlockOnlyWhenTrue) {
   for (bool cond : {true, false}) {
     ProgramDesc p;
