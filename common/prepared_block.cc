@@ -180,9 +180,12 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
   absl::InlinedVector<std::shared_ptr<const void>, 4> alive;
   for (const InPlaceArg& a : op.in_place) {
     const Variable* v = a.var;
-    if (!v->IsType<Tensor>()) continue;
-    const Tensor& t = v->Get<Tensor>();
-    if (t.BufferShared() || !t.Writable()) alive.push_back(t.KeepAlive());
+    // A SelectedRows' values likewise (scale in place on a merged sparse
+    // gradient that an RPC send still holds).
+    const Tensor* t = v->IsType<Tensor>()         ? &v->Get<Tensor>()
+                      : v->IsType<SelectedRows>() ? &v->Get<SelectedRows>().value
+                                                  : nullptr;
+    if (t != nullptr && t->initialized() && (t->BufferShared() || !t->Writable())) alive.push_back(t->KeepAlive());
   }
   return op.kernel(ctx);
 }

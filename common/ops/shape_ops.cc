@@ -263,7 +263,7 @@ void RegisterShapeOps(OpRegistry* r) {
         .Kernel<int32_t>(ViewKernel);
     OpInfo& grad = r->Register(type + "_grad").Input("XShape").Input(GradVarName("Out"))
         .Output(GradVarName("X"), kDispensable)
-        .SetInferShape(ViewGradInferShape).SetKernelDtype(ViewGradDtype)
+        .SetInferShape(ViewGradInferShape).InPlaceMayReshape().SetKernelDtype(ViewGradDtype)
         .Kernel<float>(ViewGradKernel).Kernel<double>(ViewGradKernel);
     // A view shares its input's buffer wherever it lives: the same kernels
     // serve a GPU (XShape carries only a shape; no kernel reads its data).

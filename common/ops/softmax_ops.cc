@@ -153,8 +153,9 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
     OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, v.n));
     const int64_t hit = b + lp[r] * v.post;
     if (!softmax) {
+      const T p = s[hit];  // read first: Logits@GRAD may be bound to Softmax (Fluid's in-place pair)
       for (int64_t c = 0; c < v.n; ++c) d[b + c * v.post] = 0;
-      d[hit] = -g[r] / s[hit];
+      d[hit] = -g[r] / p;
       continue;
     }
     for (int64_t c = 0; c < v.n; ++c) d[b + c * v.post] = s[b + c * v.post] * g[r];

@@ -254,6 +254,47 @@ TEST(ExecutorTest, InPlaceKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
   EXPECT_EQ(r.data<float>()[r.numel() - 1], 2.0f);
 }
 
+// The same for a SelectedRows bound in place (scale on a merged sparse
+// gradient that an RPC send still holds): its values are held too.
+absl::Status ReleasingSparseAddOne(const ExecutionContext& ctx) {
+  const SelectedRows& x = ctx.InputVar("X")->Get<SelectedRows>();
+  const float* in = x.value.data<float>();
+  SelectedRows* out = ctx.OutputVar("Out")->GetMutable<SelectedRows>();
+  float* o = out->value.mutable_data<float>(x.value.dims());  // shared: a fresh buffer
+  *g_other_owner = Tensor();                                   // the other owner lets go
+  for (int64_t i = 0; i < out->value.numel(); ++i) o[i] = in[i] + 1;
+  return absl::OkStatus();
+}
+
+TEST(ExecutorTest, InPlaceSparseKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
+  OpRegistry registry;
+  registry.Register("releasing_sparse_add_one").Input("X").Output("Out")
+      .SetInferShape([](InferShapeContext&) { return absl::OkStatus(); })
+      .Kernel<float>(ReleasingSparseAddOne);
+  ProgramDesc p;
+  VarDesc* v = p.MutableBlock(0)->Var("v");
+  v->type = paddle::framework::proto::VarType::SELECTED_ROWS;
+  v->persistable = true;
+  OpDesc* op = p.MutableBlock(0)->AppendOp();
+  op->type = "releasing_sparse_add_one";
+  op->SetInput("X", {"v"});
+  op->SetOutput("Out", {"v"});
+  Scope scope;
+  SelectedRows* sr = scope.Var("v")->GetMutable<SelectedRows>();
+  sr->height = 1 << 20;
+  sr->rows = {3, 7};
+  float* d = sr->value.mutable_data<float>({2, 8 << 20});
+  std::fill(d, d + sr->value.numel(), 1.0f);
+  Tensor other = sr->value;  // shares the buffer
+  g_other_owner = &other;
+  Executor exe(CPUPlace(), {}, &registry);
+  auto s = exe.Run(p, &scope);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tensor& r = scope.FindVar("v")->Get<SelectedRows>().value;
+  EXPECT_EQ(r.data<float>()[0], 2.0f);
+  EXPECT_EQ(r.data<float>()[r.numel() - 1], 2.0f);
+}
+
 absl::Status AddOne(const ExecutionContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const float* in = x->data<float>();

@@ -86,6 +86,22 @@ TEST(PreparedBlockTest, InPlaceReshapeOfAViewOpStillRuns) {
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "x")), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 }
 
+// And so may a view op's grad (Fluid declares X@GRAD on Out@GRAD in place
+// for reshape2_grad and its kin).
+TEST(PreparedBlockTest, InPlaceReshapeOfAViewGradStillRuns) {
+  Scope s;
+  SetTensor(&s, "x", MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  SetTensor(&s, "g", MakeTensor<float>({3, 2}, {6, 5, 4, 3, 2, 1}));
+  absl::Status st = RunOps({MakeOp("reshape2", {{"X", {"x"}}}, {{"Out", {"y"}}, {"XShape", {"xs"}}},
+                                   {{"shape", std::vector<int32_t>{3, 2}}}),
+                            MakeOp("reshape2_grad", {{"XShape", {"xs"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"g"}}},
+                                   {{"shape", std::vector<int32_t>{3, 2}}})},
+                           &s);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(GetTensor(s, "g").dims(), (DDim{2, 3}));
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "g")), (std::vector<float>{6, 5, 4, 3, 2, 1}));
+}
+
 TEST(PreparedBlockTest, RequiredOutputGivenAsEmptyIsAnErrorAtCheckTime) {
   for (const OpDesc& op : {MakeOp("mean", {{"X", {"x"}}}, {{"Out", {kEmptyVarName}}}),
                            MakeOp("split", {{"X", {"x"}}}, {{"Out", {"a", kEmptyVarName}}}, {{"num", int32_t{2}}})}) {

@@ -159,6 +159,44 @@ TEST(SoftmaxWithCrossEntropyOpTest, GradientMatches) {
       {.loss_outputs = {"loss"}});
 }
 
+// Fluid's in-place pair for this grad op is Logits@GRAD on Softmax: bound
+// so, every gradient equals the one written to a variable of its own, with
+// and without the softmax, hard labels (an ignored row too) and soft.
+TEST(SoftmaxWithCrossEntropyOpTest, GradientBoundInPlaceOnSoftmaxMatches) {
+  // Made afresh for each scope: a buffer shared with another tensor would
+  // give the output one of its own, and nothing would be in place.
+  const auto probabilities = [] {
+    return MakeTensor<float>({3, 4}, {0.1f, 0.2f, 0.3f, 0.4f, 0.25f, 0.25f, 0.25f, 0.25f, 0.7f, 0.1f, 0.1f, 0.1f});
+  };
+  const Tensor g = MakeTensor<float>({3, 1}, {1.0f, -2.0f, 0.5f});
+  for (bool soft : {false, true}) {
+    for (bool use_softmax : {false, true}) {
+      const Tensor label = soft ? MakeTensor<float>({3, 4}, {0, 0, 1, 0, 0.5f, 0.5f, 0, 0, 0, 0, 0, 1})
+                                : MakeTensor<int64_t>({3, 1}, {2, -100, 3});
+      auto grad_op = [&](const std::string& dx) {
+        return MakeOp("softmax_with_cross_entropy_grad",
+                      {{"Label", {"l"}}, {"Softmax", {"p"}}, {"Loss@GRAD", {"g"}}}, {{"Logits@GRAD", {dx}}},
+                      {{"soft_label", soft}, {"use_softmax", use_softmax}, {"ignore_index", int32_t{-100}}});
+      };
+      Scope apart, in_place;
+      for (Scope* s : {&apart, &in_place}) {
+        SetTensor(s, "p", probabilities());
+        SetTensor(s, "g", g);
+        SetTensor(s, "l", label);
+      }
+      ASSERT_TRUE(RunOps({grad_op("dx")}, &apart).ok());
+      ASSERT_FALSE(GetTensor(in_place, "p").BufferShared());
+      ASSERT_TRUE(RunOps({grad_op("p")}, &in_place).ok());
+      const std::vector<float> want = TensorToVector<float>(GetTensor(apart, "dx"));
+      const std::vector<float> got = TensorToVector<float>(GetTensor(in_place, "p"));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_FLOAT_EQ(got[i], want[i]) << "soft_label " << soft << ", use_softmax " << use_softmax << ", [" << i << "]";
+      }
+    }
+  }
+}
+
 TEST(MeanOpTest, AveragesAndGradientMatches) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({2, 2}, {1, 2, 3, 6}));
