@@ -104,6 +104,20 @@ absl::Status CheckSlots(const std::string& type, const char* what,
 absl::Status OpInfo::CheckAndFill(OpDesc* op) const {
   OAR_RETURN_IF_ERROR(CheckSlots(type_, "input", inputs_, op->inputs));
   OAR_RETURN_IF_ERROR(CheckSlots(type_, "output", outputs_, op->outputs));
+  if (not_in_place_) {
+    for (const auto& [out_slot, outs] : op->outputs) {
+      for (const std::string& out : outs) {
+        if (out.empty() || out == kEmptyVarName) continue;
+        for (const auto& [in_slot, ins] : op->inputs) {
+          if (std::find(ins.begin(), ins.end(), out) == ins.end()) continue;
+          return absl::InvalidArgumentError(absl::StrCat(
+              type_, ": output ", out_slot, " ('", out, "') is also input ", in_slot, "; ", type_,
+              " cannot run in place (its kernel would overwrite input it has yet to read): give the output its "
+              "own variable"));
+        }
+      }
+    }
+  }
   for (const auto& [name, def] : attrs_) {
     auto it = op->attrs.find(name);
     if (it == op->attrs.end()) {

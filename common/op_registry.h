@@ -74,6 +74,11 @@ class OpInfo {
   // take a new shape with the same element count. Other ops bound in place
   // must keep the input's shape (PreparedBlock checks).
   OpInfo& InPlaceMayReshape() { in_place_may_reshape_ = true; return *this; }
+  // An op whose kernels write output elements before reading the input
+  // elements they overwrite (a GEMM, a permutation, a window, a zero-fill
+  // first): an output bound to one of its inputs is an error naming both
+  // (PreparedBlock), not wrong values. Fluid's inplace pass never binds them.
+  OpInfo& NotInPlace() { not_in_place_ = true; return *this; }
   // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O,
   // the auc metric's host-kept histograms): on a GPU place it runs its CPU
   // kernel, its inputs copied to the host first. Any other op without a kernel for the place is an error.
@@ -93,6 +98,7 @@ class OpInfo {
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool HasGrad() const { return static_cast<bool>(grad_maker_); }
   bool in_place_may_reshape() const { return in_place_may_reshape_; }
+  bool not_in_place() const { return not_in_place_; }
   bool host_side() const { return host_side_; }
 
   // Checks `op` against this spec (unknown slots, missing required slots,
@@ -121,6 +127,7 @@ class OpInfo {
   KernelDtypeFn kernel_dtype_ = nullptr;
   InferVarTypeFn infer_var_type_ = nullptr;
   bool in_place_may_reshape_ = false;
+  bool not_in_place_ = false;
   bool host_side_ = false;
   std::map<std::pair<int, int>, KernelFn> kernels_;
 };

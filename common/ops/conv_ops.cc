@@ -166,7 +166,7 @@ void RegisterConvOps(OpRegistry* r) {
       .SetInferShape(ConvInferShape)
       .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
       .Kernel<float>(ConvKernel<float>).Kernel<double>(ConvKernel<double>);
-  attrs(r->Register("conv2d_grad").Input("Input").Input("Filter").Input("Bias", kDispensable)
+  attrs(r->Register("conv2d_grad").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
             .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
             .Output(GradVarName("Filter"), kDispensable).Output(GradVarName("Bias"), kDispensable))
       .SetInferShape(ConvGradInferShape)

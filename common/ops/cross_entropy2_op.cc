@@ -109,7 +109,7 @@ void RegisterCrossEntropy2Ops(OpRegistry* r) {
                                               {"X"})};
       })
       .Kernel<float>(Kernel<float>).Kernel<double>(Kernel<double>);
-  r->Register("cross_entropy_grad2").Input("Label").Input("MatchX").Input("XShape").Input(GradVarName("Y"))
+  r->Register("cross_entropy_grad2").NotInPlace().Input("Label").Input("MatchX").Input("XShape").Input(GradVarName("Y"))
       .Output(GradVarName("X"), kDispensable).Attr("ignore_index", int32_t{-100})
       .SetInferShape(GradInferShape).SetKernelDtype(GradDtype)
       .Kernel<float>(GradKernel<float>).Kernel<double>(GradKernel<double>);

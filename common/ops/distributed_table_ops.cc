@@ -279,14 +279,14 @@ absl::Status TableAdam(const ExecutionContext& ctx) {
 // host beside the prefetch and send they feed (ids and rows for RPC), their
 // inputs copied there.
 void RegisterDistributedTableOps(OpRegistry* r) {
-  r->Register("split_ids").HostSide().Input("Ids", kDuplicable).Output("Out", kDuplicable)
+  r->Register("split_ids").NotInPlace().HostSide().Input("Ids", kDuplicable).Output("Out", kDuplicable)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(SplitIdsKernel);
-  r->Register("merge_ids").HostSide().Input("Ids", kDuplicable).Input("Rows", kDuplicable).Input("X", kDuplicable)
+  r->Register("merge_ids").NotInPlace().HostSide().Input("Ids", kDuplicable).Input("Rows", kDuplicable).Input("X", kDuplicable)
       .Output("Out", kDuplicable)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(MergeIdsKernel);
-  r->Register("lookup_sparse_table").Input("W").Input("Ids").Output("Out")
+  r->Register("lookup_sparse_table").NotInPlace().Input("W").Input("Ids").Output("Out")
       .Attr("padding_idx", int64_t{-1}).Attr("is_sparse", false).Attr("is_distributed", false)
       .Attr("auto_grown_table", true).Attr("is_test", false)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })

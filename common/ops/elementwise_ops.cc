@@ -128,6 +128,9 @@ void RegisterBinary(OpRegistry* r, const std::string& type, bool grad_needs_out)
       .Output(GradVarName("Y"), kDispensable).Attr("axis", int32_t{-1})
       .SetInferShape(ElementwiseGradInferShape)
       .Kernel<float>(GradKernel<F, float>).template Kernel<double>(GradKernel<F, double>);
+  // X@GRAD on Out@GRAD: add's and sub's dX is dOut itself (Fluid's in-place
+  // pair); the others write dX before dY reads dOut.
+  if (type != "elementwise_add" && type != "elementwise_sub") r->Extend(type + "_grad").NotInPlace();
 }
 
 }  // namespace

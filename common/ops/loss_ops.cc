@@ -135,7 +135,7 @@ void RegisterLossOps(OpRegistry* r) {
       .SetInferShape(CrossEntropyInferShape)
       .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Y"}, {"X"}))
       .Kernel<float>(CrossEntropyKernel<float>).Kernel<double>(CrossEntropyKernel<double>);
-  r->Register("cross_entropy_grad").Input("X").Input("Label").Input(GradVarName("Y"))
+  r->Register("cross_entropy_grad").NotInPlace().Input("X").Input("Label").Input(GradVarName("Y"))
       .Output(GradVarName("X"), kDispensable)
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
       .SetInferShape(CrossEntropyGradInferShape)

@@ -240,34 +240,34 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterMathOps(OpRegistry* r) {
-  r->Register("mul").Input("X").Input("Y").Output("Out")
+  r->Register("mul").NotInPlace().Input("X").Input("Y").Output("Out")
       .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
       .SetInferShape(MulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
       .Kernel<float>(MulKernel<float>).Kernel<double>(MulKernel<double>);
-  r->Register("mul_grad").Input("X").Input("Y").Input("Out", kDispensable)
+  r->Register("mul_grad").NotInPlace().Input("X").Input("Y").Input("Out", kDispensable)
       .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
       .Output(GradVarName("Y"), kDispensable)
       .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
       .SetInferShape(MulGradInferShape)
       .Kernel<float>(MulGradKernel<float>).Kernel<double>(MulGradKernel<double>);
 
-  r->Register("matmul").Input("X").Input("Y").Output("Out")
+  r->Register("matmul").NotInPlace().Input("X").Input("Y").Output("Out")
       .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
       .SetInferShape(MatmulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
       .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
-  r->Register("matmul_grad").Input("X").Input("Y").Input(GradVarName("Out"))
+  r->Register("matmul_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
       .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
       .SetInferShape(MatmulGradInferShape)
       .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
-  r->Register("matmul_v2").Input("X").Input("Y").Output("Out")
+  r->Register("matmul_v2").NotInPlace().Input("X").Input("Y").Output("Out")
       .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
       .SetInferShape(MatmulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
       .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
-  r->Register("matmul_v2_grad").Input("X").Input("Y").Input(GradVarName("Out"))
+  r->Register("matmul_v2_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
       .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
       .SetInferShape(MatmulGradInferShape)

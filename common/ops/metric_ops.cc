@@ -101,11 +101,11 @@ DataType AccuracyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 }  // namespace
 
 void RegisterMetricOps(OpRegistry* r) {
-  r->Register("top_k").Input("X").Output("Out").Output("Indices").Attr("k", int32_t{1})
+  r->Register("top_k").NotInPlace().Input("X").Output("Out").Output("Indices").Attr("k", int32_t{1})
       .SetInferShape(TopKInferShape)
       .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
   // Paddle 2.x's form; results always come sorted, which `sorted: false` allows.
-  r->Register("top_k_v2").Input("X").Input("K", kUnimplemented).Output("Out").Output("Indices")
+  r->Register("top_k_v2").NotInPlace().Input("X").Input("K", kUnimplemented).Output("Out").Output("Indices")
       .Attr("k", int32_t{1}).Attr("axis", int32_t{-1}).Attr("largest", true).Attr("sorted", true)
       .Implements("largest", {true})
       .SetInferShape(TopKInferShape)

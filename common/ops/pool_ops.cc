@@ -159,10 +159,10 @@ void RegisterPoolOps(OpRegistry* r) {
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")}).Implements("adaptive", {false});
   };
-  attrs(r->Register("pool2d").Input("X").Output("Out")).SetInferShape(PoolInferShape)
+  attrs(r->Register("pool2d").NotInPlace().Input("X").Output("Out")).SetInferShape(PoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
       .Kernel<float>(PoolKernel<float>).Kernel<double>(PoolKernel<double>);
-  attrs(r->Register("pool2d_grad").Input("X").Input("Out").Input(GradVarName("Out"))
+  attrs(r->Register("pool2d_grad").NotInPlace().Input("X").Input("Out").Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(PoolGradInferShape)
       .Kernel<float>(PoolGradKernel<float>).Kernel<double>(PoolGradKernel<double>);

@@ -165,7 +165,7 @@ void RegisterSequenceOps(OpRegistry* r) {
   auto attrs = [](OpInfo& i) -> OpInfo& {
     return i.Attr("pooltype", std::string("AVERAGE")).Attr("is_test", false).Attr("pad_value", 0.0f);
   };
-  attrs(r->Register("sequence_pool").Input("X").Output("Out").Output("MaxIndex", kDispensable))
+  attrs(r->Register("sequence_pool").NotInPlace().Input("X").Output("Out").Output("MaxIndex", kDispensable))
       .SetInferShape(SequencePoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"MaxIndex"}, {"Out"}, {"X"}))
       .Kernel<float>(SequencePoolKernel<float>).Kernel<double>(SequencePoolKernel<double>);

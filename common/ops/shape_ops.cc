@@ -283,12 +283,12 @@ void RegisterShapeOps(OpRegistry* r) {
   view("squeeze2", {{"axes", std::vector<int32_t>{}}});
   view("unsqueeze2", {{"axes", std::vector<int32_t>{}}}, {"AxesTensor", "AxesTensorList"});
 
-  r->Register("transpose2").Input("X").Output("Out").Output("XShape", kDispensable)
+  r->Register("transpose2").NotInPlace().Input("X").Output("Out").Output("XShape", kDispensable)
       .Attr("axis", std::vector<int32_t>{}).Attr("data_format", std::string("AnyLayout"))
       .SetInferShape(TransposeInferShape)
       .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
       .Kernel<float>(TransposeKernel<float>).Kernel<double>(TransposeKernel<double>);
-  r->Register("transpose2_grad").Input("XShape").Input(GradVarName("Out"))
+  r->Register("transpose2_grad").NotInPlace().Input("XShape").Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable).Attr("axis", std::vector<int32_t>{})
       .Attr("data_format", std::string("AnyLayout"))
       .SetInferShape(TransposeGradInferShape).SetKernelDtype(ViewGradDtype)

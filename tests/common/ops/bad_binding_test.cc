@@ -102,6 +102,50 @@ TEST(PreparedBlockTest, InPlaceReshapeOfAViewGradStillRuns) {
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "g")), (std::vector<float>{6, 5, 4, 3, 2, 1}));
 }
 
+// Ops whose kernels overwrite input they have yet to read refuse an output
+// bound to an input, naming both, rather than compute wrong values: a
+// square transpose would read cells it already wrote, a square GEMM would
+// write over its own operand, a grad would zero dOut before reading it.
+TEST(PreparedBlockTest, OpsThatCannotRunInPlaceRefuseIt) {
+  struct Case {
+    OpDesc op;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {MakeOp("transpose2", {{"X", {"x"}}}, {{"Out", {"x"}}}, {{"axis", std::vector<int32_t>{1, 0}}}),
+       "transpose2: output Out ('x') is also input X"},
+      {MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"y"}}}), "mul: output Out ('y') is also input Y"},
+      {MakeOp("top_k", {{"X", {"x"}}}, {{"Out", {"x"}}, {"Indices", {"i"}}}, {{"k", int32_t{3}}}),
+       "top_k: output Out ('x') is also input X"},
+      {MakeOp("elementwise_mul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+              {{"X@GRAD", {"g"}}, {"Y@GRAD", {"dy"}}}),
+       "elementwise_mul_grad: output X@GRAD ('g') is also input Out@GRAD"},
+  };
+  for (const Case& c : cases) {
+    Scope s;
+    SetTensor(&s, "x", MakeTensor<float>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    SetTensor(&s, "y", MakeTensor<float>({3, 3}, {9, 8, 7, 6, 5, 4, 3, 2, 1}));
+    SetTensor(&s, "g", MakeTensor<float>({3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}));
+    absl::Status st = RunOps({c.op}, &s);
+    ASSERT_FALSE(st.ok()) << c.op.type;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find(c.want), std::string::npos) << st;
+    EXPECT_NE(st.message().find("cannot run in place"), std::string::npos) << st;
+    EXPECT_EQ(TensorToVector<float>(GetTensor(s, "x")), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  }
+  // Add's grad, Fluid's in-place pair, still runs so: dX is dOut itself.
+  Scope s;
+  SetTensor(&s, "x", MakeTensor<float>({2, 2}, {1, 2, 3, 4}));
+  SetTensor(&s, "y", MakeTensor<float>({2}, {5, 6}));
+  SetTensor(&s, "g", MakeTensor<float>({2, 2}, {1, 2, 3, 4}));
+  absl::Status st = RunOps({MakeOp("elementwise_add_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+                                   {{"X@GRAD", {"g"}}, {"Y@GRAD", {"dy"}}})},
+                           &s);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "g")), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "dy")), (std::vector<float>{4, 6}));
+}
+
 TEST(PreparedBlockTest, RequiredOutputGivenAsEmptyIsAnErrorAtCheckTime) {
   for (const OpDesc& op : {MakeOp("mean", {{"X", {"x"}}}, {{"Out", {kEmptyVarName}}}),
                            MakeOp("split", {{"X", {"x"}}}, {{"Out", {"a", kEmptyVarName}}}, {{"num", int32_t{2}}})}) {
