@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
@@ -77,30 +78,37 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
     }
   }
   OAR_ASSIGN_OR_RETURN(auto ps, ParameterServer::Create(config, program, scope, ctx.place()));
+  // SIGTERM/SIGINT: finish the step in progress, then return cleanly (a stop
+  // before Run makes Run return at once). Handled from before the server
+  // listens and says its port, so a supervisor that stops the pserver as
+  // soon as it is ready never meets the default disposition. Asio delivers
+  // the signal to a handler on its own thread (no polling); the set's
+  // destruction removes the registration (the disposition goes back to the
+  // default once no set in the process waits for it).
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  const std::string name = absl::StrCat("pserver ", config.pserver_id);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;  // cancelled: Run returned first
+    LOG(INFO) << name << ": signal " << signo << " received, stopping after the current step";
+    ps->Stop();
+  });
+  std::thread watcher([&io] { io.run(); });
+  absl::Cleanup stop_watching = [&] {
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+    io.stop();
+    watcher.join();
+  };
   OAR_ASSIGN_OR_RETURN(std::string bound, ps->Start());
   const std::string port = bound.substr(bound.rfind(':') + 1);
-  LOG(INFO) << "pserver " << config.pserver_id << " serving on " << bound << " (" << config.fanin << " trainers, "
+  LOG(INFO) << name << " serving on " << bound << " (" << config.fanin << " trainers, "
             << (config.sync_mode ? "sync" : "async") << ")";
   if (!FLAGS_pserver_port_file.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(FLAGS_pserver_port_file, port + "\n"), "--pserver_port_file"));
   }
-  // SIGTERM/SIGINT: finish the step in progress, then return cleanly. Asio
-  // delivers the signal to a handler on its own thread (no polling); the
-  // set's destruction removes the registration (the disposition goes back
-  // to the default once no set in the process waits for it).
-  boost::asio::io_context io;
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;  // cancelled: Run returned first
-    LOG(INFO) << "pserver " << bound << ": signal " << signo << " received, stopping after the current step";
-    ps->Stop();
-  });
-  std::thread watcher([&io] { io.run(); });
   absl::Status s = ps->Run();
-  boost::system::error_code ignored;
-  signals.cancel(ignored);
-  io.stop();
-  watcher.join();
+  std::move(stop_watching).Invoke();
   ps.reset();  // shuts the RPC server down
   if (s.ok()) LOG(INFO) << "pserver " << bound << " done";
   return s;

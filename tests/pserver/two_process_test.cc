@@ -1,6 +1,7 @@
 // A pserver in its own process (pserver_process_main) and trainers in this
 // one, over loopback: sync training ends with the pserver exiting 0;
-// SIGTERM makes an idle pserver exit 0 promptly.
+// SIGTERM makes an idle pserver exit 0 promptly, even when sent the moment
+// it has written its port file (its handler is in place before).
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
