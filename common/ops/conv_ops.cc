@@ -161,7 +161,9 @@ void RegisterConvOps(OpRegistry* r) {
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
-  attrs(r->Register("conv2d").Input("Input").Input("Filter").Input("Bias", kDispensable)
+  // Output on Input: the CPU kernel is right only while im2col copies an
+  // image before its output is written, and cuDNN refuses it outright.
+  attrs(r->Register("conv2d").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
             .Input("ResidualData", kDispensable).Output("Output"))
       .SetInferShape(ConvInferShape)
       .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))

@@ -67,9 +67,9 @@ absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Y", 0, *y));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* __restrict xp = x->data<T>();
-  const T* __restrict yp = y->data<T>();
-  T* __restrict op = ctx.Output("Out")->mutable_data<T>();
+  const T* xp = x->data<T>();
+  const T* yp = y->data<T>();
+  T* op = ctx.Output("Out")->mutable_data<T>();
   ForEachBroadcast(b, [&](int64_t e, int64_t j) { op[e] = F::F(xp[e], yp[j]); });
   return absl::OkStatus();
 }
@@ -94,17 +94,17 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *dout));
   if (out != nullptr && out->initialized()) OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Out", 0, *out));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* __restrict xp = x->data<T>();
-  const T* __restrict yp = y->data<T>();
-  const T* __restrict gp = dout->data<T>();
-  const T* __restrict outp = out ? out->data<T>() : nullptr;
+  const T* xp = x->data<T>();
+  const T* yp = y->data<T>();
+  const T* gp = dout->data<T>();
+  const T* outp = out ? out->data<T>() : nullptr;
   auto o = [outp](int64_t e) { return outp ? outp[e] : T(0); };
   if (Tensor* dx = ctx.Output(GradVarName("X"))) {
-    T* __restrict d = dx->mutable_data<T>();
+    T* d = dx->mutable_data<T>();
     ForEachBroadcast(b, [&](int64_t e, int64_t j) { d[e] = F::DX(xp[e], yp[j], o(e), gp[e]); });
   }
   if (Tensor* dy = ctx.Output(GradVarName("Y"))) {
-    T* __restrict d = dy->mutable_data<T>();
+    T* d = dy->mutable_data<T>();
     if (b.same) {
       ForEachBroadcast(b, [&](int64_t e, int64_t j) { d[e] = F::DY(xp[e], yp[j], o(e), gp[e]); });
     } else {  // reduce over the broadcast dimensions

@@ -56,12 +56,12 @@ absl::Status FusedKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, x->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* __restrict xp = x->data<T>();
-  const T* __restrict yp = y->data<T>();
-  T* __restrict out = ctx.Output("Out")->mutable_data<T>();
+  const T* xp = x->data<T>();
+  const T* yp = y->data<T>();
+  T* out = ctx.Output("Out")->mutable_data<T>();
   Tensor* inter = ctx.Output("IntermediateOut");
   if (inter != nullptr) {
-    T* __restrict ip = inter->mutable_data<T>();
+    T* ip = inter->mutable_data<T>();
     ForEachBroadcast(b, [&](int64_t e, int64_t j) {
       const T v = xp[e] + yp[j];
       ip[e] = v;
@@ -94,14 +94,14 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
   }
   // X has Out's shape: the layout comes from Out and Y.
   OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, out->dims(), y->dims(), ctx.Attr<int32_t>("axis")));
-  const T* __restrict op = out->data<T>();
-  const T* __restrict gp = dout->data<T>();
+  const T* op = out->data<T>();
+  const T* gp = dout->data<T>();
   Tensor* dx = ctx.Output(GradVarName("X"));
   Tensor* dinter = ctx.Output(GradVarName("IntermediateOut"));
   Tensor* dy = ctx.Output(GradVarName("Y"));
-  T* __restrict dxp = dx ? dx->mutable_data<T>() : nullptr;
-  T* __restrict dip = dinter ? dinter->mutable_data<T>() : nullptr;
-  T* __restrict dyp = dy ? dy->mutable_data<T>() : nullptr;
+  T* dxp = dx ? dx->mutable_data<T>() : nullptr;
+  T* dip = dinter ? dinter->mutable_data<T>() : nullptr;
+  T* dyp = dy ? dy->mutable_data<T>() : nullptr;
   if (dyp != nullptr && !b.same) std::fill(dyp, dyp + b.n, T(0));
   ForEachBroadcast(b, [&](int64_t e, int64_t j) {
     const T dv = Derive(act, op[e], gp[e]);  // d add's output = d X = d Y (before reduction)

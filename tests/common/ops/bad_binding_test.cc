@@ -115,6 +115,8 @@ TEST(PreparedBlockTest, OpsThatCannotRunInPlaceRefuseIt) {
       {MakeOp("transpose2", {{"X", {"x"}}}, {{"Out", {"x"}}}, {{"axis", std::vector<int32_t>{1, 0}}}),
        "transpose2: output Out ('x') is also input X"},
       {MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"y"}}}), "mul: output Out ('y') is also input Y"},
+      {MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"y"}}}, {{"Output", {"x"}}}),
+       "conv2d: output Output ('x') is also input Input"},
       {MakeOp("top_k", {{"X", {"x"}}}, {{"Out", {"x"}}, {"Indices", {"i"}}}, {{"k", int32_t{3}}}),
        "top_k: output Out ('x') is also input X"},
       {MakeOp("elementwise_mul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
@@ -144,6 +146,21 @@ TEST(PreparedBlockTest, OpsThatCannotRunInPlaceRefuseIt) {
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "g")), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "dy")), (std::vector<float>{4, 6}));
+}
+
+// A comparison may write its bool Out over its own X: each element is read
+// before its (narrower) result is written, whether or not the buffer moves.
+TEST(PreparedBlockTest, InPlaceComparisonWritesBoolsOverItsInput) {
+  Scope s;
+  SetTensor(&s, "x", MakeTensor<double>({5}, {-2, 0.5, 1, 3, -0.25}));
+  SetTensor(&s, "y", MakeTensor<double>({1}, {0.75}));
+  absl::Status st = RunOps({MakeOp("less_than", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"x"}}})}, &s);
+  ASSERT_TRUE(st.ok()) << st;
+  const Tensor& out = GetTensor(s, "x");
+  EXPECT_EQ(out.dtype(), DataType::kBool);
+  EXPECT_EQ(out.dims(), (DDim{5}));
+  const std::vector<bool> want = {true, true, false, false, true};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out.data<bool>()[i], want[i]) << i;
 }
 
 TEST(PreparedBlockTest, RequiredOutputGivenAsEmptyIsAnErrorAtCheckTime) {
