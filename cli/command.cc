@@ -142,8 +142,12 @@ std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<st
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   for (const auto& f : flags) {
-    if (const char* v = std::getenv(("FLAGS_" + f.name).c_str())) {
-      gflags::SetCommandLineOption(f.name.c_str(), v);
+    const char* v = std::getenv(("FLAGS_" + f.name).c_str());
+    if (v != nullptr && gflags::SetCommandLineOption(f.name.c_str(), v).empty()) {
+      // gflags says nothing of a value it refuses: the run would quietly keep the default.
+      std::cerr << "oar: error: FLAGS_" << f.name << "='" << v << "' in the environment is not a valid " << f.type
+                << " for --" << f.name << "\n";
+      std::exit(1);
     }
   }
   // argv[0] "oar", argv[1] the command: hand gflags "oar <flags...>".

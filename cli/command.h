@@ -37,7 +37,9 @@ void PrintCommandHelp(const Command& cmd);
 // Parses argv (argv[0] = "oar", argv[1] = command) with gflags after applying
 // FLAGS_* environment variables and accepting --dashed-names for
 // --underscored_names. Returns the positional arguments; `given` (if not
-// null) gets the names of the flags given on the command line.
+// null) gets the names of the flags given on the command line. A FLAGS_*
+// variable whose value does not parse ends the process with an error
+// naming it (gflags would keep the default without a word).
 std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given = nullptr);
 
 const Command* FindCommand(const std::string& name);

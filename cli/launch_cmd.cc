@@ -21,6 +21,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/free_ports.h"
@@ -34,6 +35,7 @@
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/nccl_collective.h"
+#include "trainer/places.h"
 
 DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR/trainer.<id>.steps");
 DEFINE_bool(metrics, false,
@@ -53,6 +55,8 @@ DECLARE_bool(async);
 DECLARE_bool(sync);
 DECLARE_string(mode);
 DECLARE_int32(cpu_num);  // run_cmd.cc
+DECLARE_int32(batch_size);  // train_cmd.cc
+DECLARE_string(data_feed);  // async_train_cmd.cc
 
 DECLARE_int32(rpc_shm_batch_wakeups);
 DECLARE_int32(rpc_shm_spin_us);
@@ -144,6 +148,20 @@ absl::Status Launch() {
   }
   const int trainers = FLAGS_trainers;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
+  if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
+  std::string batch_note;
+  if (FLAGS_data_feed.empty()) {  // the trainers split --batch_size between them (oar run)
+    if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
+    const int batch = std::max(1, FLAGS_batch_size / trainers);
+    OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(FLAGS_cpu_num, batch,
+                                            absl::StrCat("--cpu_num ", FLAGS_cpu_num, " (a trainer's batch is ", batch,
+                                                         ": --batch_size ", FLAGS_batch_size, " over ", trainers,
+                                                         " trainer(s))")));
+    if (batch * trainers != FLAGS_batch_size) {
+      batch_note = absl::StrFormat("--batch_size %d over %d trainers is %d each, %d a step", FLAGS_batch_size,
+                                   trainers, batch, batch * trainers);
+    }
+  }
   // --device gpu: trainer i on selected GPU i (round robin in pserver mode;
   // in nccl2 mode each needs a GPU of its own, as NCCL cannot put two ranks
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
@@ -251,6 +269,7 @@ absl::Status Launch() {
   }
 
   if (!binding.empty()) std::fprintf(stderr, "oar launch: %s\n", binding.c_str());
+  if (!batch_note.empty()) std::fprintf(stderr, "oar launch: %s\n", batch_note.c_str());
 
   const auto start = std::chrono::steady_clock::now();
   LaunchMonitor monitor(names, trainer_of, FLAGS_log_dir);

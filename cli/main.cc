@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   VLOG(1) << "OpenBLAS kernels: " << oar::BlasCoreName()
           << (std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
+  if (argc >= 2 && std::string(argv[1]) == "--version") {
+    std::cout << "oar " << OAR_VERSION << "\n";
+    return 0;
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     PrintUsage();
@@ -61,6 +65,17 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> given;
     std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv, &given);
+    // gflags' own help and version flags: answered, never a run that ignores them.
+    for (const std::string& g : given) {
+      if (g == "version") {
+        std::cout << "oar " << OAR_VERSION << "\n";
+        return 0;
+      }
+      if (g == "helpshort" || g == "helpxml" || g == "helpon" || g == "helpmatch" || g == "helppackage") {
+        oar::cli::PrintCommandHelp(cmd);
+        return 0;
+      }
+    }
     if (absl::Status s = oar::cli::CheckFlagsRead(cmd, given); !s.ok()) return oar::cli::Fail(std::string(s.message()));
     if (oar::cli::CommandReads(cmd, "data") && FLAGS_data != "fashion_mnist") {
       return oar::cli::Fail("--data '" + FLAGS_data + "': the dataset oar's commands train on is fashion_mnist (read from "

@@ -158,6 +158,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.trainers = env.trainers;
   options.trainer_id = env.trainer_id;
   options.trainer_endpoints = env.trainer_endpoints;
+  if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
   if (place.is_gpu()) {
     if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on one GPU");
     options.places = {place};
@@ -166,6 +167,13 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   } else if (FLAGS_cpu_num == 0) {
     OAR_ASSIGN_OR_RETURN(options.places, CpuPlacesFromEnv());
   }
+  // --batch_size is the global batch, as in `oar train`: each trainer takes
+  // its 1/trainers of it, so a sync job makes the single process's steps.
+  const int64_t batch = std::max<int64_t>(1, FLAGS_batch_size / env.trainers);
+  OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(options.places.size()), batch,
+                                          absl::StrCat(FLAGS_cpu_num == 0 ? "CPU_NUM" : "--cpu_num", " for trainer ",
+                                                       env.trainer_id, " (batch ", batch, " of --batch_size ",
+                                                       FLAGS_batch_size, " over ", env.trainers, " trainer(s))")));
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
@@ -173,14 +181,17 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     train.images = train.images.Slice(0, FLAGS_limit);
     train.labels = train.labels.Slice(0, FLAGS_limit);
   }
-  // --batch_size is the global batch, as in `oar train`: each trainer takes
-  // its 1/trainers of it, so a sync job makes the single process's steps.
-  const int64_t batch = std::max<int64_t>(1, FLAGS_batch_size / env.trainers);
   Batcher batches(train, batch, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id, env.trainers);
+  batches.set_min_batch(static_cast<int64_t>(rt->num_places()));  // a batch is split across them
   std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld, batch %lld, on %zu place(s), %s %s\n", env.trainer_id,
                env.trainers, static_cast<long long>(batches.size()), static_cast<long long>(train.size()),
                static_cast<long long>(batch), rt->num_places(), nccl2 ? "nccl2 with trainers" : "pservers",
                absl::StrJoin(nccl2 ? env.trainer_endpoints : env.pservers, ",").c_str());
+  if (batches.left_out() > 0) {
+    std::fprintf(stderr, "trainer %d: each epoch leaves out its last %lld example(s): fewer than the %zu places a "
+                 "batch is split across\n", env.trainer_id, static_cast<long long>(batches.left_out()),
+                 rt->num_places());
+  }
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   ProgramDesc notify;  // checkpoint_notify to every pserver, run by trainer 0
   if (env.trainer_id == 0 && !FLAGS_checkpoint_dir.empty() && FLAGS_checkpoint_every > 0) {
@@ -238,6 +249,13 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Done with the pservers: they stop waiting for this trainer.
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
+  if (steps == 0) {  // else its report would read as a result: "loss 0"
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer ", env.trainer_id, " made no training step: its share is ", batches.size(), " of ", train.size(),
+        " example(s) (1/", env.trainers, ")",
+        nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",
+        "; train on more examples (--limit) or with fewer trainers"));
+  }
   std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld",
                                        env.trainer_id, static_cast<long long>(examples), seconds, loss,
                                        static_cast<long long>(unused));

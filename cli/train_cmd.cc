@@ -33,6 +33,11 @@ DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the
 DEFINE_string(data, "fashion_mnist", "the dataset: fashion_mnist, read from --data_dir (MultiSlot files go through "
                                      "--data_feed and --files)");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
+DEFINE_validator(limit, [](const char*, int64_t v) {
+  if (v >= 0) return true;
+  std::fprintf(stderr, "--limit=%lld: give a number of examples, or 0 for all\n", static_cast<long long>(v));
+  return false;
+});
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
 DEFINE_int32(places, 1, "places to train on in parallel (ParallelExecutor): CPU places (0 reads CPU_NUM), or with "
@@ -41,6 +46,11 @@ DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwi
 DEFINE_string(constant_init, "", "fill every randomly initialized parameter with this value instead (to compare runs)");
 DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
 DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
+DEFINE_validator(max_steps, [](const char*, int64_t v) {
+  if (v >= 0) return true;
+  std::fprintf(stderr, "--max_steps=%lld: give a number of steps, or 0 for no cap\n", static_cast<long long>(v));
+  return false;
+});
 DECLARE_string(program);
 DEFINE_string(device, "cpu", "cpu, or gpu: train on GPUs (the first --places of --selected_gpus, or of every "
                              "visible GPU)");
@@ -96,6 +106,8 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
+  OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(places.size()), FLAGS_batch_size,
+                                          FLAGS_places == 0 ? "CPU_NUM" : absl::StrCat("--places ", FLAGS_places)));
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
   OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
@@ -133,6 +145,11 @@ absl::Status Train(Profiler* profiler) {
   }
   const auto& feeds = programs->vars.feeds;
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
+  batches.set_min_batch(static_cast<int64_t>(places.size()));  // a batch is split across them
+  if (batches.left_out() > 0) {
+    std::fprintf(stderr, "oar train: each epoch leaves out its last %lld example(s): fewer than the %zu places a "
+                 "batch is split across\n", static_cast<long long>(batches.left_out()), places.size());
+  }
   Tensor x, y;
   env.profiler = profiler;
   double total_seconds = 0, last_loss = 0;

@@ -38,6 +38,7 @@ bool Batcher::Next(Tensor* images, Tensor* labels) {
   const int64_t n = static_cast<int64_t>(order_.size());
   if (pos_ >= n) return false;
   const int64_t b = std::min(batch_size_, n - pos_);
+  if (b < min_batch_) return false;
   const int64_t width = data_.images.dims()[1];
   float* x = images->mutable_data<float>(DDim{b, width});
   int64_t* y = labels->mutable_data<int64_t>(DDim{b, 1});

@@ -1,5 +1,6 @@
 #include "common/rpc/rpc_common.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,11 @@
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");
+DEFINE_validator(rpc_deadline, [](const char*, int32_t v) {
+  if (v > 0) return true;
+  std::fprintf(stderr, "--rpc_deadline=%d: give a positive number of milliseconds\n", v);
+  return false;
+});
 DEFINE_bool(rpc_shm_lend_params, true,
             "a sync pserver keeps the parameters it serves in shared memory and lends it to the trainers it serves "
             "over shm; a Get's reply then says where the value lies and the trainer copies it from there (one copy "

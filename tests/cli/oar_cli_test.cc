@@ -162,6 +162,58 @@ TEST(OarCliTest, TrainsOnTwoPlaces) {
   EXPECT_NE(Oar("train --places -3").code, 0);
 }
 
+// 257 examples in batches of 128 end with a batch of one, which two places
+// cannot share: the epoch leaves it out and says so, rather than failing
+// after all its work.
+TEST(OarCliTest, TwoPlacesLeaveOutALastBatchTheyCannotShare) {
+  Result r = Oar("train --epochs 1 --limit 257 --places 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("leaves out its last 1 example(s): fewer than the 2 places"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256 examples"), std::string::npos) << r.out;
+}
+
+// More places than a batch has examples is refused before any place is
+// built (a million took the host's memory) and before data is read.
+TEST(OarCliTest, MorePlacesThanABatchHoldsIsRefusedAtOnce) {
+  Result t = Oar("train --places 1000000 --data_dir /nonexistent/dir");
+  EXPECT_EQ(t.code, 1) << t.out;
+  EXPECT_NE(t.out.find("--places 1000000 asks for 1000000 places, more than the 128 example(s)"), std::string::npos)
+      << t.out;
+  EXPECT_EQ(t.out.find("/nonexistent/dir"), std::string::npos) << t.out;
+  Result l = Oar("launch --trainers 2 --cpu_num 100000 --data_dir /nonexistent/dir");
+  EXPECT_EQ(l.code, 1) << l.out;
+  EXPECT_NE(l.out.find("--cpu_num 100000 (a trainer's batch is 64"), std::string::npos) << l.out;
+}
+
+// gflags' own --version and --help* flags answer and exit; before, they
+// were accepted and a whole training run followed. A FLAGS_ variable that
+// does not parse is an error, not the default.
+TEST(OarCliTest, VersionAndHelpFlagsNeverStartARun) {
+  for (const char* args : {"--version", "train --version --data_dir /nonexistent/dir",
+                           "launch --version --trainers 2 --data_dir /nonexistent/dir"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("oar ", 0), 0u) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  for (const char* args : {"train --helpshort --data_dir /nonexistent/dir", "train --helpon=train"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("usage: oar train"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("/nonexistent/dir"), std::string::npos) << args << ": " << r.out;
+  }
+  Result env = RunCommand("FLAGS_epochs=abc " + OarBinary() + " train --data_dir /nonexistent/dir");
+  EXPECT_EQ(env.code, 1) << env.out;
+  EXPECT_NE(env.out.find("FLAGS_epochs='abc' in the environment is not a valid int32 for --epochs"),
+            std::string::npos)
+      << env.out;
+  for (const char* args : {"train --limit -5", "train --max_steps -3", "launch --rpc_deadline -5"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("failed validation"), std::string::npos) << args << ": " << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace oar
 

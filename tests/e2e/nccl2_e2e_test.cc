@@ -74,6 +74,15 @@ TEST(Nccl2E2eTest, UnevenShardsEndTogetherAndSayWhatWasLeft) {
       << r.out;
 }
 
+// Two examples over three trainers: no trainer can take a step. That is an
+// error naming why, not "done" with a loss of 0.
+TEST(Nccl2E2eTest, AJobInWhichNoTrainerStepsIsAnError) {
+  Result r = Oar("launch --mode nccl2 --trainers 3 --model fashion_mlp --limit 2 --epochs 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("made no training step: its share is"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("last loss"), std::string::npos) << r.out;
+}
+
 // Trainers as separate `oar run` processes, each told its role by PADDLE_*.
 struct Trainers {
   std::vector<std::string> eps;

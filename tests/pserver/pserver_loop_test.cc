@@ -56,6 +56,7 @@ struct PserverThread {
     thread = std::thread([this, d] { result = exe.Run(d->pserver, &scope).status(); });
     endpoint = WaitForPortFile(port_file);
     EXPECT_FALSE(endpoint.empty()) << "the pserver never wrote " << port_file;
+    std::remove(port_file.c_str());  // read: leave nothing in the temp folder
   }
   absl::Status Join() {
     thread.join();
@@ -310,6 +311,7 @@ TEST_P(LrBlockTest, TheLrDecayBlockRunsOncePerStep) {
   absl::Status result;
   std::thread server([&] { result = exe.Run(d->pserver, &scope).status(); });
   const std::string ep = WaitForPortFile(port_file);
+  std::remove(port_file.c_str());
   ASSERT_FALSE(ep.empty());
   std::vector<std::thread> ts;
   for (int t = 0; t < trainers; ++t) ts.emplace_back([&, t] { RunTrainer(ep, t, trainers, sync, 4); });

@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/util/inproc_job.h"
+#include "tests/util/oar_process.h"
 
 namespace oar {
 namespace {
@@ -21,8 +22,9 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// Not there yet (the checkpoint makes it); removed when the binary exits.
 std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/oar_restart_" + name + "_" + std::to_string(::getpid());
+  const std::string dir = TempDir("restart_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -36,6 +36,7 @@ struct Process {
     EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
     endpoint = WaitForPortFile(port_file);
     EXPECT_FALSE(endpoint.empty());
+    std::remove(port_file.c_str());  // read: leave nothing in the temp folder
   }
   // Exit status, or -1 if it has not exited within `seconds`.
   int Wait(int seconds) {

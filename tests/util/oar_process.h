@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 
@@ -53,11 +54,22 @@ inline double ValueAfter(const std::string& out, const std::string& key) {
   return v;
 }
 
-// A fresh directory for one test, removed first if it exists.
+// A fresh directory for one test, removed first if it exists, and removed
+// again when the test binary exits normally (by this process only: a forked
+// child that exits leaves its parent's folders alone).
 inline std::string TempDir(const std::string& tag) {
+  static std::vector<std::filesystem::path> made;
+  static const pid_t owner = getpid();
+  static const bool cleanup = std::atexit([] {
+    if (getpid() != owner) return;
+    std::error_code ec;
+    for (const auto& d : made) std::filesystem::remove_all(d, ec);
+  }) == 0;
+  (void)cleanup;
   auto d = std::filesystem::temp_directory_path() / ("oar_" + tag + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  made.push_back(d);
   return d.string();
 }
 

@@ -85,6 +85,18 @@ TEST_F(IdxFileTest, LoadsASmallDatasetAndBatchesIt) {
   while (b.Next(&x, &y)) sizes.push_back(x.dims()[0]);
   EXPECT_EQ(sizes, (std::vector<int64_t>{2, 2, 1}));
   EXPECT_EQ(y.data<int64_t>()[0], 4);
+  EXPECT_EQ(b.num_batches(), 3);
+  EXPECT_EQ(b.left_out(), 0);
+
+  // Split across two places, the one-example tail is left out of the epoch.
+  b.set_min_batch(2);
+  b.Reset();
+  sizes.clear();
+  while (b.Next(&x, &y)) sizes.push_back(x.dims()[0]);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(b.num_batches(), 2);
+  EXPECT_EQ(b.left_out(), 1);
+  EXPECT_EQ(y.data<int64_t>()[1], 3);
 }
 
 TEST_F(IdxFileTest, RejectsLabelsOutsideTenClasses) {
