@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <iostream>
@@ -37,16 +38,20 @@ const std::vector<Command>& Commands() {
         "metrics_port", "metrics_host",
         "metrics_file", "metrics_linger_s", "profile", "profile_sorted_key", "profile_path"},
        RunTrain,
-       {{"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
+       {{"program", "a main program file (.pb) to train instead of --model (e.g. written by paddle.static)"},
+        {"startup", "its startup program file (.pb); required with --program"},
+        {"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
         {"loss_name", "with --program: the loss variable to fetch (also --loss)"},
         {"feed_names", "with --program: the image and label variables to feed, \"x,label\" (also --feed)"}}},
       {"deploy", "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
        "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] "
        "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
        "cli/deploy_cmd.cc", {"pservers", "trainers", "mode", "out", "model", "epochs"}, RunDeploy,
-       {{"pservers", "the number of pservers (pserver mode)"}, {"trainers", "the number of trainers"},
-        {"mode", "pserver or nccl2"}, {"out", "the directory the manifests go into (created if missing)"},
-        {"model", "the model every pod trains (passed to oar run)"}, {"epochs", "passes the trainers make"}}},
+       {{"pservers", "the number of pservers (pserver mode; default 1)"},
+        {"trainers", "the number of trainers (default 1)"}, {"mode", "pserver or nccl2 (default pserver)"},
+        {"out", "the directory the manifests go into (created if missing)"},
+        {"model", "the model every pod trains, passed to oar run (default fashion_mlp)"},
+        {"epochs", "passes the trainers make (default 2)"}}},
       {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
        "cli/export_cmd.cc", {"model", "optimizer", "lr", "seed", "batch_size"}, RunExport},
       {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",
@@ -67,7 +72,7 @@ const std::vector<Command>& Commands() {
         "metrics_linger_s", "profile", "profile_sorted_key", "profile_path", "device", "selected_gpus",
         "gpu_allow_tf32", "collective_transport"},
        RunRun,
-       {{"batch_size", "the global batch: each trainer takes batch_size / trainers"},
+       {{"batch_size", "the global batch (default 128): each trainer takes batch_size / trainers"},
         {"data_feed", "trainers train from MultiSlot files with AsyncExecutor threads (pserver mode; see async-train)"},
         {"files", "with --data_feed: the training files; trainer t takes file i when i % trainers == t"},
         {"test_files", "with --data_feed and a model: trainer 0 ends by predicting them (test_auc=, test_loss=)"}},
@@ -88,8 +93,11 @@ const std::vector<Command>& Commands() {
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
         {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},
+        {"trainers", "the number of trainers to start (default 1), in either mode"},
+        {"metrics_linger_s", "with --metrics: how long each process keeps serving its final metrics after its "
+                             "work ends, so a scrape sees the totals (default 0)"},
         {"mode", "pserver (pservers and trainers) or nccl2 (trainers that all-reduce among themselves)"},
-        {"batch_size", "the global batch: each trainer takes batch_size / trainers"},
+        {"batch_size", "the global batch (default 128): each trainer takes batch_size / trainers"},
         {"data_feed", "trainers train from MultiSlot files with AsyncExecutor threads (pserver mode; see async-train)"},
         {"files", "with --data_feed: the training files, shared among the trainers by index"},
         {"test_files", "with --data_feed and a model: trainer 0 ends by predicting them (test_auc=)"}},
@@ -103,7 +111,7 @@ const std::vector<Command>& Commands() {
       {"gen-ctr-data", "write MultiSlot CTR data from a planted logistic model (for ctr_dnn)",
        "oar gen-ctr-data --out DIR [--examples N] [--files K] [--seed S] [--batch_size B]", "cli/gen_ctr_data_cmd.cc",
        {"out", "files", "seed", "batch_size"}, RunGenCtrData,
-       {{"files", "files per split (default 4)"}, {"out", "the folder to write train/, test/ and data_feed.prototxt to"},
+       {{"files", "the number of files per split (default 4)"}, {"out", "the folder to write train/, test/ and data_feed.prototxt to"},
         {"batch_size", "the batch_size written into data_feed.prototxt (default 64)"},
         {"seed", "seed of the planted model and the examples"}}},
   };
@@ -122,10 +130,33 @@ void PrintCommandHelp(const Command& cmd) {
       std::cout << "\nflags:\n";
       header = true;
     }
+    // A flag with a meaning of its own here (--pservers: a count, not
+    // endpoints) has its own text, which gives its default.
     auto own = cmd.flag_help.find(f.name);
+    if (own != cmd.flag_help.end()) {
+      std::cout << "  --" << f.name << "\n      " << own->second << "\n";
+      continue;
+    }
     std::cout << "  --" << f.name << " (" << f.type << ", default "
-              << (f.default_value.empty() ? "\"\"" : f.default_value) << ")\n      "
-              << (own != cmd.flag_help.end() ? own->second : f.description) << "\n";
+              << (f.default_value.empty() ? "\"\"" : f.default_value) << ")\n      " << f.description << "\n";
+  }
+  // The flags of the libraries it runs (the RPC layer, the pserver, the
+  // trainer runtime): read too, so listed too.
+  header = false;
+  for (const auto& f : flags) {
+    if (absl::EndsWith(f.filename, cmd.flags_file) ||
+        std::find(cmd.shared_flags.begin(), cmd.shared_flags.end(), f.name) != cmd.shared_flags.end()) {
+      continue;
+    }
+    const bool from_dir = std::any_of(cmd.flag_dirs.begin(), cmd.flag_dirs.end(),
+                                      [&f](const std::string& d) { return f.filename.find(d) != std::string::npos; });
+    if (!from_dir) continue;
+    if (!header) {
+      std::cout << "\nflags of the RPC layer and the runtime:\n";
+      header = true;
+    }
+    std::cout << "  --" << f.name << " (" << f.type << ", default "
+              << (f.default_value.empty() ? "\"\"" : f.default_value) << ")\n      " << f.description << "\n";
   }
   std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
   if (CommandReads(cmd, "feed_names")) std::cout << "--feed and --loss stand for --feed_names and --loss_name.\n";
@@ -237,6 +268,8 @@ int RunWithoutArgs(const std::string& command, const std::vector<std::string>& a
 }
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return absl::InvalidArgumentError(path + " is a folder, not a file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError("cannot open " + path + ": " + std::strerror(errno));
   std::stringstream buf;

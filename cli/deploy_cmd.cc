@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/k8s_manifests.h"
+#include "cli/model_build.h"
+#include "examples/model_zoo.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 
@@ -46,6 +48,12 @@ absl::Status Deploy() {
   } else if (FlagGiven("pservers")) {
     return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
   }
+  // What every pod would refuse at its start, refused here instead.
+  if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
+  if (FindModel(FLAGS_model) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown model '", FLAGS_model, "' (available: ", ModelNames(), ")"));
+  }
+  OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   const std::string epochs = std::to_string(FLAGS_epochs);
   s.pserver_args = {"--model", FLAGS_model};
   s.trainer_args = {"--model", FLAGS_model, "--epochs", epochs};

@@ -291,6 +291,14 @@ absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& s)
   if (s.trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
   if (!nccl2 && s.pservers < 1) return absl::InvalidArgumentError("--pservers must be >= 1 in pserver mode");
   if (s.image.empty()) return absl::InvalidArgumentError("--image is required (the image whose entrypoint is oar run)");
+  if (s.image.find_first_of(" \t\n\"'") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--image '", s.image, "' holds a space or a quote; an image "
+                                                   "reference has none (registry/name:tag)"));
+  }
+  if (s.port < 0 || s.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port ", s.port, " is not a TCP port (1-65535, or 0 for ",
+                                                   nccl2 ? 6170 : 6174, ")"));
+  }
   const int port = s.port > 0 ? s.port : nccl2 ? 6170 : 6174;
   if (s.format == "plain") return nccl2 ? PlainNccl2(s, port) : PlainPserver(s, port);
   if (s.format == "paddle-operator") {

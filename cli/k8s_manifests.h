@@ -47,8 +47,9 @@ struct ManifestFile {
   std::string text;      // YAML, one document, a header comment first
 };
 
-// InvalidArgument naming the field for a size < 1, an empty image, a name
-// that is not a DNS label, or a format that does not run the mode
+// InvalidArgument naming the field for a size < 1, an empty image or one
+// with a space or quote, a port outside 0-65535, a name that is not a DNS
+// label, or a format that does not run the mode
 // (paddle-operator: pserver; kubeflow: nccl2).
 absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& spec);
 

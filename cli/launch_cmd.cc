@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/mode_flags.h"
 #include "cli/free_ports.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
@@ -167,6 +168,8 @@ absl::Status Launch() {
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  OAR_RETURN_IF_ERROR(
+      RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .gpu = place.is_gpu()}));
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());

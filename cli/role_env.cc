@@ -33,8 +33,13 @@ absl::StatusOr<int> ParseInt(const std::string& value, const std::string& what) 
   return v;
 }
 
+// "a:1, b:2" as the transpiler reads it: each item trimmed, empty ones dropped.
 std::vector<std::string> SplitList(const std::string& v) {
-  return absl::StrSplit(v, ',', absl::SkipWhitespace());
+  std::vector<std::string> items;
+  for (absl::string_view e : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+    items.emplace_back(absl::StripAsciiWhitespace(e));
+  }
+  return items;
 }
 
 }  // namespace

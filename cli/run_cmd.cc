@@ -33,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
+#include "cli/mode_flags.h"
 #include "cli/metrics_export.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
@@ -54,7 +55,8 @@
 DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
 DECLARE_string(device);  // train_cmd.cc
 DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
-DEFINE_bool(report, false, "print @oar progress/result lines on stdout (for oar launch)");
+DEFINE_bool(report, false, "print an @oar progress line per step on stdout instead of the progress bar (oar launch "
+                           "reads them); the closing @oar result line is printed either way");
 DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
 DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
@@ -273,9 +275,11 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
 absl::Status Run() {
   OAR_ASSIGN_OR_RETURN(RoleEnv env, RoleFromEnvAndFlags());
   if (FLAGS_dry_run) {
-    std::printf("role=%s trainer_id=%d trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n",
-                env.RoleName().c_str(), env.trainer_id, env.trainers, absl::StrJoin(env.pservers, ",").c_str(),
-                env.current_endpoint.c_str(), absl::StrJoin(env.trainer_endpoints, ",").c_str());
+    const bool trainer = env.role == RoleEnv::Role::kTrainer;
+    std::printf("role=%s%s trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n",
+                env.RoleName().c_str(), trainer ? absl::StrCat(" trainer_id=", env.trainer_id).c_str() : "",
+                env.trainers, absl::StrJoin(env.pservers, ",").c_str(), env.current_endpoint.c_str(),
+                absl::StrJoin(env.trainer_endpoints, ",").c_str());
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(auto metrics_export,
@@ -296,6 +300,7 @@ absl::Status Run() {
   if (from_files && FLAGS_device != "cpu") {
     return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
   }
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = from_files, .gpu = FLAGS_device == "gpu"}));
   TrainerIo io;
   if (env.role == RoleEnv::Role::kTrainer && !from_files) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));

@@ -1,7 +1,12 @@
 // `oar train`: trains an example model in this process on its dataset, with
 // a progress bar per epoch and a summary ending in `test_accuracy=...`; with
 // --program, a program file instead (train_program.cc).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -106,6 +111,23 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
+  for (const char* flag : {"reduce", "fuse_elewise_add_act_ops"}) {
+    if (places.size() == 1 && FlagGiven(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " shapes how several places train; with one place "
+                                                     "it does nothing: add --places N, or drop it"));
+    }
+  }
+  if (!FLAGS_device.empty() && FLAGS_device != "gpu" && FlagGiven("selected_gpus")) {
+    return absl::InvalidArgumentError("--selected_gpus goes with --device gpu");
+  }
+  if (!FLAGS_save.empty()) {  // a folder it cannot write is said now, not after the first epoch
+    std::error_code ec;
+    std::filesystem::create_directories(FLAGS_save, ec);
+    if (ec || ::access(FLAGS_save.c_str(), W_OK) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat("--save ", FLAGS_save, ": cannot write there (",
+                                                      ec ? ec.message() : std::strerror(errno), ")"));
+    }
+  }
   OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(places.size()), FLAGS_batch_size,
                                           FLAGS_places == 0 ? "CPU_NUM" : absl::StrCat("--places ", FLAGS_places)));
   OAR_ASSIGN_OR_RETURN(auto programs, BuildModelFromFlags());

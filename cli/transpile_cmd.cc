@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/transpile_cmd.h"
 #include "cli/command.h"
+#include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -109,6 +110,7 @@ absl::Status Transpile() {
   DistributeTranspiler t(config);
   const bool nccl2 = config.mode == "nccl2";
   if (nccl2 && FLAGS_trainer_endpoints.empty()) return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .gpu = true}));
   std::variant<int, std::string> trainers = FLAGS_trainers;
   if (nccl2) trainers = FLAGS_trainer_endpoints;
   OAR_RETURN_IF_ERROR(t.transpile(FLAGS_trainer_id, &main, FLAGS_pservers, trainers, config.sync_mode, &startup,

@@ -65,7 +65,7 @@ absl::Status CheckNames(const ProgramDesc& program, const DataFeedDesc& feed, co
 absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, const DataFeedDesc& feed,
                                                   const std::vector<std::string>& filelist, int thread_num,
                                                   const std::vector<std::string>& fetch, AsyncRunOptions options) {
-  if (thread_num < 1) return absl::InvalidArgumentError(absl::StrCat("thread_num is ", thread_num, "; it must be >= 1"));
+  if (thread_num < 1) return absl::InvalidArgumentError(absl::StrCat("thread_num (--threads) is ", thread_num, "; it must be >= 1"));
   if (filelist.empty()) return absl::InvalidArgumentError("AsyncExecutor: the file list is empty");
   OAR_RETURN_IF_ERROR(CheckNames(program, feed, fetch));
   const int threads = std::min<int>(thread_num, static_cast<int>(filelist.size()));

@@ -115,7 +115,7 @@ absl::Status RefusePickle(const std::string& path) {
     if (absl::EndsWith(prefix, ext)) prefix.resize(prefix.size() - std::strlen(ext));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--params ", path, " is paddle.static.save's pickled format (", prefix,
+      path, " is paddle.static.save's pickled format (", prefix,
       ".pdparams/.pdopt); oar reads save_persistables' files: convert them with "
       "`python3 scripts/pdparams_to_fluid.py ", prefix, " --out DIR` and pass --params DIR"));
 }
@@ -236,6 +236,9 @@ absl::Status save_checkpoint(Executor& exe, Scope* scope, const std::string& dir
 }
 
 absl::Status load_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program) {
+  if (!std::filesystem::is_directory(dirname)) {
+    return absl::NotFoundError(absl::StrCat(dirname, " is not a folder (a checkpoint is the folder --save wrote)"));
+  }
   std::ifstream in(JoinPath(dirname, kManifest));
   if (!in) {
     return absl::FailedPreconditionError(absl::StrCat(dirname, " is not a complete checkpoint (no ", kManifest,

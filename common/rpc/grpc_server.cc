@@ -4,7 +4,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
@@ -146,6 +152,38 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
   ReadGate gate_;
 };
 
+namespace {
+
+// Why gRPC could not listen on `endpoint` (it says only that it could not):
+// the error of a plain bind to the same address, or "" if that succeeds.
+std::string WhyNotBindable(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return "";
+  std::string host = endpoint.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), endpoint.substr(colon + 1).c_str(), &hints,
+                                 &found);
+      rc != 0) {
+    return gai_strerror(rc);
+  }
+  std::string why;
+  const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as gRPC binds
+    if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 1) != 0) why = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOptions& options, RpcHandler* handler) {
   OAR_RETURN_IF_ERROR(CheckEndpoint(options.endpoint));
   std::unique_ptr<GrpcServer> s(new GrpcServer());
@@ -170,8 +208,11 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
   builder.RegisterCallbackGenericService(s->impl_.get());
   s->impl_->server = builder.BuildAndStart();
   if (s->impl_->server == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint,
-                                               " (address in use, or not an address of this host?)"));
+    const std::string why = WhyNotBindable(options.endpoint);
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint, ": ",
+                                               why.empty() ? "gRPC refused it (see its log above)" : why,
+                                               why == std::strerror(EADDRINUSE) ? " (something else listens there)"
+                                                                                 : ""));
   }
   s->endpoint_ = absl::StrCat(options.endpoint.substr(0, options.endpoint.rfind(':')), ":", s->port_);
   s->impl_->endpoint = s->endpoint_;

@@ -110,6 +110,9 @@ TEST(OarCliTest, InspectRejectsMalformedFilesAndUnknownOps) {
   EXPECT_NE(unknown.out.find("block 0, op #0: unknown op type 'warp_drive'"), std::string::npos) << unknown.out;
 
   EXPECT_NE(Oar("inspect " + dir + "/absent.pb").code, 0);
+  Result folder = Oar("inspect " + dir);  // read as an empty file, it was "program has no blocks"
+  EXPECT_EQ(folder.code, 1) << folder.out;
+  EXPECT_NE(folder.out.find(dir + " is a folder, not a file"), std::string::npos) << folder.out;
   std::filesystem::remove_all(dir);
 }
 
@@ -131,6 +134,15 @@ TEST(OarCliTest, SaveWritesACheckpointThatResumeLoads) {
   Result c = Oar("train --model fashion_cnn --epochs 1 --limit 100 --resume " + dir);
   EXPECT_NE(c.code, 0);
   EXPECT_NE(c.out.find("--resume"), std::string::npos) << c.out;
+  // A --save folder that cannot be made is said before training, not after
+  // the first epoch; a --resume folder that is not there is said so.
+  Result d = Oar("train --epochs 1 --limit 1000 --save " + dir + "/fc_0.w_0/sub");
+  EXPECT_EQ(d.code, 1) << d.out;
+  EXPECT_NE(d.out.find("--save " + dir + "/fc_0.w_0/sub: cannot write there"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("epoch 1/1"), std::string::npos) << d.out;
+  Result e = Oar("train --epochs 1 --limit 100 --resume " + dir + "/absent");
+  EXPECT_EQ(e.code, 1) << e.out;
+  EXPECT_NE(e.out.find(dir + "/absent is not a folder"), std::string::npos) << e.out;
   std::filesystem::remove_all(dir);
 }
 
@@ -312,6 +324,30 @@ TEST(OarCliTest, ACommandRefusesAFlagItDoesNotRead) {
   Result nosync = Oar("train --nosync");  // --noX names flag X
   EXPECT_NE(nosync.out.find("does not read --sync"), std::string::npos) << nosync.out;
   EXPECT_EQ(Oar("launch --help").code, 0);
+}
+
+// A flag the command reads, but not in the mode the job runs in, is refused
+// too (before, each was silently ignored), before any process starts.
+TEST(OarCliTest, AFlagTheModeIgnoresIsRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"launch --mode nccl2 --trainers 2 --no_slice", "--no_slice places variables' blocks on pservers; --mode nccl2"},
+      {"launch --mode nccl2 --trainers 2 --split_method hash", "--split_method places variables' blocks"},
+      {"launch --trainers 2 --collective_transport shm", "--collective_transport is how nccl2 trainers all-reduce"},
+      {"launch --trainers 2 --threads 4", "--threads goes with --data_feed"},
+      {"launch --trainers 2 --test_files x", "--test_files goes with --data_feed"},
+      {"launch --trainers 2 --selected_gpus 0", "--selected_gpus goes with --device gpu"},
+      {"transpile --mode nccl2 --trainer_endpoints a:1,b:2 --current_endpoint a:1 --no_slice --out /tmp/x",
+       "--no_slice places variables' blocks on pservers"},
+      {"train --reduce", "--reduce shapes how several places train; with one place it does nothing"},
+      {"train --fuse_elewise_add_act_ops", "--fuse_elewise_add_act_ops shapes how several places train"},
+      {"train --selected_gpus 0", "--selected_gpus goes with --device gpu"},
+  };
+  for (const auto& [args, says] : cases) {
+    Result r = Oar(args + (args.rfind("transpile", 0) == 0 ? "" : " --data_dir /nonexistent/dir"));
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
 }
 
 }  // namespace

@@ -42,6 +42,19 @@ TEST(RoleEnvTest, ReadsATrainerAndAPserver) {
   EXPECT_EQ(ps->current_endpoint, "10.0.0.2:6174");
 }
 
+// A list written with spaces after its commas reads as the transpiler
+// reads it (before, the pserver did not find its own endpoint in it).
+TEST(RoleEnvTest, EndpointListsAreTrimmed) {
+  FakeEnv p{{{"PADDLE_TRAINING_ROLE", "PSERVER"},
+             {"PADDLE_TRAINERS_NUM", "2"},
+             {"PADDLE_PSERVER_ENDPOINTS", "127.0.0.1:36601, 127.0.0.1:36602 ,"},
+             {"PADDLE_CURRENT_ENDPOINT", "127.0.0.1:36602"}}};
+  auto ps = ResolveRole(p.Get(), {});
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->pservers, (std::vector<std::string>{"127.0.0.1:36601", "127.0.0.1:36602"}));
+  EXPECT_EQ(ps->current_endpoint, "127.0.0.1:36602");
+}
+
 TEST(RoleEnvTest, FlagsOverrideTheEnvironment) {
   FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "2"},
              {"PADDLE_PSERVER_ENDPOINTS", "a:1"}}};

@@ -144,7 +144,13 @@ def refusals(oar, tmp):
                        (["--format", "paddle-operator", "--mode", "nccl2", "--trainers", "2", "--image", "x"], "runs pserver mode"),
                        (["--trainers", "2"], "--image is required"),
                        (["--format", "helm", "--image", "x"], "--format 'helm'"),
-                       (["--name", "Bad_Name", "--image", "x"], "not a DNS label")):
+                       (["--name", "Bad_Name", "--image", "x"], "not a DNS label"),
+                       (["--port", "70000", "--image", "x"], "--port 70000 is not a TCP port"),
+                       (["--port", "-1", "--image", "x"], "--port -1 is not a TCP port"),
+                       (["--image", "a b"], "--image 'a b' holds a space"),
+                       (["--model", "nosuch", "--image", "x"], "unknown model 'nosuch'"),
+                       (["--model", "ctr_dnn", "--image", "x"], "trains from MultiSlot files"),
+                       (["--epochs", "0", "--image", "x"], "--epochs must be at least 1")):
         r = subprocess.run([oar, "deploy", "--out", os.path.join(tmp, "refused")] + args, capture_output=True, text=True)
         check(r.returncode != 0 and says in r.stderr, "oar deploy %s: expected an error saying %r, got %r"
               % (" ".join(args), says, r.stderr.strip()))

@@ -205,6 +205,21 @@ TEST(RpcTest, TlsWhenCertificatesAreGiven) {
             std::string::npos);
 }
 
+// A port another server holds: the error says so (gRPC says only that it
+// could not listen), and names the endpoint.
+TEST(RpcTest, AServerOnAPortInUseSaysWhy) {
+  MapHandler h;
+  ServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  auto first = GrpcServer::Start(o, &h);
+  ASSERT_TRUE(first.ok()) << first.status();
+  o.endpoint = (*first)->endpoint();
+  auto second = GrpcServer::Start(o, &h);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(),
+            "cannot listen on " + o.endpoint + ": Address already in use (something else listens there)");
+}
+
 // Regression: an unreadable --rpc_tls_ca silently fell back to the system's
 // root certificates; now every call fails naming the flag and the file.
 TEST(RpcTest, UnreadableTlsCaIsAnErrorNotAFallback) {

@@ -1,0 +1,31 @@
+#include "cli/mode_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "cli/command.h"
+
+namespace oar::cli {
+
+absl::Status RefuseFlagsTheModeIgnores(const JobMode& mode) {
+  struct Rule {
+    bool applies;
+    const char* flags[5];
+    const char* why;
+  };
+  const Rule rules[] = {
+      {mode.nccl2, {"no_slice", "split_method", "min_block_size", "runtime_split_send_recv", nullptr},
+       "places variables' blocks on pservers; --mode nccl2 has none"},
+      {!mode.nccl2, {"collective_transport", nullptr}, "is how nccl2 trainers all-reduce; use it with --mode nccl2"},
+      {!mode.data_feed, {"files", "threads", "test_files", "skip_bad_lines", "debug"},
+       "goes with --data_feed (trainers that read MultiSlot files)"},
+      {!mode.gpu, {"selected_gpus", "gpu_allow_tf32", nullptr}, "goes with --device gpu"},
+  };
+  for (const Rule& r : rules) {
+    if (!r.applies) continue;
+    for (const char* flag : r.flags) {
+      if (flag != nullptr && FlagGiven(flag)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", r.why));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oar::cli

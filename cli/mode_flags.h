@@ -1,0 +1,24 @@
+// Flags a job's mode never reads, refused rather than silently ignored:
+// the pserver slicing flags in nccl2 mode, --collective_transport in pserver
+// mode, the MultiSlot reader's flags without --data_feed, the GPU flags
+// without --device gpu. Each rule looks only at flags given on the command
+// line or as FLAGS_<name> (FlagGiven), so defaults never trip it.
+//
+// Thread-safety: reads gflags; call from main()'s thread.
+#pragma once
+
+#include "absl/status/status.h"
+
+namespace oar::cli {
+
+struct JobMode {
+  bool nccl2 = false;      // --mode nccl2
+  bool data_feed = false;  // trainers read MultiSlot files (--data_feed)
+  bool gpu = false;        // --device gpu
+};
+
+// InvalidArgument naming the first given flag that `mode` does not read
+// and what it goes with.
+absl::Status RefuseFlagsTheModeIgnores(const JobMode& mode);
+
+}  // namespace oar::cli
