@@ -123,6 +123,10 @@ absl::Status GenCtrData() {
     return absl::InvalidArgumentError(absl::StrCat("--files '", FLAGS_files, "' is not a positive count of files"));
   }
   if (FLAGS_examples < 1) return absl::InvalidArgumentError("--examples must be at least 1");
+  if (files > FLAGS_examples) {  // else most training files would be empty
+    return absl::InvalidArgumentError(absl::StrCat("--files ", files, " is more files than --examples ",
+                                                   FLAGS_examples, ": each file needs at least one example"));
+  }
   if (FeedBatch() < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   std::mt19937_64 rng(static_cast<uint64_t>(FLAGS_seed));
   const Planted model(rng);
@@ -132,8 +136,9 @@ absl::Status GenCtrData() {
   std::ofstream(FLAGS_out + "/data_feed.prototxt") << FeedDesc();
   int64_t positives = 0;
   for (const auto& [p, y] : test) positives += y;
-  std::printf("wrote %lld training and %lld test examples (%d file(s) each) and data_feed.prototxt to %s\n",
-              static_cast<long long>(FLAGS_examples), static_cast<long long>(test_n), files, FLAGS_out.c_str());
+  std::printf("wrote %lld training examples in %d file(s), %lld test examples in %lld, and data_feed.prototxt to %s\n",
+              static_cast<long long>(FLAGS_examples), files, static_cast<long long>(test_n),
+              static_cast<long long>(std::min<int64_t>(files, test_n)), FLAGS_out.c_str());
   std::printf("test click rate %.3f\nplanted_auc=%.4f\n", static_cast<double>(positives) / test_n, ExactAuc(test));
   return absl::OkStatus();
 }

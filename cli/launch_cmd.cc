@@ -322,7 +322,8 @@ absl::Status Launch() {
   monitor.Finish();
   if (!FLAGS_timeline.empty()) OAR_RETURN_IF_ERROR(MergeTimeline(names));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const LaunchShape shape{.nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode};
+  const LaunchShape shape{
+      .nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode, .data_feed = FlagGiven("data_feed")};
   PrintLaunchSummary(shape, monitor.Trainers(), monitor.FirstStepSeconds(), wall, names, metrics_files);
   return absl::OkStatus();
 }

@@ -50,7 +50,8 @@ std::map<std::string, double> ReadMetricsFile(const std::string& path) {
   return out;
 }
 
-std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, const std::vector<std::string>& files) {
+std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vector<std::string>& names,
+                                        const std::vector<std::string>& files) {
   std::vector<std::string> lines;
   for (size_t i = 0; i < names.size() && i < files.size(); ++i) {
     const auto m = ReadMetricsFile(files[i]);
@@ -62,10 +63,13 @@ std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, c
       continue;
     }
     const auto collective = m.find("oar_trainer_collective_seconds_total");
-    if (names[i].rfind("trainer", 0) == 0 && collective != m.end()) {  // nccl2
+    if (names[i].rfind("trainer", 0) == 0 && shape.nccl2) {
       lines.push_back(absl::StrFormat(
           "%s: %.2f s of steps, all-reduce across trainers %.2f s (on its own thread, overlapping compute)", who,
-          Sum(m, "oar_trainer_step_duration_seconds_sum"), collective->second));
+          Sum(m, "oar_trainer_step_duration_seconds_sum"), collective == m.end() ? 0.0 : collective->second));
+    } else if (names[i].rfind("trainer", 0) == 0 && shape.data_feed) {
+      lines.push_back(absl::StrFormat("%s: send %.2f s, receive %.2f s (its AsyncExecutor threads' RPC time)", who,
+                                      OpSeconds(m, "send"), OpSeconds(m, "recv") + OpSeconds(m, "prefetch")));
     } else if (names[i].rfind("trainer", 0) == 0) {
       const double step = Sum(m, "oar_trainer_step_duration_seconds_sum");
       const double send = OpSeconds(m, "send");
@@ -132,9 +136,11 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
               static_cast<long long>(examples), train_seconds, examples / std::max(train_seconds, 1e-9),
               std::thread::hardware_concurrency());
   std::printf("  last loss %.4f\n", loss);
-  for (const std::string& line : TimeSplitLines(names, metrics_files)) std::printf("  %s\n", line.c_str());
+  for (const std::string& line : TimeSplitLines(shape, names, metrics_files)) std::printf("  %s\n", line.c_str());
   std::printf("test_loss=%s\n", test_loss.c_str());
-  if (auc.empty()) {
+  if (auc.empty() && shape.data_feed) {
+    std::printf("test_auc=n/a (no --test_files)\n");
+  } else if (auc.empty()) {
     std::printf("test_accuracy=%s\n", accuracy.c_str());
   } else {
     std::printf("test_auc=%s\n", auc.c_str());

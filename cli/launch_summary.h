@@ -11,6 +11,7 @@
 //
 //   trainer 0: 1.23 s of steps = compute 0.80 s, send 0.10 s, barrier wait 0.25 s, receive 0.08 s
 //   trainer 0: 1.23 s of steps, all-reduce across trainers 0.40 s (on its own thread, overlapping compute)
+//   trainer 0: send 0.89 s, receive 0.34 s (its AsyncExecutor threads' RPC time)
 //   pserver 0: optimize 0.05 s, serving 0.60 s (handler threads' time)
 //
 // Thread-safety: plain functions.
@@ -28,6 +29,7 @@ struct LaunchShape {
   bool nccl2 = false;
   int pservers = 0, trainers = 0;
   const char* mode = "sync";  // sync, async or nccl2
+  bool data_feed = false;     // trainers read MultiSlot files (AsyncExecutor threads)
 };
 
 // Prints the job's summary to stdout from the trainers' reports, ending
@@ -44,7 +46,10 @@ std::map<std::string, double> ReadMetricsFile(const std::string& path);
 
 // One line per process, as above; `names` are the processes ("trainer.0",
 // "pserver.1") and `files` their metrics files, in the same order. A
-// process whose file is missing (it failed) gets "no metrics".
-std::vector<std::string> TimeSplitLines(const std::vector<std::string>& names, const std::vector<std::string>& files);
+// process whose file is missing (it failed) gets "no metrics". An nccl2
+// trainer alone (no all-reduce across trainers) shows 0 s of them; a
+// trainer of AsyncExecutor threads (no steps timed) its threads' RPC time.
+std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vector<std::string>& names,
+                                        const std::vector<std::string>& files);
 
 }  // namespace oar::cli

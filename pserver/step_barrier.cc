@@ -38,7 +38,8 @@ namespace {
 
 absl::Status FromAnEarlierRun(const char* what, int trainer_id) {
   return absl::FailedPreconditionError(
-      absl::StrCat(what, " from an earlier run of trainer ", trainer_id, ", which has restarted since"));
+      absl::StrCat(what, " from an earlier run of trainer ", trainer_id,
+                   ", which has restarted since (or two trainers run with PADDLE_TRAINER_ID=", trainer_id, ")"));
 }
 
 }  // namespace
