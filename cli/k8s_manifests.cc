@@ -183,11 +183,17 @@ std::vector<ManifestFile> PlainPserver(const DeploySpec& s, int port) {
                             ". publishNotReadyAddresses:\n# a pserver resolves its own name before it is ready.\n"),
                HeadlessService(s, svc, "pserver", port, "rpc")),
           File(s, "pserver-statefulset.yaml",
-               "# The parameter servers; each learns its endpoint from its stable pod name.\n", sts),
+               absl::StrCat("# The parameter servers; each learns its endpoint from its stable pod name.\n"
+                            "# They exit once every trainer has said COMPLETE, and a StatefulSet starts\n"
+                            "# its pods again (they would wait --rpc_deadline for trainers, then fail):\n"
+                            "# delete it when the trainer Job completes:\n"
+                            "#   kubectl wait --for=condition=complete --timeout=-1s job/", s.name, "-trainer && "
+                            "kubectl delete statefulset ", svc, "\n"),
+               sts),
           File(s, "trainer-job.yaml",
                "# The trainers: an Indexed Job whose completion index is the trainer id. A trainer\n"
                "# waits (bounded) for the pservers, trains its shard and says COMPLETE; then\n"
-               "# the pservers exit.\n",
+               "# the pservers exit (delete their StatefulSet then: see its file).\n",
                TrainerJob(s, s.name + "-trainer", "trainer", tr))};
 }
 
