@@ -1,0 +1,92 @@
+// What the `oar` binary refuses, answers or adjusts before it trains, run as
+// a user would: more places than a batch holds, a last batch too small to
+// split, gflags' own help and version flags, FLAGS_ variables that do not
+// parse, negative counts, and flags the job's mode never reads.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "gtest/gtest.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+// 257 examples in batches of 128 end with a batch of one, which two places
+// cannot share: the epoch leaves it out and says so, rather than failing
+// after all its work.
+TEST(OarCliTest, TwoPlacesLeaveOutALastBatchTheyCannotShare) {
+  Result r = Oar("train --epochs 1 --limit 257 --places 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("leaves out its last 1 example(s): fewer than the 2 places"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256 examples"), std::string::npos) << r.out;
+}
+
+// More places than a batch has examples is refused before any place is
+// built (a million took the host's memory) and before data is read.
+TEST(OarCliTest, MorePlacesThanABatchHoldsIsRefusedAtOnce) {
+  Result t = Oar("train --places 1000000 --data_dir /nonexistent/dir");
+  EXPECT_EQ(t.code, 1) << t.out;
+  EXPECT_NE(t.out.find("--places 1000000 asks for 1000000 places, more than the 128 example(s)"), std::string::npos)
+      << t.out;
+  EXPECT_EQ(t.out.find("/nonexistent/dir"), std::string::npos) << t.out;
+  Result l = Oar("launch --trainers 2 --cpu_num 100000 --data_dir /nonexistent/dir");
+  EXPECT_EQ(l.code, 1) << l.out;
+  EXPECT_NE(l.out.find("--cpu_num 100000 (a trainer's batch is 64"), std::string::npos) << l.out;
+}
+
+// gflags' own --version and --help* flags answer and exit; before, they
+// were accepted and a whole training run followed. A FLAGS_ variable that
+// does not parse is an error, not the default.
+TEST(OarCliTest, VersionAndHelpFlagsNeverStartARun) {
+  for (const char* args : {"--version", "train --version --data_dir /nonexistent/dir",
+                           "launch --version --trainers 2 --data_dir /nonexistent/dir"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("oar ", 0), 0u) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  for (const char* args : {"train --helpshort --data_dir /nonexistent/dir", "train --helpon=train"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("usage: oar train"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("/nonexistent/dir"), std::string::npos) << args << ": " << r.out;
+  }
+  Result env = RunCommand("FLAGS_epochs=abc " + OarBinary() + " train --data_dir /nonexistent/dir");
+  EXPECT_EQ(env.code, 1) << env.out;
+  EXPECT_NE(env.out.find("FLAGS_epochs='abc' in the environment is not a valid int32 for --epochs"),
+            std::string::npos)
+      << env.out;
+  for (const char* args : {"train --limit -5", "train --max_steps -3", "launch --rpc_deadline -5"}) {
+    Result r = Oar(args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("failed validation"), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+// A flag the command reads, but not in the mode the job runs in, is refused
+// too (before, each was silently ignored), before any process starts.
+TEST(OarCliTest, AFlagTheModeIgnoresIsRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"launch --mode nccl2 --trainers 2 --no_slice", "--no_slice places variables' blocks on pservers; --mode nccl2"},
+      {"launch --mode nccl2 --trainers 2 --split_method hash", "--split_method places variables' blocks"},
+      {"launch --trainers 2 --collective_transport shm", "--collective_transport is how nccl2 trainers all-reduce"},
+      {"launch --trainers 2 --threads 4", "--threads goes with --data_feed"},
+      {"launch --trainers 2 --test_files x", "--test_files goes with --data_feed"},
+      {"launch --trainers 2 --selected_gpus 0", "--selected_gpus goes with --device gpu"},
+      {"transpile --mode nccl2 --trainer_endpoints a:1,b:2 --current_endpoint a:1 --no_slice --out /tmp/x",
+       "--no_slice places variables' blocks on pservers"},
+      {"train --reduce", "--reduce shapes how several places train; with one place it does nothing"},
+      {"train --fuse_elewise_add_act_ops", "--fuse_elewise_add_act_ops shapes how several places train"},
+      {"train --selected_gpus 0", "--selected_gpus goes with --device gpu"},
+  };
+  for (const auto& [args, says] : cases) {
+    Result r = Oar(args + (args.rfind("transpile", 0) == 0 ? "" : " --data_dir /nonexistent/dir"));
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace oar
