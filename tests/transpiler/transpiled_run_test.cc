@@ -6,6 +6,8 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
@@ -135,43 +137,55 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
   FLAGS_rpc_deadline = 30000;
-  std::vector<std::string> eps;
-  for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
-  const std::string ep_list = absl::StrJoin(eps, ",");
-  // Every process transpiles the same model the same way.
-  std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(pservers), pserver_startup(pservers);
+  std::vector<TrainerResult> results;
   std::string loss;
   std::vector<std::string> param_names;
-  for (int t = 0; t < 2; ++t) {
-    MlpNet net(opt);
-    loss = net.loss.name();
-    param_names = net.params;
-    DistributeTranspiler tr(config);
-    ASSERT_TRUE(tr.transpile(t, &net.main, ep_list, 2, true, &net.startup).ok());  // the Program overload
-    trainer[t] = *tr.get_trainer_program(/*wait_port=*/false);
-    trainer_startup[t] = *tr.get_trainer_startup_program();
-    for (int p = 0; p < pservers && t == 0; ++p) {
-      auto pair = tr.get_pserver_programs(eps[p]);
-      ASSERT_TRUE(pair.ok()) << pair.status();
-      std::tie(pserver[p], pserver_startup[p]) = *pair;
+  std::vector<absl::Status> ps_status;
+  // A port FreeEndpoint found free can be taken by another test process
+  // before its pserver binds it: then, once the trainers' bounded wait for
+  // that pserver has ended, the job runs again on fresh ports.
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::string> eps;
+    for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
+    const std::string ep_list = absl::StrJoin(eps, ",");
+    // Every process transpiles the same model the same way.
+    std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(pservers), pserver_startup(pservers);
+    for (int t = 0; t < 2; ++t) {
+      MlpNet net(opt);
+      loss = net.loss.name();
+      param_names = net.params;
+      DistributeTranspiler tr(config);
+      ASSERT_TRUE(tr.transpile(t, &net.main, ep_list, 2, true, &net.startup).ok());  // the Program overload
+      trainer[t] = *tr.get_trainer_program(/*wait_port=*/false);
+      trainer_startup[t] = *tr.get_trainer_startup_program();
+      for (int p = 0; p < pservers && t == 0; ++p) {
+        auto pair = tr.get_pserver_programs(eps[p]);
+        ASSERT_TRUE(pair.ok()) << pair.status();
+        std::tie(pserver[p], pserver_startup[p]) = *pair;
+      }
     }
+    ps_status.assign(pservers, absl::OkStatus());
+    std::vector<std::thread> threads;
+    for (int p = 0; p < pservers; ++p) {
+      threads.emplace_back([&, p] {
+        Executor exe;
+        Scope scope;
+        auto s = exe.Run(pserver_startup[p], &scope);
+        ps_status[p] = s.ok() ? exe.Run(pserver[p], &scope).status() : s.status();
+      });
+    }
+    results.assign(2, TrainerResult{});
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back(
+          [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t], eps); });
+    }
+    for (auto& th : threads) th.join();
+    bool port_taken = false;
+    for (const absl::Status& st : ps_status) {
+      port_taken |= absl::IsUnavailable(st) && absl::StrContains(st.message(), "cannot listen");
+    }
+    if (!port_taken || attempt == 3) break;
   }
-  std::vector<absl::Status> ps_status(pservers);
-  std::vector<std::thread> threads;
-  for (int p = 0; p < pservers; ++p) {
-    threads.emplace_back([&, p] {
-      Executor exe;
-      Scope scope;
-      auto s = exe.Run(pserver_startup[p], &scope);
-      ps_status[p] = s.ok() ? exe.Run(pserver[p], &scope).status() : s.status();
-    });
-  }
-  std::vector<TrainerResult> results(2);
-  for (int t = 0; t < 2; ++t) {
-    threads.emplace_back(
-        [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t], eps); });
-  }
-  for (auto& th : threads) th.join();
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
   for (int t = 0; t < 2; ++t) ASSERT_TRUE(results[t].status.ok()) << "trainer " << t << ": " << results[t].status;
   EXPECT_EQ(results[0].initial, results[1].initial);  // both pulled the pservers' values
