@@ -156,8 +156,10 @@ TEST(LentRegionTest, AStableReplyReachesAShmClientAsAnOffsetInTheLentRegion) {
   EXPECT_EQ(lent, bytes);
 
   // The next value is read where it lies (no copy was kept anywhere).
-  server.handler.w.mutable_data<float>()[3] = -7.0f;
-  server.handler.copy.mutable_data<float>()[3] = -7.0f;
+  // Written in place: mutable_data would move a buffer the server's last
+  // reply may still share (its release races this line) out of the region.
+  const_cast<float*>(server.handler.w.data<float>())[3] = -7.0f;
+  const_cast<float*>(server.handler.copy.data<float>())[3] = -7.0f;
   std::tie(shm, lent) = GetOnce(server, TransportMode::kShm, "w");
   EXPECT_TRUE(Same(shm, server.handler.copy));
   EXPECT_EQ(lent, bytes);
