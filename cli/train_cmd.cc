@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "cli/command.h"
 #include "cli/metrics_export.h"
+#include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
 #include "cli/progress_bar.h"
@@ -117,9 +118,7 @@ absl::Status Train(Profiler* profiler) {
                                                      "it does nothing: add --places N, or drop it"));
     }
   }
-  if (!FLAGS_device.empty() && FLAGS_device != "gpu" && FlagGiven("selected_gpus")) {
-    return absl::InvalidArgumentError("--selected_gpus goes with --device gpu");
-  }
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.gpu = FLAGS_device == "gpu"}));  // --selected_gpus on a CPU
   if (!FLAGS_save.empty()) {  // a folder it cannot write is said now, not after the first epoch
     std::error_code ec;
     std::filesystem::create_directories(FLAGS_save, ec);
