@@ -12,7 +12,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "cli/role_env.h"
 #include "gflags/gflags.h"
 
@@ -160,54 +159,6 @@ void PrintCommandHelp(const Command& cmd) {
   }
   std::cout << "\nAny flag may also be set as an environment variable FLAGS_<name>.\n";
   if (CommandReads(cmd, "feed_names")) std::cout << "--feed and --loss stand for --feed_names and --loss_name.\n";
-}
-
-// Other names of flags: --feed and --loss, as Paddle users write them for
-// `oar train --program`; each stands for the flag it maps to everywhere.
-static const std::map<std::string, std::string>& FlagAliases() {
-  static const auto* aliases = new std::map<std::string, std::string>{{"feed", "feed_names"}, {"loss", "loss_name"}};
-  return *aliases;
-}
-
-std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given) {
-  std::vector<gflags::CommandLineFlagInfo> flags;
-  gflags::GetAllFlags(&flags);
-  for (const auto& f : flags) {
-    const char* v = std::getenv(("FLAGS_" + f.name).c_str());
-    if (v != nullptr && gflags::SetCommandLineOption(f.name.c_str(), v).empty()) {
-      // gflags says nothing of a value it refuses: the run would quietly keep the default.
-      std::cerr << "oar: error: FLAGS_" << f.name << "='" << v << "' in the environment is not a valid " << f.type
-                << " for --" << f.name << "\n";
-      std::exit(1);
-    }
-  }
-  // argv[0] "oar", argv[1] the command: hand gflags "oar <flags...>".
-  std::vector<std::string> storage;
-  storage.push_back(argv[0]);
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (absl::StartsWith(a, "--") && a.size() > 2) {
-      size_t eq = a.find('=');
-      std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      std::string rest = eq == std::string::npos ? "" : a.substr(eq);
-      name = absl::StrReplaceAll(name, {{"-", "_"}});
-      if (auto alias = FlagAliases().find(name); alias != FlagAliases().end()) name = alias->second;
-      a = "--" + name + rest;
-      gflags::CommandLineFlagInfo info;
-      if (given != nullptr) {  // --nosync names the flag sync
-        given->push_back(!gflags::GetCommandLineFlagInfo(name.c_str(), &info) && absl::StartsWith(name, "no")
-                             ? name.substr(2)
-                             : name);
-      }
-    }
-    storage.push_back(a);
-  }
-  std::vector<char*> ptrs;
-  for (auto& s : storage) ptrs.push_back(s.data());
-  int n = static_cast<int>(ptrs.size());
-  char** p = ptrs.data();
-  gflags::ParseCommandLineNonHelpFlags(&n, &p, /*remove_flags=*/true);
-  return std::vector<std::string>(p + 1, p + n);
 }
 
 const Command* FindCommand(const std::string& name) {

@@ -2,7 +2,7 @@
 // own cli/<name>_cmd.cc, defines its gflags there, and registers a Command.
 // `oar <cmd> --help` lists exactly the flags defined in that file (plus the
 // shared ones in command.cc). Flags may also come from the environment as
-// FLAGS_<name>=value (Fluid's habit); the command line wins.
+// FLAGS_<name>=value (Fluid's habit); the command line wins (cli/flag_parse.h).
 //
 // Thread-safety: used from main() only.
 #pragma once
@@ -24,23 +24,15 @@ struct Command {
   // Runs with the positional arguments left after flag parsing; returns the
   // process exit code.
   int (*run)(const std::vector<std::string>& args) = nullptr;
-  std::map<std::string, std::string> flag_help;  // what a shared flag means for this command, where it differs
+  std::map<std::string, std::string> flag_help = {};  // what a shared flag means for this command, where it differs
   // Source folders whose flags it also reads ("common/rpc/": the rpc flags).
-  std::vector<std::string> flag_dirs;
+  std::vector<std::string> flag_dirs = {};
 };
 
 const std::vector<Command>& Commands();
 
 // Prints "usage" plus the command's flags with their help and defaults.
 void PrintCommandHelp(const Command& cmd);
-
-// Parses argv (argv[0] = "oar", argv[1] = command) with gflags after applying
-// FLAGS_* environment variables and accepting --dashed-names for
-// --underscored_names. Returns the positional arguments; `given` (if not
-// null) gets the names of the flags given on the command line. A FLAGS_*
-// variable whose value does not parse ends the process with an error
-// naming it (gflags would keep the default without a word).
-std::vector<std::string> ParseCommandFlags(int argc, char** argv, std::vector<std::string>* given = nullptr);
 
 const Command* FindCommand(const std::string& name);
 // True when `cmd` reads flag `name`: defined in its file, shared with it,

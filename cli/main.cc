@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cli/command.h"
+#include "cli/flag_parse.h"
 #include "common/blas_core.h"
 #include "common/op_registry.h"
 #include "pserver/pserver_ops.h"
@@ -64,7 +65,9 @@ int main(int argc, char** argv) {
       }
     }
     std::vector<std::string> given;
-    std::vector<std::string> args = oar::cli::ParseCommandFlags(argc, argv, &given);
+    absl::StatusOr<std::vector<std::string>> parsed = oar::cli::ParseCommandFlags(cmd, argc, argv, &given);
+    if (!parsed.ok()) return oar::cli::Fail(std::string(parsed.status().message()));
+    const std::vector<std::string>& args = *parsed;
     // gflags' own help and version flags: answered, never a run that ignores them.
     for (const std::string& g : given) {
       if (g == "version") {
@@ -83,7 +86,11 @@ int main(int argc, char** argv) {
     }
     return cmd.run(args);
   }
-  std::cerr << "oar: error: unknown command '" << name << "'\n";
+  std::vector<std::string> names;
+  for (const auto& c : oar::cli::Commands()) names.push_back(c.name);
+  const std::string near = oar::cli::NearestName(name, names);
+  std::cerr << "oar: error: unknown command '" << name << "'" << (near.empty() ? "" : " (did you mean '" + near + "'?)")
+            << "\n";
   PrintUsage();
   return 2;
 }

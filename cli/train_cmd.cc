@@ -18,6 +18,7 @@
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
 #include "cli/progress_bar.h"
+#include "common/flag_refusal.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
@@ -41,8 +42,7 @@ DEFINE_string(data, "fashion_mnist", "the dataset: fashion_mnist, read from --da
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_validator(limit, [](const char*, int64_t v) {
   if (v >= 0) return true;
-  std::fprintf(stderr, "--limit=%lld: give a number of examples, or 0 for all\n", static_cast<long long>(v));
-  return false;
+  return oar::RefuseFlagValue("give a number of examples, or 0 for all");
 });
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
@@ -54,8 +54,7 @@ DEFINE_string(step_log, "", "append each step's loss to this file, one per line"
 DEFINE_int64(max_steps, 0, "stop after this many steps in all (0: run every epoch to the end)");
 DEFINE_validator(max_steps, [](const char*, int64_t v) {
   if (v >= 0) return true;
-  std::fprintf(stderr, "--max_steps=%lld: give a number of steps, or 0 for no cap\n", static_cast<long long>(v));
-  return false;
+  return oar::RefuseFlagValue("give a number of steps, or 0 for no cap");
 });
 DECLARE_string(program);
 DEFINE_string(device, "cpu", "cpu, or gpu: train on GPUs (the first --places of --selected_gpus, or of every "

@@ -1,6 +1,5 @@
 #include "common/rpc/rpc_common.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -9,13 +8,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flag_refusal.h"
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");
 DEFINE_validator(rpc_deadline, [](const char*, int32_t v) {
   if (v > 0) return true;
-  std::fprintf(stderr, "--rpc_deadline=%d: give a positive number of milliseconds\n", v);
-  return false;
+  return oar::RefuseFlagValue("give a positive number of milliseconds");
 });
 DEFINE_bool(rpc_shm_lend_params, true,
             "a sync pserver keeps the parameters it serves in shared memory and lends it to the trainers it serves "

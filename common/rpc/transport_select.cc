@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/rpc/stream/stream_server.h"
+#include "common/flag_refusal.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -16,8 +17,7 @@ DEFINE_string(rpc_transport, "auto",
               "gRPC; whatever both ends speak), grpc, tcp or shm; gRPC always carries control and serves Fluid");
 DEFINE_validator(rpc_transport, [](const char*, const std::string& v) {
   if (oar::rpc::ParseTransportMode(v).ok()) return true;
-  std::fprintf(stderr, "--rpc_transport=%s: choose auto, grpc, tcp or shm\n", v.c_str());
-  return false;
+  return oar::RefuseFlagValue("choose auto, grpc, tcp or shm");
 });
 
 namespace oar::rpc {

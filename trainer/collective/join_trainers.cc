@@ -1,9 +1,9 @@
 #include "trainer/collective/join_trainers.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/flag_refusal.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/nccl_collective.h"
 #include "trainer/collective/shm_collective.h"
@@ -15,8 +15,7 @@ DEFINE_string(collective_transport, "auto",
               "this host, else over the TCP ring), tcp (the ring), or shm (shared memory, else fail)");
 DEFINE_validator(collective_transport, [](const char*, const std::string& v) {
   if (v == "auto" || v == "tcp" || v == "shm") return true;
-  std::fprintf(stderr, "--collective_transport=%s: choose auto, tcp or shm\n", v.c_str());
-  return false;
+  return oar::RefuseFlagValue("choose auto, tcp or shm");
 });
 
 namespace oar {
