@@ -154,8 +154,9 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
 
 namespace {
 
-// Why gRPC could not listen on `endpoint` (it says only that it could not):
-// the error of a plain bind to the same address, or "" if that succeeds.
+// Why gRPC cannot listen on `endpoint` (it says only that it could not,
+// in a page of log): the error of a plain bind to the same address, or ""
+// if that succeeds.
 std::string WhyNotBindable(const std::string& endpoint) {
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string::npos) return "";
@@ -206,9 +207,14 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterCallbackGenericService(s->impl_.get());
-  s->impl_->server = builder.BuildAndStart();
+  // A plain bind first: where it fails, gRPC would fail too, after a page
+  // of its own log; the error alone says it in a line.
+  std::string why = WhyNotBindable(options.endpoint);
+  if (why.empty()) {
+    s->impl_->server = builder.BuildAndStart();
+    if (s->impl_->server == nullptr || s->port_ == 0) why = WhyNotBindable(options.endpoint);
+  }
   if (s->impl_->server == nullptr || s->port_ == 0) {
-    const std::string why = WhyNotBindable(options.endpoint);
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint, ": ",
                                                why.empty() ? "gRPC refused it (see its log above)" : why,
                                                why == std::strerror(EADDRINUSE) ? " (something else listens there)"

@@ -2,6 +2,10 @@
 // a user would: more places than a batch holds, a last batch too small to
 // split, gflags' own help and version flags, FLAGS_ variables that do not
 // parse, mistyped flags and values, and flags the job's mode never reads.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -91,6 +95,29 @@ TEST(OarCliTest, AFlagMistakeGetsOneLineThatSaysWhatToGive) {
   // gets as far as the data folder.
   Result ok = Oar("launch --nosync --trainers 2 --data_dir /nonexistent/dir");
   EXPECT_NE(ok.out.find("/nonexistent/dir"), std::string::npos) << ok.out;
+}
+
+// A pserver whose port something else holds says so in one line naming the
+// endpoint, without the page of gRPC log that came before it.
+TEST(OarCliTest, APserverOnAPortInUseSaysSoInOneLine) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string ep = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_PSERVER_ENDPOINTS=" + ep + " PADDLE_CURRENT_ENDPOINT=" +
+                        ep + " PADDLE_TRAINERS_NUM=1 " + OarBinary() + " run --limit 100");
+  close(fd);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot listen on " + ep + ": Address already in use (something else listens there)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("chttp2"), std::string::npos) << r.out;
 }
 
 // A flag the command reads, but not in the mode the job runs in, is refused
