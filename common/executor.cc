@@ -109,7 +109,8 @@ absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(
   }
   ProgramDesc with_io(program);
   AddFeedFetchOps(&with_io, feed_names, fetch_list);
-  auto prepared = Prepare(with_io, 0);
+  auto prepared = PreparedBlock::Create(with_io, 0, *registry_, place_, options_.env,
+                                       {.front = feed_names.size(), .back = fetch_list.size()});
   if (!prepared.ok()) {
     cache_.erase(key);
     return prepared.status();

@@ -14,7 +14,8 @@ namespace oar {
 namespace proto = paddle::framework::proto;
 
 absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
-    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place, const RunEnv* env) {
+    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place, const RunEnv* env,
+    OpsAdded added) {
   if (block_id < 0 || block_id >= static_cast<int>(program.NumBlocks())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
@@ -22,15 +23,27 @@ absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
   auto copy = std::make_unique<ProgramDesc>(program);
   std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place, &registry, env));
   BlockDesc* block = pb->program_->MutableBlock(block_id);
+  pb->added_ = added.front + added.back <= block->OpSize() ? added : OpsAdded{};
   for (size_t i = 0; i < block->OpSize(); ++i) {
     OpDesc* op = block->MutableOp(i);
-    std::string where = absl::StrCat("block ", block_id, ", op #", i);
     auto info = registry.Get(op->type);
-    if (!info.ok()) return Annotate(info.status(), where);
-    OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), where));
+    if (!info.ok()) return Annotate(info.status(), pb->Where(i));
+    OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), pb->Where(i)));
     pb->ops_.push_back(OpRuntime{op, *info, {}, {}, nullptr, DataType::kFloat32, place});
   }
   return pb;
+}
+
+std::string PreparedBlock::Where(size_t i) const {
+  const BlockDesc& blk = program_->Block(block_id_);
+  const OpDesc& op = blk.Op(i);
+  const std::string in_block = absl::StrCat("block ", block_id_, ", ");
+  const size_t own = blk.OpSize() - added_.front - added_.back;
+  if (i < added_.front || i >= added_.front + own) {
+    const std::vector<std::string>& var = op.type == "fetch" ? op.Input("X") : op.Output("Out");
+    return absl::StrCat(in_block, "the ", op.type, " of '", var.empty() ? "" : var[0], "'");
+  }
+  return absl::StrCat(in_block, "op #", i - added_.front);
 }
 
 namespace {
@@ -228,7 +241,7 @@ absl::Status PreparedBlock::RunOpAt(size_t i) {
   if (bound_scope_ == nullptr) {
     return absl::FailedPreconditionError("PreparedBlock::RunOpAt called before Bind");
   }
-  return Annotate(RunOp(ops_[i]), absl::StrCat("block ", block_id_, ", op #", i));
+  return Annotate(RunOp(ops_[i]), Where(i));
 }
 
 absl::Status PreparedBlock::Run() {
@@ -237,7 +250,7 @@ absl::Status PreparedBlock::Run() {
   }
   for (size_t i = 0; i < ops_.size(); ++i) {
     absl::Status s = RunOp(ops_[i]);
-    if (!s.ok()) return Annotate(s, absl::StrCat("block ", block_id_, ", op #", i));
+    if (!s.ok()) return Annotate(s, Where(i));
   }
   return absl::OkStatus();
 }

@@ -24,6 +24,14 @@
 
 namespace oar {
 
+// Ops a runner put before and after the program's own in the block it
+// prepares (the executors' feed and fetch ops), so errors number each of
+// the program's ops as the program (and `oar inspect`) does.
+struct OpsAdded {
+  size_t front = 0;
+  size_t back = 0;
+};
+
 class PreparedBlock : public BlockRunner {
  public:
   // Copies `program`, checks every op of block `block_id` against `registry`.
@@ -32,7 +40,7 @@ class PreparedBlock : public BlockRunner {
   // must outlive the block.
   static absl::StatusOr<std::unique_ptr<PreparedBlock>> Create(
       const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place,
-      const RunEnv* env = nullptr);
+      const RunEnv* env = nullptr, OpsAdded added = {});
 
   // Creates the block's variables — persistable ones in `scope`, the rest in
   // `local` (a descendant of `scope`, or `scope` itself) — and binds every op
@@ -86,6 +94,9 @@ class PreparedBlock : public BlockRunner {
   // RunOpBody, timed into env_->profiler when there is one.
   absl::Status RunOp(OpRuntime& op);
   absl::Status RunOpBody(OpRuntime& op);
+  // Where op `i` is, for its errors: "block 0, op #7" numbered as in the
+  // program, or "block 0, the feed of 'x'" for an op a runner added.
+  std::string Where(size_t i) const;
 
   std::unique_ptr<ProgramDesc> program_;
   int block_id_;
@@ -93,6 +104,7 @@ class PreparedBlock : public BlockRunner {
   const OpRegistry* registry_;
   const RunEnv* env_;
   std::vector<OpRuntime> ops_;
+  OpsAdded added_;
   Scope* bound_scope_ = nullptr;
   Scope* bound_local_ = nullptr;
   // A sub-block this block's ops run, prepared on first use; `mu` is held

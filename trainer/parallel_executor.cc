@@ -196,7 +196,8 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   auto c = std::make_unique<Compiled>();
   c->feed_names = feed_names;
   for (size_t p = 0; p < n; ++p) {
-    auto block = PreparedBlock::Create(with_io, 0, OpRegistry::Global(), places_[p], env_);
+    auto block = PreparedBlock::Create(with_io, 0, OpRegistry::Global(), places_[p], env_,
+                                       {.front = feed_names.size(), .back = fetch_list.size()});
     if (!block.ok()) {
       compiled_.erase(key);
       return block.status();

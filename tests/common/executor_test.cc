@@ -116,7 +116,7 @@ TEST(ExecutorTest, ShapeMismatchNamesOpAndSlot) {
   Executor exe;
   auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("block 0, op #1: mul"), std::string::npos) << out.status();
+  EXPECT_NE(out.status().message().find("block 0, op #0: mul"), std::string::npos) << out.status();
 }
 
 TEST(ExecutorTest, UnknownOpTypeIsNotFoundWithLocation) {
@@ -125,8 +125,22 @@ TEST(ExecutorTest, UnknownOpTypeIsNotFoundWithLocation) {
   Executor exe;
   auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(out.status().message().find("op #2"), std::string::npos) << out.status();  // after the feed op
+  // Numbered as in the program (and `oar inspect`), not counting the feed op
+  // the executor put before it.
+  EXPECT_NE(out.status().message().find("block 0, op #1: "), std::string::npos) << out.status();
   EXPECT_NE(out.status().message().find("'frobnicate'"), std::string::npos);
+}
+
+// An op the executor added is named by what it feeds or fetches: it has no
+// number in the program.
+TEST(ExecutorTest, AnErrorInAnAddedFetchNamesItsVariable) {
+  TinyNet net;
+  net.program.MutableBlock(0)->Var("never_written");
+  *net.scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({2, 1}, {1, 1});
+  Executor exe;
+  auto out = exe.Run(net.program, &net.scope, {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"never_written"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("block 0, the fetch of 'never_written'"), std::string::npos) << out.status();
 }
 
 TEST(ExecutorTest, AddFeedFetchOpsFollowsFluidLayout) {
