@@ -269,6 +269,9 @@ class ParameterServer : public rpc::RpcHandler {
   std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);  // restored: trainers yet to resync
   std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);  // their RESYNC's sequence number
   std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
+  // The latest refusal of a trainer that counted another number of trainers
+  // (HandleRequest), told with a barrier's timeout: the likely reason.
+  std::string count_refused_ ABSL_GUARDED_BY(state_mu_);
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints

@@ -31,6 +31,15 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
                                             rpc::Reply* reply) {
   const rpc::MessageHeader& h = request.header();
   const int64_t tid = h.trainer_id();
+  // First: a count that differs explains a trainer_id out of range too.
+  if (const int64_t trainers = h.meta.oar_trainers(); trainers != 0 && trainers != config_.fanin) {
+    absl::MutexLock l(&state_mu_);
+    count_refused_ = absl::StrCat("trainer ", tid, ", which counts ", trainers, " trainer(s) in the job, not ",
+                                  config_.fanin);
+    return absl::FailedPreconditionError(absl::StrCat(
+        Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ", trainers,
+        " in the job; start every trainer and pserver with the same PADDLE_TRAINERS_NUM"));
+  }
   if (tid < 0 || tid >= config_.fanin) {
     return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
                                                    " is not in [0, ", config_.fanin, ") (Fanin)"));

@@ -18,7 +18,10 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
     transport = rt->own_transport_.get();
   }
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));
-  rt->client_ = std::make_unique<rpc::RpcClient>(transport);
+  // Pserver mode: each message says the job's trainer count, which every
+  // pserver checks against its Fanin.
+  rt->client_ = std::make_unique<rpc::RpcClient>(
+      transport, rpc::ClientOptions{.trainers = rt->options_.nccl2 ? 0 : rt->options_.trainers});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with

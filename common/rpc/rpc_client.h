@@ -74,6 +74,10 @@ class RpcCall {
 struct ClientOptions {
   int deadline_ms = 0;   // 0: FLAGS_rpc_deadline
   int retry_times = -1;  // -1: FLAGS_rpc_retry_times
+  // The trainers of the job as this client's trainer counts them, said in
+  // every message (VariableMessage.oar_trainers) so a pserver started with
+  // another count refuses at once; 0: not said.
+  int64_t trainers = 0;
 };
 
 class RpcClient {

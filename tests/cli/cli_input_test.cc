@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -118,6 +119,24 @@ TEST(OarCliTest, APserverOnAPortInUseSaysSoInOneLine) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("chttp2"), std::string::npos) << r.out;
+}
+
+// A trainer started with another PADDLE_TRAINERS_NUM than its pserver ends
+// at its first message with an error naming both counts (before, it waited
+// out the deadline at the barrier, or trained on a different split).
+TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
+  const std::string ep = FreeEndpoint();
+  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
+  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
+  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common +
+                        "PADDLE_TRAINERS_NUM=2 timeout 60 " + run + " >/dev/null 2>&1 & " +
+                        "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0 PADDLE_TRAINERS_NUM=1" + common +
+                        "timeout 60 " + run + " 2>&1; rc=$?; wait; exit $rc");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("pserver " + ep + " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1 in the job; "
+                       "start every trainer and pserver with the same PADDLE_TRAINERS_NUM"),
+            std::string::npos)
+      << r.out;
 }
 
 // A flag the command reads, but not in the mode the job runs in, is refused

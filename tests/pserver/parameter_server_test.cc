@@ -1,16 +1,19 @@
 // ParameterServer's answers to bad messages (each INVALID_ARGUMENT with the
-// reason, and the server keeps serving), checkpoint notify, and Stop.
+// reason, and the server keeps serving), to a trainer that counts another
+// number of trainers, checkpoint notify, and Stop.
 #include "pserver/parameter_server.h"
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/api/io.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
+#include "tests/pserver/running_server.h"
 
 namespace oar {
 namespace {
@@ -83,6 +86,51 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(got.Get<Tensor>().dims(), (DDim{4, 1}));
   EXPECT_EQ(c.AsyncGetVar(s.ep, "nope", &got, 0)->Wait().code(), absl::StatusCode::kNotFound);
+}
+
+// A trainer that counts another number of trainers than the pserver's
+// Fanin is refused at its first message, naming both counts, before the
+// trainer_id check (trainer 2 of 3 is out of range only because of the
+// count); a trainer that agrees, or a Fluid client that says no count, is
+// served.
+TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
+  Server s;
+  const std::string wg = "fc_0.w_0@GRAD";
+  const Variable grad = Dense(DataType::kFloat32, {4, 1});
+  for (const auto& [trainers, tid] : {std::pair<int64_t, int>{3, 2}, {1, 0}}) {
+    rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = trainers});
+    absl::Status st = c.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = tid})->Wait();
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+    EXPECT_NE(st.message().find(absl::StrCat("pserver ", s.ep, " serves 2 trainer(s) (its Fanin) but trainer ", tid,
+                                             " counts ", trainers, " in the job; start every trainer and pserver "
+                                             "with the same PADDLE_TRAINERS_NUM")),
+              std::string::npos)
+        << st;
+    Variable got;
+    EXPECT_EQ(c.AsyncGetVar(s.ep, "fc_0.w_0", &got, tid, /*no_barrier=*/true)->Wait().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  for (const auto& [trainers, tid] : {std::pair<int64_t, int>{2, 0}, {0, 1}}) {
+    rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = trainers});
+    absl::Status st = c.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = tid})->Wait();
+    EXPECT_TRUE(st.ok()) << trainers << ": " << st;
+  }
+}
+
+// The pserver's own error, when its barrier times out, says which trainer it
+// refused for its count: the likely reason the others never arrived.
+TEST(ParameterServerTest, ABarrierTimeoutNamesTheTrainerRefusedForItsCount) {
+  RunningServer s("grpc", /*timeout_ms=*/300);
+  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = 1});
+  const Variable grad = Dense(DataType::kFloat32, {4, 1});
+  EXPECT_EQ(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &grad, {.trainer_id = 0})->Wait().code(),
+            absl::StatusCode::kFailedPrecondition);
+  s.Join();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s.result)) << s.result;
+  EXPECT_NE(s.result.message().find("; it refused trainer 0, which counts 1 trainer(s) in the job, not 2 (check "
+                                    "PADDLE_TRAINERS_NUM everywhere)"),
+            std::string::npos)
+      << s.result;
 }
 
 // Regression: a Get could name any variable, a gradient included, and read

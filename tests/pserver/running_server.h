@@ -45,9 +45,12 @@ struct RunningServer {
     ep = *bound;
     loop = std::thread([this] { result = ps->Run(); });
   }
+  // Waits for the loop to end by itself (a barrier's timeout, every
+  // trainer's COMPLETE); `result` then holds what Run returned.
+  void Join() { loop.join(); }
   ~RunningServer() {
     ps->Stop();
-    loop.join();
+    if (loop.joinable()) loop.join();
   }
 };
 
