@@ -207,8 +207,8 @@ absl::Status Train(Profiler* profiler) {
   }
   env.profiler = nullptr;  // the profile covers the training steps
   OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(exe, *programs, &scope, test, 500));
-  std::printf("trained %s: %d epochs, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
-              FLAGS_model.c_str(), FLAGS_epochs, static_cast<long long>(total_examples),
+  std::printf("trained %s: %d epoch%s, %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
+              FLAGS_model.c_str(), FLAGS_epochs, FLAGS_epochs == 1 ? "" : "s", static_cast<long long>(total_examples),
               total_seconds, total_examples / std::max(total_seconds, 1e-9), last_loss);
   std::printf("test_loss=%.4f\n", eval.loss);
   std::printf("test_accuracy=%.4f\n", eval.accuracy);
