@@ -15,7 +15,7 @@
 #include "gflags/gflags.h"
 
 DEFINE_string(image, "", "the container image; its entrypoint is `oar run` (deploy/Dockerfile)");
-DEFINE_string(format, "plain", "plain (Service, StatefulSet, Indexed Job), paddle-operator (PaddleFlow's PaddleJob, "
+DEFINE_string(format, "plain", "plain (a headless Service and Indexed Jobs), paddle-operator (PaddleFlow's PaddleJob, "
                                "pserver mode) or kubeflow (the training-operator's PaddleJob, nccl2 mode)");
 DEFINE_string(name, "oar", "the job's name: the prefix of every resource (a DNS label)");
 DEFINE_int32(port, 0, "the port pservers (pserver mode) or trainers (nccl2) listen on; 0: 6174 or 6170");

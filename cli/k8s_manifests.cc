@@ -123,16 +123,21 @@ YAML::Node HeadlessService(const DeploySpec& s, const std::string& name, const s
   return d;
 }
 
-// An Indexed Job of `trainers` pods: the completion index is the trainer id.
-YAML::Node TrainerJob(const DeploySpec& s, const std::string& name, const std::string& role, YAML::Node container) {
+// An Indexed Job of `pods` pods that run once each (no restart, no retry:
+// a failed pod fails the job, as a failed process fails `oar launch`); a
+// pod's completion index is its trainer id or pserver index. With a
+// `subdomain` (a headless Service's name) pod i is <name>-i.<subdomain>.
+YAML::Node IndexedJob(const DeploySpec& s, const std::string& name, const std::string& role, int pods,
+                      YAML::Node container, const std::string& subdomain = "") {
   YAML::Node d = Resource("batch/v1", "Job", name, Labels(s, role));
   d["spec"]["completionMode"] = "Indexed";
-  d["spec"]["completions"] = s.trainers;
-  d["spec"]["parallelism"] = s.trainers;
+  d["spec"]["completions"] = pods;
+  d["spec"]["parallelism"] = pods;
   d["spec"]["backoffLimit"] = 0;
   d["spec"]["template"]["metadata"]["labels"] = Labels(s, role);
   d["spec"]["template"]["spec"]["restartPolicy"] = "Never";
   d["spec"]["template"]["spec"]["containers"].push_back(container);
+  if (!subdomain.empty()) d["spec"]["template"]["spec"]["subdomain"] = subdomain;
   return d;
 }
 
@@ -156,21 +161,14 @@ std::vector<ManifestFile> PlainPserver(const DeploySpec& s, int port) {
   const std::string eps = Endpoints(svc + "-", "." + svc, s.pservers, port);
   YAML::Node ps = Container(s, "pserver", s.pserver_args);
   ps["ports"].push_back(Port(port, "rpc"));
-  ps["env"].push_back(EnvFromField("POD_NAME", "metadata.name"));
+  ps["env"].push_back(EnvFromField("JOB_COMPLETION_INDEX", kIndexField));
   ps["env"].push_back(Env("PADDLE_TRAINING_ROLE", "PSERVER"));
   ps["env"].push_back(Env("PADDLE_TRAINERS_NUM", std::to_string(s.trainers)));
   ps["env"].push_back(Env("PADDLE_PSERVER_ENDPOINTS", eps));
-  ps["env"].push_back(Env("PADDLE_CURRENT_ENDPOINT", absl::StrCat("$(POD_NAME).", svc, ":", port)));
+  ps["env"].push_back(Env("PADDLE_CURRENT_ENDPOINT", absl::StrCat(svc, "-$(JOB_COMPLETION_INDEX).", svc, ":", port)));
   ps["readinessProbe"]["tcpSocket"]["port"] = port;
   ps["readinessProbe"]["periodSeconds"] = 2;
   ps["resources"] = Resources("1", "1Gi", "2Gi");
-  YAML::Node sts = Resource("apps/v1", "StatefulSet", svc, Labels(s, "pserver"));
-  sts["spec"]["serviceName"] = svc;
-  sts["spec"]["replicas"] = s.pservers;
-  sts["spec"]["podManagementPolicy"] = "Parallel";
-  sts["spec"]["selector"]["matchLabels"] = Labels(s, "pserver");
-  sts["spec"]["template"]["metadata"]["labels"] = Labels(s, "pserver");
-  sts["spec"]["template"]["spec"]["containers"].push_back(ps);
 
   YAML::Node tr = Container(s, "trainer", s.trainer_args);
   tr["env"].push_back(Env("PADDLE_TRAINING_ROLE", "TRAINER"));
@@ -182,19 +180,16 @@ std::vector<ManifestFile> PlainPserver(const DeploySpec& s, int port) {
                absl::StrCat("# Stable DNS names for the pservers: ", svc, "-<i>.", svc, ":", port,
                             ". publishNotReadyAddresses:\n# a pserver resolves its own name before it is ready.\n"),
                HeadlessService(s, svc, "pserver", port, "rpc")),
-          File(s, "pserver-statefulset.yaml",
-               absl::StrCat("# The parameter servers; each learns its endpoint from its stable pod name.\n"
-                            "# They exit once every trainer has said COMPLETE, and a StatefulSet starts\n"
-                            "# its pods again (they would wait --rpc_deadline for trainers, then fail):\n"
-                            "# delete it when the trainer Job completes:\n"
-                            "#   kubectl wait --for=condition=complete --timeout=-1s job/", s.name, "-trainer && "
-                            "kubectl delete statefulset ", svc, "\n"),
-               sts),
+          File(s, "pserver-job.yaml",
+               "# The parameter servers: an Indexed Job in the Service's subdomain, so pserver i\n"
+               "# has a stable name; its completion index gives its endpoint. Each exits 0 once\n"
+               "# every trainer has said COMPLETE, and the Job completes with them.\n",
+               IndexedJob(s, svc, "pserver", s.pservers, ps, svc)),
           File(s, "trainer-job.yaml",
                "# The trainers: an Indexed Job whose completion index is the trainer id. A trainer\n"
-               "# waits (bounded) for the pservers, trains its shard and says COMPLETE; then\n"
-               "# the pservers exit (delete their StatefulSet then: see its file).\n",
-               TrainerJob(s, s.name + "-trainer", "trainer", tr))};
+               "# waits (bounded) for the pservers, trains its shard and says COMPLETE; when\n"
+               "# all have, the pservers exit and both Jobs are complete.\n",
+               IndexedJob(s, s.name + "-trainer", "trainer", s.trainers, tr))};
 }
 
 std::vector<ManifestFile> PlainNccl2(const DeploySpec& s, int port) {
@@ -207,8 +202,7 @@ std::vector<ManifestFile> PlainNccl2(const DeploySpec& s, int port) {
   tr["env"].push_back(Env("PADDLE_TRAINER_ENDPOINTS", Endpoints(name + "-", "." + name, s.trainers, port)));
   tr["env"].push_back(Env("PADDLE_CURRENT_ENDPOINT", absl::StrCat(name, "-$(PADDLE_TRAINER_ID).", name, ":", port)));
   tr["resources"] = Resources("2", "2Gi", "4Gi");
-  YAML::Node job = TrainerJob(s, name, "nccl2-trainer", tr);
-  job["spec"]["template"]["spec"]["subdomain"] = name;
+  YAML::Node job = IndexedJob(s, name, "nccl2-trainer", s.trainers, tr, name);
   return {File(s, "trainer-service.yaml",
                absl::StrCat("# nccl2 mode: stable DNS names for the trainers, ", name, "-<i>.", name, ":", port,
                             ".\n"),

@@ -1,8 +1,9 @@
 // Kubernetes manifests for an Oar job, generated from one description so
 // that sizes, names and endpoints cannot disagree (`oar deploy`). Formats:
-//   plain            pserver mode: a headless Service + a StatefulSet of
-//                    pservers + an Indexed Job of trainers; nccl2 mode: a
-//                    headless Service + an Indexed Job of trainers
+//   plain            pserver mode: a headless Service + an Indexed Job of
+//                    pservers in its subdomain + an Indexed Job of
+//                    trainers; nccl2 mode: a headless Service + an Indexed
+//                    Job of trainers in its subdomain
 //   paddle-operator  PaddleFlow's PaddleJob (batch.paddlepaddle.org/v1) with
 //                    `ps` and `worker` replicas, pserver mode: the operator
 //                    gives each pod TRAINING_ROLE, PADDLE_TRAINER_ID, POD_IP,
@@ -43,7 +44,7 @@ struct DeploySpec {
 };
 
 struct ManifestFile {
-  std::string filename;  // "pserver-statefulset.yaml"
+  std::string filename;  // "pserver-job.yaml"
   std::string text;      // YAML, one document, a header comment first
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks deploy/: the Kubernetes manifests are well-formed and consistent
-(Service, StatefulSet and Job agree on names, labels, ports and counts), and
+(the Service and the pservers' and trainers' Jobs agree on names, labels,
+ports and counts), and
 the environment they give each pod is exactly what `oar run` reads: every
 role variable they set is one `oar run --help` lists, and `oar run --dry_run`
 given each pod's environment (after Kubernetes' own substitutions) resolves
@@ -40,7 +41,10 @@ def load(deploy, sub=""):
                 for key in ("apiVersion", "kind", "metadata"):
                     check(key in doc, "%s has no %s" % (where, key))
                 check("name" in doc.get("metadata", {}), "%s has no metadata.name" % where)
+                # Several Jobs: each by its role ("Job/pserver", "Job/trainer").
+                role = doc.get("metadata", {}).get("labels", {}).get("role", "")
                 docs[doc["kind"]] = doc
+                docs["%s/%s" % (doc["kind"], role)] = doc
     return docs
 
 
@@ -84,35 +88,39 @@ def main():
     ap.add_argument("--deploy", required=True)
     a = ap.parse_args()
     docs = load(a.deploy)
-    for kind in ("Service", "StatefulSet", "Job"):
+    for kind in ("Service", "Job/pserver", "Job/trainer"):
         check(kind in docs, "deploy/k8s has no %s" % kind)
     if problems:
         return report()
-    svc, sts, job = docs["Service"], docs["StatefulSet"], docs["Job"]
+    svc, ps_job, job = docs["Service"], docs["Job/pserver"], docs["Job/trainer"]
 
     # Names, labels and ports agree.
     check(svc["spec"].get("clusterIP") == "None", "the pserver Service must be headless (clusterIP: None)")
     check(svc["spec"].get("publishNotReadyAddresses") is True,
           "the pserver Service must publish not-ready addresses (a pserver resolves its own name before it is ready)")
-    check(sts["spec"]["serviceName"] == svc["metadata"]["name"], "StatefulSet.serviceName is not the Service")
-    labels = sts["spec"]["template"]["metadata"]["labels"]
-    for k, v in sts["spec"]["selector"]["matchLabels"].items():
-        check(labels.get(k) == v, "StatefulSet selector %s=%s does not match its pods" % (k, v))
+    ps_pod = ps_job["spec"]["template"]
+    check(ps_pod["spec"].get("subdomain") == svc["metadata"]["name"],
+          "the pserver pods' subdomain must be the Service (their DNS names)")
+    check(ps_job["metadata"]["name"] == svc["metadata"]["name"],
+          "the pserver Job must share the Service's name (pod i is <job>-i.<service>)")
+    labels = ps_pod["metadata"]["labels"]
     for k, v in svc["spec"]["selector"].items():
         check(labels.get(k) == v, "Service selector %s=%s does not match the pserver pods" % (k, v))
     port = svc["spec"]["ports"][0]["port"]
-    pc = container(sts)
+    pc = container(ps_job)
     check(any(p["containerPort"] == port for p in pc.get("ports", [])), "pserver container does not expose %d" % port)
     probe = pc.get("readinessProbe", {}).get("tcpSocket", {}).get("port")
     check(probe == port, "pserver readiness probe is not a TCP check of port %d" % port)
     tc = container(job)
     for c, who in ((pc, "pserver"), (tc, "trainer")):
         check("requests" in c.get("resources", {}), "%s container has no resource requests" % who)
-    check(job["spec"].get("completionMode") == "Indexed", "trainer Job must be Indexed (trainer id = completion index)")
-    check(job["spec"]["template"]["spec"].get("restartPolicy") == "Never", "trainer pods must not restart in place")
+    for j, who in ((ps_job, "pserver"), (job, "trainer")):
+        check(j["spec"].get("completionMode") == "Indexed", "%s Job must be Indexed (its index is the pod's id)" % who)
+        check(j["spec"]["template"]["spec"].get("restartPolicy") == "Never", "%s pods must not restart in place" % who)
+        check(j["spec"].get("parallelism") == j["spec"]["completions"],
+              "%s Job parallelism must equal completions (all run at once)" % who)
     trainers = job["spec"]["completions"]
-    check(job["spec"].get("parallelism") == trainers, "trainer Job parallelism must equal completions")
-    replicas = sts["spec"]["replicas"]
+    replicas = ps_job["spec"]["completions"]
 
     # Every role variable set is one `oar run` reads.
     help_text = subprocess.run([a.oar, "run", "--help"], capture_output=True, text=True).stdout
@@ -120,18 +128,19 @@ def main():
     if not check(m is not None, "`oar run --help` does not list the variables it reads"):
         return report()
     reads = set(v.strip() for v in m.group(1).split(","))
-    helpers = {"POD_NAME"}  # only used to build PADDLE_CURRENT_ENDPOINT
+    helpers = {"JOB_COMPLETION_INDEX"}  # only used to build PADDLE_CURRENT_ENDPOINT
     for c, who in ((pc, "pserver"), (tc, "trainer")):
         for e in c.get("env", []):
             check(e["name"] in reads or e["name"] in helpers,
                   "%s sets %s, which oar run does not read" % (who, e["name"]))
 
     # Each pod's environment makes `oar run` resolve the role it should.
-    expect_eps = ",".join("%s-%d.%s:%d" % (sts["metadata"]["name"], i, svc["metadata"]["name"], port)
+    expect_eps = ",".join("%s-%d.%s:%d" % (ps_job["metadata"]["name"], i, svc["metadata"]["name"], port)
                           for i in range(replicas))
     for i in range(replicas):
-        pod = "%s-%d" % (sts["metadata"]["name"], i)
-        got = dry_run(a.oar, pod_env(pc, pod, {}), pc.get("args", []))
+        pod = "%s-%d" % (ps_job["metadata"]["name"], i)  # its hostname; the pod's name has a suffix
+        ann = {"batch.kubernetes.io/job-completion-index": str(i)}
+        got = dry_run(a.oar, pod_env(pc, pod + "-abcde", ann), pc.get("args", []))
         if got:
             check(got["role"] == "PSERVER", "%s resolves role %s" % (pod, got["role"]))
             check(got["current_endpoint"] == "%s.%s:%d" % (pod, svc["metadata"]["name"], port),

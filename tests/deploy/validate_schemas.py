@@ -4,15 +4,15 @@ the API's own schemas, offline, with kubernetes-validate (pinned by
 scripts/install-python-tools.sh) for one pinned Kubernetes version, in
 strict mode (an unknown field is an error, so a misspelt key fails).
 
-- plain, pserver and nccl2 mode at several sizes: the Service, StatefulSet
-  and Job documents as they are;
+- plain, pserver and nccl2 mode at several sizes: the Service and Job
+  documents as they are;
 - paddle-operator and kubeflow: their PaddleJob is a custom resource with
   no schema in the API, so each replica's pod template is validated as the
   core `PodTemplate` it becomes (that is what the operators stamp pods from);
 - the committed deploy/k8s manifests;
 - and, so the check itself is known to bite, documents spoiled the ways a
   hand edit would (an env value that is a number, a misspelt field, a
-  replica count that is a string) must be refused.
+  pod count that is a string) must be refused.
 
 Run with the tools' interpreter:
   /opt/oar-py-tools/bin/python3 validate_schemas.py --oar build/cli/oar --source .
@@ -99,16 +99,17 @@ def spoiled_are_refused(oar, tmp):
     if not deploy(oar, out, "--pservers", "2", "--trainers", "2", "--image", "oar:1"):
         return
     docs = {doc["kind"]: doc for _, doc in docs_in(out)}
+    docs.update({"%s/%s" % (doc["kind"], doc["metadata"]["labels"]["role"]): doc for _, doc in docs_in(out)})
     bad = []
-    job = copy.deepcopy(docs["Job"])
+    job = copy.deepcopy(docs["Job/trainer"])
     job["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = 2
     bad.append(("an env value that is a number", job))
-    sts = copy.deepcopy(docs["StatefulSet"])
-    sts["spec"]["replica"] = sts["spec"].pop("replicas")
-    bad.append(("a misspelt field (replica)", sts))
-    sts = copy.deepcopy(docs["StatefulSet"])
-    sts["spec"]["replicas"] = "2"
-    bad.append(("replicas as a string", sts))
+    ps = copy.deepcopy(docs["Job/pserver"])
+    ps["spec"]["completion"] = ps["spec"].pop("completions")
+    bad.append(("a misspelt field (completion)", ps))
+    ps = copy.deepcopy(docs["Job/pserver"])
+    ps["spec"]["parallelism"] = "2"
+    bad.append(("parallelism as a string", ps))
     svc = copy.deepcopy(docs["Service"])
     svc["spec"]["ports"][0]["port"] = "rpc"
     bad.append(("a port that is a name", svc))
