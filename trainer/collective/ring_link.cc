@@ -15,8 +15,10 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 constexpr char kMagic[8] = {'O', 'A', 'R', 'R', 'I', 'N', 'G', '1'};
-// The acceptor's answer: this magic and then 1 (welcome) or 0 (refused).
-constexpr char kAckMagic[7] = {'O', 'A', 'R', 'A', 'C', 'K', '1'};
+// The acceptor's answer: this magic, a Verdict byte, and its ring size.
+constexpr char kAckMagic[7] = {'O', 'A', 'R', 'A', 'C', 'K', '2'};
+constexpr size_t kAckBytes = 7 + 1 + 4;
+enum Verdict : char { kOtherJob = 0, kWelcome = 1, kWrongRank = 2, kWrongSize = 3 };
 constexpr size_t kTokenBytes = 32;
 constexpr size_t kHandshakeBytes = 8 + kTokenBytes + 4 + 4;
 constexpr int kSocketBuffer = 4 << 20;
@@ -147,7 +149,8 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
   // Accept the predecessor: check its handshake, answer 1 (or 0 and go on
   // accepting: a stranger is not the end of the job).
   char theirs[kHandshakeBytes];
-  char verdict[8] = {}, ack[8] = {};
+  char verdict[kAckBytes] = {}, ack[kAckBytes] = {};
+  std::string refused;  // why this rank refused a peer, for its own timeout
   std::function<void()> accept = [&] {
     acceptor.async_accept(m.from_prev, [&](const boost::system::error_code& e) {
       if (e) return m.Fail(absl::UnavailableError(absl::StrCat("accepting ", link->Peer(prev), ": ", e.message())));
@@ -155,10 +158,26 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
         int32_t r = -1, size = -1;
         std::memcpy(&r, theirs + 8 + kTokenBytes, 4);
         std::memcpy(&size, theirs + 12 + kTokenBytes, 4);
-        const bool good = !e2 && std::memcmp(theirs, mine.data(), 8 + kTokenBytes) == 0 && r == prev && size == n;
+        const Verdict v = e2 || std::memcmp(theirs, mine.data(), 8 + kTokenBytes) != 0 ? kOtherJob
+                          : size != n                                                    ? kWrongSize
+                          : r != prev                                                    ? kWrongRank
+                                                                                         : kWelcome;
+        const bool good = v == kWelcome;
+        if (v == kWrongSize) {
+          refused = absl::StrCat("; it refused a rank ", r, " whose ring has ", size, " ranks, not ", n,
+                                 " (PADDLE_TRAINERS_NUM differs)");
+        } else if (v == kWrongRank) {
+          refused = absl::StrCat("; it refused a rank ", r, " where rank ", prev,
+                                 " belongs (PADDLE_TRAINER_ID or PADDLE_TRAINER_ENDPOINTS differ)");
+        } else if (v == kOtherJob) {
+          refused = "; it refused a connection from another job (its token differs)";
+        }
         std::memcpy(verdict, kAckMagic, 7);
-        verdict[7] = good ? 1 : 0;
-        asio::async_write(m.from_prev, asio::buffer(verdict, 8), [&, good](const boost::system::error_code&, size_t) {
+        verdict[7] = v;
+        const int32_t own_size = n;
+        std::memcpy(verdict + 8, &own_size, 4);
+        asio::async_write(m.from_prev, asio::buffer(verdict, kAckBytes),
+                          [&, good](const boost::system::error_code&, size_t) {
           if (good) {
             accepted = true;
             Tune(m.from_prev);
@@ -193,14 +212,23 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
       asio::async_write(m.to_next, asio::buffer(mine), [&](const boost::system::error_code& we, size_t) {
         if (we == asio::error::operation_aborted) return;
         if (we) return again();
-        asio::async_read(m.to_next, asio::buffer(ack, 8), [&](const boost::system::error_code& re, size_t) {
+        asio::async_read(m.to_next, asio::buffer(ack, kAckBytes), [&](const boost::system::error_code& re, size_t) {
           if (re == asio::error::operation_aborted) return;
           // Not our ring yet (the peer's port may still be its rendezvous
           // server): try again.
           if (re || std::memcmp(ack, kAckMagic, 7) != 0) return again();
-          if (ack[7] != 1) {
-            return m.Fail(absl::PermissionDeniedError(absl::StrCat(
-                link->Peer(next), " refused this rank: another job's token, rank or ring size")));
+          if (ack[7] != kWelcome) {
+            int32_t their_size = 0;
+            std::memcpy(&their_size, ack + 8, 4);
+            const std::string why =
+                ack[7] == kWrongSize
+                    ? absl::StrCat("its ring has ", their_size, " ranks, this one ", n,
+                                   "; start every trainer with the same PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ENDPOINTS")
+                : ack[7] == kWrongRank
+                    ? absl::StrCat("it expects another rank before it, not ", o.rank,
+                                   "; check PADDLE_TRAINER_ID and PADDLE_TRAINER_ENDPOINTS")
+                    : std::string("it belongs to another job (its token differs)");
+            return m.Fail(absl::PermissionDeniedError(absl::StrCat(link->Peer(next), " refused this rank: ", why)));
           }
           connected = true;
           Tune(m.to_next);
@@ -222,7 +250,7 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
           return absl::StrCat("rank ", o.rank, " could not form the ring within ", absl::FormatDuration(o.timeout),
                               ": ", connected ? "" : absl::StrCat(link->Peer(next), " never accepted"),
                               !connected && !accepted ? "; " : "",
-                              accepted ? "" : absl::StrCat(link->Peer(prev), " never connected"));
+                              accepted ? "" : absl::StrCat(link->Peer(prev), " never connected"), refused);
         },
         stop);
     stop();

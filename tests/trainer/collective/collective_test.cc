@@ -159,6 +159,29 @@ TEST(CollectiveTest, ARingRefusesAnotherJobsToken) {
   EXPECT_FALSE(s1.ok());
   EXPECT_TRUE(s0.message().find("refused") != std::string::npos || s1.message().find("refused") != std::string::npos)
       << s0 << " / " << s1;
+  EXPECT_TRUE(s0.message().find("another job (its token differs)") != std::string::npos ||
+              s1.message().find("another job (its token differs)") != std::string::npos)
+      << s0 << " / " << s1;
+}
+
+// Two trainers that count different ring sizes (PADDLE_TRAINERS_NUM): the
+// refused one hears both sizes at once, and the refusing one's timeout
+// says whom it refused and why.
+TEST(CollectiveTest, ARingRefusesARankThatCountsAnotherSizeAndSaysSo) {
+  std::vector<std::string> three = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  std::vector<std::string> two = {three[0], three[1]};
+  absl::Status s0, s1;
+  std::thread t0([&] { s0 = TcpRing::Create({.rank = 0, .endpoints = two, .token = "job", .timeout = absl::Seconds(1)}).status(); });
+  std::thread t1([&] { s1 = TcpRing::Create({.rank = 1, .endpoints = three, .token = "job", .timeout = absl::Seconds(1)}).status(); });
+  t0.join();
+  t1.join();
+  EXPECT_NE(s0.message().find(absl::StrCat("rank 1 (", three[1], ") refused this rank: its ring has 3 ranks, this one 2; "
+                                           "start every trainer with the same PADDLE_TRAINERS_NUM")),
+            std::string::npos)
+      << s0;
+  EXPECT_NE(s1.message().find("it refused a rank 0 whose ring has 2 ranks, not 3 (PADDLE_TRAINERS_NUM differs)"),
+            std::string::npos)
+      << s1;
 }
 
 TEST(ReduceTest, SumsTheDtypesThatAddAndRefusesTheOthers) {
