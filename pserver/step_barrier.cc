@@ -34,12 +34,15 @@ absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
                      timeout_);
 }
 
-absl::Status StepBarrier::FromAnEarlierRun(const char* what, int trainer_id) {
-  refused_runs_.insert(trainer_id);
+namespace {
+
+absl::Status FromAnEarlierRun(const char* what, int trainer_id) {
   return absl::FailedPreconditionError(
       absl::StrCat(what, " from an earlier run of trainer ", trainer_id,
                    ", which has restarted since (or two trainers run with PADDLE_TRAINER_ID=", trainer_id, ")"));
 }
+
+}  // namespace
 
 absl::Status StepBarrier::BeginReceive(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
@@ -173,11 +176,7 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
     return absl::DeadlineExceededError(absl::StrCat(
         serving ? "FETCH_BARRIER" : "BATCH_BARRIER", " of step ", step_, " timed out after ",
         absl::FormatDuration(timeout_), ": trainer(s) ", absl::StrJoin(missing, ", "),
-        " never arrived (FLAGS_rpc_deadline; a trainer died or is stuck)",
-        refused_runs_.empty()
-            ? ""
-            : absl::StrCat("; it refused calls of an earlier run of trainer(s) ", absl::StrJoin(refused_runs_, ", "),
-                           " (a trainer that restarted, or two trainers started with one PADDLE_TRAINER_ID)")));
+        " never arrived (FLAGS_rpc_deadline; a trainer died or is stuck)"));
   }
   if (!s.ok()) return s;
   if (static_cast<int>(completed_.size()) == fanin_) return false;

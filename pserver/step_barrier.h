@@ -154,13 +154,8 @@ class StepBarrier {
   // The count of `incarnation` (made the trainer's latest if new), or null
   // for one that was replaced.
   int64_t* StoredLocked(int trainer_id, uint64_t incarnation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // FAILED_PRECONDITION for `what` from a run of `trainer_id` that a later
-  // one replaced; remembers the trainer for a timeout's message.
-  absl::Status FromAnEarlierRun(const char* what, int trainer_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int, Stored> stored_ ABSL_GUARDED_BY(mu_);
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
-  // Trainers whose calls it refused as an earlier run's, told with a timeout.
-  std::set<int> refused_runs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
 };
 

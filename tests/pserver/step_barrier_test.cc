@@ -153,25 +153,6 @@ TEST(StepBarrierTest, ATrainerThatNeverArrivesFailsTheBarrierNamingIt) {
   EXPECT_NE(loop.message().find("trainer(s) 1 never arrived"), std::string::npos) << loop;
 }
 
-// Two processes with one trainer id: the pserver refuses the earlier run's
-// calls, and the trainer id nobody took never arrives. The timeout names
-// both, so the operator sees the likely cause.
-TEST(StepBarrierTest, ATimeoutAfterAnEarlierRunWasRefusedSaysSo) {
-  constexpr uint64_t kFirst = uint64_t{7} << 40, kSecond = uint64_t{9} << 40;
-  StepBarrier b(2, absl::Milliseconds(200));
-  ASSERT_TRUE(b.FetchBarrier(0, kFirst).ok());
-  ASSERT_TRUE(b.FetchBarrier(0, kSecond).ok());  // another process as trainer 0: it replaces the first
-  EXPECT_TRUE(absl::IsFailedPrecondition(b.FetchBarrier(0, kFirst)));
-  absl::StatusOr<bool> end = b.AwaitPhaseEnd();
-  ASSERT_FALSE(end.ok());
-  EXPECT_EQ(end.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(end.status().message().find("trainer(s) 1 never arrived"), std::string::npos) << end.status();
-  EXPECT_NE(end.status().message().find("; it refused calls of an earlier run of trainer(s) 0 (a trainer that "
-                                        "restarted, or two trainers started with one PADDLE_TRAINER_ID)"),
-            std::string::npos)
-      << end.status();
-}
-
 TEST(StepBarrierTest, OutOfRangeTrainerIdsAreRejectedAndStopReleasesWaits) {
   StepBarrier b(2, absl::Seconds(30));
   EXPECT_EQ(b.BatchBarrier(2).code(), absl::StatusCode::kInvalidArgument);
