@@ -181,6 +181,10 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status RunBlockLocked(int block_id, Scope* local);
   absl::Status RunLrBlock();
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
+  // Keeps `s` as trainer `trainer_id`'s latest refusal (refused_) when it is
+  // one (a bad or misplaced call, not a failure of the pserver's own). Takes
+  // state_mu_: call with no lock held.
+  void NoteRefusal(int64_t trainer_id, const absl::Status& s);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
@@ -269,9 +273,12 @@ class ParameterServer : public rpc::RpcHandler {
   std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);  // restored: trainers yet to resync
   std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);  // their RESYNC's sequence number
   std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
-  // The latest refusal of a trainer that counted another number of trainers
-  // (HandleRequest), told with a barrier's timeout: the likely reason.
-  std::string count_refused_ ABSL_GUARDED_BY(state_mu_);
+  // The latest call refused per trainer id (a bad or misplaced variable,
+  // another trainer count, an earlier run's call): told with a barrier's
+  // timeout, as the likely reason a trainer never arrived. At most
+  // kMaxRefusalsKept ids (a peer may claim any id).
+  static constexpr size_t kMaxRefusalsKept = 8;
+  std::map<int64_t, std::string> refused_ ABSL_GUARDED_BY(state_mu_);
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints

@@ -55,7 +55,9 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   const rpc::MessageHeader& h = request->header();
   const int64_t tid = h.trainer_id();
   // A bad trainer id, and a restored pserver's resync checks: the usual path.
-  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored) return false;
+  // A trainer that counts another number of trainers: refused there too.
+  const bool other_count = h.meta.oar_trainers() != 0 && h.meta.oar_trainers() != config_.fanin;
+  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || other_count) return false;
   const int id = static_cast<int>(tid);
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
   std::optional<ReplayGuard::Ticket> ticket = guard_->TryBegin(id, seq);
@@ -79,6 +81,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   }
   if (absl::StatusOr<const Variable*> v = ServedVar(h.name(), id); !v.ok()) {  // refused before it waits
     guard_->End(id, seq, v.status());
+    NoteRefusal(tid, v.status());
     answer(start, v.status(), rpc::Reply{});
     return true;
   }

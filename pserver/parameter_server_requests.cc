@@ -16,7 +16,17 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   const absl::Time start = absl::Now();
   absl::Status s = HandleRequest(kind, request, reply);
   RecordRequest(kind, request, start, start);
+  NoteRefusal(request.header().trainer_id(), s);
   return s;
+}
+
+void ParameterServer::NoteRefusal(int64_t trainer_id, const absl::Status& s) {
+  if (!(absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ||
+        absl::IsAlreadyExists(s))) {
+    return;
+  }
+  absl::MutexLock l(&state_mu_);
+  if (refused_.size() < kMaxRefusalsKept || refused_.count(trainer_id)) refused_[trainer_id] = std::string(s.message());
 }
 
 void ParameterServer::RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, absl::Time arrived,
@@ -33,9 +43,6 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   const int64_t tid = h.trainer_id();
   // First: a count that differs explains a trainer_id out of range too.
   if (const int64_t trainers = h.meta.oar_trainers(); trainers != 0 && trainers != config_.fanin) {
-    absl::MutexLock l(&state_mu_);
-    count_refused_ = absl::StrCat("trainer ", tid, ", which counts ", trainers, " trainer(s) in the job, not ",
-                                  config_.fanin);
     return absl::FailedPreconditionError(absl::StrCat(
         Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ", trainers,
         " in the job; start every trainer and pserver with the same PADDLE_TRAINERS_NUM"));

@@ -23,10 +23,10 @@ absl::Status ParameterServer::RunSync() {
       barrier_->End(more.status());  // the Gets waiting for this step learn why it never came
       absl::MutexLock l(&state_mu_);
       if (stopped_ && absl::IsCancelled(more.status())) return absl::OkStatus();  // SIGTERM: clean exit
-      if (absl::IsDeadlineExceeded(more.status()) && !count_refused_.empty()) {
-        return absl::Status(more.status().code(),
-                            absl::StrCat(more.status().message(), "; it refused ", count_refused_,
-                                         " (check PADDLE_TRAINERS_NUM everywhere)"));
+      if (absl::IsDeadlineExceeded(more.status()) && !refused_.empty()) {
+        std::string why(more.status().message());
+        for (const auto& [tid, refusal] : refused_) absl::StrAppend(&why, "; it refused trainer ", tid, ": ", refusal);
+        return absl::Status(more.status().code(), why);
       }
       return more.status();
     }

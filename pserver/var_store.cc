@@ -9,6 +9,11 @@
 #include "common/status.h"
 
 namespace oar {
+
+// What places a variable on a pserver, for errors about one that is not
+// there: a trainer that differs in these sends it elsewhere.
+constexpr char kPlacementHint[] =
+    "; was the trainer started with the same model and the same PADDLE_PSERVER_ENDPOINTS, in the same order?";
 namespace {
 
 namespace proto = paddle::framework::proto;
@@ -188,7 +193,8 @@ absl::StatusOr<const VarStore::Receivable*> VarStore::Admit(const rpc::MessageHe
     const bool param = servable_.count(h.name()) > 0;
     return absl::InvalidArgumentError(absl::StrCat(
         "trainer ", trainer, " sent '", h.name(), "': ",
-        param ? "that is a parameter here; trainers send gradients" : "this pserver receives no such variable"));
+        param ? "that is a parameter here; trainers send gradients"
+              : absl::StrCat("this pserver receives no such variable", kPlacementHint)));
   }
   if (suffix >= 0 && suffix != trainer) {
     return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(),
@@ -338,7 +344,7 @@ int VarStore::ReceivablesOf(int block) const {
 absl::Status VarStore::CheckServable(const std::string& name) const {
   if (servable_.count(name)) return absl::OkStatus();
   return absl::NotFoundError(absl::StrCat("no parameter '", name, "' to serve (a pserver serves only the parameters",
-                                          " it updates)"));
+                                          " it updates)", kPlacementHint));
 }
 
 }  // namespace oar

@@ -117,20 +117,37 @@ TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
   }
 }
 
-// The pserver's own error, when its barrier times out, says which trainer it
-// refused for its count: the likely reason the others never arrived.
-TEST(ParameterServerTest, ABarrierTimeoutNamesTheTrainerRefusedForItsCount) {
-  RunningServer s("grpc", /*timeout_ms=*/300);
-  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = 1});
-  const Variable grad = Dense(DataType::kFloat32, {4, 1});
-  EXPECT_EQ(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &grad, {.trainer_id = 0})->Wait().code(),
-            absl::StatusCode::kFailedPrecondition);
-  s.Join();
-  EXPECT_TRUE(absl::IsDeadlineExceeded(s.result)) << s.result;
-  EXPECT_NE(s.result.message().find("; it refused trainer 0, which counts 1 trainer(s) in the job, not 2 (check "
-                                    "PADDLE_TRAINERS_NUM everywhere)"),
-            std::string::npos)
-      << s.result;
+// The pserver's own error, when its barrier times out, says what it refused
+// of each trainer: the likely reason a trainer never arrived (another
+// trainer count; a Get of a parameter it does not hold, as from a trainer
+// with the pserver list in another order). Over gRPC and over a stream
+// transport, whose Gets take another path (TryHandleDeferred).
+TEST(ParameterServerTest, ABarrierTimeoutSaysWhatItRefusedOfEachTrainer) {
+  for (const char* wire : {"grpc", "tcp"}) {
+    RunningServer s(wire, /*timeout_ms=*/300);
+    rpc::RpcClient one(s.transport.get(), rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = 1});
+    const Variable grad = Dense(DataType::kFloat32, {4, 1});
+    EXPECT_EQ(one.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &grad, {.trainer_id = 0})->Wait().code(),
+              absl::StatusCode::kFailedPrecondition);
+    Variable param;  // a barrier Get, which a stream transport would park: refused at once too
+    EXPECT_EQ(one.AsyncGetVar(s.ep, "fc_0.w_0", &param, 0)->Wait().code(), absl::StatusCode::kFailedPrecondition)
+        << wire;
+    rpc::RpcClient two(s.transport.get(), rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = 2});
+    Variable got;
+    EXPECT_EQ(two.AsyncGetVar(s.ep, "fc_9.w_0", &got, 1)->Wait().code(), absl::StatusCode::kNotFound) << wire;
+    s.Join();
+    EXPECT_TRUE(absl::IsDeadlineExceeded(s.result)) << wire << ": " << s.result;
+    EXPECT_NE(s.result.message().find(absl::StrCat("; it refused trainer 0: pserver ", s.ep,
+                                                   " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1")),
+              std::string::npos)
+        << wire << ": " << s.result;
+    EXPECT_NE(s.result.message().find("; it refused trainer 1: pserver " + s.ep +
+                                      " (trainer 1): no parameter 'fc_9.w_0' to serve"),
+              std::string::npos)
+        << wire << ": " << s.result;
+    EXPECT_NE(s.result.message().find("the same PADDLE_PSERVER_ENDPOINTS, in the same order?"), std::string::npos)
+        << wire << ": " << s.result;
+  }
 }
 
 // Regression: a Get could name any variable, a gradient included, and read
