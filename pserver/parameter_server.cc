@@ -221,6 +221,18 @@ absl::Status ParameterServer::RunLrBlock() {
   return RunBlockLocked(config_.lr_decay_block_id, scope_);
 }
 
+absl::Status ParameterServer::RunLrBlockAsync(bool first_grad) {
+  if (config_.lr_decay_block_id <= 0) return absl::OkStatus();
+  if (!first_grad && async_lr_ran_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::WriterMutexLock l(&lr_mu_);
+  if (first_grad) ++async_lr_due_;
+  if (async_lr_runs_ >= std::max<int64_t>(1, async_lr_due_)) return absl::OkStatus();
+  ++async_lr_runs_;
+  absl::Status s = RunBlockLocked(config_.lr_decay_block_id, scope_);
+  if (s.ok()) async_lr_ran_.store(true, std::memory_order_release);
+  return s;
+}
+
 // A trainer that completed before this pserver's restart told the old
 // process, not this one: say so, as that is the likely cause of the wait.
 std::string ParameterServer::RestoredHint() const {

@@ -180,6 +180,11 @@ class ParameterServer : public rpc::RpcHandler {
   void ResumeEarlyBlocks();
   absl::Status RunBlockLocked(int block_id, Scope* local);
   absl::Status RunLrBlock();
+  // Async mode, before the optimize block of a gradient runs: the LR-decay
+  // block has run once per arrival of first_grad_ (a trainer's step), and
+  // at least once before any block reads the rate it computes (a trainer's
+  // first gradients usually arrive before first_grad_).
+  absl::Status RunLrBlockAsync(bool first_grad);
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   // Keeps `s` as trainer `trainer_id`'s latest refusal (refused_) when it is
   // one (a bad or misplaced call, not a failure of the pserver's own). Takes
@@ -254,6 +259,9 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Mutex lr_once_mu_;
   bool lr_ran_ ABSL_GUARDED_BY(lr_once_mu_) = false;  // this step's LR-decay run
   absl::Mutex lr_mu_;
+  int64_t async_lr_due_ ABSL_GUARDED_BY(lr_mu_) = 0;   // first_grad_ arrivals (async)
+  int64_t async_lr_runs_ ABSL_GUARDED_BY(lr_mu_) = 0;  // LR-decay runs (async)
+  std::atomic<bool> async_lr_ran_{false};              // async_lr_runs_ > 0, read without the lock
   // Sync: this step's blocks run before the barrier.
   absl::Mutex step_mu_;
   std::set<int> scheduled_ ABSL_GUARDED_BY(step_mu_);

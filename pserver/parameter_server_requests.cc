@@ -153,7 +153,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   } else {
     Scope* child = &scope_->NewScope();
     store_->ReceiveInto(r, request, child);
-    if (store_->NameOf(r) == first_grad_) s = RunLrBlock();
+    s = RunLrBlockAsync(store_->NameOf(r) == first_grad_);
     if (s.ok()) {
       absl::ReaderMutexLock lr(&lr_mu_);
       s = RunBlockLocked(store_->BlockOf(r), child);

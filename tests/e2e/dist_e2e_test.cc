@@ -133,6 +133,24 @@ TEST(DistE2eTest, AsyncTwoByTwoTrains) {
   }
 }
 
+// An async job whose model decays its learning rate on the pservers
+// (fashion_cnn): the rate an optimize block reads is computed before the
+// first block runs, whichever gradient arrives first (before, the first
+// gradient's adam failed: "input LearningRate ('tmp_3') has no value").
+TEST(DistE2eTest, AsyncWithALearningRateScheduleTrains) {
+  const std::string dir = TempDir("async_lr");
+  Result r = Oar("launch --pservers 1 --trainers 2 --async --model fashion_cnn --limit 1280 --epochs 1 "
+                 "--batch_size 64 --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (int t = 0; t < 2; ++t) {
+    const auto steps = ReadSteps(dir + "/trainer." + std::to_string(t) + ".steps");
+    ASSERT_GE(steps.size(), 8u) << "trainer " << t;
+    double tail = 0;
+    for (size_t i = steps.size() - 3; i < steps.size(); ++i) tail += steps[i] / 3;
+    EXPECT_LT(tail, steps.front()) << "trainer " << t << " started at " << steps.front();
+  }
+}
+
 TEST(DistE2eTest, UnevenShardsTheShortTrainerCompletesAndTheOtherFinishes) {
   // 201 examples, a global batch of 200: trainer 0 holds 101 (two steps),
   // trainer 1 holds 100 (one step) and says COMPLETE while trainer 0 goes on.
