@@ -183,6 +183,15 @@ TEST(RpcTest, DeadPserverFailsWithinTheDeadlineNamingEndpointAndVariable) {
   EXPECT_EQ(ready.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(ready.message().find(ep), std::string::npos) << ready;
   EXPECT_EQ(client->WaitServerReady({"no-port"}, 10).code(), absl::StatusCode::kInvalidArgument);
+  // A server that is up, listed after the dead one, is not named with it
+  // (the dead one took the whole deadline; the live one was still checked).
+  MapHandler h2;
+  auto live = Serve(&h2);
+  ASSERT_NE(live, nullptr);
+  ready = client->WaitServerReady({ep, live->endpoint()}, 300);
+  EXPECT_EQ(ready.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(ready.message().find(ep), std::string::npos) << ready;
+  EXPECT_EQ(ready.message().find(live->endpoint()), std::string::npos) << ready;
 }
 
 TEST(RpcTest, TlsWhenCertificatesAreGiven) {
