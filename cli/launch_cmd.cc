@@ -281,6 +281,7 @@ absl::Status Launch() {
   sa.sa_handler = OnLaunchSignal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);  // the terminal closed: stop the cluster as for Ctrl-C
   ProcessGroup group;
   OAR_RETURN_IF_ERROR(group.Start(std::move(specs), [&monitor](size_t c, const std::string& line, bool out) {
     monitor.OnLine(c, line, out);
@@ -330,6 +331,10 @@ absl::Status Launch() {
 
 }  // namespace
 
-int RunLaunch(const std::vector<std::string>& args) { return RunWithoutArgs("launch", args, Launch); }
+int RunLaunch(const std::vector<std::string>& args) {
+  const int code = RunWithoutArgs("launch", args, Launch);
+  // Interrupted: the shell's convention, 128 + the signal (130 for Ctrl-C).
+  return code != 0 && g_signal != 0 ? 128 + g_signal.load() : code;
+}
 
 }  // namespace oar::cli

@@ -193,45 +193,49 @@ TEST(DistE2eTest, TrainsFromProgramFiles) {
   EXPECT_NE(missing.out.find("needs --loss_name and --feed_names"), std::string::npos) << missing.out;
 }
 
-// Ctrl-C on the launcher stops every process it started.
+// Ctrl-C on the launcher, or its terminal closing (SIGHUP), stops every
+// process it started; it exits 128 + the signal, as a shell reports it.
 TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
-  // A flag value unique to this test, forwarded to every child's command line.
-  const std::string marker = "--rpc_deadline=" + std::to_string(170000 + ::getpid() % 10000);
-  cli::ProcessGroup launcher;
-  absl::Mutex mu;
-  bool training = false;
-  std::vector<std::string> out;
-  ASSERT_TRUE(launcher
-                  .Start({{"launcher",
-                           {OAR_BINARY, "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
-                            marker},
-                           {}}},
-                         [&](size_t, const std::string& line, bool) {
-                           absl::MutexLock l(&mu);
-                           out.push_back(line);
-                           if (line.rfind("epoch ", 0) == 0) training = true;
-                         })
-                  .ok());
-  {
-    absl::MutexLock l(&mu);
-    mu.AwaitWithTimeout(absl::Condition(&training), absl::Seconds(60));
-    ASSERT_TRUE(training) << absl::StrJoin(out, "\n");
-  }
-  launcher.SignalOne(0, SIGINT);
-  std::optional<cli::ChildExit> exit;
-  for (int i = 0; i < 300 && !exit; ++i) {
-    for (const auto& e : launcher.Poll()) exit = e;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(exit.has_value()) << "the launcher did not stop within 15 s";
-  EXPECT_EQ(exit->code, 1);
-  launcher.DrainOutput();
-  EXPECT_NE(absl::StrJoin(out, "\n").find("interrupted"), std::string::npos) << absl::StrJoin(out, "\n");
-  // No process of the cluster is left.
-  for (const auto& p : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream cmd(p.path() / "cmdline");
-    std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(line.find(marker), std::string::npos) << "left running: " << p.path();
+  for (const int sig : {SIGINT, SIGHUP}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGHUP");
+    // A flag value unique to this test, forwarded to every child's command line.
+    const std::string marker = "--rpc_deadline=" + std::to_string(170000 + ::getpid() % 10000);
+    cli::ProcessGroup launcher;
+    absl::Mutex mu;
+    bool training = false;
+    std::vector<std::string> out;
+    ASSERT_TRUE(launcher
+                    .Start({{"launcher",
+                             {OAR_BINARY, "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
+                              marker},
+                             {}}},
+                           [&](size_t, const std::string& line, bool) {
+                             absl::MutexLock l(&mu);
+                             out.push_back(line);
+                             if (line.rfind("epoch ", 0) == 0) training = true;
+                           })
+                    .ok());
+    {
+      absl::MutexLock l(&mu);
+      mu.AwaitWithTimeout(absl::Condition(&training), absl::Seconds(60));
+      ASSERT_TRUE(training) << absl::StrJoin(out, "\n");
+    }
+    launcher.SignalOne(0, sig);
+    std::optional<cli::ChildExit> exit;
+    for (int i = 0; i < 300 && !exit; ++i) {
+      for (const auto& e : launcher.Poll()) exit = e;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(exit.has_value()) << "the launcher did not stop within 15 s";
+    EXPECT_EQ(exit->code, 128 + sig);
+    launcher.DrainOutput();
+    EXPECT_NE(absl::StrJoin(out, "\n").find("interrupted"), std::string::npos) << absl::StrJoin(out, "\n");
+    // No process of the cluster is left.
+    for (const auto& p : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream cmd(p.path() / "cmdline");
+      std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(line.find(marker), std::string::npos) << "left running: " << p.path();
+    }
   }
 }
 
