@@ -47,7 +47,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
-  rpc::RpcClient client(transport.get(), {.trainers = env.trainers});
+  rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2});
   RunEnv renv = rpc::ClientEnv(&client);
   OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));
   Scope root;

@@ -155,6 +155,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   }
   options.loss = io.loss;
   options.pservers = env.pservers;
+  options.sync_mode = t.config().sync_mode;
   options.nccl2 = nccl2;
   options.build.fuse_all_reduce_ops = FLAGS_fuse_all_reduce_ops;
   options.trainers = env.trainers;

@@ -240,6 +240,12 @@ std::string ParameterServer::RestoredHint() const {
                       " checkpoint, so a trainer that completed before the restart is not known to have completed");
 }
 
+std::string ParameterServer::RefusalsLocked() const {
+  std::string out;
+  for (const auto& [tid, refusal] : refused_) absl::StrAppend(&out, "; it refused trainer ", tid, ": ", refusal);
+  return out;
+}
+
 absl::Status ParameterServer::RunAsync() {
   absl::MutexLock l(&state_mu_);
   const absl::Duration idle = absl::Milliseconds(config_.timeout_ms);
@@ -260,7 +266,7 @@ absl::Status ParameterServer::RunAsync() {
       return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "),
                                                       " sent nothing for ", absl::FormatDuration(idle),
                                                       " and never completed (FLAGS_rpc_deadline; died or stuck?)",
-                                                      config_.restored ? RestoredHint() : ""));
+                                                      config_.restored ? RestoredHint() : "", RefusalsLocked()));
     }
   }
 }

@@ -190,6 +190,8 @@ class ParameterServer : public rpc::RpcHandler {
   // one (a bad or misplaced call, not a failure of the pserver's own). Takes
   // state_mu_: call with no lock held.
   void NoteRefusal(int64_t trainer_id, const absl::Status& s);
+  // "; it refused trainer N: <why>" for each of refused_, for a timeout's error.
+  std::string RefusalsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).

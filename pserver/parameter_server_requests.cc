@@ -47,6 +47,11 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
         Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ", trainers,
         " in the job; start every trainer and pserver with the same PADDLE_TRAINERS_NUM"));
   }
+  if (const int64_t mode = h.meta.oar_sync_mode(); mode != 0 && (mode == 1) != config_.sync_mode) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Name(), " trains ", config_.sync_mode ? "sync" : "async", " but trainer ", tid, " trains ",
+        mode == 1 ? "sync" : "async", "; start every trainer and pserver with the same --async (or --sync)"));
+  }
   if (tid < 0 || tid >= config_.fanin) {
     return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
                                                    " is not in [0, ", config_.fanin, ") (Fanin)"));

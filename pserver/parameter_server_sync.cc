@@ -24,9 +24,7 @@ absl::Status ParameterServer::RunSync() {
       absl::MutexLock l(&state_mu_);
       if (stopped_ && absl::IsCancelled(more.status())) return absl::OkStatus();  // SIGTERM: clean exit
       if (absl::IsDeadlineExceeded(more.status()) && !refused_.empty()) {
-        std::string why(more.status().message());
-        for (const auto& [tid, refusal] : refused_) absl::StrAppend(&why, "; it refused trainer ", tid, ": ", refusal);
-        return absl::Status(more.status().code(), why);
+        return absl::Status(more.status().code(), absl::StrCat(more.status().message(), RefusalsLocked()));
       }
       return more.status();
     }

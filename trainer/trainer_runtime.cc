@@ -18,10 +18,12 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
     transport = rt->own_transport_.get();
   }
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));
-  // Pserver mode: each message says the job's trainer count, which every
-  // pserver checks against its Fanin.
+  // Pserver mode: each message says the job's trainer count and whether it
+  // trains sync, which every pserver checks against its own.
+  const bool pserver_mode = !rt->options_.nccl2;
   rt->client_ = std::make_unique<rpc::RpcClient>(
-      transport, rpc::ClientOptions{.trainers = rt->options_.nccl2 ? 0 : rt->options_.trainers});
+      transport, rpc::ClientOptions{.trainers = pserver_mode ? rt->options_.trainers : 0,
+                                    .sync_mode = !pserver_mode ? 0 : rt->options_.sync_mode ? 1 : 2});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with

@@ -51,6 +51,7 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   meta.set_varname(name);
   meta.set_trainer_id(options.trainer_id);
   meta.set_oar_trainers(options_.trainers);
+  meta.set_oar_sync_mode(options_.sync_mode);
   meta.set_out_varname(options.out_varname);
   meta.set_table_name(options.table_name);
   meta.set_oar_replay(options.replay);

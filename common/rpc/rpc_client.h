@@ -78,6 +78,9 @@ struct ClientOptions {
   // every message (VariableMessage.oar_trainers) so a pserver started with
   // another count refuses at once; 0: not said.
   int64_t trainers = 0;
+  // How this client's trainer trains, said in every message
+  // (VariableMessage.oar_sync_mode): 1 sync, 2 async, 0 not said.
+  int64_t sync_mode = 0;
 };
 
 class RpcClient {

@@ -139,6 +139,20 @@ TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
       << r.out;
 }
 
+// A trainer started --async against a sync pserver ends at its first call,
+// naming both modes (before, every process waited out the deadline and the
+// pserver blamed trainers that were alive).
+TEST(OarCliTest, AnAsyncTrainerOfASyncPserverFailsAtOnce) {
+  const std::string ep = FreeEndpoint();
+  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " PADDLE_TRAINERS_NUM=1 ";
+  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
+  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common + "timeout 60 " + run +
+                        " >/dev/null 2>&1 & PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0" + common + "timeout 60 " +
+                        run + " --async 2>&1; rc=$?; wait; exit $rc");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("pserver " + ep + " trains sync but trainer 0 trains async"), std::string::npos) << r.out;
+}
+
 // A flag the command reads, but not in the mode the job runs in, is refused
 // too (before, each was silently ignored), before any process starts.
 TEST(OarCliTest, AFlagTheModeIgnoresIsRefused) {

@@ -91,8 +91,8 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
 // A trainer that counts another number of trainers than the pserver's
 // Fanin is refused at its first message, naming both counts, before the
 // trainer_id check (trainer 2 of 3 is out of range only because of the
-// count); a trainer that agrees, or a Fluid client that says no count, is
-// served.
+// count), and so is one that trains async against a sync pserver; a trainer
+// that agrees, or a Fluid client that says neither, is served.
 TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
   Server s;
   const std::string wg = "fc_0.w_0@GRAD";
@@ -110,6 +110,14 @@ TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
     EXPECT_EQ(c.AsyncGetVar(s.ep, "fc_0.w_0", &got, tid, /*no_barrier=*/true)->Wait().code(),
               absl::StatusCode::kFailedPrecondition);
   }
+  // A trainer that trains async, against this sync pserver: refused too.
+  rpc::RpcClient async(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .sync_mode = 2});
+  absl::Status st = async.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = 0})->Wait();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("pserver " + s.ep + " trains sync but trainer 0 trains async; start every trainer "
+                              "and pserver with the same --async (or --sync)"),
+            std::string::npos)
+      << st;
   for (const auto& [trainers, tid] : {std::pair<int64_t, int>{2, 0}, {0, 1}}) {
     rpc::RpcClient c(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .trainers = trainers});
     absl::Status st = c.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = tid})->Wait();
