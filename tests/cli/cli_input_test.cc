@@ -121,17 +121,24 @@ TEST(OarCliTest, APserverOnAPortInUseSaysSoInOneLine) {
   EXPECT_EQ(r.out.find("chttp2"), std::string::npos) << r.out;
 }
 
+// Runs a 1-pserver job by hand, as `oar run` processes: a pserver of 2
+// trainers (sync, --rpc_deadline 3 s) at `ep`, and trainer 0 with the extra
+// environment and flags given; the trainer's output and exit code.
+Result PserverAndTrainer(const std::string& ep, const std::string& trainer_env, const std::string& trainer_flags) {
+  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
+  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
+  return RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common +
+                    "PADDLE_TRAINERS_NUM=2 timeout 60 " + run + " >/dev/null 2>&1 & " +
+                    "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0 " + trainer_env + common + "timeout 60 " + run +
+                    " " + trainer_flags + " 2>&1; rc=$?; wait; exit $rc");
+}
+
 // A trainer started with another PADDLE_TRAINERS_NUM than its pserver ends
 // at its first message with an error naming both counts (before, it waited
 // out the deadline at the barrier, or trained on a different split).
 TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
   const std::string ep = FreeEndpoint();
-  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
-  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
-  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common +
-                        "PADDLE_TRAINERS_NUM=2 timeout 60 " + run + " >/dev/null 2>&1 & " +
-                        "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0 PADDLE_TRAINERS_NUM=1" + common +
-                        "timeout 60 " + run + " 2>&1; rc=$?; wait; exit $rc");
+  Result r = PserverAndTrainer(ep, "PADDLE_TRAINERS_NUM=1", "");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("pserver " + ep + " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1 in the job; "
                        "start every trainer and pserver with the same PADDLE_TRAINERS_NUM"),
@@ -144,11 +151,7 @@ TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
 // pserver blamed trainers that were alive).
 TEST(OarCliTest, AnAsyncTrainerOfASyncPserverFailsAtOnce) {
   const std::string ep = FreeEndpoint();
-  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " PADDLE_TRAINERS_NUM=1 ";
-  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
-  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common + "timeout 60 " + run +
-                        " >/dev/null 2>&1 & PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0" + common + "timeout 60 " +
-                        run + " --async 2>&1; rc=$?; wait; exit $rc");
+  Result r = PserverAndTrainer(ep, "PADDLE_TRAINERS_NUM=2", "--async");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("pserver " + ep + " trains sync but trainer 0 trains async"), std::string::npos) << r.out;
 }
