@@ -185,6 +185,9 @@ class ParameterServer : public rpc::RpcHandler {
   // at least once before any block reads the rate it computes (a trainer's
   // first gradients usually arrive before first_grad_).
   absl::Status RunLrBlockAsync(bool first_grad);
+  // FAILED_PRECONDITION when the sender's job differs from this pserver's:
+  // another trainer count (oar_trainers) or the other mode (oar_sync_mode).
+  absl::Status CheckJobAgrees(const rpc::MessageHeader& h) const;
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   // Keeps `s` as trainer `trainer_id`'s latest refusal (refused_) when it is
   // one (a bad or misplaced call, not a failure of the pserver's own). Takes

@@ -55,11 +55,8 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   const rpc::MessageHeader& h = request->header();
   const int64_t tid = h.trainer_id();
   // A bad trainer id, and a restored pserver's resync checks: the usual path.
-  // A trainer that counts another number of trainers, or trains the other
-  // way: refused there too.
-  const bool other_count = (h.meta.oar_trainers() != 0 && h.meta.oar_trainers() != config_.fanin) ||
-                           (h.meta.oar_sync_mode() != 0 && (h.meta.oar_sync_mode() == 1) != config_.sync_mode);
-  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || other_count) return false;
+  // A trainer of another job shape (CheckJobAgrees): refused there too.
+  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || !CheckJobAgrees(h).ok()) return false;
   const int id = static_cast<int>(tid);
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
   std::optional<ReplayGuard::Ticket> ticket = guard_->TryBegin(id, seq);

@@ -37,11 +37,8 @@ void ParameterServer::RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessag
   RecordPserverRequest(method, absl::ToDoubleSeconds(end - arrived));
 }
 
-absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
-                                            rpc::Reply* reply) {
-  const rpc::MessageHeader& h = request.header();
+absl::Status ParameterServer::CheckJobAgrees(const rpc::MessageHeader& h) const {
   const int64_t tid = h.trainer_id();
-  // First: a count that differs explains a trainer_id out of range too.
   if (const int64_t trainers = h.meta.oar_trainers(); trainers != 0 && trainers != config_.fanin) {
     return absl::FailedPreconditionError(absl::StrCat(
         Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ", trainers,
@@ -52,6 +49,15 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
         Name(), " trains ", config_.sync_mode ? "sync" : "async", " but trainer ", tid, " trains ",
         mode == 1 ? "sync" : "async", "; start every trainer and pserver with the same --async (or --sync)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
+                                            rpc::Reply* reply) {
+  const rpc::MessageHeader& h = request.header();
+  const int64_t tid = h.trainer_id();
+  // First: a count that differs explains a trainer_id out of range too.
+  OAR_RETURN_IF_ERROR(CheckJobAgrees(h));
   if (tid < 0 || tid >= config_.fanin) {
     return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
                                                    " is not in [0, ", config_.fanin, ") (Fanin)"));
