@@ -16,6 +16,8 @@
 //    one host, shared memory over it), start from trainer 0's parameters,
 //    all-reduce gradients every step, and agree on each epoch's steps (the
 //    shortest shard's), saying how many examples they leave unused.
+// A pserver-mode TRAINER that fails tells the pservers why, and they stop
+// the job at once (cli/trainer_failure.h).
 // With --data_feed and --files (pserver mode), a TRAINER trains from MultiSlot
 // files with AsyncExecutor threads instead (cli/async_trainer_role.h).
 // With --report, a trainer also prints machine-readable lines on stdout for
@@ -40,6 +42,7 @@
 #include "cli/progress_bar.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
+#include "cli/trainer_failure.h"
 #include "cli/transpile_cmd.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
@@ -273,8 +276,17 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   return absl::OkStatus();
 }
 
+absl::Status RunRole(const RoleEnv& env);
+
 absl::Status Run() {
   OAR_ASSIGN_OR_RETURN(RoleEnv env, RoleFromEnvAndFlags());
+  absl::Status s = RunRole(env);
+  // A failed pserver-mode trainer stops the job now, with its reason.
+  if (!s.ok() && !FLAGS_dry_run && FLAGS_mode != "nccl2") TellPserversThisTrainerFailed(env, s);
+  return s;
+}
+
+absl::Status RunRole(const RoleEnv& env) {
   if (FLAGS_dry_run) {
     const bool trainer = env.role == RoleEnv::Role::kTrainer;
     std::printf("role=%s%s trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n",

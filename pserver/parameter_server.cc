@@ -201,6 +201,7 @@ std::string ParameterServer::Who(int trainer_id) const {
 absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
+  if (aborting_.load(std::memory_order_acquire)) s = LingerAfterAbort();  // the reason, not its echoes
   return s.ok() ? s : Annotate(s, Name());
 }
 
@@ -251,7 +252,7 @@ absl::Status ParameterServer::RunAsync() {
   const absl::Duration idle = absl::Milliseconds(config_.timeout_ms);
   while (true) {
     auto done = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return stopped_ || static_cast<int>(completed_.size()) == config_.fanin;
+      return stopped_ || !aborted_.ok() || static_cast<int>(completed_.size()) == config_.fanin;
     };
     state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(done)* d) { return (*d)(); }, &done),
                                absl::Milliseconds(100));

@@ -52,6 +52,10 @@
 // lock; StepBarrier, VarStore, ReplayGuard and state_mu_ locks are leaves:
 // nothing is taken under them.
 //
+// A trainer that fails says ABORT@RECV with its reason; the pserver then
+// answers every other call with that reason and Run fails with it
+// (parameter_server_abort.cc).
+//
 // Shutdown order: Stop() (from any thread, e.g. on SIGTERM) → the step in
 // progress finishes, barrier waits are released → Run returns → the
 // destructor shuts the listener down (handlers drained) → pools join.
@@ -196,6 +200,14 @@ class ParameterServer : public rpc::RpcHandler {
   // "; it refused trainer N: <why>" for each of refused_, for a timeout's error.
   std::string RefusalsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
+  // parameter_server_abort.cc: a failed trainer's ABORT@RECV, and the job's
+  // end it brings: aborted_ for every later call (RefuseIfAborted), and Run
+  // serving on until each live trainer was told, at most kAbortLinger.
+  absl::Status HandleAbort(const rpc::MessageHeader& h, int trainer);
+  absl::Status RefuseIfAborted(int trainer);
+  absl::Status LingerAfterAbort();
+  static constexpr size_t kMaxAbortReason = 2000;
+  static constexpr absl::Duration kAbortLinger = absl::Seconds(2);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
   absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,
@@ -293,6 +305,10 @@ class ParameterServer : public rpc::RpcHandler {
   static constexpr size_t kMaxRefusalsKept = 8;
   std::map<int64_t, std::string> refused_ ABSL_GUARDED_BY(state_mu_);
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
+  absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);  // a trainer's ABORT: why the job stops
+  int aborter_ ABSL_GUARDED_BY(state_mu_) = -1;
+  std::set<int> told_ ABSL_GUARDED_BY(state_mu_);  // trainers answered aborted_ since
+  std::atomic<bool> aborting_{false};               // aborted_ is set (read without the lock)
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints
 };

@@ -56,7 +56,11 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   const int64_t tid = h.trainer_id();
   // A bad trainer id, and a restored pserver's resync checks: the usual path.
   // A trainer of another job shape (CheckJobAgrees): refused there too.
-  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || !CheckJobAgrees(h).ok()) return false;
+  // A job stopped by a trainer's ABORT: refused there with the reason.
+  if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || !CheckJobAgrees(h).ok() ||
+      aborting_.load(std::memory_order_acquire)) {
+    return false;
+  }
   const int id = static_cast<int>(tid);
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
   std::optional<ReplayGuard::Ticket> ticket = guard_->TryBegin(id, seq);

@@ -67,6 +67,10 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
     absl::MutexLock l(&state_mu_);
     last_message_[static_cast<size_t>(id)] = absl::Now();
   }
+  // Before the replay guard and a restored pserver's resync: the trainer's
+  // last word, from whichever process of it failed.
+  if (kind == rpc::RpcKind::kSend && h.name() == rpc::kAbort) return HandleAbort(h, id);
+  OAR_RETURN_IF_ERROR(RefuseIfAborted(id));
   if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
   bool covered = false;
   if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;

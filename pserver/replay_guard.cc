@@ -34,6 +34,11 @@ ReplayGuard::Table* ReplayGuard::TableFor(int trainer, uint64_t seq) {
   return &t;
 }
 
+bool ReplayGuard::FromAReplacedRun(int trainer, uint64_t seq) const {
+  absl::MutexLock l(&mu_);
+  return seq != 0 && tables_.at(static_cast<size_t>(trainer)).run.Replaced(seq & ~kCounterMask);
+}
+
 std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t seq) {
   if (seq == 0) return Ticket{};
   absl::MutexLock l(&mu_);

@@ -36,6 +36,11 @@ class TrainerRun {
     return Seen::kNew;
   }
   uint64_t latest() const { return latest_; }
+  // Whether `incarnation` is a run this one replaced (Observe would say
+  // kReplaced), without observing it.
+  bool Replaced(uint64_t incarnation) const {
+    return std::find(replaced_.begin(), replaced_.end(), incarnation) != replaced_.end();
+  }
   // Whether a run before the latest was seen (the trainer restarted).
   bool restarted() const { return !replaced_.empty(); }
 

@@ -50,8 +50,9 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   sendrecv::VariableMessage meta;
   meta.set_varname(name);
   meta.set_trainer_id(options.trainer_id);
-  meta.set_oar_trainers(options_.trainers);
-  meta.set_oar_sync_mode(options_.sync_mode);
+  const bool abort = kind == RpcKind::kSend && name == kAbort;
+  meta.set_oar_trainers(abort ? 0 : options_.trainers);
+  meta.set_oar_sync_mode(abort ? 0 : options_.sync_mode);
   meta.set_out_varname(options.out_varname);
   meta.set_table_name(options.table_name);
   meta.set_oar_replay(options.replay);
@@ -65,13 +66,13 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
       if (name == kBatchBarrier) {
         meta.set_oar_sent(sent);
         sent = 0;
-      } else if (name != kFetchBarrier && name != kComplete && name != kResync) {
+      } else if (name != kFetchBarrier && name != kComplete && name != kResync && name != kAbort) {
         ++sent;
       }
     }
   }
   ClientCall::Recovery recovery;
-  if (!options.replay) {  // replays are not journaled and do not recover themselves
+  if (!options.replay && !abort) {  // replays (and a failed trainer's ABORT) are not journaled and do not recover
     recovery.client = this;
     recovery.trainer = options.trainer_id;
     recovery.resyncs_seen = journal_.Resyncs(options.trainer_id, ep);
@@ -96,9 +97,10 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
     // A stream transport may read the value straight into it.
     if (out->IsType<Tensor>()) request->reply_into = out->GetMutable<Tensor>();
   }
+  const int deadline_ms = options.deadline_ms > 0 ? options.deadline_ms : options_.deadline_ms;
+  const int retry_times = options.retry_times >= 0 ? options.retry_times : options_.retry_times;
   auto call = std::make_shared<ClientCall>(transport_, kind, ep, std::move(request), out,
-                                           absl::Now() + absl::Milliseconds(options_.deadline_ms),
-                                           options_.retry_times);
+                                           absl::Now() + absl::Milliseconds(deadline_ms), retry_times);
   call->set_recovery(recovery);
   call->set_reply_step(reply_step);
   if (options.ahead_of_sends) call->set_ahead_of_sends();
@@ -169,6 +171,12 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendFetchBarrier(const std::string& ep,
 }
 std::shared_ptr<RpcCall> RpcClient::AsyncSendComplete(const std::string& ep, int64_t trainer_id) {
   return AsyncSendVar(ep, kComplete, nullptr, {.trainer_id = trainer_id});
+}
+
+std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id,
+                                                   const std::string& why) {
+  return AsyncSendVar(ep, kAbort, nullptr,
+                      {.trainer_id = trainer_id, .out_varname = why, .deadline_ms = 2000, .retry_times = 0});
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep, const std::string& dir,

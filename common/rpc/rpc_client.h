@@ -47,8 +47,8 @@ namespace oar::rpc {
 
 struct SendOptions {
   int64_t trainer_id = 0;
-  std::string out_varname;
-  std::string table_name;
+  std::string out_varname = {};
+  std::string table_name = {};
   bool raw_bytes = false;  // send a uint8 tensor as NCCL_ID raw bytes
   bool replay = false;     // a replay of the step to a restarted pserver (StepJournal)
   int64_t step = 0;        // VariableMessage.oar_step (RESYNC@RECV)
@@ -61,6 +61,9 @@ struct SendOptions {
   // server on its host that agreed (OutgoingMessage::lend_payload says
   // what the caller and the server each guarantee).
   bool lend_payload = false;
+  // This call's deadline and retries, when > 0 and >= 0 (else the client's).
+  int deadline_ms = 0;
+  int retry_times = -1;
 };
 
 class RpcCall {
@@ -121,6 +124,11 @@ class RpcClient {
   std::shared_ptr<RpcCall> AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendComplete(const std::string& ep, int64_t trainer_id);
+  // ABORT@RECV: this trainer failed (`why`); a pserver that serves it stops
+  // the job. One short try (2 s, no retry): the pserver may be what failed.
+  // It says neither the trainer count nor the mode, so that a trainer the
+  // pservers refused for those can still stop them.
+  std::shared_ptr<RpcCall> AsyncSendAbort(const std::string& ep, int64_t trainer_id, const std::string& why);
   std::shared_ptr<RpcCall> AsyncCheckpointNotify(const std::string& ep, const std::string& dir, int64_t trainer_id);
 
   // Waits until every endpoint accepts connections, for at most timeout_ms

@@ -63,6 +63,9 @@ inline constexpr char kComplete[] = "COMPLETE@RECV";
 inline constexpr char kCheckpointSave[] = "SAVE@CHECKPOINTNOTIFY";
 // Oar's: ends a trainer's replay of its step to a restarted pserver.
 inline constexpr char kResync[] = "RESYNC@RECV";
+// Oar's: a trainer that failed tells its pservers why (the reason in
+// out_varname), so the job stops at once instead of at FLAGS_rpc_deadline.
+inline constexpr char kAbort[] = "ABORT@RECV";
 
 // The metadata key carrying OAR_AUTH_TOKEN.
 inline constexpr char kAuthMetadataKey[] = "oar-auth-token";

@@ -53,6 +53,7 @@ const char* MethodLabel(RpcKind kind, const std::string& name) {
     if (name == kBatchBarrier) return "BatchBarrier";
     if (name == kFetchBarrier) return "FetchBarrier";
     if (name == kComplete) return "Complete";
+    if (name == kAbort) return "Abort";
   }
   if (kind == RpcKind::kCheckpointNotify) return "Checkpoint";
   return KindName(kind);

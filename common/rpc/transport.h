@@ -83,10 +83,10 @@ class RpcHandler {
 };
 
 struct ServerOptions {
-  std::string endpoint;  // host:port; port 0 picks a free one; binds to host only
+  std::string endpoint = {};  // host:port; port 0 picks a free one; binds to host only
   int send_threads = 0, get_threads = 0, prefetch_threads = 0;  // 0: the flags
-  std::string auth_token;         // "": no check
-  std::string tls_cert, tls_key;  // PEM file paths; TLS when both are set
+  std::string auth_token = {};        // "": no check
+  std::string tls_cert = {}, tls_key = {};  // PEM file paths; TLS when both are set
   // Requests larger than this are refused unread (RESOURCE_EXHAUSTED);
   // 0: FLAGS_rpc_max_message_bytes, or else the handler's MaxRequestBytes().
   uint64_t max_message_bytes = 0;
@@ -101,7 +101,7 @@ struct ServerOptions {
   // parameters), lent to the clients that reach this server over shared
   // memory: a stable Reply whose payload lies in it is answered with
   // where, not with the bytes. Null: nothing lent. Other transports ignore it.
-  std::shared_ptr<const stream::SharedRegion> lend;
+  std::shared_ptr<const stream::SharedRegion> lend = {};
   // Clients on this host (shm) may lend the payloads of their Sends: the
   // handler then gets a read-only view of the client's memory (which keeps
   // it mapped) instead of a copy, and the client writes that memory again

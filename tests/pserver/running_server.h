@@ -1,4 +1,4 @@
-// A 2-trainer sync pserver of DistPrograms' program (SGD, lr 0.1), started
+// A 2-trainer pserver (sync unless told) of DistPrograms' program (SGD, lr 0.1), started
 // and running its loop on a thread, over one transport ("grpc", or a
 // --rpc_transport mode: "tcp", "shm", "auto"); plus helpers for the float
 // variables the tests push and pull.
@@ -21,7 +21,7 @@
 namespace oar {
 
 struct RunningServer {
-  DistPrograms d{"127.0.0.1:0", 2, true};
+  DistPrograms d;
   Executor exe;
   Scope scope;
   std::unique_ptr<rpc::Transport> transport;
@@ -30,14 +30,16 @@ struct RunningServer {
   absl::Status result = absl::UnknownError("not run");
   std::thread loop;
 
-  RunningServer(const std::string& wire, int timeout_ms) {
+  RunningServer(const std::string& wire, int timeout_ms, bool sync = true) : d("127.0.0.1:0", 2, sync) {
     if (wire == "grpc") {
       transport = std::make_unique<rpc::GrpcTransport>();
     } else {
       transport = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire), rpc::GrpcTransport::Options{});
     }
     EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
-    auto created = ParameterServer::Create(PserverConfigOf(d, 2, timeout_ms, transport.get()), d.pserver, &scope);
+    PserverConfig config = PserverConfigOf(d, 2, timeout_ms, transport.get());
+    config.sync_mode = sync;
+    auto created = ParameterServer::Create(config, d.pserver, &scope);
     EXPECT_TRUE(created.ok()) << created.status();
     ps = *std::move(created);
     auto bound = ps->Start();

@@ -1,0 +1,26 @@
+#include "cli/trainer_failure.h"
+
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "common/rpc/rpc_client.h"
+#include "common/rpc/transport_select.h"
+
+namespace oar::cli {
+
+void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) {
+  if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty()) return;
+  std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport, TLS, OAR_AUTH_TOKEN
+  rpc::RpcClient client(transport.get());
+  std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+  for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
+  int told = 0;
+  for (auto& c : calls) told += c->Wait().ok() ? 1 : 0;
+  if (told > 0) {
+    std::fprintf(stderr, "trainer %d: told %d of %zu pserver(s) that it failed, so the job stops\n", env.trainer_id,
+                 told, env.pservers.size());
+  }
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,68 @@
+// ParameterServer and a trainer that failed: the trainer's ABORT@RECV (its
+// reason in out_varname) ends the job here at once — the barrier's waits
+// and parked Gets, and every later call of the other trainers, are answered
+// "trainer N failed, so the job stops: <reason>" — instead of every process
+// waiting out FLAGS_rpc_deadline for a trainer that will not come back. Run
+// then serves on briefly (LingerAfterAbort), so that each live trainer hears
+// the reason rather than finding the port closed, and fails with it.
+//
+// Ignored: an ABORT from a trainer that had completed (nothing waits for
+// it). Once the job is stopping the first reason stays: a later ABORT is
+// answered ALREADY_EXISTS with it. Refused: one from a process of that
+// trainer id that a later one replaced.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_client.h"
+#include "glog/logging.h"
+#include "pserver/parameter_server.h"
+
+namespace oar {
+
+absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
+  if (guard_->FromAReplacedRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Name(), ": an ABORT from an earlier process of trainer ", id, ", since replaced; the job goes on"));
+  }
+  std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
+  if (reason.empty()) reason = "it gave no reason";
+  absl::Status why =
+      absl::FailedPreconditionError(absl::StrCat("trainer ", id, " failed, so the job stops: ", reason));
+  {
+    absl::MutexLock l(&state_mu_);
+    if (!aborted_.ok()) {  // already stopping: this trainer knows (and says nothing of stopping it)
+      told_.insert(id);
+      return absl::AlreadyExistsError(absl::StrCat(Name(), " was already stopping: ", aborted_.message()));
+    }
+    if (completed_.count(id)) return absl::OkStatus();  // it had done its part
+    aborted_ = why;
+    aborter_ = id;
+  }
+  aborting_.store(true, std::memory_order_release);
+  LOG(ERROR) << Name() << ": " << why.message();
+  if (barrier_) barrier_->End(why);  // every wait and parked Get hears why
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::RefuseIfAborted(int id) {
+  if (!aborting_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock l(&state_mu_);
+  told_.insert(id);
+  return aborted_;
+}
+
+absl::Status ParameterServer::LingerAfterAbort() {
+  absl::MutexLock l(&state_mu_);
+  auto all_told = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (stopped_) return true;
+    for (int t = 0; t < config_.fanin; ++t) {
+      if (t != aborter_ && !completed_.count(t) && !told_.count(t)) return false;
+    }
+    return true;
+  };
+  state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(all_told)* d) { return (*d)(); }, &all_told),
+                             std::min(kAbortLinger, absl::Milliseconds(config_.timeout_ms)));
+  return aborted_;
+}
+
+}  // namespace oar

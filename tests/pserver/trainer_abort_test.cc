@@ -1,0 +1,107 @@
+// A trainer that fails says ABORT@RECV with its reason: the pserver ends
+// the job at once — the other trainer's waiting Get and its later calls are
+// answered with that reason, and Run fails with it — rather than at its
+// barrier's timeout. An ABORT from a trainer that had completed, or from a
+// process of it that a later one replaced, does not end the job. Over gRPC
+// and over a stream transport (which parks barrier Gets), sync and async.
+#include "pserver/parameter_server.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_client.h"
+#include "gtest/gtest.h"
+#include "tests/pserver/running_server.h"
+
+namespace oar {
+namespace {
+
+const char kReason[] = "checkpoint after step 3: disk full";
+// Long enough that a job that waited for its barrier's timeout would not
+// end within the test's expectations (Run's result would be DEADLINE_EXCEEDED).
+constexpr int kTimeoutMs = 60000;
+
+class TrainerAbortTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
+  RunningServer s(GetParam(), kTimeoutMs);
+  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
+                                                         .sync_mode = 1});
+  Variable w;
+  for (int t = 0; t < 2; ++t) ASSERT_TRUE(c.AsyncSendFetchBarrier(s.ep, t)->Wait().ok());  // the initial pull ends
+  // Trainer 1 pushes its step and waits for the parameters, which need
+  // trainer 0's gradients too.
+  Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
+  ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
+  ASSERT_TRUE(c.AsyncSendBatchBarrier(s.ep, 1)->Wait().ok());
+  auto get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1);
+  // Trainer 0 fails; the ABORT comes from a client of its own (as from the
+  // failed process), which says neither the trainer count nor the mode.
+  rpc::RpcClient failed(s.transport.get());
+  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
+  const std::string why = absl::StrCat("trainer 0 failed, so the job stops: ", kReason);
+  absl::Status waited = get->Wait();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kFailedPrecondition) << waited;
+  EXPECT_NE(waited.message().find(why), std::string::npos) << waited;
+  s.Join();
+  EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
+  EXPECT_NE(s.result.message().find(absl::StrCat("pserver ", s.ep, ": ", why)), std::string::npos) << s.result;
+  EXPECT_EQ(s.ps->stats().steps, 0) << "no step without trainer 0's gradients";
+  // Trainer 1's next call is refused with the reason; its own ABORT, an
+  // echo of trainer 0's, is told the job was already stopping.
+  absl::Status next = c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait();
+  EXPECT_NE(next.message().find(why), std::string::npos) << next;
+  absl::Status echo = c.AsyncSendAbort(s.ep, 1, "its Get failed")->Wait();
+  EXPECT_EQ(echo.code(), absl::StatusCode::kAlreadyExists) << echo;
+  EXPECT_NE(echo.message().find(why), std::string::npos) << echo;
+}
+
+TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
+  RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
+  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
+                                                         .sync_mode = 2});
+  Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
+  ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
+  rpc::RpcClient failed(s.transport.get());
+  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
+  s.Join();
+  EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
+  EXPECT_NE(s.result.message().find(absl::StrCat("trainer 0 failed, so the job stops: ", kReason)), std::string::npos)
+      << s.result;
+  Variable w;
+  absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1)->Wait();
+  EXPECT_EQ(get.code(), absl::StatusCode::kFailedPrecondition) << get;
+}
+
+TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesTheJobRunning) {
+  RunningServer s(GetParam(), kTimeoutMs);
+  const rpc::ClientOptions quick{.deadline_ms = 10000, .retry_times = 0};
+  rpc::RpcClient c(s.transport.get(), quick);
+  // Trainer 0 completes, then fails (say, writing its results): nothing
+  // waits for it any more.
+  ASSERT_TRUE(c.AsyncSendComplete(s.ep, 0)->Wait().ok());
+  EXPECT_TRUE(c.AsyncSendAbort(s.ep, 0, "writing its results")->Wait().ok());
+  // Trainer 1 restarted: its earlier process's late ABORT is refused.
+  rpc::RpcClient earlier(s.transport.get(), quick), now(s.transport.get(), quick);
+  ASSERT_TRUE(earlier.AsyncSendFetchBarrier(s.ep, 1)->Wait().ok());  // the initial pull ends
+  Variable g = Floats({4, 1}, {1, 2, 3, 4}), b = Floats({1}, {1}), w;
+  ASSERT_TRUE(now.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
+  absl::Status late = earlier.AsyncSendAbort(s.ep, 1, "a process since replaced")->Wait();
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("an ABORT from an earlier process of trainer 1"), std::string::npos) << late;
+  // The job goes on: trainer 1 ends its step alone and completes.
+  ASSERT_TRUE(now.AsyncSendVar(s.ep, "fc_0.b_0@GRAD", &b, {.trainer_id = 1})->Wait().ok());
+  ASSERT_TRUE(now.AsyncSendBatchBarrier(s.ep, 1)->Wait().ok());
+  absl::Status got = now.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1)->Wait();
+  EXPECT_TRUE(got.ok()) << got;
+  ASSERT_TRUE(now.AsyncSendComplete(s.ep, 1)->Wait().ok());
+  s.Join();
+  EXPECT_TRUE(s.result.ok()) << s.result;
+  EXPECT_EQ(s.ps->stats().steps, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TrainerAbortTest, ::testing::Values("grpc", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace oar
