@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
 #include "cli/command.h"
 #include "cli/metrics_export.h"
@@ -147,8 +148,16 @@ absl::Status Train(Profiler* profiler) {
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
   if (!FLAGS_resume.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(load_checkpoint(exe, &scope, FLAGS_resume, programs->main.desc()), "--resume"));
+    std::vector<std::string> left_out;
+    OAR_RETURN_IF_ERROR(Annotate(load_checkpoint(exe, &scope, FLAGS_resume, programs->main.desc(), &left_out),
+                                 "--resume"));
     std::fprintf(stderr, "resumed from %s\n", FLAGS_resume.c_str());
+    if (!left_out.empty()) {  // e.g. Adam's moments, resumed with --optimizer sgd
+      std::fprintf(stderr, "note: --resume left out %zu variable(s) of the checkpoint that this program does not have "
+                   "(%s%s); was it saved with another --optimizer?\n", left_out.size(),
+                   absl::StrJoin(left_out.begin(), left_out.begin() + std::min<std::ptrdiff_t>(3, static_cast<std::ptrdiff_t>(left_out.size())), ", ").c_str(),
+                   left_out.size() > 3 ? ", ..." : "");
+    }
   }
 
   std::unique_ptr<ParallelExecutor> pe;

@@ -21,9 +21,6 @@ namespace proto = paddle::framework::proto;
 
 namespace {
 
-constexpr char kManifest[] = "__manifest__";
-constexpr char kManifestHeader[] = "oar-checkpoint 1";
-
 std::string JoinPath(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
 }
@@ -213,59 +210,6 @@ absl::StatusOr<InferenceModel> load_inference_model(const std::string& dirname, 
   for (const auto& [col, name] : fetches) m.fetch_names.push_back(name);
   OAR_RETURN_IF_ERROR(load_persistables(exe, scope, dirname, *m.program, params_filename));
   return m;
-}
-
-absl::Status save_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program) {
-  std::error_code ec;
-  std::filesystem::create_directories(dirname, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dirname, ": ", ec.message()));
-  std::filesystem::remove(JoinPath(dirname, kManifest), ec);  // incomplete until rewritten
-  OAR_RETURN_IF_ERROR(save_persistables(exe, scope, dirname, program));
-  std::string manifest = absl::StrCat(kManifestHeader, "\n");
-  for (const auto& name : PersistableVarNames(program)) {
-    const Variable* var = scope->FindVar(name);
-    if (var->IsType<SparseTable>()) {  // rows grow: its declared shape, which load checks
-      const VarDesc& v = *program.Block(0).FindVar(name);
-      absl::StrAppend(&manifest, name, " ", DataTypeName(v.dtype), " ", absl::StrJoin(v.shape, ","), "\n");
-      continue;
-    }
-    const Tensor& t = var->Get<Tensor>();
-    absl::StrAppend(&manifest, name, " ", DataTypeName(t.dtype()), " ", absl::StrJoin(t.dims(), ","), "\n");
-  }
-  return WriteFileAtomically(JoinPath(dirname, kManifest), manifest);
-}
-
-absl::Status load_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program) {
-  if (!std::filesystem::is_directory(dirname)) {
-    return absl::NotFoundError(absl::StrCat(dirname, " is not a folder (a checkpoint is the folder --save wrote)"));
-  }
-  std::ifstream in(JoinPath(dirname, kManifest));
-  if (!in) {
-    return absl::FailedPreconditionError(absl::StrCat(dirname, " is not a complete checkpoint (no ", kManifest,
-                                                      "; the save may have been interrupted)"));
-  }
-  std::string line;
-  std::getline(in, line);
-  if (line != kManifestHeader) return absl::InvalidArgumentError(absl::StrCat(dirname, ": unknown checkpoint format"));
-  std::map<std::string, std::pair<std::string, std::string>> listed;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ');
-    if (f.size() != 3) return absl::InvalidArgumentError(absl::StrCat(dirname, ": bad manifest line '", line, "'"));
-    listed[f[0]] = {f[1], f[2]};
-  }
-  for (const auto& name : PersistableVarNames(program)) {
-    auto it = listed.find(name);
-    if (it == listed.end()) return absl::InvalidArgumentError(absl::StrCat(dirname, " has no variable '", name, "'"));
-    const VarDesc& v = *program.Block(0).FindVar(name);
-    std::string want = absl::StrJoin(v.shape, ",");
-    if (it->second.first != DataTypeName(v.dtype) ||
-        (!v.shape.empty() && !DDim(v.shape).HasUnknown() && it->second.second != want)) {
-      return absl::InvalidArgumentError(absl::StrCat(dirname, ": '", name, "' is ", it->second.first, "[",
-                                                     it->second.second, "], the program wants ",
-                                                     DataTypeName(v.dtype), "[", want, "]"));
-    }
-  }
-  return load_persistables(exe, scope, dirname, program);
 }
 
 }  // namespace oar

@@ -61,9 +61,12 @@ absl::StatusOr<InferenceModel> load_inference_model(const std::string& dirname, 
 // A checkpoint: save_persistables plus a manifest (variable, dtype, shape)
 // written last and atomically, so an interrupted save never looks complete.
 absl::Status save_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program);
-// Loads a complete checkpoint; FailedPrecondition when the manifest is
-// missing, InvalidArgument when a variable's shape or dtype differs from
-// `program`'s.
-absl::Status load_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program);
+// Loads a complete checkpoint (checkpoint_io.cc); FailedPrecondition when
+// the manifest is missing, InvalidArgument — before anything is read — when
+// the checkpoint lacks a variable of `program` (naming what it lacks and
+// what it holds instead) or one's shape or dtype differs. What it holds
+// that `program` does not declare is not loaded, and named in `*left_out`.
+absl::Status load_checkpoint(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
+                             std::vector<std::string>* left_out = nullptr);
 
 }  // namespace oar

@@ -135,7 +135,16 @@ TEST(OarCliTest, SaveWritesACheckpointThatResumeLoads) {
   EXPECT_NE(b.out.find("resumed from"), std::string::npos);
   Result c = Oar("train --model fashion_cnn --epochs 1 --limit 100 --resume " + dir);
   EXPECT_NE(c.code, 0);
-  EXPECT_NE(c.out.find("--resume"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("--resume: " + dir + " is not a checkpoint of this program: it lacks "), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("was it saved from another model?"), std::string::npos) << c.out;
+  // Adam's state, resumed with SGD: the parameters load, the rest is named.
+  Result sgd = Oar("train --optimizer sgd --epochs 1 --limit 100 --resume " + dir);
+  ASSERT_EQ(sgd.code, 0) << sgd.out;
+  EXPECT_NE(sgd.out.find("note: --resume left out 24 variable(s) of the checkpoint that this program does not have "
+                         "(fc_0.b_0_beta1_pow_acc_0, "),
+            std::string::npos)
+      << sgd.out;
   // A --save folder that cannot be made is said before training, not after
   // the first epoch; a --resume folder that is not there is said so.
   Result d = Oar("train --epochs 1 --limit 1000 --save " + dir + "/fc_0.w_0/sub");

@@ -1,5 +1,6 @@
 #include "common/api/io.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -117,6 +118,42 @@ TEST_F(IoTest, CheckpointNeedsItsManifestAndMatchingShapes) {
   }
   st = load_checkpoint(exe_, &fresh, dir_, other.desc());
   EXPECT_NE(st.message().find("'fc_0.w_0' is float32[4,8], the program wants float32[5,8]"), std::string::npos) << st;
+}
+
+// A checkpoint of another model is refused before anything is read, saying
+// what it lacks and what it holds instead; one holding more than the
+// program (Adam's state, resumed with SGD) loads what the program has and
+// names the rest.
+TEST_F(IoTest, ACheckpointOfAnotherModelIsToldAsSuchAndWhatItHoldsBeyondTheProgramIsNamed) {
+  ASSERT_TRUE(save_checkpoint(exe_, &scope_, dir_, main_.desc()).ok());
+  Program deeper, sgd;
+  {
+    UniqueNameGuard names;
+    Program startup;
+    ProgramGuard g(&deeper, &startup);
+    layers::fc(layers::fc(layers::fc(layers::data("x", {4}), 8, "relu"), 3, "relu"), 2);
+  }
+  Scope fresh;
+  absl::Status st = load_checkpoint(exe_, &fresh, dir_, deeper.desc());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find(dir_ + " is not a checkpoint of this program: it lacks 2 of the program's 6 variables "
+                              "(fc_2.b_0, fc_2.w_0) and holds 17 it does not (fc_0.b_0_beta1_pow_acc_0, "),
+            std::string::npos)
+      << st;
+  EXPECT_EQ(fresh.FindVar("fc_0.w_0"), nullptr) << "nothing is read from a checkpoint that does not fit";
+  {
+    UniqueNameGuard names;
+    Program startup;
+    ProgramGuard g(&sgd, &startup);
+    Var pred = layers::fc(layers::fc(layers::data("x", {4}), 8, "relu"), 3, "softmax");
+    optimizer::SGD(0.1f).minimize(layers::mean(layers::cross_entropy(pred, layers::data("label", {1}, DataType::kInt64))));
+  }
+  std::vector<std::string> left_out;
+  st = load_checkpoint(exe_, &fresh, dir_, sgd.desc(), &left_out);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(Bytes(fresh, "fc_1.w_0"), Bytes(scope_, "fc_1.w_0"));
+  EXPECT_EQ(left_out.size(), 16u);  // 4 parameters x 4 Adam accumulators
+  EXPECT_NE(std::find(left_out.begin(), left_out.end(), "fc_0.w_0_moment1_0"), left_out.end());
 }
 
 TEST_F(IoTest, LoadingACorruptFileIsAnErrorNamingIt) {
