@@ -66,7 +66,8 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
       if (!step.ok()) return Annotate(step.status(), absl::StrCat("restoring pserver ", config.pserver_id, " from ", own));
       config.restored = true;
       config.restored_step = *step;
-      LOG(INFO) << "pserver " << config.pserver_id << ": restored from " << own << " (step " << *step << ")";
+      LOG(INFO) << "pserver " << config.pserver_id << ": restored from " << own << " (step " << *step
+                << "): the job goes on from there (give another --checkpoint_dir to start afresh)";
     }
   }
   for (const auto& table : DistributedTables(program)) {

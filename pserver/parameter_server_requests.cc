@@ -111,7 +111,12 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
       if (h.meta.oar_step() > config_.restored_step) barrier_->AdmitFetched(id);
       reply->step = config_.restored_step;
       *covered = true;
-      LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
+      if (h.meta.oar_step() == 0) {  // a trainer that has not pulled yet: a new job resuming
+        LOG(INFO) << Name() << ": trainer " << id << " starts from this pserver's checkpoint of step "
+                  << config_.restored_step;
+      } else {
+        LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
+      }
       return absl::OkStatus();
     }
     if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();

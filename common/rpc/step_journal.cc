@@ -66,10 +66,15 @@ absl::Status StepJournal::Resync(int64_t trainer, const std::string& ep, int64_t
   }
   OAR_ASSIGN_OR_RETURN(const int64_t restored, resync(fetches));
   const bool replay = restored < fetches;  // the checkpoint lacks the journaled step
-  LOG(WARNING) << "pserver " << ep << " restarted at step " << restored << "; trainer " << trainer << " is at step "
-               << fetches - 1
-               << (replay ? absl::StrCat(": resending ", sends.size(), " gradient(s)", batch ? " and BATCH_BARRIER" : "")
-                          : ": nothing to resend");
+  if (fetches == 0) {  // this trainer has not pulled yet: a new job resumes from the pserver's checkpoint
+    LOG(INFO) << "pserver " << ep << " holds a checkpoint of step " << restored << ": trainer " << trainer
+              << " starts from it";
+  } else {
+    LOG(WARNING) << "pserver " << ep << " restarted at step " << restored << "; trainer " << trainer << " is at step "
+                 << fetches - 1
+                 << (replay ? absl::StrCat(": resending ", sends.size(), " gradient(s)", batch ? " and BATCH_BARRIER" : "")
+                            : ": nothing to resend");
+  }
   for (const auto& [name, var] : replay ? sends : decltype(sends){}) {
     if (absl::Status s = send(name, &var); !s.ok()) return Annotate(s, "resending the step");
   }

@@ -239,6 +239,35 @@ TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
   }
 }
 
+// A new job given the --checkpoint_dir of an earlier one resumes it: each
+// pserver restores its checkpoint, the trainers start from those
+// parameters (their first loss is the trained model's, not the initial
+// one's), and every process says so.
+TEST(DistE2eTest, ANewJobGivenAnEarlierJobsCheckpointDirResumesItAndSaysSo) {
+  const std::string dir = TempDir("resume_job");
+  // Seeded random initial values (a constant one barely trains in 10 steps).
+  const std::string job = "launch --pservers 2 --trainers 2 --model fashion_mlp --limit 2000 --batch_size 64 --seed 3 "
+                          "--optimizer sgd --lr 0.05 --max_steps 10 --checkpoint_every 10 --checkpoint_dir " +
+                          dir + "/ckpt --step_log_dir ";
+  Result first = Oar(job + dir + "/first");
+  ASSERT_EQ(first.code, 0) << first.out;
+  Result again = Oar(job + dir + "/again");
+  ASSERT_EQ(again.code, 0) << again.out;
+  for (const char* said : {"restored from " , "(step 10): the job goes on from there",
+                           "trainer 1 starts from this pserver's checkpoint of step 10",
+                           "holds a checkpoint of step 10: trainer 0 starts from it"}) {
+    EXPECT_NE(again.out.find(said), std::string::npos) << said << "\n" << again.out;
+  }
+  EXPECT_EQ(again.out.find("step -1"), std::string::npos) << again.out;
+  for (const char* t : {"/trainer.0.steps", "/trainer.1.steps"}) {
+    const auto a = ReadSteps(dir + "/first" + t), b = ReadSteps(dir + "/again" + t);
+    ASSERT_EQ(a.size(), 10u);
+    ASSERT_EQ(b.size(), 10u);
+    // The same first batch: 2.4 from the initial values, 1.7 after 10 steps.
+    EXPECT_LT(b.front(), a.front() - 0.3) << t << ": the second job started from the initial values";
+  }
+}
+
 // The whole user path with faults: `oar launch` passes --rpc_fault_injection
 // to every process; trainers' calls are dropped, answered-then-lost,
 // duplicated, delayed and reordered, and each step's loss is the same, bit
