@@ -39,6 +39,7 @@
 #include "cli/metrics_export.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
+#include "cli/loss_check.h"
 #include "cli/progress_bar.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
@@ -231,6 +232,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       ShapeLike(io.image_shape, &x);
       recorder.Start();
       OAR_ASSIGN_OR_RETURN(float l, rt->Step({{io.image, x}, {io.label, y}}));
+      OAR_RETURN_IF_ERROR(CheckLossFinite(l, steps + 1, epoch, absl::StrCat("trainer ", env.trainer_id, ": ")));
       recorder.Done(x.dims()[0]);
       loss = l;
       ++steps;

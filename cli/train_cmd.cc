@@ -18,6 +18,7 @@
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
+#include "cli/loss_check.h"
 #include "cli/progress_bar.h"
 #include "common/flag_refusal.h"
 #include "common/metrics/training_metrics.h"
@@ -201,6 +202,7 @@ absl::Status Train(Profiler* profiler) {
       recorder.Done(x.dims()[0]);
       last_loss = 0;  // with several places: the mean of their losses
       for (int64_t i = 0; i < out[0].numel(); ++i) last_loss += out[0].data<float>()[i] / out[0].numel();
+      OAR_RETURN_IF_ERROR(CheckLossFinite(last_loss, steps + 1, epoch));
       bar.Step(x.dims()[0], last_loss);
       step_log.Add(last_loss);
       ++steps;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
+#include "cli/loss_check.h"
 #include "cli/progress_bar.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
@@ -151,6 +152,7 @@ absl::Status TrainProgram(Profiler* profiler) {
       OAR_ASSIGN_OR_RETURN(auto out, exe.Run(*main, &scope, {{feeds[0], x}, {feeds[1], y}}, {FLAGS_loss_name}));
       recorder.Done(x.dims()[0]);
       last_loss = out[0].data<float>()[0];
+      OAR_RETURN_IF_ERROR(CheckLossFinite(last_loss, steps + 1, epoch));
       bar.Step(x.dims()[0], last_loss);
       step_log.Add(last_loss);
       ++steps;

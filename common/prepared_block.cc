@@ -5,6 +5,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/device/place_transfer.h"
+#include "common/nan_inf_check.h"
 #include "common/profiler/profiler.h"
 #include "common/run_env.h"
 #include "common/status.h"
@@ -159,10 +160,15 @@ absl::Status PreparedBlock::InferShape(OpRuntime& op, RuntimeInferShapeContext* 
 
 absl::Status PreparedBlock::RunOp(OpRuntime& op) {
   Profiler* profiler = env_ != nullptr ? env_->profiler : nullptr;
-  if (profiler == nullptr) return RunOpBody(op);
-  const absl::Time start = absl::Now();
-  absl::Status s = RunOpBody(op);
-  profiler->Record(op.desc->type, "op", start, absl::Now());
+  absl::Status s;
+  if (profiler == nullptr) {
+    s = RunOpBody(op);
+  } else {
+    const absl::Time start = absl::Now();
+    s = RunOpBody(op);
+    profiler->Record(op.desc->type, "op", start, absl::Now());
+  }
+  if (s.ok() && FLAGS_check_nan_inf) s = CheckOutputsFinite(*op.desc, op.binding);
   return s;
 }
 
