@@ -37,8 +37,8 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
     if (completed_.count(id)) return absl::OkStatus();  // it had done its part
     aborted_ = why;
     aborter_ = id;
+    aborting_.store(true, std::memory_order_release);  // under the lock: RunAsync may wake as it is released
   }
-  aborting_.store(true, std::memory_order_release);
   LOG(ERROR) << Name() << ": " << why.message();
   if (barrier_) barrier_->End(why);  // every wait and parked Get hears why
   return absl::OkStatus();
