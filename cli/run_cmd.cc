@@ -181,6 +181,11 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                                           absl::StrCat(FLAGS_cpu_num == 0 ? "CPU_NUM" : "--cpu_num", " for trainer ",
                                                        env.trainer_id, " (batch ", batch, " of --batch_size ",
                                                        FLAGS_batch_size, " over ", env.trainers, " trainer(s))")));
+  // The trainers split the data and the steps by these; nccl2 trainers also
+  // scale the loss by every trainer's place count.
+  options.settings = {{"batch_size", FLAGS_batch_size}, {"seed", FLAGS_seed}, {"limit", FLAGS_limit},
+                      {"epochs", FLAGS_epochs}, {"max_steps", FLAGS_max_steps}};
+  if (nccl2) options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));

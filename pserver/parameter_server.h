@@ -73,6 +73,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/executor.h"
+#include "common/job_settings.h"
 #include "common/prepared_block.h"
 #include "common/profiler/profiler.h"
 #include "common/run_env.h"
@@ -192,6 +193,9 @@ class ParameterServer : public rpc::RpcHandler {
   // FAILED_PRECONDITION when the sender's job differs from this pserver's:
   // another trainer count (oar_trainers) or the other mode (oar_sync_mode).
   absl::Status CheckJobAgrees(const rpc::MessageHeader& h) const;
+  // FAILED_PRECONDITION when a trainer's settings (oar_job_settings, said
+  // in its first call) differ from the first trainer's, which it keeps.
+  absl::Status CheckSettingsAgree(const rpc::MessageHeader& h, int trainer);
   absl::Status HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply);
   // Keeps `s` as trainer `trainer_id`'s latest refusal (refused_) when it is
   // one (a bad or misplaced call, not a failure of the pserver's own). Takes
@@ -305,6 +309,8 @@ class ParameterServer : public rpc::RpcHandler {
   static constexpr size_t kMaxRefusalsKept = 8;
   std::map<int64_t, std::string> refused_ ABSL_GUARDED_BY(state_mu_);
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
+  JobSettings job_settings_ ABSL_GUARDED_BY(state_mu_);  // the first trainer's
+  int settings_from_ ABSL_GUARDED_BY(state_mu_) = -1;     // that trainer
   absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);  // a trainer's ABORT: why the job stops
   int aborter_ ABSL_GUARDED_BY(state_mu_) = -1;
   std::set<int> told_ ABSL_GUARDED_BY(state_mu_);  // trainers answered aborted_ since

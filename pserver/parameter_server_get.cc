@@ -57,8 +57,9 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   // A bad trainer id, and a restored pserver's resync checks: the usual path.
   // A trainer of another job shape (CheckJobAgrees): refused there too.
   // A job stopped by a trainer's ABORT: refused there with the reason.
+  // A trainer's first call (its settings to compare): the usual path too.
   if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || !CheckJobAgrees(h).ok() ||
-      aborting_.load(std::memory_order_acquire)) {
+      aborting_.load(std::memory_order_acquire) || !h.meta.oar_job_settings().empty()) {
     return false;
   }
   const int id = static_cast<int>(tid);

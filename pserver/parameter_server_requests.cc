@@ -52,6 +52,21 @@ absl::Status ParameterServer::CheckJobAgrees(const rpc::MessageHeader& h) const 
   return absl::OkStatus();
 }
 
+absl::Status ParameterServer::CheckSettingsAgree(const rpc::MessageHeader& h, int id) {
+  if (h.meta.oar_job_settings().empty()) return absl::OkStatus();
+  auto mine = DecodeJobSettings(h.meta.oar_job_settings());
+  if (!mine.ok()) return Annotate(mine.status(), Who(id));
+  absl::MutexLock l(&state_mu_);
+  if (settings_from_ < 0) {
+    job_settings_ = *std::move(mine);
+    settings_from_ = id;
+    return absl::OkStatus();
+  }
+  const std::string differ = Disagreement(*mine, id, job_settings_, settings_from_);
+  if (differ.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(Name(), ": ", differ));
+}
+
 absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
                                             rpc::Reply* reply) {
   const rpc::MessageHeader& h = request.header();
@@ -71,6 +86,7 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   // last word, from whichever process of it failed.
   if (kind == rpc::RpcKind::kSend && h.name() == rpc::kAbort) return HandleAbort(h, id);
   OAR_RETURN_IF_ERROR(RefuseIfAborted(id));
+  OAR_RETURN_IF_ERROR(CheckSettingsAgree(h, id));
   if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
   bool covered = false;
   if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;

@@ -23,7 +23,8 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   const bool pserver_mode = !rt->options_.nccl2;
   rt->client_ = std::make_unique<rpc::RpcClient>(
       transport, rpc::ClientOptions{.trainers = pserver_mode ? rt->options_.trainers : 0,
-                                    .sync_mode = !pserver_mode ? 0 : rt->options_.sync_mode ? 1 : 2});
+                                    .sync_mode = !pserver_mode ? 0 : rt->options_.sync_mode ? 1 : 2,
+                                    .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : ""});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with
@@ -72,6 +73,7 @@ absl::Status TrainerRuntime::JoinCollective() {
   OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers(join));
   env_.collective = collective_.get();
   env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
+  OAR_RETURN_IF_ERROR(AgreeOnSettings());
   // Every trainer starts from trainer 0's parameters and optimizer state,
   // whatever its own initializers drew.
   std::vector<std::string> names;
@@ -83,6 +85,28 @@ absl::Status TrainerRuntime::JoinCollective() {
   }
   for (const auto& name : names) {
     OAR_RETURN_IF_ERROR(collective_->Broadcast(scope_.Var(name)->GetMutable<Tensor>(), 0, name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainerRuntime::AgreeOnSettings() {
+  const JobSettings& mine = options_.settings;
+  if (mine.empty()) return absl::OkStatus();
+  Tensor t;
+  int64_t* v = t.mutable_data<int64_t>({static_cast<int64_t>(mine.size())});
+  for (size_t i = 0; i < mine.size(); ++i) v[i] = mine[i].second;
+  std::vector<Tensor> all;
+  OAR_RETURN_IF_ERROR(Annotate(collective_->AllGather(t, &all, "the job's settings"), "comparing the job's settings"));
+  auto settings_of = [&](size_t rank) {
+    JobSettings s = mine;
+    for (size_t i = 0; i < s.size() && static_cast<int64_t>(i) < all[rank].numel(); ++i) {
+      s[i].second = all[rank].data<int64_t>()[i];
+    }
+    return s;
+  };
+  for (size_t r = 1; r < all.size(); ++r) {  // every trainer reaches the same verdict
+    const std::string differ = Disagreement(settings_of(r), static_cast<int64_t>(r), settings_of(0), 0);
+    if (!differ.empty()) return absl::FailedPreconditionError(differ);
   }
   return absl::OkStatus();
 }

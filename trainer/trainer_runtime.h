@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/executor.h"
+#include "common/job_settings.h"
 #include "common/place.h"
 #include "common/rpc/rpc_client.h"
 #include "common/scope.h"
@@ -50,6 +51,11 @@ class TrainerRuntime {
     int trainers = 1;
     int trainer_id = 0;
     std::vector<std::string> trainer_endpoints;
+    // What every trainer of the job must share (common/job_settings.h):
+    // compared by the pservers at the first call (pserver mode) or among
+    // the trainers when they join (nccl2 mode); a difference fails the
+    // trainer, naming it. Empty: not compared.
+    JobSettings settings;
     // Run on the trainer's scope right after the startup program (and, in
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.
@@ -83,6 +89,8 @@ class TrainerRuntime {
  private:
   TrainerRuntime() = default;
   absl::Status JoinCollective();
+  // nccl2 mode: every trainer's options_.settings against trainer 0's.
+  absl::Status AgreeOnSettings();
 
   Options options_;
   ProgramDesc main_;

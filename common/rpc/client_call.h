@@ -163,9 +163,20 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
       recovery_.client->journal_.StepDone(recovery_.trainer, ep_);
     }
     if (s.ok()) return final_ = s;
+    // A server that refused an earlier call and cannot be reached now most
+    // likely stopped for the reason it gave: say it.
+    std::string before;
+    if (RpcClient* c = recovery_.client; c != nullptr) {
+      absl::MutexLock l(&c->mu_);
+      if (!Retryable(s) && !absl::IsDeadlineExceeded(s) && !absl::IsAborted(s)) {  // ABORTED: a restart, recovered
+        c->refused_[ep_] = std::string(s.message());
+      } else if (auto it = c->refused_.find(ep_); it != c->refused_.end()) {
+        before = absl::StrCat("; before that it answered: ", it->second);
+      }
+    }
     final_ = absl::Status(s.code(), absl::StrCat(KindName(kind_), " '", name_, "' to ", ep_, " failed",
                                                  attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "",
-                                                 ": ", s.message()));
+                                                 ": ", s.message(), before));
     return final_;
   }
 

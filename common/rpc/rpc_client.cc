@@ -59,7 +59,8 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   meta.set_oar_step(options.step);
   {
     absl::MutexLock l(&mu_);
-    contacted_[options.trainer_id].insert(ep);
+    // A trainer's first call to `ep` says the job's settings (a retry of it too).
+    if (contacted_[options.trainer_id].insert(ep).second && !abort) meta.set_oar_job_settings(options_.job_settings);
     meta.set_oar_seq(static_cast<int64_t>(incarnation_ | ++next_seq_[{options.trainer_id, ep}]));
     if (kind == RpcKind::kSend && !options.replay) {  // BATCH_BARRIER says how many variables it covers
       int64_t& sent = sent_since_barrier_[{options.trainer_id, ep}];

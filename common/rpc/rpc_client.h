@@ -84,6 +84,10 @@ struct ClientOptions {
   // How this client's trainer trains, said in every message
   // (VariableMessage.oar_sync_mode): 1 sync, 2 async, 0 not said.
   int64_t sync_mode = 0;
+  // The settings the job's trainers must share (common/job_settings.h),
+  // said in the first call of each trainer id to each endpoint
+  // (VariableMessage.oar_job_settings); "": not said.
+  std::string job_settings = {};
 };
 
 class RpcClient {
@@ -174,6 +178,10 @@ class RpcClient {
   // Endpoints each trainer id has called (COMPLETE goes to these, as it).
   std::map<int64_t, std::set<std::string>> contacted_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::vector<std::shared_ptr<RpcCall>>> pending_ ABSL_GUARDED_BY(mu_);
+  // The last refusal (an error not retried) per endpoint: told with a later
+  // call's failure to reach it, as the likely cause (a pserver that stopped
+  // the job says why, then goes).
+  std::map<std::string, std::string> refused_ ABSL_GUARDED_BY(mu_);
   StepJournal journal_;
 };
 

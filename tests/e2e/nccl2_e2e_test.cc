@@ -173,6 +173,27 @@ TEST_P(Nccl2TransportTest, TrainersWithDifferentProgramsFailNamingTheVariableAnd
   EXPECT_TRUE(named) << t.Log(0) << "\n---\n" << t.Log(1);
 }
 
+// Trainers started with another --seed and --batch_size would split the
+// data wrongly (and scale the loss for another batch): every trainer fails
+// as they join, naming both settings and both trainers.
+TEST_P(Nccl2TransportTest, TrainersWithDifferentSettingsFailNamingEachDifference) {
+  Trainers t(2, 20000, [](int i) {
+    return std::vector<std::string>{"--model=fashion_mlp", "--epochs=1", "--limit=2000",
+                                    i == 0 ? "--seed=3" : "--seed=4", i == 0 ? "--batch_size=64" : "--batch_size=32",
+                                    "--collective_transport=" + GetParam()};
+  });
+  t.WaitAll(60);
+  for (size_t i : {0u, 1u}) {
+    ASSERT_TRUE(t.codes.count(i)) << "trainer " << i << " hung";
+    EXPECT_NE(t.codes[i], 0) << t.Log(i);
+    EXPECT_NE(t.Log(i).find("trainer 1 trains with --batch_size 32, --seed 4 but trainer 0 with --batch_size 64, "
+                            "--seed 3; start every trainer with the same --batch_size, --seed, --limit, --epochs, "
+                            "--max_steps, --cpu_num"),
+              std::string::npos)
+        << t.Log(i);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Nccl2TransportTest, ::testing::Values("shm", "tcp"));
 
 }  // namespace

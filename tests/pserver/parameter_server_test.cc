@@ -4,6 +4,7 @@
 #include "pserver/parameter_server.h"
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <thread>
 
@@ -123,6 +124,28 @@ TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
     absl::Status st = c.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = tid})->Wait();
     EXPECT_TRUE(st.ok()) << trainers << ": " << st;
   }
+}
+
+// The trainers' settings, said in each one's first call, must be the first
+// trainer's: another --seed is refused naming both values and both ids,
+// the same settings (and calls that say none) are served.
+TEST(ParameterServerTest, ATrainerWithOtherSettingsThanTheFirstIsRefused) {
+  Server s;
+  auto client = [&](const std::string& settings) {
+    return std::make_unique<rpc::RpcClient>(
+        &s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .job_settings = settings});
+  };
+  auto first = client("batch_size=64 seed=3"), same = client("batch_size=64 seed=3"), other = client("batch_size=64 seed=4");
+  Variable w;
+  ASSERT_TRUE(first->AsyncGetVar(s.ep, "fc_0.w_0", &w, 0, /*no_barrier=*/true)->Wait().ok());
+  absl::Status st = other->AsyncGetVar(s.ep, "fc_0.w_0", &w, 1, /*no_barrier=*/true)->Wait();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("pserver " + s.ep + ": trainer 1 trains with --seed 4 but trainer 0 with --seed 3; "
+                              "start every trainer with the same --batch_size, --seed"),
+            std::string::npos)
+      << st;
+  EXPECT_TRUE(same->AsyncGetVar(s.ep, "fc_0.w_0", &w, 1, /*no_barrier=*/true)->Wait().ok());
+  s.ps->Stop();
 }
 
 // The pserver's own error, when its barrier times out, says what it refused

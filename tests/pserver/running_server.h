@@ -51,7 +51,7 @@ struct RunningServer {
   // trainer's COMPLETE); `result` then holds what Run returned.
   void Join() { loop.join(); }
   ~RunningServer() {
-    ps->Stop();
+    if (ps) ps->Stop();  // a test may have destroyed it (shut its port)
     if (loop.joinable()) loop.join();
   }
 };

@@ -54,6 +54,13 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   absl::Status echo = c.AsyncSendAbort(s.ep, 1, "its Get failed")->Wait();
   EXPECT_EQ(echo.code(), absl::StatusCode::kAlreadyExists) << echo;
   EXPECT_NE(echo.message().find(why), std::string::npos) << echo;
+  // Once the pserver is gone, a call that cannot reach it says what it
+  // answered last: the reason the job stopped.
+  s.ps.reset();
+  absl::Status gone = c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait();
+  EXPECT_TRUE(absl::IsUnavailable(gone)) << gone;
+  EXPECT_NE(gone.message().find("; before that it answered: "), std::string::npos) << gone;
+  EXPECT_NE(gone.message().find(why), std::string::npos) << gone;
 }
 
 TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
