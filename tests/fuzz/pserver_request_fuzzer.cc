@@ -108,9 +108,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (p->ps->MaxRequestBytes() != 0 && (*msg)->header().payload_bytes > p->ps->MaxRequestBytes()) return 0;
   oar::rpc::Reply reply;
   (void)p->ps->Handle(kind, **msg, &reply);
-  if ((*msg)->header().name() == oar::rpc::kComplete) {
-    // A trainer that completed stays completed: start this pserver afresh
-    // so that later inputs meet a running job, not a finished one.
+  if ((*msg)->header().name() == oar::rpc::kComplete || (*msg)->header().name() == oar::rpc::kAbort) {
+    // A trainer that completed stays completed, and a job a trainer's ABORT
+    // stopped stays stopped: start this pserver afresh so that later inputs
+    // meet a running job, not a finished one.
     delete p;
     servers[sync ? 0 : 1] = Make(sync).release();
   }
@@ -122,7 +123,7 @@ namespace oar::fuzz {
 // For both pservers: every variable the pserver program declares in block 0
 // sent (zeros of its shape) by trainer 0 and, for `.trainer_1` copies,
 // trainer 1 when it is a gradient; each persistable fetched by Get and
-// GetNoBarrier; the barriers and COMPLETE. Byte 0 as LLVMFuzzerTestOneInput reads it.
+// GetNoBarrier; the barriers, COMPLETE and ABORT. Byte 0 as LLVMFuzzerTestOneInput reads it.
 std::vector<std::string> FuzzSeeds() {
   std::vector<std::string> seeds;
   int64_t seq = 1;
@@ -145,7 +146,7 @@ std::vector<std::string> FuzzSeeds() {
             Prefixed(kind_byte(rpc::RpcKind::kGetNoBarrier), MessageBytes(name, nullptr, trainer, false, seq++)));
       }
     }
-    for (const char* control : {rpc::kBatchBarrier, rpc::kFetchBarrier, rpc::kComplete}) {
+    for (const char* control : {rpc::kBatchBarrier, rpc::kFetchBarrier, rpc::kComplete, rpc::kAbort}) {
       for (int64_t trainer : {0, 1}) {
         seeds.push_back(
             Prefixed(kind_byte(rpc::RpcKind::kSend), MessageBytes(control, nullptr, trainer, false, seq++)));
