@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
+#include "cli/trainer_failure.h"
 #include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
@@ -47,7 +48,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
-  rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2});
+  rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2,
+                                          .incarnation = ThisTrainersIncarnation()});
   RunEnv renv = rpc::ClientEnv(&client);
   OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));
   Scope root;
@@ -75,6 +77,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     absl::StrAppendFormat(&result, " test_auc=%.4f test_loss=%.4f", m.auc, m.loss);
   }
   OAR_RETURN_IF_ERROR(Annotate(exe.Close(), "saying COMPLETE to the pservers"));
+  NoteTrainerCompleted();
   if (report) {
     std::printf("%s\n", result.c_str());
   } else {

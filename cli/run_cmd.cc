@@ -186,6 +186,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.settings = {{"batch_size", FLAGS_batch_size}, {"seed", FLAGS_seed}, {"limit", FLAGS_limit},
                       {"epochs", FLAGS_epochs}, {"max_steps", FLAGS_max_steps}};
   if (nccl2) options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
+  options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
@@ -262,6 +263,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Done with the pservers: they stop waiting for this trainer.
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
+  NoteTrainerCompleted();  // a failure from here on (the evaluation) is this trainer's alone
   if (steps == 0) {  // else its report would read as a result: "loss 0"
     return absl::InvalidArgumentError(absl::StrCat(
         "trainer ", env.trainer_id, " made no training step: its share is ", batches.size(), " of ", train.size(),

@@ -1,5 +1,6 @@
 #include "cli/trainer_failure.h"
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -8,11 +9,23 @@
 #include "common/rpc/transport_select.h"
 
 namespace oar::cli {
+namespace {
+
+std::atomic<bool> completed{false};
+
+}  // namespace
+
+uint64_t ThisTrainersIncarnation() {
+  static const uint64_t incarnation = rpc::NewIncarnation();
+  return incarnation;
+}
+
+void NoteTrainerCompleted() { completed.store(true); }
 
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) {
-  if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty()) return;
+  if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty() || completed.load()) return;
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport, TLS, OAR_AUTH_TOKEN
-  rpc::RpcClient client(transport.get());
+  rpc::RpcClient client(transport.get(), {.incarnation = ThisTrainersIncarnation()});
   std::vector<std::shared_ptr<rpc::RpcCall>> calls;
   for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
   int told = 0;

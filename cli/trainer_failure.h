@@ -6,13 +6,26 @@
 // pserver, side by side (a pserver may be what failed); a trainer killed
 // outright says nothing, and the pservers' barrier timeout still names it.
 //
-// Thread-safety: blocks the calling thread for at most about 2 s.
+// The ABORT goes with the incarnation of the trainer's own calls, so a
+// pserver can refuse it from a process that a restarted one replaced; and a
+// trainer that has said COMPLETE says nothing (the job goes on without it).
+//
+// Thread-safety: the Note functions from any thread; Tell blocks the calling
+// thread for at most a few seconds (2 s per call, side by side, plus the
+// client's slack).
 #pragma once
+
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "cli/role_env.h"
 
 namespace oar::cli {
+
+// The incarnation this process's trainer calls carry (drawn once).
+uint64_t ThisTrainersIncarnation();
+// The trainer has said COMPLETE to its pservers.
+void NoteTrainerCompleted();
 
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why);
 

@@ -201,7 +201,10 @@ std::string ParameterServer::Who(int trainer_id) const {
 absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
-  if (aborting_.load(std::memory_order_acquire)) s = LingerAfterAbort();  // the reason, not its echoes
+  if (aborting_.load(std::memory_order_acquire)) {
+    absl::Status why = LingerAfterAbort();
+    if (s.ok()) s = why;  // async: Run saw the job stop; a failure of its own (a timeout first) stays
+  }
   return s.ok() ? s : Annotate(s, Name());
 }
 

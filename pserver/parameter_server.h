@@ -205,13 +205,14 @@ class ParameterServer : public rpc::RpcHandler {
   std::string RefusalsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
   // parameter_server_abort.cc: a failed trainer's ABORT@RECV, and the job's
-  // end it brings: aborted_ for every later call (RefuseIfAborted), and Run
-  // serving on until each live trainer was told, at most kAbortLinger.
+  // end it brings: aborted_ for every later call (RefuseIfAborted; NoteTold
+  // for the waits it ended), and Run serving on until each live trainer was
+  // told, at most timeout_ms.
   absl::Status HandleAbort(const rpc::MessageHeader& h, int trainer);
   absl::Status RefuseIfAborted(int trainer);
+  void NoteTold(int64_t trainer, const absl::Status& answer);
   absl::Status LingerAfterAbort();
   static constexpr size_t kMaxAbortReason = 2000;
-  static constexpr absl::Duration kAbortLinger = absl::Seconds(2);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
   absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,

@@ -3,15 +3,15 @@
 // and parked Gets, and every later call of the other trainers, are answered
 // "trainer N failed, so the job stops: <reason>" — instead of every process
 // waiting out FLAGS_rpc_deadline for a trainer that will not come back. Run
-// then serves on briefly (LingerAfterAbort), so that each live trainer hears
-// the reason rather than finding the port closed, and fails with it.
+// then serves on (LingerAfterAbort) until each live trainer has been
+// answered with the reason (at its next call, or its waiting one), at most
+// FLAGS_rpc_deadline, so that none finds the port closed instead.
 //
-// Ignored: an ABORT from a trainer that had completed (nothing waits for
-// it). Once the job is stopping the first reason stays: a later ABORT is
-// answered ALREADY_EXISTS with it. Refused: one from a process of that
-// trainer id that a later one replaced.
-#include <algorithm>
-
+// Not the job's end: an ABORT from a trainer that had completed (nothing
+// waits for it; answered ALREADY_EXISTS), or, once the job is stopping, a
+// later one (the first reason stays; ALREADY_EXISTS with it). Refused: one
+// from a process of that trainer id that a later one replaced (its sequence
+// numbers' incarnation is not the latest the pserver has seen).
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
@@ -20,7 +20,7 @@
 namespace oar {
 
 absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
-  if (guard_->FromAReplacedRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
+  if (!guard_->FromTheLatestRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
     return absl::FailedPreconditionError(absl::StrCat(
         Name(), ": an ABORT from an earlier process of trainer ", id, ", since replaced; the job goes on"));
   }
@@ -34,7 +34,9 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
       told_.insert(id);
       return absl::AlreadyExistsError(absl::StrCat(Name(), " was already stopping: ", aborted_.message()));
     }
-    if (completed_.count(id)) return absl::OkStatus();  // it had done its part
+    if (completed_.count(id)) {  // it had done its part: the others go on
+      return absl::AlreadyExistsError(absl::StrCat(Name(), ": trainer ", id, " had completed; the job goes on"));
+    }
     aborted_ = why;
     aborter_ = id;
     aborting_.store(true, std::memory_order_release);  // under the lock: RunAsync may wake as it is released
@@ -51,6 +53,12 @@ absl::Status ParameterServer::RefuseIfAborted(int id) {
   return aborted_;
 }
 
+void ParameterServer::NoteTold(int64_t id, const absl::Status& answer) {
+  if (answer.ok() || !aborting_.load(std::memory_order_acquire)) return;
+  absl::MutexLock l(&state_mu_);
+  if (id >= 0 && id < config_.fanin) told_.insert(static_cast<int>(id));  // a wait or parked Get that End answered
+}
+
 absl::Status ParameterServer::LingerAfterAbort() {
   absl::MutexLock l(&state_mu_);
   auto all_told = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -61,7 +69,7 @@ absl::Status ParameterServer::LingerAfterAbort() {
     return true;
   };
   state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(all_told)* d) { return (*d)(); }, &all_told),
-                             std::min(kAbortLinger, absl::Milliseconds(config_.timeout_ms)));
+                             absl::Milliseconds(config_.timeout_ms));
   return aborted_;
 }
 

@@ -72,8 +72,9 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
     absl::MutexLock l(&state_mu_);
     last_message_[static_cast<size_t>(id)] = start;
   }
-  auto answer = [this, kind, request, start, respond](absl::Time began, absl::Status s, rpc::Reply reply) {
+  auto answer = [this, kind, request, start, respond, id](absl::Time began, absl::Status s, rpc::Reply reply) {
     RecordRequest(kind, *request, start, began);
+    NoteTold(id, s);  // a parked Get that a trainer's ABORT ended
     respond(std::move(s), std::move(reply));
   };
   if (ticket->duplicate) {

@@ -17,6 +17,7 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   absl::Status s = HandleRequest(kind, request, reply);
   RecordRequest(kind, request, start, start);
   NoteRefusal(request.header().trainer_id(), s);
+  NoteTold(request.header().trainer_id(), s);
   return s;
 }
 

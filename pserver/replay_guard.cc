@@ -34,9 +34,9 @@ ReplayGuard::Table* ReplayGuard::TableFor(int trainer, uint64_t seq) {
   return &t;
 }
 
-bool ReplayGuard::FromAReplacedRun(int trainer, uint64_t seq) const {
+bool ReplayGuard::FromTheLatestRun(int trainer, uint64_t seq) const {
   absl::MutexLock l(&mu_);
-  return seq != 0 && tables_.at(static_cast<size_t>(trainer)).run.Replaced(seq & ~kCounterMask);
+  return tables_.at(static_cast<size_t>(trainer)).run.LatestOrFirst(seq & ~kCounterMask);
 }
 
 std::optional<ReplayGuard::Ticket> ReplayGuard::TryBegin(int trainer, uint64_t seq) {

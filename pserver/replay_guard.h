@@ -58,9 +58,9 @@ class ReplayGuard {
   void End(int trainer, uint64_t seq, const absl::Status& answer);
 
   int64_t duplicates() const;
-  // Whether `seq` comes from a run of `trainer` that a later one replaced
-  // (a restarted process's late call); changes nothing.
-  bool FromAReplacedRun(int trainer, uint64_t seq) const;
+  // Whether `seq` comes from `trainer`'s latest run, or none is known yet
+  // (not from a restarted process's earlier run); changes nothing.
+  bool FromTheLatestRun(int trainer, uint64_t seq) const;
 
  private:
   struct Entry {

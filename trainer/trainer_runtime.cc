@@ -24,7 +24,8 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   rt->client_ = std::make_unique<rpc::RpcClient>(
       transport, rpc::ClientOptions{.trainers = pserver_mode ? rt->options_.trainers : 0,
                                     .sync_mode = !pserver_mode ? 0 : rt->options_.sync_mode ? 1 : 2,
-                                    .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : ""});
+                                    .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : "",
+                                    .incarnation = rt->options_.incarnation});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with

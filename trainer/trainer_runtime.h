@@ -56,6 +56,10 @@ class TrainerRuntime {
     // the trainers when they join (nccl2 mode); a difference fails the
     // trainer, naming it. Empty: not compared.
     JobSettings settings;
+    // The incarnation of the trainer's RPC calls (rpc::ClientOptions); 0:
+    // a new one. A process that may speak for the trainer after the runtime
+    // is gone (its ABORT) draws it first and passes it here.
+    uint64_t incarnation = 0;
     // Run on the trainer's scope right after the startup program (and, in
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.

@@ -12,15 +12,12 @@
 #include "glog/logging.h"
 
 namespace oar::rpc {
-namespace {
 
 uint64_t NewIncarnation() {
   std::random_device rd;
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   return ((r % ((uint64_t{1} << (64 - kSeqCounterBits - 1)) - 1)) + 1) << kSeqCounterBits;  // nonzero, positive
 }
-
-}  // namespace
 
 namespace {
 
@@ -36,7 +33,7 @@ class FailedCall : public RpcCall {
 }  // namespace
 
 RpcClient::RpcClient(Transport* transport, Options options)
-    : transport_(transport), options_(options), incarnation_(NewIncarnation()) {
+    : transport_(transport), options_(options), incarnation_(options.incarnation != 0 ? options.incarnation : NewIncarnation()) {
   if (options_.deadline_ms <= 0) options_.deadline_ms = FLAGS_rpc_deadline;
   if (options_.retry_times < 0) options_.retry_times = FLAGS_rpc_retry_times;
 }

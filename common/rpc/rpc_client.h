@@ -88,6 +88,10 @@ struct ClientOptions {
   // said in the first call of each trainer id to each endpoint
   // (VariableMessage.oar_job_settings); "": not said.
   std::string job_settings = {};
+  // The high bits of every sequence number (rpc::IncarnationOf): 0 draws a
+  // new one. A client that speaks for a process whose own client is gone
+  // (a failed trainer's ABORT, cli/trainer_failure.h) passes that client's.
+  uint64_t incarnation = 0;
 };
 
 class RpcClient {
@@ -98,6 +102,7 @@ class RpcClient {
   ~RpcClient();
 
   Transport* transport() const { return transport_; }
+  uint64_t incarnation() const { return incarnation_; }
 
   // `var` is shared (not copied) until the call ends: its writer then gets a
   // fresh buffer, so the variable may be reused at once.
@@ -187,6 +192,8 @@ class RpcClient {
 
 // The bits of oar_seq above the per-endpoint counter: a sender's incarnation.
 inline constexpr int kSeqCounterBits = 40;
+// A fresh incarnation: random, nonzero, in the bits above the counter.
+uint64_t NewIncarnation();
 // The incarnation an oar_seq carries (0 for Fluid's clients, which send none).
 inline constexpr uint64_t IncarnationOf(int64_t seq) {
   return static_cast<uint64_t>(seq) & ~((uint64_t{1} << kSeqCounterBits) - 1);

@@ -136,11 +136,11 @@ TEST(FailureE2eTest, AFailedTrainerStopsTheJobAtOnceWithItsReason) {
   }
   EXPECT_NE(c.Log(2).find("oar: error: checkpoint after step 3"), std::string::npos) << c.Log(2);
   EXPECT_NE(c.Log(2).find("Not a directory"), std::string::npos) << c.Log(2);
-  EXPECT_NE(c.Log(2).find("trainer 0: told 2 of 2 pserver(s) that it failed"), std::string::npos) << c.Log(2);
+  // (Trainer 1's own ABORT may reach a pserver first: "told 1 of 2".)
+  EXPECT_NE(c.Log(2).find("trainer 0: told "), std::string::npos) << c.Log(2);
   for (size_t i : {0u, 1u, 3u}) {  // the pservers, and trainer 1
     EXPECT_NE(c.Log(i).find(why), std::string::npos) << c.group.spec(i).name << ":\n" << c.Log(i);
   }
-  EXPECT_EQ(c.Log(3).find("told"), std::string::npos) << "trainer 1 only echoed trainer 0:\n" << c.Log(3);
 }
 
 // A pserver SIGKILLed after a checkpoint and started again with the same

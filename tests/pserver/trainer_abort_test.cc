@@ -18,7 +18,8 @@ namespace {
 
 const char kReason[] = "checkpoint after step 3: disk full";
 // Long enough that a job that waited for its barrier's timeout would not
-// end within the test's expectations (Run's result would be DEADLINE_EXCEEDED).
+// end within the test's expectations (Run's result would be DEADLINE_EXCEEDED);
+// a pserver stops once every live trainer heard the reason.
 constexpr int kTimeoutMs = 60000;
 
 class TrainerAbortTest : public ::testing::TestWithParam<const char*> {};
@@ -35,9 +36,10 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
   ASSERT_TRUE(c.AsyncSendBatchBarrier(s.ep, 1)->Wait().ok());
   auto get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1);
-  // Trainer 0 fails; the ABORT comes from a client of its own (as from the
-  // failed process), which says neither the trainer count nor the mode.
-  rpc::RpcClient failed(s.transport.get());
+  // Trainer 0 fails; the ABORT comes from a client of its own, with the
+  // incarnation of the trainer's calls (as the failed process sends it,
+  // cli/trainer_failure.h), and says neither the trainer count nor the mode.
+  rpc::RpcClient failed(s.transport.get(), {.incarnation = c.incarnation()});
   ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
   const std::string why = absl::StrCat("trainer 0 failed, so the job stops: ", kReason);
   absl::Status waited = get->Wait();
@@ -69,15 +71,19 @@ TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
                                                          .sync_mode = 2});
   Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
   ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
-  rpc::RpcClient failed(s.transport.get());
+  rpc::RpcClient failed(s.transport.get());  // trainer 0 failed before its first call
   ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
+  // Trainer 1's next call hears why; then the pserver, having told every
+  // live trainer, stops serving.
+  Variable w;
+  absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1)->Wait();
+  EXPECT_EQ(get.code(), absl::StatusCode::kFailedPrecondition) << get;
+  EXPECT_NE(get.message().find(absl::StrCat("trainer 0 failed, so the job stops: ", kReason)), std::string::npos)
+      << get;
   s.Join();
   EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
   EXPECT_NE(s.result.message().find(absl::StrCat("trainer 0 failed, so the job stops: ", kReason)), std::string::npos)
       << s.result;
-  Variable w;
-  absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 1)->Wait();
-  EXPECT_EQ(get.code(), absl::StatusCode::kFailedPrecondition) << get;
 }
 
 TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesTheJobRunning) {
@@ -87,13 +93,18 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
   // Trainer 0 completes, then fails (say, writing its results): nothing
   // waits for it any more.
   ASSERT_TRUE(c.AsyncSendComplete(s.ep, 0)->Wait().ok());
-  EXPECT_TRUE(c.AsyncSendAbort(s.ep, 0, "writing its results")->Wait().ok());
+  absl::Status after = c.AsyncSendAbort(s.ep, 0, "writing its results")->Wait();
+  EXPECT_EQ(after.code(), absl::StatusCode::kAlreadyExists) << after;
+  EXPECT_NE(after.message().find("trainer 0 had completed; the job goes on"), std::string::npos) << after;
   // Trainer 1 restarted: its earlier process's late ABORT is refused.
   rpc::RpcClient earlier(s.transport.get(), quick), now(s.transport.get(), quick);
   ASSERT_TRUE(earlier.AsyncSendFetchBarrier(s.ep, 1)->Wait().ok());  // the initial pull ends
   Variable g = Floats({4, 1}, {1, 2, 3, 4}), b = Floats({1}, {1}), w;
   ASSERT_TRUE(now.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
-  absl::Status late = earlier.AsyncSendAbort(s.ep, 1, "a process since replaced")->Wait();
+  // Its ABORT, as the old process sends it: from a client of its own with
+  // the old run's incarnation.
+  rpc::RpcClient earlier_abort(s.transport.get(), {.incarnation = earlier.incarnation()});
+  absl::Status late = earlier_abort.AsyncSendAbort(s.ep, 1, "a process since replaced")->Wait();
   EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
   EXPECT_NE(late.message().find("an ABORT from an earlier process of trainer 1"), std::string::npos) << late;
   // The job goes on: trainer 1 ends its step alone and completes.
