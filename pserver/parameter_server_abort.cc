@@ -49,8 +49,7 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
 absl::Status ParameterServer::RefuseIfAborted(int id) {
   if (!aborting_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock l(&state_mu_);
-  told_.insert(id);
-  return aborted_;
+  return aborted_;  // Handle's NoteTold counts the trainer told
 }
 
 void ParameterServer::NoteTold(int64_t id, const absl::Status& answer) {
