@@ -2,12 +2,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
 #include "cli/trainer_failure.h"
+#include "common/fingerprint.h"
+#include "common/job_settings.h"
 #include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
@@ -24,6 +27,24 @@ DECLARE_bool(skip_bad_lines);
 DECLARE_string(test_files);
 
 namespace oar::cli {
+namespace {
+
+// What the trainers of a --data_feed job must share: they split the file
+// listing by index, and their gradients are means over the feed's batch.
+// The listing is compared by its files' names (not their folders, which
+// may differ from machine to machine); a fingerprint's low 32 bits keep
+// the error line short.
+JobSettings DataFeedJobSettings(const DataFeedDesc& feed, const std::vector<std::string>& files) {
+  std::string names;
+  for (const auto& f : files) absl::StrAppend(&names, std::filesystem::path(f).filename().string(), "\n");
+  auto low32 = [](uint64_t h) { return static_cast<int64_t>(h & 0xffffffffu); };
+  return {{"data_feed.batch_size", feed.batch_size()},
+          {"data_feed.text", low32(Fingerprint(feed.desc()))},
+          {"files.count", static_cast<int64_t>(files.size())},
+          {"files.names", low32(Fingerprint(names))}};
+}
+
+}  // namespace
 
 absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model,
                                  bool report) {
@@ -49,6 +70,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
   rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2,
+                                          .job_settings = EncodeJobSettings(DataFeedJobSettings(feed, files)),
                                           .incarnation = ThisTrainersIncarnation()});
   RunEnv renv = rpc::ClientEnv(&client);
   OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));

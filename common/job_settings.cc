@@ -1,5 +1,6 @@
 #include "common/job_settings.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/numbers.h"
@@ -28,6 +29,16 @@ absl::StatusOr<JobSettings> DecodeJobSettings(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// "--seed" for a flag's value; "files.count" (a named aspect of --files) as it is.
+std::string Shown(const std::string& name) { return name.find('.') == std::string::npos ? "--" + name : name; }
+
+// The flag a setting comes from: "--files" for "files.count".
+std::string FlagOf(const std::string& name) { return "--" + name.substr(0, name.find('.')); }
+
+}  // namespace
+
 std::string Disagreement(const JobSettings& mine, int64_t my_trainer, const JobSettings& theirs,
                          int64_t their_trainer) {
   const std::map<std::string, int64_t> a(mine.begin(), mine.end()), b(theirs.begin(), theirs.end());
@@ -38,11 +49,11 @@ std::string Disagreement(const JobSettings& mine, int64_t my_trainer, const JobS
   }
   auto said = [](const std::map<std::string, int64_t>& m, const std::string& name) {
     auto it = m.find(name);
-    return it == m.end() ? absl::StrCat("no --", name) : absl::StrCat("--", name, " ", it->second);
+    return it == m.end() ? absl::StrCat("no ", Shown(name)) : absl::StrCat(Shown(name), " ", it->second);
   };
-  std::vector<std::string> differ, ours, other, all;
+  std::vector<std::string> ours, other, flags;
   for (const auto& name : names) {
-    all.push_back("--" + name);
+    if (std::find(flags.begin(), flags.end(), FlagOf(name)) == flags.end()) flags.push_back(FlagOf(name));
     auto x = a.find(name), y = b.find(name);
     if (x != a.end() && y != b.end() && x->second == y->second) continue;
     ours.push_back(said(a, name));
@@ -51,7 +62,7 @@ std::string Disagreement(const JobSettings& mine, int64_t my_trainer, const JobS
   if (ours.empty()) return "";
   return absl::StrCat("trainer ", my_trainer, " trains with ", absl::StrJoin(ours, ", "), " but trainer ",
                       their_trainer, " with ", absl::StrJoin(other, ", "), "; start every trainer with the same ",
-                      absl::StrJoin(all, ", "), " (the trainers split the data and the steps by them)");
+                      absl::StrJoin(flags, ", "), " (the trainers split the data and the steps by them)");
 }
 
 }  // namespace oar

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/fingerprint.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -21,12 +22,6 @@ uint64_t Mix(uint64_t h, uint64_t v) {  // splitmix64 step over h ^ v
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
-}
-
-uint64_t HashString(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
 }
 
 enum What { kDropRequest, kDropReply, kDuplicate, kDelay, kDelayAmount, kReorder, kFail, kCopyDelay };
@@ -147,9 +142,9 @@ std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind
     attempt = attempts_[{ep, static_cast<int>(kind), meta.varname(), meta.trainer_id(), meta.oar_seq()}]++;
     ++stats_.calls;
   }
-  uint64_t m = Mix(spec_.seed, HashString(ep));
+  uint64_t m = Mix(spec_.seed, Fingerprint(ep));
   m = Mix(m, static_cast<uint64_t>(kind));
-  m = Mix(m, HashString(meta.varname()));
+  m = Mix(m, Fingerprint(meta.varname()));
   m = Mix(m, static_cast<uint64_t>(meta.trainer_id()));
   m = Mix(m, static_cast<uint64_t>(meta.oar_seq()));
   m = Mix(m, static_cast<uint64_t>(attempt));

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
+#include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -65,6 +66,37 @@ TEST(CtrTest, APserverJobTrainsCtrDnnWithItsTableOnThePservers) {
                     "/data_feed.prototxt --files '" + dir + "/train/*' --threads 2");
   EXPECT_NE(sync.code, 0);
   EXPECT_NE(sync.out.find("train with --async"), std::string::npos) << sync.out;
+}
+
+// The trainers of a --data_feed job split the file listing by index, so
+// one given another listing would train on overlapping files or leave some
+// out. Each runs as `oar run` with the PADDLE_* variables (as Kubernetes
+// starts them), trainer 1 with half the files: the pserver refuses the
+// second trainer to call, naming both listings, and the whole job stops.
+TEST(CtrTest, DataFeedTrainersGivenDifferentFilesAreRefusedNamingTheDifference) {
+  const std::string dir = TempDir("ctr_files_differ");
+  ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 4000 --files 4 --seed 5").code, 0);
+  const std::string ep = FreeEndpoint();
+  const std::string env = "PADDLE_TRAINERS_NUM=2 PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
+  const std::string run = OarBinary() + " run --async --model ctr_dnn_dist --optimizer adagrad --threads 1 "
+                          "--rpc_deadline 20000 --data_feed " + dir + "/data_feed.prototxt --files ";
+  auto role = [&](const std::string& who, const std::string& vars, const std::string& files) {
+    return "(env " + env + vars + " " + run + "'" + files + "' > " + dir + "/" + who + ".log 2>&1; echo " + who +
+           " exit $? >> " + dir + "/codes) & ";
+  };
+  Result r = RunCommand(role("pserver", "PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep, dir + "/train/*") +
+                        role("trainer0", "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0", dir + "/train/*") +
+                        role("trainer1", "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=1",
+                             dir + "/train/part-0000[01]") +
+                        "wait; cat " + dir + "/codes " + dir + "/*.log");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // Whichever trainer calls second is refused (and says so), the pserver
+  // then stops the job; the message is the same line from either side.
+  EXPECT_NE(r.out.find("files.count 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("files.count 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("start every trainer with the same --data_feed, --files"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("data_feed.batch_size"), std::string::npos) << "the feeds agree: " << r.out;
+  EXPECT_NE(r.out.find("pserver exit 1"), std::string::npos) << r.out;
 }
 
 TEST(CtrTest, FashionCommandsRefuseCtrDnn) {

@@ -30,5 +30,14 @@ TEST(JobSettingsTest, ADisagreementNamesEachDifferenceWithBothValues) {
             std::string::npos);
 }
 
+TEST(JobSettingsTest, AnAspectOfAFlagIsShownAsItIsAndTheAdviceNamesTheFlagOnce) {
+  const JobSettings a = {{"data_feed.batch_size", 32}, {"files.count", 4}, {"files.names", 77}};
+  const JobSettings b = {{"data_feed.batch_size", 32}, {"files.count", 2}, {"files.names", 78}};
+  EXPECT_EQ(Disagreement(b, 1, a, 0),
+            "trainer 1 trains with files.count 2, files.names 78 but trainer 0 with files.count 4, files.names 77; "
+            "start every trainer with the same --data_feed, --files (the trainers split the data and the steps by "
+            "them)");
+}
+
 }  // namespace
 }  // namespace oar

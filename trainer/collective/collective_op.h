@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/fingerprint.h"
+
 namespace oar {
 
 enum CollectiveOp : uint8_t { kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
@@ -22,11 +24,7 @@ inline const char* CollectiveOpName(uint8_t op) {
   return "?";
 }
 
-// 64-bit FNV-1a of `name`.
-inline uint64_t NameHash(const std::string& name) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
+// 64-bit FNV-1a of `name` (common/fingerprint.h).
+inline uint64_t NameHash(const std::string& name) { return Fingerprint(name); }
 
 }  // namespace oar
