@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/transport_select.h"
 
@@ -30,9 +31,10 @@ void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) 
   for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
   int told = 0;
   for (auto& c : calls) told += c->Wait().ok() ? 1 : 0;
-  if (told > 0) {
-    std::fprintf(stderr, "trainer %d: told %d of %zu pserver(s) that it failed, so the job stops\n", env.trainer_id,
-                 told, env.pservers.size());
+  if (told > 0) {  // an echo of a pserver's "trainer N failed, so the job stops" passes that on
+    const bool echo = absl::StrContains(why.message(), ", so the job stops: ");
+    std::fprintf(stderr, "trainer %d: told %d of %zu pserver(s) that %s, so the job stops\n", env.trainer_id, told,
+                 env.pservers.size(), echo ? "another trainer failed" : "it failed");
   }
 }
 

@@ -11,13 +11,23 @@
 // waits for it; answered ALREADY_EXISTS), or, once the job is stopping, a
 // later one (the first reason stays; ALREADY_EXISTS with it). Refused: one
 // from a process of that trainer id that a later one replaced (its sequence
-// numbers' incarnation is not the latest the pserver has seen).
+// numbers' incarnation is not the latest the pserver has seen). An ABORT
+// whose reason is another pserver's "trainer N failed, so the job stops"
+// (the trainer heard it and stopped) stops the job as "the job stops, as
+// trainer M heard: ...", not naming M as the one that failed.
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
 #include "pserver/parameter_server.h"
 
 namespace oar {
+namespace {
+
+// How a pserver says a trainer's failure stops the job.
+constexpr char kJobStops[] = ", so the job stops: ";
+
+}  // namespace
 
 absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   if (!guard_->FromTheLatestRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
@@ -26,8 +36,11 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   }
   std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
   if (reason.empty()) reason = "it gave no reason";
-  absl::Status why =
-      absl::FailedPreconditionError(absl::StrCat("trainer ", id, " failed, so the job stops: ", reason));
+  // A trainer that stopped because another pserver told it the job stops
+  // echoes that: it did not fail, it passes on who did.
+  absl::Status why = absl::FailedPreconditionError(
+      absl::StrContains(reason, kJobStops) ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
+                                           : absl::StrCat("trainer ", id, " failed", kJobStops, reason));
   {
     absl::MutexLock l(&state_mu_);
     if (!aborted_.ok()) {  // already stopping: this trainer knows (and says nothing of stopping it)

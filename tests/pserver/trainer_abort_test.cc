@@ -118,6 +118,27 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
   EXPECT_EQ(s.ps->stats().steps, 1);
 }
 
+// Trainer 1 heard from another pserver that trainer 0 failed, and stopped;
+// its ABORT reaches this pserver before trainer 0's: the job stops, naming
+// trainer 0 as the one that failed, not trainer 1.
+TEST_P(TrainerAbortTest, AnEchoedAbortStopsTheJobNamingTheTrainerThatFailed) {
+  RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
+  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
+                                                         .sync_mode = 2});
+  Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
+  ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 0})->Wait().ok());
+  const std::string heard = absl::StrCat("send 'fc_0.w_0@GRAD' to 127.0.0.1:1 failed: pserver 127.0.0.1:1: "
+                                         "trainer 0 failed, so the job stops: ", kReason);
+  rpc::RpcClient echo(s.transport.get(), {.incarnation = c.incarnation()});
+  ASSERT_TRUE(echo.AsyncSendAbort(s.ep, 1, heard)->Wait().ok());
+  Variable w;
+  absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 0)->Wait();
+  EXPECT_NE(get.message().find(absl::StrCat("the job stops, as trainer 1 heard: ", heard)), std::string::npos) << get;
+  EXPECT_EQ(get.message().find("trainer 1 failed"), std::string::npos) << get;
+  s.Join();
+  EXPECT_NE(s.result.message().find("the job stops, as trainer 1 heard: "), std::string::npos) << s.result;
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TrainerAbortTest, ::testing::Values("grpc", "tcp"),
                          [](const auto& info) { return info.param; });
 
