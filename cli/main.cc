@@ -1,4 +1,5 @@
 // oar: one binary for every role. `oar <command> --help` for each command.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -21,9 +22,10 @@ namespace {
 void PrintUsage() {
   std::cout << "oar — a distributed trainer for PaddlePaddle Fluid programs\n\n"
                "usage: oar <command> [flags]\n\ncommands:\n";
+  size_t width = 0;  // the longest name, so that every summary starts in one column
+  for (const auto& c : oar::cli::Commands()) width = std::max(width, c.name.size());
   for (const auto& c : oar::cli::Commands()) {
-    std::cout << "  " << c.name << std::string(10 - std::min<size_t>(9, c.name.size()), ' ')
-              << c.summary << "\n";
+    std::cout << "  " << c.name << std::string(width + 2 - c.name.size(), ' ') << c.summary << "\n";
   }
   std::cout << "\nRun 'oar <command> --help' for a command's flags.\n";
 }
