@@ -8,6 +8,7 @@
 #include "common/metrics/metrics.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
 #include "common/selected_rows_util.h"
 #include "common/status.h"
 
@@ -27,9 +28,9 @@ absl::StatusOr<RpcClient*> Client(const ExecutionContext& ctx) {
 }
 
 absl::Status WaitAll(std::vector<std::shared_ptr<RpcCall>>& calls) {
-  absl::Status first;
-  for (auto& c : calls) first.Update(c->Wait());
-  return first;
+  rpc::CallErrors errors;  // a pserver's refusal before a pserver that then could not be reached
+  for (auto& c : calls) errors.Update(c->Wait());
+  return errors.status();
 }
 
 // With sync_mode (the default) the op waits for its calls; without, they

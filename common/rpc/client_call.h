@@ -168,7 +168,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
     std::string before;
     if (RpcClient* c = recovery_.client; c != nullptr) {
       absl::MutexLock l(&c->mu_);
-      if (!Retryable(s) && !absl::IsDeadlineExceeded(s) && !absl::IsAborted(s)) {  // ABORTED: a restart, recovered
+      if (IsRefusal(s)) {
         c->refused_[ep_] = std::string(s.message());
       } else if (auto it = c->refused_.find(ep_); it != c->refused_.end()) {
         before = absl::StrCat("; before that it answered: ", it->second);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/rpc/client_call.h"
+#include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/status.h"
 #include "glog/logging.h"
@@ -156,12 +157,12 @@ absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<
   // A send that failed is the error to report (the trainer stops); the
   // barriers already written are left unwaited.
   OAR_RETURN_IF_ERROR(WaitPending(trainer_id));
-  absl::Status first;
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (calls[i] == nullptr) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
   }
-  for (auto& c : calls) first.Update(c->Wait());
-  return first;
+  CallErrors errors;
+  for (auto& c : calls) errors.Update(c->Wait());
+  return errors.status();
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id) {
@@ -211,9 +212,9 @@ absl::Status RpcClient::WaitPending(int64_t trainer_id) {
     if (it == pending_.end()) return absl::OkStatus();
     calls.swap(it->second);
   }
-  absl::Status first;
-  for (auto& c : calls) first.Update(c->Wait());
-  return first;
+  CallErrors errors;
+  for (auto& c : calls) errors.Update(c->Wait());
+  return errors.status();
 }
 
 absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {

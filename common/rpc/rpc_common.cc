@@ -86,6 +86,10 @@ bool Retryable(const absl::Status& s) {
          s.code() == absl::StatusCode::kResourceExhausted;
 }
 
+bool IsRefusal(const absl::Status& s) {
+  return !s.ok() && !Retryable(s) && s.code() != absl::StatusCode::kAborted;
+}
+
 absl::Status CheckEndpoint(const std::string& endpoint) {
   const size_t colon = endpoint.rfind(':');
   int port = -1;

@@ -76,6 +76,29 @@ std::string AuthTokenFromEnv();
 // deadline): UNAVAILABLE, DEADLINE_EXCEEDED of one attempt, RESOURCE_EXHAUSTED.
 bool Retryable(const absl::Status& s);
 
+// A server's answer that is not retried: an error other than the retried
+// ones and ABORTED (a restarted pserver, which the client recovers from).
+bool IsRefusal(const absl::Status& s);
+
+// The error to report of several calls waited in turn: the first refusal
+// if any, else the first error. A server that refused one call and then
+// stopped leaves the calls waited before that answer was read unreachable;
+// its answer is the reason, the unreachable server only its consequence.
+//
+// Thread-safety: one thread.
+class CallErrors {
+ public:
+  void Update(const absl::Status& s) {
+    if (s.ok()) return;
+    if (first_.ok()) first_ = s;
+    if (refusal_.ok() && IsRefusal(s)) refusal_ = s;
+  }
+  const absl::Status& status() const { return refusal_.ok() ? first_ : refusal_; }
+
+ private:
+  absl::Status first_, refusal_;
+};
+
 // "host:port" split; InvalidArgument naming the endpoint otherwise.
 absl::Status CheckEndpoint(const std::string& endpoint);
 
