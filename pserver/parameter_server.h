@@ -207,12 +207,14 @@ class ParameterServer : public rpc::RpcHandler {
   // parameter_server_abort.cc: a failed trainer's ABORT@RECV, and the job's
   // end it brings: aborted_ for every later call (RefuseIfAborted; NoteTold
   // for the waits it ended), and Run serving on until each live trainer was
-  // told, at most timeout_ms.
+  // told, at most timeout_ms, and then until each told one said ABORT in
+  // turn (it stopped: no call of its is on the way), at most kEchoGrace.
   absl::Status HandleAbort(const rpc::MessageHeader& h, int trainer);
   absl::Status RefuseIfAborted(int trainer);
   void NoteTold(int64_t trainer, const absl::Status& answer);
   absl::Status LingerAfterAbort();
   static constexpr size_t kMaxAbortReason = 2000;
+  static constexpr absl::Duration kEchoGrace = absl::Seconds(2);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
   absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,
@@ -315,6 +317,7 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);  // a trainer's ABORT: why the job stops
   int aborter_ ABSL_GUARDED_BY(state_mu_) = -1;
   std::set<int> told_ ABSL_GUARDED_BY(state_mu_);  // trainers answered aborted_ since
+  std::set<int> echoed_ ABSL_GUARDED_BY(state_mu_);  // trainers that said ABORT since (they stopped)
   std::atomic<bool> aborting_{false};               // aborted_ is set (read without the lock)
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints

@@ -5,7 +5,11 @@
 // waiting out FLAGS_rpc_deadline for a trainer that will not come back. Run
 // then serves on (LingerAfterAbort) until each live trainer has been
 // answered with the reason (at its next call, or its waiting one), at most
-// FLAGS_rpc_deadline, so that none finds the port closed instead.
+// FLAGS_rpc_deadline, so that none finds the port closed instead; and then
+// until each of them has said ABORT in turn (a trainer that heard the
+// reason stops and echoes it), at most kEchoGrace: calls a trainer sent
+// before it read the answer (the rest of its step's sends) are answered
+// with the reason too, rather than finding the port closed and hiding it.
 //
 // Not the job's end: an ABORT from a trainer that had completed (nothing
 // waits for it; answered ALREADY_EXISTS), or, once the job is stopping, a
@@ -15,6 +19,8 @@
 // whose reason is another pserver's "trainer N failed, so the job stops"
 // (the trainer heard it and stopped) stops the job as "the job stops, as
 // trainer M heard: ...", not naming M as the one that failed.
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
@@ -45,6 +51,7 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
     absl::MutexLock l(&state_mu_);
     if (!aborted_.ok()) {  // already stopping: this trainer knows (and says nothing of stopping it)
       told_.insert(id);
+      echoed_.insert(id);
       return absl::AlreadyExistsError(absl::StrCat(Name(), " was already stopping: ", aborted_.message()));
     }
     if (completed_.count(id)) {  // it had done its part: the others go on
@@ -73,15 +80,22 @@ void ParameterServer::NoteTold(int64_t id, const absl::Status& answer) {
 
 absl::Status ParameterServer::LingerAfterAbort() {
   absl::MutexLock l(&state_mu_);
-  auto all_told = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (stopped_) return true;
-    for (int t = 0; t < config_.fanin; ++t) {
-      if (t != aborter_ && !completed_.count(t) && !told_.count(t)) return false;
+  struct AllIn {  // every live trainer is in `who` (or the pserver was stopped)
+    ParameterServer* ps;
+    const std::set<int>* who;
+    bool operator()() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (ps->stopped_) return true;
+      for (int t = 0; t < ps->config_.fanin; ++t) {
+        if (t != ps->aborter_ && !ps->completed_.count(t) && !who->count(t)) return false;
+      }
+      return true;
     }
-    return true;
   };
-  state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(all_told)* d) { return (*d)(); }, &all_told),
-                             absl::Milliseconds(config_.timeout_ms));
+  AllIn all_told{this, &told_}, all_echoed{this, &echoed_};
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(config_.timeout_ms);
+  if (state_mu_.AwaitWithDeadline(absl::Condition(&all_told), deadline)) {
+    state_mu_.AwaitWithDeadline(absl::Condition(&all_echoed), std::min(deadline, absl::Now() + kEchoGrace));
+  }
   return aborted_;
 }
 

@@ -1,6 +1,7 @@
 // A trainer that fails says ABORT@RECV with its reason: the pserver ends
 // the job at once — the other trainer's waiting Get and its later calls are
-// answered with that reason, and Run fails with it — rather than at its
+// answered with that reason, and Run fails with it once that trainer has
+// echoed the ABORT (or kEchoGrace after it was told) — rather than at its
 // barrier's timeout. An ABORT from a trainer that had completed, or from a
 // process of it that a later one replaced, does not end the job. Over gRPC
 // and over a stream transport (which parks barrier Gets), sync and async.
@@ -45,17 +46,19 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   absl::Status waited = get->Wait();
   EXPECT_EQ(waited.code(), absl::StatusCode::kFailedPrecondition) << waited;
   EXPECT_NE(waited.message().find(why), std::string::npos) << waited;
-  s.Join();
-  EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
-  EXPECT_NE(s.result.message().find(absl::StrCat("pserver ", s.ep, ": ", why)), std::string::npos) << s.result;
-  EXPECT_EQ(s.ps->stats().steps, 0) << "no step without trainer 0's gradients";
-  // Trainer 1's next call is refused with the reason; its own ABORT, an
-  // echo of trainer 0's, is told the job was already stopping.
+  // Trainer 1's next call (one it sent before it read that answer) is
+  // refused with the reason too; its own ABORT, an echo of trainer 0's, is
+  // told the job was already stopping — and, every live trainer having
+  // stopped, Run ends.
   absl::Status next = c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait();
   EXPECT_NE(next.message().find(why), std::string::npos) << next;
   absl::Status echo = c.AsyncSendAbort(s.ep, 1, "its Get failed")->Wait();
   EXPECT_EQ(echo.code(), absl::StatusCode::kAlreadyExists) << echo;
   EXPECT_NE(echo.message().find(why), std::string::npos) << echo;
+  s.Join();
+  EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
+  EXPECT_NE(s.result.message().find(absl::StrCat("pserver ", s.ep, ": ", why)), std::string::npos) << s.result;
+  EXPECT_EQ(s.ps->stats().steps, 0) << "no step without trainer 0's gradients";
   // Once the pserver is gone, a call that cannot reach it says what it
   // answered last: the reason the job stopped.
   s.ps.reset();
