@@ -97,6 +97,11 @@ struct PserverConfig {
   std::map<std::string, int> prefetch_var_to_block_id;
   int pserver_id = 0;
   int timeout_ms = 0;  // barrier and idle bound; 0: FLAGS_rpc_deadline
+  // Once a failed trainer's ABORT stopped the job and every live trainer
+  // was told: how long to wait on for their own ABORTs (an `oar run`
+  // trainer that heard the reason echoes it as it stops; a trainer that
+  // does not, such as a library user's, costs the pserver this wait).
+  int abort_echo_grace_ms = 2000;
   rpc::ServerOptions server;            // endpoint filled from `endpoint`; auth/TLS as set
   rpc::Transport* transport = nullptr;  // serves the requests; must outlive the server
   // The scope was restored from this pserver's checkpoint while the job
@@ -208,13 +213,13 @@ class ParameterServer : public rpc::RpcHandler {
   // end it brings: aborted_ for every later call (RefuseIfAborted; NoteTold
   // for the waits it ended), and Run serving on until each live trainer was
   // told, at most timeout_ms, and then until each told one said ABORT in
-  // turn (it stopped: no call of its is on the way), at most kEchoGrace.
+  // turn (it stopped: nothing of it waits on this pserver's answers any
+  // more), at most abort_echo_grace_ms.
   absl::Status HandleAbort(const rpc::MessageHeader& h, int trainer);
   absl::Status RefuseIfAborted(int trainer);
   void NoteTold(int64_t trainer, const absl::Status& answer);
   absl::Status LingerAfterAbort();
   static constexpr size_t kMaxAbortReason = 2000;
-  static constexpr absl::Duration kEchoGrace = absl::Seconds(2);
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
   absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,

@@ -7,7 +7,7 @@
 // answered with the reason (at its next call, or its waiting one), at most
 // FLAGS_rpc_deadline, so that none finds the port closed instead; and then
 // until each of them has said ABORT in turn (a trainer that heard the
-// reason stops and echoes it), at most kEchoGrace: calls a trainer sent
+// reason stops and echoes it), at most abort_echo_grace_ms: calls a trainer sent
 // before it read the answer (the rest of its step's sends) are answered
 // with the reason too, rather than finding the port closed and hiding it.
 //
@@ -40,12 +40,13 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
     return absl::FailedPreconditionError(absl::StrCat(
         Name(), ": an ABORT from an earlier process of trainer ", id, ", since replaced; the job goes on"));
   }
-  std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
-  if (reason.empty()) reason = "it gave no reason";
   // A trainer that stopped because another pserver told it the job stops
   // echoes that: it did not fail, it passes on who did.
+  const bool echo = absl::StrContains(h.meta.out_varname(), kJobStops);
+  std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
+  if (reason.empty()) reason = "it gave no reason";
   absl::Status why = absl::FailedPreconditionError(
-      absl::StrContains(reason, kJobStops) ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
+      echo ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
                                            : absl::StrCat("trainer ", id, " failed", kJobStops, reason));
   {
     absl::MutexLock l(&state_mu_);
@@ -94,7 +95,8 @@ absl::Status ParameterServer::LingerAfterAbort() {
   AllIn all_told{this, &told_}, all_echoed{this, &echoed_};
   const absl::Time deadline = absl::Now() + absl::Milliseconds(config_.timeout_ms);
   if (state_mu_.AwaitWithDeadline(absl::Condition(&all_told), deadline)) {
-    state_mu_.AwaitWithDeadline(absl::Condition(&all_echoed), std::min(deadline, absl::Now() + kEchoGrace));
+    const absl::Duration grace = absl::Milliseconds(config_.abort_echo_grace_ms);
+    state_mu_.AwaitWithDeadline(absl::Condition(&all_echoed), std::min(deadline, absl::Now() + grace));
   }
   return aborted_;
 }

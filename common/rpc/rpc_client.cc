@@ -155,7 +155,8 @@ absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<
     }
   }
   // A send that failed is the error to report (the trainer stops); the
-  // barriers already written are left unwaited.
+  // barriers already written are left unwaited (a refusal among their
+  // answers goes unread: the pservers answer the sends with it too).
   OAR_RETURN_IF_ERROR(WaitPending(trainer_id));
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (calls[i] == nullptr) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);

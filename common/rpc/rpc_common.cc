@@ -87,7 +87,8 @@ bool Retryable(const absl::Status& s) {
 }
 
 bool IsRefusal(const absl::Status& s) {
-  return !s.ok() && !Retryable(s) && s.code() != absl::StatusCode::kAborted;
+  return !s.ok() && !Retryable(s) && s.code() != absl::StatusCode::kAborted &&
+         s.code() != absl::StatusCode::kCancelled;
 }
 
 absl::Status CheckEndpoint(const std::string& endpoint) {

@@ -76,8 +76,10 @@ std::string AuthTokenFromEnv();
 // deadline): UNAVAILABLE, DEADLINE_EXCEEDED of one attempt, RESOURCE_EXHAUSTED.
 bool Retryable(const absl::Status& s);
 
-// A server's answer that is not retried: an error other than the retried
-// ones and ABORTED (a restarted pserver, which the client recovers from).
+// An error that says why a call was refused (a server's answer, or the
+// client's own check of the request or reply): not one of the retried
+// ones, not ABORTED (a restarted pserver, which the client recovers from),
+// not CANCELLED (a call a stopping server or transport dropped unanswered).
 bool IsRefusal(const absl::Status& s);
 
 // The error to report of several calls waited in turn: the first refusal

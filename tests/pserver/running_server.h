@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,9 +29,12 @@ struct RunningServer {
   std::unique_ptr<ParameterServer> ps;
   std::string ep;
   absl::Status result = absl::UnknownError("not run");
+  std::atomic<bool> ended{false};  // Run returned (`result` is then set)
   std::thread loop;
 
-  RunningServer(const std::string& wire, int timeout_ms, bool sync = true) : d("127.0.0.1:0", 2, sync) {
+  // `abort_echo_grace_ms`: PserverConfig's (-1: its default).
+  RunningServer(const std::string& wire, int timeout_ms, bool sync = true, int abort_echo_grace_ms = -1)
+      : d("127.0.0.1:0", 2, sync) {
     if (wire == "grpc") {
       transport = std::make_unique<rpc::GrpcTransport>();
     } else {
@@ -39,13 +43,17 @@ struct RunningServer {
     EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
     PserverConfig config = PserverConfigOf(d, 2, timeout_ms, transport.get());
     config.sync_mode = sync;
+    if (abort_echo_grace_ms >= 0) config.abort_echo_grace_ms = abort_echo_grace_ms;
     auto created = ParameterServer::Create(config, d.pserver, &scope);
     EXPECT_TRUE(created.ok()) << created.status();
     ps = *std::move(created);
     auto bound = ps->Start();
     EXPECT_TRUE(bound.ok()) << bound.status();
     ep = *bound;
-    loop = std::thread([this] { result = ps->Run(); });
+    loop = std::thread([this] {
+      result = ps->Run();
+      ended.store(true);
+    });
   }
   // Waits for the loop to end by itself (a barrier's timeout, every
   // trainer's COMPLETE); `result` then holds what Run returned.

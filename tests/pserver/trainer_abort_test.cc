@@ -68,8 +68,10 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   EXPECT_NE(gone.message().find(why), std::string::npos) << gone;
 }
 
+// Also: once trainer 1 was told, Run waits for its echo (here for as long
+// as the deadline), and ends on it.
 TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
-  RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
+  RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false, /*abort_echo_grace_ms=*/kTimeoutMs);
   rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
                                                          .sync_mode = 2});
   Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
@@ -83,7 +85,12 @@ TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
   EXPECT_EQ(get.code(), absl::StatusCode::kFailedPrecondition) << get;
   EXPECT_NE(get.message().find(absl::StrCat("trainer 0 failed, so the job stops: ", kReason)), std::string::npos)
       << get;
+  EXPECT_FALSE(s.ended.load()) << "Run ended before trainer 1 stopped: " << s.result;
+  const absl::Time echoed = absl::Now();
+  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 1, get.ToString())->Wait()));
   s.Join();
+  // Not the grace's 60 s: the echo ended it (the margin is for a loaded machine).
+  EXPECT_LT(absl::Now() - echoed, absl::Seconds(30));
   EXPECT_EQ(s.result.code(), absl::StatusCode::kFailedPrecondition) << s.result;
   EXPECT_NE(s.result.message().find(absl::StrCat("trainer 0 failed, so the job stops: ", kReason)), std::string::npos)
       << s.result;
@@ -138,6 +145,7 @@ TEST_P(TrainerAbortTest, AnEchoedAbortStopsTheJobNamingTheTrainerThatFailed) {
   absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 0)->Wait();
   EXPECT_NE(get.message().find(absl::StrCat("the job stops, as trainer 1 heard: ", heard)), std::string::npos) << get;
   EXPECT_EQ(get.message().find("trainer 1 failed"), std::string::npos) << get;
+  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 0, get.ToString())->Wait()));  // trainer 0's echo
   s.Join();
   EXPECT_NE(s.result.message().find("the job stops, as trainer 1 heard: "), std::string::npos) << s.result;
 }
