@@ -73,14 +73,17 @@ const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_i
                                       "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
                                       "metrics_port", "metrics_file", "profile_path", "selected_gpus"};
 
-// --metrics: a free port per process, printed; a metrics file per process,
+// --metrics: a free port per process (`ports`, picked with the endpoints'
+// so that none is one of them), printed; a metrics file per process,
 // written when it ends, in --metrics_dir or else in `scratch` (the time
 // split at the end reads them; `files` gets their paths); --timeline: a
 // trace per process in FILE.parts/, for MergeTimeline.
-absl::Status AddObservabilityFlags(std::vector<ChildSpec>* specs, const std::string& scratch,
-                                   std::vector<std::string>* files) {
+absl::Status AddObservabilityFlags(std::vector<ChildSpec>* specs, const std::vector<int>& ports,
+                                   const std::string& scratch, std::vector<std::string>* files) {
   if (FLAGS_metrics) {
-    OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(static_cast<int>(specs->size())));
+    if (ports.size() < specs->size()) {
+      return absl::InternalError(absl::StrCat(specs->size(), " processes but ", ports.size(), " metrics ports"));
+    }
     std::vector<std::string> where;
     for (size_t i = 0; i < specs->size(); ++i) {
       (*specs)[i].argv.push_back(absl::StrCat("--metrics_port=", ports[i]));
@@ -186,7 +189,11 @@ absl::Status Launch() {
                                                      gpus.size(), " selected; lower --trainers or select more GPUs"));
     }
   }
-  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(nccl2 ? trainers : pservers));
+  // The endpoints' ports and the metrics servers' in one pick, so that none repeats.
+  const int n_eps = nccl2 ? trainers : pservers;
+  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(n_eps + (FLAGS_metrics ? pservers + trainers : 0)));
+  const std::vector<int> metrics_ports(ports.begin() + n_eps, ports.end());
+  ports.resize(static_cast<size_t>(n_eps));
   std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
   for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));
   const std::string ep_list = absl::StrJoin(eps, ",");
@@ -261,7 +268,7 @@ absl::Status Launch() {
     if (ec) return absl::PermissionDeniedError(absl::StrCat(scratch, ": ", ec.message()));
   }
   std::vector<std::string> metrics_files;
-  OAR_RETURN_IF_ERROR(AddObservabilityFlags(&specs, scratch, &metrics_files));
+  OAR_RETURN_IF_ERROR(AddObservabilityFlags(&specs, metrics_ports, scratch, &metrics_files));
   const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
