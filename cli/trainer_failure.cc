@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
 #include "common/rpc/transport_select.h"
 
 namespace oar::cli {
@@ -32,7 +33,7 @@ void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) 
   int told = 0;
   for (auto& c : calls) told += c->Wait().ok() ? 1 : 0;
   if (told > 0) {  // an echo of a pserver's "trainer N failed, so the job stops" passes that on
-    const bool echo = absl::StrContains(why.message(), ", so the job stops: ");
+    const bool echo = absl::StrContains(why.message(), rpc::kJobStops);
     std::fprintf(stderr, "trainer %d: told %d of %zu pserver(s) that %s, so the job stops\n", env.trainer_id, told,
                  env.pservers.size(), echo ? "another trainer failed" : "it failed");
   }

@@ -7,9 +7,9 @@
 // answered with the reason (at its next call, or its waiting one), at most
 // FLAGS_rpc_deadline, so that none finds the port closed instead; and then
 // until each of them has said ABORT in turn (a trainer that heard the
-// reason stops and echoes it), at most abort_echo_grace_ms: calls a trainer sent
-// before it read the answer (the rest of its step's sends) are answered
-// with the reason too, rather than finding the port closed and hiding it.
+// reason stops and echoes it), at most abort_echo_grace_ms: calls a
+// trainer sent before it read the answer (the rest of its step's sends)
+// are answered with the reason too, rather than finding the port closed.
 //
 // Not the job's end: an ABORT from a trainer that had completed (nothing
 // waits for it; answered ALREADY_EXISTS), or, once the job is stopping, a
@@ -28,12 +28,6 @@
 #include "pserver/parameter_server.h"
 
 namespace oar {
-namespace {
-
-// How a pserver says a trainer's failure stops the job.
-constexpr char kJobStops[] = ", so the job stops: ";
-
-}  // namespace
 
 absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   if (!guard_->FromTheLatestRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
@@ -42,12 +36,12 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   }
   // A trainer that stopped because another pserver told it the job stops
   // echoes that: it did not fail, it passes on who did.
-  const bool echo = absl::StrContains(h.meta.out_varname(), kJobStops);
+  const bool echo = absl::StrContains(h.meta.out_varname(), rpc::kJobStops);
   std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
   if (reason.empty()) reason = "it gave no reason";
   absl::Status why = absl::FailedPreconditionError(
       echo ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
-                                           : absl::StrCat("trainer ", id, " failed", kJobStops, reason));
+           : absl::StrCat("trainer ", id, " failed", rpc::kJobStops, reason));
   {
     absl::MutexLock l(&state_mu_);
     if (!aborted_.ok()) {  // already stopping: this trainer knows (and says nothing of stopping it)

@@ -8,7 +8,6 @@
 #include "common/metrics/metrics.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
-#include "common/rpc/rpc_common.h"
 #include "common/selected_rows_util.h"
 #include "common/status.h"
 
@@ -17,6 +16,7 @@ namespace {
 
 using rpc::RpcCall;
 using rpc::RpcClient;
+using rpc::WaitAll;
 
 // The RPC client of the runtime running the op.
 absl::StatusOr<RpcClient*> Client(const ExecutionContext& ctx) {
@@ -25,12 +25,6 @@ absl::StatusOr<RpcClient*> Client(const ExecutionContext& ctx) {
         ctx.op().type, ": no RPC client; run this program with an executor given a RunEnv (a trainer runtime)"));
   }
   return ctx.env()->rpc;
-}
-
-absl::Status WaitAll(std::vector<std::shared_ptr<RpcCall>>& calls) {
-  rpc::CallErrors errors;  // a pserver's refusal before a pserver that then could not be reached
-  for (auto& c : calls) errors.Update(c->Wait());
-  return errors.status();
 }
 
 // With sync_mode (the default) the op waits for its calls; without, they

@@ -96,9 +96,7 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
     for (const auto& ep : others) {
       calls.push_back(env->rpc->AsyncSendVar(ep, kNcclIdName, &v, {.trainer_id = 0, .raw_bytes = true}));
     }
-    absl::Status first;
-    for (auto& c : calls) first.Update(c->Wait());
-    return first;
+    return rpc::WaitAll(calls);
   }
   IdReceiver receiver;
   rpc::ServerOptions options;

@@ -39,6 +39,12 @@ RpcClient::RpcClient(Transport* transport, Options options)
   if (options_.retry_times < 0) options_.retry_times = FLAGS_rpc_retry_times;
 }
 
+absl::Status WaitAll(const std::vector<std::shared_ptr<RpcCall>>& calls) {
+  CallErrors errors;
+  for (const auto& c : calls) errors.Update(c->Wait());
+  return errors.status();
+}
+
 RpcClient::~RpcClient() = default;
 
 std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, const std::string& name,
@@ -161,9 +167,7 @@ absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (calls[i] == nullptr) calls[i] = AsyncSendBatchBarrier(endpoints[i], trainer_id);
   }
-  CallErrors errors;
-  for (auto& c : calls) errors.Update(c->Wait());
-  return errors.status();
+  return WaitAll(calls);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id) {
@@ -213,9 +217,7 @@ absl::Status RpcClient::WaitPending(int64_t trainer_id) {
     if (it == pending_.end()) return absl::OkStatus();
     calls.swap(it->second);
   }
-  CallErrors errors;
-  for (auto& c : calls) errors.Update(c->Wait());
-  return errors.status();
+  return WaitAll(calls);
 }
 
 absl::Status RpcClient::SendCompleteToAll(int64_t trainer_id) {

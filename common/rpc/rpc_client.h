@@ -74,6 +74,10 @@ class RpcCall {
   virtual absl::Status Wait() = 0;
 };
 
+// Waits for every call, in turn; the error to report is CallErrors' (a
+// server's refusal before a server that then could not be reached).
+absl::Status WaitAll(const std::vector<std::shared_ptr<RpcCall>>& calls);
+
 struct ClientOptions {
   int deadline_ms = 0;   // 0: FLAGS_rpc_deadline
   int retry_times = -1;  // -1: FLAGS_rpc_retry_times
