@@ -1,8 +1,12 @@
 # Thin wrapper over CMake. `make test` and `make demo` each start from nothing.
+# Builds use Ninja (it starts a target's compiles before the libraries it links
+# are archived) unless BUILD_DIR was already configured with another generator,
+# and compile through ccache (cmake/ccache.cmake), whose cache outlives clones.
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja,))
 
 .PHONY: all deps configure build test demo bench clean
 
@@ -12,7 +16,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
