@@ -13,7 +13,7 @@ namespace {
 
 // The kernels an `oar` process reports with GLOG_v=1; "" if none.
 std::string KernelsOf(const std::string& env) {
-  const Result r = RunCommand(env + " GLOG_v=1 " + std::string(OAR_BINARY) + " inspect " + std::string(OAR_SOURCE_DIR) + "/tests/testdata/paddle/mlp/main.pb");
+  const Result r = RunCommand(env + " GLOG_v=1 " + OarBinary() + " inspect " + SourceDir() + "/tests/testdata/paddle/mlp/main.pb");
   const std::string key = "OpenBLAS kernels: ";
   const size_t at = r.out.find(key);
   if (r.code != 0 || at == std::string::npos) return "";

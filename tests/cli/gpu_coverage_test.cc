@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/api/lr_schedules.h"
 #include "tests/common/paddle/paddle_fixture.h"
+#include "tests/util/build_paths.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -171,7 +172,7 @@ TEST(GpuCoverageTest, EveryOpOfTheLearningRateSchedulesHasAGpuKernel) {
 // main and startup), which `oar train --program --device gpu` runs.
 TEST(GpuCoverageTest, EveryOpOfThePaddleWrittenProgramsHasAGpuKernelOrRunsOnTheHost) {
   if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
-  const std::string root = OAR_TESTDATA_DIR "/paddle";
+  const std::string root = TestdataDir() + "/paddle";
   int programs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(root)) {
     for (const std::string file : {"main.pb", "startup.pb"}) {
@@ -197,7 +198,7 @@ TEST(GpuCoverageTest, EveryOpOfThePaddleWrittenProgramsHasAGpuKernelOrRunsOnTheH
 TEST(GpuCoverageTest, EveryKernelThePaddleWrittenProgramsChooseHasAGpuKernelOfItsDtype) {
   if (!BuiltWithCuda()) GTEST_SKIP() << "this oar was built without CUDA";
   int fixtures = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(OAR_TESTDATA_DIR "/paddle")) {
+  for (const auto& entry : std::filesystem::directory_iterator(TestdataDir() + "/paddle")) {
     if (!std::filesystem::exists(entry.path() / "losses.txt")) continue;  // a saved model, not a training fixture
     const std::string model = entry.path().filename().string();
     SCOPED_TRACE(model);

@@ -14,7 +14,7 @@
 namespace oar {
 namespace {
 
-const std::string kFixture = OAR_TESTDATA_DIR "/paddle/fashion_mlp";
+const std::string kFixture = TestdataDir() + "/paddle/fashion_mlp";
 const std::string kArgs = "train --program " + kFixture + "/main.pb --startup " + kFixture +
                           "/startup.pb --feed_names x,label --loss_name mean_1.tmp_0 ";
 
@@ -37,7 +37,7 @@ std::string OtherNetworksParams() {
   namespace fs = std::filesystem;
   const fs::path dir = TempDir("other_params");
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(OAR_TESTDATA_DIR "/paddle/mlp/params")) {
+  for (const auto& e : fs::directory_iterator(TestdataDir() + "/paddle/mlp/params")) {
     std::string name = e.path().filename().string();
     fs::copy_file(e.path(), dir / name, fs::copy_options::overwrite_existing);
     if (const size_t at = name.find("_moment1_0"); at != std::string::npos) {
@@ -71,7 +71,7 @@ TEST(PaddleProgramTest, StaticSaveFilesConvertedTrainLikeSavePersistables) {
   const std::string py = PythonWithNumpy();
   if (py.empty()) GTEST_SKIP() << "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)";
   const std::string dir = TempDir("converted");
-  Result conv = RunCommand(py + " " OAR_SOURCE_DIR "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
+  Result conv = RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
   ASSERT_EQ(conv.code, 0) << conv.out;
   EXPECT_NE(conv.out.find("wrote 9 variables"), std::string::npos) << conv.out;  // 4 params, 4 velocities, lr
   Result a = Oar(kArgs + "--params " + dir + " --epochs 1 --limit 1000");
@@ -90,7 +90,7 @@ TEST(PaddleProgramTest, ConverterRefusesAPickleThatIsNotArrays) {
   Result make = RunCommand(py + " -c \"import os, pickle; "
                            "open('" + dir + "/m.pdparams', 'wb').write(pickle.dumps({'w': os.system}))\"");
   ASSERT_EQ(make.code, 0) << make.out;
-  Result r = RunCommand(py + " " OAR_SOURCE_DIR "/scripts/pdparams_to_fluid.py " + dir + "/m.pdparams --out " + dir + "/out");
+  Result r = RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + dir + "/m.pdparams --out " + dir + "/out");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("refusing posix.system"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out")) << r.out;
@@ -100,7 +100,7 @@ TEST(PaddleProgramTest, ConverterRefusesAPickleThatIsNotArrays) {
 // (each op known, its slots and attributes ones Oar implements).
 TEST(PaddleProgramTest, EveryFixturePassesInspect) {
   int programs = 0;
-  for (const auto& dir : std::filesystem::directory_iterator(OAR_TESTDATA_DIR "/paddle")) {
+  for (const auto& dir : std::filesystem::directory_iterator(TestdataDir() + "/paddle")) {
     for (const char* file : {"/main.pb", "/startup.pb"}) {
       Result r = Oar("inspect " + dir.path().string() + file);
       EXPECT_EQ(r.code, 0) << dir.path() << file << "\n" << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
@@ -116,8 +116,8 @@ TEST(PaddleProgramTest, MisuseIsAClearError) {
   } cases[] = {
       {kArgs + "--lr 0.1", "--lr does not apply to --program"},
       {kArgs + "--params /nonexistent/params", "--params /nonexistent/params"},
-      {kArgs + "--params " OAR_TESTDATA_DIR "/paddle/mlp/params",  // Adam's files, not Momentum's
-       "cannot open " OAR_TESTDATA_DIR "/paddle/mlp/params/fc_0.b_0_velocity_0"},
+      {kArgs + "--params " + TestdataDir() + "/paddle/mlp/params",  // Adam's files, not Momentum's
+       "cannot open " + TestdataDir() + "/paddle/mlp/params/fc_0.b_0_velocity_0"},
       {kArgs + "--params " + OtherNetworksParams(), "'fc_0.w_0' is [64, 32] there, but the program declares [784, 32]"},
       {kArgs + "--fetch nope", "main.pb has no variable 'nope'"},
       {kArgs + "--params " + kFixture + "/model.pdparams",

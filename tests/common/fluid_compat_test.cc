@@ -11,12 +11,13 @@
 #include "common/api/unique_name.h"
 #include "common/program_desc.h"
 #include "gtest/gtest.h"
+#include "tests/util/build_paths.h"
 
 namespace oar {
 namespace {
 
 std::unique_ptr<ProgramDesc> LoadFixture(const std::string& name) {
-  std::ifstream f(std::string(OAR_TESTDATA_DIR) + "/" + name, std::ios::binary);
+  std::ifstream f(TestdataDir() + "/" + name, std::ios::binary);
   std::stringstream buf;
   buf << f.rdbuf();
   auto p = ProgramDesc::Parse(buf.str());

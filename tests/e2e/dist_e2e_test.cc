@@ -67,7 +67,7 @@ TEST(DistE2eTest, SyncTwoByTwoMatchesTheSingleProcessStepByStep) {
 // and trainers start from the pservers' values, as in Fluid).
 TEST(DistE2eTest, PaddleWrittenProgramTwoByTwoMatchesTheSingleProcess) {
   const std::string dir = TempDir("paddle_program");
-  const std::string f = OAR_TESTDATA_DIR "/paddle/fashion_mlp";
+  const std::string f = TestdataDir() + "/paddle/fashion_mlp";
   const std::string args = "--program " + f + "/main.pb --startup " + f + "/startup.pb --feed_names x,label " +
                            "--loss_name mean_1.tmp_0 --limit 2000 --batch_size 64 --seed 3 --max_steps 10";
   Result ref = Oar("train " + args + " --step_log " + dir + "/ref.steps");
@@ -86,7 +86,7 @@ TEST(DistE2eTest, PaddleWrittenProgramTwoByTwoMatchesTheSingleProcess) {
 // --params the sliced blocks start from their own initializer ops.)
 TEST(DistE2eTest, PaddleParamsOnSlicedPserversMatchTheSingleProcess) {
   const std::string dir = TempDir("paddle_params");
-  const std::string f = OAR_TESTDATA_DIR "/paddle/fashion_mlp";
+  const std::string f = TestdataDir() + "/paddle/fashion_mlp";
   const std::string args = "--program " + f + "/main.pb --startup " + f + "/startup.pb --feed_names x,label " +
                            "--loss_name mean_1.tmp_0 --limit 2000 --batch_size 64 --seed 3 --max_steps 10 " +
                            "--params " + f + "/params";
@@ -206,7 +206,7 @@ TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
     std::vector<std::string> out;
     ASSERT_TRUE(launcher
                     .Start({{"launcher",
-                             {OAR_BINARY, "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
+                             {OarBinary(), "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
                               marker},
                              {}}},
                            [&](size_t, const std::string& line, bool) {

@@ -35,7 +35,7 @@ struct Cluster {
 
   explicit Cluster(int deadline_ms, std::vector<std::string> extra = {"--epochs=5", "--rpc_retry_times=1"}) {
     const std::string list = absl::StrJoin(eps, ",");
-    std::vector<std::string> args = {OAR_BINARY, "run", "--model=fashion_mlp", "--batch_size=64",
+    std::vector<std::string> args = {OarBinary(), "run", "--model=fashion_mlp", "--batch_size=64",
                                      "--rpc_deadline=" + std::to_string(deadline_ms)};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<cli::ChildSpec> specs;

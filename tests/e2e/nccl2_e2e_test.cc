@@ -97,7 +97,7 @@ struct Trainers {
     logs.resize(static_cast<size_t>(n));
     std::vector<cli::ChildSpec> specs;
     for (int i = 0; i < n; ++i) {
-      std::vector<std::string> args = {OAR_BINARY, "run", "--mode=nccl2", "--batch_size=64", "--report",
+      std::vector<std::string> args = {OarBinary(), "run", "--mode=nccl2", "--batch_size=64", "--report",
                                        "--rpc_deadline=" + std::to_string(deadline_ms)};
       for (const auto& a : extra(i)) args.push_back(a);
       specs.push_back({"trainer." + std::to_string(i), args,

@@ -100,7 +100,7 @@ TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
   ASSERT_TRUE(WaitFor(60, [&] { return Get(port, "/-/ready").first == 200; })) << ReadAll(dir + "/prometheus.log");
 
   const int64_t examples = 6400;
-  Background job = Start("exec " + std::string(OAR_BINARY) +
+  Background job = Start("exec " + OarBinary() +
                              " launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --batch_size 64 "
                              "--limit " + std::to_string(examples) + " --metrics --metrics_linger_s 10",
                          dir + "/launch.log");

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/rpc/rpc_client.h"
+#include "tests/util/build_paths.h"
 #include "tests/util/trainer_net.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
@@ -28,7 +29,7 @@ struct Process {
   explicit Process(int trainers) {
     const std::string port_file = ::testing::TempDir() + "/oar_ps2_port_" + std::to_string(::getpid());
     std::remove(port_file.c_str());
-    std::vector<std::string> args = {OAR_PSERVER_MAIN, "--trainers=" + std::to_string(trainers),
+    std::vector<std::string> args = {PserverMain(), "--trainers=" + std::to_string(trainers),
                                      "--pserver_port_file=" + port_file, "--rpc_deadline=20000"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

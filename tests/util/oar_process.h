@@ -1,5 +1,4 @@
-// Runs the real `oar` binary (OAR_BINARY, set by CMake; the environment
-// variable of that name wins, for a build moved to another machine) as a
+// Runs the real `oar` binary (OarBinary(), tests/util/build_paths.h) as a
 // user would —
 // or any command line: its exit code and everything it printed, stdout
 // then stderr merged.
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "tests/util/build_paths.h"
 
 namespace oar {
 
@@ -38,13 +38,7 @@ inline Result RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-#ifdef OAR_BINARY  // set for the test binaries that run `oar`
-inline std::string OarBinary() {
-  const char* env = std::getenv("OAR_BINARY");
-  return env != nullptr && *env != '\0' ? env : OAR_BINARY;
-}
 inline Result Oar(const std::string& args) { return RunCommand(OarBinary() + " " + args); }
-#endif
 
 // The number printed after the last `key` ("test_auc=") in `out`; -1 if none.
 inline double ValueAfter(const std::string& out, const std::string& key) {

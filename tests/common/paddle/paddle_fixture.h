@@ -19,16 +19,14 @@
 #include "common/executor.h"
 #include "common/tensor_io.h"
 #include "gtest/gtest.h"
+#include "tests/util/build_paths.h"
 
 namespace oar::paddle_fixture {
 
 // The fixtures' directory: $OAR_TESTDATA_DIR/paddle/ when set (a GPU
 // machine that runs a copied build, scripts/gpu-run.sh), else the source
 // tree's.
-inline const std::string kDir = [] {
-  const char* env = std::getenv("OAR_TESTDATA_DIR");
-  return std::string(env != nullptr && *env != '\0' ? env : OAR_TESTDATA_DIR) + "/paddle/";
-}();
+inline const std::string kDir = TestdataDir() + "/paddle/";
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -16,6 +16,7 @@
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "gtest/gtest.h"
+#include "tests/util/build_paths.h"
 
 namespace oar::rpc {
 namespace {
@@ -198,13 +199,13 @@ TEST(RpcTest, TlsWhenCertificatesAreGiven) {
   MapHandler h;
   ServerOptions o;
   o.endpoint = "127.0.0.1:0";
-  o.tls_cert = OAR_TESTDATA_DIR "/tls_test_cert.pem";
-  o.tls_key = OAR_TESTDATA_DIR "/tls_test_key.pem";
+  o.tls_cert = TestdataDir() + "/tls_test_cert.pem";
+  o.tls_key = TestdataDir() + "/tls_test_key.pem";
   auto server = GrpcServer::Start(o, &h);
   ASSERT_TRUE(server.ok()) << server.status();
   Variable v;
   v.GetMutable<Tensor>()->mutable_data<float>({2});
-  Client tls(ClientOptions{.deadline_ms = 5000, .retry_times = 0}, {.tls_ca = OAR_TESTDATA_DIR "/tls_test_cert.pem"});
+  Client tls(ClientOptions{.deadline_ms = 5000, .retry_times = 0}, {.tls_ca = TestdataDir() + "/tls_test_cert.pem"});
   absl::Status s = tls->AsyncSendVar((*server)->endpoint(), "w", &v)->Wait();
   EXPECT_TRUE(s.ok()) << s;
   Client plain(ClientOptions{.deadline_ms = 1000, .retry_times = 0});

@@ -22,6 +22,7 @@
 #include "common/rpc/transport_select.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "tests/util/build_paths.h"
 
 namespace oar::rpc {
 namespace {
@@ -301,7 +302,7 @@ TEST(StreamTransportTest, TheTokenIsCheckedInTheStreamHandshake) {
 }
 
 TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
-  const std::string cert = OAR_TESTDATA_DIR "/tls_test_cert.pem", key = OAR_TESTDATA_DIR "/tls_test_key.pem";
+  const std::string cert = TestdataDir() + "/tls_test_cert.pem", key = TestdataDir() + "/tls_test_key.pem";
   StoreHandler h;
   SelectingTransport server(TransportMode::kAuto, {});
   ServerOptions o;
