@@ -10,6 +10,8 @@
 #                    build directory, which is the same in every clone;
 #   CCACHE_NOHASHDIR the working directory is left out of -g builds' key
 #                    (the sanitizer builds use -g1).
+# CCACHE_SLOPPINESS lets the compiles that use a precompiled header
+# (cmake/pch.cmake) be cached: ccache hashes the header's contents instead.
 # The debug info of an object taken from the cache names the folder it was
 # first compiled in; nothing Oar ships reads it.
 option(OAR_CCACHE "Compile through ccache when it is installed" ON)
@@ -17,7 +19,8 @@ if(OAR_CCACHE)
   find_program(OAR_CCACHE_PROGRAM ccache)
   if(OAR_CCACHE_PROGRAM)
     set(oar_ccache_launcher ${CMAKE_COMMAND} -E env
-        CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} CCACHE_NOHASHDIR=1 ${OAR_CCACHE_PROGRAM})
+        CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} CCACHE_NOHASHDIR=1
+        CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime ${OAR_CCACHE_PROGRAM})
     set(CMAKE_C_COMPILER_LAUNCHER ${oar_ccache_launcher})
     set(CMAKE_CXX_COMPILER_LAUNCHER ${oar_ccache_launcher})
     set(CMAKE_CUDA_COMPILER_LAUNCHER ${oar_ccache_launcher})
