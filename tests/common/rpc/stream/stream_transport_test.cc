@@ -27,13 +27,17 @@
 namespace oar::rpc {
 namespace {
 
-// Stores what is sent; Get returns it; "bad" is refused; "slow" sleeps.
+// Stores what is sent; Get returns it; "bad" is refused; "slow" answers
+// after slow_ms, or as soon as the test releases it.
 class StoreHandler : public RpcHandler {
  public:
   absl::Status Handle(RpcKind kind, const IncomingMessage& req, Reply* reply) override {
     const std::string& name = req.header().name();
     if (name == "bad") return absl::InvalidArgumentError("variable 'bad' is refused");
-    if (name == "slow") absl::SleepFor(absl::Milliseconds(800));
+    if (name == "slow") {
+      release_slow.WaitForNotificationWithTimeout(absl::Milliseconds(slow_ms));
+      slow_answered.store(true);
+    }
     absl::MutexLock l(&mu_);
     if (kind == RpcKind::kSend) {
       req.DecodeInto(&vars_[name]);
@@ -52,6 +56,9 @@ class StoreHandler : public RpcHandler {
     return trainer_[name];
   }
   uint64_t max_bytes = 0;
+  int slow_ms = 800;
+  absl::Notification release_slow;
+  std::atomic<bool> slow_answered{false};
 
  private:
   absl::Mutex mu_;
@@ -218,10 +225,16 @@ TEST_P(StreamModeTest, HandlerErrorsCapsAndDeadlinesEndTheCallNotTheConnection) 
   if (GetParam() != TransportMode::kGrpc) {
     EXPECT_NE(s.message().find("'huge'"), std::string::npos) << s;
   }
+  // The handler holds "slow" until released: the call must end at its
+  // deadline, with the handler still holding it (no bound on how late the
+  // deadline fires on a loaded machine, only that it did, and not early).
+  server.handler.slow_ms = 600000;
   const absl::Time start = absl::Now();
   s = client.rpc.AsyncSendVar(ep, "slow", &small)->Wait();
   EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
-  EXPECT_LT(absl::Now() - start, absl::Milliseconds(750));
+  EXPECT_FALSE(server.handler.slow_answered.load()) << "the call waited for the reply, not its deadline";
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
+  server.handler.release_slow.Notify();
   // The same connection goes on serving.
   EXPECT_TRUE(client.rpc.AsyncSendVar(ep, "fine", &small)->Wait().ok());
   Variable got;
