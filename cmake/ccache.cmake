@@ -7,7 +7,10 @@
 # machine, the sanitizer builds of a second checkout -- compiles only what
 # changed. For that the cache key must not contain the clone's path:
 #   CCACHE_BASEDIR   paths under the source tree are hashed relative to the
-#                    build directory, which is the same in every clone;
+#                    compile's working directory, which is the same in every
+#                    clone (for one generator: Ninja compiles in the build
+#                    directory, Makefiles in each target's, so a cache filled
+#                    by one serves the other little);
 #   CCACHE_NOHASHDIR the working directory is left out of -g builds' key
 #                    (the sanitizer builds use -g1).
 # CCACHE_SLOPPINESS lets the compiles that use a precompiled header

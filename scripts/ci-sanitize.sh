@@ -44,7 +44,7 @@ asan_suite() {
 }
 
 tsan_build() {
-  CC=clang CXX=clang++ cmake -S . -B build-tsan $(generator_for build-tsan) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DOAR_SANITIZE=thread -DOAR_BUILD_BENCH=OFF -DOAR_WITH_CUDA=OFF \
     -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST >/dev/null
   cmake --build build-tsan -j "$JOBS" --target "${TSAN_TESTS[@]}"

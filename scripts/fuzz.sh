@@ -16,9 +16,8 @@ SECONDS_PER_TARGET="${1:-60}"
 BUILD="${FUZZ_BUILD_DIR:-build-asan}"
 ARTIFACTS="${ARTIFACTS:-$BUILD/findings}"
 TARGETS=(var_message program_desc pserver_request)
-source scripts/lib/ci_util.sh
 
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" $(generator_for "$BUILD") -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" -DOAR_SANITIZE=address,undefined -DOAR_FUZZ=ON \
   -DOAR_BUILD_BENCH=OFF -DOAR_WITH_CUDA=OFF -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/%/_fuzzer}"

@@ -1,11 +1,5 @@
-# Shell helpers for the CI scripts; sourced by .ci/run, scripts/ci-sanitize.sh
-# and scripts/fuzz.sh.
-# `generator_for DIR`: the -G option for configuring build directory DIR:
-# Ninja when it is installed and DIR is new (a configured DIR keeps its own).
-generator_for() {
-  if [ ! -f "$1/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then echo "-GNinja"; fi
-}
-
+# Shell helpers for the CI scripts; sourced by .ci/run and
+# scripts/ci-sanitize.sh.
 # `timed NAME CMD...` runs CMD,
 # prints how long it took, and appends "NAME<TAB>SECONDS" to $OAR_CI_TIMES
 # (when set) for the summary .ci/run prints at its end. CMD runs in a
