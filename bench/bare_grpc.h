@@ -11,6 +11,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
 
 #include <cstring>
 #include <memory>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/listen_sockets.h"
+#include "common/rpc/fd_acceptor.h"
 
 namespace oar::bench {
 
@@ -56,16 +59,35 @@ class BareService : public grpc::CallbackGenericService {
   std::string data_;
 };
 
-// Listens on 127.0.0.1:*port (0: any free port); *port is the one bound.
-inline std::unique_ptr<grpc::Server> StartBareServer(BareService* service, int* port) {
+// A bare gRPC server, and what accepts for it on a socket handed to the
+// process (common/listen_sockets.h).
+struct BareServer {
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<rpc::FdAcceptor> acceptor;
+  ~BareServer() {
+    if (acceptor != nullptr) acceptor->Stop();
+  }
+};
+
+// Serves the socket handed to this process for *port, or listens on
+// 127.0.0.1:*port (0: any free port); *port is the one bound.
+inline std::unique_ptr<BareServer> StartBareServer(BareService* service, int* port) {
+  auto s = std::make_unique<BareServer>();
+  const int handed = TakeListenSocket(*port);
   grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:" + std::to_string(*port), grpc::InsecureServerCredentials(), port);
+  if (handed < 0) b.AddListeningPort("127.0.0.1:" + std::to_string(*port), grpc::InsecureServerCredentials(), port);
   b.SetMaxReceiveMessageSize(-1);
   b.SetMaxSendMessageSize(-1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024);
   b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   b.RegisterCallbackGenericService(service);
-  return b.BuildAndStart();
+  s->server = b.BuildAndStart();
+  if (handed >= 0) {
+    grpc::Server* server = s->server.get();
+    s->acceptor =
+        std::make_unique<rpc::FdAcceptor>(handed, [server](int conn) { grpc::AddInsecureChannelFromFd(server, conn); });
+  }
+  return s;
 }
 
 class BareClient {

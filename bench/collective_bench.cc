@@ -36,7 +36,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "glog/logging.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
 #include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
@@ -61,15 +61,8 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 // A plain socket pair between ranks 0 and 1: rank 1 listens.
 int RawConnect(int rank, int port) {
   if (rank == 1) {
-    int ls = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    CHECK_EQ(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    ::listen(ls, 1);
+    const int ls = TakeListenSocket(port);  // handed to this rank by rank 0
+    CHECK_GE(ls, 0) << "rank 1 was handed no socket for port " << port;
     int fd = ::accept(ls, nullptr, nullptr);
     ::close(ls);
     NoDelay(fd);
@@ -183,20 +176,28 @@ Figures RunRank(int rank, const std::vector<std::string>& eps, int raw_port) {
 }
 
 Figures RunRing(int n) {
+  // Every rank's ring socket, and rank 1's raw one, listen before any rank
+  // starts: rank 0's here, the others' handed to their processes.
   std::vector<std::string> eps;
-  for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
-  const int raw_port = FreePort();
+  std::vector<HandedSocket> sockets;
+  eps.push_back(ReservedEndpoint());
+  for (int r = 1; r < n; ++r) {
+    sockets.push_back(ListenForChild());
+    eps.push_back(sockets.back().endpoint());
+  }
+  const HandedSocket raw = ListenForChild();
+  const int raw_port = raw.port;
   std::vector<pid_t> pids;
   for (int r = 1; r < n; ++r) {
-    std::vector<std::string> args = {"/proc/self/exe", "--role=rank", absl::StrCat("--rank=", r),
-                                     "--endpoints=" + absl::StrJoin(eps, ","), absl::StrCat("--raw_port=", raw_port)};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid;
-    CHECK_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    std::vector<int> handed = {sockets[static_cast<size_t>(r - 1)].fd};
+    if (r == 1) handed.push_back(raw.fd);
+    const pid_t pid = SpawnHanding({"/proc/self/exe", "--role=rank", absl::StrCat("--rank=", r),
+                                    "--endpoints=" + absl::StrJoin(eps, ","), absl::StrCat("--raw_port=", raw_port)},
+                                   handed);
+    CHECK_GT(pid, 0) << "could not start rank " << r;
     pids.push_back(pid);
   }
+  if (n < 2) ::close(raw.fd);
   Figures f = RunRank(0, eps, raw_port);
   for (pid_t p : pids) waitpid(p, nullptr, 0);
   return f;
@@ -300,6 +301,7 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   if (FLAGS_role == "rank") {
+    CHECK(oar::AdoptInheritedListenSockets().ok());  // its ring socket (and rank 1's raw one), from rank 0
     oar::bench::RunRank(FLAGS_rank, absl::StrSplit(FLAGS_endpoints, ','), FLAGS_raw_port);
     return 0;
   }

@@ -28,6 +28,7 @@
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
+#include "tests/util/listen_socket.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"
 #include "trainer/dist_ops.h"
@@ -37,18 +38,6 @@ namespace oar::bench {
 namespace {
 
 constexpr int64_t kRows = 10'000'000, kWidth = 16;
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  socklen_t n = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Peak and current resident set of this process, in bytes.
 std::pair<int64_t, int64_t> Rss() {
@@ -68,7 +57,7 @@ std::pair<int64_t, int64_t> Rss() {
 int RunPrefetchBench() {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
-  const std::vector<std::string> eps = {absl::StrCat("127.0.0.1:", FreePort()), absl::StrCat("127.0.0.1:", FreePort())};
+  const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint()};  // listening already
   UniqueNameGuard names;
   Program main, startup;
   {

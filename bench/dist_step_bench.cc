@@ -44,7 +44,7 @@
 #include "glog/logging.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/pserver_runtime.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
 #include "trainer/dist_ops.h"
 #include "trainer/trainer_runtime.h"
@@ -84,6 +84,7 @@ std::unique_ptr<DistributeTranspiler> Transpile(cli::ModelPrograms* m, const std
 }
 
 int Pserver() {
+  CHECK(AdoptInheritedListenSockets().ok());
   BareService bare(8 << 20);
   int bare_port = FLAGS_bare_port;
   auto bare_server = StartBareServer(&bare, &bare_port);
@@ -125,16 +126,15 @@ int Trainer(const char* self) {
   if (FLAGS_rpc_shm_spin_us < 0) {
     FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size()));
   }
-  const int port = FreePort(), bare_port = FreePort(), raw_port = FreePort();
-  std::vector<std::string> args = {self, "--role=pserver", absl::StrCat("--port=", port),
-                                   absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
-                                   absl::StrCat("--rpc_transport=", FLAGS_rpc_transport),
-                                   absl::StrCat("--rpc_shm_spin_us=", FLAGS_rpc_shm_spin_us)};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  CHECK_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  // The pserver's three servers listen before it starts (it is handed them).
+  const HandedSocket oar_socket = ListenForChild(), bare_socket = ListenForChild(), raw_socket = ListenForChild();
+  const int port = oar_socket.port, bare_port = bare_socket.port, raw_port = raw_socket.port;
+  const pid_t pid = SpawnHanding({self, "--role=pserver", absl::StrCat("--port=", port),
+                                  absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
+                                  absl::StrCat("--rpc_transport=", FLAGS_rpc_transport),
+                                  absl::StrCat("--rpc_shm_spin_us=", FLAGS_rpc_shm_spin_us)},
+                                 {oar_socket.fd, bare_socket.fd, raw_socket.fd});
+  CHECK_GT(pid, 0) << "could not start the pserver";
   const std::string ep = absl::StrCat("127.0.0.1:", port);
   {
     rpc::GrpcTransport grpc;

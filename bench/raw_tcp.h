@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/listen_sockets.h"
+
 namespace oar::bench {
 
 inline bool WriteAll(int fd, const void* p, size_t n) {
@@ -50,13 +52,16 @@ inline void NoDelay(int fd) {
 
 // Listens on 127.0.0.1, `port` (0: any); returns the port. Serves forever.
 inline int StartRawTcpServer(int port = 0) {
-  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  int ls = TakeListenSocket(port);  // handed to this process (common/listen_sockets.h), else bound here
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(port));
-  ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::listen(ls, 16);
+  if (ls < 0) {
+    ls = ::socket(AF_INET, SOCK_STREAM, 0);
+    ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    ::listen(ls, 16);
+  }
   socklen_t len = sizeof(a);
   getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
   std::thread([ls] {

@@ -25,13 +25,13 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/mode_flags.h"
-#include "cli/free_ports.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "cli/model_build.h"
 #include "cli/process_group.h"
 #include "common/device/gpu_info.h"
+#include "common/listen_sockets.h"
 #include "common/profiler/profiler.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -189,9 +189,23 @@ absl::Status Launch() {
                                                      gpus.size(), " selected; lower --trainers or select more GPUs"));
     }
   }
-  // The endpoints' ports and the metrics servers' in one pick, so that none repeats.
+  // The endpoints and the metrics servers listen before any child starts:
+  // each child is handed its sockets (ProcessGroup, LISTEN_FDS), so no
+  // port can be taken between its choice and its use.
   const int n_eps = nccl2 ? trainers : pservers;
-  OAR_ASSIGN_OR_RETURN(std::vector<int> ports, FreePorts(n_eps + (FLAGS_metrics ? pservers + trainers : 0)));
+  struct Sockets {
+    std::vector<int> fds;
+    ~Sockets() {
+      for (int fd : fds) ::close(fd);  // those never handed over (an early error)
+    }
+  } sockets;
+  std::vector<int> ports;
+  for (int i = 0; i < n_eps + (FLAGS_metrics ? pservers + trainers : 0); ++i) {
+    int port = 0;
+    OAR_ASSIGN_OR_RETURN(const int fd, ListenOnLoopback(&port));
+    sockets.fds.push_back(fd);
+    ports.push_back(port);
+  }
   const std::vector<int> metrics_ports(ports.begin() + n_eps, ports.end());
   ports.resize(static_cast<size_t>(n_eps));
   std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
@@ -289,6 +303,14 @@ absl::Status Launch() {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);  // the terminal closed: stop the cluster as for Ctrl-C
+  // Child i serves its endpoint (a pserver; a trainer in nccl2 mode) and
+  // its metrics on the sockets made for them.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int endpoint = nccl2 ? trainer_of[i] : (trainer_of[i] < 0 ? static_cast<int>(i) : -1);
+    if (endpoint >= 0) specs[i].listen_fds.push_back(sockets.fds[static_cast<size_t>(endpoint)]);
+    if (FLAGS_metrics) specs[i].listen_fds.push_back(sockets.fds[static_cast<size_t>(n_eps) + i]);
+  }
+  sockets.fds.clear();  // Start closes each once its child has it
   ProcessGroup group;
   OAR_RETURN_IF_ERROR(group.Start(std::move(specs), [&monitor](size_t c, const std::string& line, bool out) {
     monitor.OnLine(c, line, out);

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/flag_parse.h"
 #include "common/blas_core.h"
+#include "common/listen_sockets.h"
 #include "common/op_registry.h"
 #include "pserver/pserver_ops.h"
 #include "trainer/dist_ops.h"
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
   oar::OpRegistry::ExtendGlobal(oar::RegisterGenNcclIdOp);
   oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
   FLAGS_logtostderr = true;
+  // Sockets a launcher handed over (LISTEN_FDS): servers serve them rather
+  // than bind their ports (common/listen_sockets.h).
+  if (absl::Status s = oar::AdoptInheritedListenSockets(); !s.ok()) return oar::cli::Fail(std::string(s.message()));
   VLOG(1) << "OpenBLAS kernels: " << oar::BlasCoreName()
           << (std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
   if (argc >= 2 && std::string(argv[1]) == "--version") {

@@ -54,6 +54,7 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
   specs_ = std::move(children);
   on_line_ = std::move(on_line);
   for (const auto& c : specs_) {  // before any child starts
+    if (c.listen_fds.size() > 64) return absl::InvalidArgumentError(absl::StrCat(c.name, ": more than 64 sockets"));
     for (int cpu : c.cpus) {
       if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
     }
@@ -66,8 +67,19 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));
     }
-    std::vector<std::string> argv = c.argv, envp = ChildEnvironment(c.env);
+    std::vector<std::pair<std::string, std::string>> env = c.env;
+    if (!c.listen_fds.empty()) {
+      // LISTEN_PID's digits are written in the child, which alone knows its pid.
+      env.emplace_back("LISTEN_FDS", std::to_string(c.listen_fds.size()));
+      env.emplace_back("LISTEN_PID", std::string(10, ' '));
+    }
+    std::vector<std::string> argv = c.argv, envp = ChildEnvironment(env);
     std::vector<char*> argv_c = CStrings(argv), envp_c = CStrings(envp);
+    char* listen_pid = nullptr;
+    for (auto& e : envp) {
+      if (e.rfind("LISTEN_PID=", 0) == 0 && !c.listen_fds.empty()) listen_pid = e.data() + 11;
+    }
+    const std::vector<int>& handed = c.listen_fds;
     const pid_t launcher = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", c.name, ": ", std::strerror(errno)));
@@ -82,6 +94,18 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
       }
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
+      if (!handed.empty()) {
+        // Out of the way first (a handed fd may sit where another must go),
+        // then to 3, 4, ...; dup2 leaves the copies open across exec.
+        int high[64];
+        const size_t n = handed.size() < 64 ? handed.size() : 64;
+        for (size_t i = 0; i < n; ++i) high[i] = ::fcntl(handed[i], F_DUPFD_CLOEXEC, 100);
+        for (size_t i = 0; i < n; ++i) ::dup2(high[i], 3 + static_cast<int>(i));
+        char digits[16];
+        int len = 0;
+        for (pid_t p = ::getpid(); p > 0; p /= 10) digits[len++] = static_cast<char>('0' + p % 10);
+        for (int i = 0; i < 10; ++i) listen_pid[i] = i < len ? digits[len - 1 - i] : '\0';
+      }
       ::execve(argv_c[0], argv_c.data(), envp_c.data());
       const char msg[] = "oar launch: exec failed\n";
       [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof(msg) - 1);
@@ -89,6 +113,7 @@ absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line
     }
     ::close(out[1]);
     ::close(err[1]);
+    for (int fd : c.listen_fds) ::close(fd);
     pids_.push_back(pid);
     fds_.push_back(out[0]);
     fds_.push_back(err[0]);

@@ -2,7 +2,8 @@
 // with fork + exec in its own process group (so a terminal's Ctrl-C reaches
 // the launcher only, which then stops them in order), dies with the
 // launcher (PR_SET_PDEATHSIG), runs on the CPUs its spec names (set
-// before exec, so every thread it starts inherits them), and has its
+// before exec, so every thread it starts inherits them), gets the listening
+// sockets its spec hands it (systemd's LISTEN_FDS convention), and has its
 // stdout and stderr read line by line by one reader thread and handed to a
 // callback.
 //
@@ -36,6 +37,10 @@ struct ChildSpec {
   std::vector<std::string> argv;                         // argv[0] is the program
   std::vector<std::pair<std::string, std::string>> env;  // added to the launcher's environment
   std::vector<int> cpus = {};                            // the CPUs it runs on; empty: the launcher's
+  // Listening sockets handed to the child as fds 3, 4, ... with LISTEN_FDS
+  // and LISTEN_PID set (common/listen_sockets.h); Start closes the
+  // launcher's copies once the child has them.
+  std::vector<int> listen_fds = {};
 };
 
 struct ChildExit {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/listen_sockets.h"
 #include "glog/logging.h"
 
 namespace oar::metrics {
@@ -103,13 +104,18 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(const Optio
     return absl::UnavailableError(absl::StrCat("metrics server: cannot ", what, " ", options.host, ":", options.port,
                                                ": ", ec.message()));
   };
-  impl->acceptor.open(ep.protocol(), ec);
-  if (ec) return fail("open");
-  impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  impl->acceptor.bind(ep, ec);
-  if (ec) return fail("bind");
-  impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return fail("listen on");
+  if (const int handed = TakeListenSocket(options.port); handed >= 0) {  // common/listen_sockets.h
+    impl->acceptor.assign(ep.protocol(), handed, ec);
+    if (ec) return fail("serve the socket handed for");
+  } else {
+    impl->acceptor.open(ep.protocol(), ec);
+    if (ec) return fail("open");
+    impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    impl->acceptor.bind(ep, ec);
+    if (ec) return fail("bind");
+    impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return fail("listen on");
+  }
   impl->port = impl->acceptor.local_endpoint().port();
   impl->Accept();
   Impl* raw = impl.get();

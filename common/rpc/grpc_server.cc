@@ -3,6 +3,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_posix.h>
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -12,7 +13,10 @@
 #include <climits>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/listen_sockets.h"
+#include "common/rpc/fd_acceptor.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/handler_pools.h"
 #include "common/rpc/read_gate.h"
@@ -35,6 +39,7 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
   void StopPools() { pools_.Stop(); }
 
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<FdAcceptor> acceptor;  // serving a socket handed to the process
   std::string endpoint;
 
  private:
@@ -193,42 +198,67 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
   s->impl_ = std::make_unique<Impl>(handler, options, slots);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty() || !options.tls_key.empty()) {
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  if (tls) {
     OAR_ASSIGN_OR_RETURN(std::string cert, ReadTlsFile("rpc_tls_cert", options.tls_cert));
     OAR_ASSIGN_OR_RETURN(std::string key, ReadTlsFile("rpc_tls_key", options.tls_key));
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
   }
-  builder.AddListeningPort(options.endpoint, creds, &s->port_);
+  // A socket handed to the process for this port is served as it is (gRPC
+  // takes connected descriptors only, so this server accepts them); TLS
+  // needs gRPC's own listener, which then binds the port afresh.
+  int port = 0;
+  (void)absl::SimpleAtoi(options.endpoint.substr(options.endpoint.rfind(':') + 1), &port);
+  int handed = TakeListenSocket(port);
+  if (handed >= 0 && tls) {
+    ::close(handed);
+    handed = -1;
+  }
+  if (handed < 0) builder.AddListeningPort(options.endpoint, creds, &s->port_);
   builder.SetMaxReceiveMessageSize(cap == 0 || cap > INT_MAX ? -1 : static_cast<int>(cap));
   builder.SetMaxSendMessageSize(-1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterCallbackGenericService(s->impl_.get());
-  // A plain bind first: where it fails, gRPC would fail too, after a page
-  // of its own log; the error alone says it in a line.
-  std::string why = WhyNotBindable(options.endpoint);
-  if (why.empty()) {
+  if (handed >= 0) {
     s->impl_->server = builder.BuildAndStart();
-    if (s->impl_->server == nullptr || s->port_ == 0) why = WhyNotBindable(options.endpoint);
-  }
-  if (s->impl_->server == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint, ": ",
-                                               why.empty() ? "gRPC refused it (see its log above)" : why,
-                                               why == std::strerror(EADDRINUSE) ? " (something else listens there)"
-                                                                                 : ""));
+    if (s->impl_->server == nullptr) {
+      ::close(handed);
+      return absl::UnavailableError(absl::StrCat("cannot serve ", options.endpoint,
+                                                 " on the socket handed to this process: gRPC refused to start"));
+    }
+    s->port_ = port;
+    grpc::Server* server = s->impl_->server.get();
+    s->impl_->acceptor =
+        std::make_unique<FdAcceptor>(handed, [server](int conn) { grpc::AddInsecureChannelFromFd(server, conn); });
+  } else {
+    // A plain bind first: where it fails, gRPC would fail too, after a page
+    // of its own log; the error alone says it in a line.
+    std::string why = WhyNotBindable(options.endpoint);
+    if (why.empty()) {
+      s->impl_->server = builder.BuildAndStart();
+      if (s->impl_->server == nullptr || s->port_ == 0) why = WhyNotBindable(options.endpoint);
+    }
+    if (s->impl_->server == nullptr || s->port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint, ": ",
+                                                 why.empty() ? "gRPC refused it (see its log above)" : why,
+                                                 why == std::strerror(EADDRINUSE) ? " (something else listens there)"
+                                                                                   : ""));
+    }
   }
   s->endpoint_ = absl::StrCat(options.endpoint.substr(0, options.endpoint.rfind(':')), ":", s->port_);
   s->impl_->endpoint = s->endpoint_;
-  LOG(INFO) << "RPC server listening on " << s->endpoint_
+  LOG(INFO) << "RPC server listening on " << s->endpoint_ << (handed >= 0 ? " (a socket handed to this process)" : "")
             << (cap > 0 ? absl::StrCat(" (requests up to ", cap, " bytes, ", slots, " read at once)") : "");
   return s;
 }
 
 void GrpcServer::Shutdown() {
   if (impl_ == nullptr || impl_->server == nullptr) return;
+  if (impl_->acceptor != nullptr) impl_->acceptor->Stop();  // no new connections first
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   impl_->StopPools();
   impl_->server.reset();

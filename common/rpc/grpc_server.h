@@ -33,8 +33,10 @@ namespace oar::rpc {
 
 class GrpcServer final : public Listener {
  public:
-  // Binds and starts serving; Unavailable naming the endpoint when it cannot
-  // bind, NotFound naming the flag when a TLS file cannot be read.
+  // Binds and starts serving — or serves the socket handed to the process
+  // for the endpoint's port (common/listen_sockets.h; not with TLS);
+  // Unavailable naming the endpoint when it cannot bind, NotFound naming
+  // the flag when a TLS file cannot be read.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const ServerOptions& options, RpcHandler* handler);
   ~GrpcServer() override;
   int port() const { return port_; }

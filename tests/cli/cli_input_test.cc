@@ -11,8 +11,9 @@
 #include <utility>
 
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/run_group.h"
 
 namespace oar {
 namespace {
@@ -122,23 +123,33 @@ TEST(OarCliTest, APserverOnAPortInUseSaysSoInOneLine) {
 }
 
 // Runs a 1-pserver job by hand, as `oar run` processes: a pserver of 2
-// trainers (sync, --rpc_deadline 3 s) at `ep`, and trainer 0 with the extra
-// environment and flags given; the trainer's output and exit code.
-Result PserverAndTrainer(const std::string& ep, const std::string& trainer_env, const std::string& trainer_flags) {
-  const std::string common = " PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
-  const std::string run = OarBinary() + " run --limit 256 --rpc_deadline 3000";
-  return RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep + common +
-                    "PADDLE_TRAINERS_NUM=2 timeout 60 " + run + " >/dev/null 2>&1 & " +
-                    "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0 " + trainer_env + common + "timeout 60 " + run +
-                    " " + trainer_flags + " 2>&1; rc=$?; wait; exit $rc");
+// trainers (sync, --rpc_deadline 3 s) handed the socket `ps`, and trainer 0
+// counting `trainers_num` trainers, with the flag given; the trainer's output
+// and exit code.
+Result PserverAndTrainer(const HandedSocket& ps, const std::string& trainers_num, const std::string& trainer_flag) {
+  const std::vector<std::string> run = {OarBinary(), "run", "--limit=256", "--rpc_deadline=3000"};
+  std::vector<std::string> trainer = run;
+  if (!trainer_flag.empty()) trainer.push_back(trainer_flag);
+  std::vector<ChildRun> runs = RunTogether(
+      {{"pserver", run,
+        {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", ps.endpoint()},
+         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}, {"PADDLE_TRAINERS_NUM", "2"}},
+        {},
+        {ps.fd}},
+       {"trainer.0", trainer,
+        {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", trainers_num},
+         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}}},
+      60);
+  return {runs[1].code, runs[1].out};
 }
 
 // A trainer started with another PADDLE_TRAINERS_NUM than its pserver ends
 // at its first message with an error naming both counts (before, it waited
 // out the deadline at the barrier, or trained on a different split).
 TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
-  const std::string ep = FreeEndpoint();
-  Result r = PserverAndTrainer(ep, "PADDLE_TRAINERS_NUM=1", "");
+  const HandedSocket ps = ListenForChild();
+  const std::string ep = ps.endpoint();
+  Result r = PserverAndTrainer(ps, "1", "");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("pserver " + ep + " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1 in the job; "
                        "start every trainer and pserver with the same PADDLE_TRAINERS_NUM"),
@@ -150,8 +161,9 @@ TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
 // naming both modes (before, every process waited out the deadline and the
 // pserver blamed trainers that were alive).
 TEST(OarCliTest, AnAsyncTrainerOfASyncPserverFailsAtOnce) {
-  const std::string ep = FreeEndpoint();
-  Result r = PserverAndTrainer(ep, "PADDLE_TRAINERS_NUM=2", "--async");
+  const HandedSocket ps = ListenForChild();
+  const std::string ep = ps.endpoint();
+  Result r = PserverAndTrainer(ps, "2", "--async");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("pserver " + ep + " trains sync but trainer 0 trains async"), std::string::npos) << r.out;
 }

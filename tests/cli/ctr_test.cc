@@ -10,8 +10,9 @@
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/run_group.h"
 
 namespace oar {
 namespace {
@@ -76,27 +77,37 @@ TEST(CtrTest, APserverJobTrainsCtrDnnWithItsTableOnThePservers) {
 TEST(CtrTest, DataFeedTrainersGivenDifferentFilesAreRefusedNamingTheDifference) {
   const std::string dir = TempDir("ctr_files_differ");
   ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 4000 --files 4 --seed 5").code, 0);
-  const std::string ep = FreeEndpoint();
-  const std::string env = "PADDLE_TRAINERS_NUM=2 PADDLE_PSERVER_ENDPOINTS=" + ep + " ";
-  const std::string run = OarBinary() + " run --async --model ctr_dnn_dist --optimizer adagrad --threads 1 "
-                          "--rpc_deadline 20000 --data_feed " + dir + "/data_feed.prototxt --files ";
-  auto role = [&](const std::string& who, const std::string& vars, const std::string& files) {
-    return "(env " + env + vars + " " + run + "'" + files + "' > " + dir + "/" + who + ".log 2>&1; echo " + who +
-           " exit $? >> " + dir + "/codes) & ";
+  const HandedSocket ps = ListenForChild();
+  const std::vector<std::string> run = {OarBinary(), "run", "--async", "--model=ctr_dnn_dist", "--optimizer=adagrad",
+                                        "--threads=1", "--rpc_deadline=20000",
+                                        "--data_feed=" + dir + "/data_feed.prototxt"};
+  auto role = [&](const std::string& who, const std::string& role, const std::string& id, const std::string& files) {
+    cli::ChildSpec spec{who, run,
+                        {{"PADDLE_TRAINING_ROLE", role}, {"PADDLE_TRAINERS_NUM", "2"},
+                         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}};
+    spec.argv.push_back("--files=" + files);
+    if (role == "PSERVER") {
+      spec.env.push_back({"PADDLE_CURRENT_ENDPOINT", ps.endpoint()});
+      spec.listen_fds.push_back(ps.fd);
+    } else {
+      spec.env.push_back({"PADDLE_TRAINER_ID", id});
+    }
+    return spec;
   };
-  Result r = RunCommand(role("pserver", "PADDLE_TRAINING_ROLE=PSERVER PADDLE_CURRENT_ENDPOINT=" + ep, dir + "/train/*") +
-                        role("trainer0", "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0", dir + "/train/*") +
-                        role("trainer1", "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=1",
-                             dir + "/train/part-0000[01]") +
-                        "wait; cat " + dir + "/codes " + dir + "/*.log");
-  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<ChildRun> runs = RunTogether({role("pserver", "PSERVER", "", dir + "/train/*"),
+                                            role("trainer0", "TRAINER", "0", dir + "/train/*"),
+                                            role("trainer1", "TRAINER", "1", dir + "/train/part-0000[01]")},
+                                           120);
+  Result r{0, ""};
+  for (const ChildRun& c : runs) r.out += c.out;
+  ASSERT_NE(runs[0].code, -1) << "the pserver did not stop: " << r.out;
   // Whichever trainer calls second is refused (and says so), the pserver
   // then stops the job; the message is the same line from either side.
   EXPECT_NE(r.out.find("files.count 2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("files.count 4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("start every trainer with the same --data_feed, --files"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("data_feed.batch_size"), std::string::npos) << "the feeds agree: " << r.out;
-  EXPECT_NE(r.out.find("pserver exit 1"), std::string::npos) << r.out;
+  EXPECT_EQ(runs[0].code, 1) << r.out;
 }
 
 TEST(CtrTest, FashionCommandsRefuseCtrDnn) {

@@ -16,7 +16,6 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/process_group.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/step_log.h"
 

@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/process_group.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -26,7 +26,10 @@ namespace {
 // Starts 2 pservers and 2 trainers as separate `oar run` processes and
 // returns when every trainer has reported a step.
 struct Cluster {
-  std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint()};
+  // The pservers' sockets listen before any process starts (each pserver is
+  // handed its own): no port can be taken between its choice and its use.
+  HandedSocket sockets[2] = {ListenForChild(), ListenForChild()};
+  std::vector<std::string> eps = {sockets[0].endpoint(), sockets[1].endpoint()};
   cli::ProcessGroup group;
   absl::Mutex mu;
   std::vector<std::string> logs[4];
@@ -42,7 +45,9 @@ struct Cluster {
     for (int i = 0; i < 2; ++i) {
       specs.push_back({"pserver." + std::to_string(i), args,
                        {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_TRAINERS_NUM", "2"},
-                        {"PADDLE_PSERVER_ENDPOINTS", list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}}});
+                        {"PADDLE_PSERVER_ENDPOINTS", list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}},
+                       {},
+                       {sockets[i].fd}});
     }
     for (int i = 0; i < 2; ++i) {
       auto a = args;
@@ -168,7 +173,11 @@ TEST(FailureE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
   cli::ProcessGroup again;
   absl::Mutex mu;
   std::vector<std::string> log;
-  ASSERT_TRUE(again.Start({c.group.spec(0)}, [&](size_t, const std::string& line, bool) {
+  // As a restarted pod: the same role and endpoint, its port bound afresh
+  // (the socket it was handed died with it).
+  cli::ChildSpec restart = c.group.spec(0);
+  restart.listen_fds.clear();
+  ASSERT_TRUE(again.Start({restart}, [&](size_t, const std::string& line, bool) {
                      absl::MutexLock l(&mu);
                      log.push_back(line);
                    }).ok());

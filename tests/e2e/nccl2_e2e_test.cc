@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/process_group.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/step_log.h"
 
@@ -93,7 +93,11 @@ struct Trainers {
   std::map<size_t, int> codes;
 
   Trainers(int n, int deadline_ms, const std::function<std::vector<std::string>(int)>& extra) {
-    for (int i = 0; i < n; ++i) eps.push_back(FreeEndpoint());
+    std::vector<HandedSocket> sockets;  // each trainer is handed its own, listening already
+    for (int i = 0; i < n; ++i) {
+      sockets.push_back(ListenForChild());
+      eps.push_back(sockets.back().endpoint());
+    }
     logs.resize(static_cast<size_t>(n));
     std::vector<cli::ChildSpec> specs;
     for (int i = 0; i < n; ++i) {
@@ -103,7 +107,9 @@ struct Trainers {
       specs.push_back({"trainer." + std::to_string(i), args,
                        {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", std::to_string(n)},
                         {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_TRAINER_ENDPOINTS", absl::StrJoin(eps, ",")},
-                        {"PADDLE_CURRENT_ENDPOINT", eps[i]}, {"OPENBLAS_NUM_THREADS", "1"}}});
+                        {"PADDLE_CURRENT_ENDPOINT", eps[i]}, {"OPENBLAS_NUM_THREADS", "1"}},
+                       {},
+                       {sockets[static_cast<size_t>(i)].fd}});
     }
     EXPECT_TRUE(group.Start(std::move(specs), [this](size_t c, const std::string& line, bool) {
                   absl::MutexLock l(&mu);

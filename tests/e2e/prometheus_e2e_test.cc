@@ -18,7 +18,6 @@
 #include <string>
 #include <thread>
 
-#include "tests/util/free_port.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -89,14 +88,22 @@ double Query(int port, const std::string& encoded_query) {
 TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
   if (RunCommand("prometheus --version").code != 0) GTEST_SKIP() << "prometheus not installed (Debian's prometheus)";
   const std::string dir = TempDir("prometheus_e2e");
-  const int port = FreePort();
   std::ofstream(dir + "/prometheus.yml") << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
                                             "scrape_configs:\n  - job_name: oar\n    file_sd_configs:\n"
                                             "      - files: ['" << dir << "/targets.json']\n";
   std::ofstream(dir + "/targets.json") << "[]";
   Background prometheus = Start("exec prometheus --config.file=" + dir + "/prometheus.yml --storage.tsdb.path=" + dir +
-                                    "/data --web.listen-address=127.0.0.1:" + std::to_string(port),
+                                    "/data --web.listen-address=127.0.0.1:0",
                                 dir + "/prometheus.log");
+  // It binds port 0 and logs the port it got.
+  int port = 0;
+  ASSERT_TRUE(WaitFor(60, [&] {
+    std::smatch got;
+    const std::string log = ReadAll(dir + "/prometheus.log");
+    if (!std::regex_search(log, got, std::regex("msg=\"Listening on\" address=127\\.0\\.0\\.1:([0-9]+)"))) return false;
+    port = std::stoi(got[1].str());
+    return true;
+  })) << ReadAll(dir + "/prometheus.log");
   ASSERT_TRUE(WaitFor(60, [&] { return Get(port, "/-/ready").first == 200; })) << ReadAll(dir + "/prometheus.log");
 
   const int64_t examples = 6400;

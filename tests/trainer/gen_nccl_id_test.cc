@@ -12,7 +12,7 @@
 #include "common/rpc/rpc_common.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/trainer_net.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -37,7 +37,7 @@ absl::StatusOr<ProgramDesc> Nccl2Startup(int id, const std::vector<std::string>&
 TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
   FLAGS_rpc_deadline = 20000;
-  const std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   std::vector<std::vector<uint8_t>> ids(3);
   std::vector<absl::Status> status(3);
   std::vector<std::thread> threads;
@@ -66,7 +66,7 @@ TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
 TEST(GenNcclIdTest, AMissingTrainerZeroIsABoundedErrorNamingTheEndpoint) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
   FLAGS_rpc_deadline = 500;
-  const std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   auto startup = Nccl2Startup(1, eps);
   ASSERT_TRUE(startup.ok()) << startup.status();
   TrainerNet net;
@@ -84,7 +84,7 @@ TEST(GenNcclIdTest, AMissingTrainerZeroIsABoundedErrorNamingTheEndpoint) {
 TEST(GenNcclIdTest, AHeaderOnlyMessageIsAnErrorAnswerNotACrash) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
   FLAGS_rpc_deadline = 20000;
-  const std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   absl::Status status;
   std::vector<uint8_t> id;
   std::thread t1([&] {

@@ -17,7 +17,7 @@
 #include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"
 #include "tests/transpiler/table_net.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/trainer_net.h"
 #include "transpiler/distribute_transpiler.h"
 #include "transpiler/program_edit.h"
@@ -78,7 +78,7 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
   OpRegistry::ExtendGlobal(RegisterDistOps);
   FLAGS_rpc_deadline = 20000;
   std::vector<std::string> eps;
-  for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
+  for (int p = 0; p < pservers; ++p) eps.push_back(ReservedEndpoint());
   std::string loss;
   std::vector<ProgramDesc> trainer(trainers), trainer_startup(trainers);
   std::vector<ProgramDesc> ps(pservers), ps_startup(pservers);

@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "pserver/pserver_ops.h"
 #include "tests/transpiler/fc_net.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "tests/util/trainer_net.h"
 #include "trainer/dist_ops.h"
 
@@ -141,12 +141,9 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
   std::string loss;
   std::vector<std::string> param_names;
   std::vector<absl::Status> ps_status;
-  // A port FreeEndpoint found free can be taken by another test process
-  // before its pserver binds it: then, once the trainers' bounded wait for
-  // that pserver has ended, the job runs again on fresh ports.
-  for (int attempt = 1;; ++attempt) {
+  {  // the endpoints listen already (ReservedEndpoint): no port can be taken first
     std::vector<std::string> eps;
-    for (int p = 0; p < pservers; ++p) eps.push_back(FreeEndpoint());
+    for (int p = 0; p < pservers; ++p) eps.push_back(ReservedEndpoint());
     const std::string ep_list = absl::StrJoin(eps, ",");
     // Every process transpiles the same model the same way.
     std::vector<ProgramDesc> trainer(2), trainer_startup(2), pserver(pservers), pserver_startup(pservers);
@@ -180,11 +177,6 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
           [&, t] { RunTrainer(trainer_startup[t], trainer[t], loss, param_names, opt, t, &results[t], eps); });
     }
     for (auto& th : threads) th.join();
-    bool port_taken = false;
-    for (const absl::Status& st : ps_status) {
-      port_taken |= absl::IsUnavailable(st) && absl::StrContains(st.message(), "cannot listen");
-    }
-    if (!port_taken || attempt == 3) break;
   }
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
   for (int t = 0; t < 2; ++t) ASSERT_TRUE(results[t].status.ok()) << "trainer " << t << ": " << results[t].status;

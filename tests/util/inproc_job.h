@@ -43,7 +43,7 @@
 #include "gtest/gtest.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_ops.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -177,7 +177,7 @@ inline JobResult RunJob(const JobSpec& spec) {
   // the same way for them.
   auto transpile = [&] {
     for (int p = 0; p < spec.pservers; ++p) {
-      eps[p] = spec.wire != "inprocess" ? FreeEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p);
+      eps[p] = spec.wire != "inprocess" ? ReservedEndpoint() : absl::StrCat("127.0.0.1:", 7100 + p);
     }
     for (int t = 0; t < spec.trainers; ++t) {
       JobModel m(spec.optimizer);
@@ -236,24 +236,9 @@ inline JobResult RunJob(const JobSpec& spec) {
     return absl::OkStatus();
   };
   out.pserver_status.assign(eps.size(), absl::OkStatus());
-  // A port FreeEndpoint found free can be taken before its pserver binds it
-  // (by another test process, or by a stream server's port-0 bind in this
-  // one): then the job is set up again on fresh ports, rather than run with
-  // a pserver missing until every wait times out.
-  for (int attempt = 1;; ++attempt) {
-    for (size_t p = 0; p < eps.size(); ++p) out.pserver_status[p] = start_pserver(p, "");
-    bool port_taken = false;
-    for (const absl::Status& st : out.pserver_status) {
-      port_taken |= absl::IsUnavailable(st) && absl::StrContains(st.message(), "cannot listen");
-    }
-    if (!port_taken || attempt == 5) break;
-    for (Pserver& server : ps) {
-      if (server.server != nullptr) server.server->Stop();
-      if (server.thread.joinable()) server.thread.join();
-      server.server.reset();
-    }
-    transpile();
-  }
+  // Each endpoint's socket listens already (ReservedEndpoint): no port can
+  // be taken before its pserver serves it.
+  for (size_t p = 0; p < eps.size(); ++p) out.pserver_status[p] = start_pserver(p, "");
   JobControl control;
   control.restart = [&](int p, const std::string& dir) {
     absl::MutexLock l(&ps_mu);

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "common/listen_sockets.h"
 #include "common/status.h"
 
 namespace oar {
@@ -135,10 +136,14 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
   OAR_ASSIGN_OR_RETURN(tcp::endpoint succ, Resolve(m.io, o.endpoints[static_cast<size_t>(next)]));
   tcp::acceptor acceptor(m.io);
   boost::system::error_code ec;
-  acceptor.open(self.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(self, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (const int handed = TakeListenSocket(self.port()); handed >= 0) {  // common/listen_sockets.h
+    acceptor.assign(self.protocol(), handed, ec);
+  } else {
+    acceptor.open(self.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(self, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  }
   if (ec) {
     return absl::UnavailableError(absl::StrCat("rank ", o.rank, " cannot listen on ", o.endpoints[o.rank], ": ",
                                                ec.message()));

@@ -15,7 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/collective/ranks.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "trainer/collective/reduce.h"
 #include "trainer/collective/tcp_ring.h"
 
@@ -149,7 +149,7 @@ TEST(CollectiveTest, APeerThatNeverAnswersTimesOutNamingIt) {
 }
 
 TEST(CollectiveTest, ARingRefusesAnotherJobsToken) {
-  std::vector<std::string> eps = {FreeEndpoint(), FreeEndpoint()};
+  std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint()};
   absl::Status s0, s1;
   std::thread t0([&] { s0 = TcpRing::Create({.rank = 0, .endpoints = eps, .token = "job-a", .timeout = absl::Seconds(2)}).status(); });
   std::thread t1([&] { s1 = TcpRing::Create({.rank = 1, .endpoints = eps, .token = "job-b", .timeout = absl::Seconds(2)}).status(); });
@@ -168,7 +168,7 @@ TEST(CollectiveTest, ARingRefusesAnotherJobsToken) {
 // refused one hears both sizes at once, and the refusing one's timeout
 // says whom it refused and why.
 TEST(CollectiveTest, ARingRefusesARankThatCountsAnotherSizeAndSaysSo) {
-  std::vector<std::string> three = {FreeEndpoint(), FreeEndpoint(), FreeEndpoint()};
+  std::vector<std::string> three = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   std::vector<std::string> two = {three[0], three[1]};
   absl::Status s0, s1;
   std::thread t0([&] { s0 = TcpRing::Create({.rank = 0, .endpoints = two, .token = "job", .timeout = absl::Seconds(1)}).status(); });

@@ -10,7 +10,7 @@
 #include "gflags/gflags_declare.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/mlp_fixture.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
 #include "trainer/parallel_executor.h"
@@ -89,7 +89,7 @@ void Compare(int trainers, int places, bool sparse, bool fuse, bool shm = false)
   const Run ref = Train(1, trainers * places, 0, nullptr, sparse, false);
   ASSERT_TRUE(ref.status.ok()) << ref.status;
   std::vector<std::string> eps;
-  for (int t = 0; t < trainers; ++t) eps.push_back(FreeEndpoint());
+  for (int t = 0; t < trainers; ++t) eps.push_back(ReservedEndpoint());
   std::vector<Run> runs(static_cast<size_t>(trainers));
   std::vector<std::thread> threads;
   for (int t = 0; t < trainers; ++t) {

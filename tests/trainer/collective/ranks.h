@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/util/free_port.h"
+#include "tests/util/listen_socket.h"
 #include "trainer/collective/inprocess_collective.h"
 #include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
@@ -36,35 +36,21 @@ inline std::string BackendName(Backend b) {
 
 inline bool OverRing(Backend b) { return b != Backend::kInProcess; }
 
-// Makes an n-rank ring on fresh loopback ports, one thread per rank. Tests
-// run side by side (ctest -j) and a port found free may be taken by another
-// test's ring before this one listens on it: a rank then cannot listen, or
-// meets a stranger's ring (refused by the handshake). Those collisions of
-// the test harness are retried on new ports, up to 3 times; any other
-// error is each rank's status.
+// The rings of n ranks made on n threads, each on an endpoint that listens
+// already (ReservedEndpoint: no other test can take its port first).
 inline std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token,
                                                                std::vector<std::string>* endpoints = nullptr) {
   std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
   std::vector<std::string> eps;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    eps.clear();
-    for (int r = 0; r < n; ++r) eps.push_back(FreeEndpoint());
-    rings.clear();
-    for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
-      });
-    }
-    for (auto& t : threads) t.join();
-    bool collided = false;
-    for (const auto& ring : rings) {
-      collided |= !ring.ok() && (ring.status().code() == absl::StatusCode::kPermissionDenied ||
-                                 ring.status().message().find("cannot listen") != std::string::npos);
-    }
-    if (!collided) break;
+  for (int r = 0; r < n; ++r) eps.push_back(ReservedEndpoint());
+  for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
+    });
   }
+  for (auto& t : threads) t.join();
   if (endpoints != nullptr) *endpoints = eps;
   return rings;
 }
