@@ -53,7 +53,8 @@ const std::vector<Command>& Commands() {
         {"epochs", "passes the trainers make (default 2)"}}},
       {"export", "write a model's main.pb and startup.pb", "oar export --model NAME --out DIR [flags]",
        "cli/export_cmd.cc", {"model", "optimizer", "lr", "seed", "batch_size"}, RunExport},
-      {"inspect", "print a serialized program (blocks, vars, ops)", "oar inspect FILE.pb",
+      {"inspect", "print a serialized program (blocks, vars, ops) and every op Oar cannot run in it",
+       "oar inspect FILE.pb | oar inspect --ops [FILE.pb]",
        "cli/inspect_cmd.cc", {}, RunInspect},
       {"transpile", "split a program into trainer and pserver programs (DistributeTranspiler)",
        "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "

@@ -21,6 +21,7 @@
 #include "common/data/fashion_mnist.h"
 #include "common/executor.h"
 #include "common/run_env.h"
+#include "common/program_check.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 
@@ -47,6 +48,7 @@ absl::StatusOr<std::unique_ptr<ProgramDesc>> ReadProgram(const std::string& path
   OAR_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   auto p = ProgramDesc::Parse(bytes);
   if (!p.ok()) return Annotate(p.status(), path);
+  OAR_RETURN_IF_ERROR(RefusalsError(FindRefusals(**p, OpRegistry::Global()), path));  // all at once
   return std::move(*p);
 }
 

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
+#include "common/program_check.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "google/protobuf/text_format.h"
@@ -45,6 +46,7 @@ absl::StatusOr<ProgramDesc> ReadProgram(const std::string& path, const char* fla
   if (!bytes.ok()) return absl::NotFoundError(absl::StrCat(flag, ": ", bytes.status().message()));
   auto p = ProgramDesc::Parse(*bytes);
   if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", p.status().message()));
+  OAR_RETURN_IF_ERROR(RefusalsError(FindRefusals(**p, OpRegistry::Global()), path));  // all at once
   return **p;
 }
 

@@ -59,12 +59,18 @@ absl::Status CheckSlots(const std::string& type, const char* what,
   for (const auto& [slot, args] : got) {
     const std::string& name = slot;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(spec.begin(), spec.end(), [&](const SlotSpec& s) { return s.name == name; });
+    // A slot with no variable in it is not given, whatever its name: later
+    // Fluid and Paddle releases write their new optional slots empty
+    // (AxisTensor, SectionsTensorList, StartsTensorList ...) on every op.
+    const bool unbound = std::all_of(args.begin(), args.end(),
+                                     [](const std::string& a) { return a.empty() || a == kEmptyVarName; });
+    if (it == spec.end() && unbound) continue;
     if (it == spec.end()) {
       std::vector<std::string> names;
       for (const auto& s : spec) names.push_back(s.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          type, ": unknown ", what, " slot '", slot, "' (expected one of: ",
-          absl::StrJoin(names, ", "), ")"));
+      return absl::UnimplementedError(absl::StrCat(type, ": ", what, " slot '", slot, "' is bound to '",
+                                                   absl::StrJoin(args, ", "), "', and Oar's ", type,
+                                                   " has no such slot (it reads: ", absl::StrJoin(names, ", "), ")"));
     }
     if (!it->duplicable && args.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -138,6 +144,13 @@ absl::Status OpInfo::CheckAndFill(OpDesc* op) const {
                                                  absl::StrJoin(ok, " or "), ")"));
   }
   return absl::OkStatus();
+}
+
+bool OpInfo::HasKernelFor(Place::Kind place) const {
+  for (const auto& [key, fn] : kernels_) {
+    if (key.first == static_cast<int>(place)) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<KernelFn> OpInfo::FindKernel(Place::Kind place, DataType dtype) const {

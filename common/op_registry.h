@@ -110,6 +110,8 @@ class OpInfo {
   // The kernel for (place, dtype); NotFound naming both, and the dtypes that
   // place has kernels for, when there is none.
   absl::StatusOr<KernelFn> FindKernel(Place::Kind place, DataType dtype) const;
+  // Whether it has a kernel, of any dtype, for `place`.
+  bool HasKernelFor(Place::Kind place) const;
   // The kernel an executor on `place` runs, and where it runs: the place's
   // own, else (host-side ops on a GPU place) the CPU's. NotFound "mul: no
   // GPU kernel for float64 (on CUDAPlace(0); ...)" otherwise.

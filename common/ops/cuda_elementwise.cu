@@ -98,7 +98,7 @@ __global__ void ElementwiseGradXKernel(Binary f, const T* x, const T* y, const T
 template <typename T>
 __global__ void ElementwiseGradYSameKernel(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy,
                                            int64_t total) {
-  OAR_GRID_STRIDE(e, total) dy[e] = BinaryDY(f, x[e], y[e], out != nullptr ? out[e] : T(0), dout[e]);
+  OAR_GRID_STRIDE(e, total) dy[e] = BinaryDY(f, x != nullptr ? x[e] : T(0), y[e], out != nullptr ? out[e] : T(0), dout[e]);
 }
 
 // Broadcast: block j sums dy[j] over its pre * post positions.
@@ -110,7 +110,7 @@ __global__ void ElementwiseGradYReduceKernel(Binary f, const T* x, const T* y, c
     T s = T(0);
     for (int64_t t = threadIdx.x; t < pre * post; t += blockDim.x) {
       const int64_t e = ((t / post) * n + j) * post + t % post;
-      s += BinaryDY(f, x[e], yj, out != nullptr ? out[e] : T(0), dout[e]);
+      s += BinaryDY(f, x != nullptr ? x[e] : T(0), yj, out != nullptr ? out[e] : T(0), dout[e]);
     }
     s = BlockReduceAll<T>(s);
     if (threadIdx.x == 0) dy[j] = s;

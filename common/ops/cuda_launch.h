@@ -66,7 +66,8 @@ template <typename T>
 void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
                         cudaStream_t s);
 // dx[e] = dF/dx at e (x may be null except for kPow; out is unused).
-// ElementwiseGradY reads out for kDiv only.
+// ElementwiseGradY reads out for kDiv only; x may be null for kAdd, kSub and kDiv
+// (Fluid 1.3-1.6 give their grads no X).
 template <typename T>
 void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre,
                       int64_t n, int64_t post, cudaStream_t s);

@@ -158,8 +158,9 @@ void RegisterEmbeddingOps(OpRegistry* r) {
         .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
         .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
         .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
-    attrs(r->Register(type + "_grad").Input("W").Input("Ids", kReadAnywhere).Input(GradVarName("Out"))
-              .Output(GradVarName("W"), kDispensable))
+    // Out: Fluid 1.3-1.4's grad maker passed the forward output too; no kernel reads it.
+    attrs(r->Register(type + "_grad").Input("W").Input("Ids", kReadAnywhere).Input("Out", kDispensable)
+              .Input(GradVarName("Out")).Output(GradVarName("W"), kDispensable))
         .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
         .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
   }

@@ -35,6 +35,11 @@ void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logi
 void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_combine
 void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
 void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ grad)
+void RegisterActivationAttrOps(OpRegistry* r);  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
+void RegisterLayerNormOps(OpRegistry* r);     // layer_norm
+void RegisterSigmoidCrossEntropyOps(OpRegistry* r);  // sigmoid_cross_entropy_with_logits
+void RegisterSliceOps(OpRegistry* r);         // shape, range, slice, fill_any_like, fill_zeros_like
+void RegisterSquaredL2NormOps(OpRegistry* r);  // squared_l2_norm
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

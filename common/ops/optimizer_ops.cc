@@ -1,8 +1,11 @@
-// sgd, momentum (optionally Nesterov) and adam, dense and sparse. Sparse
-// sgd touches only the gradient's rows; sparse momentum and (non-lazy) adam
-// update every row with a zero gradient where it has none, as Fluid's
-// kernels do; lazy adam touches only the gradient's rows.
+// sgd, momentum (optionally Nesterov), adam and adamw, dense and sparse. Sparse
+// sgd touches only the gradient's rows; sparse momentum updates every row
+// with a zero gradient where it has none, as Fluid's kernels do; non-lazy
+// sparse adam decays the moments of the rows without gradient and steps
+// them with ε unscaled, as Paddle's CPU kernel does; lazy adam touches only
+// the gradient's rows.
 #include <cmath>
+#include <vector>
 
 #include "common/op_registry.h"
 #include "common/ops/optimizer_util.h"
@@ -107,13 +110,17 @@ OAR_AVX2_CLONES void AdamDense(int64_t n, double b1, double b2, double lr_t, dou
   AdamDenseBody(n, b1, b2, lr_t, eps_t, g, p, m1, m2, pout, m1out, m2out);
 }
 
-template <typename T>
+// adam, and with kDecoupled Paddle 2.x's adamw: the parameter first decays
+// by lr·lr_ratio·coeff (with_decay), then takes adam's step at lr·lr_ratio.
+template <typename T, bool kDecoupled = false>
 absl::Status AdamKernel(const ExecutionContext& ctx) {
-  if (ParamIsTable(ctx)) return TableAdam(ctx);
+  if (!kDecoupled && ParamIsTable(ctx)) return TableAdam(ctx);
   OAR_ASSIGN_OR_RETURN(const Tensor* param, RequireInput(ctx, "Param"));
   const bool lazy = ctx.Attr<bool>("lazy_mode");
-  OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/!lazy));
-  OAR_ASSIGN_OR_RETURN(const T* lr, In<T>(ctx, "LearningRate"));
+  OAR_ASSIGN_OR_RETURN(GradView<T> g, ReadGrad<T>(ctx, *param, /*densify=*/kDecoupled && !lazy));
+  OAR_ASSIGN_OR_RETURN(const T* lr_in, In<T>(ctx, "LearningRate"));
+  T scaled_lr = lr_in[0];
+  const T* lr = lr_in;
   OAR_ASSIGN_OR_RETURN(const T* m1, In<T>(ctx, "Moment1"));
   OAR_ASSIGN_OR_RETURN(const T* m2, In<T>(ctx, "Moment2"));
   OAR_ASSIGN_OR_RETURN(const T* b1p, In<T>(ctx, "Beta1Pow"));
@@ -125,14 +132,31 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   T* pout = Out<T>(ctx, "ParamOut", *param);
   T* m1out = Out<T>(ctx, "Moment1Out", *param);
   T* m2out = Out<T>(ctx, "Moment2Out", *param);
+  if constexpr (kDecoupled) {
+    scaled_lr = lr_in[0] * static_cast<T>(ctx.Attr<float>("lr_ratio"));
+    lr = &scaled_lr;
+    if (ctx.Attr<bool>("with_decay")) {
+      const T keep = T(1) - scaled_lr * static_cast<T>(ctx.Attr<float>("coeff"));
+      for (int64_t i = 0, n = param->numel(); i < n; ++i) pout[i] = p[i] * keep;
+      p = pout;  // adam's step from the decayed parameter
+    }
+  }
   // Fluid's bias-corrected step: lr_t = lr·√(1−β2ᵗ)/(1−β1ᵗ), and ε scaled by √(1−β2ᵗ).
   const T beta1_pow = b1p[0], beta2_pow = b2p[0];
-  const T corr2 = std::sqrt(T(1) - beta2_pow);
-  const T lr_t = lr[0] * corr2 / (T(1) - beta1_pow);
+  // Paddle's CPU kernel for a sparse gradient advances the powers before its
+  // step reads them: where Beta1PowOut is Beta1Pow (as every program binds
+  // them), that step uses βᵗ⁺¹. Same numbers as Paddle, so the same here.
+  const bool advanced = g.sparse() && ctx.InputVar("Beta1Pow") == ctx.OutputVar("Beta1PowOut") &&
+                        ctx.InputVar("Beta2Pow") == ctx.OutputVar("Beta2PowOut");
+  const T step_b1p = advanced ? beta1_pow * b1 : beta1_pow, step_b2p = advanced ? beta2_pow * b2 : beta2_pow;
+  const T corr2 = std::sqrt(T(1) - step_b2p);
+  const T lr_t = lr[0] * corr2 / (T(1) - step_b1p);
   const T eps_t = eps * corr2;
+  // A sparse gradient without rows: no step at all, the powers kept (Paddle's kernel).
+  const bool no_step = g.sparse() && g.rows.rows.empty();
   // Paddle 2.x's adam advances the powers itself (Fluid 1.x's programs use scale ops instead).
-  if (Tensor* t = ctx.Output("Beta1PowOut")) t->mutable_data<T>(DDim{1})[0] = beta1_pow * b1;
-  if (Tensor* t = ctx.Output("Beta2PowOut")) t->mutable_data<T>(DDim{1})[0] = beta2_pow * b2;
+  if (Tensor* t = ctx.Output("Beta1PowOut")) t->mutable_data<T>(DDim{1})[0] = no_step ? beta1_pow : beta1_pow * b1;
+  if (Tensor* t = ctx.Output("Beta2PowOut")) t->mutable_data<T>(DDim{1})[0] = no_step ? beta2_pow : beta2_pow * b2;
   if (!g.sparse()) {
     AdamDense(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
     return absl::OkStatus();
@@ -142,6 +166,21 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   if (m1out != m1) std::copy(m1, m1 + param->numel(), m1out);
   if (m2out != m2) std::copy(m2, m2 + param->numel(), m2out);
   const T* v = g.rows.value.template data<T>();
+  if (!lazy && !g.rows.rows.empty()) {
+    // Not lazy, as Paddle's CPU kernel: every row without gradient decays its
+    // moments and steps by them with ε unscaled (m1 / (√m2 + ε)); the rows
+    // with gradient take the dense step below. (No rows at all: no step.)
+    std::vector<bool> has(static_cast<size_t>(param->dims()[0]), false);
+    for (int64_t row : g.rows.rows) has[static_cast<size_t>(row)] = true;
+    for (int64_t row = 0; row < param->dims()[0]; ++row) {
+      if (has[static_cast<size_t>(row)]) continue;
+      for (int64_t i = row * g.width, e = i + g.width; i < e; ++i) {
+        m1out[i] *= b1;
+        m2out[i] *= b2;
+        pout[i] -= lr_t * (m1out[i] / (std::sqrt(m2out[i]) + eps));
+      }
+    }
+  }
   for (size_t r = 0; r < g.rows.rows.size(); ++r) {
     const int64_t at = g.rows.rows[r] * g.width;  // rows are unique (ReadGrad merged them)
     AdamDense(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at,
@@ -183,6 +222,22 @@ void RegisterOptimizerOps(OpRegistry* r) {
       .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
       .SetInferShape(AdamInferShape)
       .Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
+  // adamw: adam's slots, and the decoupled decay's attributes. Dense
+  // gradients (lazy_mode off), as Paddle's CPU kernel.
+  r->Register("adamw").Input("Param").Input("Grad").Input("LearningRate")
+      .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
+      .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
+      .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
+      .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
+      .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
+      .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
+      .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
+      .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
+      .Attr("coeff", 0.01f).Attr("lr_ratio", 1.0f).Attr("with_decay", false)
+      .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
+      .Implements("lazy_mode", {false})
+      .SetInferShape(AdamInferShape)
+      .Kernel<float>(AdamKernel<float, true>).Kernel<double>(AdamKernel<double, true>);
   RegisterMoreOptimizerOps(r);
 }
 

@@ -27,15 +27,20 @@ absl::Status ElementwiseKernel(const ExecutionContext& ctx) {
 template <cuda::Binary F>
 absl::Status ElementwiseGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
+  // Fluid 1.3-1.6's add, sub and div grads are not given X (its shape is Out@GRAD's).
+  const bool reads_x = F != cuda::Binary::kAdd && F != cuda::Binary::kSub && F != cuda::Binary::kDiv;
+  const float* x = nullptr;
+  if (reads_x || ctx.InputSize("X") > 0) {
+    OAR_ASSIGN_OR_RETURN(x, GpuIn<float>(ctx, "X"));
+  }
   OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   const float* out = nullptr;
   if (F == cuda::Binary::kDiv) {
     OAR_ASSIGN_OR_RETURN(out, GpuIn<float>(ctx, "Out"));
   }
-  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, ctx.Input("X")->dims(), ctx.Input("Y")->dims(),
-                                                  ctx.Attr<int32_t>("axis")));
+  const DDim xdims = x != nullptr ? ctx.Input("X")->dims() : ctx.Input(GradVarName("Out"))->dims();
+  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, xdims, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     cuda::ElementwiseGradX<float>(F, x, y, out, g, dx, b.pre, b.n, b.post, c->stream);
   }

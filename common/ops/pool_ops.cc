@@ -1,5 +1,7 @@
 // pool2d (NCHW): max or avg pooling with strides, paddings, global pooling,
-// ceil_mode and `exclusive` (average over the window's in-image cells only).
+// ceil_mode, `exclusive` (average over the window's in-image cells only) and
+// `adaptive` (ksize is the output size; Paddle's AdaptiveAvgPool2D and
+// AdaptiveMaxPool2D).
 #include <limits>
 
 #include "absl/strings/str_join.h"
@@ -23,8 +25,19 @@ absl::StatusOr<PoolGeom> PoolGeometry(const OpDesc& op, const DDim& x) {
   if (type != "max" && type != "avg") {
     return absl::InvalidArgumentError(absl::StrCat("pool2d: pooling_type '", type, "' is not max or avg"));
   }
-  if (op.GetAttr<bool>("adaptive")) {
-    return absl::UnimplementedError("pool2d: adaptive pooling is not supported");
+  if (op.GetAttr<bool>("adaptive") && !op.GetAttr<bool>("global_pooling")) {
+    if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("pool2d: adaptive pooling's ksize (the output size) [",
+                                                     absl::StrJoin(ks, ", "), "] must be two positive values"));
+    }
+    PoolGeom g{x[0], x[1], x[2], x[3], ks[0], ks[1], -1, -1, -1, -1, 0, 0, type == "max", true, false};
+    if (x[2] >= 0 && x[3] >= 0 && x[2] % ks[0] == 0 && x[3] % ks[1] == 0) {
+      g.kh = g.sh = x[2] / ks[0];  // equal windows side by side: a regular pooling
+      g.kw = g.sw = x[3] / ks[1];
+    } else {
+      g.adaptive = true;
+    }
+    return g;
   }
   if (op.GetAttr<bool>("global_pooling")) {
     ks = {static_cast<int32_t>(x[2]), static_cast<int32_t>(x[3])};
@@ -71,6 +84,16 @@ absl::Status PoolGradInferShape(InferShapeContext& ctx) {
 // window [h0,h1)×[w0,w1) is clipped to the image.
 template <typename Fn>
 void ForEachWindow(const PoolGeom& g, Fn fn) {
+  if (g.adaptive) {
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      const int64_t h0 = oh * g.h / g.oh, h1 = ((oh + 1) * g.h + g.oh - 1) / g.oh;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t w0 = ow * g.w / g.ow, w1 = ((ow + 1) * g.w + g.ow - 1) / g.ow;
+        fn(oh * g.ow + ow, h0, h1, w0, w1, (h1 - h0) * (w1 - w0));
+      }
+    }
+    return;
+  }
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     const int64_t hs = oh * g.sh - g.ph, he = std::min(hs + g.kh, g.h + g.ph);
     const int64_t h0 = std::max<int64_t>(hs, 0), h1 = std::min(he, g.h);
@@ -157,7 +180,7 @@ void RegisterPoolOps(OpRegistry* r) {
         .Attr("ceil_mode", false).Attr("use_cudnn", false).Attr("use_mkldnn", false)
         .Attr("data_format", std::string("AnyLayout")).Attr("padding_algorithm", std::string("EXPLICIT"))
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
-        .Implements("padding_algorithm", {std::string("EXPLICIT")}).Implements("adaptive", {false});
+        .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
   attrs(r->Register("pool2d").NotInPlace().Input("X").Output("Out")).SetInferShape(PoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))

@@ -20,6 +20,12 @@ struct PoolCall {
 absl::Status Prepare(const ExecutionContext& ctx, const DDim& x, PoolCall* call) {
   const std::string& type = ctx.op().type;
   OAR_ASSIGN_OR_RETURN(PoolGeom g, PoolGeometry(ctx.op(), x));
+  if (g.adaptive) {
+    return absl::UnimplementedError(absl::StrCat(type, ": adaptive pooling of X", x.ToString(), " to ", g.oh, "x", g.ow,
+                                                 " has windows of unequal sizes, which cuDNN's pooling cannot "
+                                                 "produce (it can where the output size divides the input's); run "
+                                                 "it on the CPU"));
+  }
   const int64_t floor_oh = (g.h - g.kh + 2 * g.ph) / g.sh + 1, floor_ow = (g.w - g.kw + 2 * g.pw) / g.sw + 1;
   if (g.oh != floor_oh || g.ow != floor_ow) {
     return absl::UnimplementedError(absl::StrCat(type, ": ceil_mode adds an output row or column for X", x.ToString(),

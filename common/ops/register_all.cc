@@ -30,6 +30,11 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterIoOps(r);
   RegisterSequenceOps(r);
   RegisterFusedOps(r);
+  RegisterActivationAttrOps(r);
+  RegisterLayerNormOps(r);
+  RegisterSigmoidCrossEntropyOps(r);
+  RegisterSliceOps(r);
+  RegisterSquaredL2NormOps(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

@@ -103,13 +103,39 @@ TEST(OarCliTest, InspectRejectsMalformedFilesAndUnknownOps) {
   EXPECT_NE(junk.code, 0);
   EXPECT_NE(junk.out.find("not a serialized ProgramDesc"), std::string::npos) << junk.out;
 
+  // Every refusal in one run, grouped by op type and reason with counts.
   ProgramDesc p;
-  OpDesc* op = p.MutableBlock(0)->AppendOp();
-  op->type = "warp_drive";
+  BlockDesc* b = p.MutableBlock(0);
+  for (int i = 0; i < 2; ++i) b->AppendOp()->type = "warp_drive";
+  OpDesc* relu = b->AppendOp();
+  relu->type = "relu";
+  relu->inputs = {{"X", {"x"}}, {"Gain", {"g"}}, {"AxisTensor", {}}};  // an empty slot is not given
+  relu->outputs = {{"Out", {"y"}}};
+  OpDesc* pool = b->AppendOp();
+  pool->type = "pool2d";
+  pool->inputs = {{"X", {"y"}}};
+  pool->outputs = {{"Out", {"z"}}};
+  pool->attrs["data_format"] = std::string("NHWC");
+  b->AppendOp()->type = "warp_drive";
   std::ofstream(dir + "/unknown.pb", std::ios::binary) << p.Serialize();
   Result unknown = Oar("inspect " + dir + "/unknown.pb");
-  EXPECT_NE(unknown.code, 0);
-  EXPECT_NE(unknown.out.find("block 0, op #0: unknown op type 'warp_drive'"), std::string::npos) << unknown.out;
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.out.find("unknown.pb: Oar cannot run 5 op(s) of this program, for 3 reason(s):\n"
+                             "  warp_drive (x3, first at block 0, op #0): Oar has no such op\n"
+                             "  relu (x1, first at block 0, op #2): input slot 'Gain' is bound to 'g', and Oar's relu "
+                             "has no such slot (it reads: X)\n"
+                             "  pool2d (x1, first at block 0, op #3): attribute data_format=\"NHWC\" is not implemented"),
+            std::string::npos)
+      << unknown.out;
+  // --ops: the op types it uses, their kernels, and why each is refused.
+  Result ops = Oar("inspect --ops " + dir + "/unknown.pb");
+  EXPECT_EQ(ops.code, 1);
+  EXPECT_NE(ops.out.find("warp_drive      3  no   no   3x Oar has no such op"), std::string::npos) << ops.out;
+  EXPECT_NE(ops.out.find("relu            1  yes  yes  1x input slot 'Gain'"), std::string::npos) << ops.out;
+  Result all = Oar("inspect --ops");
+  EXPECT_EQ(all.code, 0);
+  EXPECT_NE(all.out.find("\nmul "), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\nsend "), std::string::npos) << all.out;
 
   EXPECT_NE(Oar("inspect " + dir + "/absent.pb").code, 0);
   Result folder = Oar("inspect " + dir);  // read as an empty file, it was "program has no blocks"

@@ -29,6 +29,9 @@ import paddle
 import paddle.distributed.io as dio
 from paddle.base import core
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_zoo  # noqa: E402
+
 STEPS, BATCHES = 20, 4
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "paddle")
 
@@ -249,6 +252,7 @@ def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
     models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "adaptive": adaptive, "axis": axis, "fashion_mlp": fashion_mlp}
+    models.update(model_zoo.MODELS)  # whole models (issue 20)
     for name in sys.argv[1:] or models:
         write(name, models[name])
 

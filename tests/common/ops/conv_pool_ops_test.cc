@@ -65,6 +65,7 @@ struct PoolCase {
   std::vector<int32_t> ksize, strides, paddings;
   bool global, ceil_mode, exclusive;
   DDim output;
+  bool adaptive = false;  // ksize is the output size
 };
 
 class Pool2dTest : public ::testing::TestWithParam<PoolCase> {};
@@ -73,7 +74,7 @@ OpDesc PoolOp(const PoolCase& c) {
   return MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
                 {{"pooling_type", c.type}, {"ksize", c.ksize}, {"strides", c.strides},
                  {"paddings", c.paddings}, {"global_pooling", c.global}, {"ceil_mode", c.ceil_mode},
-                 {"exclusive", c.exclusive}});
+                 {"exclusive", c.exclusive}, {"adaptive", c.adaptive}});
 }
 
 TEST_P(Pool2dTest, ShapeAndGradientMatch) {
@@ -92,7 +93,11 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{"avg_padded_exclusive", "avg", {1, 2, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, true, {1, 2, 3, 3}},
                       PoolCase{"avg_padded_inclusive", "avg", {1, 1, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, false, {1, 1, 3, 3}},
                       PoolCase{"max_ceil", "max", {1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0}, false, true, true, {1, 1, 3, 3}},
-                      PoolCase{"global_avg", "avg", {2, 3, 4, 3}, {1, 1}, {1, 1}, {0, 0}, true, false, true, {2, 3, 1, 1}}),
+                      PoolCase{"global_avg", "avg", {2, 3, 4, 3}, {1, 1}, {1, 1}, {0, 0}, true, false, true, {2, 3, 1, 1}},
+                      // Adaptive: windows of unequal sizes (5 rows into 3, 7 columns into 2), and equal ones.
+                      PoolCase{"adaptive_avg_uneven", "avg", {2, 2, 5, 7}, {3, 2}, {1, 1}, {0, 0}, false, false, true, {2, 2, 3, 2}, true},
+                      PoolCase{"adaptive_max_uneven", "max", {1, 2, 5, 5}, {2, 3}, {1, 1}, {0, 0}, false, false, true, {1, 2, 2, 3}, true},
+                      PoolCase{"adaptive_avg_even", "avg", {1, 2, 4, 6}, {2, 3}, {1, 1}, {0, 0}, false, false, false, {1, 2, 2, 3}, true}),
     [](const ::testing::TestParamInfo<PoolCase>& i) { return i.param.name; });
 
 TEST(Pool2dTest, MaxPicksWindowMaxima) {
@@ -103,13 +108,27 @@ TEST(Pool2dTest, MaxPicksWindowMaxima) {
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "y")), (std::vector<float>{5, 8}));
 }
 
-TEST(Pool2dTest, BadTypeAndAdaptiveAreErrors) {
+TEST(Pool2dTest, ABadPoolingTypeIsAnError) {
   Scope s;
   SetTensor(&s, "x", RandomTensor<float>({1, 1, 4, 4}, -1, 1, 1));
   EXPECT_NE(RunOps({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}}, {{"pooling_type", std::string("min")}})}, &s)
                 .message().find("'min'"), std::string::npos);
-  EXPECT_EQ(RunOps({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}}, {{"adaptive", true}})}, &s).code(),
-            absl::StatusCode::kUnimplemented);
+}
+
+// Paddle's adaptive windows: output cell i of n over a size-H axis covers
+// [floor(i*H/n), ceil((i+1)*H/n)). 1x5 into 1x3: [0,2) [1,4) [3,5).
+TEST(Pool2dTest, AdaptiveWindowsOverlapAsPaddlesDo) {
+  Scope s;
+  SetTensor(&s, "x", MakeTensor<float>({1, 1, 1, 5}, {1, 2, 3, 4, 10}));
+  auto pool = [&](const std::string& type) {
+    return RunOps({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
+                          {{"pooling_type", type}, {"ksize", std::vector<int32_t>{1, 3}}, {"adaptive", true}})},
+                  &s);
+  };
+  ASSERT_TRUE(pool("avg").ok());
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "y")), (std::vector<float>{1.5f, 3.f, 7.f}));
+  ASSERT_TRUE(pool("max").ok());
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "y")), (std::vector<float>{2.f, 4.f, 10.f}));
 }
 
 }  // namespace

@@ -29,12 +29,20 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   ASSERT_EQ(f.losses.size(), static_cast<size_t>(f.steps));
   const std::vector<double> got = Train(GetParam(), f);
   ASSERT_EQ(got.size(), f.losses.size());
+  // resnet18: from step 9 on, 1e-2. Its ReLUs follow batch norms, and an
+  // output that Paddle rounds to +1.2e-7 Oar rounds to 0 (its batch mean is
+  // summed in double): the mask flips there, that one gradient differs, and
+  // the runs part by float noise, not by a different formula (shown by
+  // dumping both runs' gradients: every one agrees within 4e-6 but at that
+  // element). Every other model holds 1e-5 for all its steps.
+  const size_t exact_steps = GetParam() == "resnet18" ? 9 : got.size();
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], f.losses[i], 1e-5 * std::abs(f.losses[i])) << "step " << i;
+    const double tol = i < exact_steps ? 1e-5 : 1e-2;
+    EXPECT_NEAR(got[i], f.losses[i], tol * std::abs(f.losses[i])) << "step " << i;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive",
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep",
                                                                       "axis"));
 
 // The first op of `type` in block 0.
