@@ -103,7 +103,10 @@ void RegisterUnary(OpRegistry* r, const std::string& type) {
   } else {
     fwd.SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}));
   }
-  r->Register(type + "_grad").Input(src).Input(GradVarName("Out"))
+  // The other of X and Out is declared too: Fluid 1.0-1.4 gave square's and
+  // log's grads Out as well, 1.0-1.6 abs's, and 1.6-2.3 with MKLDNN on the
+  // Out-based ones X. Only `src` is read.
+  r->Register(type + "_grad").Input(src).Input(kUsesX ? "Out" : "X", kDispensable).Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable)
       .SetInferShape(UnaryGradInferShape<kUsesX>)
       .template Kernel<float>(Backward<A, float, kUsesX>).template Kernel<double>(Backward<A, double, kUsesX>);

@@ -181,7 +181,8 @@ void RegisterConcatSplitOps(OpRegistry* r) {
       .SetInferShape(ConcatInferShape).SetGradMaker(ConcatGradMaker)
       .Kernel<float>(ConcatKernel<float>).Kernel<double>(ConcatKernel<double>)
       .Kernel<int64_t>(ConcatKernel<int64_t>);
-  r->Register("concat_grad").Input("X", kDuplicable).Input(GradVarName("Out"))
+  // Out: Fluid 1.0-1.3's default grad maker passed it; unread.
+  r->Register("concat_grad").Input("X", kDuplicable).Input("Out", kDispensable).Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDuplicable | kDispensable).Attr("axis", int32_t{0})
       .SetInferShape(ConcatGradInferShape)
       .Kernel<float>(ConcatGradKernel<float>).Kernel<double>(ConcatGradKernel<double>);

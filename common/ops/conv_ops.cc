@@ -168,7 +168,9 @@ void RegisterConvOps(OpRegistry* r) {
       .SetInferShape(ConvInferShape)
       .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
       .Kernel<float>(ConvKernel<float>).Kernel<double>(ConvKernel<double>);
+  // Output: Fluid 1.0-1.2's default grad maker passed it; no kernel reads it.
   attrs(r->Register("conv2d_grad").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
+            .Input("Output", kDispensable).Input("ResidualData", kDispensable | kUnimplemented)
             .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
             .Output(GradVarName("Filter"), kDispensable).Output(GradVarName("Bias"), kDispensable))
       .SetInferShape(ConvGradInferShape)

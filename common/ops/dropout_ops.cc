@@ -105,7 +105,9 @@ void RegisterDropoutOps(OpRegistry* r) {
       .SetInferShape(DropoutInferShape)
       .SetGradMaker(GradOpMaker({}, {"Mask"}, {"Out"}, {"X"}))
       .Kernel<float>(DropoutKernel<float>).Kernel<double>(DropoutKernel<double>);
-  attrs(r->Register("dropout_grad").Input("Mask").Input(GradVarName("Out"))
+  // X and Out: Fluid 1.0-1.3's default grad maker passed them; the mask is what counts.
+  attrs(r->Register("dropout_grad").Input("Mask").Input("X", kDispensable).Input("Out", kDispensable)
+            .Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(DropoutGradInferShape)
       .Kernel<float>(DropoutGradKernel<float>).Kernel<double>(DropoutGradKernel<double>);

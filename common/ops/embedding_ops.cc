@@ -160,7 +160,8 @@ void RegisterEmbeddingOps(OpRegistry* r) {
         .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
     // Out: Fluid 1.3-1.4's grad maker passed the forward output too; no kernel reads it.
     attrs(r->Register(type + "_grad").Input("W").Input("Ids", kReadAnywhere).Input("Out", kDispensable)
-              .Input(GradVarName("Out")).Output(GradVarName("W"), kDispensable))
+              .Input(GradVarName("Out")).Output(GradVarName("W"), kDispensable)
+              .Output(GradVarName("Ids"), kDispensable))  // 1.0-1.4 named it; never written
         .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
         .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
   }

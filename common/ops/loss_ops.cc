@@ -135,8 +135,9 @@ void RegisterLossOps(OpRegistry* r) {
       .SetInferShape(CrossEntropyInferShape)
       .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Y"}, {"X"}))
       .Kernel<float>(CrossEntropyKernel<float>).Kernel<double>(CrossEntropyKernel<double>);
+  // Y and Label@GRAD: Fluid 1.0-1.3's default grad maker wrote them; unread, unwritten.
   r->Register("cross_entropy_grad").NotInPlace().Input("X").Input("Label").Input(GradVarName("Y"))
-      .Output(GradVarName("X"), kDispensable)
+      .Input("Y", kDispensable).Output(GradVarName("X"), kDispensable).Output(GradVarName("Label"), kDispensable)
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
       .SetInferShape(CrossEntropyGradInferShape)
       .Kernel<float>(CrossEntropyGradKernel<float>).Kernel<double>(CrossEntropyGradKernel<double>);

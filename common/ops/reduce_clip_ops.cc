@@ -193,7 +193,9 @@ void RegisterReduceClipOps(OpRegistry* r) {
     attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(ReduceInferShape)
         .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
-    attrs(r->Register(type + "_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
+    // Out: Fluid 1.0-1.5 passed the forward output too; unread.
+    attrs(r->Register(type + "_grad").Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
+              .Output(GradVarName("X"), kDispensable))
         .SetInferShape(ReduceGradInferShape)
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
   };
@@ -204,7 +206,8 @@ void RegisterReduceClipOps(OpRegistry* r) {
   r->Register("clip").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 0.0f)
       .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);
-  r->Register("clip_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+  r->Register("clip_grad").Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
       .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(ClipGradInferShape).OAR_FLOAT_KERNELS(ClipGradKernel);
   r->Register("clip_by_norm").Input("X").Output("Out").Attr("max_norm", 1.0f)
       .SetInferShape(ClipByNormInferShape).OAR_FLOAT_KERNELS(ClipByNormKernel);

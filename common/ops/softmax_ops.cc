@@ -186,7 +186,9 @@ void RegisterSoftmaxOps(OpRegistry* r) {
       .SetInferShape(SwceInferShape)
       .SetGradMaker(GradOpMaker({"Label"}, {"Softmax"}, {"Loss"}, {"Logits"}))
       .Kernel<float>(SwceKernel<float>).Kernel<double>(SwceKernel<double>);
+  // Loss and Softmax@GRAD: Fluid 1.0-1.4's grad makers passed them too; no kernel reads them.
   r->Register("softmax_with_cross_entropy_grad").Input("Label").Input("Softmax")
+      .Input("Loss", kDispensable).Input(GradVarName("Softmax"), kDispensable)
       .Input(GradVarName("Loss")).Output(GradVarName("Logits"), kDispensable)
       .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
       .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1}).Attr("use_softmax", true)
