@@ -16,6 +16,44 @@ absl::Status GradSameShapeAsX(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+bool HasShapeTensors(const OpDesc& op) {
+  for (const char* slot : {"ShapeTensor", "ShapeTensorList"}) {
+    for (const std::string& a : op.Input(slot)) {
+      if (!a.empty() && a != kEmptyVarName) return true;
+    }
+  }
+  return false;
+}
+
+absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out) {
+  if (!HasShapeTensors(ctx.op())) return absl::OkStatus();
+  const bool whole = !ctx.op().Input("ShapeTensor").empty() && ctx.op().Input("ShapeTensor")[0] != kEmptyVarName;
+  const char* slot = whole ? "ShapeTensor" : "ShapeTensorList";
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < (whole ? 1 : ctx.InputSize(slot)); ++i) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
+    if (t->place().is_gpu() || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64) ||
+        (!whole && t->numel() != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
+                                                     t->dims().ToString(), " ", DataTypeName(t->dtype()), " on ",
+                                                     t->place().ToString(), " is not ",
+                                                     whole ? "a 1-D int tensor" : "one int value",
+                                                     " on the host (a shape)"));
+    }
+    for (int64_t k = 0; k < t->numel(); ++k) {
+      dims.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
+    }
+  }
+  for (int64_t d : dims) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": the shape its ", slot, " gives, ",
+                                                     DDim(dims).ToString(), ", has a negative dimension"));
+    }
+  }
+  out->Resize(DDim(dims));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx,
                                            const std::string& slot, size_t i) {
   const Tensor* t = ctx.Input(slot, i);

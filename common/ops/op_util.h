@@ -23,6 +23,17 @@ inline absl::Status NoShapeInference(InferShapeContext&) { return absl::OkStatus
 // For ops whose kernel works on any dtype: picks the one float32 kernel.
 inline DataType AnyKernelDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
+// A creation op's shape from its ShapeTensor (a 1-D int tensor) or
+// ShapeTensorList (one-value int tensors, one per dimension), as Paddle 2.x
+// writes when a dimension is computed (a batch size from `shape`): `out`
+// resized to it. Nothing changes when neither is bound (the `shape`
+// attribute holds); an error names the tensor that is not on the host or
+// not one int32/int64 value per dimension.
+absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out);
+
+// Whether ShapeTensor or ShapeTensorList names a variable.
+bool HasShapeTensors(const OpDesc& op);
+
 // The input tensor of `slot`, or InvalidArgument naming the op and slot when
 // it is missing or holds no data.
 absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx,

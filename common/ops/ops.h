@@ -40,6 +40,8 @@ void RegisterLayerNormOps(OpRegistry* r);     // layer_norm
 void RegisterSigmoidCrossEntropyOps(OpRegistry* r);  // sigmoid_cross_entropy_with_logits
 void RegisterSliceOps(OpRegistry* r);         // shape, range, slice, fill_any_like, fill_zeros_like
 void RegisterSquaredL2NormOps(OpRegistry* r);  // squared_l2_norm
+void RegisterRnnOps(OpRegistry* r);           // rnn (LSTM, GRU, simple RNN)
+void RegisterCoalesceTensorOp(OpRegistry* r);  // coalesce_tensor
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

@@ -180,6 +180,7 @@ absl::Status FillConstantKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const T value, FillConstantValue<T>(ctx));
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));  // a shape computed on the host
   cuda::Fill<T>(out->mutable_data<T>(ctx.place()), out->numel(), value, c->stream);
   return LaunchStatus(ctx);
 }
@@ -196,6 +197,7 @@ absl::Status UniformRandomKernel(const ExecutionContext& ctx) {
   const float lo = ctx.Attr<float>("min"), hi = ctx.Attr<float>("max");
   if (!(lo <= hi)) return absl::InvalidArgumentError(absl::StrCat("uniform_random: min ", lo, " > max ", hi));
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));  // a shape computed on the host
   float* p = out->mutable_data<float>(ctx.place());
   OAR_RETURN_IF_ERROR(SeedGenerator(ctx, c));
   OAR_RETURN_IF_ERROR(CurandStatus(curandGenerateUniform(c->curand, p, out->numel()), "uniform_random"));
@@ -206,6 +208,7 @@ absl::Status UniformRandomKernel(const ExecutionContext& ctx) {
 absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));  // a shape computed on the host
   const int64_t n = out->numel();
   float* p = out->mutable_data<float>(ctx.place());
   OAR_RETURN_IF_ERROR(SeedGenerator(ctx, c));

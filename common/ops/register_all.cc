@@ -35,6 +35,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterSigmoidCrossEntropyOps(r);
   RegisterSliceOps(r);
   RegisterSquaredL2NormOps(r);
+  RegisterRnnOps(r);
+  RegisterCoalesceTensorOp(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

@@ -17,10 +17,14 @@ DDim ShapeAttr(const OpDesc& op) {
 }
 
 absl::Status ShapeFromAttr(InferShapeContext& ctx) {
-  // Fluid's creation ops may take the shape from tensors instead; Oar reads
-  // the attribute only, and says so rather than guessing.
-  for (const char* slot : {"ShapeTensor", "ShapeTensorList"}) {
-    if (ctx.HasInput(slot)) return ctx.Error(slot, " inputs are not supported; set the `shape` attribute");
+  ctx.SetOutputDtype("Out", static_cast<DataType>(ctx.Attr<int32_t>("dtype")));
+  if (HasShapeTensors(ctx.op())) {
+    // The shape comes from tensors' values: the kernel sets it
+    // (ResizeFromShapeTensors); before the run, only its rank is known.
+    if (!ctx.IsRuntime() && ctx.InputSize("ShapeTensorList") > 0) {
+      ctx.SetOutputDim("Out", DDim(std::vector<int64_t>(ctx.InputSize("ShapeTensorList"), -1)));
+    }
+    return absl::OkStatus();
   }
   DDim d = ShapeAttr(ctx.op());
   for (int64_t v : d) {
@@ -57,6 +61,7 @@ template <typename T>
 absl::Status FillConstantKernel(const ExecutionContext& ctx) {
   if (OutIsTable(ctx)) return InitTable(ctx, {RowInitializer::Kind::kConstant, ctx.Attr<float>("value"), 0});
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));
   T* p = out->mutable_data<T>();
   OAR_ASSIGN_OR_RETURN(const T value, FillConstantValue<T>(ctx));
   std::fill(p, p + out->numel(), value);
@@ -77,6 +82,7 @@ absl::Status UniformRandomKernel(const ExecutionContext& ctx) {
   auto engine = MakeEngine(ctx);
   std::uniform_real_distribution<T> dist(lo, hi);
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));
   T* p = out->mutable_data<T>();
   for (int64_t i = 0, n = out->numel(); i < n; ++i) p[i] = dist(engine);
   return absl::OkStatus();
@@ -90,6 +96,7 @@ absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
   auto engine = MakeEngine(ctx);
   std::normal_distribution<T> dist(ctx.Attr<float>("mean"), stddev);
   Tensor* out = ctx.Output("Out");
+  OAR_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx, out));
   T* p = out->mutable_data<T>();
   for (int64_t i = 0, n = out->numel(); i < n; ++i) p[i] = dist(engine);
   return absl::OkStatus();
@@ -177,23 +184,23 @@ absl::Status NoInferShape(InferShapeContext&) { return absl::OkStatus(); }
 
 void RegisterTensorOps(OpRegistry* r) {
   const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
-  r->Register("fill_constant").Input("ShapeTensor", kDispensable)
-      .Input("ShapeTensorList", kDuplicable | kDispensable).Input("ValueTensor", kUnimplemented).Output("Out")
+  r->Register("fill_constant").Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Input("ValueTensor", kUnimplemented).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32).Attr("value", 0.0f)
       .Attr("str_value", std::string())
       .Attr("force_cpu", false).SetInferShape(ShapeFromAttr)
       .Kernel<float>(FillConstantKernel<float>).Kernel<double>(FillConstantKernel<double>)
       .Kernel<int32_t>(FillConstantKernel<int32_t>).Kernel<int64_t>(FillConstantKernel<int64_t>)
       .Kernel<bool>(FillConstantKernel<bool>);
-  r->Register("uniform_random").Input("ShapeTensor", kDispensable)
-      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
+  r->Register("uniform_random").Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
       .Attr("min", -1.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
       .Attr("diag_num", int32_t{0}).Implements("diag_num", {int32_t{0}})
       .SetInferShape(ShapeFromAttr)
       .Kernel<float>(UniformRandomKernel<float>).Kernel<double>(UniformRandomKernel<double>);
-  r->Register("gaussian_random").Input("ShapeTensor", kDispensable)
-      .Input("ShapeTensorList", kDuplicable | kDispensable).Output("Out")
+  r->Register("gaussian_random").Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
       .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
       .Attr("mean", 0.0f).Attr("std", 1.0f).Attr("seed", int32_t{0})
       .SetInferShape(ShapeFromAttr)

@@ -41,7 +41,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"uniform_min_above_max", MakeOp("uniform_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{2}}, {"min", 1.0f}, {"max", -1.0f}}), {}, "min 1 > max -1"},
         BadCase{"uniform_negative_shape", MakeOp("uniform_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{-1, 2}}}), {}, "negative dimension"},
         BadCase{"gaussian_negative_std", MakeOp("gaussian_random", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int64_t>{2}}, {"std", -1.0f}}), {}, "std -1"},
-        BadCase{"fill_constant_shape_tensor", MakeOp("fill_constant", {{"ShapeTensor", {"s"}}}, {{"Out", {"o"}}}), {{"s", I64({2})}}, "ShapeTensor inputs are not supported"},
+        BadCase{"fill_constant_shape_tensor", MakeOp("fill_constant", {{"ShapeTensor", {"s"}}}, {{"Out", {"o"}}}), {{"s", MakeTensor<int64_t>({2}, {3, -2})}}, "has a negative dimension"},
         BadCase{"scale_wrong_attr", MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"scale", std::string("big")}}), {{"x", F({2})}}, "attribute 'scale' should be FLOAT"},
         BadCase{"matmul_rank0", MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({})}, {"y", F({3})}}, "at least 1-D"},
         BadCase{"accuracy_label_shape", MakeOp("accuracy", {{"Out", {"v"}}, {"Indices", {"i"}}, {"Label", {"l"}}}, {{"Accuracy", {"a"}}}), {{"v", F({2, 1})}, {"i", I64({2, 1})}, {"l", I64({3, 1})}}, "different batch sizes"},

@@ -280,3 +280,71 @@ TEST(SparseAdamTest, StepsAsPaddlesCpuKernel) {
 
 }  // namespace
 }  // namespace oar::testing
+
+namespace oar::testing {
+namespace {
+
+// Paddle 2.x computes a creation op's shape when a dimension is the batch
+// size (paddle.nn.LSTM's initial states: [layers, shape(x)[0], hidden]):
+// ShapeTensorList holds one int tensor per dimension, ShapeTensor all.
+TEST(ShapeTensorTest, CreationOpsTakeTheirShapeFromTensors) {
+  Scope s;
+  SetTensor(&s, "two", MakeTensor<int32_t>({1}, {2}));
+  SetTensor(&s, "batch", MakeTensor<int64_t>({1}, {5}));
+  SetTensor(&s, "whole", MakeTensor<int64_t>({2}, {3, 4}));
+  ASSERT_TRUE(RunOps({MakeOp("fill_constant", {{"ShapeTensorList", {"two", "batch"}}}, {{"Out", {"a"}}},
+                             {{"value", 1.5f}}),
+                      MakeOp("uniform_random", {{"ShapeTensor", {"whole"}}}, {{"Out", {"b"}}}, {{"seed", int32_t{3}}})},
+                     &s)
+                  .ok());
+  EXPECT_EQ(GetTensor(s, "a").dims(), (DDim{2, 5}));
+  EXPECT_EQ(GetTensor(s, "a").data<float>()[9], 1.5f);
+  EXPECT_EQ(GetTensor(s, "b").dims(), (DDim{3, 4}));
+}
+
+// The rnn op's gradients (LSTM, GRU, tanh RNN; 2 layers, both directions)
+// against central differences, with the final states in the loss too.
+class RnnGradTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RnnGradTest, GradientsMatchNumeric) {
+  const std::string mode = GetParam();
+  const int64_t T = 3, N = 2, I = 3, H = 2, G = mode == "LSTM" ? 4 : mode == "GRU" ? 3 : 1;
+  std::map<std::string, Tensor> in = {{"x", RandomTensor<double>({T, N, I}, -1, 1, 20)},
+                                      {"h0", RandomTensor<double>({4, N, H}, -1, 1, 21)}};
+  std::vector<std::string> ws, bs, states = {"h0"};
+  if (mode == "LSTM") {
+    in["c0"] = RandomTensor<double>({4, N, H}, -1, 1, 22);
+    states.push_back("c0");
+  }
+  for (int c = 0; c < 4; ++c) {
+    const int64_t in_dim = c < 2 ? I : 2 * H;
+    for (const auto& [name, dims] : {std::make_pair("wi" + std::to_string(c), DDim{G * H, in_dim}),
+                                     std::make_pair("wh" + std::to_string(c), DDim{G * H, H})}) {
+      in[name] = RandomTensor<double>(dims, -0.8, 0.8, 30 + ws.size());
+      ws.push_back(name);
+    }
+    for (const std::string name : {"bi" + std::to_string(c), "bh" + std::to_string(c)}) {
+      in[name] = RandomTensor<double>({G * H}, -0.5, 0.5, 60 + bs.size());
+      bs.push_back(name);
+    }
+  }
+  std::vector<std::string> weights = ws;
+  weights.insert(weights.end(), bs.begin(), bs.end());
+  std::vector<std::string> state_out = {"hT"};
+  if (mode == "LSTM") state_out.push_back("cT");
+  OpDesc op = MakeOp("rnn", {{"Input", {"x"}}, {"PreState", states}, {"WeightList", weights}, {"SequenceLength", {}}},
+                     {{"Out", {"y"}}, {"State", state_out}, {"Reserve", {"r"}}, {"DropoutState", {"d"}}},
+                     {{"mode", mode}, {"num_layers", int32_t{2}}, {"is_bidirec", true}, {"hidden_size", int32_t(H)},
+                      {"input_size", int32_t(I)}});
+  std::vector<std::string> check = {"x"};
+  check.insert(check.end(), states.begin(), states.end());
+  check.insert(check.end(), weights.begin(), weights.end());
+  std::vector<std::string> loss = {"y"};
+  loss.insert(loss.end(), state_out.begin(), state_out.end());
+  ExpectGradientsMatch<double>(op, in, check, {.loss_outputs = loss});
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RnnGradTest, ::testing::Values("LSTM", "GRU", "RNN_TANH"));
+
+}  // namespace
+}  // namespace oar::testing
