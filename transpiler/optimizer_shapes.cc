@@ -13,6 +13,7 @@ const std::map<std::string, std::set<std::string>>& ParamShapedSlots() {
   static const auto* table = new std::map<std::string, std::set<std::string>>{
       {"sgd", {}},
       {"adam", {"Moment1", "Moment2"}},
+      {"adamw", {"Moment1", "Moment2"}},
       {"adagrad", {"Moment"}},
       {"adamax", {"Moment", "InfNorm"}},
       {"momentum", {"Velocity"}},

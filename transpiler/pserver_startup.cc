@@ -50,6 +50,9 @@ absl::StatusOr<ProgramDesc> BuildPserverStartup(const TranspileState& s, const s
   for (size_t i = 0; i < origin.OpSize(); ++i) {
     const OpDesc& op = origin.Op(i);
     if (op.type == "recv" || op.type == "fetch_barrier" || op.type == "concat") continue;  // as Fluid skips them
+    // paddle.nn.LSTM/GRU's startup fuses the cells' weights into one buffer
+    // for cuDNN; a pserver runs no rnn, and holds the weights themselves.
+    if (op.type == "coalesce_tensor") continue;
     OpDesc::VarMap outputs;
     for (const auto& [slot, args] : op.outputs) {
       if (args.empty()) continue;

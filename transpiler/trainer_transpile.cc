@@ -248,6 +248,16 @@ absl::Status TranspileTrainer(TranspileState* s) {
         "the program has no optimize ops with op_role_var (call an optimizer's minimize before transpiling)");
   }
   for (size_t i : pass.optimize_ops) {
+    // paddle.nn.ClipGradByGlobalNorm (a squared_l2_norm per gradient, summed)
+    // scales every gradient by the norm of them all, which no pserver sees:
+    // each would clip its own share by its own norm. Refused, never silently
+    // changed.
+    if (origin.Op(i).type == "squared_l2_norm") {
+      return absl::UnimplementedError(absl::StrCat(
+          "op #", i, " squared_l2_norm: the program clips gradients by their global norm (ClipGradByGlobalNorm), "
+          "which in pserver mode would clip each pserver's share by its own norm; clip by each parameter's norm "
+          "(ClipGradByNorm) or by value (ClipGradByValue), or train it in nccl2 mode"));
+    }
     s->optimize_ops.push_back(origin.Op(i));
     s->to_delete.push_back(&s->program->Block(0).Op(i));
   }

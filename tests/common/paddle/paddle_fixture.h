@@ -73,6 +73,23 @@ inline Fixture Load(const std::string& model) {
   return f;
 }
 
+// The fixture's fixed batches, by feed name.
+inline std::vector<FeedMap> LoadBatches(const std::string& model, const Fixture& f) {
+  const std::string dir = kDir + model + "/";
+  std::vector<FeedMap> batches(f.batches);
+  for (int b = 0; b < f.batches; ++b) {
+    for (const std::string& feed : f.feeds) {
+      const std::string path = dir + "batch_" + std::to_string(b) + "." + feed;
+      std::ifstream in(path, std::ios::binary);
+      Tensor t;
+      const absl::Status s = ReadLoDTensor(in, path, &t);
+      EXPECT_TRUE(s.ok()) << s;
+      batches[b][feed] = std::move(t);
+    }
+  }
+  return batches;
+}
+
 // Trains the fixture on `place` (with `env`, when given) from Paddle's
 // initial values; returns the losses.
 inline std::vector<double> Train(const std::string& model, const Fixture& f, const Place& place = CPUPlace(),
@@ -85,17 +102,7 @@ inline std::vector<double> Train(const std::string& model, const Fixture& f, con
   const absl::Status loaded = f.params == "dir" ? load_persistables(exe, &scope, dir + "params", *f.main)
                                                 : load_persistables(exe, &scope, dir, *f.main, "params");
   EXPECT_TRUE(loaded.ok()) << loaded;
-  std::vector<FeedMap> batches(f.batches);
-  for (int b = 0; b < f.batches; ++b) {
-    for (const std::string& feed : f.feeds) {
-      const std::string path = dir + "batch_" + std::to_string(b) + "." + feed;
-      std::ifstream in(path, std::ios::binary);
-      Tensor t;
-      const absl::Status s = ReadLoDTensor(in, path, &t);
-      EXPECT_TRUE(s.ok()) << s;
-      batches[b][feed] = std::move(t);
-    }
-  }
+  const std::vector<FeedMap> batches = LoadBatches(model, f);
   std::vector<double> losses;
   for (int step = 0; step < f.steps; ++step) {
     auto out = exe.Run(*f.main, &scope, batches[step % f.batches], {f.loss});
