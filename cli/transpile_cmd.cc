@@ -127,6 +127,14 @@ absl::Status Transpile() {
                                     {"trainer_id", FLAGS_trainer_id},
                                     {"trainer", {{"main", ProgramJson(out[0].second)},
                                                  {"startup", ProgramJson(out[1].second)}}}};
+  // What Fluid's transpiler sets on the trainer's Program (Python attributes
+  // a ProgramDesc does not carry): _is_distributed, _is_chief, _endpoints,
+  // _distributed_lookup_table.
+  const std::string table = t.distributed_lookup_table();
+  summary["trainer"]["is_distributed"] = true;
+  summary["trainer"]["is_chief"] = FLAGS_trainer_id == 0;
+  summary["trainer"]["endpoints"] = nccl2 ? t.trainer_endpoints() : t.pserver_endpoints();
+  summary["trainer"]["distributed_lookup_table"] = table.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(table);
   if (!nccl2) {
     summary["pservers"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < t.pserver_endpoints().size(); ++i) {

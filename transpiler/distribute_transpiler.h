@@ -90,6 +90,8 @@ class DistributeTranspiler {
   const std::vector<std::string>& pserver_endpoints() const { return state_.pservers; }
   const std::vector<std::string>& trainer_endpoints() const { return state_.trainer_endpoints; }
   const std::vector<SplitParam>& split_params() const { return state_.split; }
+  // The distributed lookup table's name (Fluid's _distributed_lookup_table); "" if none.
+  std::string distributed_lookup_table() const { return state_.table ? state_.table->name : ""; }
 
   // Oar's: rewrites another program of the same model (a test program
   // cloned before minimize) to prefetch the distributed lookup table's rows

@@ -14,6 +14,7 @@ const std::map<std::string, std::set<std::string>>& ParamShapedSlots() {
       {"sgd", {}},
       {"adam", {"Moment1", "Moment2"}},
       {"adamw", {"Moment1", "Moment2"}},
+      {"lamb", {"Moment1", "Moment2"}},
       {"adagrad", {"Moment"}},
       {"adamax", {"Moment", "InfNorm"}},
       {"momentum", {"Velocity"}},

@@ -229,6 +229,24 @@ void AppendTrainerStartup(TranspileState* s) {
   }
 }
 
+// The distributed table lives on the pservers: a trainer's startup does not
+// draw it (every trainer would allocate the whole table) but marks its
+// shape with fake_init, appended where the initializer was removed, as
+// Fluid 1.6's transpiler does.
+void FakeInitTable(TranspileState* s) {
+  BlockDesc* startup = s->startup->MutableBlock(0);
+  const std::string& table = s->table->name;
+  std::vector<int64_t> shape;
+  for (size_t i = startup->OpSize(); i-- > 0;) {
+    const auto outs = startup->Op(i).OutputArgNames();
+    if (std::find(outs.begin(), outs.end(), table) == outs.end()) continue;
+    if (startup->Op(i).HasAttr("shape")) shape = startup->Op(i).GetAttr<std::vector<int64_t>>("shape");
+    startup->RemoveOps(i, i + 1);
+  }
+  if (shape.empty() && s->OriginVar(table) != nullptr) shape = s->OriginVar(table)->shape;
+  *startup->AppendOp() = MakeOp("fake_init", {}, {{"Out", {table}}}, {{"shape", shape}});
+}
+
 }  // namespace
 
 std::string TranspileState::NewControlVar(BlockDesc* block) {
@@ -276,6 +294,7 @@ absl::Status TranspileTrainer(TranspileState* s) {
   AppendRecvs(s);
   OAR_RETURN_IF_ERROR(TranspileTableTrainer(s));
   if (s->startup != nullptr) AppendTrainerStartup(s);
+  if (s->startup != nullptr && s->table) FakeInitTable(s);
   return absl::OkStatus();
 }
 

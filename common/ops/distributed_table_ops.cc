@@ -275,10 +275,26 @@ absl::Status TableAdam(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// fake_init: a distributed table's stand-in in a trainer's startup program
+// (Fluid 1.6's transpiler writes it): the table lives on the pservers and
+// the trainer prefetches its rows, so nothing is allocated; the variable
+// only records the table's shape.
+absl::Status FakeInitKernel(const ExecutionContext& ctx) {
+  if (Tensor* out = ctx.Output("Out")) out->Resize(DDim(ctx.Attr<std::vector<int64_t>>("shape")));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 // split_ids and merge_ids are host-side: on a GPU trainer they run on the
 // host beside the prefetch and send they feed (ids and rows for RPC), their
 // inputs copied there.
 void RegisterDistributedTableOps(OpRegistry* r) {
+  r->Register("fake_init").HostSide().Output("Out").Attr("shape", std::vector<int64_t>{})
+      .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
+      .Kernel<float>(FakeInitKernel);
   r->Register("split_ids").NotInPlace().HostSide().Input("Ids", kDuplicable).Output("Out", kDuplicable)
       .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(SplitIdsKernel);

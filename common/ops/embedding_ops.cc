@@ -3,6 +3,7 @@
 // and merge_selected_rows.
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
@@ -86,7 +87,14 @@ absl::Status LookupGradInferShape(InferShapeContext& ctx) {
 
 template <typename T>
 absl::Status LookupGradKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
+  // W's shape only: a distributed table's copy on a trainer has no values
+  // (fake_init), as in Fluid, whose kernel reads W's dims alone.
+  const Tensor* w = ctx.Input("W");
+  if (w == nullptr || w->dims().size() != 2) OAR_RETURN_IF_ERROR(RequireInput(ctx, "W").status());
+  if (w->dims().size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "W"),
+                                                   w->dims().ToString(), " is not a [rows, width] table"));
+  }
   OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Ids", *ids));
@@ -159,7 +167,9 @@ void RegisterEmbeddingOps(OpRegistry* r) {
         .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
         .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
     // Out: Fluid 1.3-1.4's grad maker passed the forward output too; no kernel reads it.
-    attrs(r->Register(type + "_grad").Input("W").Input("Ids", kReadAnywhere).Input("Out", kDispensable)
+    // W: only its shape is read (so it need hold no values, and stays where it lies).
+    attrs(r->Register(type + "_grad").Input("W", kDispensable | kReadAnywhere).Input("Ids", kReadAnywhere)
+              .Input("Out", kDispensable)
               .Input(GradVarName("Out")).Output(GradVarName("W"), kDispensable)
               .Output(GradVarName("Ids"), kDispensable))  // 1.0-1.4 named it; never written
         .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)

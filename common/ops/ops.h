@@ -42,6 +42,8 @@ void RegisterSliceOps(OpRegistry* r);         // shape, range, slice, fill_any_l
 void RegisterSquaredL2NormOps(OpRegistry* r);  // squared_l2_norm
 void RegisterRnnOps(OpRegistry* r);           // rnn (LSTM, GRU, simple RNN)
 void RegisterCoalesceTensorOp(OpRegistry* r);  // coalesce_tensor
+void RegisterLambOp(OpRegistry* r);           // lamb
+void RegisterGatherStackOps(OpRegistry* r);   // gather, stack, expand_v2, tile, where, cumsum, arg_max/min, one_hot_v2, label_smooth
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

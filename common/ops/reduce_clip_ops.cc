@@ -1,8 +1,11 @@
-// reduce_sum / reduce_mean (over `dim`, or everything with reduce_all),
+// reduce_sum / reduce_mean / reduce_max / reduce_min / reduce_prod (over
+// `dim`, or everything with reduce_all),
 // clip (elementwise into [min, max]) and clip_by_norm (rescale to an L2
 // norm of at most max_norm) — the ops gradient clipping and regularization
 // emit.
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "common/op_registry.h"
@@ -84,29 +87,44 @@ std::vector<bool> ReducedAtRuntime(const ExecutionContext& ctx, int rank) {
   return r;
 }
 
-template <typename T, bool kMean>
+enum Fold { kSum, kMean, kMax, kMin, kProd };
+
+template <typename T, Fold kFold>
 absl::Status ReduceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const T* xp = x->data<T>();  // before Out's buffer: in place, that may be a fresh one
   const int64_t n = x->numel();
   Tensor* out = ctx.Output("Out");
   std::vector<T> copy;
-  if (out == x) {  // in place (only over unit dims): Out is zeroed below, keep X's values
+  if (out == x) {  // in place (only over unit dims): Out is overwritten below, keep X's values
     copy.assign(xp, xp + n);
     xp = copy.data();
   }
   T* o = out->mutable_data<T>();
-  std::fill(o, o + out->numel(), T(0));
+  const T init = kFold == kMax   ? -std::numeric_limits<T>::infinity()
+                 : kFold == kMin ? std::numeric_limits<T>::infinity()
+                 : kFold == kProd ? T(1)
+                                  : T(0);
+  std::fill(o, o + out->numel(), init);
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
-  for (size_t e = 0; e < map.size(); ++e) o[map[e]] += xp[e];
-  if (kMean && out->numel() > 0) {
+  for (size_t e = 0; e < map.size(); ++e) {
+    T& acc = o[map[e]];
+    if (kFold == kMax) acc = std::max(acc, xp[e]);
+    else if (kFold == kMin) acc = std::min(acc, xp[e]);
+    else if (kFold == kProd) acc *= xp[e];
+    else acc += xp[e];
+  }
+  if (kFold == kMean && out->numel() > 0) {
     const T k = T(out->numel()) / T(n);
     for (int64_t i = 0; i < out->numel(); ++i) o[i] *= k;
   }
   return absl::OkStatus();
 }
 
-template <typename T, bool kMean>
+// sum and mean spread Out@GRAD evenly; max and min give it to every element
+// equal to Out (ties all take it, as Paddle's kernel does); prod to each
+// element times the product of the others.
+template <typename T, Fold kFold>
 absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
@@ -114,8 +132,32 @@ absl::Status ReduceGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
-  const T k = kMean ? T(g->numel()) / T(x->numel()) : T(1);
   const T* gp = g->data<T>();
+  const T* xp = x->data<T>();
+  if (kFold == kMax || kFold == kMin) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
+    const T* op = out->data<T>();
+    T* d = dx->mutable_data<T>();
+    for (size_t e = 0; e < map.size(); ++e) d[e] = xp[e] == op[map[e]] ? gp[map[e]] : T(0);
+    return absl::OkStatus();
+  }
+  if (kFold == kProd) {  // the product of the others, without dividing (zeros are fine)
+    std::vector<std::vector<size_t>> members(static_cast<size_t>(g->numel()));
+    for (size_t e = 0; e < map.size(); ++e) members[static_cast<size_t>(map[e])].push_back(e);
+    std::vector<T> d(map.size());
+    for (const auto& m : members) {
+      for (size_t a = 0; a < m.size(); ++a) {
+        T others = T(1);
+        for (size_t b = 0; b < m.size(); ++b) {
+          if (b != a) others *= xp[m[b]];
+        }
+        d[m[a]] = gp[map[m[a]]] * others;
+      }
+    }
+    std::copy(d.begin(), d.end(), dx->mutable_data<T>());
+    return absl::OkStatus();
+  }
+  const T k = kFold == kMean ? T(g->numel()) / T(x->numel()) : T(1);
   T* d = dx->mutable_data<T>();
   for (size_t e = 0; e < map.size(); ++e) d[e] = gp[map[e]] * k;
   return absl::OkStatus();
@@ -184,14 +226,15 @@ absl::Status ClipByNormKernel(const ExecutionContext& ctx) {
 #define OAR_FLOAT_KERNELS(...) Kernel<float>(__VA_ARGS__<float>).Kernel<double>(__VA_ARGS__<double>)
 
 void RegisterReduceClipOps(OpRegistry* r) {
-  auto reduce = [r](const std::string& type, KernelFn f32, KernelFn f64, KernelFn g32, KernelFn g64) {
+  auto reduce = [r](const std::string& type, KernelFn f32, KernelFn f64, KernelFn g32, KernelFn g64,
+                    bool grad_reads_out = false) {
     auto attrs = [](OpInfo& i) -> OpInfo& {
       return i.Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false)
           .Attr("in_dtype", int32_t{-1}).Attr("out_dtype", int32_t{-1})  // Paddle 2.x: -1 keeps X's dtype
           .Implements("in_dtype", {int32_t{-1}}).Implements("out_dtype", {int32_t{-1}});
     };
     attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(ReduceInferShape)
-        .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+        .SetGradMaker(grad_reads_out ? GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}) : GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
     // Out: Fluid 1.0-1.5 passed the forward output too; unread.
     attrs(r->Register(type + "_grad").Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
@@ -199,10 +242,16 @@ void RegisterReduceClipOps(OpRegistry* r) {
         .SetInferShape(ReduceGradInferShape)
         .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
   };
-  reduce("reduce_sum", ReduceKernel<float, false>, ReduceKernel<double, false>, ReduceGradKernel<float, false>,
-         ReduceGradKernel<double, false>);
-  reduce("reduce_mean", ReduceKernel<float, true>, ReduceKernel<double, true>, ReduceGradKernel<float, true>,
-         ReduceGradKernel<double, true>);
+  reduce("reduce_sum", ReduceKernel<float, kSum>, ReduceKernel<double, kSum>, ReduceGradKernel<float, kSum>,
+         ReduceGradKernel<double, kSum>);
+  reduce("reduce_mean", ReduceKernel<float, kMean>, ReduceKernel<double, kMean>, ReduceGradKernel<float, kMean>,
+         ReduceGradKernel<double, kMean>);
+  reduce("reduce_max", ReduceKernel<float, kMax>, ReduceKernel<double, kMax>, ReduceGradKernel<float, kMax>,
+         ReduceGradKernel<double, kMax>, true);
+  reduce("reduce_min", ReduceKernel<float, kMin>, ReduceKernel<double, kMin>, ReduceGradKernel<float, kMin>,
+         ReduceGradKernel<double, kMin>, true);
+  reduce("reduce_prod", ReduceKernel<float, kProd>, ReduceKernel<double, kProd>, ReduceGradKernel<float, kProd>,
+         ReduceGradKernel<double, kProd>);
   r->Register("clip").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 0.0f)
       .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);

@@ -37,6 +37,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterSquaredL2NormOps(r);
   RegisterRnnOps(r);
   RegisterCoalesceTensorOp(r);
+  RegisterLambOp(r);
+  RegisterGatherStackOps(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

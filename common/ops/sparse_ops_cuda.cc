@@ -79,7 +79,10 @@ absl::Status LookupKernel(const ExecutionContext& ctx) {
 
 absl::Status LookupGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
-  OAR_ASSIGN_OR_RETURN(const Tensor* w, Table(ctx));
+  const Tensor* w = ctx.Input("W");  // its shape only (a distributed table's trainer copy has no values)
+  if (w == nullptr || w->dims().size() != 2) {
+    OAR_ASSIGN_OR_RETURN(w, Table(ctx));
+  }
   OAR_ASSIGN_OR_RETURN(const float* dout, GpuIn<float>(ctx, GradVarName("Out")));
   Variable* dw_var = ctx.OutputVar(GradVarName("W"));
   if (dw_var == nullptr) return absl::OkStatus();

@@ -102,10 +102,19 @@ TEST(DistributedTableTest, TrainerPrefetchesTheRowsAndSendsTheGradientSplitById)
     if (b.Op(i).type == "recv") EXPECT_EQ(std::count(b.Op(i).Output("Out").begin(), b.Op(i).Output("Out").end(), "emb"), 0);
     if (b.Op(i).type == "sgd") EXPECT_NE(b.Op(i).Input("Param")[0], "emb");
   }
+  // Nor drawn in the trainer's startup: Fluid 1.6's fake_init, with the
+  // table's shape, is the only op that writes it there.
+  int writers = 0;
   for (size_t i = 0; i < t.trainer_startup.Block(0).OpSize(); ++i) {
     const OpDesc& op = t.trainer_startup.Block(0).Op(i);
     if (op.type == "recv") EXPECT_EQ(std::count(op.Output("Out").begin(), op.Output("Out").end(), "emb"), 0);
+    const auto outs = op.OutputArgNames();
+    if (std::find(outs.begin(), outs.end(), "emb") == outs.end()) continue;
+    ++writers;
+    EXPECT_EQ(op.type, "fake_init");
+    EXPECT_EQ(op.GetAttr<std::vector<int64_t>>("shape"), (std::vector<int64_t>{kTableRows, 8}));
   }
+  EXPECT_EQ(writers, 1);
 }
 
 TEST(DistributedTableTest, PserverHoldsTheShardWithTableOptimizePrefetchAndCheckpointBlocks) {

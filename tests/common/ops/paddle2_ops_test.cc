@@ -348,3 +348,73 @@ INSTANTIATE_TEST_SUITE_P(Modes, RnnGradTest, ::testing::Values("LSTM", "GRU", "R
 
 }  // namespace
 }  // namespace oar::testing
+
+namespace oar::testing {
+namespace {
+
+// lamb against PaddlePaddle 2.6.2: y = x·W + b, loss mean(y²), two steps of
+// paddle.optimizer.Lamb(0.1, lamb_weight_decay=wd) from the recorded W; the
+// final W and b Paddle printed. With wd 0 Paddle does not adapt the step.
+TEST(LambTest, TwoStepsMatchPaddle) {
+  struct Case {
+    float wd;
+    std::vector<float> w0, w2, b2;
+  };
+  const Case cases[] = {
+      {0.01f,
+       {0.0652087926864624f, -0.2414223551750183f, -0.5483035445213318f, 0.7685800790786743f, -0.45449650287628174f,
+        0.9177653789520264f},
+       {0.1760866492986679f, -0.3524329960346222f, -0.43649789690971375f, 0.6562183499336243f, -0.34277021884918213f,
+        0.8052197098731995f},
+       {0.10997237265110016f, -0.11002746224403381f}},
+      {0.0f,
+       {0.5109950304031372f, 0.16595423221588135f, 0.8028000593185425f, 0.29805004596710205f, -0.9639919996261597f,
+        0.8294323682785034f},
+       {0.3109133243560791f, -0.03191111981868744f, 0.9966761469841003f, 0.09932142496109009f, -0.7677246928215027f,
+        0.6306148767471313f},
+       {0.1969590038061142f, -0.19886891543865204f}},
+  };
+  const float x[2][3] = {{1, 2, 3}, {-1, 0.5f, 2}};
+  for (const Case& c : cases) {
+    Scope s;
+    SetTensor(&s, "w", MakeTensor<float>({3, 2}, c.w0));
+    SetTensor(&s, "b", MakeTensor<float>({2}, {0, 0}));
+    SetTensor(&s, "lr", MakeTensor<float>({1}, {0.1f}));
+    for (const char* m : {"mw1", "mw2"}) SetTensor(&s, m, MakeTensor<float>({3, 2}, std::vector<float>(6, 0)));
+    for (const char* m : {"mb1", "mb2"}) SetTensor(&s, m, MakeTensor<float>({2}, {0, 0}));
+    for (const char* p : {"w", "b"}) {
+      SetTensor(&s, std::string(p) + "_b1p", MakeTensor<float>({1}, {0.9f}));
+      SetTensor(&s, std::string(p) + "_b2p", MakeTensor<float>({1}, {0.999f}));
+    }
+    auto lamb = [&](const std::string& p, const std::string& m) {
+      return MakeOp("lamb",
+                    {{"Param", {p}}, {"Grad", {p + "_g"}}, {"LearningRate", {"lr"}}, {"Moment1", {m + "1"}},
+                     {"Moment2", {m + "2"}}, {"Beta1Pow", {p + "_b1p"}}, {"Beta2Pow", {p + "_b2p"}}},
+                    {{"ParamOut", {p}}, {"Moment1Out", {m + "1"}}, {"Moment2Out", {m + "2"}},
+                     {"Beta1PowOut", {p + "_b1p"}}, {"Beta2PowOut", {p + "_b2p"}}},
+                    {{"weight_decay", c.wd}});
+    };
+    for (int step = 0; step < 2; ++step) {
+      const float* w = GetTensor(s, "w").data<float>();
+      const float* b = GetTensor(s, "b").data<float>();
+      std::vector<float> gw(6, 0), gb(2, 0);
+      for (int n = 0; n < 2; ++n) {
+        for (int j = 0; j < 2; ++j) {
+          float y = b[j];
+          for (int k = 0; k < 3; ++k) y += x[n][k] * w[k * 2 + j];
+          const float gy = 2 * y / 4;  // d mean(y²) / dy over 4 values
+          gb[j] += gy;
+          for (int k = 0; k < 3; ++k) gw[k * 2 + j] += x[n][k] * gy;
+        }
+      }
+      SetTensor(&s, "w_g", MakeTensor<float>({3, 2}, gw));
+      SetTensor(&s, "b_g", MakeTensor<float>({2}, gb));
+      ASSERT_TRUE(RunOps({lamb("w", "mw"), lamb("b", "mb")}, &s).ok());
+    }
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(GetTensor(s, "w").data<float>()[i], c.w2[i], 2e-6) << "wd " << c.wd << " w" << i;
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(GetTensor(s, "b").data<float>()[i], c.b2[i], 2e-6) << "wd " << c.wd << " b" << i;
+  }
+}
+
+}  // namespace
+}  // namespace oar::testing
