@@ -92,6 +92,11 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
         Serve();
         return;
       }
+      // A request the handler may answer later (a sync pserver's Get before
+      // the step's parameters are ready) is offered to it here, on gRPC's
+      // thread: parked, it holds no pool thread, so Gets waiting for a step
+      // can never take every thread a later trainer's Get needs.
+      if (impl_->handler_->Defers(kind) && TryDefer(kind)) return;
       if (!impl_->pools_.TrySchedule(kind, [this] { Serve(); })) {
         request_.Clear();
         ReleaseSlot();
@@ -107,18 +112,18 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
     }
 
    private:
-    void Serve() {
-      const RpcKind kind = static_cast<RpcKind>(kind_);
-      auto req = ParseMessage(request_);
-      request_.Clear();  // the message holds its own references to the slices
-      if (!req.ok()) {
-        ReleaseSlot();
-        Finish(ToGrpc(req.status()));
-        return;
-      }
-      Reply reply;
-      absl::Status s = impl_->handler_->Handle(kind, **req, &reply);
-      req->reset();  // release the request's bytes before the reply is written
+    // Offers the request to the handler's deferred path; true if taken (the
+    // reply is written whenever it answers).
+    bool TryDefer(RpcKind kind) {
+      auto parsed = ParseMessage(request_);
+      if (!parsed.ok()) return false;  // Serve reports the parse error
+      std::shared_ptr<const IncomingMessage> req(std::move(*parsed));
+      const bool taken = impl_->handler_->TryHandleDeferred(
+          kind, req, [this](absl::Status s, Reply reply) { Answer(std::move(s), std::move(reply)); });
+      if (taken) request_.Clear();
+      return taken;
+    }
+    void Answer(absl::Status s, Reply reply) {
       ReleaseSlot();
       if (!s.ok()) {
         Finish(ToGrpc(s));
@@ -135,6 +140,20 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       }
       response_ = *std::move(out);
       StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    }
+    void Serve() {
+      const RpcKind kind = static_cast<RpcKind>(kind_);
+      auto req = ParseMessage(request_);
+      request_.Clear();  // the message holds its own references to the slices
+      if (!req.ok()) {
+        ReleaseSlot();
+        Finish(ToGrpc(req.status()));
+        return;
+      }
+      Reply reply;
+      absl::Status s = impl_->handler_->Handle(kind, **req, &reply);
+      req->reset();  // release the request's bytes before the reply is written
+      Answer(std::move(s), std::move(reply));
     }
     static sendrecv::VariableMessage Named(const std::string& name) {
       sendrecv::VariableMessage m;

@@ -6,7 +6,10 @@
 // goes back to the caller as the gRPC status. SendVariable requests are read
 // only while a ReadGate (read_gate.h) has a slot: at most
 // max_inflight_request_bytes / the largest request of them are held at once,
-// the rest wait unread.
+// the rest wait unread. A request the handler defers (Defers,
+// TryHandleDeferred: a sync pserver's early Get) is offered to it on gRPC's
+// thread first and answered whenever the handler responds, holding no pool
+// thread meanwhile.
 //
 // Refused before the handler sees them: a request that does not parse
 // (INVALID_ARGUMENT), a call without the auth token when one is set

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
 #include "cli/pserver_params.h"
 #include "common/op_registry.h"
 #include "gtest/gtest.h"
@@ -43,7 +45,7 @@ void RunTrainer(const paddle_fixture::Fixture& f, const std::vector<FeedMap>& ba
   out->status = net.client.WaitServerReady(eps, FLAGS_rpc_deadline);
   if (!out->status.ok()) return;
   if (auto st = exe.Run(startup, &scope); !st.ok()) {
-    out->status = st.status();
+    out->status = Annotate(st.status(), "the startup program");
     return;
   }
   for (int step = 0; step < f.steps; ++step) {
@@ -54,7 +56,7 @@ void RunTrainer(const paddle_fixture::Fixture& f, const std::vector<FeedMap>& ba
     }
     auto r = exe.Run(main, &scope, half, {f.loss});
     if (!r.ok()) {
-      out->status = r.status();
+      out->status = Annotate(r.status(), absl::StrCat("step ", step));
       return;
     }
     out->losses.push_back((*r)[0].data<float>()[0]);
@@ -123,8 +125,9 @@ TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
     threads.emplace_back([&, t] { RunTrainer(f, batches, trainer_startup[t], trainer[t], t, eps, &runs[t]); });
   }
   for (auto& th : threads) th.join();
-  for (int p = 0; p < kPservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
-  for (int t = 0; t < kTrainers; ++t) ASSERT_TRUE(runs[t].status.ok()) << "trainer " << t << ": " << runs[t].status;
+  for (int p = 0; p < kPservers; ++p) EXPECT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
+  for (int t = 0; t < kTrainers; ++t) EXPECT_TRUE(runs[t].status.ok()) << "trainer " << t << ": " << runs[t].status;
+  if (::testing::Test::HasFailure()) return;
   ASSERT_EQ(runs[0].losses.size(), f.losses.size());
   ASSERT_EQ(runs[1].losses.size(), f.losses.size());
   if (HasBatchNorm(*f.main)) {  // each trainer normalizes by its own half: it must run, not match
