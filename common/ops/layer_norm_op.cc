@@ -5,6 +5,7 @@
 //
 // Thread-safety: stateless kernels.
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,16 @@ absl::StatusOr<const T*> Optional(const ExecutionContext& ctx, const char* slot,
   return t->data<T>();
 }
 
+// A row's mean and variance (divided by its length), in double.
+template <typename T>
+std::pair<double, double> RowStats(const T* row, int64_t n) {
+  double m = 0, v = 0;
+  for (int64_t j = 0; j < n; ++j) m += row[j];
+  m /= n;
+  for (int64_t j = 0; j < n; ++j) v += (row[j] - m) * (row[j] - m);
+  return {m, v / n};
+}
+
 template <typename T>
 absl::Status LayerNormKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
@@ -68,11 +79,7 @@ absl::Status LayerNormKernel(const ExecutionContext& ctx) {
   T* var = ctx.Output("Variance") ? ctx.Output("Variance")->mutable_data<T>(DDim{left}) : nullptr;
   for (int64_t i = 0; i < left; ++i) {
     const T* row = xp + i * right;
-    double m = 0, v = 0;
-    for (int64_t j = 0; j < right; ++j) m += row[j];
-    m /= right;
-    for (int64_t j = 0; j < right; ++j) v += (row[j] - m) * (row[j] - m);
-    v /= right;
+    const auto [m, v] = RowStats(row, right);
     const double rstd = 1 / std::sqrt(v + eps);
     for (int64_t j = 0; j < right; ++j) {
       double h = (row[j] - m) * rstd;
@@ -121,11 +128,7 @@ absl::Status LayerNormGradKernel(const ExecutionContext& ctx) {
   for (int64_t i = 0; i < left; ++i) {
     const T* row = xp + i * right;
     const T* g = gp + i * right;
-    double m = 0, v = 0;
-    for (int64_t j = 0; j < right; ++j) m += row[j];
-    m /= right;
-    for (int64_t j = 0; j < right; ++j) v += (row[j] - m) * (row[j] - m);
-    v /= right;
+    const auto [m, v] = RowStats(row, right);
     const double rstd = 1 / std::sqrt(v + eps);
     double mean_dyh = 0, mean_dyh_xhat = 0;
     for (int64_t j = 0; j < right; ++j) {

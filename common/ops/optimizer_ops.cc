@@ -210,33 +210,25 @@ void RegisterOptimizerOps(OpRegistry* r) {
       .Implements("multi_precision", {false})
       .SetInferShape(MomentumInferShape)
       .Kernel<float>(MomentumKernel<float>).Kernel<double>(MomentumKernel<double>);
-  r->Register("adam").Input("Param").Input("Grad").Input("LearningRate")
-      .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
-      .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
-      .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
-      .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
-      .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
-      .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
-      .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
-      .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
-      .SetInferShape(AdamInferShape)
-      .Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
-  // adamw: adam's slots, and the decoupled decay's attributes. Dense
-  // gradients (lazy_mode off), as Paddle's CPU kernel.
-  r->Register("adamw").Input("Param").Input("Grad").Input("LearningRate")
-      .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
-      .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
-      .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
-      .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
-      .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
-      .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
-      .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
-      .Attr("coeff", 0.01f).Attr("lr_ratio", 1.0f).Attr("with_decay", false)
-      .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
+  // adam and adamw share their slots and adam's attributes; adamw adds the
+  // decoupled decay's and takes dense gradients (lazy_mode off), as
+  // Paddle's CPU kernel.
+  auto adam_like = [r](const std::string& type) -> OpInfo& {
+    return r->Register(type).Input("Param").Input("Grad").Input("LearningRate")
+        .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
+        .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
+        .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
+        .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
+        .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
+        .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
+        .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
+        .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
+        .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
+        .SetInferShape(AdamInferShape);
+  };
+  adam_like("adam").Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
+  adam_like("adamw").Attr("coeff", 0.01f).Attr("lr_ratio", 1.0f).Attr("with_decay", false)
       .Implements("lazy_mode", {false})
-      .SetInferShape(AdamInferShape)
       .Kernel<float>(AdamKernel<float, true>).Kernel<double>(AdamKernel<double, true>);
   RegisterMoreOptimizerOps(r);
 }

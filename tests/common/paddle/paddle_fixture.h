@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -88,6 +89,41 @@ inline std::vector<FeedMap> LoadBatches(const std::string& model, const Fixture&
     }
   }
   return batches;
+}
+
+// Trainer `rank`'s share of `batch` among `parts`: rows [rank·n/parts,
+// (rank+1)·n/parts) of every feed.
+inline FeedMap Share(const FeedMap& batch, int rank, int parts) {
+  FeedMap out;
+  for (const auto& [name, t] : batch) {
+    const int64_t n = t.dims()[0];
+    out[name] = t.Slice(rank * n / parts, (rank + 1) * n / parts);
+  }
+  return out;
+}
+
+inline bool HasBatchNorm(const ProgramDesc& p) {
+  for (size_t i = 0; i < p.Block(0).OpSize(); ++i) {
+    if (p.Block(0).Op(i).type == "batch_norm") return true;
+  }
+  return false;
+}
+
+// Trainers each trained on their share of every batch: the mean of their
+// losses is the whole batch's (every fixture's loss is a mean), so it must
+// equal Paddle's recorded loss within 1e-5 at each step. A model with batch
+// norm (each trainer's own statistics) must only run: finite losses.
+inline void ExpectMeanLossesMatch(const Fixture& f, const std::vector<std::vector<double>>& losses) {
+  for (const auto& l : losses) ASSERT_EQ(l.size(), f.losses.size());
+  for (size_t i = 0; i < f.losses.size(); ++i) {
+    double mean = 0;
+    for (const auto& l : losses) mean += l[i] / static_cast<double>(losses.size());
+    if (HasBatchNorm(*f.main)) {
+      EXPECT_TRUE(std::isfinite(mean)) << "step " << i;
+    } else {
+      EXPECT_NEAR(mean, f.losses[i], 1e-5 * std::abs(f.losses[i])) << "step " << i;
+    }
+  }
 }
 
 // Trains the fixture on `place` (with `env`, when given) from Paddle's
