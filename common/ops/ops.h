@@ -43,6 +43,7 @@ void RegisterSquaredL2NormOps(OpRegistry* r);  // squared_l2_norm
 void RegisterRnnOps(OpRegistry* r);           // rnn (LSTM, GRU, simple RNN)
 void RegisterCoalesceTensorOp(OpRegistry* r);  // coalesce_tensor
 void RegisterLambOp(OpRegistry* r);           // lamb
+void RegisterLogSoftmaxOp(OpRegistry* r);     // log_softmax
 void RegisterGatherStackOps(OpRegistry* r);   // gather, stack, expand_v2, tile, where, cumsum, arg_max/min, one_hot_v2, label_smooth
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA

@@ -130,3 +130,22 @@ INSTANTIATE_TEST_SUITE_P(Ops, ReduceMoreTest, ::testing::Values("reduce_max", "r
 
 }  // namespace
 }  // namespace oar::testing
+
+namespace oar::testing {
+namespace {
+
+TEST(LogSoftmaxTest, IsTheLogOfSoftmaxAlongAnAxisAndItsGradientMatches) {
+  Tensor x = RandomTensor<double>({2, 3, 4}, -3, 3, 9);
+  OpDesc op = MakeOp("log_softmax", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"axis", int32_t{1}}});
+  Scope s;
+  SetTensor(&s, "x", x);
+  ASSERT_TRUE(RunOps({op}, &s).ok());
+  const double* xp = x.data<double>();
+  double sum = 0;  // the fibre x[1][:][2]
+  for (int c = 0; c < 3; ++c) sum += std::exp(xp[12 + c * 4 + 2]);
+  EXPECT_NEAR(GetTensor(s, "o").data<double>()[12 + 1 * 4 + 2], xp[12 + 4 + 2] - std::log(sum), 1e-12);
+  ExpectGradientsMatch<double>(op, {{"x", x}}, {"x"});
+}
+
+}  // namespace
+}  // namespace oar::testing
