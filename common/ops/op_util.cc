@@ -16,6 +16,30 @@ absl::Status GradSameShapeAsX(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+DataType InputDtypeOf(const ExecutionContext& ctx, const char* slot) {
+  const Tensor* t = ctx.Input(slot);
+  return t && t->initialized() ? t->dtype() : DataType::kFloat32;
+}
+
+OpInfo& NumericCpuKernels(OpInfo& info, KernelFn f32, KernelFn f64, KernelFn i32, KernelFn i64) {
+  return info.AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64)
+      .AddKernel(Place::Kind::kCPU, DataType::kInt32, i32).AddKernel(Place::Kind::kCPU, DataType::kInt64, i64);
+}
+
+absl::StatusOr<std::vector<int64_t>> IndexValues(const ExecutionContext& ctx, const char* slot, int64_t limit) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot));
+  std::vector<int64_t> out(static_cast<size_t>(t->numel()));
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    const int64_t v = t->dtype() == DataType::kInt32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
+    if (v < 0 || v >= limit) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), " holds ", v,
+                                                     ", outside [0, ", limit, ")"));
+    }
+    out[static_cast<size_t>(i)] = v;
+  }
+  return out;
+}
+
 bool HasShapeTensors(const OpDesc& op) {
   for (const char* slot : {"ShapeTensor", "ShapeTensorList"}) {
     for (const std::string& a : op.Input(slot)) {

@@ -4,12 +4,15 @@
 // Thread-safety: stateless.
 #pragma once
 
+#include <vector>
+
 #include <string>
 #include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/op_context.h"
+#include "common/op_registry.h"
 #include "common/status.h"
 
 namespace oar {
@@ -22,6 +25,17 @@ absl::Status GradSameShapeAsX(InferShapeContext& ctx);
 inline absl::Status NoShapeInference(InferShapeContext&) { return absl::OkStatus(); }
 // For ops whose kernel works on any dtype: picks the one float32 kernel.
 inline DataType AnyKernelDtype(const ExecutionContext&) { return DataType::kFloat32; }
+
+// The dtype of input `slot` (float32 before it holds a value): the kernel
+// dtype of ops that run in their input's dtype, whatever it is.
+DataType InputDtypeOf(const ExecutionContext& ctx, const char* slot);
+
+// Registers CPU kernels for float32, float64, int32 and int64.
+OpInfo& NumericCpuKernels(OpInfo& info, KernelFn f32, KernelFn f64, KernelFn i32, KernelFn i64);
+
+// An int32 or int64 input's values as int64, each checked to lie in
+// [0, limit); InvalidArgument naming op, slot and the value otherwise.
+absl::StatusOr<std::vector<int64_t>> IndexValues(const ExecutionContext& ctx, const char* slot, int64_t limit);
 
 // A creation op's shape from its ShapeTensor (a 1-D int tensor) or
 // ShapeTensorList (one-value int tensors, one per dimension), as Paddle 2.x

@@ -12,7 +12,7 @@ class OpRegistry;
 void RegisterMathOps(OpRegistry* r);         // mul, matmul
 void RegisterElementwiseOps(OpRegistry* r);  // elementwise_add/sub/mul/div
 void RegisterActivationOps(OpRegistry* r);   // relu, sigmoid, tanh, square
-void RegisterSoftmaxOps(OpRegistry* r);      // softmax, softmax_with_cross_entropy
+void RegisterSoftmaxOps(OpRegistry* r);      // softmax, log_softmax, softmax_with_cross_entropy
 void RegisterLossOps(OpRegistry* r);         // cross_entropy, mean
 void RegisterCrossEntropy2Ops(OpRegistry* r);  // cross_entropy2 (Fluid 1.6+)
 void RegisterMetricOps(OpRegistry* r);       // accuracy, top_k
@@ -43,8 +43,8 @@ void RegisterSquaredL2NormOps(OpRegistry* r);  // squared_l2_norm
 void RegisterRnnOps(OpRegistry* r);           // rnn (LSTM, GRU, simple RNN)
 void RegisterCoalesceTensorOp(OpRegistry* r);  // coalesce_tensor
 void RegisterLambOp(OpRegistry* r);           // lamb
-void RegisterLogSoftmaxOp(OpRegistry* r);     // log_softmax
-void RegisterGatherStackOps(OpRegistry* r);   // gather, stack, expand_v2, tile, where, cumsum, arg_max/min, one_hot_v2, label_smooth
+void RegisterGatherStackOps(OpRegistry* r);   // gather, stack, expand_v2, tile, where
+void RegisterScanEncodeOps(OpRegistry* r);    // cumsum, arg_max/min, one_hot_v2, label_smooth
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

@@ -39,7 +39,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterCoalesceTensorOp(r);
   RegisterLambOp(r);
   RegisterGatherStackOps(r);
-  RegisterLogSoftmaxOp(r);
+  RegisterScanEncodeOps(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

@@ -19,11 +19,6 @@
 namespace oar {
 namespace {
 
-DataType DtypeOf(const ExecutionContext& ctx, const char* slot) {
-  const Tensor* t = ctx.Input(slot);
-  return t && t->initialized() ? t->dtype() : DataType::kFloat32;
-}
-
 // ---- shape ----
 
 absl::Status ShapeShape(InferShapeContext& ctx) {
@@ -215,13 +210,7 @@ absl::Status FillLikeKernel(const ExecutionContext& ctx) {
 
 DataType FillLikeDtype(const ExecutionContext& ctx) {
   const int32_t dtype = ctx.op().attrs.count("dtype") ? ctx.Attr<int32_t>("dtype") : -1;
-  return dtype < 0 ? DtypeOf(ctx, "X") : static_cast<DataType>(dtype);
-}
-
-template <typename Info>
-Info& AllDtypes(Info& info, KernelFn f32, KernelFn f64, KernelFn i32, KernelFn i64) {
-  return info.AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64)
-      .AddKernel(Place::Kind::kCPU, DataType::kInt32, i32).AddKernel(Place::Kind::kCPU, DataType::kInt64, i64);
+  return dtype < 0 ? InputDtypeOf(ctx, "X") : static_cast<DataType>(dtype);
 }
 
 }  // namespace
@@ -230,8 +219,8 @@ void RegisterSliceOps(OpRegistry* r) {
   r->Register("shape").Input("Input", kReadAnywhere).Output("Out").Attr("use_mkldnn", false)
       .Attr("mkldnn_data_type", std::string("float32")).SetInferShape(ShapeShape)
       .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kInt32; }).Kernel<int32_t>(ShapeKernel);
-  AllDtypes(r->Register("range").Input("Start").Input("End").Input("Step").Output("Out").SetInferShape(RangeShape)
-                .SetKernelDtype(+[](const ExecutionContext& ctx) { return DtypeOf(ctx, "Start"); }),
+  NumericCpuKernels(r->Register("range").Input("Start").Input("End").Input("Step").Output("Out").SetInferShape(RangeShape)
+                .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Start"); }),
             RangeKernel<float>, RangeKernel<double>, RangeKernel<int32_t>, RangeKernel<int64_t>);
   auto slice_attrs = [](OpInfo& info) -> OpInfo& {
     for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}) {
@@ -242,13 +231,13 @@ void RegisterSliceOps(OpRegistry* r) {
         .Attr("infer_flags", std::vector<int32_t>{}).Attr("use_mkldnn", false)
         .Attr("mkldnn_data_type", std::string("float32"));
   };
-  auto any = +[](const ExecutionContext& ctx) { return DtypeOf(ctx, "Input"); };
-  AllDtypes(slice_attrs(r->Register("slice").NotInPlace().Input("Input").Output("Out"))
+  auto any = +[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Input"); };
+  NumericCpuKernels(slice_attrs(r->Register("slice").NotInPlace().Input("Input").Output("Out"))
                 .SetInferShape(SliceShape).SetKernelDtype(any)
                 .SetGradMaker(GradOpMaker({"Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"},
                                           {}, {"Out"}, {"Input"})),
             SliceKernel, SliceKernel, SliceKernel, SliceKernel);
-  AllDtypes(slice_attrs(r->Register("slice_grad").NotInPlace().Input("Input").Input(GradVarName("Out"))
+  NumericCpuKernels(slice_attrs(r->Register("slice_grad").NotInPlace().Input("Input").Input(GradVarName("Out"))
                             .Output(GradVarName("Input"), kDispensable))
                 .SetInferShape(SliceGradShape).SetKernelDtype(any),
             SliceGradKernel, SliceGradKernel, SliceGradKernel, SliceGradKernel);
@@ -256,7 +245,7 @@ void RegisterSliceOps(OpRegistry* r) {
     auto& info = r->Register(type).Input("X", kReadAnywhere).Output("Out").SetInferShape(FillLikeShape)
         .SetKernelDtype(FillLikeDtype);
     if (type == "fill_any_like") info.Attr("value", 0.0f).Attr("dtype", int32_t{-1});
-    AllDtypes(info, FillLikeKernel<float>, FillLikeKernel<double>, FillLikeKernel<int32_t>, FillLikeKernel<int64_t>);
+    NumericCpuKernels(info, FillLikeKernel<float>, FillLikeKernel<double>, FillLikeKernel<int32_t>, FillLikeKernel<int64_t>);
   }
 }
 

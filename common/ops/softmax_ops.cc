@@ -1,4 +1,8 @@
-// softmax and softmax_with_cross_entropy, with gradients.
+// softmax, log_softmax and softmax_with_cross_entropy, with gradients.
+// log_softmax: out = x − max − log Σ exp(x − max) along each fibre; its
+// gradient from Out: dx = dy − exp(out) · Σ dy (sums in double).
+#include <cmath>
+
 #include "common/op_registry.h"
 #include "common/ops/loss_util.h"
 #include "common/ops/op_util.h"
@@ -50,6 +54,50 @@ absl::Status SoftmaxGradKernel(const ExecutionContext& ctx) {
     for (int64_t c = 0; c < v.n; ++c) {
       const int64_t i = b + c * v.post;
       d[i] = y[i] * (gy[i] - dot);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- log_softmax (its shapes are softmax's) ----
+
+template <typename T>
+absl::Status LogSoftmaxKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
+  const AxisView v = ViewAlong(x->dims(), ctx.Attr<int32_t>("axis"));
+  const T* xp = x->data<T>();
+  T* o = ctx.Output("Out")->mutable_data<T>(x->dims());
+  for (int64_t r = 0; r < v.rows(); ++r) {
+    const int64_t b = v.Base(r);
+    double mx = xp[b];
+    for (int64_t c = 1; c < v.n; ++c) mx = std::max<double>(mx, xp[b + c * v.post]);
+    double sum = 0;
+    for (int64_t c = 0; c < v.n; ++c) sum += std::exp(xp[b + c * v.post] - mx);
+    const double shift = mx + std::log(sum);
+    for (int64_t c = 0; c < v.n; ++c) o[b + c * v.post] = static_cast<T>(xp[b + c * v.post] - shift);
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status LogSoftmaxGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  const AxisView v = ViewAlong(out->dims(), ctx.Attr<int32_t>("axis"));
+  const T* y = out->data<T>();
+  const T* gy = g->data<T>();
+  T* d = dx->mutable_data<T>(out->dims());
+  for (int64_t r = 0; r < v.rows(); ++r) {
+    const int64_t b = v.Base(r);
+    double sum = 0;
+    for (int64_t c = 0; c < v.n; ++c) sum += gy[b + c * v.post];
+    for (int64_t c = 0; c < v.n; ++c) {
+      const int64_t i = b + c * v.post;
+      d[i] = static_cast<T>(gy[i] - std::exp(static_cast<double>(y[i])) * sum);
     }
   }
   return absl::OkStatus();
@@ -172,6 +220,12 @@ void RegisterSoftmaxOps(OpRegistry* r) {
       .SetInferShape(SoftmaxInferShape)
       .SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
       .Kernel<float>(SoftmaxKernel<float>).Kernel<double>(SoftmaxKernel<double>);
+  r->Register("log_softmax").Input("X").Output("Out").Attr("axis", int32_t{-1}).Attr("use_mkldnn", false)
+      .SetInferShape(SoftmaxInferShape).SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
+      .Kernel<float>(LogSoftmaxKernel<float>).Kernel<double>(LogSoftmaxKernel<double>);
+  r->Register("log_softmax_grad").Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1}).Attr("use_mkldnn", false).SetInferShape(SoftmaxGradInferShape)
+      .Kernel<float>(LogSoftmaxGradKernel<float>).Kernel<double>(LogSoftmaxGradKernel<double>);
   r->Register("softmax_grad").Input("Out").Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable).Attr("axis", int32_t{-1})
       .Attr("use_cudnn", false).Attr("use_mkldnn", false).Attr("is_test", false)
