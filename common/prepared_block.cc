@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
     auto info = registry.Get(op->type);
     if (!info.ok()) return Annotate(info.status(), pb->Where(i));
     OAR_RETURN_IF_ERROR(Annotate((*info)->CheckAndFill(op), pb->Where(i)));
-    pb->ops_.push_back(OpRuntime{op, *info, {}, {}, nullptr, DataType::kFloat32, place});
+    pb->ops_.push_back(OpRuntime{op, *info, {}, {}, {}, nullptr, DataType::kFloat32, place});
   }
   return pb;
 }
@@ -78,6 +78,7 @@ absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
       for (const auto& a : args) bs.vars.push_back(a == kEmptyVarName ? nullptr : local->FindVar(a));
       op.binding.inputs.push_back(std::move(bs));
     }
+    op.zero_d_outputs.clear();
     for (const auto& [slot, args] : op.desc->outputs) {
       BoundSlot bs{&slot, {}};
       for (const auto& a : args) {
@@ -85,6 +86,10 @@ absl::Status PreparedBlock::Bind(Scope* scope, Scope* local) {
         if (a != kEmptyVarName) {
           v = local->FindVar(a);
           if (v == nullptr) v = local->Var(a);  // undeclared output: a temporary
+          const VarDesc* d = blk.FindVarRecursive(a);
+          if (d != nullptr && d->type == proto::VarType::LOD_TENSOR && d->shape.empty() && !d->persistable) {
+            op.zero_d_outputs.push_back(v);
+          }
         }
         bs.vars.push_back(v);
       }
@@ -140,6 +145,11 @@ absl::Status PreparedBlock::InferShape(OpRuntime& op, RuntimeInferShapeContext* 
   }
   OAR_RETURN_IF_ERROR(infer(*ictx));
   OAR_RETURN_IF_ERROR(ictx->status());
+  for (Variable* v : op.zero_d_outputs) {
+    if (!v->IsType<Tensor>()) continue;
+    Tensor* t = v->GetMutable<Tensor>();
+    if (t->dims() == DDim{1}) t->Resize(DDim{});
+  }
   for (size_t j = 0; j < op.in_place.size(); ++j) {
     const InPlaceArg& a = op.in_place[j];
     if (before[j].HasUnknown() || !a.var->IsType<Tensor>()) continue;

@@ -79,6 +79,10 @@ class PreparedBlock : public BlockRunner {
     const OpInfo* info;
     OpBinding binding;
     std::vector<InPlaceArg> in_place;
+    // Outputs whose VarDesc declares a 0-D tensor (shape []: Paddle 2.x's
+    // mean, reductions over all axes, losses). Fluid's shape rules give
+    // them [1]; they are made [] after inference, as the program says.
+    absl::InlinedVector<Variable*, 1> zero_d_outputs;
     KernelFn kernel = nullptr;
     DataType kernel_dtype = DataType::kFloat32;
     // Where the kernel runs: the block's place, or the CPU for a host-side

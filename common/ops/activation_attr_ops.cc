@@ -10,19 +10,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/op_registry.h"
+#include "common/ops/activation_functor.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 
 namespace oar {
 namespace {
 
-// The attributes a functor reads, fetched once per kernel call.
-struct Params {
-  double a = 0, b = 0, c = 0;
-  bool flag = false;
-};
-
-enum class Src { kX, kOut };
+using activation::Params;
+using activation::RegisterActivation;
+using activation::Src;
 
 struct Gelu {
   static constexpr Src kSrc = Src::kX;
@@ -127,67 +124,6 @@ struct Pow {
   static double F(double x, const Params& p) { return std::pow(x, p.a); }
   static double D(double x, double, double g, const Params& p) { return g * p.a * std::pow(x, p.a - 1); }
 };
-
-template <typename A, typename T>
-absl::Status Forward(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
-  const Params p = A::Read(ctx);
-  const T* xp = x->data<T>();
-  T* op = ctx.Output("Out")->mutable_data<T>();
-  for (int64_t i = 0, n = x->numel(); i < n; ++i) op[i] = static_cast<T>(A::F(xp[i], p));
-  return absl::OkStatus();
-}
-
-template <typename A, typename T>
-absl::Status Backward(const ExecutionContext& ctx) {
-  const char* src = A::kSrc == Src::kX ? "X" : "Out";
-  OAR_ASSIGN_OR_RETURN(const Tensor* s, RequireInput(ctx, src));
-  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, src, 0, *s));
-  OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, GradVarName("Out"), 0, *g));
-  if (g->numel() != s->numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), GradVarName("Out")),
-                                                   g->dims().ToString(), " differs from ", InputLabel(ctx.op(), src),
-                                                   s->dims().ToString()));
-  }
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  const Params p = A::Read(ctx);
-  const T* sp = s->data<T>();
-  const T* gp = g->data<T>();
-  T* dp = dx->mutable_data<T>();
-  for (int64_t i = 0, n = s->numel(); i < n; ++i) {
-    dp[i] = static_cast<T>(A::kSrc == Src::kX ? A::D(sp[i], 0, gp[i], p) : A::D(0, sp[i], gp[i], p));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status GradShape(InferShapeContext& ctx) {
-  const char* src = ctx.HasInput("X") ? "X" : "Out";
-  OAR_RETURN_IF_ERROR(ExpectLikeInput(ctx, GradVarName("Out"), src));
-  ctx.SetOutputDim(GradVarName("X"), ctx.InputDim(src));
-  return absl::OkStatus();
-}
-
-template <typename A>
-OpInfo& RegisterActivation(OpRegistry* r, const std::string& type, const std::vector<std::pair<std::string, float>>& attrs) {
-  auto& fwd = r->Register(type).Input("X").Output("Out").SetInferShape(SameShapeAsX)
-      .Kernel<float>(Forward<A, float>).template Kernel<double>(Forward<A, double>);
-  if (A::kSrc == Src::kX) {
-    fwd.SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}));
-  } else {
-    fwd.SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}));
-  }
-  auto& grad = r->Register(type + "_grad").Input("X", kDispensable).Input("Out", kDispensable)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable).SetInferShape(GradShape)
-      .template Kernel<float>(Backward<A, float>).template Kernel<double>(Backward<A, double>);
-  for (const auto& [name, value] : attrs) {
-    fwd.Attr(name, value);
-    grad.Attr(name, value);
-  }
-  return fwd;
-}
 
 }  // namespace
 

@@ -1,6 +1,5 @@
 // Unary activations and math: relu, sigmoid, tanh, exp and sqrt compute
-// their gradient from Out (as Fluid does); square, cos, abs, floor, ceil and
-// sign from X.
+// their gradient from Out (as Fluid does); square, cos, abs and sign from X.
 #include <cmath>
 
 #include "common/op_registry.h"
@@ -38,15 +37,8 @@ struct Abs {
   template <typename T> static T F(T x) { return std::abs(x); }
   template <typename T> static T D(T x, T, T g) { return x > T(0) ? g : (x < T(0) ? -g : T(0)); }
 };
-// Piecewise-constant functions: zero gradient almost everywhere.
-struct Floor {
-  template <typename T> static T F(T x) { return std::floor(x); }
-  template <typename T> static T D(T, T, T) { return T(0); }
-};
-struct Ceil {
-  template <typename T> static T F(T x) { return std::ceil(x); }
-  template <typename T> static T D(T, T, T) { return T(0); }
-};
+// Zero gradient almost everywhere (floor, ceil and round, whose grad ops
+// carry no X, are in activation_more_ops.cc).
 struct Sign {
   template <typename T> static T F(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
   template <typename T> static T D(T, T, T) { return T(0); }
@@ -123,8 +115,6 @@ void RegisterActivationOps(OpRegistry* r) {
   RegisterUnary<Sqrt, false>(r, "sqrt");
   RegisterUnary<Cos, true>(r, "cos");
   RegisterUnary<Abs, true>(r, "abs");
-  RegisterUnary<Floor, true>(r, "floor");
-  RegisterUnary<Ceil, true>(r, "ceil");
   RegisterUnary<Sign, true>(r, "sign");
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "common/op_registry.h"
+#include "common/ops/numpy_broadcast.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 
@@ -81,14 +82,18 @@ absl::Status IncrementKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-// ---- comparisons and logic (Y equal in shape to X, or a single value) ----
+// ---- comparisons and logic (Y equal in shape to X, a single value, or
+// broadcast with X as numpy does: Paddle 2.x's comparisons) ----
 
 absl::Status CompareInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
-  if (y.numel() != 1 && x.numel() >= 0 && y.numel() >= 0 && x.numel() != y.numel()) {
-    return ctx.Error("Y", y.ToString(), " must match X", x.ToString(), " or hold one value");
+  DDim out = x;
+  if (y.numel() != 1 && !x.HasUnknown() && !y.HasUnknown() && x != y) {
+    auto b = NumpyBroadcast(ctx.op().type, x, y);
+    if (!b.ok()) return ctx.Error("Y", y.ToString(), " must match X", x.ToString(), ", hold one value or broadcast with it");
+    out = b->out;
   }
-  ctx.SetOutputDim("Out", x);
+  ctx.SetOutputDim("Out", out);
   ctx.SetOutputDtype("Out", DataType::kBool);
   return absl::OkStatus();
 }
@@ -100,6 +105,12 @@ absl::Status CompareKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireDtype<T>(ctx, "Y", *y));
   const T* xp = x->data<T>();
   const T* yp = y->data<T>();
+  if (y->numel() != 1 && x->dims() != y->dims()) {
+    OAR_ASSIGN_OR_RETURN(const NumpyBcast b, NumpyBroadcast(ctx.op().type, x->dims(), y->dims()));
+    bool* o = ctx.Output("Out")->mutable_data<bool>(b.out);
+    b.ForEach([&](int64_t i, int64_t xi, int64_t yi) { o[i] = Cmp<T>()(xp[xi], yp[yi]); });
+    return absl::OkStatus();
+  }
   const bool scalar = y->numel() == 1;
   bool* o = ctx.Output("Out")->mutable_data<bool>(x->dims());
   for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = Cmp<T>()(xp[i], yp[scalar ? 0 : i]);

@@ -277,7 +277,8 @@ void RegisterGatherStackOps(OpRegistry* r) {
                      .SetInferShape(StackShape).SetKernelDtype(any)
                      .SetGradMaker(GradOpMaker({}, {}, {"Y"}, {"X"})),
                  StackKernel<float>, StackKernel<double>, StackKernel<int32_t>, StackKernel<int64_t>);
-  r->Register("stack_grad").Input(GradVarName("Y")).Output(GradVarName("X"), kDuplicable | kDispensable)
+  // Paddle 2.x's grad maker passes X as well; only Y@GRAD is read.
+  r->Register("stack_grad").Input("X", kDuplicable | kDispensable).Input(GradVarName("Y")).Output(GradVarName("X"), kDuplicable | kDispensable)
       .Attr("axis", int32_t{0}).SetInferShape(NoShapeInference)
       .Kernel<float>(StackGradKernel<float>).Kernel<double>(StackGradKernel<double>);
   for (const std::string type : {"expand_v2", "tile"}) {

@@ -35,6 +35,7 @@ void RegisterControlOps(OpRegistry* r);      // cast, increment, less_than, logi
 void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_combine
 void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
 void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ grad)
+void RegisterActivationMoreOps(OpRegistry* r);  // sin, erf, log2, softshrink, selu, floor, round, ...
 void RegisterActivationAttrOps(OpRegistry* r);  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
 void RegisterLayerNormOps(OpRegistry* r);     // layer_norm
 void RegisterSigmoidCrossEntropyOps(OpRegistry* r);  // sigmoid_cross_entropy_with_logits

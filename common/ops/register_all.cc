@@ -31,6 +31,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterSequenceOps(r);
   RegisterFusedOps(r);
   RegisterActivationAttrOps(r);
+  RegisterActivationMoreOps(r);
   RegisterLayerNormOps(r);
   RegisterSigmoidCrossEntropyOps(r);
   RegisterSliceOps(r);
