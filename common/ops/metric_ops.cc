@@ -1,4 +1,5 @@
-// top_k, top_k_v2 (Paddle 2.x) and accuracy (no gradients, as in Fluid).
+// top_k, top_k_v2 (Paddle 2.x; their gradients are in sort_ops.cc) and
+// accuracy (no gradient, as in Fluid).
 #include <algorithm>
 #include <numeric>
 
@@ -9,23 +10,24 @@
 namespace oar {
 namespace {
 
+// The axis top-k works along: top_k's last; top_k_v2's `axis`.
+int TopKAxis(const OpDesc& op, int rank) {
+  const int axis = op.type == "top_k_v2" ? op.GetAttr<int32_t>("axis") : -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
 absl::Status TopKInferShape(InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X");
   int k = ctx.Attr<int32_t>("k");
   if (x.size() < 1) return ctx.Error("X must have rank >= 1");
-  if (ctx.op().type == "top_k_v2") {  // Paddle 2.x: any axis; Oar's kernel takes the last
-    const int axis = ctx.Attr<int32_t>("axis");
-    if (axis != -1 && axis != x.size() - 1) {
-      return absl::UnimplementedError(absl::StrCat("top_k_v2: attribute axis=", axis, " for X", x.ToString(),
-                                                   " is not implemented (Oar implements the last axis, -1)"));
-    }
-  }
-  int64_t last = x[x.size() - 1];
-  if (k < 1 || (last >= 0 && k > last)) {
-    return ctx.Error("k=", k, " must be in [1, ", last, "] for X", x.ToString());
+  const int axis = TopKAxis(ctx.op(), x.size());
+  if (axis < 0 || axis >= x.size()) return ctx.Error("axis outside X", x.ToString());
+  const int64_t len = x[axis];
+  if (k < 1 || (len >= 0 && k > len)) {
+    return ctx.Error("k=", k, " must be in [1, ", len, "] for X", x.ToString());
   }
   DDim out = x;
-  out[out.size() - 1] = k;
+  out[axis] = k;
   ctx.SetOutputDim("Out", out);
   ctx.SetOutputDim("Indices", out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
@@ -34,24 +36,31 @@ absl::Status TopKInferShape(InferShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// The k largest (top_k_v2 with largest=false: smallest) along the axis,
+// sorted, the first of equal values first.
 template <typename T>
 absl::Status TopKKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const int64_t k = ctx.Attr<int32_t>("k");
-  const int64_t cols = x->dims()[x->dims().size() - 1];
-  const int64_t rows = cols ? x->numel() / cols : 0;
+  const DDim& d = x->dims();
+  const int axis = TopKAxis(ctx.op(), d.size());
+  const bool largest = ctx.op().type != "top_k_v2" || ctx.Attr<bool>("largest");
+  const int64_t outer = d.Product(0, axis), len = d[axis], inner = d.Product(axis + 1, d.size());
   T* out = ctx.Output("Out")->mutable_data<T>();
   int64_t* idx = ctx.Output("Indices")->mutable_data<int64_t>();
   const T* xp = x->data<T>();
-  std::vector<int64_t> order(cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = xp + r * cols;
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-    for (int64_t j = 0; j < k; ++j) {
-      out[r * k + j] = row[order[j]];
-      idx[r * k + j] = order[j];
+  std::vector<int64_t> order(static_cast<size_t>(len));
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto v = [&](int64_t j) { return xp[(a * len + j) * inner + i]; };
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t l, int64_t r) {
+        return (largest ? v(l) > v(r) : v(l) < v(r)) || (v(l) == v(r) && l < r);
+      });
+      for (int64_t j = 0; j < k; ++j) {
+        out[(a * k + j) * inner + i] = v(order[j]);
+        idx[(a * k + j) * inner + i] = order[j];
+      }
     }
   }
   return absl::OkStatus();
@@ -102,13 +111,13 @@ DataType AccuracyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
 void RegisterMetricOps(OpRegistry* r) {
   r->Register("top_k").NotInPlace().Input("X").Output("Out").Output("Indices").Attr("k", int32_t{1})
-      .SetInferShape(TopKInferShape)
+      .SetInferShape(TopKInferShape).SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
       .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
-  // Paddle 2.x's form; results always come sorted, which `sorted: false` allows.
+  // Paddle 2.x's form (any axis, largest or smallest); results always come
+// sorted, which `sorted: false` allows.
   r->Register("top_k_v2").NotInPlace().Input("X").Input("K", kUnimplemented).Output("Out").Output("Indices")
       .Attr("k", int32_t{1}).Attr("axis", int32_t{-1}).Attr("largest", true).Attr("sorted", true)
-      .Implements("largest", {true})
-      .SetInferShape(TopKInferShape)
+      .SetInferShape(TopKInferShape).SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
       .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
   r->Register("accuracy").Input("Out").Input("Indices").Input("Label")
       .Output("Accuracy").Output("Correct", kDispensable).Output("Total", kDispensable)

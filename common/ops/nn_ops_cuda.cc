@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
 #include "common/ops/loss_util.h"
@@ -110,6 +111,14 @@ absl::Status TopKKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
   const DDim& d = ctx.Input("X")->dims();
+  if (ctx.op().type == "top_k_v2") {
+    const int axis = ctx.Attr<int32_t>("axis");
+    if ((axis != -1 && axis != d.size() - 1) || !ctx.Attr<bool>("largest")) {
+      return absl::UnimplementedError(absl::StrCat("top_k_v2: on the GPU, Oar implements the largest along the last "
+                                                   "axis (got axis=", axis, ", largest=", ctx.Attr<bool>("largest"),
+                                                   "); run it on the CPU"));
+    }
+  }
   const int64_t k = ctx.Attr<int32_t>("k");
   const int64_t cols = d[d.size() - 1];
   const int64_t rows = cols ? ctx.Input("X")->numel() / cols : 0;

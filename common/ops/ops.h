@@ -36,7 +36,11 @@ void RegisterIoOps(OpRegistry* r);           // save, load, save_combine, load_c
 void RegisterSequenceOps(OpRegistry* r);     // sequence_pool
 void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ grad)
 void RegisterActivationMoreOps(OpRegistry* r);  // sin, erf, log2, softshrink, selu, floor, round, ...
-void RegisterActivationAttrOps(OpRegistry* r);  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
+void RegisterActivationAttrOps(OpRegistry* r);
+void RegisterLossMoreOps(OpRegistry* r);      // kldiv, bce, nll, log, huber, bpr, rank losses
+void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
+void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
+void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
 void RegisterLayerNormOps(OpRegistry* r);     // layer_norm
 void RegisterSigmoidCrossEntropyOps(OpRegistry* r);  // sigmoid_cross_entropy_with_logits
 void RegisterSliceOps(OpRegistry* r);         // shape, range, slice, fill_any_like, fill_zeros_like

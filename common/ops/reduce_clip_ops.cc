@@ -1,5 +1,5 @@
-// reduce_sum / reduce_mean / reduce_max / reduce_min / reduce_prod (over
-// `dim`, or everything with reduce_all),
+// reduce_sum / reduce_mean / reduce_max / reduce_min / reduce_prod and the
+// boolean reduce_all / reduce_any (over `dim`, or everything with reduce_all),
 // clip (elementwise into [min, max]) and clip_by_norm (rescale to an L2
 // norm of at most max_norm) — the ops gradient clipping and regularization
 // emit.
@@ -118,6 +118,20 @@ absl::Status ReduceKernel(const ExecutionContext& ctx) {
     const T k = T(out->numel()) / T(n);
     for (int64_t i = 0; i < out->numel(); ++i) o[i] *= k;
   }
+  return absl::OkStatus();
+}
+
+// reduce_all / reduce_any over bools (no gradient).
+template <bool kAll>
+absl::Status BoolReduceKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  OAR_RETURN_IF_ERROR(RequireDtype<bool>(ctx, "X", *x));
+  const std::vector<bool> xs(x->data<bool>(), x->data<bool>() + x->numel());
+  Tensor* out = ctx.Output("Out");
+  bool* o = out->mutable_data<bool>();
+  std::fill(o, o + out->numel(), kAll);
+  const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
+  for (size_t e = 0; e < map.size(); ++e) o[map[e]] = kAll ? o[map[e]] && xs[e] : o[map[e]] || xs[e];
   return absl::OkStatus();
 }
 
@@ -252,6 +266,13 @@ void RegisterReduceClipOps(OpRegistry* r) {
          ReduceGradKernel<double, kMin>, true);
   reduce("reduce_prod", ReduceKernel<float, kProd>, ReduceKernel<double, kProd>, ReduceGradKernel<float, kProd>,
          ReduceGradKernel<double, kProd>);
+  for (const bool all : {true, false}) {
+    auto& info = r->Register(all ? "reduce_all" : "reduce_any").Input("X").Output("Out")
+                     .Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false)
+                     .Attr("in_dtype", int32_t{-1}).Attr("out_dtype", int32_t{-1}).SetInferShape(ReduceInferShape)
+                     .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kBool; });
+    info.AddKernel(Place::Kind::kCPU, DataType::kBool, all ? BoolReduceKernel<true> : BoolReduceKernel<false>);
+  }
   r->Register("clip").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 0.0f)
       .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);

@@ -32,6 +32,10 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterFusedOps(r);
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
+  RegisterSortOps(r);
+  RegisterLossMoreOps(r);
+  RegisterMatrixShapeOps(r);
+  RegisterPredicateOps(r);
   RegisterLayerNormOps(r);
   RegisterSigmoidCrossEntropyOps(r);
   RegisterSliceOps(r);

@@ -1,6 +1,6 @@
 // Ops that scan or encode along an axis, as Paddle 2.x writes them: cumsum
-// (axis, exclusive, reverse; its gradient is a cumsum the other way, as
-// Paddle's grad maker writes it), arg_max / arg_min (the first of equal
+// (axis, exclusive, reverse; its gradient is a cumsum the other way: Fluid's
+// maker writes a cumsum op, Paddle 2.x's a cumsum_grad), arg_max / arg_min (the first of equal
 // values), one_hot_v2 and label_smooth.
 //
 // Thread-safety: stateless kernels.
@@ -18,19 +18,20 @@ int Axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
 // ---- cumsum ----
 
+// out = the running sums of x along the op's axis (`flip` reverses the
+// op's direction: the gradient's).
 template <typename T>
-absl::Status CumsumKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+absl::Status Cumsum(const ExecutionContext& ctx, const Tensor& x, bool flip, Tensor* out) {
   const bool flatten = ctx.Attr<bool>("flatten"), exclusive = ctx.Attr<bool>("exclusive");
-  const bool reverse = ctx.Attr<bool>("reverse");
-  const DDim dims = flatten ? DDim{x->numel()} : x->dims();
+  const bool reverse = ctx.Attr<bool>("reverse") != flip;
+  const DDim dims = flatten ? DDim{x.numel()} : x.dims();
   const int axis = Axis(ctx.Attr<int32_t>("axis"), dims.size());
   if (axis < 0 || axis >= dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("cumsum: axis outside X", x->dims().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": axis outside X", x.dims().ToString()));
   }
   const int64_t outer = dims.Product(0, axis), len = dims[axis], inner = dims.Product(axis + 1, dims.size());
-  const T* xp = x->data<T>();
-  T* o = ctx.Output("Out")->mutable_data<T>(flatten ? DDim{x->numel()} : x->dims());
+  const T* xp = x.data<T>();
+  T* o = out->mutable_data<T>(flatten && !flip ? DDim{x.numel()} : x.dims());
   for (int64_t a = 0; a < outer; ++a) {
     for (int64_t i = 0; i < inner; ++i) {
       T run = T(0);
@@ -47,6 +48,24 @@ absl::Status CumsumKernel(const ExecutionContext& ctx) {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CumsumKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
+  return Cumsum<T>(ctx, *x, false, ctx.Output("Out"));
+}
+
+// Paddle 2.x's cumsum_grad (X, Out@GRAD): a cumsum of Out@GRAD the other way.
+template <typename T>
+absl::Status CumsumGradKernel(const ExecutionContext& ctx) {
+  OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  OAR_RETURN_IF_ERROR(Cumsum<T>(ctx, *g, true, dx));
+  const Tensor* x = ctx.Input("X");
+  if (x != nullptr && x->numel() == dx->numel()) dx->Resize(x->dims());  // flatten: X's own shape
   return absl::OkStatus();
 }
 
@@ -161,6 +180,9 @@ void RegisterScanEncodeOps(OpRegistry* r) {
                      .Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false)
                      .SetInferShape(SameShapeAsX).SetKernelDtype(any).SetGradMaker(CumsumGradMaker),
                  CumsumKernel<float>, CumsumKernel<double>, CumsumKernel<int32_t>, CumsumKernel<int64_t>);
+  r->Register("cumsum_grad").Input("X", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1}).Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false)
+      .SetInferShape(NoShapeInference).Kernel<float>(CumsumGradKernel<float>).Kernel<double>(CumsumGradKernel<double>);
   for (const bool is_max : {true, false}) {
     auto& info = r->Register(is_max ? "arg_max" : "arg_min").Input("X").Output("Out")
                      .Attr("axis", int64_t{0}).Attr("keepdims", false).Attr("flatten", false)
