@@ -38,6 +38,8 @@ void RegisterFusedOps(OpRegistry* r);        // fused_elemwise_activation (+ gra
 void RegisterActivationMoreOps(OpRegistry* r);  // sin, erf, log2, softshrink, selu, floor, round, ...
 void RegisterActivationAttrOps(OpRegistry* r);
 void RegisterLossMoreOps(OpRegistry* r);      // kldiv, bce, nll, log, huber, bpr, rank losses
+void RegisterPoolNdOps(OpRegistry* r);        // pool3d, max_pool{2,3}d_with_index
+void RegisterPadOps(OpRegistry* r);           // pad, pad3d
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

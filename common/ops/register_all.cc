@@ -33,6 +33,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterPadOps(r);
+  RegisterPoolNdOps(r);
   RegisterLossMoreOps(r);
   RegisterMatrixShapeOps(r);
   RegisterPredicateOps(r);
