@@ -40,6 +40,7 @@ void RegisterActivationAttrOps(OpRegistry* r);
 void RegisterLossMoreOps(OpRegistry* r);      // kldiv, bce, nll, log, huber, bpr, rank losses
 void RegisterPoolNdOps(OpRegistry* r);        // pool3d, max_pool{2,3}d_with_index
 void RegisterPadOps(OpRegistry* r);           // pad, pad3d
+void RegisterInterpOps(OpRegistry* r);        // {bilinear,nearest,trilinear}_interp[_v2], linear_interp_v2
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
