@@ -1,5 +1,6 @@
 // conv2d (NCHW, groups, strides, paddings, dilations) by im2col + one GEMM
-// per image and group, and its gradient (col2im for the input).
+// per image and group, and its gradient (col2im for the input); also under
+// depthwise_conv2d, Paddle's name for a Conv2D whose groups are its channels.
 #include <array>
 #include <vector>
 
@@ -161,20 +162,22 @@ void RegisterConvOps(OpRegistry* r) {
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
-  // Output on Input: the CPU kernel is right only while im2col copies an
-  // image before its output is written, and cuDNN refuses it outright.
-  attrs(r->Register("conv2d").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
-            .Input("ResidualData", kDispensable).Output("Output"))
-      .SetInferShape(ConvInferShape)
-      .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
-      .Kernel<float>(ConvKernel<float>).Kernel<double>(ConvKernel<double>);
-  // Output: Fluid 1.0-1.2's default grad maker passed it; no kernel reads it.
-  attrs(r->Register("conv2d_grad").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
-            .Input("Output", kDispensable).Input("ResidualData", kDispensable | kUnimplemented)
-            .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
-            .Output(GradVarName("Filter"), kDispensable).Output(GradVarName("Bias"), kDispensable))
-      .SetInferShape(ConvGradInferShape)
-      .Kernel<float>(ConvGradKernel<float>).Kernel<double>(ConvGradKernel<double>);
+  for (const std::string type : {"conv2d", "depthwise_conv2d"}) {
+    // Output on Input: the CPU kernel is right only while im2col copies an
+    // image before its output is written, and cuDNN refuses it outright.
+    attrs(r->Register(type).NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
+              .Input("ResidualData", kDispensable).Output("Output"))
+        .SetInferShape(ConvInferShape)
+        .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
+        .Kernel<float>(ConvKernel<float>).Kernel<double>(ConvKernel<double>);
+    // Output: Fluid 1.0-1.2's default grad maker passed it; no kernel reads it.
+    attrs(r->Register(type + "_grad").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
+              .Input("Output", kDispensable).Input("ResidualData", kDispensable | kUnimplemented)
+              .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
+              .Output(GradVarName("Filter"), kDispensable).Output(GradVarName("Bias"), kDispensable))
+        .SetInferShape(ConvGradInferShape)
+        .Kernel<float>(ConvGradKernel<float>).Kernel<double>(ConvGradKernel<double>);
+  }
 }
 
 }  // namespace oar

@@ -41,6 +41,7 @@ void RegisterLossMoreOps(OpRegistry* r);      // kldiv, bce, nll, log, huber, bp
 void RegisterPoolNdOps(OpRegistry* r);        // pool3d, max_pool{2,3}d_with_index
 void RegisterPadOps(OpRegistry* r);           // pad, pad3d
 void RegisterInterpOps(OpRegistry* r);        // {bilinear,nearest,trilinear}_interp[_v2], linear_interp_v2
+void RegisterConvTransposeOps(OpRegistry* r);  // conv2d_transpose
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

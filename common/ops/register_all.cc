@@ -33,6 +33,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterConvTransposeOps(r);
   RegisterInterpOps(r);
   RegisterPadOps(r);
   RegisterPoolNdOps(r);
