@@ -42,6 +42,9 @@ void RegisterPoolNdOps(OpRegistry* r);        // pool3d, max_pool{2,3}d_with_ind
 void RegisterPadOps(OpRegistry* r);           // pad, pad3d
 void RegisterInterpOps(OpRegistry* r);        // {bilinear,nearest,trilinear}_interp[_v2], linear_interp_v2
 void RegisterConvTransposeOps(OpRegistry* r);  // conv2d_transpose
+void RegisterScatterOps(OpRegistry* r);       // scatter, scatter_nd_add, gather_nd
+void RegisterStridedSliceOp(OpRegistry* r);
+void RegisterUniqueOps(OpRegistry* r);        // unique, unique_with_counts
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

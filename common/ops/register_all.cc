@@ -33,6 +33,9 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterScatterOps(r);
+  RegisterStridedSliceOp(r);
+  RegisterUniqueOps(r);
   RegisterConvTransposeOps(r);
   RegisterInterpOps(r);
   RegisterPadOps(r);
