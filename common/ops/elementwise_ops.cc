@@ -1,4 +1,4 @@
-// elementwise_add/sub/mul/div/max/min/pow with Fluid's `axis` broadcasting:
+// elementwise_add/sub/mul/div/max/min/pow (and mod, floordiv: no gradient) with Fluid's `axis` broadcasting:
 // Y's shape (trailing 1s dropped) must equal X's dimensions [axis, axis +
 // rank(Y)); with axis = -1 Y aligns to X's trailing dimensions. X is viewed
 // as [pre, n, post] and Y as [n]. Where that rule refuses the shapes and
@@ -130,6 +130,26 @@ struct PowF {
   template <typename T> static T DY(T x, T y, T, T g) { return g * std::pow(x, y) * std::log(x); }
 };
 
+// No gradient (as in Fluid and Paddle). Integer division by zero is
+// refused by the kernel below, not left to the hardware.
+struct ModF {  // Python's %: the sign of the divisor
+  template <typename T> static T F(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+      T r = x % y;
+      return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    } else {
+      T r = std::fmod(x, y);
+      return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
+  }
+};
+struct FloorDivF {  // Fluid's and Paddle 2.6's: the quotient truncated toward zero
+  template <typename T> static T F(T x, T y) {
+    if constexpr (std::is_integral_v<T>) return x / y;
+    else return std::trunc(x / y);
+  }
+};
+
 template <typename F, typename T>
 absl::Status ForwardKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
@@ -147,6 +167,20 @@ absl::Status ForwardKernel(const ExecutionContext& ctx) {
   T* op = ctx.Output("Out")->mutable_data<T>();
   ForEachBroadcast(*layout.fluid, [&](int64_t e, int64_t j) { op[e] = F::F(xp[e], yp[j]); });
   return absl::OkStatus();
+}
+
+template <typename F, typename T>
+absl::Status IntegerForwardKernel(const ExecutionContext& ctx) {
+  if constexpr (std::is_integral_v<T>) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
+    for (int64_t i = 0; i < y->numel(); ++i) {
+      if (y->data<T>()[i] == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "Y"),
+                                                       " holds 0 at ", i, "; integers cannot be divided by it"));
+      }
+    }
+  }
+  return ForwardKernel<F, T>(ctx);
 }
 
 // Out (when given) and Out@GRAD have X's shape. Without X (Fluid 1.3-1.6's
@@ -254,6 +288,15 @@ void RegisterElementwiseOps(OpRegistry* r) {
   RegisterBinary<MaxF>(r, "elementwise_max", false);
   RegisterBinary<MinF>(r, "elementwise_min", false);
   RegisterBinary<PowF>(r, "elementwise_pow", false);
+  auto x_dtype = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
+  NumericCpuKernels(r->Register("elementwise_mod").Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
+                        .SetInferShape(ElementwiseInferShape).SetKernelDtype(x_dtype),
+                    IntegerForwardKernel<ModF, float>, IntegerForwardKernel<ModF, double>,
+                    IntegerForwardKernel<ModF, int32_t>, IntegerForwardKernel<ModF, int64_t>);
+  NumericCpuKernels(r->Register("elementwise_floordiv").Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
+                        .SetInferShape(ElementwiseInferShape).SetKernelDtype(x_dtype),
+                    IntegerForwardKernel<FloorDivF, float>, IntegerForwardKernel<FloorDivF, double>,
+                    IntegerForwardKernel<FloorDivF, int32_t>, IntegerForwardKernel<FloorDivF, int64_t>);
 }
 
 }  // namespace oar

@@ -45,6 +45,7 @@ void RegisterConvTransposeOps(OpRegistry* r);  // conv2d_transpose
 void RegisterScatterOps(OpRegistry* r);       // scatter, scatter_nd_add, gather_nd
 void RegisterStridedSliceOp(OpRegistry* r);
 void RegisterUniqueOps(OpRegistry* r);        // unique, unique_with_counts
+void RegisterHsigmoidOp(OpRegistry* r);       // hierarchical_sigmoid
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
