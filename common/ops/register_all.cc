@@ -33,6 +33,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterNormMoreOps(r);
   RegisterChannelOps(r);
   RegisterHsigmoidOp(r);
   RegisterScatterOps(r);
