@@ -48,6 +48,8 @@ void RegisterUniqueOps(OpRegistry* r);        // unique, unique_with_counts
 void RegisterHsigmoidOp(OpRegistry* r);       // hierarchical_sigmoid
 void RegisterChannelOps(OpRegistry* r);       // pixel_shuffle, shuffle_channel, temporal_shift, maxout, prelu, affine_channel
 void RegisterNormMoreOps(OpRegistry* r);      // p_norm, norm, instance_norm, group_norm
+void RegisterLinalgOps(OpRegistry* r);        // bmm, mv, dot, addmm, kron, cross
+void RegisterMatrixFuncOps(OpRegistry* r);    // trace, inverse, cholesky, logsumexp, dist
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

@@ -33,6 +33,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterLinalgOps(r);
+  RegisterMatrixFuncOps(r);
   RegisterNormMoreOps(r);
   RegisterChannelOps(r);
   RegisterHsigmoidOp(r);
