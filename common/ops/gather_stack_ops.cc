@@ -1,6 +1,7 @@
 // Ops that pick, repeat and stack elements, as Paddle 2.x writes them:
 // gather (along `axis`), stack, expand_v2 (to `shape`, -1 keeping a
-// dimension), tile (`repeat_times`), where, and their gradients (cumsum,
+// dimension), tile (`repeat_times`), Fluid's expand (`expand_times`),
+// expand_as_v2 (`target_shape`), where, and their gradients (cumsum,
 // arg_max, one_hot_v2, label_smooth: scan_encode_ops.cc). Tensor-valued
 // attributes (Axis, Shape, RepeatTimes, ...) are declared, not implemented.
 //
@@ -130,10 +131,11 @@ absl::Status StackGradKernel(const ExecutionContext& ctx) {
 // shape times tile's `repeat_times` (X aligned to the right, as Paddle).
 absl::StatusOr<DDim> GrownShape(const OpDesc& op, const DDim& x) {
   std::vector<int64_t> want;
-  if (op.type.rfind("expand_v2", 0) == 0) {
-    for (int32_t v : op.GetAttr<std::vector<int32_t>>("shape")) want.push_back(v);
-  } else {
-    const auto rep = op.GetAttr<std::vector<int32_t>>("repeat_times");
+  const bool as = op.type.rfind("expand_as_v2", 0) == 0;
+  if (op.type.rfind("expand_v2", 0) == 0 || as) {
+    for (int32_t v : op.GetAttr<std::vector<int32_t>>(as ? "target_shape" : "shape")) want.push_back(v);
+  } else {  // tile; Fluid's expand (expand_times)
+    const auto rep = op.GetAttr<std::vector<int32_t>>(op.type.rfind("tile", 0) == 0 ? "repeat_times" : "expand_times");
     const int r = std::max<int>(static_cast<int>(rep.size()), x.size());
     for (int d = 0; d < r; ++d) {
       const int xd = d - (r - x.size()), rd = d - (r - static_cast<int>(rep.size()));
@@ -185,7 +187,8 @@ absl::Status GrowKernel(const ExecutionContext& ctx) {
   const int r = out.size();
   for (int d = 0; d < x->dims().size(); ++d) {
     const int64_t xs = x->dims()[d], os = out[d + r - x->dims().size()];
-    if (xs != os && xs != 1 && (ctx.op().type.rfind("tile", 0) != 0 || os % xs != 0)) {
+    const bool repeats = ctx.op().type.rfind("tile", 0) == 0 || ctx.op().type == "expand";
+    if (xs != os && xs != 1 && (!repeats || os % xs != 0)) {
       return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", x->dims().ToString(), " cannot grow to ",
                                                      out.ToString()));
     }
@@ -281,17 +284,22 @@ void RegisterGatherStackOps(OpRegistry* r) {
   r->Register("stack_grad").Input("X", kDuplicable | kDispensable).Input(GradVarName("Y")).Output(GradVarName("X"), kDuplicable | kDispensable)
       .Attr("axis", int32_t{0}).SetInferShape(NoShapeInference)
       .Kernel<float>(StackGradKernel<float>).Kernel<double>(StackGradKernel<double>);
-  for (const std::string type : {"expand_v2", "tile"}) {
+  for (const std::string type : {"expand_v2", "tile", "expand", "expand_as_v2"}) {
     auto& fwd = r->Register(type).NotInPlace().Input("X").Output("Out").SetInferShape(GrowShape).SetKernelDtype(any);
     auto& grad = r->Register(type + "_grad").NotInPlace().Input("X").Input(GradVarName("Out"))
                      .Output(GradVarName("X"), kDispensable).SetInferShape(GrowGradShape);
-    const std::vector<std::string> tensors = type == "tile" ? std::vector<std::string>{"RepeatTimes", "repeat_times_tensor"}
-                                                            : std::vector<std::string>{"Shape", "expand_shapes_tensor"};
+    const std::vector<std::string> tensors =
+        type == "tile"           ? std::vector<std::string>{"RepeatTimes", "repeat_times_tensor"}
+        : type == "expand"       ? std::vector<std::string>{"ExpandTimes", "expand_times_tensor"}
+        : type == "expand_as_v2" ? std::vector<std::string>{}
+                                 : std::vector<std::string>{"Shape", "expand_shapes_tensor"};
     for (OpInfo* info : {&fwd, &grad}) {
       for (const std::string& t : tensors) info->Input(t, kDispensable | kDuplicable | kUnimplemented);
-      if (type == "tile") info->Attr("repeat_times", std::vector<int32_t>{});
-      else info->Attr("shape", std::vector<int32_t>{});
+      const char* attr = type == "tile" ? "repeat_times" : type == "expand" ? "expand_times"
+                         : type == "expand_as_v2" ? "target_shape" : "shape";
+      info->Attr(attr, std::vector<int32_t>{});
     }
+    if (type == "expand_as_v2") fwd.Input("Y", kDispensable);  // its shape is target_shape
     fwd.SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}));
     NumericCpuKernels(fwd, GrowKernel<float>, GrowKernel<double>, GrowKernel<int32_t>, GrowKernel<int64_t>);
     grad.Kernel<float>(GrowGradKernel<float>).Kernel<double>(GrowGradKernel<double>);
