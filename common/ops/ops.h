@@ -51,6 +51,7 @@ void RegisterNormMoreOps(OpRegistry* r);      // p_norm, norm, instance_norm, gr
 void RegisterLinalgOps(OpRegistry* r);        // bmm, mv, dot, addmm, kron, cross
 void RegisterMatrixFuncOps(OpRegistry* r);    // trace, inverse, cholesky, logsumexp, dist
 void RegisterSelectOps(OpRegistry* r);        // masked_select, index_select, index_sample, multiplex, meshgrid
+void RegisterMiscValueOps(OpRegistry* r);     // histogram, shard_index, allclose, gather_tree, crop, cvm, ...
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

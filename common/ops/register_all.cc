@@ -33,6 +33,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterMiscValueOps(r);
   RegisterSelectOps(r);
   RegisterLinalgOps(r);
   RegisterMatrixFuncOps(r);
