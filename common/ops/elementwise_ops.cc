@@ -192,6 +192,8 @@ absl::Status ElementwiseGradInferShape(InferShapeContext& ctx) {
   if (ctx.HasInput("Out")) OAR_RETURN_IF_ERROR(ExpectInputDims(ctx, "Out", out));
   ctx.SetOutputDim(GradVarName("X"), x);
   ctx.SetOutputDim(GradVarName("Y"), ctx.InputDim("Y"));
+  ctx.ShareLoD("X", GradVarName("X"));  // as Fluid: a LoD op's gradient finds its sequences
+  ctx.ShareLoD("Y", GradVarName("Y"));
   return absl::OkStatus();
 }
 
