@@ -33,6 +33,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterLstmOp(r);
+  RegisterGruOps(r);
   RegisterSequenceShapeOps(r);
   RegisterSequenceWindowOps(r);
   RegisterMiscValueOps(r);

@@ -1,5 +1,5 @@
 // What the LoD sequence ops (sequence_shape_ops.cc, sequence_window_ops.cc,
-// lod_rnn_ops.cc) share: the checked offsets of an input's last LoD level,
+// lstm_op.cc, gru_ops.cc) share: the checked offsets of an input's last LoD level,
 // and a tensor's row width.
 //
 // Thread-safety: stateless.
