@@ -1,8 +1,8 @@
 // Ops that make or rearrange whole tensors, as Paddle 2.x writes them: eye,
 // empty (zeros: its values are unspecified), linspace, size (the element
-// count), tril_triu, diag_v2, flip, roll and unbind, with the gradients
-// Paddle's grad makers write (tril_triu_grad, roll_grad; flip's and
-// unbind's are a flip and a stack).
+// count), tril_triu, diag_v2, flip (and Fluid's reverse), roll, unbind and
+// unstack, with the gradients Paddle's grad makers write (tril_triu_grad,
+// roll_grad, unstack_grad; flip's and unbind's are a flip and a stack).
 //
 // Thread-safety: stateless kernels.
 #include <algorithm>
@@ -179,7 +179,7 @@ absl::Status UnbindKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const DDim& d = x->dims();
   const int axis = Axis(ctx.Attr<int32_t>("axis"), d.size());
-  const std::vector<Tensor*> outs = ctx.MultiOutput("Out");
+  const std::vector<Tensor*> outs = ctx.MultiOutput(ctx.op().type == "unstack" ? "Y" : "Out");
   if (axis < 0 || axis >= d.size() || static_cast<int64_t>(outs.size()) != d[axis]) {
     return absl::InvalidArgumentError(absl::StrCat("unbind: ", outs.size(), " outputs for axis ", axis, " of X",
                                                    d.ToString()));
@@ -197,11 +197,41 @@ absl::Status UnbindKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-std::vector<OpDesc> UnbindGradMaker(const OpDesc& fwd) {  // a stack of the slices' gradients
+// unstack_grad: the slices' gradients stacked back along `axis`.
+template <typename T>
+absl::Status UnstackGradKernel(const ExecutionContext& ctx) {
+  const std::vector<const Tensor*> gs = ctx.MultiInput(GradVarName("Y"));
+  if (gs.empty() || gs[0] == nullptr) return absl::InvalidArgumentError("unstack_grad: Y@GRAD is missing");
+  const DDim& d = gs[0]->dims();
+  const int axis = Axis(ctx.Attr<int32_t>("axis"), d.size() + 1);
+  std::vector<int64_t> od(d.begin(), d.end());
+  od.insert(od.begin() + axis, static_cast<int64_t>(gs.size()));
+  const int64_t outer = d.Product(0, axis), inner = d.Product(axis, d.size()), n = static_cast<int64_t>(gs.size());
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  if (dx == nullptr) return absl::OkStatus();
+  T* o = dx->mutable_data<T>(DDim(od));
+  for (int64_t s = 0; s < n; ++s) {
+    if (gs[static_cast<size_t>(s)] == nullptr || gs[static_cast<size_t>(s)]->dims() != d) {
+      return absl::InvalidArgumentError("unstack_grad: the slices' gradients differ in shape");
+    }
+    for (int64_t a = 0; a < outer; ++a) std::copy_n(gs[static_cast<size_t>(s)]->data<T>() + a * inner, inner, o + (a * n + s) * inner);
+  }
+  return absl::OkStatus();
+}
+
+// A stack of the slices' gradients (unbind); unstack's grad op, as Paddle's.
+std::vector<OpDesc> UnbindGradMaker(const OpDesc& fwd) {
   OpDesc g;
-  g.type = "stack";
+  const bool unstack = fwd.type == "unstack";
+  g.type = unstack ? "unstack_grad" : "stack";
   std::vector<std::string> grads;
-  for (const std::string& o : fwd.Output("Out")) grads.push_back(GradVarName(o));
+  for (const std::string& o : fwd.Output(unstack ? "Y" : "Out")) grads.push_back(GradVarName(o));
+  if (unstack) {
+    g.SetInput(GradVarName("Y"), grads);
+    g.SetOutput(GradVarName("X"), {GradVarName(fwd.Input("X")[0])});
+    g.attrs = fwd.attrs;
+    return {g};
+  }
   g.SetInput("X", grads);
   g.SetOutput("Y", {GradVarName(fwd.Input("X")[0])});
   g.SetAttr("axis", fwd.GetAttr<int32_t>("axis"));
@@ -236,15 +266,17 @@ void RegisterMatrixShapeOps(OpRegistry* r) {
   NumericCpuKernels(r->Register("diag_v2").Input("X").Output("Out").Attr("offset", int32_t{0})
                         .Attr("padding_value", 0.0f).SetInferShape(NoShapeInference).SetKernelDtype(XDtype),
                     DiagKernel<float>, DiagKernel<double>, DiagKernel<int32_t>, DiagKernel<int64_t>);
-  NumericCpuKernels(r->Register("flip").NotInPlace().Input("X").Output("Out").Attr("axis", std::vector<int32_t>{})
+  for (const std::string type : {"flip", "reverse"}) {  // Fluid's reverse is the same map
+  NumericCpuKernels(r->Register(type).NotInPlace().Input("X").Output("Out").Attr("axis", std::vector<int32_t>{})
                         .SetInferShape(SameShapeAsX).SetKernelDtype(XDtype)
                         .SetGradMaker(+[](const OpDesc& fwd) {
-                          OpDesc g = MakeGradOp(fwd, "flip", {}, {}, {}, {});
+                          OpDesc g = MakeGradOp(fwd, fwd.type, {}, {}, {}, {});
                           g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
                           g.SetOutput("Out", {GradVarName(fwd.Input("X")[0])});
                           return std::vector<OpDesc>{g};
                         }),
                     FlipKernel<float>, FlipKernel<double>, FlipKernel<int32_t>, FlipKernel<int64_t>);
+  }
   NumericCpuKernels(r->Register("roll").NotInPlace().Input("X").Input("ShiftsTensor", kUnimplemented).Output("Out")
                         .Attr("shifts", std::vector<int64_t>{}).Attr("axis", std::vector<int64_t>{})
                         .SetInferShape(SameShapeAsX).SetKernelDtype(XDtype)
@@ -255,6 +287,13 @@ void RegisterMatrixShapeOps(OpRegistry* r) {
       .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
       .Attr("shifts", std::vector<int64_t>{}).Attr("axis", std::vector<int64_t>{}).SetInferShape(NoShapeInference)
       .Kernel<float>(RollKernel<float, true>).Kernel<double>(RollKernel<double, true>);
+  NumericCpuKernels(r->Register("unstack").NotInPlace().Input("X").Output("Y", kDuplicable).Attr("axis", int32_t{0})
+                        .Attr("num", int32_t{0}).SetInferShape(NoShapeInference).SetKernelDtype(XDtype)
+                        .SetGradMaker(UnbindGradMaker),
+                    UnbindKernel<float>, UnbindKernel<double>, UnbindKernel<int32_t>, UnbindKernel<int64_t>);
+  r->Register("unstack_grad").Input(GradVarName("Y"), kDuplicable).Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{0}).Attr("num", int32_t{0}).SetInferShape(NoShapeInference)
+      .Kernel<float>(UnstackGradKernel<float>).Kernel<double>(UnstackGradKernel<double>);
   NumericCpuKernels(r->Register("unbind").NotInPlace().Input("X").Output("Out", kDuplicable).Attr("axis", int32_t{0})
                         .SetInferShape(NoShapeInference).SetKernelDtype(XDtype).SetGradMaker(UnbindGradMaker),
                     UnbindKernel<float>, UnbindKernel<double>, UnbindKernel<int32_t>, UnbindKernel<int64_t>);

@@ -56,6 +56,8 @@ void RegisterSequenceShapeOps(OpRegistry* r);   // sequence_softmax/expand/expan
 void RegisterSequenceWindowOps(OpRegistry* r);  // sequence_conv/enumerate/reshape/scatter/slice, lod_reset
 void RegisterLstmOp(OpRegistry* r);           // lstm (Fluid 1.x dynamic_lstm)
 void RegisterGruOps(OpRegistry* r);           // gru, gru_unit
+void RegisterRandomMoreOps(OpRegistry* r);    // bernoulli, multinomial, randint, randperm, sampling_id
+void RegisterLrnOp(OpRegistry* r);
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...
