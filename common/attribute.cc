@@ -7,6 +7,32 @@ namespace oar {
 
 namespace proto = paddle::framework::proto;
 
+namespace {
+
+void ScalarToProto(const ScalarValue& v, proto::Scalar* out) {
+  out->set_type(static_cast<proto::Scalar::Type>(v.type));
+  switch (v.type) {
+    case proto::Scalar::BOOLEAN: out->set_b(v.value != 0); break;
+    case proto::Scalar::LONG: out->set_i(static_cast<int64_t>(v.value)); break;
+    case proto::Scalar::COMPLEX128:
+      out->mutable_c()->set_r(v.value);
+      out->mutable_c()->set_i(0);
+      break;
+    default: out->set_r(v.value); break;
+  }
+}
+
+ScalarValue ScalarFromProto(const proto::Scalar& s) {
+  switch (s.type()) {
+    case proto::Scalar::BOOLEAN: return {s.type(), s.b() ? 1.0 : 0.0, false};
+    case proto::Scalar::LONG: return {s.type(), static_cast<double>(s.i()), false};
+    case proto::Scalar::COMPLEX128: return {s.type(), s.c().r(), true};
+    default: return {s.type(), s.r(), false};
+  }
+}
+
+}  // namespace
+
 void AttributeToProto(const std::string& name, const Attribute& value,
                       proto::OpDesc::Attr* out) {
   out->Clear();
@@ -37,6 +63,18 @@ void AttributeToProto(const std::string& name, const Attribute& value,
     case proto::LONGS:
       for (int64_t v : std::get<std::vector<int64_t>>(value)) out->add_longs(v);
       break;
+    case proto::FLOAT64S:
+      for (double v : std::get<std::vector<double>>(value)) out->add_float64s(v);
+      break;
+    case proto::VAR: out->set_var_name(std::get<VarRef>(value).name); break;
+    case proto::VARS:
+      for (const auto& v : std::get<VarRefs>(value).names) out->add_vars_name(v);
+      break;
+    case proto::FLOAT64: out->set_float64(std::get<double>(value)); break;
+    case proto::SCALAR: ScalarToProto(std::get<ScalarValue>(value), out->mutable_scalar()); break;
+    case proto::SCALARS:
+      for (const ScalarValue& v : std::get<ScalarValues>(value).values) ScalarToProto(v, out->add_scalars());
+      break;
   }
 }
 
@@ -57,16 +95,26 @@ absl::StatusOr<Attribute> AttributeFromProto(const proto::OpDesc::Attr& a) {
       return Attribute(BlockRefs{{a.blocks_idx().begin(), a.blocks_idx().end()}});
     case proto::LONGS:
       return Attribute(std::vector<int64_t>(a.longs().begin(), a.longs().end()));
+    case proto::FLOAT64S: return Attribute(std::vector<double>(a.float64s().begin(), a.float64s().end()));
+    case proto::VAR: return Attribute(VarRef{a.var_name()});
+    case proto::VARS: return Attribute(VarRefs{{a.vars_name().begin(), a.vars_name().end()}});
+    case proto::FLOAT64: return Attribute(a.float64());
+    case proto::SCALAR: return Attribute(ScalarFromProto(a.scalar()));
+    case proto::SCALARS: {
+      ScalarValues v;
+      for (const proto::Scalar& s : a.scalars()) v.values.push_back(ScalarFromProto(s));
+      return Attribute(v);
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("attribute '", a.name(), "' has unknown type ", a.type()));
 }
 
 std::string AttrTypeName(size_t index) {
-  static const char* kNames[] = {"INT",      "FLOAT", "STRING",   "INTS",
-                                 "FLOATS",   "STRINGS", "BOOLEAN", "BOOLEANS",
-                                 "BLOCK",    "LONG",  "BLOCKS",   "LONGS"};
-  return index < 12 ? kNames[index] : "UNKNOWN";
+  static const char* kNames[] = {"INT",    "FLOAT",    "STRING", "INTS",  "FLOATS",   "STRINGS",
+                                 "BOOLEAN", "BOOLEANS", "BLOCK",  "LONG",  "BLOCKS",   "LONGS",
+                                 "FLOAT64S", "VAR",     "VARS",   "FLOAT64", "SCALAR", "SCALARS"};
+  return index < 18 ? kNames[index] : "UNKNOWN";
 }
 
 namespace {
@@ -89,6 +137,15 @@ struct Printer {
     for (bool b : v) s.push_back(b ? "true" : "false");
     return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
   }
+  std::string operator()(double v) const { return absl::StrCat(v); }
+  std::string operator()(const VarRef& v) const { return absl::StrCat("var '", v.name, "'"); }
+  std::string operator()(const VarRefs& v) const { return absl::StrCat("vars ['", absl::StrJoin(v.names, "', '"), "']"); }
+  std::string operator()(const ScalarValue& v) const { return absl::StrCat(v.value, v.is_complex ? "+?j" : ""); }
+  std::string operator()(const ScalarValues& v) const {
+    std::vector<std::string> s;
+    for (const ScalarValue& e : v.values) s.push_back((*this)(e));
+    return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
+  }
   template <typename T>
   std::string operator()(const std::vector<T>& v) const {
     return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
@@ -102,6 +159,11 @@ bool NumericValue(const Attribute& a, double* out) {
     case proto::FLOAT: *out = std::get<float>(a); return true;
     case proto::LONG: *out = static_cast<double>(std::get<int64_t>(a)); return true;
     case proto::BOOLEAN: *out = std::get<bool>(a); return true;
+    case proto::FLOAT64: *out = std::get<double>(a); return true;
+    case proto::SCALAR:
+      if (std::get<ScalarValue>(a).is_complex) return false;
+      *out = std::get<ScalarValue>(a).value;
+      return true;
   }
   return false;
 }
@@ -120,12 +182,18 @@ bool CoerceAttribute(size_t want, Attribute* value) {
       case proto::FLOAT: *value = static_cast<float>(v); return true;
       case proto::LONG: *value = static_cast<int64_t>(v); return true;
       case proto::BOOLEAN: *value = v != 0; return true;
+      case proto::FLOAT64: *value = v; return true;
     }
     return false;
   }
   if (want == proto::LONGS && value->index() == proto::INTS) {
     const auto& in = std::get<std::vector<int32_t>>(*value);
     *value = std::vector<int64_t>(in.begin(), in.end());
+    return true;
+  }
+  if (want == proto::FLOATS && value->index() == proto::FLOAT64S) {
+    const auto& in = std::get<std::vector<double>>(*value);
+    *value = std::vector<float>(in.begin(), in.end());
     return true;
   }
   if (want == proto::INTS && value->index() == proto::LONGS) {

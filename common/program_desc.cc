@@ -92,10 +92,13 @@ absl::StatusOr<VarDesc> VarFromProto(const proto::VarDesc& in) {
     v.lod_level = in.type().tensor_array().lod_level();
   }
   if (td != nullptr) {
-    if (!IsElementType(td->data_type())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "variable '", v.name, "' has data type ", td->data_type(),
-          ", which is not an element type"));
+    if (!IsElementType(td->data_type())) {  // bfloat16, complex64/128: Paddle 2.x types Oar has no tensors of
+      const std::string type = proto::VarType::Type_IsValid(td->data_type())
+                                    ? proto::VarType::Type_Name(td->data_type())
+                                    : absl::StrCat(td->data_type());
+      return absl::UnimplementedError(absl::StrCat("variable '", v.name, "' has data type ", type,
+                                                   ", which Oar does not implement (Oar's tensors are bool, int8/16/32/64, "
+                                                   "uint8, float16/32/64)"));
     }
     v.dtype = static_cast<DataType>(td->data_type());
     v.shape.assign(td->dims().begin(), td->dims().end());

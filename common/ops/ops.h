@@ -58,6 +58,8 @@ void RegisterLstmOp(OpRegistry* r);           // lstm (Fluid 1.x dynamic_lstm)
 void RegisterGruOps(OpRegistry* r);           // gru, gru_unit
 void RegisterRandomMoreOps(OpRegistry* r);    // bernoulli, multinomial, randint, randperm, sampling_id
 void RegisterLrnOp(OpRegistry* r);
+void RegisterAssignValueOp(OpRegistry* r);
+void RegisterPatchOps(OpRegistry* r);         // unfold, im2sequence, fsp, bilinear_tensor_product
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

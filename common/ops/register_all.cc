@@ -33,6 +33,8 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterPatchOps(r);
+  RegisterAssignValueOp(r);
   RegisterLrnOp(r);
   RegisterRandomMoreOps(r);
   RegisterLstmOp(r);
