@@ -33,6 +33,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterImageSampleOps(r);
   RegisterPatchOps(r);
   RegisterAssignValueOp(r);
   RegisterLrnOp(r);
