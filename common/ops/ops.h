@@ -61,6 +61,7 @@ void RegisterLrnOp(OpRegistry* r);
 void RegisterAssignValueOp(OpRegistry* r);
 void RegisterPatchOps(OpRegistry* r);         // unfold, im2sequence, fsp, bilinear_tensor_product
 void RegisterImageSampleOps(OpRegistry* r);   // affine_grid, grid_sampler
+void RegisterConv3dOps(OpRegistry* r);        // conv3d, conv3d_transpose
 void RegisterSortOps(OpRegistry* r);          // argsort, top_k grads
 void RegisterMatrixShapeOps(OpRegistry* r);   // eye, empty, linspace, size, tril_triu, diag_v2, flip, roll, unbind
 void RegisterPredicateOps(OpRegistry* r);     // isnan/isinf/isfinite (v1, v2), where_index  // gelu, leaky_relu, elu, relu6, softplus, silu, swish, log, ...

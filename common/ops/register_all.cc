@@ -33,6 +33,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterActivationAttrOps(r);
   RegisterActivationMoreOps(r);
   RegisterSortOps(r);
+  RegisterConv3dOps(r);
   RegisterImageSampleOps(r);
   RegisterPatchOps(r);
   RegisterAssignValueOp(r);
