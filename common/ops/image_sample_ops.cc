@@ -51,10 +51,8 @@ absl::Status AffineGridKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Output")));
-  Tensor* dt = ctx.Output(GradVarName("Theta"));
-  if (dt == nullptr) return absl::OkStatus();
-  float* d = dt->mutable_data<float>(theta->dims());
-  std::fill(d, d + dt->numel(), 0.f);
+  float* d = ZeroedGradOutput<float>(ctx, "Theta", theta->dims());
+  if (d == nullptr) return absl::OkStatus();
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t i = 0; i < h; ++i) {
       for (int64_t j = 0; j < w; ++j) {

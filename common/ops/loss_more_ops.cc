@@ -151,10 +151,8 @@ absl::Status NllKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* d = dx->mutable_data<T>(x->dims());
-  std::fill(d, d + dx->numel(), T(0));
+  T* d = ZeroedGradOutput<T>(ctx, "X", x->dims());
+  if (d == nullptr) return absl::OkStatus();
   const T* gp = g->data<T>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t l = labels[static_cast<size_t>(i)];

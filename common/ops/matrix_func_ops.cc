@@ -85,10 +85,8 @@ absl::Status TraceKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("Input"));
-  if (dx == nullptr) return absl::OkStatus();
-  float* d = dx->mutable_data<float>(in->dims());
-  std::fill(d, d + dx->numel(), 0.f);
+  float* d = ZeroedGradOutput<float>(ctx, "Input", in->dims());
+  if (d == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < g.cells.size(); ++i) {
     for (int64_t c : g.cells[i]) d[c] = dout->data<float>()[i];
   }

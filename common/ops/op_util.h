@@ -4,6 +4,8 @@
 // Thread-safety: stateless.
 #pragma once
 
+#include <algorithm>
+
 #include <vector>
 
 #include <string>
@@ -47,6 +49,17 @@ absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out);
 
 // Whether ShapeTensor or ShapeTensorList names a variable.
 bool HasShapeTensors(const OpDesc& op);
+
+// The gradient output GradVarName(`slot`) shaped `dims` and zeroed (for
+// kernels that add into it), or nullptr when the op does not bind it.
+template <typename T>
+T* ZeroedGradOutput(const ExecutionContext& ctx, const std::string& slot, const DDim& dims) {
+  Tensor* t = ctx.Output(GradVarName(slot));
+  if (t == nullptr) return nullptr;
+  T* p = t->mutable_data<T>(dims);
+  std::fill(p, p + t->numel(), T(0));
+  return p;
+}
 
 // The input tensor of `slot`, or InvalidArgument naming the op and slot when
 // it is missing or holds no data.

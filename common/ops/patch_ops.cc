@@ -66,10 +66,8 @@ absl::Status PatchKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* gr, RequireInput(ctx, GradVarName(unfold ? "Y" : "Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  float* d = dx->mutable_data<float>(x->dims());
-  std::fill(d, d + dx->numel(), 0.f);
+  float* d = ZeroedGradOutput<float>(ctx, "X", x->dims());
+  if (d == nullptr) return absl::OkStatus();
   for (int64_t i = 0; i < n; ++i) {
     const float* src = gr->data<float>() + i * rows * plane;
     if (!unfold) {

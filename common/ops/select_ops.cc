@@ -61,10 +61,8 @@ absl::Status IndexSelectKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* dp = dx->mutable_data<T>(d);
-  std::fill(dp, dp + dx->numel(), T(0));
+  T* dp = ZeroedGradOutput<T>(ctx, "X", d);
+  if (dp == nullptr) return absl::OkStatus();
   for (int64_t a = 0; a < outer; ++a) {
     for (int64_t j = 0; j < k; ++j) {
       for (int64_t i = 0; i < inner; ++i) dp[(a * d[dim] + idx[j]) * inner + i] += g->data<T>()[(a * k + j) * inner + i];
@@ -91,10 +89,8 @@ absl::Status IndexSampleKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* dp = dx->mutable_data<T>(d);
-  std::fill(dp, dp + dx->numel(), T(0));
+  T* dp = ZeroedGradOutput<T>(ctx, "X", d);
+  if (dp == nullptr) return absl::OkStatus();
   for (int64_t i = 0; i < id[0]; ++i) {
     for (int64_t j = 0; j < id[1]; ++j) dp[i * d[1] + idx[i * id[1] + j]] += g->data<T>()[i * id[1] + j];
   }

@@ -112,14 +112,12 @@ absl::Status SequenceExpandKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* d = dx->mutable_data<T>(x->dims());
-  std::fill(d, d + dx->numel(), T(0));
+  T* d = ZeroedGradOutput<T>(ctx, "X", x->dims());
+  if (d == nullptr) return absl::OkStatus();
   for (size_t r = 0; r < rows.size(); ++r) {
     for (int64_t k = 0; k < w; ++k) d[rows[r] * w + k] += g->data<T>()[r * w + k];
   }
-  dx->set_lod(x->lod());
+  ctx.Output(GradVarName("X"))->set_lod(x->lod());
   return absl::OkStatus();
 }
 
@@ -235,10 +233,8 @@ absl::Status SequenceUnpadKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* dp = dx->mutable_data<T>(d);
-  std::fill(dp, dp + dx->numel(), T(0));
+  T* dp = ZeroedGradOutput<T>(ctx, "X", d);
+  if (dp == nullptr) return absl::OkStatus();
   for (int64_t s = 0; s < d[0]; ++s) std::copy_n(g->data<T>() + off[s] * w, (off[s + 1] - off[s]) * w, dp + s * len * w);
   return absl::OkStatus();
 }

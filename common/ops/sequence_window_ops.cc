@@ -193,12 +193,10 @@ absl::Status SequenceSliceKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
-  Tensor* dx = ctx.Output(GradVarName("X"));
-  if (dx == nullptr) return absl::OkStatus();
-  T* d = dx->mutable_data<T>(x->dims());
-  std::fill(d, d + dx->numel(), T(0));
+  T* d = ZeroedGradOutput<T>(ctx, "X", x->dims());
+  if (d == nullptr) return absl::OkStatus();
   for (size_t s = 0; s < seqs; ++s) std::copy_n(g->data<T>() + out_off[s] * w, count[s] * w, d + (static_cast<int64_t>(off[s]) + start[s]) * w);
-  dx->set_lod(x->lod());
+  ctx.Output(GradVarName("X"))->set_lod(x->lod());
   return absl::OkStatus();
 }
 

@@ -130,6 +130,9 @@ TEST(PaddleApiCoverage, TableAndReadmeSayWhatOarDoes) {
 
   const std::string doc_path = SourceDir() + "/docs/paddle-api-coverage.md";
   const std::string readme_path = SourceDir() + "/README.md";
+  if (!std::ifstream(readme_path).good()) {  // a build copied without its sources (scripts/gpu-run.sh)
+    GTEST_SKIP() << "no source tree at " << SourceDir() << " to compare the table with (set OAR_SOURCE_DIR)";
+  }
   if (std::getenv("OAR_WRITE_API_COVERAGE") != nullptr) {
     std::ofstream(doc_path, std::ios::binary) << doc;
     std::string readme = ReadAll(readme_path);
