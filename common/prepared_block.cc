@@ -54,7 +54,9 @@ void InitVariable(const VarDesc& desc, Variable* var) {
   switch (desc.type) {
     case proto::VarType::SELECTED_ROWS: var->GetMutable<SelectedRows>(); break;
     case proto::VarType::FEED_MINIBATCH:
-    case proto::VarType::FETCH_LIST: var->GetMutable<TensorList>(); break;
+    case proto::VarType::FETCH_LIST:
+    case proto::VarType::LOD_TENSOR_ARRAY: var->GetMutable<TensorList>(); break;
+    case proto::VarType::STEP_SCOPES: var->GetMutable<StepScopes>(); break;
     default: var->GetMutable<Tensor>(); break;
   }
 }

@@ -53,6 +53,16 @@ Variable* Scope::FindVar(absl::string_view name) const {
   return nullptr;
 }
 
+bool Scope::Rename(const std::string& from, const std::string& to) {
+  absl::MutexLock lock(&mu_);
+  auto it = vars_.find(from);
+  if (it == vars_.end()) return false;
+  std::unique_ptr<Variable> v = std::move(it->second);
+  vars_.erase(it);
+  vars_[to] = std::move(v);
+  return true;
+}
+
 void Scope::EraseVars(const std::vector<std::string>& names) {
   absl::MutexLock lock(&mu_);
   for (const auto& n : names) vars_.erase(n);

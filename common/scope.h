@@ -43,6 +43,9 @@ class Scope {
   Variable* FindVar(absl::string_view name) const;
   // Finds `name` in this scope only; nullptr if absent.
   Variable* FindLocalVar(absl::string_view name) const;
+  // Gives local variable `from` the name `to` (replacing a local `to`);
+  // false when `from` is not local here.
+  bool Rename(const std::string& from, const std::string& to);
   // Removes `names` from this scope (those absent are ignored).
   void EraseVars(const std::vector<std::string>& names);
 

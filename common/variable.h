@@ -1,7 +1,8 @@
 // Variable: the run-time value of a program variable, holding one of a
-// LoDTensor, SelectedRows, a tensor list (Fluid's FEED_MINIBATCH and
-// FETCH_LIST) or a pserver's SparseTable (a distributed lookup table's
-// shard), or nothing yet.
+// LoDTensor, SelectedRows, a tensor list (Fluid's FEED_MINIBATCH,
+// FETCH_LIST and LOD_TENSOR_ARRAY), a pserver's SparseTable (a distributed
+// lookup table's shard), the step scopes of a `while` op (STEP_SCOPES), or
+// nothing yet.
 //
 // Thread-safety: externally synchronized.
 #pragma once
@@ -16,6 +17,13 @@
 namespace oar {
 
 using TensorList = std::vector<Tensor>;
+
+class Scope;
+// A `while` op's scopes, one per step it ran, in order (children of the
+// scope the op ran in; while_grad walks them backwards and drops them).
+struct StepScopes {
+  std::vector<Scope*> scopes;
+};
 
 class Variable {
  public:
@@ -38,7 +46,7 @@ class Variable {
   void Clear() { v_ = std::monostate{}; }
 
  private:
-  std::variant<std::monostate, Tensor, SelectedRows, TensorList, SparseTable> v_;
+  std::variant<std::monostate, Tensor, SelectedRows, TensorList, SparseTable, StepScopes> v_;
 };
 
 }  // namespace oar

@@ -1,8 +1,8 @@
 // Ops that learning-rate schedules and control flow emit: cast, increment,
-// the comparisons (less_than, ...), logical_not/and/or, assign, and
-// conditional_block, which runs its sub_block when its condition holds (on
-// a CPU or a GPU place alike; the other ops' GPU kernels are in
-// control_ops_cuda.cc and tensor_ops_cuda.cc).
+// the comparisons (less_than, ...), logical_not/and/or and assign (tensors,
+// SelectedRows and tensor arrays). Their GPU kernels are in
+// control_ops_cuda.cc and tensor_ops_cuda.cc; conditional_block is in
+// conditional_block_op.cc, while in while_op.cc.
 #include <functional>
 
 #include "common/op_registry.h"
@@ -78,7 +78,8 @@ template <typename T>
 absl::Status IncrementKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const T v = x->data<T>()[0];
-  ctx.Output("Out")->mutable_data<T>(DDim{1})[0] = v + static_cast<T>(ctx.Attr<float>("step"));
+  const DDim dims = x->dims();  // [1], or [] where Paddle 2.x made a 0-D counter
+  ctx.Output("Out")->mutable_data<T>(dims)[0] = v + static_cast<T>(ctx.Attr<float>("step"));
   return absl::OkStatus();
 }
 
@@ -166,6 +167,15 @@ absl::Status AssignKernel(const ExecutionContext& ctx) {
     o->value.CopyFrom(s.value);
     return absl::OkStatus();
   }
+  if (x->IsType<TensorList>()) {  // a tensor array, element by element
+    const TensorList& xs = x->Get<TensorList>();
+    TensorList copy(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i].initialized()) copy[i].CopyFrom(xs[i]);
+    }
+    *out->GetMutable<TensorList>() = std::move(copy);
+    return absl::OkStatus();
+  }
   out->GetMutable<Tensor>()->CopyFrom(x->Get<Tensor>());
   return absl::OkStatus();
 }
@@ -178,45 +188,6 @@ std::vector<OpDesc> AssignGradMaker(const OpDesc& fwd) {
   return {g};
 }
 
-// ---- conditional_block ----
-
-absl::Status ConditionalBlockKernel(const ExecutionContext& ctx) {
-  bool run = true;
-  if (ctx.Attr<bool>("is_scalar_condition")) {
-    const Tensor* c = ctx.Input("Cond");
-    if (c == nullptr || !c->initialized() || c->numel() != 1 || c->dtype() != DataType::kBool) {
-      return absl::InvalidArgumentError("conditional_block: a scalar Cond must be one bool");
-    }
-    if (c->place().is_host()) {
-      run = c->data<bool>()[0];
-    } else {  // made on a GPU (less_than there): one value, read once its producer has run
-      Tensor host;
-      OAR_RETURN_IF_ERROR(c->CopyTo(CPUPlace(), &host));
-      run = host.data<bool>()[0];
-    }
-  } else {
-    for (size_t i = 0; i < ctx.InputSize("Cond"); ++i) {
-      const Tensor* c = ctx.Input("Cond", i);
-      run &= c != nullptr && c->initialized() && c->numel() > 0;
-    }
-  }
-  if (!run) return absl::OkStatus();
-  if (ctx.scope() == nullptr || ctx.runner() == nullptr) {
-    return absl::FailedPreconditionError("conditional_block: needs an executor that can run sub-blocks");
-  }
-  const int32_t sub_block = ctx.Attr<BlockRef>("sub_block").idx;
-  if (ctx.runner()->IsRunning(sub_block)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conditional_block: sub_block ", sub_block,
-        " is already running (it is the block of this op, or one that runs it); running it again would never end"));
-  }
-  Scope& child = ctx.scope()->NewScope();
-  absl::Status s = ctx.runner()->RunBlock(sub_block, &child);
-  ctx.scope()->DeleteScope(&child);
-  return s;
-}
-
-absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
 DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
 template <template <typename> class Cmp>
@@ -256,14 +227,6 @@ void RegisterControlOps(OpRegistry* r) {
       .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<Xor>);
   r->Register("assign").Input("X").Output("Out").SetInferShape(SameShapeAsX).SetKernelDtype(AnyDtype)
       .SetGradMaker(AssignGradMaker).Kernel<float>(AssignKernel);
-  r->Register("conditional_block").Input("Cond", kDuplicable | kReadAnywhere)
-      .Input("Input", kDuplicable | kDispensable | kReadAnywhere)
-      .Output("Out", kDuplicable | kDispensable).Output("Scope", kDispensable)
-      .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
-      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(ConditionalBlockKernel)
-      // Control flow, the same on any place: the sub-block runs on the
-      // executor's place (its ops' GPU kernels), the condition read as above.
-      .Kernel<float>(ConditionalBlockKernel, Place::Kind::kCUDA);
 }
 
 }  // namespace oar

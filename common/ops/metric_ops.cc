@@ -33,6 +33,7 @@ absl::Status TopKInferShape(InferShapeContext& ctx) {
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));
   ctx.SetOutputDtype("Indices", DataType::kInt64);
   ctx.ShareLoD("X", "Out");
+  ctx.ShareLoD("X", "Indices");  // as Fluid: ctc_greedy_decoder aligns the indices per sequence
   return absl::OkStatus();
 }
 

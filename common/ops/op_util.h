@@ -122,6 +122,11 @@ absl::StatusOr<T> FillConstantValue(const ExecutionContext& ctx) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     int64_t v = 0;
     ok = absl::SimpleAtoi(text, &v);
+    double d = 0;  // "6.0": Paddle reads the integer before the point
+    if (!ok && absl::SimpleAtod(text, &d) && std::isfinite(d) && d == std::trunc(d)) {
+      ok = true;
+      v = static_cast<int64_t>(d);
+    }
     value = static_cast<T>(v);
   } else {
     double v = 0;

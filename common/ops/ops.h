@@ -74,6 +74,14 @@ void RegisterCoalesceTensorOp(OpRegistry* r);  // coalesce_tensor
 void RegisterLambOp(OpRegistry* r);           // lamb
 void RegisterGatherStackOps(OpRegistry* r);   // gather, stack, expand_v2, tile, where
 void RegisterScanEncodeOps(OpRegistry* r);    // cumsum, arg_max/min, one_hot_v2, label_smooth
+void RegisterTensorArrayOps(OpRegistry* r);   // write_to_array, read_from_array, lod_array_length, tensor_array_to_tensor
+void RegisterWhileOps(OpRegistry* r);         // while, while_grad
+void RegisterConditionalBlockOps(OpRegistry* r);  // conditional_block(_grad), select_input/output
+void RegisterSequenceDecodeOps(OpRegistry* r);  // edit_distance, ctc_align
+void RegisterTeacherStudentLossOp(OpRegistry* r);  // teacher_student_sigmoid_loss
+void RegisterBoxOps(OpRegistry* r);           // iou_similarity, box_clip, polygon_box_transform
+void RegisterWarpCtcOps(OpRegistry* r);       // warpctc
+void RegisterHashOp(OpRegistry* r);           // hash (xxHash64)
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

@@ -69,6 +69,14 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterLambOp(r);
   RegisterGatherStackOps(r);
   RegisterScanEncodeOps(r);
+  RegisterTensorArrayOps(r);
+  RegisterWhileOps(r);
+  RegisterConditionalBlockOps(r);
+  RegisterSequenceDecodeOps(r);
+  RegisterTeacherStudentLossOp(r);
+  RegisterBoxOps(r);
+  RegisterWarpCtcOps(r);
+  RegisterHashOp(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

@@ -2,9 +2,9 @@
 // tensor's dims as int32), range (paddle.arange: Start, End, Step tensors),
 // slice and slice_grad (axes/starts/ends attributes with Python's negative
 // and clamped bounds, decrease_axis), fill_any_like and fill_zeros_like.
-// slice copies whole runs of memory, of any dtype. Its tensor-valued bounds
-// (StartsTensor ...) are declared, not implemented: Paddle writes them empty
-// unless the bounds are themselves computed.
+// slice copies whole runs of memory, of any dtype. Its bounds come from the
+// attributes or, where Paddle computed them (a loop's step), from
+// StartsTensor/StartsTensorList and EndsTensor/EndsTensorList.
 //
 // Thread-safety: stateless kernels.
 #include <cmath>
@@ -74,10 +74,72 @@ struct SliceGeom {
   std::vector<int64_t> start;          // per dimension of `in`
 };
 
-absl::StatusOr<SliceGeom> SliceGeometry(const OpDesc& op, const DDim& in) {
+// Where a slice starts and ends along its axes: the `starts`/`ends`
+// attributes, or what StartsTensor (a 1-D int tensor) / StartsTensorList
+// (one int per axis) and their Ends twins hold, as Paddle 2.x writes when
+// the bounds are computed (a loop's step).
+struct SliceBounds {
+  std::vector<int64_t> starts, ends;
+};
+
+bool BoundBySlot(const OpDesc& op, const char* slot) {
+  for (const std::string& a : op.Input(slot)) {
+    if (!a.empty() && a != kEmptyVarName) return true;
+  }
+  return false;
+}
+
+bool HasBoundTensors(const OpDesc& op) {
+  for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}) {
+    if (BoundBySlot(op, s)) return true;
+  }
+  return false;
+}
+
+absl::Status TensorBounds(const ExecutionContext& ctx, const std::string& which, std::vector<int64_t>* out) {
+  const std::string whole = which + "Tensor", list = which + "TensorList";
+  const bool is_whole = BoundBySlot(ctx.op(), whole.c_str());
+  if (!is_whole && !BoundBySlot(ctx.op(), list.c_str())) return absl::OkStatus();
+  const std::string& slot = is_whole ? whole : list;
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < (is_whole ? 1 : ctx.InputSize(slot)); ++i) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
+    if (!t->place().is_host() || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64) ||
+        (!is_whole && t->numel() != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
+                                                     t->dims().ToString(), " is not ",
+                                                     is_whole ? "a 1-D int tensor" : "one int value",
+                                                     " on the host"));
+    }
+    for (int64_t k = 0; k < t->numel(); ++k) {
+      v.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
+    }
+  }
+  if (v.size() != out->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", slot, " gives ", v.size(),
+                                                   " values for ", out->size(), " axes"));
+  }
+  *out = std::move(v);
+  return absl::OkStatus();
+}
+
+SliceBounds AttrBounds(const OpDesc& op) {
+  const auto s = op.GetAttr<std::vector<int32_t>>("starts");
+  const auto e = op.GetAttr<std::vector<int32_t>>("ends");
+  return {{s.begin(), s.end()}, {e.begin(), e.end()}};
+}
+
+absl::StatusOr<SliceBounds> RuntimeBounds(const ExecutionContext& ctx) {
+  SliceBounds b = AttrBounds(ctx.op());
+  OAR_RETURN_IF_ERROR(TensorBounds(ctx, "Starts", &b.starts));
+  OAR_RETURN_IF_ERROR(TensorBounds(ctx, "Ends", &b.ends));
+  return b;
+}
+
+absl::StatusOr<SliceGeom> SliceGeometry(const OpDesc& op, const DDim& in, const SliceBounds& b) {
   const auto axes = op.GetAttr<std::vector<int32_t>>("axes");
-  const auto starts = op.GetAttr<std::vector<int32_t>>("starts");
-  const auto ends = op.GetAttr<std::vector<int32_t>>("ends");
+  const std::vector<int64_t>& starts = b.starts;
+  const std::vector<int64_t>& ends = b.ends;
   if (axes.size() != starts.size() || axes.size() != ends.size()) {
     return absl::InvalidArgumentError(absl::StrCat(op.type, ": axes [", absl::StrJoin(axes, ", "), "], starts [",
                                                    absl::StrJoin(starts, ", "), "] and ends [",
@@ -119,7 +181,9 @@ absl::StatusOr<SliceGeom> SliceGeometry(const OpDesc& op, const DDim& in) {
 }
 
 absl::Status SliceShape(InferShapeContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), ctx.InputDim("Input")));
+  ctx.SetOutputDtype("Out", ctx.InputDtype("Input"));
+  if (HasBoundTensors(ctx.op())) return absl::OkStatus();  // known when the kernel reads them
+  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), ctx.InputDim("Input"), AttrBounds(ctx.op())));
   ctx.SetOutputDim("Out", g.out);
   ctx.SetOutputDtype("Out", ctx.InputDtype("Input"));
   return absl::OkStatus();
@@ -156,7 +220,8 @@ void SliceCopy(const SliceGeom& g, size_t elem, const char* big_src, char* big_d
 
 absl::Status SliceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
-  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), in->dims()));
+  OAR_ASSIGN_OR_RETURN(SliceBounds b, RuntimeBounds(ctx));
+  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), in->dims(), b));
   Tensor* out = ctx.Output("Out");
   out->Resize(g.out);
   char* dst = static_cast<char*>(out->mutable_data(in->dtype()));
@@ -176,7 +241,8 @@ absl::Status SliceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
   Tensor* din = ctx.Output(GradVarName("Input"));
   if (din == nullptr) return absl::OkStatus();
-  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), in->dims()));
+  OAR_ASSIGN_OR_RETURN(SliceBounds b, RuntimeBounds(ctx));
+  OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), in->dims(), b));
   if (dout->numel() != g.out.numel() || dout->dtype() != in->dtype()) {
     return absl::InvalidArgumentError(absl::StrCat("slice_grad: ", InputLabel(ctx.op(), GradVarName("Out")),
                                                    dout->dims().ToString(), " is not the slice's ",
@@ -224,7 +290,7 @@ void RegisterSliceOps(OpRegistry* r) {
             RangeKernel<float>, RangeKernel<double>, RangeKernel<int32_t>, RangeKernel<int64_t>);
   auto slice_attrs = [](OpInfo& info) -> OpInfo& {
     for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}) {
-      info.Input(s, kDispensable | kDuplicable | kUnimplemented);
+      info.Input(s, kDispensable | kDuplicable | kReadAnywhere);
     }
     return info.Attr("axes", std::vector<int32_t>{}).Attr("starts", std::vector<int32_t>{})
         .Attr("ends", std::vector<int32_t>{}).Attr("decrease_axis", std::vector<int32_t>{})

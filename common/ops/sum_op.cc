@@ -2,7 +2,8 @@
 // gradient). Dense output when any input is dense (sparse rows are added in);
 // sparse output, rows and values concatenated, when every input is sparse.
 // An input that was never written (a SelectedRows with no rows) adds nothing
-// and says nothing about the shape.
+// and says nothing about the shape. Tensor arrays (the gradients of arrays a
+// loop wrote) add element by element, an empty element adding nothing.
 #include <algorithm>
 
 #include "common/op_registry.h"
@@ -78,8 +79,45 @@ absl::Status SumSparse(const ExecutionContext& ctx, const std::vector<const Vari
 }
 
 template <typename T>
+absl::Status SumArrays(const ExecutionContext& ctx) {
+  TensorList sum;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    const Variable* v = ctx.InputVar("X", i);
+    if (v == nullptr || !v->IsType<TensorList>()) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i),
+                                                     " is not a tensor array, as the others are"));
+    }
+    const TensorList& xs = v->Get<TensorList>();
+    if (sum.size() < xs.size()) sum.resize(xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const Tensor& x = xs[k];
+      if (!x.initialized() || x.numel() == 0) continue;
+      Tensor& acc = sum[k];
+      if (!acc.initialized() || acc.numel() == 0) {
+        acc.CopyFrom(x);
+        continue;
+      }
+      if (acc.dims() != x.dims()) {
+        return absl::InvalidArgumentError(absl::StrCat("sum: element ", k, " of ", InputLabel(ctx.op(), "X", i),
+                                                       " has shape ", x.dims().ToString(), ", the others ",
+                                                       acc.dims().ToString()));
+      }
+      OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", i, x));
+      T* a = acc.data<T>();
+      const T* b = x.data<T>();
+      for (int64_t j = 0; j < x.numel(); ++j) a[j] += b[j];
+    }
+  }
+  *ctx.OutputVar("Out")->GetMutable<TensorList>() = std::move(sum);
+  return absl::OkStatus();
+}
+
+template <typename T>
 absl::Status SumKernel(const ExecutionContext& ctx) {
   const size_t n = ctx.InputSize("X");
+  if (n > 0 && ctx.InputVar("X", 0) != nullptr && ctx.InputVar("X", 0)->IsType<TensorList>()) {
+    return SumArrays<T>(ctx);
+  }
   std::vector<const Variable*> xs;
   const Tensor* first_dense = nullptr;
   for (size_t i = 0; i < n; ++i) {
@@ -151,6 +189,12 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
 }
 
 void SumVarType(const OpDesc& op, BlockDesc* block) {
+  const std::vector<std::string>& xs = op.Input("X");
+  const VarDesc* first = xs.empty() ? nullptr : block->FindVarRecursive(xs[0]);
+  if (first != nullptr && first->type == paddle::framework::proto::VarType::LOD_TENSOR_ARRAY) {
+    for (const auto& out : op.Output("Out")) block->Var(out)->type = first->type;
+    return;
+  }
   bool all_sparse = true;
   for (const auto& in : op.Input("X")) {
     const VarDesc* v = block->FindVarRecursive(in);

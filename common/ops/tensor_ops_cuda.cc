@@ -52,7 +52,7 @@ absl::Status IncrementKernel(const ExecutionContext& ctx) {
                                                    " must hold one value"));
   }
   Tensor* out = ctx.Output("Out");
-  out->Resize(DDim{1});
+  out->Resize(ctx.Input("X")->dims());  // [1], or [] for a Paddle 2.x 0-D counter
   cuda::Increment<T>(x, out->mutable_data<T>(ctx.place()), static_cast<T>(ctx.Attr<float>("step")), c->stream);
   return LaunchStatus(ctx);
 }

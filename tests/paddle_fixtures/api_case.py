@@ -58,6 +58,18 @@ class T:
         elif k == "spd":  # symmetric positive definite, well conditioned
             a = rng.standard_normal(shape)
             v = a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+        elif k == "box":  # [.., 4] boxes xmin, ymin, xmax, ymax in [0, 1]
+            lo = rng.uniform(0, 0.5, shape[:-1] + [2])
+            v = np.concatenate([lo, lo + rng.uniform(0.1, 0.5, shape[:-1] + [2])], axis=-1)
+        elif k == "pbox":  # pixel boxes reaching past a ~100-pixel image
+            lo = rng.uniform(-20, 90, shape[:-1] + [2])
+            v = np.concatenate([lo, lo + rng.uniform(5, 60, shape[:-1] + [2])], axis=-1)
+        elif k == "hws":  # rows of image height, width, scale
+            v = np.stack([rng.integers(50, 100, shape[0]), rng.integers(50, 100, shape[0]),
+                          rng.choice([1.0, 1.5], shape[0])], axis=1)
+        elif k == "tslabel":  # teacher-student labels: -2, -1, or click + teacher score
+            v = rng.choice([-2.0, -1.0, 0.0, 1.0], shape) + np.where(rng.random(shape) < 0.5, 0, rng.random(shape))
+            v = np.where(v < 0, np.round(v), v)
         elif k == "b":
             v = rng.integers(0, 2, shape).astype(bool)
         elif k.startswith("perm"):  # distinct ints below N: perm<N>

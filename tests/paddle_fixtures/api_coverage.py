@@ -22,6 +22,7 @@ paddlepaddle 2.6.2 is importable (see make_fixtures.py); the outputs are
 committed, so the tests need no Paddle.
 """
 import zlib, gzip  # noqa: F401,E401  libpaddle exports its own zlib: import ours first
+import io
 import os
 import shutil
 import sys
@@ -39,6 +40,8 @@ import api_case  # noqa: E402
 import api_cases_paddle  # noqa: E402,F401
 import api_cases_nn  # noqa: E402,F401
 import api_cases_fluid  # noqa: E402,F401
+import api_cases_schedule  # noqa: E402,F401
+import api_cases_control  # noqa: E402,F401
 
 OUT = os.path.join(HERE, "..", "testdata", "paddle_api")
 SECTIONS = ("paddle", "paddle.nn", "paddle.nn.functional", "fluid.layers")
@@ -106,6 +109,11 @@ def write_case(c, d):
         feeds = {}
         for v, t in zip(ins, c.ins):
             feeds[v.name] = lod_tensor(t.draw(rng), t.lod)
+        # Recorded before the run: a loop may write its result into a fed
+        # variable (while_loop's state), and Paddle's feed shares its memory.
+        fed = io.BytesIO()
+        for name in feeds:
+            append_tensor(fed, feeds[name])
         fetch = [o.name for o in outs] + grads
         got = exe.run(main, feed=feeds, fetch_list=fetch, return_numpy=False)
     for prog, name in ((main, "main.pb"), (startup, "startup.pb")):
@@ -118,7 +126,7 @@ def write_case(c, d):
     with open(os.path.join(d, "meta.txt"), "w") as m, open(os.path.join(d, "data"), "wb") as data:
         for name in feeds:
             m.write(f"feed {name}\n")
-            append_tensor(data, feeds[name])
+        data.write(fed.getvalue())
         for i, (name, t) in enumerate(zip(fetch, got)):
             m.write(f"fetch {name} {kind if i < len(outs) else 'grad'}\n")
             append_tensor(data, t)

@@ -31,6 +31,12 @@ Tensor I64(DDim d) {
   std::fill(p, p + t.numel(), 0);
   return t;
 }
+template <typename T>
+Tensor Of(DDim d, std::vector<T> v) {
+  Tensor t;
+  std::copy(v.begin(), v.end(), t.mutable_data<T>(d));
+  return t;
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Ops, BadInputTest,
@@ -59,7 +65,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"increment_vector", MakeOp("increment", {{"X", {"x"}}}, {{"Out", {"x"}}}), {{"x", F({2})}}, "X must hold one value"},
         BadCase{"less_than_shapes", MakeOp("less_than", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}), {{"x", F({3})}, {"y", F({2})}}, "must match X"},
         BadCase{"logical_and_float", MakeOp("logical_and", {{"X", {"x"}}, {"Y", {"x"}}}, {{"Out", {"o"}}}), {{"x", F({2})}}, "no kernel for float32"},
-        BadCase{"conditional_block_vector_cond", MakeOp("conditional_block", {{"Cond", {"c"}}}, {}, {{"is_scalar_condition", true}}), {{"c", F({2})}}, "a scalar Cond must be one bool"},
+        BadCase{"conditional_block_vector_cond", MakeOp("conditional_block", {{"Cond", {"c"}}}, {}, {{"is_scalar_condition", true}}), {{"c", F({2})}}, "a scalar Cond ('c' (Cond)) must be one bool"},
+        BadCase{"write_to_array_negative_index", MakeOp("write_to_array", {{"X", {"x"}}, {"I", {"i"}}}, {{"Out", {"a"}}}),
+                {{"x", F({2})}, {"i", Of<int64_t>({1}, {-1})}}, "an array position cannot be negative"},
+        BadCase{"read_from_array_past_end", MakeOp("read_from_array", {{"X", {"a"}}, {"I", {"i"}}}, {{"Out", {"o"}}}),
+                {{"a", F({2})}, {"i", Of<int64_t>({1}, {2})}}, "has no element 2"},
+        BadCase{"while_grad_before_while", MakeOp("while_grad", {{"StepScopes", {"steps"}}}, {}), {},
+                "while_grad: input StepScopes ('steps') has no value"},
+        BadCase{"select_input_mask_out_of_range", MakeOp("select_input", {{"X", {"x"}}, {"Mask", {"m"}}}, {{"Out", {"o"}}}),
+                {{"x", F({2})}, {"m", Of<int32_t>({1}, {3})}}, "Mask is 3, not in [0, 1)"},
+        BadCase{"warpctc_label_not_a_class",
+                MakeOp("warpctc", {{"Logits", {"x"}}, {"Label", {"l"}}, {"LogitsLength", {"xl"}}, {"LabelLength", {"ll"}}},
+                       {{"Loss", {"o"}}}),
+                {{"x", F({3, 1, 4})}, {"l", Of<int32_t>({1, 2}, {5, 1})}, {"xl", Of<int64_t>({1}, {3})},
+                 {"ll", Of<int64_t>({1}, {2})}},
+                "label 5 of sequence 0 is not a class in [0, 4)"},
+        BadCase{"hash_mod_by_zero", MakeOp("hash", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"mod_by", int64_t{0}}}),
+                {{"x", I64({2, 1})}}, "mod_by (0)"},
+        BadCase{"edit_distance_empty_reference",
+                MakeOp("edit_distance", {{"Hyps", {"h"}}, {"Refs", {"r"}}, {"HypsLength", {"hl"}}, {"RefsLength", {"rl"}}},
+                       {{"Out", {"o"}}, {"SequenceNum", {"n"}}}, {{"normalized", true}}),
+                {{"h", I64({1, 3})}, {"r", I64({1, 3})}, {"hl", Of<int64_t>({1}, {2})}, {"rl", Of<int64_t>({1}, {0})}},
+                "reference 0 is empty"},
         BadCase{"assign_missing", MakeOp("assign", {{"X", {"x"}}}, {{"Out", {"o"}}}), {}, "assign: input X ('x') has no value"},
         BadCase{"save_empty_path", MakeOp("save", {{"X", {"x"}}}, {}), {{"x", F({2})}}, "file_path is empty"},
         BadCase{"load_missing_file", MakeOp("load", {}, {{"Out", {"o"}}}, {{"file_path", std::string("/nonexistent/oar/w")}}), {}, "cannot open /nonexistent/oar/w"},

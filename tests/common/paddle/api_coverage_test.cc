@@ -51,6 +51,18 @@ std::string Percent(int covered, int measured) {
   return measured == 0 ? "—" : absl::StrFormat("%.1f%%", 100.0 * covered / measured);
 }
 
+// OAR_API_CASE=paddle.nn.RNN,fluid.layers.While replays just those cases
+// and prints what each gives (for work on one API; skipped otherwise).
+TEST(PaddleApiCoverage, OneCase) {
+  const char* only = std::getenv("OAR_API_CASE");
+  if (only == nullptr) GTEST_SKIP() << "set OAR_API_CASE=<case dir>[,...] to replay single cases";
+  for (absl::string_view d : absl::StrSplit(only, ',', absl::SkipEmpty())) {
+    const ApiCaseResult r = RunApiCase(TestdataDir() + "/paddle_api/" + std::string(d));
+    std::cout << d << ": " << r.loads << " | " << r.forward << " | " << r.gradient << " " << r.detail << "\n";
+    EXPECT_TRUE(r.covered()) << d;
+  }
+}
+
 TEST(PaddleApiCoverage, TableAndReadmeSayWhatOarDoes) {
   const std::string dir = TestdataDir() + "/paddle_api/";
   const std::string cases = ReadAll(dir + "cases.txt");
