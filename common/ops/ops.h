@@ -82,6 +82,7 @@ void RegisterTeacherStudentLossOp(OpRegistry* r);  // teacher_student_sigmoid_lo
 void RegisterBoxOps(OpRegistry* r);           // iou_similarity, box_clip, polygon_box_transform
 void RegisterWarpCtcOps(OpRegistry* r);       // warpctc
 void RegisterHashOp(OpRegistry* r);           // hash (xxHash64)
+void RegisterNceOp(OpRegistry* r);            // nce
 
 // The GPU kernels (common/ops/*_cuda.cc, *.cu) beside the CPU ones; CUDA
 // builds only.

@@ -77,6 +77,7 @@ void RegisterAllOps(OpRegistry* r) {
   RegisterBoxOps(r);
   RegisterWarpCtcOps(r);
   RegisterHashOp(r);
+  RegisterNceOp(r);
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif

@@ -231,6 +231,7 @@ void RegisterWarpCtcOps(OpRegistry* r) {
       .Input("LabelLength", kDispensable).Output("Loss").Output("WarpCTCGrad", kDispensable)
       .Attr("blank", int32_t{0}).Attr("norm_by_times", false).SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Logits"); })
+      .SetGradMaker(GradOpMaker({"Logits", "LogitsLength"}, {"WarpCTCGrad"}, {"Loss"}, {"Logits"}))
       .OAR_FLOATS(WarpCtcKernel);
   r->Register("warpctc_grad").Input("WarpCTCGrad").Input("Logits").Input(GradVarName("Loss"))
       .Input("LogitsLength", kDispensable).Output(GradVarName("Logits"), kDispensable)

@@ -169,12 +169,13 @@ TEST(GpuCoverageTest, EveryOpOfTheLearningRateSchedulesHasAGpuKernel) {
 }
 
 // The whole-model fixtures of issue 20 (ResNet-18, a BERT-style encoder,
-// Wide&Deep, LSTM and GRU classifiers) use op families that have CPU kernels only for now (layer_norm, rnn,
-// gelu, slice, adamw, sigmoid_cross_entropy_with_logits ...; `oar inspect
+// Wide&Deep, LSTM and GRU classifiers, word2vec) use op families that have CPU kernels only for now (layer_norm,
+// rnn, gelu, slice, adamw, sigmoid_cross_entropy_with_logits, nce, hierarchical_sigmoid ...; `oar inspect
 // --ops` shows which): on --device gpu they stop at the first such op, by
 // name. The checks below hold for the rest.
 bool CpuOnlyFixture(const std::string& model) {
-  return model == "resnet18" || model == "bert" || model == "wide_deep" || model == "lstm" || model == "gru";
+  return model == "resnet18" || model == "bert" || model == "wide_deep" || model == "lstm" || model == "gru" ||
+         model == "word2vec_nce" || model == "word2vec_hsigmoid";
 }
 
 // Every op of the programs PaddlePaddle 2.6 wrote (tests/testdata/paddle/:

@@ -122,7 +122,7 @@ TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureDistTest,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
-                                           "bert", "wide_deep", "lstm", "gru"));
+                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid"));
 
 }  // namespace
 }  // namespace oar

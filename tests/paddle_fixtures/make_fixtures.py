@@ -248,6 +248,37 @@ def write(name, build):
     print("%s: %d ops; losses %.4f -> %.4f" % (name, len(main.global_block().ops), losses[0], losses[-1]))
 
 
+def write_two_trainer_losses(name, build):
+    """losses_2trainers.txt for fixture `name`: what 2 sync trainers, each
+    on half of every batch, record (the mean of their losses), computed by
+    Paddle with `build`'s program from the fixture's saved parameters."""
+    out = os.path.join(OUT, name)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 7
+    with paddle.static.program_guard(main, startup):
+        loss = build()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    feeds, batches = [], []
+    for i in range(BATCHES):
+        b = {}
+        for f in ("center", "context"):
+            t = core.LoDTensor()
+            core.load_lod_tensor(t, os.path.join(out, "batch_%d.%s" % (i, f)))
+            v = np.array(t)
+            half = v.shape[0] // 2
+            b[f + "_a"], b[f + "_b"] = v[:half], v[half:]
+        batches.append(b)
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        paddle.static.io.load_vars(exe, os.path.join(out, "params"), main, vars=main.all_parameters())
+        losses = [float(np.asarray(exe.run(main, feed=batches[s % BATCHES], fetch_list=[loss])[0]).reshape(-1)[0])
+                  for s in range(STEPS)]
+    with open(os.path.join(out, "losses_2trainers.txt"), "w") as f:
+        f.write("".join("%.9g\n" % v for v in losses))
+    print("%s: 2-trainer losses %.4f -> %.4f" % (name, losses[0], losses[-1]))
+
+
 def main():
     paddle.enable_static()
     paddle.set_flags({"FLAGS_use_mkldnn": False})
@@ -255,6 +286,8 @@ def main():
     models.update(model_zoo.MODELS)  # whole models (issue 20)
     for name in sys.argv[1:] or models:
         write(name, models[name])
+        if name == "word2vec_nce":
+            write_two_trainer_losses(name, model_zoo.word2vec_nce_two_trainers)
 
 
 if __name__ == "__main__":

@@ -128,4 +128,72 @@ def gru():
     return _text("gru")
 
 
-MODELS = {"resnet18": resnet18, "bert": bert, "wide_deep": wide_deep, "lstm": lstm, "gru": gru}
+def _skipgram_batches(vocab, n_batches=4, batch=32, window=2):
+    """Skip-gram (center, context) pairs from a Zipf-distributed corpus."""
+    p = 1.0 / np.arange(1, vocab + 1)
+    corpus = RNG.choice(vocab, 2000, p=p / p.sum())
+    pairs = [(corpus[i], corpus[i + o]) for i in range(window, len(corpus) - window)
+             for o in range(-window, window + 1) if o != 0]
+    pick = RNG.choice(len(pairs), n_batches * batch, replace=False)
+    out = []
+    for b in range(n_batches):
+        sel = np.array([pairs[k] for k in pick[b * batch:(b + 1) * batch]], dtype="int64")
+        out.append({"center": sel[:, :1].copy(), "context": sel[:, 1:].copy()})
+    return out
+
+
+W2V_VOCAB, W2V_DIM = 64, 16
+
+
+def _nce_cost(center, context):
+    """Skip-gram NCE head; parameters named so the two-trainer reference
+    program below shares them."""
+    emb = nn.Embedding(W2V_VOCAB, W2V_DIM, sparse=True, weight_attr=paddle.ParamAttr(name="w2v_emb"))
+    x = paddle.reshape(emb(center), [-1, W2V_DIM])
+    return paddle.static.nn.nce(x, context, num_total_classes=W2V_VOCAB, num_neg_samples=5,
+                                param_attr=paddle.ParamAttr(name="w2v_nce_w"),
+                                bias_attr=paddle.ParamAttr(name="w2v_nce_b"),
+                                sampler="log_uniform", seed=11, is_sparse=True)
+
+
+def _word2vec(head):
+    center = paddle.static.data("center", [-1, 1], "int64")
+    context = paddle.static.data("context", [-1, 1], "int64")
+    if head == "nce":
+        cost = _nce_cost(center, context)
+    else:
+        emb = paddle.reshape(nn.Embedding(W2V_VOCAB, W2V_DIM, sparse=True)(center), [-1, W2V_DIM])
+        cost = nn.HSigmoidLoss(W2V_DIM, W2V_VOCAB, is_sparse=True)(emb, context)
+    loss = paddle.mean(cost)
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    return loss, _skipgram_batches(W2V_VOCAB), "dir"
+
+
+def word2vec_nce_two_trainers():
+    """The reference for word2vec_nce trained by 2 trainers: NCE draws each
+    run's negatives afresh from its seed, so a trainer's half batch gets
+    other negatives than the same rows in the whole batch. Paddle computes
+    here what two trainers do: the NCE head on each half (each drawing as a
+    trainer's would), the loss the mean of the halves' means, one SGD step."""
+    halves = []
+    for h in ("a", "b"):
+        c = paddle.static.data("center_" + h, [-1, 1], "int64")
+        t = paddle.static.data("context_" + h, [-1, 1], "int64")
+        halves.append(paddle.mean(_nce_cost(c, t)))
+    loss = (halves[0] + halves[1]) * 0.5
+    paddle.optimizer.SGD(0.5).minimize(loss)
+    return loss
+
+
+def word2vec_nce():
+    """Skip-gram word2vec: sparse embeddings, NCE (log-uniform negatives, a fixed seed); SGD."""
+    return _word2vec("nce")
+
+
+def word2vec_hsigmoid():
+    """Skip-gram word2vec: sparse embeddings, hierarchical sigmoid (sparse W); SGD."""
+    return _word2vec("hsigmoid")
+
+
+MODELS = {"resnet18": resnet18, "bert": bert, "wide_deep": wide_deep, "lstm": lstm, "gru": gru,
+          "word2vec_nce": word2vec_nce, "word2vec_hsigmoid": word2vec_hsigmoid}

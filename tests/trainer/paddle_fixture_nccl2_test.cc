@@ -84,7 +84,7 @@ TEST_P(PaddleFixtureNccl2Test, TwoTrainersMakePaddlesWholeBatchLosses) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureNccl2Test,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
-                                           "bert", "wide_deep", "lstm", "gru"));
+                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid"));
 
 }  // namespace
 }  // namespace oar

@@ -42,7 +42,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep", "lstm", "gru",
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
                                                                       "axis"));
 
 // The first op of `type` in block 0.
