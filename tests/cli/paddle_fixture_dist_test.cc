@@ -122,7 +122,8 @@ TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureDistTest,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
-                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid"));
+                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec"));
 
 }  // namespace
 }  // namespace oar

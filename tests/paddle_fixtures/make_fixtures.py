@@ -20,6 +20,7 @@ Run where paddlepaddle is importable (pip install paddlepaddle==2.6.2
 need no Paddle.
 """
 import zlib, gzip  # noqa: F401,E401  libpaddle exports its own zlib: import ours first
+import functools
 import os
 import shutil
 import sys
@@ -31,6 +32,7 @@ from paddle.base import core
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_zoo  # noqa: E402
+import fluid1x_zoo  # noqa: E402
 
 STEPS, BATCHES = 20, 4
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "paddle")
@@ -193,7 +195,9 @@ def fashion_mlp():
     return loss, None, "combined"
 
 
-def write(name, build):
+def write(name, build, reference=None):
+    """reference: rewrites the serialized main program into the one whose
+    losses Paddle records (the program saved stays Paddle's own)."""
     out = os.path.join(OUT, name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -201,6 +205,9 @@ def write(name, build):
     main.random_seed = startup.random_seed = 7
     with paddle.static.program_guard(main, startup):
         loss, batches, params = build()
+    run_main = main
+    if reference is not None:
+        run_main = paddle.static.Program.parse_from_string(reference(main.desc.serialize_to_string()))
     with open(os.path.join(out, "main.pb"), "wb") as f:
         f.write(main.desc.serialize_to_string())
     with open(os.path.join(out, "startup.pb"), "wb") as f:
@@ -231,14 +238,22 @@ def write(name, build):
             print("%s: %d ops (programs and params after 3 steps)" % (name, len(main.global_block().ops)))
             return
         feeds = list(batches[0].keys())
+        fed = []
         for i, batch in enumerate(batches):
+            fed.append({})
             for feed, value in batch.items():
                 t = core.LoDTensor()
+                lod = None
+                if isinstance(value, tuple):  # (values, level-1 offsets): a LoD feed
+                    value, lod = value
                 t.set(value, paddle.CPUPlace())
+                if lod is not None:
+                    t.set_lod([lod])
                 core.save_lod_tensor(t, os.path.join(out, "batch_%d.%s" % (i, feed)))
+                fed[-1][feed] = t
         losses = []
         for step in range(STEPS):
-            (v,) = exe.run(main, feed=batches[step % BATCHES], fetch_list=[loss])
+            (v,) = exe.run(run_main, feed=fed[step % BATCHES], fetch_list=[loss.name])
             losses.append(float(np.asarray(v).reshape(-1)[0]))
     with open(os.path.join(out, "losses.txt"), "w") as f:
         f.write("".join("%.9g\n" % v for v in losses))
@@ -284,8 +299,19 @@ def main():
     paddle.set_flags({"FLAGS_use_mkldnn": False})
     models = {"mlp": mlp, "cnn": cnn, "embedding": embedding, "zoo": zoo, "probs": probs, "fluid16": fluid16, "adaptive": adaptive, "axis": axis, "fashion_mlp": fashion_mlp}
     models.update(model_zoo.MODELS)  # whole models (issue 20)
+    for r in fluid1x_zoo.RELEASES:  # Fluid 1.x layouts (issue 20, item 5)
+        for net in ("ctr_dnn", "word2vec"):
+            models["fluid%s_%s" % (r.replace(".", ""), net)] = functools.partial(getattr(fluid1x_zoo, net), r)
     for name in sys.argv[1:] or models:
-        write(name, models[name])
+        fluid1x = name.startswith("fluid1") and "_" in name
+        release = name[5] + "." + name[6] if fluid1x else None
+        # Fluid 1.3-1.6's Adam (scale ops, no aliased beta powers): the losses
+        # recorded are those of its semantics, run by Paddle 2.6's kernels.
+        old_adam = fluid1x and release in ("1.3", "1.5", "1.6")
+        write(name, models[name], fluid1x_zoo.fluid16_adam_reference if old_adam else None)
+        if fluid1x:
+            changed = fluid1x_zoo.as_release(os.path.join(OUT, name), release)
+            print("%s: %d ops rewritten to Fluid %s's layout" % (name, changed, release))
         if name == "word2vec_nce":
             write_two_trainer_losses(name, model_zoo.word2vec_nce_two_trainers)
 

@@ -84,7 +84,8 @@ TEST_P(PaddleFixtureNccl2Test, TwoTrainersMakePaddlesWholeBatchLosses) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureNccl2Test,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
-                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid"));
+                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec"));
 
 }  // namespace
 }  // namespace oar

@@ -103,12 +103,25 @@ inline std::vector<FeedMap> LoadBatches(const std::string& model, const Fixture&
 }
 
 // Trainer `rank`'s share of `batch` among `parts`: rows [rank·n/parts,
-// (rank+1)·n/parts) of every feed.
+// (rank+1)·n/parts) of every dense feed, the same share of the sequences of
+// every LoD feed.
 inline FeedMap Share(const FeedMap& batch, int rank, int parts) {
   FeedMap out;
   for (const auto& [name, t] : batch) {
-    const int64_t n = t.dims()[0];
-    out[name] = t.Slice(rank * n / parts, (rank + 1) * n / parts);
+    if (t.lod().empty()) {
+      const int64_t n = t.dims()[0];
+      out[name] = t.Slice(rank * n / parts, (rank + 1) * n / parts);
+      continue;
+    }
+    // A LoD batch (level 1): this share's sequences, their offsets rebased.
+    const std::vector<size_t>& off = t.lod()[0];
+    const size_t seqs = off.size() - 1;
+    const size_t first = static_cast<size_t>(rank) * seqs / parts, last = static_cast<size_t>(rank + 1) * seqs / parts;
+    Tensor part = t.Slice(static_cast<int64_t>(off[first]), static_cast<int64_t>(off[last]));
+    std::vector<size_t> level;
+    for (size_t s = first; s <= last; ++s) level.push_back(off[s] - off[first]);
+    part.set_lod({level});
+    out[name] = part;
   }
   return out;
 }

@@ -43,6 +43,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec",
                                                                       "axis"));
 
 // The first op of `type` in block 0.
