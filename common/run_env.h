@@ -14,7 +14,10 @@
 // concurrent use and must outlive every executor given the RunEnv.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/data_type.h"
@@ -28,6 +31,16 @@ class Transport;
 class Collective;  // trainer/collective/collective.h
 class Profiler;    // common/profiler/profiler.h
 class OpDesc;      // common/program_desc.h
+class Tensor;      // common/tensor.h
+
+// A table the pservers keep whole as row blocks (Fluid 1.5+'s remote_prefetch
+// lookup tables): block i is the pserver variable table_names[i] on
+// epmap[i], holding height_sections[i] consecutive rows of the table.
+struct RemoteTable {
+  std::vector<std::string> epmap, table_names;
+  std::vector<int64_t> height_sections;
+  int32_t trainer_id = 0;
+};
 
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
@@ -46,6 +59,11 @@ struct RunEnv {
   // needs (GpuCoverageTest). Null: nobody is told. It may be called from
   // several threads at once (a ParallelExecutor's).
   std::function<void(const OpDesc& op, DataType dtype, const Place& where)> on_kernel_chosen;
+  // Reads rows of a RemoteTable from its pservers: `rows` becomes
+  // [ids.size(), width], row k the table's row ids[k]. What a trainer's
+  // lookup_table with remote_prefetch and an epmap calls; null where no
+  // pserver can be asked (such a lookup is then an error).
+  std::function<absl::Status(const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows)> prefetch_rows;
 };
 
 }  // namespace oar

@@ -258,6 +258,10 @@ class ParameterServer : public rpc::RpcHandler {
   void RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, absl::Time arrived, absl::Time began);
   absl::Status HandleCheckpoint(const rpc::IncomingMessage& request);
   absl::Status HandlePrefetch(const rpc::IncomingMessage& request, int trainer, rpc::Reply* reply);
+  // A prefetch naming a parameter block as its table (Fluid 1.5+'s
+  // remote_prefetch tables): that block's rows at the ids, read under the
+  // lock of the block that updates it.
+  absl::Status PrefetchBlockRows(const rpc::IncomingMessage& request, int trainer, rpc::Reply* reply);
   // Restored: ABORTED for a trainer that has not resynced; the resync
   // itself; OK and *covered for a call made before the trainer's resync
   // whose effect the replay or the checkpoint already carries.

@@ -10,6 +10,7 @@
 #include "transpiler/distributed_table.h"
 #include "transpiler/optimize_pass.h"
 #include "transpiler/program_edit.h"
+#include "transpiler/remote_prefetch.h"
 #include "transpiler/slice_variable.h"
 #include "transpiler/transpile_state.h"
 
@@ -181,6 +182,7 @@ void AppendRecvs(TranspileState* s) {
   }
   std::vector<std::string> all_recv;
   for (const auto& sp : s->split) {
+    if (sp.remote_prefetch) continue;  // its lookups read their rows from the pservers
     const std::vector<std::string> out = runtime_split ? std::vector<std::string>{sp.param} : Names(sp.param_blocks);
     all_recv.insert(all_recv.end(), out.begin(), out.end());
     std::map<std::string, Attribute> attrs = {
@@ -198,7 +200,7 @@ void AppendRecvs(TranspileState* s) {
   }
   if (runtime_split) return;
   for (const auto& sp : s->split) {
-    if (!SlicedVar(sp)) continue;
+    if (!SlicedVar(sp) || sp.remote_prefetch) continue;
     *main->AppendOp() = MakeOp("concat", {{"X", Names(sp.param_blocks)}}, {{"Out", {sp.param}}},
                                {{"axis", int32_t{0}}}, kDist);
   }
@@ -291,6 +293,7 @@ absl::Status TranspileTrainer(TranspileState* s) {
   OAR_RETURN_IF_ERROR(SliceAndName(s, params_grads));
   OAR_RETURN_IF_ERROR(InsertSends(s));
   DeclareTableSendOut(s);
+  MarkRemotePrefetchTables(s);
   AppendRecvs(s);
   OAR_RETURN_IF_ERROR(TranspileTableTrainer(s));
   if (s->startup != nullptr) AppendTrainerStartup(s);

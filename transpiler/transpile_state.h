@@ -22,6 +22,9 @@ struct SplitParam {
   std::vector<VarDesc> grad_blocks;    // as the trainer names them: "fc_w@GRAD.block0.trainer_1", …
   std::vector<std::string> endpoints;  // where block i of both lives
   std::string send_out;                // the send op's control variable
+  // A sparse table that lookups read from the pservers (remote_prefetch):
+  // the trainer does not receive it each step (remote_prefetch.h).
+  bool remote_prefetch = false;
 };
 
 // A lookup table distributed over the pservers (is_distributed).

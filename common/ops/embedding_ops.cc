@@ -1,12 +1,17 @@
 // lookup_table (embedding) and Paddle 2.x's lookup_table_v2 (ids without the
 // trailing 1) with dense or sparse (SelectedRows) gradient and padding_idx,
-// and merge_selected_rows.
+// and merge_selected_rows. A lookup with remote_prefetch whose epmap a
+// transpiler filled (Fluid 1.5+'s layout for a sparse table kept whole on
+// the pservers) reads its rows from them (RunEnv::prefetch_rows) instead of
+// its own copy, which a trainer no longer receives.
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
+#include "common/run_env.h"
 #include "common/selected_rows_util.h"
 
 namespace oar {
@@ -49,11 +54,54 @@ absl::Status CheckId(const ExecutionContext& ctx, int64_t id, int64_t i, int64_t
   return absl::OkStatus();
 }
 
+bool RemotePrefetch(const ExecutionContext& ctx) {
+  return ctx.Attr<bool>("remote_prefetch") && !ctx.Attr<std::vector<std::string>>("epmap").empty();
+}
+
+// The rows of Ids from the pservers: each distinct id asked once.
+template <typename T>
+absl::Status RemoteLookupKernel(const ExecutionContext& ctx, const Tensor& ids) {
+  if (ctx.env() == nullptr || !ctx.env()->prefetch_rows) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ctx.op().type, ": W ('", ctx.op().Input("W")[0], "') is kept on the pservers (remote_prefetch, epmap "
+        "set by the transpiler); run the program as a trainer of that job"));
+  }
+  const RemoteTable table{ctx.Attr<std::vector<std::string>>("epmap"),
+                          ctx.Attr<std::vector<std::string>>("table_names"),
+                          ctx.Attr<std::vector<int64_t>>("height_sections"), ctx.Attr<int32_t>("trainer_id")};
+  const int64_t pad = ctx.Attr<int64_t>("padding_idx");
+  const int64_t* ip = ids.data<int64_t>();
+  std::vector<int64_t> unique;
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (!(ip[i] == pad && pad != kNoPadding)) unique.push_back(ip[i]);
+  }
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  Tensor rows;
+  if (!unique.empty()) OAR_RETURN_IF_ERROR(ctx.env()->prefetch_rows(table, unique, &rows));
+  const int64_t width = ctx.Input("W")->dims()[1];
+  if (!unique.empty() && (rows.dtype() != DataTypeOf<T>::value || rows.dims()[1] != width)) {
+    return absl::InternalError(absl::StrCat(ctx.op().type, ": the pservers' rows of '", ctx.op().Input("W")[0],
+                                            "' are ", rows.dims().ToString(), ", not of width ", width));
+  }
+  T* out = ctx.Output("Out")->mutable_data<T>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (ip[i] == pad && pad != kNoPadding) {
+      std::fill(out + i * width, out + (i + 1) * width, T(0));
+      continue;
+    }
+    const size_t at = static_cast<size_t>(std::lower_bound(unique.begin(), unique.end(), ip[i]) - unique.begin());
+    std::memcpy(out + i * width, rows.data<T>() + at * width, sizeof(T) * width);
+  }
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::Status LookupKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* w, RequireInput(ctx, "W"));
   OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Ids", *ids));
+  if (RemotePrefetch(ctx)) return RemoteLookupKernel<T>(ctx, *ids);
   const int64_t rows = w->dims()[0], width = w->dims()[1], pad = ctx.Attr<int64_t>("padding_idx");
   const int64_t* ip = ids->data<int64_t>();
   const T* table = w->data<T>();
@@ -158,7 +206,9 @@ absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
 void RegisterEmbeddingOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
     return info.Attr("is_sparse", false).Attr("is_distributed", false).Attr("padding_idx", int64_t{kNoPadding})
-        .Attr("remote_prefetch", false);
+        .Attr("remote_prefetch", false).Attr("epmap", std::vector<std::string>{})
+        .Attr("table_names", std::vector<std::string>{}).Attr("height_sections", std::vector<int64_t>{})
+        .Attr("trainer_id", int32_t{0});
   };
   for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
     // Ids: the GPU kernels check them on the host, where a fed batch already is.

@@ -65,6 +65,11 @@ absl::StatusOr<const Tensor*> Table(const ExecutionContext& ctx) {
 }
 
 absl::Status LookupKernel(const ExecutionContext& ctx) {
+  if (ctx.Attr<bool>("remote_prefetch") && !ctx.Attr<std::vector<std::string>>("epmap").empty()) {
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": on a GPU, W ('", ctx.op().Input("W")[0],
+                                                 "') cannot be read from the pservers (remote_prefetch); run the "
+                                                 "trainer on the CPU"));
+  }
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const Tensor* w, Table(ctx));
   OAR_ASSIGN_OR_RETURN(const float* table, GpuIn<float>(ctx, "W"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/rpc/client_call.h"
+#include "common/rpc/remote_prefetch.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/status.h"
@@ -267,6 +268,9 @@ RunEnv ClientEnv(RpcClient* client) {
   env.rpc = client;
   env.transport = client->transport();
   env.on_close = [client] { return client->SendCompleteToAll(); };
+  env.prefetch_rows = [client](const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows) {
+    return PrefetchRows(client, table, ids, rows);
+  };
   return env;
 }
 
