@@ -117,13 +117,7 @@ absl::Status LookupKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-void LookupGradVarType(const OpDesc& op, BlockDesc* block) {
-  for (const auto& name : op.Output(GradVarName("W"))) {
-    block->Var(name)->type = op.GetAttr<bool>("is_sparse")
-                                 ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                 : paddle::framework::proto::VarType::LOD_TENSOR;
-  }
-}
+void LookupGradVarType(const OpDesc& op, BlockDesc* block) { SetSparseGradType(op, block, GradVarName("W")); }
 
 absl::Status LookupGradInferShape(InferShapeContext& ctx) {
   OAR_ASSIGN_OR_RETURN(DDim out, LookupOutDims(ctx));

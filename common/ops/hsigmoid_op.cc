@@ -176,12 +176,7 @@ absl::Status HsigmoidGradKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-void GradVarType(const OpDesc& op, BlockDesc* block) {
-  for (const auto& name : op.Output(GradVarName("W"))) {
-    block->Var(name)->type = op.GetAttr<bool>("is_sparse") ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                                             : paddle::framework::proto::VarType::LOD_TENSOR;
-  }
-}
+void GradVarType(const OpDesc& op, BlockDesc* block) { SetSparseGradType(op, block, GradVarName("W")); }
 
 }  // namespace
 

@@ -243,12 +243,7 @@ absl::Status NceGradKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-void GradVarType(const OpDesc& op, BlockDesc* block) {
-  for (const auto& name : op.Output(GradVarName("Weight"))) {
-    block->Var(name)->type = op.GetAttr<bool>("is_sparse") ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                                             : paddle::framework::proto::VarType::LOD_TENSOR;
-  }
-}
+void GradVarType(const OpDesc& op, BlockDesc* block) { SetSparseGradType(op, block, GradVarName("Weight")); }
 
 }  // namespace
 

@@ -2,6 +2,13 @@
 
 namespace oar {
 
+void SetSparseGradType(const OpDesc& op, BlockDesc* block, const std::string& grad_slot) {
+  for (const auto& name : op.Output(grad_slot)) {
+    block->Var(name)->type = op.GetAttr<bool>("is_sparse") ? paddle::framework::proto::VarType::SELECTED_ROWS
+                                                             : paddle::framework::proto::VarType::LOD_TENSOR;
+  }
+}
+
 absl::Status SameShapeAsX(InferShapeContext& ctx) {
   ctx.SetOutputDim("Out", ctx.InputDim("X"));
   ctx.SetOutputDtype("Out", ctx.InputDtype("X"));

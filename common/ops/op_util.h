@@ -21,6 +21,11 @@ namespace oar {
 
 // Out has the shape of X (and shares its LoD).
 absl::Status SameShapeAsX(InferShapeContext& ctx);
+
+// The outputs of `grad_slot` become SelectedRows where the op's is_sparse
+// attribute is set, dense tensors otherwise (the InferVarType of ops with
+// a sparse weight gradient: lookup_table, nce, hierarchical_sigmoid).
+void SetSparseGradType(const OpDesc& op, BlockDesc* block, const std::string& grad_slot);
 // For a grad op: X@GRAD has the shape of X.
 absl::Status GradSameShapeAsX(InferShapeContext& ctx);
 // For ops with no outputs to shape (I/O, RPC, control).
