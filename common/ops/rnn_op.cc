@@ -25,6 +25,7 @@ namespace {
 
 struct Spec {
   std::string mode;
+  bool lstm = false, gru = false, rnn_tanh = false;  // mode, read once (the step loops test it per element)
   int gates = 4, layers = 1, dirs = 1;
   int64_t steps = 0, batch = 0, input = 0, hidden = 0;
   int64_t InputOf(int layer) const { return layer == 0 ? input : dirs * hidden; }
@@ -34,6 +35,7 @@ absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& x) {
   Spec s;
   s.mode = ctx.Attr<std::string>("mode");
   s.gates = s.mode == "LSTM" ? 4 : s.mode == "GRU" ? 3 : 1;
+  s.lstm = s.mode == "LSTM", s.gru = s.mode == "GRU", s.rnn_tanh = s.mode == "RNN_TANH";
   if (s.mode != "LSTM" && s.mode != "GRU" && s.mode != "RNN_TANH" && s.mode != "RNN_RELU") {
     return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": mode '", s.mode,
                                                    "' is not LSTM, GRU, RNN_TANH or RNN_RELU"));
@@ -71,9 +73,18 @@ absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& x) {
   return s;
 }
 
+// Paddle's CPU rnn kernel's activations (phi's detail/activation_functions.h
+// formulas, written here): the sigmoid of the input clipped to [-40, 13],
+// tanh as 2/(1 + e^(-2x)) − 1 with the exponent capped at 40. One expf each,
+// where libm's tanhf costs several times more (a third of an LSTM step).
 template <typename T>
 T Sigmoid(T v) {
-  return T(1) / (T(1) + std::exp(-v));
+  return T(1) / (T(1) + std::exp(-std::clamp(v, T(-40), T(13))));
+}
+
+template <typename T>
+T Tanh(T v) {
+  return T(2) / (T(1) + std::exp(std::min(T(-2) * v, T(40)))) - T(1);
 }
 
 // What one direction of one layer computed, kept for the gradient: per
@@ -96,10 +107,10 @@ void RunDirection(const Spec& s, int dir, const T* x, int64_t in, const T* w_ih,
     for (int64_t j = 0; j < G; ++j) xg[r * G + j] += b_ih[j];
   }
   std::vector<T> h(h0, h0 + N * H), c;
-  if (s.mode == "LSTM") c.assign(c0, c0 + N * H);
+  if (s.lstm) c.assign(c0, c0 + N * H);
   rec->gates.assign(static_cast<size_t>(TN * G), T(0));
-  if (s.mode == "GRU") rec->hc.assign(static_cast<size_t>(TN * H), T(0));
-  if (s.mode == "LSTM") rec->cell.assign(static_cast<size_t>(TN * H), T(0));
+  if (s.gru) rec->hc.assign(static_cast<size_t>(TN * H), T(0));
+  if (s.lstm) rec->cell.assign(static_cast<size_t>(TN * H), T(0));
   for (int64_t step = 0; step < s.steps; ++step) {
     const int64_t t = dir == 0 ? step : s.steps - 1 - step;
     Gemm<T>(false, true, N, G, H, T(1), h.data(), w_hh, T(0), hg.data());
@@ -109,25 +120,25 @@ void RunDirection(const Spec& s, int dir, const T* x, int64_t in, const T* w_ih,
       T* g = rec->gates.data() + (t * N + n) * G;
       T* hn = h.data() + n * H;
       for (int64_t j = 0; j < H; ++j) {
-        if (s.mode == "LSTM") {
+        if (s.lstm) {
           const T i = Sigmoid(a[j] + b[j] + b_hh[j]), f = Sigmoid(a[H + j] + b[H + j] + b_hh[H + j]);
-          const T gg = std::tanh(a[2 * H + j] + b[2 * H + j] + b_hh[2 * H + j]);
+          const T gg = Tanh(a[2 * H + j] + b[2 * H + j] + b_hh[2 * H + j]);
           const T o = Sigmoid(a[3 * H + j] + b[3 * H + j] + b_hh[3 * H + j]);
           T& cn = c[static_cast<size_t>(n * H + j)];
           cn = f * cn + i * gg;
-          hn[j] = o * std::tanh(cn);
+          hn[j] = o * Tanh(cn);
           g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
           rec->cell[static_cast<size_t>((t * N + n) * H + j)] = cn;
-        } else if (s.mode == "GRU") {
+        } else if (s.gru) {
           const T r = Sigmoid(a[j] + b[j] + b_hh[j]), z = Sigmoid(a[H + j] + b[H + j] + b_hh[H + j]);
           const T hcv = b[2 * H + j] + b_hh[2 * H + j];
-          const T cc = std::tanh(a[2 * H + j] + r * hcv);
+          const T cc = Tanh(a[2 * H + j] + r * hcv);
           hn[j] = (hn[j] - cc) * z + cc;
           g[j] = r, g[H + j] = z, g[2 * H + j] = cc;
           rec->hc[static_cast<size_t>((t * N + n) * H + j)] = hcv;
         } else {
           const T v = a[j] + b[j] + b_hh[j];
-          hn[j] = s.mode == "RNN_TANH" ? std::tanh(v) : std::max(v, T(0));
+          hn[j] = s.rnn_tanh ? Tanh(v) : std::max(v, T(0));
           g[j] = hn[j];
         }
         y[(t * N + n) * s.dirs * H + dir * H + j] = hn[j];
@@ -135,7 +146,7 @@ void RunDirection(const Spec& s, int dir, const T* x, int64_t in, const T* w_ih,
     }
   }
   std::copy(h.begin(), h.end(), hT);
-  if (s.mode == "LSTM") std::copy(c.begin(), c.end(), cT);
+  if (s.lstm) std::copy(c.begin(), c.end(), cT);
 }
 
 // The forward pass of every layer: each layer's input (for the gradient),
@@ -152,7 +163,7 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
   const int64_t N = s.batch, H = s.hidden, cells = s.layers * s.dirs;
   const std::vector<const Tensor*> w = ctx.MultiInput("WeightList");
   const std::vector<const Tensor*> pre = ctx.MultiInput("PreState");
-  const size_t want_states = s.mode == "LSTM" ? 2 : 1;
+  const size_t want_states = s.lstm ? 2 : 1;
   if (pre.size() != want_states) {
     return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": PreState holds ", pre.size(), " tensors; ",
                                                    s.mode, " takes ", want_states));
@@ -167,7 +178,7 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
   f.inputs.emplace_back(x.data<T>(), x.data<T>() + x.numel());
   f.records.resize(static_cast<size_t>(cells));
   f.h_last.assign(static_cast<size_t>(cells * N * H), T(0));
-  if (s.mode == "LSTM") f.c_last.assign(static_cast<size_t>(cells * N * H), T(0));
+  if (s.lstm) f.c_last.assign(static_cast<size_t>(cells * N * H), T(0));
   for (int l = 0; l < s.layers; ++l) {
     std::vector<T> y(static_cast<size_t>(s.steps * N * s.dirs * H));
     for (int d = 0; d < s.dirs; ++d) {
@@ -175,8 +186,8 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
       const int64_t off = static_cast<int64_t>(c) * N * H;
       RunDirection<T>(s, d, f.inputs.back().data(), s.InputOf(l), w[2 * c]->data<T>(), w[2 * c + 1]->data<T>(),
                       w[2 * n_cells + 2 * c]->data<T>(), w[2 * n_cells + 2 * c + 1]->data<T>(),
-                      pre[0]->data<T>() + off, s.mode == "LSTM" ? pre[1]->data<T>() + off : nullptr, y.data(),
-                      f.h_last.data() + off, s.mode == "LSTM" ? f.c_last.data() + off : nullptr, &f.records[c]);
+                      pre[0]->data<T>() + off, s.lstm ? pre[1]->data<T>() + off : nullptr, y.data(),
+                      f.h_last.data() + off, s.lstm ? f.c_last.data() + off : nullptr, &f.records[c]);
     }
     if (l + 1 < s.layers) {
       f.inputs.push_back(std::move(y));
@@ -185,6 +196,63 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
     }
   }
   return f;
+}
+
+// Reserve: what the forward pass leaves for rnn_grad (Oar's own layout, as
+// Paddle's Reserve is its own): each upper layer's input, every cell's
+// records, Out and the final states, one after another. rnn_grad reads them
+// back instead of running the forward pass again; where Reserve does not
+// hold exactly that (a program that dropped it), it recomputes.
+template <typename T>
+std::vector<std::vector<T>*> ReserveParts(const Spec& s, Forward<T>* f) {
+  std::vector<std::vector<T>*> parts;
+  for (size_t l = 1; l < f->inputs.size(); ++l) parts.push_back(&f->inputs[l]);
+  for (Record<T>& r : f->records) {
+    parts.push_back(&r.gates);
+    if (s.gru) parts.push_back(&r.hc);
+    if (s.lstm) parts.push_back(&r.cell);
+  }
+  parts.push_back(&f->out);
+  parts.push_back(&f->h_last);
+  if (s.lstm) parts.push_back(&f->c_last);
+  return parts;
+}
+
+template <typename T>
+void PackReserve(const Spec& s, Forward<T>* f, Tensor* reserve) {
+  size_t n = 0;
+  for (const std::vector<T>* p : ReserveParts(s, f)) n += p->size();
+  T* dst = reserve->mutable_data<T>(DDim{static_cast<int64_t>(n)});
+  for (const std::vector<T>* p : ReserveParts(s, f)) dst = std::copy(p->begin(), p->end(), dst);
+}
+
+// The forward pass as the forward op left it; false where Reserve does not
+// hold it.
+template <typename T>
+bool UnpackReserve(const Spec& s, const Tensor& x, const Tensor* reserve, Forward<T>* f) {
+  if (reserve == nullptr || !reserve->initialized() || reserve->dtype() != DataTypeOf<T>::value) return false;
+  const int64_t N = s.batch, H = s.hidden, TN = s.steps * N, cells = s.layers * s.dirs;
+  f->inputs.assign(static_cast<size_t>(s.layers), {});
+  f->inputs[0].assign(x.data<T>(), x.data<T>() + x.numel());
+  for (int l = 1; l < s.layers; ++l) f->inputs[static_cast<size_t>(l)].resize(static_cast<size_t>(TN * s.dirs * H));
+  f->records.assign(static_cast<size_t>(cells), {});
+  for (Record<T>& r : f->records) {
+    r.gates.resize(static_cast<size_t>(TN * s.gates * H));
+    if (s.gru) r.hc.resize(static_cast<size_t>(TN * H));
+    if (s.lstm) r.cell.resize(static_cast<size_t>(TN * H));
+  }
+  f->out.resize(static_cast<size_t>(TN * s.dirs * H));
+  f->h_last.resize(static_cast<size_t>(cells * N * H));
+  if (s.lstm) f->c_last.resize(static_cast<size_t>(cells * N * H));
+  size_t n = 0;
+  for (const std::vector<T>* p : ReserveParts(s, f)) n += p->size();
+  if (static_cast<size_t>(reserve->numel()) != n) return false;
+  const T* src = reserve->data<T>();
+  for (std::vector<T>* p : ReserveParts(s, f)) {
+    std::copy(src, src + p->size(), p->begin());
+    src += p->size();
+  }
+  return true;
 }
 
 absl::Status CheckImplemented(const ExecutionContext& ctx) {
@@ -214,9 +282,8 @@ absl::Status RnnKernel(const ExecutionContext& ctx) {
   const DDim sd{s.layers * s.dirs, s.batch, s.hidden};
   if (!state.empty() && state[0] != nullptr) std::copy(f.h_last.begin(), f.h_last.end(), state[0]->mutable_data<T>(sd));
   if (state.size() > 1 && state[1] != nullptr) std::copy(f.c_last.begin(), f.c_last.end(), state[1]->mutable_data<T>(sd));
-  for (const char* unused : {"Reserve", "DropoutState"}) {  // nothing is kept in them
-    if (Tensor* t = ctx.Output(unused)) t->mutable_data<T>(DDim{1})[0] = T(0);
-  }
+  if (Tensor* t = ctx.Output("Reserve")) PackReserve(s, &f, t);
+  if (Tensor* t = ctx.Output("DropoutState")) t->mutable_data<T>(DDim{1})[0] = T(0);  // no dropout: nothing kept
   return absl::OkStatus();
 }
 
@@ -240,7 +307,10 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "Input"));
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Input", 0, *x));
   OAR_ASSIGN_OR_RETURN(Spec s, ReadSpec(ctx, *x));
-  OAR_ASSIGN_OR_RETURN(Forward<T> f, RunForward<T>(ctx, s, *x));
+  Forward<T> f;
+  if (!UnpackReserve(s, *x, ctx.Input("Reserve"), &f)) {
+    OAR_ASSIGN_OR_RETURN(f, RunForward<T>(ctx, s, *x));
+  }
   const int64_t N = s.batch, H = s.hidden, G = s.gates * H, TN = s.steps * N, DH = s.dirs * H;
   const size_t cells = static_cast<size_t>(s.layers * s.dirs);
   const std::vector<const Tensor*> w = ctx.MultiInput("WeightList");
@@ -280,7 +350,7 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
       const T* w_hh = w[2 * c + 1]->data<T>();
       const int64_t off = static_cast<int64_t>(c) * N * H;
       const T* h0 = pre[0]->data<T>() + off;
-      const T* c0 = s.mode == "LSTM" ? pre[1]->data<T>() + off : nullptr;
+      const T* c0 = s.lstm ? pre[1]->data<T>() + off : nullptr;
       std::vector<T> dxg(static_cast<size_t>(TN * G), T(0)), dhg(static_cast<size_t>(N * G));
       std::vector<T> dh(dh_last.begin() + off, dh_last.begin() + off + N * H);
       std::vector<T> dc(dc_last.begin() + off, dc_last.begin() + off + N * H);
@@ -302,11 +372,11 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
           for (int64_t j = 0; j < H; ++j) {
             const size_t k = static_cast<size_t>(n * H + j);
             const T dhv = dh[k] + dy[(t * N + n) * DH + d * H + j];
-            if (s.mode == "LSTM") {
+            if (s.lstm) {
               const T i = g[j], fg = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
               const T ct = rec.cell[static_cast<size_t>((t * N + n) * H + j)];
               const T cp = first ? c0[k] : rec.cell[static_cast<size_t>((tp * N + n) * H + j)];
-              const T tc = std::tanh(ct);
+              const T tc = Tanh(ct);
               const T dct = dc[k] + dhv * o * (T(1) - tc * tc);
               ax[j] = dct * gg * i * (T(1) - i);
               ax[H + j] = dct * cp * fg * (T(1) - fg);
@@ -315,7 +385,7 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
               for (int q = 0; q < 4; ++q) ah[q * H + j] = ax[q * H + j];
               dc[k] = dct * fg;
               dh_prev[k] = T(0);
-            } else if (s.mode == "GRU") {
+            } else if (s.gru) {
               const T r = g[j], z = g[H + j], cc = g[2 * H + j];
               const T hcv = rec.hc[static_cast<size_t>((t * N + n) * H + j)];
               const T dcc = dhv * (T(1) - z) * (T(1) - cc * cc);
@@ -328,7 +398,7 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
               dh_prev[k] = dhv * z;
             } else {
               const T hv = g[j];
-              ax[j] = s.mode == "RNN_TANH" ? dhv * (T(1) - hv * hv) : (hv > T(0) ? dhv : T(0));
+              ax[j] = s.rnn_tanh ? dhv * (T(1) - hv * hv) : (hv > T(0) ? dhv : T(0));
               ah[j] = ax[j];
               dh_prev[k] = T(0);
             }
@@ -344,7 +414,7 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
         Gemm<T>(false, false, N, H, G, T(1), dhg.data(), w_hh, T(1), dh.data());
       }
       std::copy(dh.begin(), dh.end(), dpre_h.begin() + off);
-      if (s.mode == "LSTM") std::copy(dc.begin(), dc.end(), dpre_c.begin() + off);
+      if (s.lstm) std::copy(dc.begin(), dc.end(), dpre_c.begin() + off);
       // dW_ih += dxgᵀ·x; db_ih += Σ dxg; dx += dxg·W_ih.
       Gemm<T>(true, false, G, in, TN, T(1), dxg.data(), xl.data(), T(1), dw[2 * c].data());
       T* dbi = dw[2 * cells + 2 * c].data();
