@@ -190,8 +190,6 @@ absl::Status SelectOutputKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
-
 }  // namespace
 
 #define OAR_ANY_PLACE(K) Kernel<float>(K).Kernel<float>(K, Place::Kind::kCUDA)
@@ -202,7 +200,7 @@ void RegisterConditionalBlockOps(OpRegistry* r) {
       .Output("Out", kDuplicable | kDispensable).Output("Scope", kDispensable)
       .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).OAR_ANY_PLACE(ConditionalBlockKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(ConditionalBlockKernel);
   r->Register("conditional_block_grad").Input("Cond", kDuplicable | kReadAnywhere)
       .Input("Input", kDuplicable | kDispensable | kReadAnywhere)
       .Input("Out", kDuplicable | kDispensable | kReadAnywhere)
@@ -210,12 +208,12 @@ void RegisterConditionalBlockOps(OpRegistry* r) {
       .Input("Scope", kDispensable | kReadAnywhere).Output(GradVarName("Input"), kDuplicable | kDispensable)
       .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).OAR_ANY_PLACE(ConditionalBlockGradKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(ConditionalBlockGradKernel);
   r->Register("select_input").Input("X", kDuplicable | kDispensable | kReadAnywhere).Input("Mask", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).OAR_ANY_PLACE(SelectInputKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(SelectInputKernel);
   r->Register("select_output").Input("X", kReadAnywhere).Input("Mask", kReadAnywhere)
       .Output("Out", kDuplicable | kDispensable)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).OAR_ANY_PLACE(SelectOutputKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(SelectOutputKernel);
 }
 
 }  // namespace oar

@@ -187,25 +187,23 @@ absl::Status ArrayToTensorKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
-
 }  // namespace
 
 void RegisterTensorArrayOps(OpRegistry* r) {
   r->Register("write_to_array").Input("X").Input("I", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(WriteToArrayKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WriteToArrayKernel);
   r->Register("read_from_array").Input("X", kReadAnywhere).Input("I", kReadAnywhere)
       .Input("X_W", kDispensable | kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(ReadFromArrayKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ReadFromArrayKernel);
   r->Register("lod_array_length").Input("X", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(ArrayLengthKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayLengthKernel);
   r->Register("tensor_array_to_tensor").Input("X", kReadAnywhere).Output("Out").Output("OutIndex", kDispensable)
       .Attr("axis", int32_t{0}).Attr("use_stack", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(ArrayToTensorKernel<false>);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayToTensorKernel<false>);
   r->Register("tensor_array_to_tensor_grad").Input("X", kReadAnywhere).Input("Out", kDispensable)
       .Input("OutIndex", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
       .Attr("axis", int32_t{0}).Attr("use_stack", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(ArrayToTensorKernel<true>);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayToTensorKernel<true>);
 }
 
 }  // namespace oar

@@ -256,8 +256,6 @@ absl::Status WhileGradKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
-
 }  // namespace
 
 void RegisterWhileOps(OpRegistry* r) {
@@ -265,14 +263,14 @@ void RegisterWhileOps(OpRegistry* r) {
       .Input("Condition", kDuplicable | kReadAnywhere).Output("Out", kDuplicable | kDispensable)
       .Output("StepScopes").Attr("sub_block", BlockRef{0}).Attr("is_test", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(WhileKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WhileKernel);
   r->Register("while_grad").Input("X", kDuplicable | kDispensable | kReadAnywhere)
       .Input("Out", kDuplicable | kDispensable | kReadAnywhere)
       .Input(GradVarName("Out"), kDuplicable | kDispensable | kReadAnywhere)
       .Input("StepScopes", kReadAnywhere).Output(GradVarName("X"), kDuplicable | kDispensable)
       .Attr("sub_block", BlockRef{0}).Attr("is_test", false).Attr("original_output_grad", std::vector<std::string>{})
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyDtype).Kernel<float>(WhileGradKernel);
+      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WhileGradKernel);
 }
 
 }  // namespace oar
