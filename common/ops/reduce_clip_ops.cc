@@ -63,18 +63,24 @@ absl::Status ReduceGradInferShape(InferShapeContext& ctx) {
 }
 
 // Maps each input element to its output element: out index = the input
-// index with reduced coordinates dropped.
+// index with reduced coordinates dropped. Walked like an odometer: each
+// step adds the output stride of the coordinate that moved and takes back
+// those of the coordinates that wrapped (a reduced coordinate's stride is 0).
 std::vector<int64_t> OutIndex(const DDim& x, const std::vector<bool>& reduced) {
+  const int rank = x.size();
   std::vector<int64_t> map(static_cast<size_t>(x.numel()));
-  std::vector<int64_t> coord(x.size(), 0);
-  for (int64_t e = 0; e < x.numel(); ++e) {
-    int64_t o = 0;
-    for (int i = 0; i < x.size(); ++i) {
-      if (!reduced[i]) o = o * x[i] + coord[i];
-    }
-    map[e] = o;
-    for (int i = x.size() - 1; i >= 0; --i) {
+  std::vector<int64_t> stride(static_cast<size_t>(rank), 0), coord(static_cast<size_t>(rank), 0);
+  for (int64_t i = rank - 1, s = 1; i >= 0; --i) {
+    if (!reduced[i]) stride[i] = s, s *= x[static_cast<int>(i)];
+  }
+  const int64_t inner = rank == 0 ? 1 : x[rank - 1], inner_stride = rank == 0 ? 0 : stride[rank - 1];
+  int64_t o = 0;
+  for (size_t e = 0; e < map.size(); e += static_cast<size_t>(inner)) {
+    for (int64_t k = 0; k < inner; ++k) map[e + static_cast<size_t>(k)] = o + k * inner_stride;
+    for (int i = rank - 2; i >= 0; --i) {  // carry into the outer coordinates
+      o += stride[i];
       if (++coord[i] < x[i]) break;
+      o -= stride[i] * x[i];
       coord[i] = 0;
     }
   }

@@ -1,5 +1,5 @@
 // The forward pass of the fused `rnn` op (rnn_op.cc): the op's shape
-// (Spec), Paddle's cell activations, one direction of one layer over time,
+// (Spec), one direction of one layer over time,
 // every layer (RunForward), and the records rnn_grad needs, packed into the
 // op's Reserve output and read back from it (Oar's own layout, as Paddle's
 // Reserve is its own).
@@ -17,6 +17,7 @@
 #include "common/blas.h"
 #include "common/op_context.h"
 #include "common/ops/op_util.h"
+#include "common/ops/rnn_activation.h"
 
 namespace oar::rnn_fused {
 
@@ -70,20 +71,6 @@ inline absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& 
   return s;
 }
 
-// Paddle's CPU rnn kernel's activations (phi's detail/activation_functions.h
-// formulas, written here): the sigmoid of the input clipped to [-40, 13],
-// tanh as 2/(1 + e^(-2x)) − 1 with the exponent capped at 40. One expf each,
-// where libm's tanhf costs several times more (a third of an LSTM step).
-template <typename T>
-T Sigmoid(T v) {
-  return T(1) / (T(1) + std::exp(-std::clamp(v, T(-40), T(13))));
-}
-
-template <typename T>
-T Tanh(T v) {
-  return T(2) / (T(1) + std::exp(std::min(T(-2) * v, T(40)))) - T(1);
-}
-
 // What one direction of one layer computed, kept for the gradient: per
 // step, the activated gates (LSTM i f g o; GRU r z c̃ and W_hc·h + b_hc;
 // RNN the output) and the cell state (LSTM).
@@ -108,38 +95,62 @@ void RunDirection(const Spec& s, int dir, const T* x, int64_t in, const T* w_ih,
   rec->gates.assign(static_cast<size_t>(TN * G), T(0));
   if (s.gru) rec->hc.assign(static_cast<size_t>(TN * H), T(0));
   if (s.lstm) rec->cell.assign(static_cast<size_t>(TN * H), T(0));
+  std::vector<T> tc(s.lstm ? static_cast<size_t>(N * H) : 0);
   for (int64_t step = 0; step < s.steps; ++step) {
     const int64_t t = dir == 0 ? step : s.steps - 1 - step;
     Gemm<T>(false, true, N, G, H, T(1), h.data(), w_hh, T(0), hg.data());
+    T* g = rec->gates.data() + t * N * G;  // this step's gates, [N, G]
+    const T* a = xg.data() + t * N * G;
+    // Pre-activations (GRU: of r and z; c̃ waits for r), then Paddle's
+    // activations over whole rows (rnn_activation.h), then the states.
+    const int64_t pre = s.gru ? 2 * H : G;
     for (int64_t n = 0; n < N; ++n) {
-      const T* a = xg.data() + (t * N + n) * G;
-      const T* b = hg.data() + n * G;
-      T* g = rec->gates.data() + (t * N + n) * G;
-      T* hn = h.data() + n * H;
-      for (int64_t j = 0; j < H; ++j) {
-        if (s.lstm) {
-          const T i = Sigmoid(a[j] + b[j] + b_hh[j]), f = Sigmoid(a[H + j] + b[H + j] + b_hh[H + j]);
-          const T gg = Tanh(a[2 * H + j] + b[2 * H + j] + b_hh[2 * H + j]);
-          const T o = Sigmoid(a[3 * H + j] + b[3 * H + j] + b_hh[3 * H + j]);
-          T& cn = c[static_cast<size_t>(n * H + j)];
-          cn = f * cn + i * gg;
-          hn[j] = o * Tanh(cn);
-          g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
-          rec->cell[static_cast<size_t>((t * N + n) * H + j)] = cn;
-        } else if (s.gru) {
-          const T r = Sigmoid(a[j] + b[j] + b_hh[j]), z = Sigmoid(a[H + j] + b[H + j] + b_hh[H + j]);
-          const T hcv = b[2 * H + j] + b_hh[2 * H + j];
-          const T cc = Tanh(a[2 * H + j] + r * hcv);
-          hn[j] = (hn[j] - cc) * z + cc;
-          g[j] = r, g[H + j] = z, g[2 * H + j] = cc;
-          rec->hc[static_cast<size_t>((t * N + n) * H + j)] = hcv;
-        } else {
-          const T v = a[j] + b[j] + b_hh[j];
-          hn[j] = s.rnn_tanh ? Tanh(v) : std::max(v, T(0));
-          g[j] = hn[j];
-        }
-        y[(t * N + n) * s.dirs * H + dir * H + j] = hn[j];
+      for (int64_t j = 0; j < pre; ++j) g[n * G + j] = a[n * G + j] + hg[n * G + j] + b_hh[j];
+    }
+    if (s.lstm) {  // gates i f g o: c = f·c + i·g, h = o·tanh(c)
+      for (int64_t n = 0; n < N; ++n) {
+        SigmoidInPlace(g + n * G, 2 * H);
+        TanhInPlace(g + n * G + 2 * H, H);
+        SigmoidInPlace(g + n * G + 3 * H, H);
       }
+      T* cell = rec->cell.data() + t * N * H;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* gn = g + n * G;
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t k = n * H + j;
+          c[k] = gn[H + j] * c[k] + gn[j] * gn[2 * H + j];
+          cell[k] = c[k];
+        }
+      }
+      std::copy(cell, cell + N * H, tc.begin());
+      TanhInPlace(tc.data(), N * H);
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t j = 0; j < H; ++j) h[n * H + j] = g[n * G + 3 * H + j] * tc[n * H + j];
+      }
+    } else if (s.gru) {  // gates r z c̃: c̃ = tanh(x_c + r·(W_hc·h + b_hc)), h = z·h + (1 − z)·c̃
+      T* hc = rec->hc.data() + t * N * H;
+      for (int64_t n = 0; n < N; ++n) {
+        T* gn = g + n * G;
+        SigmoidInPlace(gn, 2 * H);
+        for (int64_t j = 0; j < H; ++j) {
+          hc[n * H + j] = hg[n * G + 2 * H + j] + b_hh[2 * H + j];
+          gn[2 * H + j] = a[n * G + 2 * H + j] + gn[j] * hc[n * H + j];
+        }
+        TanhInPlace(gn + 2 * H, H);
+        for (int64_t j = 0; j < H; ++j) {
+          const T cc = gn[2 * H + j];
+          h[n * H + j] = (h[n * H + j] - cc) * gn[H + j] + cc;
+        }
+      }
+    } else if (s.rnn_tanh) {
+      TanhInPlace(g, N * G);
+      std::copy(g, g + N * G, h.begin());
+    } else {
+      for (int64_t k = 0; k < N * G; ++k) g[k] = std::max(g[k], T(0));
+      std::copy(g, g + N * G, h.begin());
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      std::copy(h.begin() + n * H, h.begin() + (n + 1) * H, y + (t * N + n) * s.dirs * H + dir * H);
     }
   }
   std::copy(h.begin(), h.end(), hT);

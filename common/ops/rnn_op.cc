@@ -127,6 +127,7 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
       std::vector<T> dh(dh_last.begin() + off, dh_last.begin() + off + N * H);
       std::vector<T> dc(dc_last.begin() + off, dc_last.begin() + off + N * H);
       std::vector<T> hprev(static_cast<size_t>(N * H)), dh_prev(static_cast<size_t>(N * H));
+      std::vector<T> tc(s.lstm ? static_cast<size_t>(N * H) : 0);
       for (int64_t step = s.steps - 1; step >= 0; --step) {
         const int64_t t = d == 0 ? step : s.steps - 1 - step;
         const int64_t tp = d == 0 ? t - 1 : t + 1;  // the step before, in this direction's order
@@ -137,39 +138,50 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
                                                                           : f.out[(tp * N + n) * DH + d * H + j]);
           }
         }
+        if (s.lstm) {  // tanh(c_t), the activation of this step's cell state, all at once
+          std::copy(rec.cell.begin() + t * N * H, rec.cell.begin() + (t + 1) * N * H, tc.begin());
+          TanhInPlace(tc.data(), N * H);
+        }
         for (int64_t n = 0; n < N; ++n) {
           const T* g = rec.gates.data() + (t * N + n) * G;
           T* ax = dxg.data() + (t * N + n) * G;
           T* ah = dhg.data() + n * G;
-          for (int64_t j = 0; j < H; ++j) {
-            const size_t k = static_cast<size_t>(n * H + j);
-            const T dhv = dh[k] + dy[(t * N + n) * DH + d * H + j];
-            if (s.lstm) {
-              const T i = g[j], fg = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
-              const T ct = rec.cell[static_cast<size_t>((t * N + n) * H + j)];
-              const T cp = first ? c0[k] : rec.cell[static_cast<size_t>((tp * N + n) * H + j)];
-              const T tc = Tanh(ct);
-              const T dct = dc[k] + dhv * o * (T(1) - tc * tc);
+          const T* dyn = dy.data() + (t * N + n) * DH + d * H;
+          const int64_t k0 = n * H;
+          if (s.lstm) {
+            const T* cp = first ? c0 + k0 : rec.cell.data() + (tp * N + n) * H;
+            for (int64_t j = 0; j < H; ++j) {
+              const int64_t k = k0 + j;
+              const T dhv = dh[k] + dyn[j];
+              const T i = g[j], fg = g[H + j], gg = g[2 * H + j], o = g[3 * H + j], tcv = tc[k];
+              const T dct = dc[k] + dhv * o * (T(1) - tcv * tcv);
               ax[j] = dct * gg * i * (T(1) - i);
-              ax[H + j] = dct * cp * fg * (T(1) - fg);
+              ax[H + j] = dct * cp[j] * fg * (T(1) - fg);
               ax[2 * H + j] = dct * i * (T(1) - gg * gg);
-              ax[3 * H + j] = dhv * tc * o * (T(1) - o);
-              for (int q = 0; q < 4; ++q) ah[q * H + j] = ax[q * H + j];
+              ax[3 * H + j] = dhv * tcv * o * (T(1) - o);
               dc[k] = dct * fg;
               dh_prev[k] = T(0);
-            } else if (s.gru) {
+            }
+            std::copy(ax, ax + G, ah);
+          } else if (s.gru) {
+            const T* hcv = rec.hc.data() + (t * N + n) * H;
+            for (int64_t j = 0; j < H; ++j) {
+              const int64_t k = k0 + j;
+              const T dhv = dh[k] + dyn[j];
               const T r = g[j], z = g[H + j], cc = g[2 * H + j];
-              const T hcv = rec.hc[static_cast<size_t>((t * N + n) * H + j)];
               const T dcc = dhv * (T(1) - z) * (T(1) - cc * cc);
-              ax[j] = dcc * hcv * r * (T(1) - r);
+              ax[j] = dcc * hcv[j] * r * (T(1) - r);
               ax[H + j] = dhv * (hprev[k] - cc) * z * (T(1) - z);
               ax[2 * H + j] = dcc;
               ah[j] = ax[j];
               ah[H + j] = ax[H + j];
               ah[2 * H + j] = dcc * r;
               dh_prev[k] = dhv * z;
-            } else {
-              const T hv = g[j];
+            }
+          } else {
+            for (int64_t j = 0; j < H; ++j) {
+              const int64_t k = k0 + j;
+              const T dhv = dh[k] + dyn[j], hv = g[j];
               ax[j] = s.rnn_tanh ? dhv * (T(1) - hv * hv) : (hv > T(0) ? dhv : T(0));
               ah[j] = ax[j];
               dh_prev[k] = T(0);
