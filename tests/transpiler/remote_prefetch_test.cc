@@ -37,7 +37,9 @@ TEST(RemotePrefetchTest, TrainerReadsTheTablesRowsFromThePserversInsteadOfReceiv
     if (op.type == "recv" || op.type == "fetch_barrier") {
       EXPECT_FALSE(Mentions(op.Output("Out"), kTable)) << op.type << " still brings the table";
     }
-    if (op.type == "concat") EXPECT_FALSE(Mentions(op.Output("Out"), kTable));
+    if (op.type == "concat") {
+      EXPECT_FALSE(Mentions(op.Output("Out"), kTable));
+    }
     if (op.type != "lookup_table") continue;
     ++lookups;
     EXPECT_EQ(op.GetAttr<std::vector<std::string>>("table_names"),

@@ -40,6 +40,8 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
     const double tol = i < exact_steps ? 1e-5 : 1e-2;
     EXPECT_NEAR(got[i], f.losses[i], tol * std::abs(f.losses[i])) << "step " << i;
   }
+  paddle_fixture::ReportMaxRelativeError(std::vector<double>(got.begin(), got.begin() + exact_steps),
+                                         std::vector<double>(f.losses.begin(), f.losses.begin() + exact_steps));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
