@@ -30,18 +30,27 @@ int RunDeploy(const std::vector<std::string>& args);
 const std::vector<Command>& Commands() {
   static const auto* cmds = new std::vector<Command>{
       {"train", "train a model from examples/, or a program file (e.g. written by paddle.static), in this process",
-       "oar train --model NAME [flags]\n       oar train --program main.pb --startup startup.pb --feed_names IMAGE,LABEL "
-       "--loss_name LOSS [--fetch NAME,...] [--params DIR|FILE] [flags]",
+       "oar train --model NAME [flags]\n       oar train --program main.pb --startup startup.pb --feed_names VAR,... "
+       "--loss_name LOSS [--data fashion_mnist|npy:DIR|npy:FILE.npz | --data_feed DESC --files GLOBS] "
+       "[--test_data npy:DIR | --test_files GLOBS] [--fetch NAME,...] [--params DIR|FILE] [flags]",
        "cli/train_cmd.cc",
        {"program", "startup", "loss_name", "feed_names", "fetch", "params", "selected_gpus", "gpu_allow_tf32",
+        "data_feed", "files", "test_files", "test_data", "dataset", "shuffle", "drop_last", "prefetch",
+        "skip_bad_lines",
         "metrics_port", "metrics_host",
         "metrics_file", "metrics_linger_s", "profile", "profile_sorted_key", "profile_path", "check_nan_inf"},
        RunTrain,
        {{"program", "a main program file (.pb) to train instead of --model (e.g. written by paddle.static)"},
         {"startup", "its startup program file (.pb); required with --program"},
-        {"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test split"},
+        {"fetch", "with --program: scalar variables (e.g. the accuracy) to average over the test data"},
         {"loss_name", "with --program: the loss variable to fetch (also --loss)"},
-        {"feed_names", "with --program: the image and label variables to feed, \"x,label\" (also --feed)"}}},
+        {"feed_names", "with --program: the variables the data feeds, matched by name to npy arrays and MultiSlot "
+                       "slots (Fashion-MNIST: the image, then the label), \"x,label\" (also --feed)"},
+        {"data_feed", "with --program: the DataFeedDesc (Fluid's text format) of MultiSlot --files; each used slot "
+                      "feeds the variable of its name"},
+        {"files", "with --data_feed: the training files, comma-separated paths or globs"},
+        {"test_files", "with --data_feed: MultiSlot files to evaluate on after training (test_loss=, test_<fetch>=)"},
+        {"skip_bad_lines", "with --data_feed: count and skip malformed lines instead of stopping at the first"}}},
       {"deploy", "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
        "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] "
        "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",

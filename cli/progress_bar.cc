@@ -11,7 +11,7 @@
 namespace oar::cli {
 
 ProgressBar::ProgressBar(std::FILE* out, std::string title, int64_t total_steps)
-    : out_(out), title_(std::move(title)), total_(std::max<int64_t>(1, total_steps)),
+    : out_(out), title_(std::move(title)), total_(std::max<int64_t>(1, total_steps)), known_(total_steps > 0),
       tty_(isatty(fileno(out)) != 0), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 double ProgressBar::seconds() const {
@@ -33,6 +33,8 @@ void ProgressBar::Step(int64_t examples, double loss) {
       Draw(false);
       last_draw_ = now;
     }
+  } else if (!known_) {
+    if ((steps_ & (steps_ - 1)) == 0) Draw(false);  // steps 1, 2, 4, 8, ...
   } else if (steps_ * 10 / total_ > last_report_ && steps_ < total_) {
     last_report_ = steps_ * 10 / total_;
     Draw(false);
@@ -42,6 +44,12 @@ void ProgressBar::Step(int64_t examples, double loss) {
 void ProgressBar::Finish() { Draw(true); }
 
 void ProgressBar::Draw(bool final) {
+  if (!known_) {  // a streamed source: how many steps the epoch has is not known until its end
+    std::fprintf(out_, "%s%s step %lld  %8.0f ex/s  loss %.4f%s", tty_ ? "\r" : "", title_.c_str(),
+                 static_cast<long long>(steps_), examples_per_second(), loss_, (final || !tty_) ? "\n" : "");
+    std::fflush(out_);
+    return;
+  }
   constexpr int kWidth = 30;
   int filled = static_cast<int>(kWidth * std::min(steps_, total_) / total_);
   std::string bar(static_cast<size_t>(filled), '=');

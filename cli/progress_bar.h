@@ -17,6 +17,7 @@ namespace oar::cli {
 
 class ProgressBar {
  public:
+  // total_steps <= 0: not known (a streamed source); the bar then counts.
   ProgressBar(std::FILE* out, std::string title, int64_t total_steps);
   // Records one finished step of `examples` examples with the running loss.
   void Step(int64_t examples, double loss);
@@ -31,6 +32,7 @@ class ProgressBar {
   std::FILE* out_;
   std::string title_;
   int64_t total_;
+  bool known_;
   int64_t steps_ = 0;
   int64_t examples_ = 0;
   double loss_ = 0;

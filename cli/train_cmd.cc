@@ -39,8 +39,9 @@ DEFINE_double(lr, 0.001, "learning rate");
 DEFINE_string(optimizer, "adam", "sgd, momentum, adam, lazy_adam (Adam with lazy_mode: a sparse gradient moves only its rows) or adagrad");
 DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
-DEFINE_string(data, "fashion_mnist", "the dataset: fashion_mnist, read from --data_dir (MultiSlot files go through "
-                                     "--data_feed and --files)");
+DEFINE_string(data, "fashion_mnist", "the training data: fashion_mnist (from --data_dir), or with --program your own "
+                                     "arrays, npy:DIR (one <variable>.npy per feed variable, first axis = examples) or "
+                                     "npy:FILE.npz; MultiSlot files go through --data_feed DESC --files GLOBS");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_validator(limit, [](const char*, int64_t v) {
   if (v >= 0) return true;
@@ -112,6 +113,13 @@ absl::Status Train(Profiler* profiler) {
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
+  for (const char* flag : {"data_feed", "files", "test_files", "test_data", "dataset", "shuffle", "drop_last",
+                           "prefetch", "skip_bad_lines", "feed_names", "loss_name", "fetch", "params"}) {
+    if (FlagGiven(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " applies to --program (a program file and your "
+                                                     "data); --model ", FLAGS_model, " trains on Fashion-MNIST"));
+    }
+  }
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
   for (const char* flag : {"reduce", "fuse_elewise_add_act_ops"}) {
     if (places.size() == 1 && FlagGiven(flag)) {

@@ -1,12 +1,14 @@
-// `oar train --program main.pb --startup startup.pb --feed_names IMAGE,LABEL
-// --loss_name LOSS [--fetch NAME,...] [--params PATH]`: trains a program
-// written elsewhere — by Fluid or paddle.static, saved with
-// `program.desc.serialize_to_string()` — unmodified, on Fashion-MNIST, in
-// this process. `--params` starts from persistables Paddle saved
+// `oar train --program main.pb --startup startup.pb --feed_names VAR,...
+// --loss_name LOSS [--fetch NAME,...] [--params PATH]` and the data flags
+// (cli/data_flags.h): trains a program written elsewhere — by Fluid or
+// paddle.static, saved with `program.desc.serialize_to_string()` —
+// unmodified, in this process, on Fashion-MNIST or the user's own data (npy
+// arrays, MultiSlot files). `--params` starts from persistables Paddle saved
 // (`save_persistables`: a directory of per-variable files, or one combined
-// file) instead of the startup program's values. The test split is then
-// run through the program's forward part (backward and optimizer pruned,
-// is_test set), printing test_loss= and test_<name>= for each --fetch.
+// file) instead of the startup program's values. The test data (Fashion-
+// MNIST's t10k, --test_data, --test_files) is then run through the
+// program's forward part (backward and optimizer pruned, is_test set),
+// printing test_loss= and test_<name>= for each --fetch.
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
@@ -17,8 +19,8 @@
 #include "cli/progress_bar.h"
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
-#include "common/data/batcher.h"
-#include "common/data/fashion_mnist.h"
+#include "cli/data_flags.h"
+#include "common/data/feed_check.h"
 #include "common/executor.h"
 #include "common/run_env.h"
 #include "common/program_check.h"
@@ -32,13 +34,10 @@ DECLARE_string(startup);
 DECLARE_string(loss_name);
 DECLARE_string(feed_names);
 DECLARE_string(fetch);
-DECLARE_string(data_dir);
 DECLARE_int32(epochs);
 DECLARE_int32(batch_size);
-DECLARE_int64(limit);
 DECLARE_int64(max_steps);
 DECLARE_string(step_log);
-DECLARE_int32(seed);
 
 namespace oar::cli {
 namespace {
@@ -64,17 +63,13 @@ absl::Status RefuseModelFlags() {
   return absl::OkStatus();
 }
 
-// The image batch [n, 784] in the shape the program's feed declares
-// ([-1, 784], [-1, 1, 28, 28], ...), without copying.
-absl::Status ShapeLikeVar(const VarDesc& var, Tensor* x) {
-  DDim want;
-  for (int64_t d : var.shape) want.push_back(d < 0 ? x->dims()[0] : d);
-  if (want.numel() != x->numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "' is declared ", DDim(var.shape).ToString(),
-                                                   "; a Fashion-MNIST batch is ", x->dims().ToString()));
+// A fetched loss or metric as a number: a float scalar (one element).
+absl::StatusOr<double> ScalarOf(const Tensor& t, const std::string& name) {
+  if (t.numel() != 1 || (t.dtype() != DataType::kFloat32 && t.dtype() != DataType::kFloat64)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a float scalar (", DataTypeName(t.dtype()), " ",
+                                                   t.dims().ToString(), "): fetch a loss or metric of one value"));
   }
-  x->Resize(want);
-  return absl::OkStatus();
+  return t.dtype() == DataType::kFloat32 ? static_cast<double>(t.data<float>()[0]) : t.data<double>()[0];
 }
 
 // Every loaded persistable has the shape the program declares (load ops take
@@ -99,20 +94,27 @@ absl::Status CheckLoadedShapes(const ProgramDesc& main, const Scope& scope) {
 
 absl::Status TrainProgram(Profiler* profiler) {
   OAR_RETURN_IF_ERROR(RefuseModelFlags());
-  if (FLAGS_epochs < 1 || FLAGS_batch_size < 1) return absl::InvalidArgumentError("--epochs and --batch_size must be >= 1");
+  if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  OAR_ASSIGN_OR_RETURN(const DataConfig data, DataConfigFromFlags());
   OAR_ASSIGN_OR_RETURN(auto main, ReadProgram(FLAGS_program, "--program"));
   OAR_ASSIGN_OR_RETURN(auto startup, ReadProgram(FLAGS_startup, "--startup"));
   const std::vector<std::string> feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
   const std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
-  if (FLAGS_loss_name.empty() || feeds.size() != 2) {
-    return absl::InvalidArgumentError("--program needs --loss_name LOSS and --feed_names IMAGE,LABEL");
+  if (FLAGS_loss_name.empty() || feeds.empty()) {
+    return absl::InvalidArgumentError("--program needs --loss_name LOSS and --feed_names VAR,... (the variables the "
+                                      "data feeds; for Fashion-MNIST the image, then the label)");
   }
-  std::vector<std::string> named = {FLAGS_loss_name, feeds[0], feeds[1]};
+  std::vector<std::string> named = {FLAGS_loss_name};
   named.insert(named.end(), fetch.begin(), fetch.end());
   for (const std::string& n : named) {
     if (main->Block(0).FindVar(n) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(FLAGS_program, " has no variable '", n, "'"));
     }
+  }
+  std::vector<const VarDesc*> vars;
+  for (const std::string& n : feeds) {
+    OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(*main, FLAGS_program, n));
+    vars.push_back(v);
   }
   RunEnv env;  // env.profiler is set for the training steps only
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
@@ -127,62 +129,63 @@ absl::Status TrainProgram(Profiler* profiler) {
   targets.insert(targets.end(), fetch.begin(), fetch.end());
   const ProgramDesc test_program = PruneToTargets(*main, feeds, targets);
 
-  OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
-  OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
-  if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {
-    train.images = train.images.Slice(0, FLAGS_limit);
-    train.labels = train.labels.Slice(0, FLAGS_limit);
-  }
-  std::fprintf(stderr, "oar train: %s (%zu ops), %lld training / %lld test examples, batch %d%s\n",
-               FLAGS_program.c_str(), main->Block(0).OpSize(), static_cast<long long>(train.size()),
-               static_cast<long long>(test.size()), FLAGS_batch_size,
+  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> train, MakeTrainSource(data, vars));
+  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> test, MakeTestSource(data, vars, 500));
+  std::fprintf(stderr, "oar train: %s (%zu ops) on %s, batch %d%s\n", FLAGS_program.c_str(), main->Block(0).OpSize(),
+               train->Describe().c_str(), FLAGS_batch_size,
                FLAGS_params.empty() ? "" : (", from " + FLAGS_params).c_str());
-  const VarDesc& image = *main->Block(0).FindVar(feeds[0]);
-  Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
-  Tensor x, y;
   env.profiler = profiler;
   double seconds = 0, last_loss = 0;
   int64_t examples = 0, steps = 0;
   metrics::StepRecorder recorder;
+  FeedBatch batch;
+  int64_t epoch_steps = train->batches_per_epoch();  // streamed files: known after the first epoch
   for (int epoch = 1; epoch <= FLAGS_epochs && !(FLAGS_max_steps > 0 && steps >= FLAGS_max_steps); ++epoch) {
-    ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), batches.num_batches());
-    batches.Reset();
-    while ((FLAGS_max_steps <= 0 || steps < FLAGS_max_steps) && batches.Next(&x, &y)) {
-      OAR_RETURN_IF_ERROR(ShapeLikeVar(image, &x));
+    ProgressBar bar(stderr, absl::StrFormat("epoch %d/%d", epoch, FLAGS_epochs), epoch_steps);
+    OAR_RETURN_IF_ERROR(train->StartEpoch(epoch - 1));
+    const int64_t steps_before = steps;
+    while (FLAGS_max_steps <= 0 || steps < FLAGS_max_steps) {
+      OAR_ASSIGN_OR_RETURN(const bool more, train->Next(&batch));
+      if (!more) break;
       recorder.Start();
-      OAR_ASSIGN_OR_RETURN(auto out, exe.Run(*main, &scope, {{feeds[0], x}, {feeds[1], y}}, {FLAGS_loss_name}));
-      recorder.Done(x.dims()[0]);
-      last_loss = out[0].data<float>()[0];
+      OAR_ASSIGN_OR_RETURN(auto out, exe.Run(*main, &scope, batch.feeds, {FLAGS_loss_name}));
+      recorder.Done(batch.examples);
+      OAR_ASSIGN_OR_RETURN(last_loss, ScalarOf(out[0], FLAGS_loss_name));
       OAR_RETURN_IF_ERROR(CheckLossFinite(last_loss, steps + 1, epoch));
-      bar.Step(x.dims()[0], last_loss);
+      bar.Step(batch.examples, last_loss);
       step_log.Add(last_loss);
       ++steps;
-      examples += x.dims()[0];
+      examples += batch.examples;
     }
     bar.Finish();
     seconds += bar.seconds();
+    if (epoch_steps <= 0 && (FLAGS_max_steps <= 0 || steps < FLAGS_max_steps)) epoch_steps = steps - steps_before;
   }
   env.profiler = nullptr;  // the profile covers the training steps
-  // The test split through the forward part, each target averaged over examples.
-  std::vector<double> sums(targets.size(), 0.0);
-  Batcher test_batches(test, 500, /*shuffle=*/false);
-  while (test_batches.Next(&x, &y)) {
-    OAR_RETURN_IF_ERROR(ShapeLikeVar(image, &x));
-    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(test_program, &scope, {{feeds[0], x}, {feeds[1], y}}, targets));
-    for (size_t i = 0; i < targets.size(); ++i) {
-      if (out[i].dtype() != DataType::kFloat32 || out[i].numel() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat("--fetch '", targets[i], "' is not a float32 scalar (",
-                                                       out[i].dims().ToString(), ")"));
-      }
-      sums[i] += out[i].data<float>()[0] * x.dims()[0];
-    }
-  }
-  std::printf("trained %s: %d epoch(s), %lld examples in %.1f s (%.0f examples/s), last batch loss %.4f\n",
+  std::printf("trained %s: %d epoch(s), %lld examples in %.1f s (%.0f examples/s), last batch loss %.9g\n",
               FLAGS_program.c_str(), FLAGS_epochs, static_cast<long long>(examples), seconds,
               examples / std::max(seconds, 1e-9), last_loss);
-  std::printf("test_loss=%.4f\n", sums[0] / test.size());
-  for (size_t i = 1; i < targets.size(); ++i) std::printf("test_%s=%.4f\n", targets[i].c_str(), sums[i] / test.size());
+  if (test == nullptr) return absl::OkStatus();
+  // The test data through the forward part, each target averaged over examples.
+  std::vector<double> sums(targets.size(), 0.0);
+  int64_t tested = 0;
+  OAR_RETURN_IF_ERROR(test->StartEpoch(0));
+  while (true) {
+    OAR_ASSIGN_OR_RETURN(const bool more, test->Next(&batch));
+    if (!more) break;
+    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(test_program, &scope, batch.feeds, targets));
+    for (size_t i = 0; i < targets.size(); ++i) {
+      OAR_ASSIGN_OR_RETURN(const double v, ScalarOf(out[i], targets[i]));
+      sums[i] += v * static_cast<double>(batch.examples);
+    }
+    tested += batch.examples;
+  }
+  if (tested == 0) return absl::InvalidArgumentError(absl::StrCat(test->Describe(), ": no test examples"));
+  std::printf("test_loss=%.6g\n", sums[0] / static_cast<double>(tested));
+  for (size_t i = 1; i < targets.size(); ++i) {
+    std::printf("test_%s=%.6g\n", targets[i].c_str(), sums[i] / static_cast<double>(tested));
+  }
   return absl::OkStatus();
 }
 

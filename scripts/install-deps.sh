@@ -12,7 +12,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ninja-build ccache
   protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
-  libabsl-dev libboost-dev libssl-dev libopenblas-dev libeigen3-dev libxxhash-dev zlib1g-dev
+  libabsl-dev libboost-dev libssl-dev libopenblas-dev libeigen3-dev libxxhash-dev libzip-dev zlib1g-dev
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist

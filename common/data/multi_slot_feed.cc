@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
+#include "common/status.h"
+
 namespace oar {
 
 bool FileQueue::Next(std::string* file) {
@@ -73,6 +75,29 @@ absl::Status MultiSlotDataFeed::Close() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> MultiSlotDataFeed::NextLine(std::string_view* line) {
+  while (true) {
+    if (in_ == nullptr) {
+      std::string file;
+      if (!files_->Next(&file)) return false;
+      OAR_RETURN_IF_ERROR(Open(file));
+    }
+    absl::StatusOr<bool> more = lines_->Next(line);
+    if (!more.ok()) {
+      return absl::DataLossError(absl::StrCat("reading '", file_, "' after line ", line_no_, ": ", more.status().message()));
+    }
+    if (!*more) {
+      OAR_RETURN_IF_ERROR(Close());
+      continue;
+    }
+    ++line_no_;
+    if (options_.line_shards > 1 && (line_no_ - 1) % options_.line_shards != options_.line_shard) continue;
+    while (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+    if (line->find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line
+    return true;
+  }
+}
+
 absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
   int64_t lines = 0, instances = 0;  // counted here, added to the shared stats once per batch
   absl::Cleanup publish = [&] {
@@ -80,23 +105,9 @@ absl::StatusOr<bool> MultiSlotDataFeed::Next(std::vector<Tensor>* batch) {
     stats_->instances.fetch_add(instances);
   };
   while (batch_.size() < desc_.batch_size()) {
-    if (in_ == nullptr) {
-      std::string file;
-      if (!files_->Next(&file)) break;
-      if (absl::Status s = Open(file); !s.ok()) return s;
-    }
     std::string_view line;
-    absl::StatusOr<bool> more = lines_->Next(&line);
-    if (!more.ok()) {
-      return absl::DataLossError(absl::StrCat("reading '", file_, "' after line ", line_no_, ": ", more.status().message()));
-    }
-    if (!*more) {
-      if (absl::Status s = Close(); !s.ok()) return s;
-      continue;
-    }
-    ++line_no_;
-    while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line
+    OAR_ASSIGN_OR_RETURN(const bool more, NextLine(&line));
+    if (!more) break;
     ++lines;
     absl::Status s = batch_.AddLine(line);
     if (!s.ok()) {

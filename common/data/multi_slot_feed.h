@@ -61,6 +61,10 @@ struct FeedStats {
 
 struct MultiSlotFeedOptions {
   bool skip_bad_lines = false;
+  // Sharding by record: only lines whose number in their file, from 0, is
+  // ≡ line_shard (mod line_shards) are read (when a job has fewer files
+  // than trainers, each trainer reads every file and takes its lines).
+  int64_t line_shard = 0, line_shards = 1;
 };
 
 class MultiSlotDataFeed {
@@ -75,6 +79,11 @@ class MultiSlotDataFeed {
   // tensor per used slot. false when every file has been read.
   absl::StatusOr<bool> Next(std::vector<Tensor>* batch);
   const std::vector<std::string>& names() const { return batch_.names(); }
+  // Instead of Next: the next line of this feed's share, unparsed (valid
+  // until the next call), with where() naming it; false when every file has
+  // been read. InMemorySource keeps the lines and parses them per epoch.
+  absl::StatusOr<bool> NextLine(std::string_view* line);
+  std::string where() const { return file_ + ":" + std::to_string(line_no_); }
 
  private:
   absl::Status Open(const std::string& file);

@@ -124,8 +124,14 @@ TEST(PaddleProgramTest, MisuseIsAClearError) {
        "convert them with `python3 scripts/pdparams_to_fluid.py " + kFixture + "/model --out DIR`"},
       {kArgs + "--params " + kFixture + "/model", "is paddle.static.save's pickled format"},
       {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb",
-       "--program needs --loss_name LOSS and --feed_names IMAGE,LABEL"},
-      {kArgs + "--data cifar10", "--data 'cifar10': the dataset oar's commands train on is fashion_mnist"},
+       "--program needs --loss_name LOSS and --feed_names VAR,..."},
+      {kArgs + "--data cifar10", "--data cifar10: give fashion_mnist, npy:DIR (one <variable>.npy per feed) or "
+                                 "npy:FILE.npz"},
+      {kArgs + "--data_feed x.desc", "--data_feed needs the training files: --files"},
+      {kArgs + "--shuffle sometimes", "--shuffle sometimes: give none, local or global"},
+      {kArgs + "--dataset in_memory", "--dataset applies to --data_feed"},
+      {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb --feed_names x --loss_name "
+       "mean_1.tmp_0", "--data fashion_mnist feeds two variables (the image, then the label); --feed_names names 1"},
   };
   for (const auto& c : cases) {
     Result r = Oar(c.args + " --limit 100 --epochs 1");

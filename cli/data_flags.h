@@ -1,0 +1,51 @@
+// The data layer's flags (issue 21's "one data layer"), read once into a
+// DataConfig, and the FeedSources they describe for a trainer and for its
+// evaluation. Sources: --data fashion_mnist (the default), --data npy:DIR
+// or npy:FILE.npz (one array per feed variable), --data_feed DESC --files
+// GLOBS (Fluid's MultiSlot files). Every command that trains a program
+// reads its data through here.
+//
+// Thread-safety: call from main's thread (flags are read here).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/data/feed_source.h"
+#include "common/program_desc.h"
+
+namespace oar::cli {
+
+struct DataConfig {
+  std::string data;       // fashion_mnist, npy:DIR, npy:FILE.npz; "" with data_feed
+  std::string data_dir;   // Fashion-MNIST's IDX files
+  std::string data_feed;  // a DataFeedDesc file: MultiSlot files
+  std::string files, test_files;  // with data_feed: comma-separated paths or globs
+  std::string test_data;  // npy:DIR or npy:FILE.npz to evaluate on
+  bool in_memory = false;  // --dataset in_memory (MultiSlot)
+  std::string shuffle;     // none, local or global
+  bool drop_last = false;
+  int prefetch = 2;
+  int64_t batch_size = 128, limit = 0;
+  uint64_t seed = 1;
+  bool skip_bad_lines = false;
+};
+
+// Reads and checks the flags (a conflicting or unknown value is an error
+// naming the flag).
+absl::StatusOr<DataConfig> DataConfigFromFlags();
+
+// Trainer `shard` of `shards`'s training batches for the feed variables
+// `vars` (in --feed_names order: for Fashion-MNIST the image, then the
+// label), read ahead on a thread when prefetch > 0.
+absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,
+                                                            int64_t shard = 0, int64_t shards = 1);
+
+// The evaluation batches (in order, every example), or nullptr when the
+// configuration names no test data (Fashion-MNIST's is its t10k split).
+absl::StatusOr<std::unique_ptr<FeedSource>> MakeTestSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,
+                                                           int64_t batch_size);
+
+}  // namespace oar::cli
