@@ -79,12 +79,16 @@ const std::vector<Command>& Commands() {
         "runtime_split_send_recv", "loss_name", "feed_names", "data_feed", "files", "threads", "fetch", "debug",
         "skip_bad_lines", "test_files", "params", "metrics_port", "metrics_host", "metrics_file",
         "metrics_linger_s", "profile", "profile_sorted_key", "profile_path", "device", "selected_gpus",
-        "gpu_allow_tf32", "collective_transport", "check_nan_inf"},
+        "gpu_allow_tf32", "collective_transport", "check_nan_inf", "test_data", "dataset", "shuffle", "drop_last",
+        "prefetch"},
        RunRun,
        {{"batch_size", "the global batch (default 128): each trainer takes batch_size / trainers"},
-        {"data_feed", "trainers train from MultiSlot files with AsyncExecutor threads (pserver mode; see async-train)"},
-        {"files", "with --data_feed: the training files; trainer t takes file i when i % trainers == t"},
-        {"test_files", "with --data_feed and a model: trainer 0 ends by predicting them (test_auc=, test_loss=)"}},
+        {"data_feed", "trainers train from MultiSlot files: a --program in sync or nccl2 mode through the data layer "
+                      "(--dataset, --shuffle), a --model or an --async program with AsyncExecutor threads"},
+        {"files", "with --data_feed: the training files; trainer t takes file i when i % trainers == t (every "
+                  "file's line l when l % trainers == t, when there are fewer files than trainers)"},
+        {"test_files", "with --data_feed: trainer 0 ends by evaluating on them (a model's test_auc=; a program's "
+                       "test_loss= and test_<fetch>=)"}},
        {"/common/rpc/", "/pserver/", "/trainer/"}},
       {"launch", "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",
@@ -98,7 +102,7 @@ const std::vector<Command>& Commands() {
         "split_method", "runtime_split_send_recv", "program", "startup", "loss_name", "feed_names",
         "checkpoint_dir", "checkpoint_every", "fuse_all_reduce_ops", "data_feed", "files", "threads", "fetch",
         "skip_bad_lines", "test_files", "params", "metrics_linger_s", "device", "selected_gpus", "gpu_allow_tf32",
-        "collective_transport", "check_nan_inf"},
+        "collective_transport", "check_nan_inf", "test_data", "dataset", "shuffle", "drop_last", "prefetch"},
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
         {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},
@@ -107,9 +111,12 @@ const std::vector<Command>& Commands() {
                              "work ends, so a scrape sees the totals (default 0)"},
         {"mode", "pserver (pservers and trainers) or nccl2 (trainers that all-reduce among themselves)"},
         {"batch_size", "the global batch (default 128): each trainer takes batch_size / trainers"},
-        {"data_feed", "trainers train from MultiSlot files with AsyncExecutor threads (pserver mode; see async-train)"},
-        {"files", "with --data_feed: the training files, shared among the trainers by index"},
-        {"test_files", "with --data_feed and a model: trainer 0 ends by predicting them (test_auc=)"}},
+        {"data_feed", "trainers train from MultiSlot files: a --program in sync or nccl2 mode through the data layer "
+                      "(--dataset, --shuffle), a --model or an --async program with AsyncExecutor threads"},
+        {"files", "with --data_feed: the training files, shared among the trainers by index (by line when fewer "
+                  "than the trainers)"},
+        {"test_files", "with --data_feed: trainer 0 ends by evaluating on them (test_auc= for a model; test_loss= "
+                       "and test_<fetch>= for a program)"}},
        {"/common/rpc/", "/trainer/"}},
       {"async-train", "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
        "oar async-train (--program main.pb --startup startup.pb | --model ctr_dnn) --data_feed data.prototxt "

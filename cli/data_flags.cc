@@ -49,7 +49,8 @@ ArraySourceOptions ArrayOptions(const DataConfig& c, int64_t shard, int64_t shar
                             .seed = c.seed,
                             .shard = shard,
                             .shards = shards,
-                            .drop_last = c.drop_last};
+                            .drop_last = c.drop_last,
+                            .min_batch = c.min_batch};
 }
 
 // Fashion-MNIST's split as the two feed variables' arrays.

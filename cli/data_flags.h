@@ -27,6 +27,7 @@ struct DataConfig {
   bool in_memory = false;  // --dataset in_memory (MultiSlot)
   std::string shuffle;     // none, local or global
   bool drop_last = false;
+  int64_t min_batch = 1;  // arrays: a last batch of fewer is left out (the places it is split across)
   int prefetch = 2;
   int64_t batch_size = 128, limit = 0;
   uint64_t seed = 1;

@@ -54,6 +54,7 @@ DECLARE_string(pservers);
 DECLARE_int32(trainers);
 DECLARE_bool(async);
 DECLARE_bool(sync);
+DECLARE_string(program);
 DECLARE_string(mode);
 DECLARE_int32(cpu_num);  // run_cmd.cc
 DECLARE_int32(batch_size);  // train_cmd.cc
@@ -154,7 +155,10 @@ absl::Status Launch() {
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
   if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
   std::string batch_note;
-  if (FLAGS_data_feed.empty()) {  // the trainers split --batch_size between them (oar run)
+  // AsyncExecutor trainers (a model's or an async program's --data_feed)
+  // take the DataFeedDesc's batch; the others split --batch_size (oar run).
+  const bool async_executor = !FLAGS_data_feed.empty() && (FLAGS_program.empty() || FLAGS_async || !FLAGS_sync);
+  if (!async_executor) {
     if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
     const int batch = std::max(1, FLAGS_batch_size / trainers);
     OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(FLAGS_cpu_num, batch,
@@ -172,12 +176,13 @@ absl::Status Launch() {
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
   OAR_RETURN_IF_ERROR(
-      RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .gpu = place.is_gpu()}));
+      RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .async_executor = async_executor,
+                                 .gpu = place.is_gpu()}));
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());
     if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
-    if (FlagGiven("data_feed")) {
+    if (async_executor) {
       return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
     }
     if (nccl2 && !NcclAvailable()) {
@@ -353,7 +358,7 @@ absl::Status Launch() {
   if (!FLAGS_timeline.empty()) OAR_RETURN_IF_ERROR(MergeTimeline(names));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const LaunchShape shape{
-      .nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode, .data_feed = FlagGiven("data_feed")};
+      .nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode, .data_feed = async_executor};
   PrintLaunchSummary(shape, monitor.Trainers(), monitor.FirstStepSeconds(), wall, names, metrics_files);
   return absl::OkStatus();
 }

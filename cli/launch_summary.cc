@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -94,6 +96,7 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
   double train_seconds = 0, loss = 0;
   std::string accuracy = "n/a", test_loss = "n/a", auc;
   std::vector<std::string> unused;
+  std::map<std::string, std::string> fetched;  // a program's --fetch metrics over the test data: test_<name>
   int index = 0;
   for (const auto& r : reports) {
     auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
@@ -108,6 +111,9 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
     if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
     if (!get("test_loss").empty()) test_loss = get("test_loss");
     if (!get("test_auc").empty()) auc = get("test_auc");
+    for (const auto& [k, v] : r.result) {
+      if (absl::StartsWith(k, "test_") && k != "test_loss" && k != "test_accuracy" && k != "test_auc") fetched[k] = v;
+    }
     int64_t left = 0;
     if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
     ++index;
@@ -145,6 +151,7 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
   } else {
     std::printf("test_auc=%s\n", auc.c_str());
   }
+  for (const auto& [k, v] : fetched) std::printf("%s=%s\n", k.c_str(), v.c_str());
 }
 
 }  // namespace oar::cli

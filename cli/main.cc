@@ -87,13 +87,12 @@ int main(int argc, char** argv) {
       }
     }
     if (absl::Status s = oar::cli::CheckFlagsRead(cmd, given); !s.ok()) return oar::cli::Fail(std::string(s.message()));
-    // Your own arrays: `oar train --program` reads them (cli/data_flags.h); the
-    // distributed commands do not yet.
-    const bool own_data = cmd.name == "train" && !FLAGS_program.empty();
+    // Your own arrays: a program file's trainers read them (cli/data_flags.h).
+    const bool own_data = !FLAGS_program.empty() && cmd.name != "async-train";
     if (oar::cli::CommandReads(cmd, "data") && FLAGS_data != "fashion_mnist" && !own_data) {
-      return oar::cli::Fail("--data '" + FLAGS_data + "': " + cmd.name + (cmd.name == "train" ? " --model" : "") +
-                            " trains on fashion_mnist (read from --data_dir); `oar train --program` also reads "
-                            "npy:DIR and npy:FILE.npz; MultiSlot files go through --data_feed and --files");
+      return oar::cli::Fail("--data '" + FLAGS_data + "': " + cmd.name + " --model trains on fashion_mnist (read from "
+                            "--data_dir); a --program also reads npy:DIR and npy:FILE.npz; MultiSlot files go "
+                            "through --data_feed and --files");
     }
     return cmd.run(args);
   }

@@ -14,6 +14,7 @@ namespace oar::cli {
 struct JobMode {
   bool nccl2 = false;      // --mode nccl2
   bool data_feed = false;  // trainers read MultiSlot files (--data_feed)
+  bool async_executor = false;  // ... with AsyncExecutor threads (a model's, or async)
   bool gpu = false;        // --device gpu
 };
 

@@ -116,19 +116,27 @@ absl::Status RunRole(const RoleEnv& env) {
   std::unique_ptr<ModelPrograms> model;
   ProgramDesc main, startup;
   OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
-  // A trainer that reads MultiSlot files runs AsyncExecutor threads.
+  // MultiSlot files are read by AsyncExecutor threads for a model (CTR) or
+  // an async program; a program in sync or nccl2 mode reads them, like
+  // arrays, through the data layer (cli/data_flags.h).
   const bool from_files = FlagGiven("data_feed");
-  if (from_files && nccl2) return absl::InvalidArgumentError("--data_feed trains in pserver mode; drop --mode nccl2");
-  if (from_files && FLAGS_device != "cpu") {
+  const bool async_executor = from_files && (model != nullptr || !config.sync_mode);
+  if (async_executor && nccl2) {
+    return absl::InvalidArgumentError("--data_feed with --model trains in pserver mode (AsyncExecutor threads); drop "
+                                      "--mode nccl2, or give the program file (--program) to train it collectively");
+  }
+  if (async_executor && FLAGS_device != "cpu") {
     return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
   }
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = from_files, .gpu = FLAGS_device == "gpu"}));
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores(
+      {.nccl2 = nccl2, .data_feed = from_files, .async_executor = async_executor, .gpu = FLAGS_device == "gpu"}));
   TrainerIo io;
-  if (env.role == RoleEnv::Role::kTrainer && !from_files) {
+  if (env.role == RoleEnv::Role::kTrainer && !async_executor) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
-  if (FlagGiven("params") && from_files) {
-    return absl::InvalidArgumentError("--params does not apply to --data_feed trainers yet");
+  if (FlagGiven("params") && async_executor) {
+    return absl::InvalidArgumentError("--params does not apply to AsyncExecutor trainers (--data_feed with --model or "
+                                      "--async) yet");
   }
   const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);
@@ -139,7 +147,9 @@ absl::Status RunRole(const RoleEnv& env) {
     OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
                                     config.sync_mode, &startup, env.current_endpoint));
   }
-  if (env.role == RoleEnv::Role::kTrainer && from_files) return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
+  if (env.role == RoleEnv::Role::kTrainer && async_executor) {
+    return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
+  }
   if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2, origin, profile->profiler());
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,

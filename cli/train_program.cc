@@ -20,6 +20,7 @@
 #include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "cli/data_flags.h"
+#include "cli/program_eval.h"
 #include "common/data/feed_check.h"
 #include "common/executor.h"
 #include "common/run_env.h"
@@ -61,15 +62,6 @@ absl::Status RefuseModelFlags() {
     }
   }
   return absl::OkStatus();
-}
-
-// A fetched loss or metric as a number: a float scalar (one element).
-absl::StatusOr<double> ScalarOf(const Tensor& t, const std::string& name) {
-  if (t.numel() != 1 || (t.dtype() != DataType::kFloat32 && t.dtype() != DataType::kFloat64)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a float scalar (", DataTypeName(t.dtype()), " ",
-                                                   t.dims().ToString(), "): fetch a loss or metric of one value"));
-  }
-  return t.dtype() == DataType::kFloat32 ? static_cast<double>(t.data<float>()[0]) : t.data<double>()[0];
 }
 
 // Every loaded persistable has the shape the program declares (load ops take
@@ -167,25 +159,9 @@ absl::Status TrainProgram(Profiler* profiler) {
               FLAGS_program.c_str(), FLAGS_epochs, static_cast<long long>(examples), seconds,
               examples / std::max(seconds, 1e-9), last_loss);
   if (test == nullptr) return absl::OkStatus();
-  // The test data through the forward part, each target averaged over examples.
-  std::vector<double> sums(targets.size(), 0.0);
-  int64_t tested = 0;
-  OAR_RETURN_IF_ERROR(test->StartEpoch(0));
-  while (true) {
-    OAR_ASSIGN_OR_RETURN(const bool more, test->Next(&batch));
-    if (!more) break;
-    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(test_program, &scope, batch.feeds, targets));
-    for (size_t i = 0; i < targets.size(); ++i) {
-      OAR_ASSIGN_OR_RETURN(const double v, ScalarOf(out[i], targets[i]));
-      sums[i] += v * static_cast<double>(batch.examples);
-    }
-    tested += batch.examples;
-  }
-  if (tested == 0) return absl::InvalidArgumentError(absl::StrCat(test->Describe(), ": no test examples"));
-  std::printf("test_loss=%.6g\n", sums[0] / static_cast<double>(tested));
-  for (size_t i = 1; i < targets.size(); ++i) {
-    std::printf("test_%s=%.6g\n", targets[i].c_str(), sums[i] / static_cast<double>(tested));
-  }
+  OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
+                       EvaluateProgram(exe, test_program, &scope, test.get(), targets));
+  std::printf("%s\n", EvalLine(targets, values, '\n').c_str());
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,7 +14,9 @@
 #include "cli/progress_bar.h"
 #include "cli/trainer_failure.h"
 #include "common/api/io.h"
-#include "common/data/batcher.h"
+#include "cli/data_flags.h"
+#include "cli/program_eval.h"
+#include "common/data/feed_check.h"
 #include "common/data/fashion_mnist.h"
 #include "common/malloc_tuning.h"
 #include "common/metrics/training_metrics.h"
@@ -26,6 +29,7 @@ DECLARE_int32(cpu_num);
 DECLARE_bool(report);
 DECLARE_string(loss_name);
 DECLARE_string(feed_names);
+DECLARE_string(fetch);
 DECLARE_string(checkpoint_dir);
 DECLARE_bool(fuse_all_reduce_ops);
 DECLARE_int32(checkpoint_every);
@@ -41,37 +45,30 @@ DECLARE_string(params);
 DECLARE_string(model);
 
 namespace oar::cli {
-namespace {
-
-// A [batch, 784] image tensor in the feed's declared shape (no copy).
-void ShapeLike(const std::vector<int64_t>& feed_shape, Tensor* t) {
-  if (feed_shape.empty()) return;
-  std::vector<int64_t> shape = feed_shape;
-  shape[0] = t->dims()[0];
-  DDim d(shape);
-  if (d.numel() == t->numel()) t->Resize(d);
-}
-
-}  // namespace
 
 absl::StatusOr<TrainerIo> IoFor(const ModelPrograms* model, const ProgramDesc& main) {
   TrainerIo io;
   if (model != nullptr) {
-    io = {model->vars.loss.name(), model->vars.feeds[0].name(), model->vars.feeds[1].name(),
-          model->vars.feeds[0].shape(), model};
+    io.loss = model->vars.loss.name();
+    io.feeds = {model->vars.feeds[0].name(), model->vars.feeds[1].name()};
+    io.model = model;
     return io;
   }
-  const std::vector<std::string> feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
-  if (FLAGS_loss_name.empty() || feeds.size() != 2) {
-    return absl::InvalidArgumentError(
-        "a TRAINER given --program needs --loss_name and --feed_names IMAGE,LABEL (the variables to fetch and feed)");
+  io.feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
+  io.fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
+  if (FLAGS_loss_name.empty() || io.feeds.empty()) {
+    return absl::InvalidArgumentError("a TRAINER given --program needs --loss_name and --feed_names VAR,... (the "
+                                      "variables to fetch and feed)");
   }
-  for (const auto& n : {FLAGS_loss_name, feeds[0], feeds[1]}) {
+  io.loss = FLAGS_loss_name;
+  std::vector<std::string> named = io.feeds;
+  named.push_back(io.loss);
+  named.insert(named.end(), io.fetch.begin(), io.fetch.end());
+  for (const auto& n : named) {
     if (main.Block(0).FindVar(n) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("--program has no variable '", n, "'"));
     }
   }
-  io = {FLAGS_loss_name, feeds[0], feeds[1], main.Block(0).FindVar(feeds[0])->shape, nullptr};
   return io;
 }
 
@@ -121,22 +118,24 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
-  OAR_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(FLAGS_data_dir, "train"));
-  if (FLAGS_limit > 0 && FLAGS_limit < train.size()) {
-    train.images = train.images.Slice(0, FLAGS_limit);
-    train.labels = train.labels.Slice(0, FLAGS_limit);
+  OAR_ASSIGN_OR_RETURN(DataConfig data, DataConfigFromFlags());
+  data.batch_size = batch;
+  data.min_batch = static_cast<int64_t>(rt->num_places());  // a batch is split across them
+  std::vector<const VarDesc*> vars;
+  for (const std::string& feed : io.feeds) {
+    OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));
+    vars.push_back(v);
   }
-  Batcher batches(train, batch, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed), env.trainer_id, env.trainers);
-  batches.set_min_batch(static_cast<int64_t>(rt->num_places()));  // a batch is split across them
-  std::fprintf(stderr, "trainer %d/%d: %lld examples of %lld, batch %lld, on %zu place(s), %s %s\n", env.trainer_id,
-               env.trainers, static_cast<long long>(batches.size()), static_cast<long long>(train.size()),
-               static_cast<long long>(batch), rt->num_places(), nccl2 ? "nccl2 with trainers" : "pservers",
+  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
+  const int64_t per_epoch = source->batches_per_epoch();
+  if (nccl2 && per_epoch < 0) {
+    return absl::InvalidArgumentError("nccl2 trainers agree on their steps before each epoch, and a queue dataset's "
+                                      "are not known until it is read: give --dataset in_memory");
+  }
+  std::fprintf(stderr, "trainer %d/%d: %s, batch %lld, on %zu place(s), %s %s\n", env.trainer_id, env.trainers,
+               source->Describe().c_str(), static_cast<long long>(batch), rt->num_places(),
+               nccl2 ? "nccl2 with trainers" : "pservers",
                absl::StrJoin(nccl2 ? env.trainer_endpoints : env.pservers, ",").c_str());
-  if (batches.left_out() > 0) {
-    std::fprintf(stderr, "trainer %d: each epoch leaves out its last %lld example(s): fewer than the %zu places a "
-                 "batch is split across\n", env.trainer_id, static_cast<long long>(batches.left_out()),
-                 rt->num_places());
-  }
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   ProgramDesc notify;  // checkpoint_notify to every pserver, run by trainer 0
   if (env.trainer_id == 0 && !FLAGS_checkpoint_dir.empty() && FLAGS_checkpoint_every > 0) {
@@ -150,32 +149,37 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   int64_t steps = 0, examples = 0, unused = 0;
   metrics::StepRecorder recorder;
   double loss = 0;
-  Tensor x, y;
+  FeedBatch fed;
   auto out_of_steps = [&] { return FLAGS_max_steps > 0 && steps >= FLAGS_max_steps; };
+  int64_t epoch_steps = per_epoch;  // a queue dataset's: known after the first epoch
   for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
-                    batches.num_batches());
-    batches.Reset();
+                    epoch_steps);
+    OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
     int64_t step_in_epoch = 0;
     // nccl2: every trainer takes the fewest steps any has this epoch.
     std::vector<int64_t> counts;
-    OAR_ASSIGN_OR_RETURN(const int64_t agreed, rt->AgreeOnSteps(batches.num_batches(), &counts));
-    if (agreed < batches.num_batches()) {
-      const int64_t left = std::max<int64_t>(0, batches.size() - agreed * batch);
-      unused += left;
-      std::fprintf(stderr, "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
-                   env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
+    int64_t agreed = std::numeric_limits<int64_t>::max();
+    if (per_epoch >= 0) {
+      OAR_ASSIGN_OR_RETURN(agreed, rt->AgreeOnSteps(per_epoch, &counts));
+      if (agreed < per_epoch) {
+        const int64_t left = std::max<int64_t>(0, source->examples_per_epoch() - agreed * batch);
+        std::fprintf(stderr, "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
+                     env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
+        unused += left;
+      }
     }
-    while (!out_of_steps() && step_in_epoch < agreed && batches.Next(&x, &y)) {
-      ShapeLike(io.image_shape, &x);
+    while (!out_of_steps() && step_in_epoch < agreed) {
+      OAR_ASSIGN_OR_RETURN(const bool more, source->Next(&fed));
+      if (!more) break;
       recorder.Start();
-      OAR_ASSIGN_OR_RETURN(float l, rt->Step({{io.image, x}, {io.label, y}}));
+      OAR_ASSIGN_OR_RETURN(float l, rt->Step(fed.feeds));
       OAR_RETURN_IF_ERROR(CheckLossFinite(l, steps + 1, epoch, absl::StrCat("trainer ", env.trainer_id, ": ")));
-      recorder.Done(x.dims()[0]);
+      recorder.Done(fed.examples);
       loss = l;
       ++steps;
       ++step_in_epoch;
-      examples += x.dims()[0];
+      examples += fed.examples;
       step_log.Add(loss);
       if (notify.Block(0).OpSize() > 0 && steps % FLAGS_checkpoint_every == 0) {
         OAR_RETURN_IF_ERROR(Annotate(rt->executor().Run(notify, rt->scope()).status(),
@@ -184,13 +188,15 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       if (FLAGS_report) {
         std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
                     env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(step_in_epoch),
-                    static_cast<long long>(batches.num_batches()), static_cast<long long>(examples), loss);
+                    static_cast<long long>(std::max<int64_t>(epoch_steps, step_in_epoch)),
+                    static_cast<long long>(examples), loss);
         std::fflush(stdout);
       } else {
-        bar.Step(x.dims()[0], loss);
+        bar.Step(fed.examples, loss);
       }
     }
     if (!FLAGS_report) bar.Finish();
+    if (epoch_steps < 0 && !out_of_steps()) epoch_steps = step_in_epoch;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Done with the pservers: they stop waiting for this trainer.
@@ -198,8 +204,8 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   NoteTrainerCompleted();  // a failure from here on (the evaluation) is this trainer's alone
   if (steps == 0) {  // else its report would read as a result: "loss 0"
     return absl::InvalidArgumentError(absl::StrCat(
-        "trainer ", env.trainer_id, " made no training step: its share is ", batches.size(), " of ", train.size(),
-        " example(s) (1/", env.trainers, ")",
+        "trainer ", env.trainer_id, " made no training step: its share of ", source->Describe(), " (1/",
+        env.trainers, ") holds no batch",
         nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",
         "; train on more examples (--limit) or with fewer trainers"));
   }
@@ -211,6 +217,16 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
     OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));
     absl::StrAppendFormat(&result, " test_accuracy=%.4f test_loss=%.4f", eval.accuracy, eval.loss);
+  } else if (env.trainer_id == 0) {  // a program file: its loss and --fetch over the test data, where given
+    OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> test, MakeTestSource(data, vars, 500));
+    if (test != nullptr) {
+      std::vector<std::string> targets = {io.loss};
+      targets.insert(targets.end(), io.fetch.begin(), io.fetch.end());
+      const ProgramDesc test_program = PruneToTargets(origin, io.feeds, targets);
+      OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
+                           EvaluateProgram(rt->executor(), test_program, rt->scope(), test.get(), targets));
+      absl::StrAppend(&result, " ", EvalLine(targets, values, ' '));
+    }
   }
   std::printf("%s\n", result.c_str());
   std::fflush(stdout);

@@ -30,8 +30,9 @@ namespace oar::cli {
 // What a trainer feeds and fetches: from the model, or, for program files,
 // from --loss_name and --feed_names (and then nothing to evaluate with).
 struct TrainerIo {
-  std::string loss, image, label;
-  std::vector<int64_t> image_shape;
+  std::string loss;
+  std::vector<std::string> feeds;  // the variables the data feeds (a model's: image, label)
+  std::vector<std::string> fetch;  // a program's --fetch, averaged over its test data
   const ModelPrograms* model = nullptr;  // for the test-set evaluation
 };
 

@@ -112,7 +112,7 @@ absl::Status Transpile() {
   DistributeTranspiler t(config);
   const bool nccl2 = config.mode == "nccl2";
   if (nccl2 && FLAGS_trainer_endpoints.empty()) return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .gpu = true}));
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .async_executor = true, .gpu = true}));
   std::variant<int, std::string> trainers = FLAGS_trainers;
   if (nccl2) trainers = FLAGS_trainer_endpoints;
   OAR_RETURN_IF_ERROR(t.transpile(FLAGS_trainer_id, &main, FLAGS_pservers, trainers, config.sync_mode, &startup,

@@ -82,7 +82,7 @@ absl::Status ArraySource::StartEpoch(int epoch) {
 absl::StatusOr<bool> ArraySource::Next(FeedBatch* batch) {
   const int64_t n = static_cast<int64_t>(order_.size());
   const int64_t b = std::min(options_.batch_size, n - pos_);
-  if (b <= 0 || (options_.drop_last && b < options_.batch_size)) return false;
+  if (b <= 0 || b < options_.min_batch || (options_.drop_last && b < options_.batch_size)) return false;
   batch->feeds.clear();
   for (const auto& [name, src] : arrays_) {
     const size_t row = static_cast<size_t>(src.numel() / std::max<int64_t>(examples_, 1)) * SizeOf(src.dtype());
@@ -103,7 +103,8 @@ absl::StatusOr<bool> ArraySource::Next(FeedBatch* batch) {
 
 int64_t ArraySource::batches_per_epoch() const {
   const int64_t n = static_cast<int64_t>(order_.size()), bs = options_.batch_size;
-  return options_.drop_last ? n / bs : (n + bs - 1) / bs;
+  const bool last = n % bs != 0 && !options_.drop_last && n % bs >= options_.min_batch;
+  return n / bs + (last ? 1 : 0);
 }
 
 std::string ArraySource::Describe() const {

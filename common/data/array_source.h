@@ -39,6 +39,7 @@ struct ArraySourceOptions {
   uint64_t seed = 0;
   int64_t shard = 0, shards = 1;  // this trainer of how many
   bool drop_last = false;
+  int64_t min_batch = 1;  // a last batch of fewer is left out (it is split across that many places)
 };
 
 class ArraySource : public FeedSource {
@@ -51,6 +52,7 @@ class ArraySource : public FeedSource {
   absl::Status StartEpoch(int epoch) override;
   absl::StatusOr<bool> Next(FeedBatch* batch) override;
   int64_t batches_per_epoch() const override;
+  int64_t examples_per_epoch() const override { return static_cast<int64_t>(order_.size()); }
   std::string Describe() const override;
   int64_t examples() const { return examples_; }           // in the arrays
   int64_t shard_examples() const { return static_cast<int64_t>(order_.size()); }  // this trainer's per epoch

@@ -43,6 +43,8 @@ class FeedSource {
   // Batches per epoch where known before reading (a progress bar's total),
   // else -1.
   virtual int64_t batches_per_epoch() const { return -1; }
+  // Examples per epoch where known before reading, else -1.
+  virtual int64_t examples_per_epoch() const { return -1; }
   // What it reads, for the run's first line: "npy:data/ (2 arrays, 600 of
   // 1200 examples)".
   virtual std::string Describe() const = 0;

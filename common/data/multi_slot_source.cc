@@ -73,14 +73,32 @@ MultiSlotSource::~MultiSlotSource() = default;
 absl::Status MultiSlotSource::LoadLines() {
   FileQueue files(my_files_);
   MultiSlotDataFeed feed(desc_, &files, &stats_, feed_options_);
+  MultiSlotBatch check(desc_);  // each line parsed once now: a bad one is refused (or skipped) before training
   std::string_view line;
   while (true) {
     OAR_ASSIGN_OR_RETURN(const bool more, feed.NextLine(&line));
     if (!more) break;
+    if (absl::Status s = check.AddLine(line); !s.ok()) {
+      const std::string where = absl::StrCat(feed.where(), ": ", s.message());
+      if (!options_.skip_bad_lines) return absl::InvalidArgumentError(where);
+      stats_.NoteBadLine(where);
+      continue;
+    }
+    if (check.size() >= 1024) (void)check.Take();
     lines_.emplace_back(line);
     where_.push_back(feed.where());
   }
   return absl::OkStatus();
+}
+
+int64_t MultiSlotSource::batches_per_epoch() const {
+  if (!options_.in_memory) return -1;  // streamed: not known until read
+  const int64_t n = static_cast<int64_t>(lines_.size()), b = desc_.batch_size();
+  return (n + b - 1) / b;
+}
+
+int64_t MultiSlotSource::examples_per_epoch() const {
+  return options_.in_memory ? static_cast<int64_t>(lines_.size()) : -1;
 }
 
 absl::Status MultiSlotSource::StartEpoch(int epoch) {

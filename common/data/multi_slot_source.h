@@ -4,9 +4,11 @@
 // Dataset kinds:
 //  - QueueDataset (in_memory false): the files are streamed, in order, each
 //    epoch (through the desc's pipe_command where it has one);
-//  - InMemoryDataset (in_memory true): this trainer's lines are read once;
-//    with shuffle (local_shuffle) each epoch takes them in a permutation
-//    drawn from (seed, epoch).
+//  - InMemoryDataset (in_memory true): this trainer's lines are read and
+//    parsed once (a bad line is refused then, before any training, and the
+//    batches per epoch are known: nccl2 trainers agree on them); with
+//    shuffle (local_shuffle) each epoch takes them in a permutation drawn
+//    from (seed, epoch).
 // Sharding: file i goes to trainer i % shards; with fewer files than
 // trainers every trainer reads every file and takes the lines whose number
 // in their file is ≡ shard (mod shards). A bad line is an error naming
@@ -48,6 +50,8 @@ class MultiSlotSource : public FeedSource {
 
   absl::Status StartEpoch(int epoch) override;
   absl::StatusOr<bool> Next(FeedBatch* batch) override;
+  int64_t batches_per_epoch() const override;   // in memory: known; streamed: -1
+  int64_t examples_per_epoch() const override;  // likewise
   std::string Describe() const override;
   const FeedStats& stats() const { return stats_; }
 

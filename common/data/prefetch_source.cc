@@ -12,7 +12,8 @@ PrefetchSource::PrefetchSource(std::unique_ptr<FeedSource> inner, int depth, abs
       depth_(depth < 1 ? 1 : depth),
       stall_(stall),
       describe_(inner_->Describe()),
-      batches_per_epoch_(inner_->batches_per_epoch()) {
+      batches_per_epoch_(inner_->batches_per_epoch()),
+      examples_per_epoch_(inner_->examples_per_epoch()) {
   reader_ = std::thread([this] { ReaderLoop(); });
 }
 

@@ -34,6 +34,7 @@ class PrefetchSource : public FeedSource {
   absl::Status StartEpoch(int epoch) override;
   absl::StatusOr<bool> Next(FeedBatch* batch) override;
   int64_t batches_per_epoch() const override { return batches_per_epoch_; }
+  int64_t examples_per_epoch() const override { return examples_per_epoch_; }
   std::string Describe() const override { return describe_; }
 
  private:
@@ -48,7 +49,7 @@ class PrefetchSource : public FeedSource {
   const int depth_;
   const absl::Duration stall_;
   const std::string describe_;
-  const int64_t batches_per_epoch_;
+  const int64_t batches_per_epoch_, examples_per_epoch_;
   absl::Mutex mu_;
   std::deque<Item> ready_ ABSL_GUARDED_BY(mu_);  // of generation gen_ only
   uint64_t gen_ ABSL_GUARDED_BY(mu_) = 0;       // one per StartEpoch; a newer one abandons the reader's epoch

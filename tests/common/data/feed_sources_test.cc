@@ -42,7 +42,9 @@ std::vector<int64_t> Epoch(FeedSource* s, int epoch, std::vector<int64_t>* sizes
     if (sizes) sizes->push_back(b.examples);
     for (int64_t i = 0; i < id.dims()[0]; ++i) {
       ids.push_back(id.data<int64_t>()[i]);
-      if (b.feeds.count("v")) EXPECT_EQ(b.feeds.at("v").data<float>()[2 * i + 1], -static_cast<float>(ids.back()));
+      if (b.feeds.count("v")) {
+        EXPECT_EQ(b.feeds.at("v").data<float>()[2 * i + 1], -static_cast<float>(ids.back()));
+      }
     }
   }
   return ids;
