@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/ctr_files.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
 #include "common/executor.h"
@@ -20,39 +21,6 @@
 #include "trainer/async_executor.h"
 
 namespace oar::bench {
-namespace {
-
-// `n` lines of ctr_dnn's slots: dense (13 floats), C1..C26 (1-3 ids below
-// the table's rows), label.
-void WriteCtrFile(const std::string& path, int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::ofstream out(path);
-  std::string line;
-  for (int64_t i = 0; i < n; ++i) {
-    line = absl::StrCat(kCtrDenseFeatures);
-    for (int k = 0; k < kCtrDenseFeatures; ++k) absl::StrAppend(&line, " ", static_cast<float>(rng() % 1000) / 1000.0f);
-    for (int s = 0; s < kCtrSparseSlots; ++s) {
-      const int c = 1 + static_cast<int>(rng() % 3);
-      absl::StrAppend(&line, " ", c);
-      for (int k = 0; k < c; ++k) absl::StrAppend(&line, " ", rng() % static_cast<uint64_t>(kCtrSparseFeatureDim));
-    }
-    absl::StrAppend(&line, " 1 ", rng() % 2, "\n");
-    out << line;
-  }
-}
-
-DataFeedDesc Desc() {
-  std::string text = "batch_size: 64 multi_slot_desc {";
-  absl::StrAppend(&text, " slots { name: '", kCtrDenseSlot, "' type: 'float' is_dense: true is_used: true shape: [-1, ",
-                  kCtrDenseFeatures, "] }");
-  for (int s = 1; s <= kCtrSparseSlots; ++s) absl::StrAppend(&text, " slots { name: 'C", s, "' type: 'uint64' is_used: true }");
-  text += " slots { name: 'label' type: 'uint64' is_used: true } }";
-  auto d = DataFeedDesc::Parse(text);
-  CHECK(d.ok()) << d.status();
-  return *d;
-}
-
-}  // namespace
 
 int RunThreadsBench() {
   std::vector<std::string> files;
@@ -68,7 +36,7 @@ int RunThreadsBench() {
     optimizer::Adagrad(0.01f).minimize(m.loss);
   }
   CHECK(main.status().ok()) << main.status();
-  const DataFeedDesc feed = Desc();
+  const DataFeedDesc feed = CtrDesc(64);
   std::vector<double> rate[3];
   for (int round = 0; round < 3; ++round) {
     for (int threads : {1, 2}) {

@@ -15,15 +15,24 @@ absl::Status FitFeedToVar(const VarDesc& var, const std::string& where, Tensor* 
     return bad(absl::StrCat("the data is ", DataTypeName(t->dtype()), ", the variable ", DataTypeName(var.dtype),
                             " (convert the data, e.g. arr.astype('", DataTypeName(var.dtype), "'))"));
   }
-  const bool has_lod = !t->lod().empty();
+  bool has_lod = !t->lod().empty();
   if (var.lod_level > 0 && !has_lod) {
     return bad(absl::StrCat("the variable has lod_level ", var.lod_level,
                             " (sequences of different lengths); this source gives no LoD: use MultiSlot files "
                             "(--data_feed), whose sparse slots carry it"));
   }
   if (var.lod_level == 0 && has_lod) {
-    return bad("the data has sequences (LoD) but the variable has lod_level 0: declare it with lod_level=1, or make "
-               "the slot dense");
+    // One value per example (a label in a sparse slot, as Fluid's CTR
+    // descs write it): the LoD says nothing, and Fluid feeds it so.
+    const std::vector<size_t>& offsets = t->lod()[0];
+    bool one_each = t->lod().size() == 1;
+    for (size_t i = 0; one_each && i < offsets.size(); ++i) one_each = offsets[i] == i;
+    if (!one_each) {
+      return bad("the data has sequences of several values (LoD) but the variable has lod_level 0: declare it with "
+                 "lod_level=1, or make the slot dense");
+    }
+    t->set_lod({});
+    has_lod = false;
   }
   const DDim got = t->dims();
   if (got.size() == 0) return bad("a scalar, not a batch (its first axis must be examples)");

@@ -4,8 +4,9 @@
 // trains on it:
 //  - dtype equal (no silent conversion: Paddle refuses it too);
 //  - LoD: a variable with lod_level > 0 needs a source with LoD
-//    (MultiSlot's sparse slots), and LoD given to a variable without
-//    lod_level is refused;
+//    (MultiSlot's sparse slots); LoD given to a variable without lod_level
+//    is dropped where every example has one value (a label in a sparse
+//    slot, as Fluid feeds it) and refused otherwise;
 //  - shape: the first dimension is the batch; the rest of the variable's
 //    shape must hold as many elements per example as the data, and the
 //    batch is reshaped to it ([n, 784] fed to [-1, 1, 28, 28]). A variable

@@ -154,6 +154,30 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   return ParseNpy(bytes.str(), path);
 }
 
+absl::Status WriteNpy(const std::string& path, const Tensor& t) {
+  static const std::map<DataType, std::string> kDescr = {
+      {DataType::kFloat16, "<f2"}, {DataType::kFloat32, "<f4"}, {DataType::kFloat64, "<f8"},
+      {DataType::kInt8, "|i1"},    {DataType::kInt16, "<i2"},   {DataType::kInt32, "<i4"},
+      {DataType::kInt64, "<i8"},   {DataType::kUInt8, "|u1"},   {DataType::kBool, "|b1"}};
+  const auto it = kDescr.find(t.dtype());
+  if (it == kDescr.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": no .npy dtype for ", DataTypeName(t.dtype())));
+  std::string shape = "(";
+  for (int i = 0; i < t.dims().size(); ++i) absl::StrAppend(&shape, t.dims()[i], t.dims().size() == 1 ? "," : (i + 1 < t.dims().size() ? ", " : ""));
+  shape += ")";
+  std::string header = absl::StrCat("{'descr': '", it->second, "', 'fortran_order': False, 'shape': ", shape, ", }");
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return absl::NotFoundError(absl::StrCat(path, ": cannot write"));
+  out.write(kMagic.data(), static_cast<std::streamsize>(kMagic.size()));
+  const char version[2] = {1, 0};
+  const char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  out.write(version, 2).write(len, 2).write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.numel() * SizeOf(t.dtype())));
+  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::map<std::string, Tensor>> ReadNpz(const std::string& path) {
   int err = 0;
   std::unique_ptr<zip_t, int (*)(zip_t*)> archive(zip_open(path.c_str(), ZIP_RDONLY, &err), zip_close);

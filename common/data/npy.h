@@ -9,6 +9,7 @@
 //
 //   OAR_ASSIGN_OR_RETURN(Tensor x, ReadNpy("data/x.npy"));
 //   OAR_ASSIGN_OR_RETURN(auto arrays, ReadNpz("data.npz"));  // "x" → Tensor
+//   OAR_RETURN_IF_ERROR(WriteNpy("out/x.npy", x));
 //
 // Thread-safety: stateless functions.
 #pragma once
@@ -29,5 +30,8 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path);
 
 // Every `<name>.npy` member of an .npz, by name (without ".npy").
 absl::StatusOr<std::map<std::string, Tensor>> ReadNpz(const std::string& path);
+
+// Writes `t` as numpy.save would (format 1.0, C order, little-endian).
+absl::Status WriteNpy(const std::string& path, const Tensor& t);
 
 }  // namespace oar

@@ -78,6 +78,25 @@ TEST(NpyTest, FormatTwoHeadersAndFortranOrder) {
   EXPECT_EQ(scalar->numel(), 1);
 }
 
+TEST(NpyTest, WrittenArraysReadBackEqual) {
+  const std::string dir = ::testing::TempDir();
+  Tensor a, b, c;
+  std::vector<float> av = {1.5f, -2, 3, 4, 5, 6};
+  std::copy(av.begin(), av.end(), a.mutable_data<float>(DDim{2, 3}));
+  int64_t* bp = b.mutable_data<int64_t>(DDim{5});
+  for (int i = 0; i < 5; ++i) bp[i] = int64_t{1} << (10 * i);
+  c.mutable_data<uint8_t>(DDim{})[0] = 7;
+  for (const Tensor* t : {&a, &b, &c}) {
+    const std::string path = dir + "/w.npy";
+    ASSERT_TRUE(WriteNpy(path, *t).ok());
+    auto back = ReadNpy(path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->dims(), t->dims());
+    EXPECT_EQ(back->dtype(), t->dtype());
+    EXPECT_EQ(std::memcmp(back->raw_data(), t->raw_data(), t->numel() * SizeOf(t->dtype())), 0);
+  }
+}
+
 TEST(NpyTest, MalformedFilesAreErrorsNamingFileAndFault) {
   struct Case {
     std::string bytes, want;
