@@ -14,19 +14,21 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
-#include "cli/model_build.h"
-#include "cli/loss_check.h"
-#include "cli/progress_bar.h"
-#include "common/metrics/training_metrics.h"
-#include "common/api/io.h"
 #include "cli/data_flags.h"
+#include "cli/loss_check.h"
+#include "cli/model_build.h"
 #include "cli/program_eval.h"
+#include "cli/progress_bar.h"
+#include "common/api/io.h"
 #include "common/data/feed_check.h"
 #include "common/executor.h"
-#include "common/run_env.h"
+#include "common/metrics/training_metrics.h"
 #include "common/program_check.h"
+#include "common/run_env.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
+#include "trainer/parallel_executor.h"
+#include "trainer/places.h"
 
 DEFINE_string(params, "", "with --program: start from persistables Paddle saved (a directory of per-variable files, "
                           "or one combined file) instead of the startup program's values");
@@ -38,6 +40,9 @@ DECLARE_string(fetch);
 DECLARE_int32(epochs);
 DECLARE_int32(batch_size);
 DECLARE_int64(max_steps);
+DECLARE_int32(places);
+DECLARE_bool(reduce);
+DECLARE_bool(fuse_elewise_add_act_ops);
 DECLARE_string(step_log);
 
 namespace oar::cli {
@@ -54,7 +59,7 @@ absl::StatusOr<std::unique_ptr<ProgramDesc>> ReadProgram(const std::string& path
 
 // Flags that choose what `oar train --model` builds mean nothing here.
 absl::Status RefuseModelFlags() {
-  for (const char* flag : {"model", "optimizer", "lr", "places", "save", "resume", "constant_init"}) {
+  for (const char* flag : {"model", "optimizer", "lr", "save", "resume", "constant_init"}) {
     gflags::CommandLineFlagInfo info;
     if (gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag, " does not apply to --program (the program file ",
@@ -108,8 +113,17 @@ absl::Status TrainProgram(Profiler* profiler) {
     OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(*main, FLAGS_program, n));
     vars.push_back(v);
   }
+  OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());
+  OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(places.size()), FLAGS_batch_size,
+                                          FLAGS_places == 0 ? "CPU_NUM" : absl::StrCat("--places ", FLAGS_places)));
+  for (const char* flag : {"reduce", "fuse_elewise_add_act_ops"}) {
+    if (places.size() == 1 && FlagGiven(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " shapes how several places train; with one place "
+                                                     "it does nothing: add --places N, or drop it"));
+    }
+  }
   RunEnv env;  // env.profiler is set for the training steps only
-  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  const Place place = places[0];  // the startup program and the evaluation run there
   Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(*startup, &scope).status(), "startup program"));
@@ -121,7 +135,18 @@ absl::Status TrainProgram(Profiler* profiler) {
   targets.insert(targets.end(), fetch.begin(), fetch.end());
   const ProgramDesc test_program = PruneToTargets(*main, feeds, targets);
 
-  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> train, MakeTrainSource(data, vars));
+  std::unique_ptr<ParallelExecutor> pe;  // --places N: data parallel, each batch split across the places
+  if (FLAGS_places != 1) {
+    BuildStrategy build;
+    build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
+    if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
+    OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, FLAGS_loss_name, *main, &scope, build, {}, 1, 0, nullptr,
+                                                      &env));
+    std::fprintf(stderr, "training on %zu %s places\n", pe->num_places(), place.is_gpu() ? "GPU" : "CPU");
+  }
+  DataConfig data_for_places = data;
+  data_for_places.min_batch = static_cast<int64_t>(places.size());  // a batch is split across them
+  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> train, MakeTrainSource(data_for_places, vars));
   OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> test, MakeTestSource(data, vars, 500));
   std::fprintf(stderr, "oar train: %s (%zu ops) on %s, batch %d%s\n", FLAGS_program.c_str(), main->Block(0).OpSize(),
                train->Describe().c_str(), FLAGS_batch_size,
@@ -141,9 +166,16 @@ absl::Status TrainProgram(Profiler* profiler) {
       OAR_ASSIGN_OR_RETURN(const bool more, train->Next(&batch));
       if (!more) break;
       recorder.Start();
-      OAR_ASSIGN_OR_RETURN(auto out, exe.Run(*main, &scope, batch.feeds, {FLAGS_loss_name}));
+      std::vector<Tensor> out;
+      if (pe) {  // one loss per place: their mean
+        OAR_ASSIGN_OR_RETURN(out, pe->Run({FLAGS_loss_name}, batch.feeds));
+        last_loss = 0;
+        for (int64_t i = 0; i < out[0].numel(); ++i) last_loss += out[0].data<float>()[i] / out[0].numel();
+      } else {
+        OAR_ASSIGN_OR_RETURN(out, exe.Run(*main, &scope, batch.feeds, {FLAGS_loss_name}));
+        OAR_ASSIGN_OR_RETURN(last_loss, ScalarOf(out[0], FLAGS_loss_name));
+      }
       recorder.Done(batch.examples);
-      OAR_ASSIGN_OR_RETURN(last_loss, ScalarOf(out[0], FLAGS_loss_name));
       OAR_RETURN_IF_ERROR(CheckLossFinite(last_loss, steps + 1, epoch));
       bar.Step(batch.examples, last_loss);
       step_log.Add(last_loss);
@@ -159,6 +191,7 @@ absl::Status TrainProgram(Profiler* profiler) {
               FLAGS_program.c_str(), FLAGS_epochs, static_cast<long long>(examples), seconds,
               examples / std::max(seconds, 1e-9), last_loss);
   if (test == nullptr) return absl::OkStatus();
+  if (pe != nullptr) OAR_RETURN_IF_ERROR(pe->GatherToPlace0());  // the evaluation runs on place 0
   OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
                        EvaluateProgram(exe, test_program, &scope, test.get(), targets));
   std::printf("%s\n", EvalLine(targets, values, '\n').c_str());

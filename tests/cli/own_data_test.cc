@@ -68,6 +68,13 @@ TEST(OwnDataTest, MultiSlotFilesTrainToPaddlesLosses) {
   ExpectPaddlesLosses(CtrArgs() + "--dataset in_memory", kCtr, "multislot_in_memory");
 }
 
+// --places 2: each batch split across two CPU places (ParallelExecutor, LoD
+// batches split by sequence), their gradients all-reduced: the same steps.
+TEST(OwnDataTest, TwoPlacesTrainToPaddlesLosses) {
+  ExpectPaddlesLosses(MlpArgs() + "--data npy:" + kMlpData + "/npy --places 2", kMlp, "npy_places");
+  ExpectPaddlesLosses(CtrArgs() + "--places 2", kCtr, "multislot_places");
+}
+
 TEST(OwnDataTest, BadDataIsAnErrorNamingWhereAndNothingTrains) {
   const std::string dir = TempDir("bad_data");
   namespace fs = std::filesystem;
