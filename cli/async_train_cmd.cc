@@ -3,9 +3,12 @@
 // on MultiSlot files (--files, glob patterns) described by a DataFeedDesc
 // text file (--data_feed) with N threads that update the parameters without
 // locks; prints the fetched variables after every batch with --debug, and
-// at the end their last values and a summary. With --model and
-// --test_files, ends by predicting the test files and printing the exact
-// test_auc=… (and test_loss=…).
+// at the end their last values and a summary; --step_log writes every
+// batch's loss (%.9g) and a progress display counts them. --params starts a
+// program from Paddle's saved values. With --test_files it ends by
+// evaluating: a model's exact test_auc=… (and test_loss=…), a program's
+// test_loss= and test_<fetch>= (read through the data layer).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -16,7 +19,13 @@
 #include "cli/async_train_util.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
+#include "cli/program_eval.h"
+#include "cli/program_params.h"
+#include "cli/progress_bar.h"
 #include "cli/transpile_cmd.h"
+#include "common/api/io.h"
+#include "common/data/feed_check.h"
+#include "common/data/multi_slot_source.h"
 #include "common/executor.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -28,10 +37,14 @@ DEFINE_int32(threads, 1, "training threads (each reads whole files; at most one 
 DEFINE_string(fetch, "", "comma-separated variables to print (after every batch with --debug; at the end)");
 DEFINE_bool(debug, false, "print the fetched variables after every batch");
 DEFINE_bool(skip_bad_lines, false, "count and skip malformed lines instead of stopping at the first");
-DEFINE_string(test_files, "", "with --model: files to predict after training (prints test_auc= and test_loss=)");
+DEFINE_string(test_files, "", "files to evaluate on after training: a --model's prediction (test_auc=, test_loss=), "
+                              "or a --program's --loss_name and each --fetch (test_loss=, test_<name>=)");
 DECLARE_string(program);
 DECLARE_string(startup);
 DECLARE_string(model);
+DECLARE_string(params);
+DECLARE_string(loss_name);
+DECLARE_string(step_log);
 
 namespace oar::cli {
 namespace {
@@ -49,8 +62,12 @@ absl::Status AsyncTrain() {
   if (!model && (FLAGS_program.empty() || FLAGS_startup.empty())) {
     return absl::InvalidArgumentError("give the programs with --program main.pb --startup startup.pb");
   }
-  if (!FLAGS_test_files.empty() && !model) {
-    return absl::InvalidArgumentError("--test_files needs --model (the model names its prediction)");
+  if (!model && (!FLAGS_test_files.empty() || !FLAGS_step_log.empty()) && FLAGS_loss_name.empty()) {
+    return absl::InvalidArgumentError("--test_files and --step_log with --program need --loss_name (the loss to "
+                                      "log and evaluate)");
+  }
+  if (model && Given("params")) {
+    return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   if (FLAGS_data_feed.empty()) return absl::InvalidArgumentError("give the DataFeedDesc file with --data_feed");
   std::unique_ptr<ModelPrograms> built;
@@ -67,11 +84,30 @@ absl::Status AsyncTrain() {
   OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(FLAGS_files));
   const std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   Scope root;
-  OAR_RETURN_IF_ERROR(Annotate(Executor().Run(startup, &root).status(), "the startup program"));
+  Executor exe;
+  OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the startup program"));
+  if (Given("params")) OAR_RETURN_IF_ERROR(LoadProgramParams(exe, &root, FLAGS_params, main));
+  // Every batch's loss, from whichever thread ran it: the step log (%.9g)
+  // and the progress display.
+  const std::string loss = model ? built->vars.loss.name() : FLAGS_loss_name;
+  std::vector<std::string> run_fetch = fetch;
+  size_t loss_at = std::find(run_fetch.begin(), run_fetch.end(), loss) - run_fetch.begin();
+  if (!loss.empty() && loss_at == run_fetch.size()) run_fetch.push_back(loss);
+  OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
+  ProgressBar bar(stderr, "async-train", /*total_steps=*/-1);  // files are streamed: the count is not known
+  AsyncRunOptions options{.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines};
+  if (!loss.empty()) {
+    options.on_batch = [&](int64_t examples, const std::vector<Tensor>& fetched) {
+      const Tensor& l = fetched[loss_at];
+      const double v = l.numel() == 1 && l.dtype() == DataType::kFloat32 ? l.data<float>()[0] : 0.0;
+      step_log.Add(v);
+      bar.Step(examples, v);
+    };
+  }
   AsyncExecutor async(&root);
   const auto start = std::chrono::steady_clock::now();
-  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, files, FLAGS_threads, fetch,
-                                                   {.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines}));
+  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, files, FLAGS_threads, run_fetch, options));
+  if (!loss.empty()) bar.Finish();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("async-train: %lld instances in %lld batches from %zu file(s), %d thread(s), %.2f s: %.0f instances/s\n",
               static_cast<long long>(r.instances), static_cast<long long>(r.batches), files.size(), r.threads, s,
@@ -80,11 +116,27 @@ absl::Status AsyncTrain() {
     std::printf("  skipped %lld malformed line(s); the first: %s\n", static_cast<long long>(r.bad_lines),
                 r.first_bad_line.c_str());
   }
-  if (!FLAGS_test_files.empty()) {
-    Executor exe;
+  if (!FLAGS_test_files.empty() && model) {
     OAR_ASSIGN_OR_RETURN(TestMetrics m, TestOnFiles(exe, built->test.desc(), built->vars.prediction.name(), feed,
                                                     FLAGS_test_files, &root));
     std::printf("test_auc=%.4f\ntest_loss=%.4f\n", m.auc, m.loss);
+  } else if (!FLAGS_test_files.empty()) {  // a program: its loss and each --fetch, averaged over the test files
+    std::vector<std::string> slots;
+    std::vector<const VarDesc*> vars;
+    for (int i : feed.used_slots()) {
+      slots.push_back(feed.proto().multi_slot_desc().slots(i).name());
+      OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(main, FLAGS_program, slots.back()));
+      vars.push_back(v);
+    }
+    OAR_ASSIGN_OR_RETURN(std::vector<std::string> test_files, ExpandFiles(FLAGS_test_files, "--test_files"));
+    OAR_ASSIGN_OR_RETURN(auto test, MultiSlotSource::Make(feed, vars, {.files = std::move(test_files)}));
+    std::vector<std::string> targets = {loss};
+    for (const std::string& f : fetch) {
+      if (f != loss) targets.push_back(f);
+    }
+    OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
+                         EvaluateProgram(exe, PruneToTargets(main, slots, targets), &root, test.get(), targets));
+    std::printf("%s\n", EvalLine(targets, values, '\n').c_str());
   }
   return absl::OkStatus();
 }

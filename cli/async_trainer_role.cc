@@ -1,5 +1,6 @@
 #include "cli/async_trainer_role.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
+#include "cli/progress_bar.h"
 #include "cli/trainer_failure.h"
 #include "common/fingerprint.h"
 #include "common/job_settings.h"
@@ -25,6 +27,8 @@ DECLARE_string(fetch);
 DECLARE_bool(debug);
 DECLARE_bool(skip_bad_lines);
 DECLARE_string(test_files);
+DECLARE_string(loss_name);
+DECLARE_string(step_log);
 
 namespace oar::cli {
 namespace {
@@ -66,8 +70,15 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
                                                    files.size(), " for ", env.trainers,
                                                    " trainers (write more, e.g. oar gen-ctr-data --files N)"));
   }
+  // The loss first among the fetched (the result's loss=, the step log).
   std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
-  if (fetch.empty() && model != nullptr) fetch.push_back(model->vars.loss.name());
+  const std::string loss_name = model != nullptr ? model->vars.loss.name() : FLAGS_loss_name;
+  if (!loss_name.empty()) {
+    fetch.erase(std::remove(fetch.begin(), fetch.end(), loss_name), fetch.end());
+    fetch.insert(fetch.begin(), loss_name);
+  } else if (!FLAGS_step_log.empty()) {
+    return absl::InvalidArgumentError("--step_log with --program needs --loss_name (the loss to log)");
+  }
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
   rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2,
                                           .job_settings = EncodeJobSettings(DataFeedJobSettings(feed, files)),
@@ -80,9 +91,25 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id,
                env.trainers, mine.size(), files.size(), FLAGS_threads);
   AsyncExecutor async(&root, CPUPlace(), &renv);
+  OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
+  AsyncRunOptions options{.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines};
+  int64_t batches = 0, examples = 0;
+  if (!loss_name.empty()) {  // every batch's loss, from whichever thread ran it
+    options.on_batch = [&](int64_t n, const std::vector<Tensor>& fetched) {
+      const Tensor& l = fetched[0];
+      const double v = l.numel() == 1 && l.dtype() == DataType::kFloat32 ? l.data<float>()[0] : 0.0;
+      step_log.Add(v);
+      ++batches;
+      examples += n;
+      if (report) {  // steps=0: streamed files, the count is not known
+        std::printf("@oar progress trainer=%d epoch=1 epochs=1 step=%lld steps=0 examples=%lld loss=%.6f\n",
+                    env.trainer_id, static_cast<long long>(batches), static_cast<long long>(examples), v);
+        std::fflush(stdout);
+      }
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
-  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch,
-                                                   {.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines}));
+  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch, options));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double loss = 0;
   if (!r.last.empty() && r.last[0].initialized() && r.last[0].numel() > 0 &&

@@ -120,9 +120,14 @@ const std::vector<Command>& Commands() {
        {"/common/rpc/", "/trainer/"}},
       {"async-train", "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
        "oar async-train (--program main.pb --startup startup.pb | --model ctr_dnn) --data_feed data.prototxt "
-       "--files 'dir/part-*' [--threads N] [--fetch loss,...] [--debug] [--skip_bad_lines] [--test_files 'glob']",
-       "cli/async_train_cmd.cc", {"program", "startup", "model", "optimizer", "lr", "seed"}, RunAsyncTrain,
+       "--files 'dir/part-*' [--threads N] [--fetch loss,...] [--debug] [--skip_bad_lines] [--test_files 'glob'] "
+       "[--params DIR|FILE] [--loss_name LOSS] [--step_log FILE]",
+       "cli/async_train_cmd.cc", {"program", "startup", "model", "optimizer", "lr", "seed", "params", "loss_name",
+                                  "step_log"}, RunAsyncTrain,
        {{"program", "the main program file (.pb) to train"}, {"startup", "its startup program file (.pb)"},
+        {"params", "with --program: start from persistables Paddle saved (a directory or one combined file)"},
+        {"loss_name", "with --program: the loss, for --step_log, the progress display and --test_files"},
+        {"step_log", "append each batch's loss (any thread's, as it finishes) to this file, one per line"},
         {"model", "a model from examples/ that trains from MultiSlot files (ctr_dnn) instead of --program"}}},
       {"gen-ctr-data", "write MultiSlot CTR data from a planted logistic model (for ctr_dnn)",
        "oar gen-ctr-data --out DIR [--examples N] [--files K] [--seed S] [--batch_size B]", "cli/gen_ctr_data_cmd.cc",

@@ -120,17 +120,23 @@ void LaunchMonitor::DrawLocked(bool final) {
   if (epoch == 0) return;  // nothing reported yet
   // Examples per second over the time trainers were stepping.
   const double secs = std::max(last_step_ - first_step_, 1e-3);
+  // steps 0: a streamed source, whose steps are not known until read.
+  const std::string of = steps > 0 ? absl::StrCat("/", steps) : std::string();
   const std::string text =
-      absl::StrFormat("epoch %d/%d  step %lld/%lld  loss %.4f  %.0f examples/s (%zu trainers)", epoch, epochs,
-                      static_cast<long long>(step), static_cast<long long>(steps), loss,
-                      examples / secs, trainers_.size());
+      absl::StrFormat("epoch %d/%d  step %lld%s  loss %.4f  %.0f examples/s (%zu trainers)", epoch, epochs,
+                      static_cast<long long>(step), of, loss, examples / secs, trainers_.size());
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final ? "\n" : "");
     drawn_ = !final;
     return;
   }
-  // Not a terminal: a line at every tenth of an epoch.
-  const int decile = steps > 0 ? static_cast<int>(epoch * 10 + step * 10 / steps) : 0;
+  // Not a terminal: a line at every tenth of an epoch (steps unknown: at
+  // steps 1, 2, 4, 8, ...).
+  int decile = steps > 0 ? static_cast<int>(epoch * 10 + step * 10 / steps) : 0;
+  if (steps == 0) {
+    for (int64_t s = std::max<int64_t>(step, 1); s > 1; s /= 2) ++decile;
+    decile += epoch * 64;
+  }
   if (decile != last_decile_) {
     std::fprintf(stderr, "%s\n", text.c_str());
     last_decile_ = decile;

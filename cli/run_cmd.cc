@@ -134,9 +134,8 @@ absl::Status RunRole(const RoleEnv& env) {
   if (env.role == RoleEnv::Role::kTrainer && !async_executor) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
-  if (FlagGiven("params") && async_executor) {
-    return absl::InvalidArgumentError("--params does not apply to AsyncExecutor trainers (--data_feed with --model or "
-                                      "--async) yet");
+  if (FlagGiven("params") && model != nullptr) {
+    return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);

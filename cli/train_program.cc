@@ -18,6 +18,7 @@
 #include "cli/loss_check.h"
 #include "cli/model_build.h"
 #include "cli/program_eval.h"
+#include "cli/program_params.h"
 #include "cli/progress_bar.h"
 #include "common/api/io.h"
 #include "common/data/feed_check.h"
@@ -69,24 +70,6 @@ absl::Status RefuseModelFlags() {
   return absl::OkStatus();
 }
 
-// Every loaded persistable has the shape the program declares (load ops take
-// whatever the file holds; parameters of another network fail here, named).
-absl::Status CheckLoadedShapes(const ProgramDesc& main, const Scope& scope) {
-  for (const std::string& name : PersistableVarNames(main)) {
-    const VarDesc* var = main.Block(0).FindVar(name);
-    const Variable* v = scope.FindVar(name);
-    if (var == nullptr || v == nullptr || !v->IsType<Tensor>()) continue;
-    const DDim want(var->shape), got = v->Get<Tensor>().dims();
-    bool known = true;
-    for (int64_t d : var->shape) known &= d >= 0;
-    if (known && want != got && !(want.numel() == 1 && got.numel() == 1)) {
-      return absl::InvalidArgumentError(absl::StrCat("--params ", FLAGS_params, ": '", name, "' is ", got.ToString(),
-                                                     " there, but the program declares ", want.ToString()));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status TrainProgram(Profiler* profiler) {
@@ -128,8 +111,7 @@ absl::Status TrainProgram(Profiler* profiler) {
   Scope scope;
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(*startup, &scope).status(), "startup program"));
   if (!FLAGS_params.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(LoadPersistablesFrom(exe, &scope, FLAGS_params, *main), "--params " + FLAGS_params));
-    OAR_RETURN_IF_ERROR(CheckLoadedShapes(*main, scope));
+    OAR_RETURN_IF_ERROR(LoadProgramParams(exe, &scope, FLAGS_params, *main));
   }
   std::vector<std::string> targets = {FLAGS_loss_name};
   targets.insert(targets.end(), fetch.begin(), fetch.end());

@@ -16,6 +16,7 @@
 #include "common/api/io.h"
 #include "cli/data_flags.h"
 #include "cli/program_eval.h"
+#include "cli/program_params.h"
 #include "common/data/feed_check.h"
 #include "common/data/fashion_mnist.h"
 #include "common/malloc_tuning.h"
@@ -83,7 +84,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.profiler = profiler;
   if (nccl2 && FlagGiven("params")) {
     options.after_startup = [&origin](Executor& exe, Scope* scope) -> absl::Status {
-      return Annotate(LoadPersistablesFrom(exe, scope, FLAGS_params, origin), "--params " + FLAGS_params);
+      return LoadProgramParams(exe, scope, FLAGS_params, origin);
     };
   }
   options.loss = io.loss;
@@ -188,7 +189,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       if (FLAGS_report) {
         std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
                     env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(step_in_epoch),
-                    static_cast<long long>(std::max<int64_t>(epoch_steps, step_in_epoch)),
+                    static_cast<long long>(std::max<int64_t>(epoch_steps, 0)),  // 0: not known yet
                     static_cast<long long>(examples), loss);
         std::fflush(stdout);
       } else {

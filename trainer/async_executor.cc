@@ -42,6 +42,14 @@ std::string FormatFetched(const std::vector<std::string>& names, const std::vect
 
 namespace {
 
+// The instances in one batch: a sparse slot's sequences, or a dense slot's rows.
+int64_t ExamplesIn(const std::vector<Tensor>& batch) {
+  if (batch.empty()) return 0;
+  const Tensor& t = batch[0];
+  if (!t.lod().empty()) return static_cast<int64_t>(t.lod()[0].size()) - 1;
+  return t.dims().size() > 0 ? t.dims()[0] : 0;
+}
+
 absl::Status CheckNames(const ProgramDesc& program, const DataFeedDesc& feed, const std::vector<std::string>& fetch) {
   const BlockDesc& block = program.Block(0);
   for (int i : feed.used_slots()) {
@@ -119,11 +127,14 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
       for (size_t k = 0; k < batch.size(); ++k) mine.FindVar(reader.names()[k])->GetMutable<Tensor>()->ShareDataWith(batch[k]);
       OAR_RETURN_IF_ERROR(block->Run());
       my_last = batches.fetch_add(1) + 1;
-      if (options.debug) {
+      if (options.debug || options.on_batch) {
         fetch_now();
         absl::MutexLock l(&mu);
-        std::fprintf(options.out, "batch %lld thread %d: %s\n", static_cast<long long>(my_last), t,
-                     FormatFetched(fetch, fetched).c_str());
+        if (options.debug) {
+          std::fprintf(options.out, "batch %lld thread %d: %s\n", static_cast<long long>(my_last), t,
+                       FormatFetched(fetch, fetched).c_str());
+        }
+        if (options.on_batch) options.on_batch(ExamplesIn(batch), fetched);
       }
     }
     // The thread that ran the run's newest batch leaves its values as the

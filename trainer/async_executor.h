@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct AsyncRunOptions {
   bool debug = false;           // print the fetched variables after every batch
   bool skip_bad_lines = false;  // count malformed lines instead of failing
   std::FILE* out = stdout;      // where the fetched variables are printed
+  // Called after every batch of any thread, one call at a time, with the
+  // batch's examples and the thread's fetched values (a step log, a
+  // progress display). Runs under the executor's lock: keep it short.
+  std::function<void(int64_t examples, const std::vector<Tensor>& fetched)> on_batch = nullptr;
 };
 
 struct AsyncRunResult {

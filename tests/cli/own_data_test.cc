@@ -75,6 +75,22 @@ TEST(OwnDataTest, TwoPlacesTrainToPaddlesLosses) {
   ExpectPaddlesLosses(CtrArgs() + "--places 2", kCtr, "multislot_places");
 }
 
+// AsyncExecutor (one thread: the files in order, one pass) from Paddle's
+// saved values: every batch's loss in the step log is Paddle's, and the
+// program is evaluated on the test files.
+TEST(OwnDataTest, AsyncTrainStartsFromPaddlesValuesAndLogsEveryBatch) {
+  const std::string log = TempDir("async_train") + "/steps.txt";
+  Result r = Oar("async-train --program " + kCtr + "/main.pb --startup " + kCtr + "/startup.pb --params " + kCtr +
+                 "/params --loss_name mean_3.tmp_0 --data_feed " + kCtrData + "/data.desc --files '" + kCtrData +
+                 "/part-*' --step_log " + log + " --test_files " + kCtrData + "/part-1 --fetch mean_3.tmp_0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::vector<double> got = ReadSteps(log), want = ReadSteps(kCtr + "/losses.txt");
+  ASSERT_EQ(got.size(), 4u) << r.out;  // 64 lines, batch 16
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "batch " << i;
+  EXPECT_GT(ValueAfter(r.out, "test_loss="), 0.3) << r.out;  // ln 2 = 0.69 untrained
+  EXPECT_NEAR(ValueAfter(r.out, "mean_3.tmp_0="), got.back(), 1e-4) << r.out;  // the fetched value (4 digits read)
+}
+
 TEST(OwnDataTest, BadDataIsAnErrorNamingWhereAndNothingTrains) {
   const std::string dir = TempDir("bad_data");
   namespace fs = std::filesystem;

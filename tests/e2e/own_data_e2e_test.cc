@@ -83,6 +83,23 @@ TEST(OwnDataE2eTest, MultiSlotFilesInBothModesMakePaddlesLosses) {
   ExpectMeanIsPaddles(kNccl2 + Ctr(dir) + "--dataset in_memory", kCtr, "multislot_nccl2");
 }
 
+// AsyncExecutor trainers (an --async program reading MultiSlot files) start
+// from Paddle's saved values, which the pservers load and the trainers
+// pull: trainer 0's first batch (Paddle's first) has Paddle's first loss,
+// and every trainer logs every batch.
+TEST(OwnDataE2eTest, AsyncExecutorTrainersStartFromPaddlesValues) {
+  const std::string dir = TempDir("async_params");
+  Result r = Oar(kPserver + "--async --program " + kCtr + "/main.pb --startup " + kCtr + "/startup.pb --params " +
+                 kCtr + "/params --loss_name mean_3.tmp_0 --data_feed " + kCtrData + "/data.desc --files '" +
+                 kCtrData + "/part-*' --step_log_dir " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto t0 = ReadSteps(dir + "/trainer.0.steps"), t1 = ReadSteps(dir + "/trainer.1.steps");
+  const auto want = ReadSteps(kCtr + "/losses.txt");
+  ASSERT_EQ(t0.size(), 2u) << r.out;  // each trainer: one file of 32 lines, batch 16
+  ASSERT_EQ(t1.size(), 2u) << r.out;
+  EXPECT_NEAR(t0[0], want[0], 1e-5 * want[0]);
+}
+
 // Four files of 16 lines over three trainers: trainer 0 reads files 0 and
 // 3 (32 lines), the others one file each (16).
 TEST(OwnDataE2eTest, UnevenFileSharesKeepTheJobsGuarantees) {
