@@ -134,6 +134,10 @@ absl::Status RunRole(const RoleEnv& env) {
   if (env.role == RoleEnv::Role::kTrainer && !async_executor) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
+  if (FlagGiven("test_data") && model != nullptr) {
+    return absl::InvalidArgumentError("--test_data applies to --program (a model is evaluated on Fashion-MNIST's "
+                                      "test split)");
+  }
   if (FlagGiven("params") && model != nullptr) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
