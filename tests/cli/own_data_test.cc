@@ -13,15 +13,11 @@
 #include "gtest/gtest.h"
 #include "tests/util/npy_bytes.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/own_data.h"
 #include "tests/util/step_log.h"
 
 namespace oar {
 namespace {
-
-const std::string kMlp = TestdataDir() + "/paddle/mlp";
-const std::string kMlpData = TestdataDir() + "/paddle_data/mlp";
-const std::string kCtr = TestdataDir() + "/paddle/fluid18_ctr_dnn";
-const std::string kCtrData = TestdataDir() + "/paddle_data/fluid18_ctr_dnn";
 
 std::string MlpArgs() {
   return "train --program " + kMlp + "/main.pb --startup " + kMlp + "/startup.pb --params " + kMlp +

@@ -15,15 +15,11 @@
 
 #include "gtest/gtest.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/own_data.h"
 #include "tests/util/step_log.h"
 
 namespace oar {
 namespace {
-
-const std::string kMlp = TestdataDir() + "/paddle/mlp";
-const std::string kMlpData = TestdataDir() + "/paddle_data/mlp";
-const std::string kCtr = TestdataDir() + "/paddle/fluid18_ctr_dnn";
-const std::string kCtrData = TestdataDir() + "/paddle_data/fluid18_ctr_dnn";
 
 const std::string kPserver = "launch --pservers 2 --trainers 2 ";
 const std::string kNccl2 = "launch --mode nccl2 --trainers 2 ";
