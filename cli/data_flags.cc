@@ -22,7 +22,9 @@ DEFINE_string(dataset, "queue", "with --data_feed, Fluid's Dataset kind: queue (
                                 "every epoch) or in_memory (InMemoryDataset: read once, then shuffled per --shuffle); "
                                 "arrays (--data) are always in memory");
 DEFINE_string(shuffle, "", "none (the data's own order), local (each trainer shuffles its share every epoch) or "
-                           "global (one permutation of all the data per epoch, dealt to the trainers: arrays only); "
+                           "global (arrays: one permutation of all the data per epoch, dealt to the trainers; "
+                           "MultiSlot files, in memory: the lines dealt across the trainers at random once, as "
+                           "InMemoryDataset.global_shuffle, nccl2 jobs, then shuffled locally every epoch); "
                            "default: global for fashion_mnist, none otherwise. The seed is --seed");
 DEFINE_bool(drop_last, false, "leave out each epoch's last batch when it has fewer than --batch_size examples "
                               "(default: train on it)");
@@ -83,13 +85,20 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MultiSlot(const DataConfig& c, const
   OAR_ASSIGN_OR_RETURN(DataFeedDesc desc, DataFeedDesc::Load(c.data_feed));
   desc.set_batch_size(static_cast<int>(batch_size));
   OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(patterns, flag));
+  const bool global = train && c.shuffle == "global" && shards > 1;
+  if (global && c.shuffle_group == nullptr) {
+    return absl::UnimplementedError("--shuffle global over MultiSlot files exchanges lines between the trainers, "
+                                    "which nccl2 trainers do over their communicator; a pserver job's trainers have "
+                                    "no channel between them yet: use --shuffle local, or --mode nccl2");
+  }
   MultiSlotSourceOptions o{.files = std::move(files),
                            .shard = shard,
                            .shards = shards,
                            .in_memory = train && c.in_memory,
-                           .shuffle = train && c.shuffle == "local",
-                           .seed = c.seed + static_cast<uint64_t>(shard),
-                           .skip_bad_lines = c.skip_bad_lines};
+                           .shuffle = train && c.shuffle != "none",
+                           .seed = c.seed + (global ? 0 : static_cast<uint64_t>(shard)),
+                           .skip_bad_lines = c.skip_bad_lines,
+                           .global_shuffle = global ? c.shuffle_group : nullptr};
   OAR_ASSIGN_OR_RETURN(std::unique_ptr<MultiSlotSource> s, MultiSlotSource::Make(std::move(desc), vars, std::move(o)));
   return std::unique_ptr<FeedSource>(std::move(s));
 }
@@ -142,11 +151,6 @@ absl::StatusOr<DataConfig> DataConfigFromFlags() {
   if (!c.data_feed.empty() && c.shuffle != "none" && !c.in_memory) {
     return absl::InvalidArgumentError(absl::StrCat("--shuffle ", c.shuffle, " needs --dataset in_memory (a queue "
                                                    "dataset streams its files in order, as Fluid's QueueDataset)"));
-  }
-  if (!c.data_feed.empty() && c.shuffle == "global") {
-    return absl::UnimplementedError("--shuffle global over MultiSlot files (InMemoryDataset.global_shuffle) is not "
-                                    "implemented yet; use --shuffle local, or arrays (--data npy:DIR), whose global "
-                                    "shuffle is");
   }
   if (c.prefetch < 0) return absl::InvalidArgumentError("--prefetch must be >= 0");
   if (c.batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/data/feed_source.h"
+#include "common/data/global_shuffle.h"
 #include "common/program_desc.h"
 
 namespace oar::cli {
@@ -32,6 +33,9 @@ struct DataConfig {
   int64_t batch_size = 128, limit = 0;
   uint64_t seed = 1;
   bool skip_bad_lines = false;
+  // --shuffle global over MultiSlot files in a job: how its trainers
+  // exchange lines (nccl2 trainers: their communicator). Not owned.
+  const ShuffleGroup* shuffle_group = nullptr;
 };
 
 // Reads and checks the flags (a conflicting or unknown value is an error

@@ -122,6 +122,13 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   OAR_ASSIGN_OR_RETURN(DataConfig data, DataConfigFromFlags());
   data.batch_size = batch;
   data.min_batch = static_cast<int64_t>(rt->num_places());  // a batch is split across them
+  ShuffleGroup group{.rank = env.trainer_id, .size = env.trainers};
+  if (rt->collective() != nullptr && !place.is_gpu()) {  // --shuffle global of MultiSlot files: over the ring
+    group.all_gather = [&rt](const Tensor& in, std::vector<Tensor>* out) {
+      return rt->collective()->AllGather(in, out, "global_shuffle");
+    };
+    data.shuffle_group = &group;
+  }
   std::vector<const VarDesc*> vars;
   for (const std::string& feed : io.feeds) {
     OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));

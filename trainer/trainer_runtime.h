@@ -89,6 +89,9 @@ class TrainerRuntime {
   // nccl2 mode: the backend the trainers all-reduce through ("shm",
   // "tcp-ring", "nccl"); empty without a collective.
   std::string collective_backend() const { return collective_ ? collective_->backend() : std::string(); }
+  // nccl2 mode: the trainers' communicator, for the caller's own exchanges
+  // between steps (the data layer's global shuffle); null without one.
+  Collective* collective() { return collective_.get(); }
 
  private:
   TrainerRuntime() = default;

@@ -88,6 +88,12 @@ absl::Status MultiSlotSource::LoadLines() {
     lines_.emplace_back(line);
     where_.push_back(feed.where());
   }
+  if (options_.global_shuffle != nullptr && options_.global_shuffle->size > 1) {
+    // The same seed in every trainer: the job's, not this shard's.
+    OAR_ASSIGN_OR_RETURN(lines_, GlobalShuffle(std::move(lines_), options_.seed, *options_.global_shuffle));
+    where_.clear();
+    for (size_t i = 0; i < lines_.size(); ++i) where_.push_back(absl::StrCat("line ", i + 1, " after the global shuffle"));
+  }
   return absl::OkStatus();
 }
 
@@ -155,7 +161,9 @@ std::string MultiSlotSource::Describe() const {
   return absl::StrCat(my_files_.size(), " MultiSlot file(s)",
                       feed_options_.line_shards > 1 ? absl::StrCat(" (every ", feed_options_.line_shards, "th line)") : "",
                       options_.in_memory ? absl::StrCat(", in memory: ", lines_.size(), " lines") : ", streamed",
-                      options_.in_memory && options_.shuffle ? ", shuffled" : "");
+                      options_.global_shuffle != nullptr && options_.global_shuffle->size > 1 ? ", shuffled globally"
+                      : options_.in_memory && options_.shuffle                                  ? ", shuffled"
+                                                                                                : "");
 }
 
 }  // namespace oar

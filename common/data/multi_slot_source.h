@@ -8,7 +8,8 @@
 //    parsed once (a bad line is refused then, before any training, and the
 //    batches per epoch are known: nccl2 trainers agree on them); with
 //    shuffle (local_shuffle) each epoch takes them in a permutation drawn
-//    from (seed, epoch).
+//    from (seed, epoch); with global_shuffle the lines are first dealt
+//    across the trainers at random (InMemoryDataset.global_shuffle).
 // Sharding: file i goes to trainer i % shards; with fewer files than
 // trainers every trainer reads every file and takes the lines whose number
 // in their file is ≡ shard (mod shards). A bad line is an error naming
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "common/data/data_feed_desc.h"
 #include "common/data/feed_source.h"
+#include "common/data/global_shuffle.h"
 #include "common/data/multi_slot_feed.h"
 #include "common/program_desc.h"
 
@@ -36,6 +38,9 @@ struct MultiSlotSourceOptions {
   bool in_memory = false, shuffle = false;
   uint64_t seed = 0;
   bool skip_bad_lines = false;
+  // In memory: after loading, exchange the lines across the job's trainers
+  // (global_shuffle.h; InMemoryDataset.global_shuffle). Not owned.
+  const ShuffleGroup* global_shuffle = nullptr;
 };
 
 class MultiSlotSource : public FeedSource {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,37 @@ TEST(OwnDataE2eTest, UnevenFileSharesKeepTheJobsGuarantees) {
   EXPECT_NE(nccl2.out.find("examples left unused so every trainer stopped at the same step: trainer 0: 32"),
             std::string::npos)
       << nccl2.out;
+}
+
+// --shuffle global over MultiSlot files: in an nccl2 job the trainers deal
+// their lines across each other (over their communicator) before training;
+// every line is trained or reported unused, each epoch. A pserver job's
+// trainers cannot exchange lines: refused, saying what to use.
+TEST(OwnDataE2eTest, GlobalShuffleOfMultiSlotFilesInAnNccl2Job) {
+  const std::string dir = TempDir("global_shuffle");
+  const std::string args = Ctr(dir) + "--dataset in_memory --shuffle global --epochs 2 --batch_size 12";
+  Result r = Oar("launch --mode nccl2 --trainers 3 " + args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("shuffled globally"), std::string::npos) << r.out;
+  // 64 lines, 2 epochs: what the trainers trained plus what they left unused.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("trained on ([0-9]+) examples"))) << r.out;
+  const int64_t trained = std::stoll(m[1]);
+  int64_t unused = 0;
+  const size_t line = r.out.find("left unused so every trainer stopped at the same step:");
+  if (line != std::string::npos) {
+    const std::string text = r.out.substr(line, r.out.find('\n', line) - line);
+    const std::regex each("trainer [0-9]+: ([0-9]+)");
+    for (std::sregex_iterator i(text.begin(), text.end(), each), e; i != e; ++i) {
+      unused += std::stoll((*i)[1]);
+    }
+  }
+  EXPECT_EQ(trained + unused, 128) << r.out;
+  Result pserver = Oar("launch --pservers 1 --trainers 2 " + args);
+  EXPECT_NE(pserver.code, 0);
+  EXPECT_NE(pserver.out.find("a pserver job's trainers have no channel between them yet: use --shuffle local"),
+            std::string::npos)
+      << pserver.out;
 }
 
 }  // namespace
