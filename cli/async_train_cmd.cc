@@ -24,8 +24,6 @@
 #include "cli/progress_bar.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
-#include "common/data/feed_check.h"
-#include "common/data/multi_slot_source.h"
 #include "common/executor.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -121,21 +119,13 @@ absl::Status AsyncTrain() {
                                                     FLAGS_test_files, &root));
     std::printf("test_auc=%.4f\ntest_loss=%.4f\n", m.auc, m.loss);
   } else if (!FLAGS_test_files.empty()) {  // a program: its loss and each --fetch, averaged over the test files
-    std::vector<std::string> slots;
-    std::vector<const VarDesc*> vars;
-    for (int i : feed.used_slots()) {
-      slots.push_back(feed.proto().multi_slot_desc().slots(i).name());
-      OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(main, FLAGS_program, slots.back()));
-      vars.push_back(v);
-    }
-    OAR_ASSIGN_OR_RETURN(std::vector<std::string> test_files, ExpandFiles(FLAGS_test_files, "--test_files"));
-    OAR_ASSIGN_OR_RETURN(auto test, MultiSlotSource::Make(feed, vars, {.files = std::move(test_files)}));
     std::vector<std::string> targets = {loss};
     for (const std::string& f : fetch) {
       if (f != loss) targets.push_back(f);
     }
     OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
-                         EvaluateProgram(exe, PruneToTargets(main, slots, targets), &root, test.get(), targets));
+                         EvaluateProgramOnFiles(exe, PruneToTargets(main, UsedSlotNames(feed), targets), main, &root,
+                                                feed, FLAGS_test_files, targets));
     std::printf("%s\n", EvalLine(targets, values, '\n').c_str());
   }
   return absl::OkStatus();

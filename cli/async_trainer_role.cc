@@ -9,8 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
+#include "cli/program_eval.h"
 #include "cli/progress_bar.h"
 #include "cli/trainer_failure.h"
+#include "common/api/io.h"
 #include "common/fingerprint.h"
 #include "common/job_settings.h"
 #include "common/rpc/transport_select.h"
@@ -124,6 +126,14 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     OAR_ASSIGN_OR_RETURN(TestMetrics m, TestOnFiles(exe, test, model->vars.prediction.name(), feed, FLAGS_test_files,
                                                     &root));
     absl::StrAppendFormat(&result, " test_auc=%.4f test_loss=%.4f", m.auc, m.loss);
+  } else if (env.trainer_id == 0 && !FLAGS_test_files.empty() && !loss_name.empty()) {
+    // A program: its loss and each --fetch over the test files, with the
+    // parameters this trainer pulled last.
+    ProgramDesc test = PruneToTargets(main, UsedSlotNames(feed), fetch);
+    OAR_RETURN_IF_ERROR(t.PrefetchDistributedTable(&test));
+    OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
+                         EvaluateProgramOnFiles(exe, test, main, &root, feed, FLAGS_test_files, fetch));
+    absl::StrAppend(&result, " ", EvalLine(fetch, values, ' '));
   }
   OAR_RETURN_IF_ERROR(Annotate(exe.Close(), "saying COMPLETE to the pservers"));
   NoteTrainerCompleted();

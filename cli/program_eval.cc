@@ -5,6 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/async_train_util.h"
+#include "common/data/feed_check.h"
+#include "common/data/multi_slot_source.h"
 #include "common/status.h"
 
 namespace oar::cli {
@@ -36,6 +39,26 @@ absl::StatusOr<std::vector<double>> EvaluateProgram(Executor& exe, const Program
   if (tested == 0) return absl::InvalidArgumentError(absl::StrCat(source->Describe(), ": no test examples"));
   for (double& s : sums) s /= static_cast<double>(tested);
   return sums;
+}
+
+std::vector<std::string> UsedSlotNames(const DataFeedDesc& feed) {
+  std::vector<std::string> names;
+  for (int i : feed.used_slots()) names.push_back(feed.proto().multi_slot_desc().slots(i).name());
+  return names;
+}
+
+absl::StatusOr<std::vector<double>> EvaluateProgramOnFiles(Executor& exe, const ProgramDesc& test_program,
+                                                           const ProgramDesc& main, Scope* scope,
+                                                           const DataFeedDesc& feed, const std::string& patterns,
+                                                           const std::vector<std::string>& targets) {
+  std::vector<const VarDesc*> vars;
+  for (const std::string& slot : UsedSlotNames(feed)) {
+    OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(main, "the program", slot));
+    vars.push_back(v);
+  }
+  OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(patterns, "--test_files"));
+  OAR_ASSIGN_OR_RETURN(auto source, MultiSlotSource::Make(feed, vars, {.files = std::move(files)}));
+  return EvaluateProgram(exe, test_program, scope, source.get(), targets);
 }
 
 std::string EvalLine(const std::vector<std::string>& targets, const std::vector<double>& values, char sep) {

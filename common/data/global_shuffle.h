@@ -27,7 +27,7 @@ namespace oar {
 struct ShuffleGroup {
   int rank = 0, size = 1;
   // Every rank's uint8 tensor (sizes may differ), in rank order.
-  std::function<absl::Status(const Tensor& in, std::vector<Tensor>* out)> all_gather;
+  std::function<absl::Status(const Tensor& in, std::vector<Tensor>* out)> all_gather = nullptr;
 };
 
 absl::StatusOr<std::vector<std::string>> GlobalShuffle(std::vector<std::string> records, uint64_t seed,

@@ -3,13 +3,16 @@
 // make_fixtures.py), as the README shows: unmodified, from Paddle's own
 // initial parameters (its combined save_persistables file), on
 // Fashion-MNIST; it learns, and every misuse is a clear error.
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
+#include "tests/util/need_tool.h"
 #include "tests/util/oar_process.h"
+#include "tests/util/step_log.h"
 
 namespace oar {
 namespace {
@@ -29,6 +32,17 @@ TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
   EXPECT_NE(r.out.find("6000 examples"), std::string::npos) << r.out;
   EXPECT_GT(ValueAfter(r.out, "test_accuracy_0.tmp_2="), 0.6) << r.out;  // chance is 0.1
   EXPECT_LT(ValueAfter(r.out, "test_loss="), 1.5) << r.out;               // ln 10 = 2.30 untrained
+  // The first step starts from the saved values (trained three steps), not
+  // from the startup program's draws: its loss differs from a fresh start's.
+  const std::string dir = TempDir("params_first_step");
+  const std::string args = "train --program " + kFixture + "/main.pb --startup " + kFixture +
+                           "/startup.pb --feed x,label --loss mean_1.tmp_0 --max_steps 1 --limit 500 --step_log ";
+  ASSERT_EQ(Oar(args + dir + "/saved.steps --params " + kFixture + "/params").code, 0);
+  ASSERT_EQ(Oar(args + dir + "/fresh.steps").code, 0);
+  const std::vector<double> saved = ReadSteps(dir + "/saved.steps"), fresh = ReadSteps(dir + "/fresh.steps");
+  ASSERT_EQ(saved.size(), 1u);
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_GT(std::abs(saved[0] - fresh[0]), 1e-3) << saved[0] << " vs " << fresh[0];
 }
 
 // Parameters of another network under this one's names: the mlp fixture's
@@ -69,7 +83,7 @@ std::string PythonWithNumpy() {
 // exactly as the save_persistables file does.
 TEST(PaddleProgramTest, StaticSaveFilesConvertedTrainLikeSavePersistables) {
   const std::string py = PythonWithNumpy();
-  if (py.empty()) GTEST_SKIP() << "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)";
+  OAR_NEED_TOOL(!py.empty(), "python3 with numpy (python3-numpy)");
   const std::string dir = TempDir("converted");
   Result conv = RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
   ASSERT_EQ(conv.code, 0) << conv.out;
@@ -80,11 +94,15 @@ TEST(PaddleProgramTest, StaticSaveFilesConvertedTrainLikeSavePersistables) {
   ASSERT_EQ(b.code, 0) << b.out;
   EXPECT_FALSE(Losses(a.out).empty()) << a.out;
   EXPECT_EQ(Losses(a.out), Losses(b.out)) << a.out << "\n" << b.out;
+  // And both are the saved values, not the startup program's draws.
+  Result fresh = Oar(kArgs + "--epochs 1 --limit 1000");
+  ASSERT_EQ(fresh.code, 0) << fresh.out;
+  EXPECT_NE(Losses(fresh.out), Losses(b.out)) << fresh.out;
 }
 
 TEST(PaddleProgramTest, ConverterRefusesAPickleThatIsNotArrays) {
   const std::string py = PythonWithNumpy();
-  if (py.empty()) GTEST_SKIP() << "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)";
+  OAR_NEED_TOOL(!py.empty(), "python3 with numpy (python3-numpy)");
   const std::string dir = TempDir("evil_pickle");
   // A pickle that would call os.system when loaded by plain pickle.load.
   Result make = RunCommand(py + " -c \"import os, pickle; "

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/util/need_tool.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -139,7 +140,7 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
     EXPECT_GT(send + barrier + receive, 0) << r.out.substr(at, 200);
   }
   EXPECT_NE(r.out.find("pserver 0: optimize "), std::string::npos) << r.out;
-  if (RunCommand("promtool --version").code != 0) GTEST_SKIP() << "promtool not installed (Debian's prometheus)";
+  OAR_NEED_TOOL(RunCommand("promtool --version").code == 0, "promtool (Debian's prometheus)");
   for (const char* f : {"trainer.0", "trainer.1", "pserver.0", "pserver.1"}) {
     const Result check = RunCommand("promtool check metrics < " + dir + "/" + f + ".prom");
     EXPECT_EQ(check.code, 0) << f << ": " << check.out;

@@ -89,8 +89,10 @@ TEST(OwnDataE2eTest, AsyncExecutorTrainersStartFromPaddlesValues) {
   const std::string dir = TempDir("async_params");
   Result r = Oar("launch --pservers 2 --trainers 1 --async --program " + kCtr + "/main.pb --startup " + kCtr +
                  "/startup.pb --params " + kCtr + "/params --loss_name mean_3.tmp_0 --data_feed " + kCtrData +
-                 "/data.desc --files '" + kCtrData + "/part-*' --step_log_dir " + dir);
+                 "/data.desc --files '" + kCtrData + "/part-*' --step_log_dir " + dir + " --test_files " + kCtrData +
+                 "/part-1");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GT(ValueAfter(r.out, "test_loss="), 0.3) << r.out;  // trainer 0 evaluated the program (ln 2 = 0.69 untrained)
   const auto t0 = ReadSteps(dir + "/trainer.0.steps");
   const auto want = ReadSteps(kCtr + "/losses.txt");
   ASSERT_EQ(t0.size(), 4u) << r.out;  // two files of 32 lines, batch 16

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/util/need_tool.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {
@@ -86,7 +87,7 @@ double Query(int port, const std::string& encoded_query) {
 }
 
 TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
-  if (RunCommand("prometheus --version").code != 0) GTEST_SKIP() << "prometheus not installed (Debian's prometheus)";
+  OAR_NEED_TOOL(RunCommand("prometheus --version").code == 0, "prometheus (Debian's prometheus)");
   const std::string dir = TempDir("prometheus_e2e");
   std::ofstream(dir + "/prometheus.yml") << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
                                             "scrape_configs:\n  - job_name: oar\n    file_sd_configs:\n"

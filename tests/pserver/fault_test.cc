@@ -8,6 +8,7 @@
 // once. Injected failures end the job with errors naming the endpoint and
 // the variable.
 #include <cstring>
+#include <regex>
 
 #include "gtest/gtest.h"
 #include "tests/util/inproc_job.h"
@@ -95,11 +96,21 @@ TEST(FaultTest, InjectedFailuresEndTheJobNamingEndpointAndVariable) {
   // A trainer hit by the fault fails with it, named; its peer may instead end
   // on what that failure does to the step (on a loaded machine, its own
   // deadline at the barrier): that is the job ending too, not hanging.
+  // "injected fault: <call> '<variable>' to <endpoint>": the variable is one
+  // of the job's (a parameter, its gradient or a block of either) or a
+  // control message (BATCH_BARRIER@RECV, ...), never empty.
   bool named = false;
+  const std::regex form("injected fault: [A-Za-z]+ '([^']+)' to 127\\.0\\.0\\.1:71");
   for (const auto& s : r.trainer_status) {
-    if (s.ok()) continue;
-    named |= s.code() == absl::StatusCode::kInternal && s.message().find("injected fault") != std::string::npos &&
-             s.message().find("127.0.0.1:71") != std::string::npos && s.message().find("'") != std::string::npos;
+    if (s.ok() || s.code() != absl::StatusCode::kInternal) continue;
+    const std::string message(s.message());
+    std::smatch m;
+    if (!std::regex_search(message, m, form)) continue;
+    const std::string var = m[1];
+    bool known = var.size() > 5 && var.substr(var.size() - 5) == "@RECV";
+    for (const auto& p : JobParams()) known |= var.rfind(p, 0) == 0;
+    EXPECT_TRUE(known) << "'" << var << "' is not a variable of the job: " << message;
+    named |= known;
   }
   EXPECT_TRUE(named) << r.Errors();
 }

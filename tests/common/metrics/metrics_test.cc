@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/metrics/process_metrics.h"
+#include "tests/util/need_tool.h"
 #include "tests/util/oar_process.h"
 
 namespace oar::metrics {
@@ -112,7 +113,7 @@ TEST(MetricsTest, ProcessMetricsReadProc) {
 
 // Prometheus' own linter over every kind of family this registry writes.
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {
-  if (RunCommand("promtool --version").code != 0) GTEST_SKIP() << "promtool not installed (Debian's prometheus)";
+  OAR_NEED_TOOL(RunCommand("promtool --version").code == 0, "promtool (Debian's prometheus)");
   Registry r;
   r.AddCounter("oar_steps_total", "Steps run")->With({})->Add(3);
   r.AddCounter("oar_rpc_sent_bytes_total", "Bytes", {"method", "peer"})->With({"Send", "a:1"})->Add(9);
