@@ -24,7 +24,8 @@ DEFINE_string(dataset, "queue", "with --data_feed, Fluid's Dataset kind: queue (
 DEFINE_string(shuffle, "", "none (the data's own order), local (each trainer shuffles its share every epoch) or "
                            "global (arrays: one permutation of all the data per epoch, dealt to the trainers; "
                            "MultiSlot files, in memory: the lines dealt across the trainers at random once, as "
-                           "InMemoryDataset.global_shuffle, nccl2 jobs, then shuffled locally every epoch); "
+                           "InMemoryDataset.global_shuffle, then shuffled locally every epoch; a pserver job's "
+                           "trainers need PADDLE_TRAINER_ENDPOINTS, which oar launch sets); "
                            "default: global for fashion_mnist, none otherwise. The seed is --seed");
 DEFINE_bool(drop_last, false, "leave out each epoch's last batch when it has fewer than --batch_size examples "
                               "(default: train on it)");
@@ -87,9 +88,9 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MultiSlot(const DataConfig& c, const
   OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(patterns, flag));
   const bool global = train && c.shuffle == "global" && shards > 1;
   if (global && c.shuffle_group == nullptr) {
-    return absl::UnimplementedError("--shuffle global over MultiSlot files exchanges lines between the trainers, "
-                                    "which nccl2 trainers do over their communicator; a pserver job's trainers have "
-                                    "no channel between them yet: use --shuffle local, or --mode nccl2");
+    return absl::FailedPreconditionError("--shuffle global over MultiSlot files exchanges lines between the "
+                                         "trainers, and this trainer has no communicator to do it over: use "
+                                         "--shuffle local");
   }
   MultiSlotSourceOptions o{.files = std::move(files),
                            .shard = shard,

@@ -55,6 +55,7 @@ DECLARE_int32(trainers);
 DECLARE_bool(async);
 DECLARE_bool(sync);
 DECLARE_string(program);
+DECLARE_string(shuffle);  // cli/data_flags.cc
 DECLARE_string(mode);
 DECLARE_int32(cpu_num);  // run_cmd.cc
 DECLARE_int32(batch_size);  // train_cmd.cc
@@ -197,7 +198,13 @@ absl::Status Launch() {
   // The endpoints and the metrics servers listen before any child starts:
   // each child is handed its sockets (ProcessGroup, LISTEN_FDS), so no
   // port can be taken between its choice and its use.
-  const int n_eps = nccl2 ? trainers : pservers;
+  // Trainers get endpoints of their own in nccl2 mode, and in a pserver job
+  // whose MultiSlot files they shuffle globally (they join each other for
+  // it: cli/shuffle_ring.h). The pservers' come first.
+  const bool shuffle_eps = !nccl2 && !async_executor && !FLAGS_data_feed.empty() && FLAGS_shuffle == "global" &&
+                           trainers > 1;
+  const int n_ps_eps = nccl2 ? 0 : pservers, n_tr_eps = nccl2 || shuffle_eps ? trainers : 0;
+  const int n_eps = n_ps_eps + n_tr_eps;
   struct Sockets {
     std::vector<int> fds;
     ~Sockets() {
@@ -213,9 +220,10 @@ absl::Status Launch() {
   }
   const std::vector<int> metrics_ports(ports.begin() + n_eps, ports.end());
   ports.resize(static_cast<size_t>(n_eps));
-  std::vector<std::string> eps;  // the pservers', or in nccl2 mode the trainers'
+  std::vector<std::string> eps;  // the pservers', then the trainers'
   for (int p : ports) eps.push_back(absl::StrCat("127.0.0.1:", p));
-  const std::string ep_list = absl::StrJoin(eps, ",");
+  const std::string ep_list = absl::StrJoin(eps.begin(), eps.begin() + n_ps_eps, ",");
+  const std::string trainer_list = absl::StrJoin(eps.begin() + n_ps_eps, eps.end(), ",");
   for (const auto* dir : {&FLAGS_log_dir, &FLAGS_step_log_dir, &FLAGS_metrics_dir}) {
     std::error_code ec;
     if (!dir->empty()) std::filesystem::create_directories(*dir, ec);
@@ -254,11 +262,10 @@ absl::Status Launch() {
     ChildSpec spec{absl::StrCat("trainer.", i), argv,
                    {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
                     {"PADDLE_TRAINER_ID", std::to_string(i)}}};
-    if (nccl2) {
-      spec.env.push_back({"PADDLE_TRAINER_ENDPOINTS", ep_list});
-      spec.env.push_back({"PADDLE_CURRENT_ENDPOINT", eps[i]});
-    } else {
-      spec.env.push_back({"PADDLE_PSERVER_ENDPOINTS", ep_list});
+    if (!nccl2) spec.env.push_back({"PADDLE_PSERVER_ENDPOINTS", ep_list});
+    if (n_tr_eps > 0) {
+      spec.env.push_back({"PADDLE_TRAINER_ENDPOINTS", trainer_list});
+      spec.env.push_back({"PADDLE_CURRENT_ENDPOINT", eps[static_cast<size_t>(n_ps_eps + i)]});
     }
     specs.push_back(std::move(spec));
     trainer_of.push_back(i);
@@ -291,7 +298,7 @@ absl::Status Launch() {
   const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
-                 ep_list.c_str());
+                 trainer_list.c_str());
   } else {
     std::fprintf(stderr, "oar launch: %d pserver(s) on %s, %d trainer(s), %s\n", pservers, ep_list.c_str(), trainers,
                  mode);
@@ -308,10 +315,10 @@ absl::Status Launch() {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);  // the terminal closed: stop the cluster as for Ctrl-C
-  // Child i serves its endpoint (a pserver; a trainer in nccl2 mode) and
+  // Child i serves its endpoint (a pserver; a trainer that has one) and
   // its metrics on the sockets made for them.
   for (size_t i = 0; i < specs.size(); ++i) {
-    const int endpoint = nccl2 ? trainer_of[i] : (trainer_of[i] < 0 ? static_cast<int>(i) : -1);
+    const int endpoint = trainer_of[i] < 0 ? static_cast<int>(i) : (n_tr_eps > 0 ? n_ps_eps + trainer_of[i] : -1);
     if (endpoint >= 0) specs[i].listen_fds.push_back(sockets.fds[static_cast<size_t>(endpoint)]);
     if (FLAGS_metrics) specs[i].listen_fds.push_back(sockets.fds[static_cast<size_t>(n_eps) + i]);
   }

@@ -127,6 +127,17 @@ absl::StatusOr<RoleEnv> ResolveRole(const GetEnv& getenv, const RoleOverrides& f
   if (!ps) return absl::InvalidArgumentError("PADDLE_PSERVER_ENDPOINTS is not set (or --pservers)");
   env.pservers = SplitList(*ps);
   if (env.pservers.empty()) return absl::InvalidArgumentError("PADDLE_PSERVER_ENDPOINTS is empty");
+  // A pserver job's trainers may know each other too (Fluid's role makers
+  // set it): the data layer's global shuffle joins them over it.
+  OAR_ASSIGN_OR_RETURN(auto trainer_list, Pick(getenv, flags.trainer_endpoints, "trainer_endpoints",
+                                               "PADDLE_TRAINER_ENDPOINTS"));
+  if (trainer_list) {
+    env.trainer_endpoints = SplitList(*trainer_list);
+    if (static_cast<int>(env.trainer_endpoints.size()) != env.trainers) {
+      return absl::InvalidArgumentError(absl::StrCat("PADDLE_TRAINER_ENDPOINTS lists ", env.trainer_endpoints.size(),
+                                                     " endpoints but PADDLE_TRAINERS_NUM=", env.trainers));
+    }
+  }
   if (env.role == RoleEnv::Role::kPserver) {
     if (!current) {
       return absl::InvalidArgumentError(

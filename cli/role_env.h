@@ -28,7 +28,7 @@ struct RoleEnv {
   int trainers = 1;
   std::vector<std::string> pservers;
   std::string current_endpoint;
-  std::vector<std::string> trainer_endpoints;  // nccl2 mode
+  std::vector<std::string> trainer_endpoints;  // nccl2 mode; in pserver mode where given (global shuffle)
   std::string RoleName() const { return role == Role::kTrainer ? "TRAINER" : "PSERVER"; }
 };
 

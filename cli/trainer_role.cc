@@ -17,6 +17,7 @@
 #include "cli/data_flags.h"
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
+#include "cli/shuffle_ring.h"
 #include "common/data/feed_check.h"
 #include "common/data/fashion_mnist.h"
 #include "common/malloc_tuning.h"
@@ -129,12 +130,21 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     };
     data.shuffle_group = &group;
   }
+  std::unique_ptr<Collective> shuffle_ring;  // a pserver job's trainers: joined for the global shuffle only
+  if (!nccl2 && !data.data_feed.empty() && data.shuffle == "global" && data.in_memory && env.trainers > 1) {
+    OAR_ASSIGN_OR_RETURN(shuffle_ring, JoinTrainersForShuffle(env, rt->executor()));
+    group.all_gather = [&shuffle_ring](const Tensor& in, std::vector<Tensor>* out) {
+      return shuffle_ring->AllGather(in, out, "global_shuffle");
+    };
+    data.shuffle_group = &group;
+  }
   std::vector<const VarDesc*> vars;
   for (const std::string& feed : io.feeds) {
     OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));
     vars.push_back(v);
   }
   OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
+  shuffle_ring.reset();  // the lines are exchanged
   const int64_t per_epoch = source->batches_per_epoch();
   if (nccl2 && per_epoch < 0) {
     return absl::InvalidArgumentError("nccl2 trainers agree on their steps before each epoch, and a queue dataset's "

@@ -42,6 +42,28 @@ TEST(RoleEnvTest, ReadsATrainerAndAPserver) {
   EXPECT_EQ(ps->current_endpoint, "10.0.0.2:6174");
 }
 
+// A pserver job's trainers may be told each other's endpoints (the data
+// layer's global shuffle joins them over them); a list of the wrong length
+// is refused.
+TEST(RoleEnvTest, APserverJobsTrainerMayReadTheTrainerEndpoints) {
+  FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"},
+             {"PADDLE_TRAINER_ID", "1"},
+             {"PADDLE_TRAINERS_NUM", "2"},
+             {"PADDLE_PSERVER_ENDPOINTS", "10.0.0.1:6174"},
+             {"PADDLE_TRAINER_ENDPOINTS", "10.0.0.5:6170,10.0.0.6:6170"},
+             {"PADDLE_CURRENT_ENDPOINT", "10.0.0.6:6170"}}};
+  auto t = ResolveRole(e.Get(), {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->trainer_endpoints, (std::vector<std::string>{"10.0.0.5:6170", "10.0.0.6:6170"}));
+  EXPECT_EQ(t->current_endpoint, "10.0.0.6:6170");
+  e.vars["PADDLE_TRAINER_ENDPOINTS"] = "10.0.0.5:6170";
+  auto bad = ResolveRole(e.Get(), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("PADDLE_TRAINER_ENDPOINTS lists 1 endpoints but PADDLE_TRAINERS_NUM=2"),
+            std::string::npos)
+      << bad.status();
+}
+
 // A list written with spaces after its commas reads as the transpiler
 // reads it (before, the pserver did not find its own endpoint in it).
 TEST(RoleEnvTest, EndpointListsAreTrimmed) {
