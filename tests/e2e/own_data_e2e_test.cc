@@ -65,6 +65,16 @@ TEST(OwnDataE2eTest, NpyArraysInASyncPserverJobMakePaddlesLosses) {
   ExpectMeanIsPaddles(kPserver + Mlp(), kMlp, "npy_pserver");
 }
 
+// Async pserver mode reads arrays through the data layer too (values are
+// the threads' race, so what is checked is that every example is trained
+// once per epoch and trainer 0 evaluates).
+TEST(OwnDataE2eTest, NpyArraysInAnAsyncJob) {
+  Result r = Oar(kPserver + "--async " + Mlp() + "--test_data npy:" + kMlpData + "/arrays.npz");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trained on 320 examples"), std::string::npos) << r.out;  // 64 x 5 epochs
+  EXPECT_GT(ValueAfter(r.out, "test_loss="), 0) << r.out;
+}
+
 TEST(OwnDataE2eTest, NpyArraysInAnNccl2JobMakePaddlesLossesAndEvaluate) {
   Result r = ExpectMeanIsPaddles(kNccl2 + Mlp() + "--test_data npy:" + kMlpData + "/arrays.npz --fetch mean_1.tmp_0",
                                  kMlp, "npy_nccl2");
