@@ -68,7 +68,7 @@ struct VarStore::Receivable {
 };
 
 VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync)
-    : program_(program), scope_(scope), fanin_(fanin), sync_(sync) {}
+    : scope_(scope), fanin_(fanin) {}
 VarStore::~VarStore() = default;
 
 absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& program, Scope* scope, int fanin,

@@ -114,10 +114,8 @@ class VarStore {
   VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync);
   absl::Status CheckAgainst(const VarDesc& desc, const rpc::MessageHeader& h, int trainer) const;
 
-  const ProgramDesc& program_;
   Scope* scope_;
   const int fanin_;
-  const bool sync_;
   std::map<std::string, std::unique_ptr<Receivable>> receivable_;  // by merged name
   std::map<std::string, std::pair<const Receivable*, int>> copy_of_;  // per-trainer name → (receivable, trainer)
   std::set<std::string> servable_;

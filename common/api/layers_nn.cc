@@ -72,8 +72,8 @@ Var batch_norm(const Var& input, const std::string& act, bool is_test, float mom
   const DataType dt = input.dtype();
   Var scale = h.CreateParameter(param_attr, shape, dt, false, initializer::Constant(1.0f));
   Var bias = h.CreateParameter(bias_attr, shape, dt, true);
-  ParamAttr mean_attr{moving_mean_name, initializer::Constant(0.0f), 1.0f, /*trainable=*/false};
-  ParamAttr var_attr{moving_variance_name, initializer::Constant(1.0f), 1.0f, /*trainable=*/false};
+  ParamAttr mean_attr{moving_mean_name, initializer::Constant(0.0f), 1.0f, /*trainable=*/false, nullptr, nullptr};
+  ParamAttr var_attr{moving_variance_name, initializer::Constant(1.0f), 1.0f, /*trainable=*/false, nullptr, nullptr};
   Var mean = h.CreateParameter(mean_attr, shape, dt, false);
   Var variance = h.CreateParameter(var_attr, shape, dt, false);
   if (!scale.valid() || !bias.valid() || !mean.valid() || !variance.valid()) return Var();

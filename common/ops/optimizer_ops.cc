@@ -82,7 +82,9 @@ template <typename T>
 inline __attribute__((always_inline)) void AdamDenseBody(int64_t n, T b1, T b2, T lr_t, T eps_t, const T* g,
                                                          const T* p, const T* m1, const T* m2, T* pout, T* m1out,
                                                          T* m2out) {
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
+#endif
   for (int64_t i = 0; i < n; ++i) {
     const T a = b1 * m1[i] + (T(1) - b1) * g[i];
     const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
