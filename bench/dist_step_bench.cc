@@ -1,14 +1,17 @@
 // dist_step_bench: the step time of fashion_mlp (batch 128, Adam) with one
-// trainer and one pserver process in sync mode (the transport
-// --rpc_transport picks; auto: shared memory here), against two models
-// measured in the same run:
-//   single-process step + pushing and pulling the parameters' bytes through
-//   a raw TCP socket (target <= 1.10x), and the same through a bare tuned
-//   gRPC service + 4 bare gRPC round trips (send, barrier, get, fetch
-//   barrier; milestone 1's model, target <= 1.25x).
-// The pserver process also serves the bare service and the raw socket, so
-// all go over the same loopback between the same two processes. Rounds
-// alternate the measurements; the median per-round ratios are reported.
+// trainer and one pserver process in sync mode, once per transport, each
+// against a model of the same medium measured in the same run:
+//   tcp:  single-process step + pushing and pulling the parameters' bytes
+//         through a raw TCP socket (target <= 1.10x);
+//   grpc: single-process step + the same through a bare tuned gRPC service
+//         + 4 bare gRPC round trips (send, barrier, get, fetch barrier;
+//         target <= 1.25x);
+//   shm:  single-process step + copying the parameters' bytes once each way
+//         with memcpy (the least shared memory can do; target <= 1.10x).
+// Each transport gets a pserver process of its own, which also serves the
+// bare service and the raw socket, so the models go over the same loopback
+// between the same two processes. Rounds alternate the measurements; the
+// median per-round ratios are reported.
 // Then what the metrics add to that step, timed alone: the trainer's step
 // record, and for each of the step's RPCs the client's record, the server's
 // queue-depth gauge and the pserver's record, as the code paths make them
@@ -21,11 +24,14 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
 #include "common/blas_core.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "bench/bare_grpc.h"
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
@@ -60,6 +66,7 @@ DEFINE_int32(steps, 20, "steps (or calls) per round");
 DEFINE_int32(launch_rounds, 5, "alternating rounds of the 2 x 2 `oar launch` and the single `oar train` (0: skip)");
 DEFINE_int32(launch_epochs, 3, "epochs of 200 steps in each of those runs");
 DEFINE_int32(blas_threads, 1, "OpenBLAS threads in each process (two processes share this host)");
+DEFINE_string(transports, "tcp,grpc,shm", "the 1 x 1 step over each of these --rpc_transport modes, against its model");
 
 extern char** environ;
 
@@ -119,35 +126,45 @@ double ExamplesPerSecond(const std::string& out, const std::string& after) {
   return std::atof(out.substr(begin + 1, at - begin - 1).c_str());
 }
 
-int Trainer(const char* self) {
-  // The 1 x 1 pair waits as `oar launch` would have it wait (two processes
-  // here); the 2 x 2 launch below picks its own unless told.
-  const int launch_spin = FLAGS_rpc_shm_spin_us;
-  if (FLAGS_rpc_shm_spin_us < 0) {
-    FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size()));
-  }
+// The model a transport's step is compared with.
+enum class Medium { kRawTcp, kBareGrpc, kMemcpy };
+
+struct Pass {
+  std::string transport;
+  double step = 0, single = 0, model = 0, ratio = 0;  // seconds; median per-round ratio
+  std::string model_text;
+  double target = 0;
+};
+
+// One trainer + one pserver process over `transport`, its distributed step
+// interleaved with the single-process step and the like model.
+Pass MeasureOver(const char* self, const std::string& transport, int spin_us, std::string* trainer_program_ep,
+                 ProgramDesc* trainer_program) {
+  Pass out;
+  out.transport = transport;
+  FLAGS_rpc_transport = transport;
   // The pserver's three servers listen before it starts (it is handed them).
   const HandedSocket oar_socket = ListenForChild(), bare_socket = ListenForChild(), raw_socket = ListenForChild();
   const int port = oar_socket.port, bare_port = bare_socket.port, raw_port = raw_socket.port;
   const pid_t pid = SpawnHanding({self, "--role=pserver", absl::StrCat("--port=", port),
                                   absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
-                                  absl::StrCat("--rpc_transport=", FLAGS_rpc_transport),
-                                  absl::StrCat("--rpc_shm_spin_us=", FLAGS_rpc_shm_spin_us)},
+                                  absl::StrCat("--rpc_transport=", transport), absl::StrCat("--rpc_shm_spin_us=", spin_us)},
                                  {oar_socket.fd, bare_socket.fd, raw_socket.fd});
   CHECK_GT(pid, 0) << "could not start the pserver";
   const std::string ep = absl::StrCat("127.0.0.1:", port);
   {
     rpc::GrpcTransport grpc;
     rpc::RpcClient probe(&grpc);
-    CHECK(probe.WaitServerReady({ep, absl::StrCat("127.0.0.1:", bare_port)}, 30000).ok());
+    CHECK(probe.WaitServerReady({absl::StrCat("127.0.0.1:", bare_port)}, 30000).ok());
   }
-
   auto m = Model();
   CHECK(m.ok()) << m.status();
   ProgramDesc single_main = (*m)->main.desc(), single_startup = (*m)->startup.desc();
   auto t = Transpile(m->get(), ep);
   auto trainer = t->get_trainer_program(true);
   CHECK(trainer.ok()) << trainer.status();
+  *trainer_program_ep = ep;
+  *trainer_program = *trainer;
   TrainerRuntime::Options options;
   options.loss = (*m)->vars.loss.name();
   auto rt = TrainerRuntime::Create(*trainer, *t->get_trainer_startup_program(), options);
@@ -172,46 +189,81 @@ int Trainer(const char* self) {
   const int64_t bytes = ParamBytes(**m);
   std::vector<char> payload(static_cast<size_t>(bytes), 'p'), sink(static_cast<size_t>(bytes));
   const char one = 1;
+  const Medium medium = transport == "grpc" ? Medium::kBareGrpc : transport == "tcp" ? Medium::kRawTcp : Medium::kMemcpy;
+  std::function<void()> model;
+  switch (medium) {
+    case Medium::kBareGrpc:
+      model = [&] {
+        CHECK(bare.Push(payload.data(), payload.size()) && bare.Pull(sink.data(), bytes));
+        for (int i = 0; i < 4; ++i) CHECK(bare.Push(&one, 1));
+      };
+      out.model_text = "push/pull over a bare gRPC service + 4 round trips";
+      out.target = 1.25;
+      break;
+    case Medium::kRawTcp:
+      model = [&] { CHECK(raw.Push(payload.data(), payload.size()) && raw.Pull(sink.data(), bytes)); };
+      out.model_text = "push/pull over a raw TCP socket";
+      out.target = 1.10;
+      break;
+    case Medium::kMemcpy:
+      model = [&] {
+        std::memcpy(sink.data(), payload.data(), payload.size());
+        std::memcpy(payload.data(), sink.data(), sink.size());
+      };
+      out.model_text = "one memcpy each way";
+      out.target = 1.10;
+      break;
+  }
   auto dist_step = [&] { CHECK((*rt)->Step(feed).ok()); };
   auto single_step = [&] { CHECK(exe.Run(single_main, &scope, feed, {loss}).ok()); };
-  auto move = [&] { CHECK(bare.Push(payload.data(), payload.size()) && bare.Pull(sink.data(), bytes)); };
-  auto round_trips = [&] {
-    for (int i = 0; i < 4; ++i) CHECK(bare.Push(&one, 1));
-  };
-  auto raw_move = [&] { CHECK(raw.Push(payload.data(), payload.size()) && raw.Pull(sink.data(), bytes)); };
   for (int i = 0; i < 5; ++i) {  // warm up every path
     dist_step();
     single_step();
-    move();
-    round_trips();
-    raw_move();
+    model();
   }
-  std::vector<double> td, ts, tm, tr, tw, ratio, raw_ratio;
+  std::vector<double> td, ts, tm, ratio;
   for (int r = 0; r < FLAGS_rounds; ++r) {
     td.push_back(TimeCalls(dist_step, FLAGS_steps));
     ts.push_back(TimeCalls(single_step, FLAGS_steps));
-    tm.push_back(TimeCalls(move, FLAGS_steps));
-    tr.push_back(TimeCalls(round_trips, FLAGS_steps));
-    tw.push_back(TimeCalls(raw_move, FLAGS_steps));
-    ratio.push_back(td.back() / (ts.back() + tm.back() + tr.back()));
-    raw_ratio.push_back(td.back() / (ts.back() + tw.back()));
+    tm.push_back(TimeCalls(model, FLAGS_steps));
+    ratio.push_back(td.back() / (ts.back() + tm.back()));
   }
   CHECK((*rt)->Close().ok());
   waitpid(pid, nullptr, 0);
+  out.step = Median(td);
+  out.single = Median(ts);
+  out.model = Median(tm);
+  out.ratio = Median(ratio);
+  return out;
+}
+
+int Trainer(const char* self) {
+  // The 1 x 1 pair waits as `oar launch` would have it wait (two processes
+  // here); the 2 x 2 launch below picks its own unless told.
+  const int launch_spin = FLAGS_rpc_shm_spin_us;
+  const int spin = FLAGS_rpc_shm_spin_us < 0 ? rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size()))
+                                             : FLAGS_rpc_shm_spin_us;
+  FLAGS_rpc_shm_spin_us = spin;
+  const std::string launch_transport = FLAGS_rpc_transport;
+  auto m = Model();
+  CHECK(m.ok()) << m.status();
+  const int64_t bytes = ParamBytes(**m);
   std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync), "
               "%d BLAS thread(s) each\n",
               static_cast<long long>(bytes), FLAGS_blas_threads);
-  std::printf("  distributed step          %8.3f ms (--rpc_transport=%s)\n", Median(td) * 1e3,
-              FLAGS_rpc_transport.c_str());
-  std::printf("  raw model                 %8.3f ms = single-process step %.3f + push/pull over a raw TCP socket %.3f "
-              "(%.2f GB/s)\n",
-              (Median(ts) + Median(tw)) * 1e3, Median(ts) * 1e3, Median(tw) * 1e3, 2.0 * bytes / Median(tw) / 1e9);
-  std::printf("  ratio to the raw model    %8.2fx (target <= 1.10x)\n", Median(raw_ratio));
-  std::printf("  gRPC model                %8.3f ms = single-process step %.3f + push/pull %.3f (bare gRPC, %.2f GB/s)"
-              " + 4 round trips %.3f\n",
-              (Median(ts) + Median(tm) + Median(tr)) * 1e3, Median(ts) * 1e3, Median(tm) * 1e3,
-              2.0 * bytes / Median(tm) / 1e9, Median(tr) * 1e3);
-  std::printf("  ratio to the gRPC model   %8.2fx (target <= 1.25x)\n", Median(ratio));
+  std::string ep;
+  ProgramDesc trainer_program;
+  double last_step = 0;
+  for (absl::string_view transport : absl::StrSplit(FLAGS_transports, ',', absl::SkipEmpty())) {
+    const Pass p = MeasureOver(self, std::string(transport), spin, &ep, &trainer_program);
+    last_step = p.step;
+    std::printf("  --rpc_transport=%-5s step %8.3f ms; its model %8.3f ms = single-process step %.3f + %s %.3f "
+                "(%.2f GB/s); ratio %.2fx (target <= %.2fx)\n",
+                p.transport.c_str(), p.step * 1e3, (p.single + p.model) * 1e3, p.single * 1e3, p.model_text.c_str(),
+                p.model * 1e3, 2.0 * bytes / p.model / 1e9, p.ratio, p.target);
+  }
+  FLAGS_rpc_transport = launch_transport;
+  const ProgramDesc* trainer = &trainer_program;
   {
     int rpcs = 0;  // one per variable sent or received, one per barrier
     const BlockDesc& b = trainer->Block(0);
@@ -238,7 +290,7 @@ int Trainer(const char* self) {
         2000);
     std::printf("  metrics per step          %8.3f ms to record the step and its %d RPCs on both ends = %.3f%% of "
                 "the distributed step (target <= 3%%)\n",
-                per_step * 1e3, rpcs, 100 * per_step / Median(td));
+                per_step * 1e3, rpcs, 100 * per_step / last_step);
   }
 
   // A job's figure varies by 20% from run to run on a shared VM: rounds
