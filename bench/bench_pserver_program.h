@@ -70,8 +70,11 @@ inline BenchPserver MakeBenchPserver(int n, int64_t numel, bool adam, int fanin)
     opt->SetOutput("ParamOut", {p});
     if (adam) {
       opt->type = "adam";
-      for (const auto& [slot, suffix, shape] : std::vector<std::tuple<std::string, std::string, int64_t>>{
-               {"Moment1", "_m1", numel}, {"Moment2", "_m2", numel}, {"Beta1Pow", "_b1pow", 1}, {"Beta2Pow", "_b2pow", 1}}) {
+      for (const auto& [slot, suffix, shape] :
+           std::vector<std::tuple<std::string, std::string, int64_t>>{{"Moment1", "_m1", numel},
+                                                                      {"Moment2", "_m2", numel},
+                                                                      {"Beta1Pow", "_b1pow", 1},
+                                                                      {"Beta2Pow", "_b2pow", 1}}) {
         declare(p + suffix, {shape}, true);
         opt->SetInput(slot, {p + suffix});
         if (slot.rfind("Moment", 0) == 0) opt->SetOutput(slot + "Out", {p + suffix});

@@ -27,17 +27,17 @@
 
 #include <map>
 
-#include "common/blas_core.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
+#include "common/blas_core.h"
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "glog/logging.h"
 #include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
 #include "trainer/collective/shm_collective.h"
@@ -94,7 +94,8 @@ struct Figures {
 // Every rank runs this; rank 0's figures are the ones printed.
 Figures RunRank(int rank, const std::vector<std::string>& eps, int raw_port) {
   const int n = static_cast<int>(eps.size());
-  auto ring = TcpRing::Create({.rank = rank, .endpoints = eps, .token = "collective_bench", .timeout = absl::Seconds(120)});
+  auto ring =
+      TcpRing::Create({.rank = rank, .endpoints = eps, .token = "collective_bench", .timeout = absl::Seconds(120)});
   CHECK(ring.ok()) << ring.status();
   Collective* c = ring->get();
   const int raw = rank <= 1 ? RawConnect(rank, raw_port) : -1;
@@ -238,9 +239,10 @@ void PrintGloo(const Figures& ours) {
     std::printf("PyTorch Gloo: the peer script failed (exit %d): %s\n", r.code, r.out.c_str());
     return;
   }
-  std::printf("PyTorch Gloo all_reduce, 2 processes, same host: bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; "
-              "the ring's -> %.2fx / %.2fx (target >= 1.00x)\n",
-              g4, g64, ours.ring4_busbw / g4, ours.ring64_busbw / g64);
+  std::printf(
+      "PyTorch Gloo all_reduce, 2 processes, same host: bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; "
+      "the ring's -> %.2fx / %.2fx (target >= 1.00x)\n",
+      g4, g64, ours.ring4_busbw / g4, ours.ring64_busbw / g64);
 }
 
 int Main() {
@@ -250,22 +252,25 @@ int Main() {
   for (int n : {2, 4}) {
     const Figures f = RunRing(n);
     if (n == 2) two_ranks = f;
-    std::printf("ring %d processes: all-reduce bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; raw TCP stream "
-                "%.2f GB/s -> %.2fx / %.2fx (target >= 0.70x)\n",
-                n, f.ring4_busbw, f.ring64_busbw, f.raw_gbps, f.ring4_busbw / f.raw_gbps, f.ring64_busbw / f.raw_gbps);
-    std::printf("ring %d processes: for scale, ranks 0 and 1 sending 64 MiB to each other at once (raw TCP, "
-                "each way) %.2f GB/s -> %.2fx / %.2fx\n",
-                n, f.duplex_gbps, f.ring4_busbw / f.duplex_gbps, f.ring64_busbw / f.duplex_gbps);
+    std::printf(
+        "ring %d processes: all-reduce bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; raw TCP stream "
+        "%.2f GB/s -> %.2fx / %.2fx (target >= 0.70x)\n",
+        n, f.ring4_busbw, f.ring64_busbw, f.raw_gbps, f.ring4_busbw / f.raw_gbps, f.ring64_busbw / f.raw_gbps);
+    std::printf(
+        "ring %d processes: for scale, ranks 0 and 1 sending 64 MiB to each other at once (raw TCP, "
+        "each way) %.2f GB/s -> %.2fx / %.2fx\n",
+        n, f.duplex_gbps, f.ring4_busbw / f.duplex_gbps, f.ring64_busbw / f.duplex_gbps);
     if (n == 2) {
-      std::printf("ring 2 processes: 4-byte all-reduce %.1f us, raw TCP round trip %.1f us -> %.2fx (target <= 2.00x)\n",
-                  f.tiny_us, f.raw_rtt_us, f.tiny_us / f.raw_rtt_us);
+      std::printf(
+          "ring 2 processes: 4-byte all-reduce %.1f us, raw TCP round trip %.1f us -> %.2fx (target <= 2.00x)\n",
+          f.tiny_us, f.raw_rtt_us, f.tiny_us / f.raw_rtt_us);
     }
     // Like with like: shared memory's all-reduce is made of copies through
     // memory, so its baseline is a memcpy in the same run, not a socket.
-    std::printf("shm %d processes: all-reduce bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; memcpy of 64 MiB "
-                "%.2f GB/s -> %.2fx / %.2fx of memcpy\n",
-                n, f.shm4_busbw, f.shm64_busbw, f.memcpy_gbps, f.shm4_busbw / f.memcpy_gbps,
-                f.shm64_busbw / f.memcpy_gbps);
+    std::printf(
+        "shm %d processes: all-reduce bus bandwidth 4 MiB %.2f GB/s, 64 MiB %.2f GB/s; memcpy of 64 MiB "
+        "%.2f GB/s -> %.2fx / %.2fx of memcpy\n",
+        n, f.shm4_busbw, f.shm64_busbw, f.memcpy_gbps, f.shm4_busbw / f.memcpy_gbps, f.shm64_busbw / f.memcpy_gbps);
     if (n == 2) {
       std::printf("shm 2 processes: 4-byte all-reduce %.1f us, raw TCP round trip %.1f us -> %.2fx (target <= 2.00x)\n",
                   f.shm_tiny_us, f.raw_rtt_us, f.shm_tiny_us / f.raw_rtt_us);
@@ -288,10 +293,11 @@ int Main() {
     }
   }
   const double e1 = Median(rates[0]), e2 = Median(rates[1]), e2tcp = Median(rates[2]), eps2 = Median(rates[3]);
-  std::printf("fashion_mlp, global batch 256, 1 BLAS thread each, medians of %d rounds: nccl2 2 trainers %.0f "
-              "examples/s (shared memory; TCP ring %.0f), 1 trainer %.0f -> %.2fx (ring %.2fx; target >= 1.50x); "
-              "2 pservers x 2 trainers %.0f -> %.2fx (ring %.2fx; target >= 1.00x)\n",
-              FLAGS_launch_rounds, e2, e2tcp, e1, e2 / e1, e2tcp / e1, eps2, e2 / eps2, e2tcp / eps2);
+  std::printf(
+      "fashion_mlp, global batch 256, 1 BLAS thread each, medians of %d rounds: nccl2 2 trainers %.0f "
+      "examples/s (shared memory; TCP ring %.0f), 1 trainer %.0f -> %.2fx (ring %.2fx; target >= 1.50x); "
+      "2 pservers x 2 trainers %.0f -> %.2fx (ring %.2fx; target >= 1.00x)\n",
+      FLAGS_launch_rounds, e2, e2tcp, e1, e2 / e1, e2tcp / e1, eps2, e2 / eps2, e2tcp / eps2);
   return 0;
 }
 

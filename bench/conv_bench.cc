@@ -11,15 +11,14 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/blas_core.h"
 #include "common/executor.h"
 #include "common/ops/im2col.h"
-#include "bench/bench_util.h"
 #include "glog/logging.h"
 
 namespace oar {
 namespace {
-
 
 Tensor Random(const DDim& d, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -37,9 +36,12 @@ struct Layer {
 
 void AddConv(BlockDesc* b, int i, const Layer& l) {
   const std::string s = std::to_string(i);
-  for (const auto& [name, dims] : std::vector<std::pair<std::string, DDim>>{
-           {"x" + s, l.in}, {"w" + s, l.filter}, {"y" + s, l.out}, {"dy" + s, l.out},
-           {"dw" + s, l.filter}, {"dx" + s, l.in}}) {
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, DDim>>{{"x" + s, l.in},
+                                                                            {"w" + s, l.filter},
+                                                                            {"y" + s, l.out},
+                                                                            {"dy" + s, l.out},
+                                                                            {"dw" + s, l.filter},
+                                                                            {"dx" + s, l.in}}) {
     b->Var(name)->shape = dims.ToVector();
   }
   OpDesc* f = b->AppendOp();
@@ -98,25 +100,26 @@ void Run() {
       const int64_t in_img = l.in.Product(1, 4);
       for (int64_t n = 0; n < kBatch; ++n) {
         Im2Col(x + n * in_img, g, col[i].data());
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, plane, k, 1.f, w, k, col[i].data(), plane,
-                    0.f, y[i].data() + n * m * plane, plane);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, plane, k, 1.f, w, k, col[i].data(), plane, 0.f,
+                    y[i].data() + n * m * plane, plane);
       }
       for (int64_t n = 0; n < kBatch; ++n) {
         Im2Col(x + n * in_img, g, col[i].data());
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, plane, 1.f, gy + n * m * plane, plane,
-                    col[i].data(), plane, 1.f, dw[i].data(), k);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, plane, 1.f, gy + n * m * plane, plane, col[i].data(),
+                    plane, 1.f, dw[i].data(), k);
         if (l.input_grad) {
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, plane, m, 1.f, w, k, gy + n * m * plane, plane,
-                      0.f, col[i].data(), plane);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, plane, m, 1.f, w, k, gy + n * m * plane, plane, 0.f,
+                      col[i].data(), plane);
           Col2Im(col[i].data(), g, dx[i].data() + n * in_img);
         }
       }
     }
   };
   bench::Paired t = bench::TimePaired(executor, direct, 3, 7);
-  std::printf("conv_bench fashion_cnn conv layers, batch %lld, forward+backward: executor %.2f ms, "
-              "im2col+cblas_sgemm %.2f ms, ratio %.2fx (median of 7 interleaved rounds; target <= 1.50x)\n",
-              static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
+  std::printf(
+      "conv_bench fashion_cnn conv layers, batch %lld, forward+backward: executor %.2f ms, "
+      "im2col+cblas_sgemm %.2f ms, ratio %.2fx (median of 7 interleaved rounds; target <= 1.50x)\n",
+      static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
 }
 
 }  // namespace

@@ -17,7 +17,6 @@
 namespace oar::bench {
 namespace {
 
-
 std::string Tail(const std::string& out) { return out.size() > 2000 ? out.substr(out.size() - 2000) : out; }
 
 }  // namespace
@@ -30,9 +29,9 @@ int RunAucBench(long examples) {
     return 1;
   }
   const double planted = ValueAfter(gen.out, "planted_auc=");
-  const std::string data = absl::StrCat(" --optimizer lazy_adam --lr 0.003 --data_feed ", dir,
-                                        "/data_feed.prototxt --files '", dir, "/train/*' --test_files '", dir,
-                                        "/test/*'");
+  const std::string data =
+      absl::StrCat(" --optimizer lazy_adam --lr 0.003 --data_feed ", dir, "/data_feed.prototxt --files '", dir,
+                   "/train/*' --test_files '", dir, "/test/*'");
   std::printf("ctr_bench: ctr_dnn, 1 epoch of %ld generated examples (batch 64, lazy_adam 0.003); planted_auc=%.4f\n",
               examples, planted);
   struct Run {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "common/blas_core.h"
 #include "absl/strings/str_cat.h"
+#include "common/blas_core.h"
 #include "common/data/multi_slot_feed.h"
 #include "glog/logging.h"
 
@@ -32,7 +32,8 @@ DataFeedDesc CtrDesc() {
   std::string text = "batch_size: 512 multi_slot_desc {";
   absl::StrAppend(&text, " slots { name: 'dense' type: 'float' is_dense: true is_used: true shape: [-1, ", kDense,
                   "] }");
-  for (int s = 0; s < kSparse; ++s) absl::StrAppend(&text, " slots { name: 'C", s + 1, "' type: 'uint64' is_used: true }");
+  for (int s = 0; s < kSparse; ++s)
+    absl::StrAppend(&text, " slots { name: 'C", s + 1, "' type: 'uint64' is_used: true }");
   text += " slots { name: 'label' type: 'uint64' is_used: true } }";
   auto d = DataFeedDesc::Parse(text);
   CHECK(d.ok()) << d.status();
@@ -92,11 +93,13 @@ int RunParseBench() {
   std::sort(cat_s.begin(), cat_s.end());
   std::sort(feed_s.begin(), feed_s.end());
   const double cat = cat_s[cat_s.size() / 2], parse = feed_s[feed_s.size() / 2];
-  std::printf("ctr_bench: MultiSlot parsing, %.0f MiB, %lld instances (26 sparse slots, 13 dense, label), median of 5\n",
-              bytes / 1048576.0, static_cast<long long>(instances));
-  std::printf("  1 feed thread, batch 512: %.0f MB/s (%.0f instances/s); cat > /dev/null %.0f MB/s -> %.2fx "
-              "(target >= 0.30x)\n",
-              bytes / parse / 1e6, instances / parse, bytes / cat / 1e6, cat / parse);
+  std::printf(
+      "ctr_bench: MultiSlot parsing, %.0f MiB, %lld instances (26 sparse slots, 13 dense, label), median of 5\n",
+      bytes / 1048576.0, static_cast<long long>(instances));
+  std::printf(
+      "  1 feed thread, batch 512: %.0f MB/s (%.0f instances/s); cat > /dev/null %.0f MB/s -> %.2fx "
+      "(target >= 0.30x)\n",
+      bytes / parse / 1e6, instances / parse, bytes / cat / 1e6, cat / parse);
   return 0;
 }
 

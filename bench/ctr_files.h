@@ -40,7 +40,8 @@ inline DataFeedDesc CtrDesc(int batch_size) {
   std::string text = absl::StrCat("batch_size: ", batch_size, " multi_slot_desc {");
   absl::StrAppend(&text, " slots { name: '", kCtrDenseSlot, "' type: 'float' is_dense: true is_used: true shape: [-1, ",
                   kCtrDenseFeatures, "] }");
-  for (int s = 1; s <= kCtrSparseSlots; ++s) absl::StrAppend(&text, " slots { name: 'C", s, "' type: 'uint64' is_used: true }");
+  for (int s = 1; s <= kCtrSparseSlots; ++s)
+    absl::StrAppend(&text, " slots { name: 'C", s, "' type: 'uint64' is_used: true }");
   text += " slots { name: 'label' type: 'uint64' is_used: true } }";
   auto d = DataFeedDesc::Parse(text);
   CHECK(d.ok()) << d.status();

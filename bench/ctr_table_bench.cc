@@ -28,9 +28,9 @@
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
-#include "tests/util/listen_socket.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"
+#include "tests/util/listen_socket.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
@@ -121,8 +121,8 @@ int RunPrefetchBench() {
   Paired p = TimePaired(prefetch, round_trip, 100, 7);
   std::printf("ctr_bench: prefetch of 1000 ids x %lld floats from 2 pservers (table [%lld, %lld], gRPC on loopback)\n",
               static_cast<long long>(kWidth), static_cast<long long>(kRows), static_cast<long long>(kWidth));
-  std::printf("  prefetch %.0f us; raw TCP 64 B push+pull %.0f us -> %.1fx the small round trip\n",
-              p.a_seconds * 1e6, p.b_seconds * 1e6, p.ratio);
+  std::printf("  prefetch %.0f us; raw TCP 64 B push+pull %.0f us -> %.1fx the small round trip\n", p.a_seconds * 1e6,
+              p.b_seconds * 1e6, p.ratio);
   CHECK(exe.Close().ok());
   for (auto& s : servers) s.join();
   return 0;
@@ -169,10 +169,11 @@ int RunTableMemoryBench() {
   const double budget = 1.5 * data + 64.0 * (1 << 20);
   std::printf("ctr_bench: a pserver table of %lld touched rows x %lld fp32 with Adagrad (%.2f s to touch them)\n",
               static_cast<long long>(param->size()), static_cast<long long>(kWidth), secs);
-  std::printf("  rows + moment %.0f MiB; table objects %.0f MiB; process peak RSS %.0f MiB (%.0f MiB before): "
-              "budget 1.5 x %.0f MiB + 64 MiB = %.0f MiB -> %s\n",
-              data / 1048576, (param->MemoryBytes() + moment->MemoryBytes()) / 1048576.0, hwm / 1048576.0,
-              hwm0 / 1048576.0, data / 1048576, budget / 1048576, hwm <= budget ? "within" : "OVER");
+  std::printf(
+      "  rows + moment %.0f MiB; table objects %.0f MiB; process peak RSS %.0f MiB (%.0f MiB before): "
+      "budget 1.5 x %.0f MiB + 64 MiB = %.0f MiB -> %s\n",
+      data / 1048576, (param->MemoryBytes() + moment->MemoryBytes()) / 1048576.0, hwm / 1048576.0, hwm0 / 1048576.0,
+      data / 1048576, budget / 1048576, hwm <= budget ? "within" : "OVER");
   (void)rss;
   (void)rss0;
   return 0;

@@ -53,11 +53,13 @@ int RunThreadsBench() {
   for (const auto& f : files) std::remove(f.c_str());
   std::vector<double> ratio;
   for (size_t i = 0; i < rate[1].size(); ++i) ratio.push_back(rate[2][i] / rate[1][i]);
-  std::printf("ctr_bench: AsyncExecutor, ctr_dnn (Adagrad, local table) on 16000 examples in 4 files, batch 64, "
-              "median of 3\n");
-  std::printf("  1 thread %.0f examples/s; 2 threads %.0f examples/s -> %.2fx (target >= 1.70x; this host has %u "
-              "cores)\n",
-              Median(rate[1]), Median(rate[2]), Median(ratio), std::thread::hardware_concurrency());
+  std::printf(
+      "ctr_bench: AsyncExecutor, ctr_dnn (Adagrad, local table) on 16000 examples in 4 files, batch 64, "
+      "median of 3\n");
+  std::printf(
+      "  1 thread %.0f examples/s; 2 threads %.0f examples/s -> %.2fx (target >= 1.70x; this host has %u "
+      "cores)\n",
+      Median(rate[1]), Median(rate[2]), Median(ratio), std::thread::hardware_concurrency());
   return 0;
 }
 

@@ -29,7 +29,6 @@
 #include <random>
 #include <thread>
 
-#include "common/blas_core.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bare_grpc.h"
@@ -37,17 +36,18 @@
 #include "bench/raw_tcp.h"
 #include "cli/model_build.h"
 #include "common/blas.h"
+#include "common/blas_core.h"
 #include "common/host_cpus.h"
 #include "common/metrics/metrics.h"
 #include "common/metrics/training_metrics.h"
-#include "common/rpc/rpc_metrics.h"
-#include "pserver/pserver_metrics.h"
 #include "common/rpc/grpc_transport.h"
-#include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
+#include "common/rpc/rpc_metrics.h"
+#include "common/rpc/transport_select.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "pserver/pserver_metrics.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/pserver_runtime.h"
 #include "tests/util/listen_socket.h"
@@ -146,10 +146,11 @@ Pass MeasureOver(const char* self, const std::string& transport, int spin_us, st
   // The pserver's three servers listen before it starts (it is handed them).
   const HandedSocket oar_socket = ListenForChild(), bare_socket = ListenForChild(), raw_socket = ListenForChild();
   const int port = oar_socket.port, bare_port = bare_socket.port, raw_port = raw_socket.port;
-  const pid_t pid = SpawnHanding({self, "--role=pserver", absl::StrCat("--port=", port),
-                                  absl::StrCat("--bare_port=", bare_port), absl::StrCat("--raw_port=", raw_port),
-                                  absl::StrCat("--rpc_transport=", transport), absl::StrCat("--rpc_shm_spin_us=", spin_us)},
-                                 {oar_socket.fd, bare_socket.fd, raw_socket.fd});
+  const pid_t pid =
+      SpawnHanding({self, "--role=pserver", absl::StrCat("--port=", port), absl::StrCat("--bare_port=", bare_port),
+                    absl::StrCat("--raw_port=", raw_port), absl::StrCat("--rpc_transport=", transport),
+                    absl::StrCat("--rpc_shm_spin_us=", spin_us)},
+                   {oar_socket.fd, bare_socket.fd, raw_socket.fd});
   CHECK_GT(pid, 0) << "could not start the pserver";
   const std::string ep = absl::StrCat("127.0.0.1:", port);
   {
@@ -189,7 +190,9 @@ Pass MeasureOver(const char* self, const std::string& transport, int spin_us, st
   const int64_t bytes = ParamBytes(**m);
   std::vector<char> payload(static_cast<size_t>(bytes), 'p'), sink(static_cast<size_t>(bytes));
   const char one = 1;
-  const Medium medium = transport == "grpc" ? Medium::kBareGrpc : transport == "tcp" ? Medium::kRawTcp : Medium::kMemcpy;
+  const Medium medium = transport == "grpc"  ? Medium::kBareGrpc
+                        : transport == "tcp" ? Medium::kRawTcp
+                                             : Medium::kMemcpy;
   std::function<void()> model;
   switch (medium) {
     case Medium::kBareGrpc:
@@ -241,26 +244,28 @@ int Trainer(const char* self) {
   // The 1 x 1 pair waits as `oar launch` would have it wait (two processes
   // here); the 2 x 2 launch below picks its own unless told.
   const int launch_spin = FLAGS_rpc_shm_spin_us;
-  const int spin = FLAGS_rpc_shm_spin_us < 0 ? rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size()))
-                                             : FLAGS_rpc_shm_spin_us;
+  const int spin =
+      FLAGS_rpc_shm_spin_us < 0 ? rpc::JobSpinMicros(2, static_cast<int>(AllowedCpus().size())) : FLAGS_rpc_shm_spin_us;
   FLAGS_rpc_shm_spin_us = spin;
   const std::string launch_transport = FLAGS_rpc_transport;
   auto m = Model();
   CHECK(m.ok()) << m.status();
   const int64_t bytes = ParamBytes(**m);
-  std::printf("dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync), "
-              "%d BLAS thread(s) each\n",
-              static_cast<long long>(bytes), FLAGS_blas_threads);
+  std::printf(
+      "dist_step_bench: fashion_mlp, batch 128, Adam, %lld parameter bytes; 1 trainer + 1 pserver (sync), "
+      "%d BLAS thread(s) each\n",
+      static_cast<long long>(bytes), FLAGS_blas_threads);
   std::string ep;
   ProgramDesc trainer_program;
   double last_step = 0;
   for (absl::string_view transport : absl::StrSplit(FLAGS_transports, ',', absl::SkipEmpty())) {
     const Pass p = MeasureOver(self, std::string(transport), spin, &ep, &trainer_program);
     last_step = p.step;
-    std::printf("  --rpc_transport=%-5s step %8.3f ms; its model %8.3f ms = single-process step %.3f + %s %.3f "
-                "(%.2f GB/s); ratio %.2fx (target <= %.2fx)\n",
-                p.transport.c_str(), p.step * 1e3, (p.single + p.model) * 1e3, p.single * 1e3, p.model_text.c_str(),
-                p.model * 1e3, 2.0 * bytes / p.model / 1e9, p.ratio, p.target);
+    std::printf(
+        "  --rpc_transport=%-5s step %8.3f ms; its model %8.3f ms = single-process step %.3f + %s %.3f "
+        "(%.2f GB/s); ratio %.2fx (target <= %.2fx)\n",
+        p.transport.c_str(), p.step * 1e3, (p.single + p.model) * 1e3, p.single * 1e3, p.model_text.c_str(),
+        p.model * 1e3, 2.0 * bytes / p.model / 1e9, p.ratio, p.target);
   }
   FLAGS_rpc_transport = launch_transport;
   const ProgramDesc* trainer = &trainer_program;
@@ -288,15 +293,16 @@ int Trainer(const char* self) {
           recorder.Done(128);
         },
         2000);
-    std::printf("  metrics per step          %8.3f ms to record the step and its %d RPCs on both ends = %.3f%% of "
-                "the distributed step (target <= 3%%)\n",
-                per_step * 1e3, rpcs, 100 * per_step / last_step);
+    std::printf(
+        "  metrics per step          %8.3f ms to record the step and its %d RPCs on both ends = %.3f%% of "
+        "the distributed step (target <= 3%%)\n",
+        per_step * 1e3, rpcs, 100 * per_step / last_step);
   }
 
   // A job's figure varies by 20% from run to run on a shared VM: rounds
   // alternate the two, and the median of the per-round ratios is reported.
-  const std::string flags = absl::StrCat("--model fashion_mlp --limit 25600 --batch_size 128 --epochs ",
-                                         FLAGS_launch_epochs);
+  const std::string flags =
+      absl::StrCat("--model fashion_mlp --limit 25600 --batch_size 128 --epochs ", FLAGS_launch_epochs);
   std::vector<double> dist_eps, single_eps, job_ratio;
   for (int r = 0; r < FLAGS_launch_rounds; ++r) {
     Result single = Oar("train " + flags);

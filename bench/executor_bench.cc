@@ -23,15 +23,15 @@
 #include <random>
 #include <vector>
 
-#include "common/blas_core.h"
+#include "bench/bench_util.h"
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
+#include "common/blas_core.h"
 #include "common/executor.h"
 #include "common/metrics/training_metrics.h"
 #include "common/profiler/profiler.h"
 #include "common/run_env.h"
-#include "bench/bench_util.h"
 #include "glog/logging.h"
 
 namespace oar {
@@ -106,22 +106,23 @@ void MlpStep() {
   std::vector<std::vector<float>> dx = act;
   auto gemms = [&] {
     for (size_t l = 0; l + 1 < dims.size(); ++l) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kBatch, dims[l + 1], dims[l], 1.f,
-                  act[l].data(), dims[l], w[l].data(), dims[l + 1], 0.f, act[l + 1].data(), dims[l + 1]);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kBatch, dims[l + 1], dims[l], 1.f, act[l].data(), dims[l],
+                  w[l].data(), dims[l + 1], 0.f, act[l + 1].data(), dims[l + 1]);
     }
     for (size_t l = dims.size() - 1; l-- > 0;) {
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dims[l], dims[l + 1], kBatch, 1.f,
-                  act[l].data(), dims[l], grad[l].data(), dims[l + 1], 0.f, dw[l].data(), dims[l + 1]);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dims[l], dims[l + 1], kBatch, 1.f, act[l].data(), dims[l],
+                  grad[l].data(), dims[l + 1], 0.f, dw[l].data(), dims[l + 1]);
       if (l > 0) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kBatch, dims[l], dims[l + 1], 1.f,
-                    grad[l].data(), dims[l + 1], w[l].data(), dims[l + 1], 0.f, dx[l].data(), dims[l]);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kBatch, dims[l], dims[l + 1], 1.f, grad[l].data(),
+                    dims[l + 1], w[l].data(), dims[l + 1], 0.f, dx[l].data(), dims[l]);
       }
     }
   };
   bench::Paired t = bench::TimePaired(step, gemms, 20, 9);
-  std::printf("mlp_step   784-512-256-10 batch %lld: executor %.3f ms, bare cblas_sgemm %.3f ms, "
-              "ratio %.2fx (median of 9 interleaved rounds; target <= 1.30x)\n",
-              static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
+  std::printf(
+      "mlp_step   784-512-256-10 batch %lld: executor %.3f ms, bare cblas_sgemm %.3f ms, "
+      "ratio %.2fx (median of 9 interleaved rounds; target <= 1.30x)\n",
+      static_cast<long long>(kBatch), t.a_seconds * 1e3, t.b_seconds * 1e3, t.ratio);
 
   // Observed: the same step with the step metrics, and with the profiler.
   metrics::StepRecorder recorder;
@@ -137,10 +138,11 @@ void MlpStep() {
   auto step_profiled = [&] { CHECK(profiled.Run(main.desc(), &scope, feed, fetch).ok()); };
   bench::Paired m = bench::TimePaired(step_metrics, step, 20, 9);
   bench::Paired p = bench::TimePaired(step_profiled, step, 20, 9);
-  std::printf("observed   mlp_step with step metrics %.3f ms vs %.3f ms: %+.2f%% (target <= 3%%); "
-              "with the profiler on %.3f ms vs %.3f ms: %+.2f%%\n",
-              m.a_seconds * 1e3, m.b_seconds * 1e3, (m.ratio - 1) * 100, p.a_seconds * 1e3, p.b_seconds * 1e3,
-              (p.ratio - 1) * 100);
+  std::printf(
+      "observed   mlp_step with step metrics %.3f ms vs %.3f ms: %+.2f%% (target <= 3%%); "
+      "with the profiler on %.3f ms vs %.3f ms: %+.2f%%\n",
+      m.a_seconds * 1e3, m.b_seconds * 1e3, (m.ratio - 1) * 100, p.a_seconds * 1e3, p.b_seconds * 1e3,
+      (p.ratio - 1) * 100);
 }
 
 void PerOpOverhead() {
@@ -175,14 +177,17 @@ void PerOpOverhead() {
                                       [&] { CHECK(exe.Run(program, &scope, feed, {last}).ok()); }, 50, 7);
 
   volatile float sink = 0;
-  double raw_s = MedianSeconds([&] {
-    float v = 1.0f;
-    for (int i = 0; i < kOps; ++i) v = v * 1.0001f + 0.5f;
-    sink = v;
-  }, 50, 7);
-  std::printf("per_op     %d scale ops on 1 element: %.3f us/op (%.3f us/op dropping the local scope every run); "
-              "bare loop %.4f us/op; overhead %.3f us/op (target <= 2 us/op)\n",
-              kOps, run_s * 1e6 / kOps, drop_s * 1e6 / kOps, raw_s * 1e6 / kOps, (run_s - raw_s) * 1e6 / kOps);
+  double raw_s = MedianSeconds(
+      [&] {
+        float v = 1.0f;
+        for (int i = 0; i < kOps; ++i) v = v * 1.0001f + 0.5f;
+        sink = v;
+      },
+      50, 7);
+  std::printf(
+      "per_op     %d scale ops on 1 element: %.3f us/op (%.3f us/op dropping the local scope every run); "
+      "bare loop %.4f us/op; overhead %.3f us/op (target <= 2 us/op)\n",
+      kOps, run_s * 1e6 / kOps, drop_s * 1e6 / kOps, raw_s * 1e6 / kOps, (run_s - raw_s) * 1e6 / kOps);
   std::printf("observed   per_op with the profiler on: %.3f us/op vs %.3f us/op off (%+.1f%%: one span per op)\n",
               p.a_seconds * 1e6 / kOps, p.b_seconds * 1e6 / kOps, (p.ratio - 1) * 100);
 }

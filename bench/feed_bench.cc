@@ -132,8 +132,8 @@ int Run() {
     ms_train.push_back(TrainRate(ctr, batches, 200));
     auto arrays = LoadNpyArrays("npy:" + dir, mlp.feeds);
     CHECK(arrays.ok()) << arrays.status();
-    auto src = ArraySource::Make("npy", std::move(*arrays),
-                                 {.batch_size = 128, .shuffle = ArrayShuffle::kGlobal, .seed = 1});
+    auto src =
+        ArraySource::Make("npy", std::move(*arrays), {.batch_size = 128, .shuffle = ArrayShuffle::kGlobal, .seed = 1});
     CHECK(src.ok()) << src.status();
     batches = ReadAll(src->get(), &rate);
     npy_feed.push_back(rate);

@@ -76,7 +76,8 @@ int Run() {
   auto main = ProgramDesc::Parse(ReadFile(dir + "main.pb"));
   auto startup = ProgramDesc::Parse(ReadFile(dir + "startup.pb"));
   if (!main.ok() || !startup.ok()) {
-    fprintf(stderr, "fixture_train_bench: %s\n", std::string((main.ok() ? startup.status() : main.status()).message()).c_str());
+    fprintf(stderr, "fixture_train_bench: %s\n",
+            std::string((main.ok() ? startup.status() : main.status()).message()).c_str());
     return 1;
   }
   SetBlasThreads(1);
@@ -114,7 +115,8 @@ int Run() {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string model = FLAGS_dir.substr(FLAGS_dir.find_last_of('/') + 1);
   printf("%s examples/s %.1f steps %d batch %lld loss %.6g %.6g\n", model.c_str(),
-         static_cast<double>(examples) * FLAGS_steps / secs, FLAGS_steps, static_cast<long long>(examples), first, last);
+         static_cast<double>(examples) * FLAGS_steps / secs, FLAGS_steps, static_cast<long long>(examples), first,
+         last);
   return 0;
 }
 

@@ -64,11 +64,13 @@ void ModelStep(const std::string& model, int64_t batch) {
   auto calls = bench::LibraryCalls::FromProgram(p.main.desc(), batch, 0);
   CHECK(calls.ok()) << calls.status();
   const int iters = batch >= 512 ? 20 : 50;
-  bench::Paired t = bench::TimePaired(step, [&] { (*calls)->RunAll(); }, iters, FLAGS_rounds);
-  std::printf("%-11s batch %4lld: step %8.3f ms; its %zu cuBLAS/cuDNN calls alone (%s) %8.3f ms; ratio %.2f "
-              "(target <= 1.3)\n",
-              model.c_str(), static_cast<long long>(batch), t.a_seconds * 1e3, (*calls)->size(),
-              (*calls)->Summary().c_str(), t.b_seconds * 1e3, t.ratio);
+  bench::Paired t = bench::TimePaired(
+      step, [&] { (*calls)->RunAll(); }, iters, FLAGS_rounds);
+  std::printf(
+      "%-11s batch %4lld: step %8.3f ms; its %zu cuBLAS/cuDNN calls alone (%s) %8.3f ms; ratio %.2f "
+      "(target <= 1.3)\n",
+      model.c_str(), static_cast<long long>(batch), t.a_seconds * 1e3, (*calls)->size(), (*calls)->Summary().c_str(),
+      t.b_seconds * 1e3, t.ratio);
 }
 
 void Feed(size_t bytes) {
@@ -91,9 +93,10 @@ void Feed(size_t bytes) {
   };
   const int iters = bytes >= (size_t{16} << 20) ? 10 : 200;
   bench::Paired t = bench::TimePaired(ours, bare, iters, FLAGS_rounds);
-  std::printf("feed %8.2f MiB from pageable memory: %6.2f GB/s; cudaMemcpyAsync from pinned %6.2f GB/s; "
-              "ratio %.2f (target >= 0.8)\n",
-              bytes / 1048576.0, bench::GBps(bytes, t.a_seconds), bench::GBps(bytes, t.b_seconds), 1.0 / t.ratio);
+  std::printf(
+      "feed %8.2f MiB from pageable memory: %6.2f GB/s; cudaMemcpyAsync from pinned %6.2f GB/s; "
+      "ratio %.2f (target >= 0.8)\n",
+      bytes / 1048576.0, bench::GBps(bytes, t.a_seconds), bench::GBps(bytes, t.b_seconds), 1.0 / t.ratio);
   cudaFreeHost(pinned);
   cudaFree(dst);
 }

@@ -49,8 +49,8 @@ void* LibraryCalls::Buffer(size_t bytes) {
   return p;
 }
 
-absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const ProgramDesc& program,
-                                                                         int64_t batch, int device) {
+absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const ProgramDesc& program, int64_t batch,
+                                                                        int device) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, GetCudaContext(device));
   c->Activate();
   std::unique_ptr<LibraryCalls> lc(new LibraryCalls);
@@ -70,13 +70,16 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       cublasHandle_t h = c->cublas;
       static const float one = 1.f, zero = 0.f;
       if (!grad) {  // Out[m,n] = A[m,k]·B[k,n], row-major as Outᵀ = Bᵀ·Aᵀ
-        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, out, n)); });
+        lc->calls_.push_back(
+            [=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, out, n)); });
         lc->gemms_ += 1;
-      } else {      // dA = dOut·Bᵀ and dB = Aᵀ·dOut
+      } else {  // dA = dOut·Bᵀ and dB = Aᵀ·dOut
         float* da = static_cast<float*>(lc->Buffer(sizeof(float) * m * k));
         float* db = static_cast<float*>(lc->Buffer(sizeof(float) * k * n));
-        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, k, m, n, &one, b, n, out, n, &zero, da, k)); });
-        lc->calls_.push_back([=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, k, m, &one, out, n, a, k, &zero, db, n)); });
+        lc->calls_.push_back(
+            [=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, k, m, n, &one, b, n, out, n, &zero, da, k)); });
+        lc->calls_.push_back(
+            [=] { OAR_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, k, m, &one, out, n, a, k, &zero, db, n)); });
         lc->gemms_ += 2;
       }
     } else if (base == "conv2d") {
@@ -89,8 +92,8 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       OAR_RETURN_IF_ERROR(x_desc->Set("bench", in[0], in[1], in[2], in[3]));
       OAR_RETURN_IF_ERROR(y_desc->Set("bench", out[0], out[1], out[2], out[3]));
       OAR_RETURN_IF_ERROR(w_desc->Set("bench", f[0], f[1], f[2], f[3]));
-      OAR_RETURN_IF_ERROR(conv->Set("bench", p.data(), s.data(), d.data(), op.GetAttr<int32_t>("groups"),
-                                    cudnn::MathType(*c)));
+      OAR_RETURN_IF_ERROR(
+          conv->Set("bench", p.data(), s.data(), d.data(), op.GetAttr<int32_t>("groups"), cudnn::MathType(*c)));
       void* x = lc->Buffer(sizeof(float) * in.numel());
       void* w = lc->Buffer(sizeof(float) * f.numel());
       void* y = lc->Buffer(sizeof(float) * out.numel());
@@ -99,41 +102,40 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       int n = 0;
       if (!grad) {
         cudnnConvolutionFwdAlgoPerf_t perf;
-        OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc->get(), w_desc->get(),
-                                                                               conv->get(), y_desc->get(), 1, &n, &perf),
+        OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionForwardAlgorithm_v7(
+                                            h, x_desc->get(), w_desc->get(), conv->get(), y_desc->get(), 1, &n, &perf),
                                         "bench: forward algorithm"));
         void* ws = lc->Buffer(perf.memory);
         lc->calls_.push_back([=] {
-          OAR_CUDNN(cudnnConvolutionForward(h, &one, x_desc->get(), x, w_desc->get(), w, conv->get(), perf.algo, ws, perf.memory,
-                                  &zero, y_desc->get(), y));
+          OAR_CUDNN(cudnnConvolutionForward(h, &one, x_desc->get(), x, w_desc->get(), w, conv->get(), perf.algo, ws,
+                                            perf.memory, &zero, y_desc->get(), y));
         });
         lc->convs_ += 1;
       } else {
         const std::vector<std::string>& dx_name = op.Output("Input@GRAD");
         if (!dx_name.empty() && dx_name[0] != "@EMPTY@") {
           cudnnConvolutionBwdDataAlgoPerf_t perf;
-          OAR_RETURN_IF_ERROR(CudnnStatus(
-              cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_desc->get(), y_desc->get(), conv->get(), x_desc->get(),
-                                                          1, &n, &perf),
-              "bench: data-gradient algorithm"));
+          OAR_RETURN_IF_ERROR(
+              CudnnStatus(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_desc->get(), y_desc->get(), conv->get(),
+                                                                      x_desc->get(), 1, &n, &perf),
+                          "bench: data-gradient algorithm"));
           void* ws = lc->Buffer(perf.memory);
           void* dx = lc->Buffer(sizeof(float) * in.numel());
           lc->calls_.push_back([=] {
-            OAR_CUDNN(cudnnConvolutionBackwardData(h, &one, w_desc->get(), w, y_desc->get(), y, conv->get(), perf.algo, ws,
-                                         perf.memory, &zero, x_desc->get(), dx));
+            OAR_CUDNN(cudnnConvolutionBackwardData(h, &one, w_desc->get(), w, y_desc->get(), y, conv->get(), perf.algo,
+                                                   ws, perf.memory, &zero, x_desc->get(), dx));
           });
           lc->convs_ += 1;
         }
         cudnnConvolutionBwdFilterAlgoPerf_t perf;
-        OAR_RETURN_IF_ERROR(CudnnStatus(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_desc->get(), y_desc->get(), conv->get(), w_desc->get(),
-                                                          1, &n, &perf),
-            "bench: filter-gradient algorithm"));
+        OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                            h, x_desc->get(), y_desc->get(), conv->get(), w_desc->get(), 1, &n, &perf),
+                                        "bench: filter-gradient algorithm"));
         void* ws = lc->Buffer(perf.memory);
         void* dw = lc->Buffer(sizeof(float) * f.numel());
         lc->calls_.push_back([=] {
-          OAR_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_desc->get(), x, y_desc->get(), y, conv->get(), perf.algo, ws,
-                                         perf.memory, &zero, w_desc->get(), dw));
+          OAR_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_desc->get(), x, y_desc->get(), y, conv->get(), perf.algo,
+                                                   ws, perf.memory, &zero, w_desc->get(), dw));
         });
         lc->convs_ += 1;
       }
@@ -145,22 +147,24 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       const std::vector<int> k = IntsAttr(op, "ksize"), s = IntsAttr(op, "strides"), p = IntsAttr(op, "paddings");
       OAR_RETURN_IF_ERROR(x_desc->Set("bench", in[0], in[1], in[2], in[3]));
       OAR_RETURN_IF_ERROR(y_desc->Set("bench", out[0], out[1], out[2], out[3]));
-      const cudnnPoolingMode_t mode = op.GetAttr<std::string>("pooling_type") == "max"
-                                         ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                         : (op.GetAttr<bool>("exclusive") ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
-                                                                          : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING);
+      const cudnnPoolingMode_t mode =
+          op.GetAttr<std::string>("pooling_type") == "max"
+              ? CUDNN_POOLING_MAX_DETERMINISTIC
+              : (op.GetAttr<bool>("exclusive") ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
+                                               : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING);
       OAR_RETURN_IF_ERROR(pool->Set("bench", mode, k.data(), p.data(), s.data()));
       void* x = lc->Buffer(sizeof(float) * in.numel());
       void* y = lc->Buffer(sizeof(float) * out.numel());
       cudnnHandle_t h = c->cudnn;
       static const float one = 1.f, zero = 0.f;
       if (!grad) {
-        lc->calls_.push_back([=] { OAR_CUDNN(cudnnPoolingForward(h, pool->get(), &one, x_desc->get(), x, &zero, y_desc->get(), y)); });
+        lc->calls_.push_back(
+            [=] { OAR_CUDNN(cudnnPoolingForward(h, pool->get(), &one, x_desc->get(), x, &zero, y_desc->get(), y)); });
       } else {
         void* dx = lc->Buffer(sizeof(float) * in.numel());
         lc->calls_.push_back([=] {
-          OAR_CUDNN(cudnnPoolingBackward(h, pool->get(), &one, y_desc->get(), y, y_desc->get(), y, x_desc->get(), x, &zero,
-                               x_desc->get(), dx));
+          OAR_CUDNN(cudnnPoolingBackward(h, pool->get(), &one, y_desc->get(), y, y_desc->get(), y, x_desc->get(), x,
+                                         &zero, x_desc->get(), dx));
         });
       }
       lc->pools_ += 1;
@@ -177,17 +181,17 @@ absl::StatusOr<std::unique_ptr<LibraryCalls>> LibraryCalls::FromProgram(const Pr
       static const float one = 1.f, zero = 0.f;
       if (!grad) {
         lc->calls_.push_back([=] {
-          OAR_CUDNN(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc->get(), x,
-                                                 x_desc->get(), y, s_desc->get(), stats, stats + ch, 0.1, stats + 2 * ch,
-                                                 stats + 3 * ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
+          OAR_CUDNN(cudnnBatchNormalizationForwardTraining(
+              h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc->get(), x, x_desc->get(), y, s_desc->get(), stats,
+              stats + ch, 0.1, stats + 2 * ch, stats + 3 * ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
         });
       } else {
         void* dx = lc->Buffer(sizeof(float) * in.numel());
         float* dstats = static_cast<float*>(lc->Buffer(sizeof(float) * ch * 2));
         lc->calls_.push_back([=] {
-          OAR_CUDNN(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x_desc->get(), x,
-                                          x_desc->get(), y, x_desc->get(), dx, s_desc->get(), stats, dstats,
-                                          dstats + ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
+          OAR_CUDNN(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, x_desc->get(),
+                                                    x, x_desc->get(), y, x_desc->get(), dx, s_desc->get(), stats,
+                                                    dstats, dstats + ch, 1e-5, stats + 4 * ch, stats + 5 * ch));
         });
       }
       lc->norms_ += 1;

@@ -24,7 +24,7 @@ class LibraryCalls {
   // CUDAPlace(device); buffers of the same sizes are allocated here.
   // Global pooling is not handled (the bundled models have none).
   static absl::StatusOr<std::unique_ptr<LibraryCalls>> FromProgram(const ProgramDesc& program, int64_t batch,
-                                                                    int device);
+                                                                   int device);
   ~LibraryCalls();
 
   // Issues every call once and waits for the stream.

@@ -9,12 +9,12 @@
 #include <random>
 #include <thread>
 
-#include "common/blas_core.h"
 #include "bench/bench_util.h"
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
 #include "common/blas.h"
+#include "common/blas_core.h"
 #include "glog/logging.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/places.h"
@@ -72,12 +72,14 @@ void Throughput() {
   Trainer one(1);
   SetBlasThreads(1);
   auto step = [&](Trainer& t) { return [&t, &feed] { CHECK(t.pe->Run({t.loss.name()}, feed).ok()); }; };
-  for (auto [name, t] : {std::pair<const char*, Trainer*>{"AllReduce", &all_reduce}, {"Reduce", &reduce},
-                                {"AllReduce, fused add+act", &fused}}) {
+  for (auto [name, t] : {std::pair<const char*, Trainer*>{"AllReduce", &all_reduce},
+                         {"Reduce", &reduce},
+                         {"AllReduce, fused add+act", &fused}}) {
     bench::Paired p = bench::TimePaired(step(*t), step(one), 20, 15);
-    std::printf("pe_throughput fashion_mlp batch %lld: 2 places (%s) %.0f ex/s, 1 place (1 BLAS thread) %.0f ex/s, "
-                "speed-up %.2fx (target >= 1.60x)\n",
-                static_cast<long long>(kBatch), name, kBatch / p.a_seconds, kBatch / p.b_seconds, 1.0 / p.ratio);
+    std::printf(
+        "pe_throughput fashion_mlp batch %lld: 2 places (%s) %.0f ex/s, 1 place (1 BLAS thread) %.0f ex/s, "
+        "speed-up %.2fx (target >= 1.60x)\n",
+        static_cast<long long>(kBatch), name, kBatch / p.a_seconds, kBatch / p.b_seconds, 1.0 / p.ratio);
   }
   // The ceiling on this host: two independent 1-place trainers, each on half
   // the batch, on two threads at once, with no communication at all.

@@ -49,12 +49,12 @@
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/rpc/transport_select.h"
-#include "pserver/pserver_metrics.h"
-#include "pserver/replay_guard.h"
-#include "pserver/var_store.h"
 #include "common/tensor_io.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "pserver/pserver_metrics.h"
+#include "pserver/replay_guard.h"
+#include "pserver/var_store.h"
 
 DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
 DEFINE_string(port_file, "", "server roles: write the ports here");
@@ -219,8 +219,10 @@ int Client() {
   const int cpus = static_cast<int>(AllowedCpus().size());
   if (FLAGS_rpc_shm_spin_us < 0) {
     FLAGS_rpc_shm_spin_us = rpc::JobSpinMicros(2, cpus);
-    std::printf("shared-memory waits spin %d us before they sleep (as oar launch has 2 processes on %d CPUs wait; "
-                "--rpc_shm_spin_us sets it)\n", FLAGS_rpc_shm_spin_us, cpus);
+    std::printf(
+        "shared-memory waits spin %d us before they sleep (as oar launch has 2 processes on %d CPUs wait; "
+        "--rpc_shm_spin_us sets it)\n",
+        FLAGS_rpc_shm_spin_us, cpus);
   } else {
     std::printf("shared-memory waits spin %d us before they sleep (--rpc_shm_spin_us)\n", FLAGS_rpc_shm_spin_us);
   }
@@ -250,9 +252,10 @@ int Client() {
   Paired vb = TimePaired(ours_4m, bare_4m, 10, 7);
   Paired vr = TimePaired(ours_4m, raw_4m, 10, 7);
   const double ours_gbps = GBps(8 * kMiB, vb.a_seconds);
-  std::printf("rpc_4MiB push+pull: ours %.2f GB/s, bare gRPC %.2f GB/s -> %.2fx (target >= 0.90x); raw TCP %.2f GB/s "
-              "-> %.2fx (target >= 0.50x)\n",
-              ours_gbps, GBps(8 * kMiB, vb.b_seconds), 1.0 / vb.ratio, GBps(8 * kMiB, vr.b_seconds), 1.0 / vr.ratio);
+  std::printf(
+      "rpc_4MiB push+pull: ours %.2f GB/s, bare gRPC %.2f GB/s -> %.2fx (target >= 0.90x); raw TCP %.2f GB/s "
+      "-> %.2fx (target >= 0.50x)\n",
+      ours_gbps, GBps(8 * kMiB, vb.b_seconds), 1.0 / vb.ratio, GBps(8 * kMiB, vr.b_seconds), 1.0 / vr.ratio);
 
   // 2. 64 MiB in 16 blocks, all in flight.
   std::vector<Variable> blocks;
@@ -270,9 +273,10 @@ int Client() {
   auto raw_64m = [&] { CHECK(raw.Push(big.Get<Tensor>().raw_data(), 64 * kMiB) && raw.Pull(sink.data(), 64 * kMiB)); };
   Paired big_r = TimePaired(ours_64m, raw_64m, 2, 5);
   const double big_gbps = GBps(128 * kMiB, big_r.a_seconds);
-  std::printf("rpc_64MiB in 16 blocks, in flight: ours %.2f GB/s, raw TCP %.2f GB/s -> %.2fx; vs the 4 MiB figure "
-              "%.2fx (target >= 0.90x)\n",
-              big_gbps, GBps(128 * kMiB, big_r.b_seconds), 1.0 / big_r.ratio, big_gbps / ours_gbps);
+  std::printf(
+      "rpc_64MiB in 16 blocks, in flight: ours %.2f GB/s, raw TCP %.2f GB/s -> %.2fx; vs the 4 MiB figure "
+      "%.2fx (target >= 0.90x)\n",
+      big_gbps, GBps(128 * kMiB, big_r.b_seconds), 1.0 / big_r.ratio, big_gbps / ours_gbps);
 
   // 3. 64-byte round trip.
   Variable small = Floats(64);
@@ -281,9 +285,10 @@ int Client() {
   auto raw_rt = [&] { CHECK(raw.Push(small.Get<Tensor>().raw_data(), 64)); };
   Paired rt = TimePaired(ours_rt, bare_rt, 200, 7);
   Paired rt_raw = TimePaired(ours_rt, raw_rt, 200, 7);
-  std::printf("rpc_64B round trip: ours %.1f us, bare gRPC %.1f us -> %.2fx (target <= 1.20x); raw TCP %.1f us -> "
-              "%.1fx\n",
-              rt.a_seconds * 1e6, rt.b_seconds * 1e6, rt.ratio, rt_raw.b_seconds * 1e6, rt_raw.ratio);
+  std::printf(
+      "rpc_64B round trip: ours %.1f us, bare gRPC %.1f us -> %.2fx (target <= 1.20x); raw TCP %.1f us -> "
+      "%.1fx\n",
+      rt.a_seconds * 1e6, rt.b_seconds * 1e6, rt.ratio, rt_raw.b_seconds * 1e6, rt_raw.ratio);
 
   // 4. A sync round: 4 trainers, 1 MiB gradients, through the ParameterServer.
   const std::string ps = server.Ep(3);
@@ -322,15 +327,15 @@ int Client() {
       for (int t = 0; t < 4; ++t) ts.emplace_back(trainer, t, kRoundsPerChunk);
       for (auto& th : ts) th.join();
     }
-    rounds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                     kRoundsPerChunk);
+    rounds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kRoundsPerChunk);
     bares.push_back(TimeCalls(bare_1m, 4));  // 2 MiB moved a call
   }
   const double round = Median(rounds);
   const double model = 4 * Median(bares) + 4 * rt.b_seconds;
-  std::printf("rpc_sync_round 4 trainers x 1 MiB: %.2f ms, model 4 x 2 x 1 MiB / bare gRPC + 4 bare round trips = "
-              "%.2f ms -> %.2fx (target <= 1.50x)\n",
-              round * 1e3, model * 1e3, round / model);
+  std::printf(
+      "rpc_sync_round 4 trainers x 1 MiB: %.2f ms, model 4 x 2 x 1 MiB / bare gRPC + 4 bare round trips = "
+      "%.2f ms -> %.2fx (target <= 1.50x)\n",
+      round * 1e3, model * 1e3, round / model);
   for (int t = 0; t < 4; ++t) CHECK(ours.AsyncSendComplete(ps, t)->Wait().ok());
 
   // 5. Pserver memory with a 256 MiB model and Adam, pushed by 1 and by 4
@@ -338,47 +343,48 @@ int Client() {
   // connection keeps received buffers in its BufferPool).
   rpc::SelectingTransport chosen(rpc::TransportMode::kAuto, {});
   for (auto [via, transport] : {std::pair<const char*, rpc::Transport*>{"grpc", &grpc}, {"auto", &chosen}})
-  for (int trainers : {1, 4}) {
-    Child mem("memory", 1, trainers);
-    const std::string mep = mem.Ep(0);
-    const long before_kb = StatusKb(mem.pid, "VmRSS");
-    Variable g4 = Floats(4 * kMiB);
-    auto push_pull = [&](int t) {
-      rpc::RpcClient c(transport, rpc::ClientOptions{.deadline_ms = 120000, .retry_times = 0});
-      CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());  // ends the initial-pull phase
-      for (int i = 0; i < 64; i += 8) {
-        std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-        for (int k = i; k < i + 8; ++k) {
-          calls.push_back(c.AsyncSendVar(mep, "p" + std::to_string(k) + "@GRAD", &g4, {.trainer_id = t}));
+    for (int trainers : {1, 4}) {
+      Child mem("memory", 1, trainers);
+      const std::string mep = mem.Ep(0);
+      const long before_kb = StatusKb(mem.pid, "VmRSS");
+      Variable g4 = Floats(4 * kMiB);
+      auto push_pull = [&](int t) {
+        rpc::RpcClient c(transport, rpc::ClientOptions{.deadline_ms = 120000, .retry_times = 0});
+        CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());  // ends the initial-pull phase
+        for (int i = 0; i < 64; i += 8) {
+          std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+          for (int k = i; k < i + 8; ++k) {
+            calls.push_back(c.AsyncSendVar(mep, "p" + std::to_string(k) + "@GRAD", &g4, {.trainer_id = t}));
+          }
+          for (auto& call : calls) {
+            absl::Status st = call->Wait();
+            CHECK(st.ok()) << st;
+          }
         }
-        for (auto& call : calls) {
-          absl::Status st = call->Wait();
-          CHECK(st.ok()) << st;
+        CHECK(c.AsyncSendBatchBarrier(mep, t)->Wait().ok());
+        for (int i = 0; i < 64; i += 8) {
+          std::vector<Variable> got(8);
+          std::vector<std::shared_ptr<rpc::RpcCall>> calls;
+          for (int k = i; k < i + 8; ++k) calls.push_back(c.AsyncGetVar(mep, "p" + std::to_string(k), &got[k - i], t));
+          for (auto& call : calls) {
+            absl::Status st = call->Wait();
+            CHECK(st.ok()) << st;
+          }
         }
-      }
-      CHECK(c.AsyncSendBatchBarrier(mep, t)->Wait().ok());
-      for (int i = 0; i < 64; i += 8) {
-        std::vector<Variable> got(8);
-        std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-        for (int k = i; k < i + 8; ++k) calls.push_back(c.AsyncGetVar(mep, "p" + std::to_string(k), &got[k - i], t));
-        for (auto& call : calls) {
-          absl::Status st = call->Wait();
-          CHECK(st.ok()) << st;
-        }
-      }
-      CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());
-    };
-    std::vector<std::thread> ts;
-    for (int t = 0; t < trainers; ++t) ts.emplace_back(push_pull, t);
-    for (auto& th : ts) th.join();
-    const long peak_kb = StatusKb(mem.pid, "VmHWM");
-    for (int t = 0; t < trainers; ++t) CHECK(ours.AsyncSendComplete(mep, t)->Wait().ok());
-    const double state_mib = 256.0 * 3;  // parameters + two Adam moments
-    std::printf("pserver_memory %d trainer(s) over %s, 256 MiB model + Adam state (%.0f MiB): peak RSS %.0f MiB (at "
-                "start %.0f MiB), budget 1.3 x %.0f + 64 = %.0f MiB -> %s\n",
-                trainers, via, state_mib, peak_kb / 1024.0, before_kb / 1024.0, state_mib, 1.3 * state_mib + 64,
-                peak_kb / 1024.0 <= 1.3 * state_mib + 64 ? "within" : "OVER");
-  }
+        CHECK(c.AsyncSendFetchBarrier(mep, t)->Wait().ok());
+      };
+      std::vector<std::thread> ts;
+      for (int t = 0; t < trainers; ++t) ts.emplace_back(push_pull, t);
+      for (auto& th : ts) th.join();
+      const long peak_kb = StatusKb(mem.pid, "VmHWM");
+      for (int t = 0; t < trainers; ++t) CHECK(ours.AsyncSendComplete(mep, t)->Wait().ok());
+      const double state_mib = 256.0 * 3;  // parameters + two Adam moments
+      std::printf(
+          "pserver_memory %d trainer(s) over %s, 256 MiB model + Adam state (%.0f MiB): peak RSS %.0f MiB (at "
+          "start %.0f MiB), budget 1.3 x %.0f + 64 = %.0f MiB -> %s\n",
+          trainers, via, state_mib, peak_kb / 1024.0, before_kb / 1024.0, state_mib, 1.3 * state_mib + 64,
+          peak_kb / 1024.0 <= 1.3 * state_mib + 64 ? "within" : "OVER");
+    }
 
   // 6. What checking and de-duplicating every request costs.
   const std::string unchecked_ep = server.Ep(4);
@@ -389,10 +395,11 @@ int Client() {
   auto plain_rt = [&] { CHECK(ours.AsyncSendVar(unchecked_ep, "s", &small)->Wait().ok()); };
   Paired c4 = TimePaired(ours_4m, plain_4m, 10, 15);
   Paired crt = TimePaired(ours_rt, plain_rt, 200, 15);
-  std::printf("rpc_checked 4 MiB push+pull: %.2f GB/s checked, %.2f GB/s unchecked -> %.3fx time (target <= 1.03x); "
-              "64 B round trip: %.1f us checked, %.1f us unchecked -> %.3fx (target <= 1.05x)\n",
-              GBps(8 * kMiB, c4.a_seconds), GBps(8 * kMiB, c4.b_seconds), c4.ratio, crt.a_seconds * 1e6,
-              crt.b_seconds * 1e6, crt.ratio);
+  std::printf(
+      "rpc_checked 4 MiB push+pull: %.2f GB/s checked, %.2f GB/s unchecked -> %.3fx time (target <= 1.03x); "
+      "64 B round trip: %.1f us checked, %.1f us unchecked -> %.3fx (target <= 1.05x)\n",
+      GBps(8 * kMiB, c4.a_seconds), GBps(8 * kMiB, c4.b_seconds), c4.ratio, crt.a_seconds * 1e6, crt.b_seconds * 1e6,
+      crt.ratio);
   // The same costs without the network's noise: what a pserver adds to one
   // gradient message — VarStore::Admit of its header against the
   // declaration and a ReplayGuard Begin/End — timed alone.
@@ -410,18 +417,20 @@ int Client() {
     const uint64_t base = uint64_t{3} << rpc::kSeqCounterBits;
     uint64_t seq = 0;
     const double per = TimeCalls(
-        [&] {
-          for (int i = 0; i < 1000; ++i) {
-            ++seq;
-            CHECK(guard.Begin(0, base | seq, absl::InfiniteFuture())->duplicate == false);
-            CHECK((*store)->Admit(*header, 0).ok());
-            guard.End(0, base | seq, absl::OkStatus());
-          }
-        },
-        200) / 1000;
-    std::printf("rpc_checked per message: %.2f us to check a header and apply its sequence number once = %.2f%% of "
-                "the unchecked 64 B round trip, %.3f%% of the 4 MiB push+pull\n",
-                per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
+                           [&] {
+                             for (int i = 0; i < 1000; ++i) {
+                               ++seq;
+                               CHECK(guard.Begin(0, base | seq, absl::InfiniteFuture())->duplicate == false);
+                               CHECK((*store)->Admit(*header, 0).ok());
+                               guard.End(0, base | seq, absl::OkStatus());
+                             }
+                           },
+                           200) /
+                       1000;
+    std::printf(
+        "rpc_checked per message: %.2f us to check a header and apply its sequence number once = %.2f%% of "
+        "the unchecked 64 B round trip, %.3f%% of the 4 MiB push+pull\n",
+        per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
   }
   // What the metrics add to one RPC, timed alone: the client's record of the
   // call, the server's queue-depth gauge (up and down) and the pserver's
@@ -430,18 +439,20 @@ int Client() {
     metrics::Gauge* depth = rpc::Metrics().server_queue_depth->With({"SendVariable"});
     const std::string peer = "127.0.0.1:6174";
     const double per = TimeCalls(
-        [&] {
-          for (int i = 0; i < 1000; ++i) {
-            rpc::RecordClientCall("SendVariable", peer, 1e-4, 4096, 0, absl::OkStatus());
-            depth->Add(1);
-            depth->Add(-1);
-            RecordPserverRequest("SendVariable", 1e-4);
-          }
-        },
-        200) / 1000;
-    std::printf("rpc_metrics per call: %.2f us to record one RPC on both ends = %.2f%% of the 64 B round trip, "
-                "%.3f%% of the 4 MiB push+pull (target <= 3%%)\n",
-                per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
+                           [&] {
+                             for (int i = 0; i < 1000; ++i) {
+                               rpc::RecordClientCall("SendVariable", peer, 1e-4, 4096, 0, absl::OkStatus());
+                               depth->Add(1);
+                               depth->Add(-1);
+                               RecordPserverRequest("SendVariable", 1e-4);
+                             }
+                           },
+                           200) /
+                       1000;
+    std::printf(
+        "rpc_metrics per call: %.2f us to record one RPC on both ends = %.2f%% of the 64 B round trip, "
+        "%.3f%% of the 4 MiB push+pull (target <= 3%%)\n",
+        per * 1e6, 100 * per / crt.b_seconds, 100 * 2 * per / c4.b_seconds);
   }
   StreamFigures(server.Ep(5), raw, server.pid);
   return 0;

@@ -105,9 +105,10 @@ void StreamFigures(const std::string& ep, RawTcpClient& raw, pid_t server) {
           << "the push was not lent (the server declined, or the region is full)";
       Paired vl = TimePaired(lent_push_pull, copy, 10, 9);
       const double lent = GBps(8 * kMiB, vl.a_seconds), mem2 = GBps(4 * kMiB, vl.b_seconds);
-      std::printf("stream_shm 4MiB push+pull, the push lent as a trainer's gradient is: %.2f GB/s, memcpy of 4 MiB "
-                  "%.2f GB/s -> %.2fx (target >= 0.50x)\n",
-                  lent, mem2, lent / mem2);
+      std::printf(
+          "stream_shm 4MiB push+pull, the push lent as a trainer's gradient is: %.2f GB/s, memcpy of 4 MiB "
+          "%.2f GB/s -> %.2fx (target >= 0.50x)\n",
+          lent, mem2, lent / mem2);
     }
     std::printf("stream_%s 64MiB in 16 blocks, in flight: %.2f GB/s, raw TCP %.2f GB/s -> %.2fx%s\n", name,
                 GBps(128 * kMiB, v64.a_seconds), GBps(128 * kMiB, v64.b_seconds), 1.0 / v64.ratio,

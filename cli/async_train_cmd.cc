@@ -35,8 +35,9 @@ DEFINE_int32(threads, 1, "training threads (each reads whole files; at most one 
 DEFINE_string(fetch, "", "comma-separated variables to print (after every batch with --debug; at the end)");
 DEFINE_bool(debug, false, "print the fetched variables after every batch");
 DEFINE_bool(skip_bad_lines, false, "count and skip malformed lines instead of stopping at the first");
-DEFINE_string(test_files, "", "files to evaluate on after training: a --model's prediction (test_auc=, test_loss=), "
-                              "or a --program's --loss_name and each --fetch (test_loss=, test_<name>=)");
+DEFINE_string(test_files, "",
+              "files to evaluate on after training: a --model's prediction (test_auc=, test_loss=), "
+              "or a --program's --loss_name and each --fetch (test_loss=, test_<name>=)");
 DECLARE_string(program);
 DECLARE_string(startup);
 DECLARE_string(model);
@@ -61,8 +62,9 @@ absl::Status AsyncTrain() {
     return absl::InvalidArgumentError("give the programs with --program main.pb --startup startup.pb");
   }
   if (!model && (!FLAGS_test_files.empty() || !FLAGS_step_log.empty()) && FLAGS_loss_name.empty()) {
-    return absl::InvalidArgumentError("--test_files and --step_log with --program need --loss_name (the loss to "
-                                      "log and evaluate)");
+    return absl::InvalidArgumentError(
+        "--test_files and --step_log with --program need --loss_name (the loss to "
+        "log and evaluate)");
   }
   if (model && Given("params")) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");

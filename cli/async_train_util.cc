@@ -58,8 +58,7 @@ absl::StatusOr<TestMetrics> TestOnFiles(Executor& exe, const ProgramDesc& test, 
     }
   }
   if (scored.empty()) return absl::InvalidArgumentError("--test_files: no test examples");
-  return TestMetrics{ExactAuc(scored), loss / static_cast<double>(scored.size()),
-                     static_cast<int64_t>(scored.size())};
+  return TestMetrics{ExactAuc(scored), loss / static_cast<double>(scored.size()), static_cast<int64_t>(scored.size())};
 }
 
 }  // namespace oar::cli

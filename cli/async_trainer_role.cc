@@ -15,9 +15,9 @@
 #include "common/api/io.h"
 #include "common/fingerprint.h"
 #include "common/job_settings.h"
-#include "common/rpc/transport_select.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
+#include "common/rpc/transport_select.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "trainer/async_executor.h"
@@ -52,8 +52,7 @@ JobSettings DataFeedJobSettings(const DataFeedDesc& feed, const std::vector<std:
 
 }  // namespace
 
-absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model,
-                                 bool report) {
+absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model, bool report) {
   if (t.config().sync_mode && FLAGS_threads > 1) {
     return absl::InvalidArgumentError(
         "AsyncExecutor threads of one trainer cannot share its sync barriers: train with --async (as Fluid's CTR "
@@ -82,7 +81,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     return absl::InvalidArgumentError("--step_log with --program needs --loss_name (the loss to log)");
   }
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
-  rpc::RpcClient client(transport.get(), {.trainers = env.trainers, .sync_mode = t.config().sync_mode ? 1 : 2,
+  rpc::RpcClient client(transport.get(), {.trainers = env.trainers,
+                                          .sync_mode = t.config().sync_mode ? 1 : 2,
                                           .job_settings = EncodeJobSettings(DataFeedJobSettings(feed, files)),
                                           .incarnation = ThisTrainersIncarnation()});
   RunEnv renv = rpc::ClientEnv(&client);
@@ -90,8 +90,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   Scope root;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));
-  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id,
-               env.trainers, mine.size(), files.size(), FLAGS_threads);
+  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id, env.trainers,
+               mine.size(), files.size(), FLAGS_threads);
   AsyncExecutor async(&root, CPUPlace(), &renv);
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   AsyncRunOptions options{.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines};
@@ -114,8 +114,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch, options));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double loss = 0;
-  if (!r.last.empty() && r.last[0].initialized() && r.last[0].numel() > 0 &&
-      r.last[0].dtype() == DataType::kFloat32) {
+  if (!r.last.empty() && r.last[0].initialized() && r.last[0].numel() > 0 && r.last[0].dtype() == DataType::kFloat32) {
     loss = r.last[0].data<float>()[0];
   }
   std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f", env.trainer_id,
@@ -123,8 +122,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   if (env.trainer_id == 0 && model != nullptr && !FLAGS_test_files.empty()) {
     ProgramDesc test = model->test.desc();
     OAR_RETURN_IF_ERROR(t.PrefetchDistributedTable(&test));
-    OAR_ASSIGN_OR_RETURN(TestMetrics m, TestOnFiles(exe, test, model->vars.prediction.name(), feed, FLAGS_test_files,
-                                                    &root));
+    OAR_ASSIGN_OR_RETURN(TestMetrics m,
+                         TestOnFiles(exe, test, model->vars.prediction.name(), feed, FLAGS_test_files, &root));
     absl::StrAppendFormat(&result, " test_auc=%.4f test_loss=%.4f", m.auc, m.loss);
   } else if (env.trainer_id == 0 && !FLAGS_test_files.empty() && !loss_name.empty()) {
     // A program: its loss and each --fetch over the test files, with the

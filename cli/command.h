@@ -17,9 +17,9 @@ namespace oar::cli {
 
 struct Command {
   std::string name;
-  std::string summary;  // one line, for `oar --help`
-  std::string usage;    // "oar train [flags]"
-  std::string flags_file;  // source file whose flags belong to this command
+  std::string summary;                    // one line, for `oar --help`
+  std::string usage;                      // "oar train [flags]"
+  std::string flags_file;                 // source file whose flags belong to this command
   std::vector<std::string> shared_flags;  // flags defined elsewhere that it also takes
   // Runs with the positional arguments left after flag parsing; returns the
   // process exit code.

@@ -16,21 +16,26 @@
 #include "common/status.h"
 #include "gflags/gflags.h"
 
-DEFINE_string(test_data, "", "evaluate on these arrays after training: npy:DIR (one <variable>.npy per feed) or "
-                             "npy:FILE.npz, printing test_loss= and test_<name>= for each --fetch");
-DEFINE_string(dataset, "queue", "with --data_feed, Fluid's Dataset kind: queue (QueueDataset: the files are streamed "
-                                "every epoch) or in_memory (InMemoryDataset: read once, then shuffled per --shuffle); "
-                                "arrays (--data) are always in memory");
-DEFINE_string(shuffle, "", "none (the data's own order), local (each trainer shuffles its share every epoch) or "
-                           "global (arrays: one permutation of all the data per epoch, dealt to the trainers; "
-                           "MultiSlot files, in memory: the lines dealt across the trainers at random once, as "
-                           "InMemoryDataset.global_shuffle, then shuffled locally every epoch; a pserver job's "
-                           "trainers need PADDLE_TRAINER_ENDPOINTS, which oar launch sets); "
-                           "default: global for fashion_mnist, none otherwise. The seed is --seed");
-DEFINE_bool(drop_last, false, "leave out each epoch's last batch when it has fewer than --batch_size examples "
-                              "(default: train on it)");
-DEFINE_int32(prefetch, 2, "batches a reader thread prepares ahead of training (Fluid's double_buffer); 0: read in "
-                          "the training thread");
+DEFINE_string(test_data, "",
+              "evaluate on these arrays after training: npy:DIR (one <variable>.npy per feed) or "
+              "npy:FILE.npz, printing test_loss= and test_<name>= for each --fetch");
+DEFINE_string(dataset, "queue",
+              "with --data_feed, Fluid's Dataset kind: queue (QueueDataset: the files are streamed "
+              "every epoch) or in_memory (InMemoryDataset: read once, then shuffled per --shuffle); "
+              "arrays (--data) are always in memory");
+DEFINE_string(shuffle, "",
+              "none (the data's own order), local (each trainer shuffles its share every epoch) or "
+              "global (arrays: one permutation of all the data per epoch, dealt to the trainers; "
+              "MultiSlot files, in memory: the lines dealt across the trainers at random once, as "
+              "InMemoryDataset.global_shuffle, then shuffled locally every epoch; a pserver job's "
+              "trainers need PADDLE_TRAINER_ENDPOINTS, which oar launch sets); "
+              "default: global for fashion_mnist, none otherwise. The seed is --seed");
+DEFINE_bool(drop_last, false,
+            "leave out each epoch's last batch when it has fewer than --batch_size examples "
+            "(default: train on it)");
+DEFINE_int32(prefetch, 2,
+             "batches a reader thread prepares ahead of training (Fluid's double_buffer); 0: read in "
+             "the training thread");
 DECLARE_string(data);
 DECLARE_string(data_dir);
 DECLARE_string(data_feed);
@@ -57,12 +62,14 @@ ArraySourceOptions ArrayOptions(const DataConfig& c, int64_t shard, int64_t shar
 }
 
 // Fashion-MNIST's split as the two feed variables' arrays.
-absl::StatusOr<std::map<std::string, Tensor>> FashionArrays(const DataConfig& c, const std::vector<const VarDesc*>& vars,
+absl::StatusOr<std::map<std::string, Tensor>> FashionArrays(const DataConfig& c,
+                                                            const std::vector<const VarDesc*>& vars,
                                                             const std::string& split) {
   if (vars.size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat("--data fashion_mnist feeds two variables (the image, then the "
-                                                   "label); --feed_names names ", vars.size(),
-                                                   ". For other feeds bring your data: --data npy:DIR or --data_feed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data fashion_mnist feeds two variables (the image, then the "
+                     "label); --feed_names names ",
+                     vars.size(), ". For other feeds bring your data: --data npy:DIR or --data_feed"));
   }
   OAR_ASSIGN_OR_RETURN(Dataset d, LoadFashionMnist(c.data_dir, split));
   if (split == "train" && c.limit > 0 && c.limit < d.size()) {
@@ -88,9 +95,10 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MultiSlot(const DataConfig& c, const
   OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(patterns, flag));
   const bool global = train && c.shuffle == "global" && shards > 1;
   if (global && c.shuffle_group == nullptr) {
-    return absl::FailedPreconditionError("--shuffle global over MultiSlot files exchanges lines between the "
-                                         "trainers, and this trainer has no communicator to do it over: use "
-                                         "--shuffle local");
+    return absl::FailedPreconditionError(
+        "--shuffle global over MultiSlot files exchanges lines between the "
+        "trainers, and this trainer has no communicator to do it over: use "
+        "--shuffle local");
   }
   MultiSlotSourceOptions o{.files = std::move(files),
                            .shard = shard,
@@ -121,16 +129,20 @@ absl::StatusOr<DataConfig> DataConfigFromFlags() {
   c.seed = static_cast<uint64_t>(FLAGS_seed);
   c.skip_bad_lines = FLAGS_skip_bad_lines;
   if (!c.data_feed.empty()) {
-    if (FlagGiven("data")) return absl::InvalidArgumentError("give --data (arrays) or --data_feed (MultiSlot files), not both");
-    if (c.files.empty()) return absl::InvalidArgumentError("--data_feed needs the training files: --files 'dir/part-*'");
-    if (!c.test_data.empty()) return absl::InvalidArgumentError("with --data_feed, evaluate on --test_files (MultiSlot), not --test_data");
+    if (FlagGiven("data"))
+      return absl::InvalidArgumentError("give --data (arrays) or --data_feed (MultiSlot files), not both");
+    if (c.files.empty())
+      return absl::InvalidArgumentError("--data_feed needs the training files: --files 'dir/part-*'");
+    if (!c.test_data.empty())
+      return absl::InvalidArgumentError("with --data_feed, evaluate on --test_files (MultiSlot), not --test_data");
     c.data.clear();
   } else {
     if (!c.files.empty() || !c.test_files.empty()) {
       return absl::InvalidArgumentError("--files and --test_files are MultiSlot files: give --data_feed DESC too");
     }
     if (c.data != "fashion_mnist" && !absl::StartsWith(c.data, "npy:")) {
-      return absl::InvalidArgumentError(absl::StrCat("--data ", c.data, ": give fashion_mnist, npy:DIR (one "
+      return absl::InvalidArgumentError(absl::StrCat("--data ", c.data,
+                                                     ": give fashion_mnist, npy:DIR (one "
                                                      "<variable>.npy per feed) or npy:FILE.npz; MultiSlot files go "
                                                      "through --data_feed DESC --files GLOBS"));
     }
@@ -150,7 +162,8 @@ absl::StatusOr<DataConfig> DataConfigFromFlags() {
     return absl::InvalidArgumentError(absl::StrCat("--shuffle ", c.shuffle, ": give none, local or global"));
   }
   if (!c.data_feed.empty() && c.shuffle != "none" && !c.in_memory) {
-    return absl::InvalidArgumentError(absl::StrCat("--shuffle ", c.shuffle, " needs --dataset in_memory (a queue "
+    return absl::InvalidArgumentError(absl::StrCat("--shuffle ", c.shuffle,
+                                                   " needs --dataset in_memory (a queue "
                                                    "dataset streams its files in order, as Fluid's QueueDataset)"));
   }
   if (c.prefetch < 0) return absl::InvalidArgumentError("--prefetch must be >= 0");
@@ -158,8 +171,9 @@ absl::StatusOr<DataConfig> DataConfigFromFlags() {
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,
-                                                            int64_t shard, int64_t shards) {
+absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
+                                                            const std::vector<const VarDesc*>& vars, int64_t shard,
+                                                            int64_t shards) {
   if (!c.data_feed.empty()) {
     OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c, vars, c.files, "--files", true, c.batch_size, shard, shards));
     return Prefetched(c, std::move(s));

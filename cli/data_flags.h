@@ -20,13 +20,13 @@
 namespace oar::cli {
 
 struct DataConfig {
-  std::string data;       // fashion_mnist, npy:DIR, npy:FILE.npz; "" with data_feed
-  std::string data_dir;   // Fashion-MNIST's IDX files
-  std::string data_feed;  // a DataFeedDesc file: MultiSlot files
+  std::string data;               // fashion_mnist, npy:DIR, npy:FILE.npz; "" with data_feed
+  std::string data_dir;           // Fashion-MNIST's IDX files
+  std::string data_feed;          // a DataFeedDesc file: MultiSlot files
   std::string files, test_files;  // with data_feed: comma-separated paths or globs
-  std::string test_data;  // npy:DIR or npy:FILE.npz to evaluate on
-  bool in_memory = false;  // --dataset in_memory (MultiSlot)
-  std::string shuffle;     // none, local or global
+  std::string test_data;          // npy:DIR or npy:FILE.npz to evaluate on
+  bool in_memory = false;         // --dataset in_memory (MultiSlot)
+  std::string shuffle;            // none, local or global
   bool drop_last = false;
   int64_t min_batch = 1;  // arrays: a last batch of fewer is left out (the places it is split across)
   int prefetch = 2;
@@ -45,8 +45,9 @@ absl::StatusOr<DataConfig> DataConfigFromFlags();
 // Trainer `shard` of `shards`'s training batches for the feed variables
 // `vars` (in --feed_names order: for Fashion-MNIST the image, then the
 // label), read ahead on a thread when prefetch > 0.
-absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,
-                                                            int64_t shard = 0, int64_t shards = 1);
+absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
+                                                            const std::vector<const VarDesc*>& vars, int64_t shard = 0,
+                                                            int64_t shards = 1);
 
 // The evaluation batches (in order, every example), or nullptr when the
 // configuration names no test data (Fashion-MNIST's is its t10k split).

@@ -10,13 +10,14 @@
 #include "cli/command.h"
 #include "cli/k8s_manifests.h"
 #include "cli/model_build.h"
-#include "examples/model_zoo.h"
 #include "common/status.h"
+#include "examples/model_zoo.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(image, "", "the container image; its entrypoint is `oar run` (deploy/Dockerfile)");
-DEFINE_string(format, "plain", "plain (a headless Service and Indexed Jobs), paddle-operator (PaddleFlow's PaddleJob, "
-                               "pserver mode) or kubeflow (the training-operator's PaddleJob, nccl2 mode)");
+DEFINE_string(format, "plain",
+              "plain (a headless Service and Indexed Jobs), paddle-operator (PaddleFlow's PaddleJob, "
+              "pserver mode) or kubeflow (the training-operator's PaddleJob, nccl2 mode)");
 DEFINE_string(name, "oar", "the job's name: the prefix of every resource (a DNS label)");
 DEFINE_int32(port, 0, "the port pservers (pserver mode) or trainers (nccl2) listen on; 0: 6174 or 6170");
 DECLARE_string(pservers);
@@ -51,18 +52,19 @@ absl::Status Deploy() {
   // What every pod would refuse at its start, refused here instead.
   if (FLAGS_epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (FindModel(FLAGS_model) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown model '", FLAGS_model, "' (available: ", ModelNames(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown model '", FLAGS_model, "' (available: ", ModelNames(), ")"));
   }
   OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   const std::string epochs = std::to_string(FLAGS_epochs);
   s.pserver_args = {"--model", FLAGS_model};
   s.trainer_args = {"--model", FLAGS_model, "--epochs", epochs};
   if (s.mode == "nccl2") s.trainer_args.insert(s.trainer_args.begin(), {"--mode", "nccl2"});
-  s.command_line = absl::StrCat("oar deploy --format ", s.format, " --mode ", s.mode,
-                                s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), " --trainers ",
-                                s.trainers, " --image ", s.image, s.name == "oar" ? "" : " --name " + s.name,
-                                s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ", FLAGS_model,
-                                " --epochs ", epochs);
+  s.command_line =
+      absl::StrCat("oar deploy --format ", s.format, " --mode ", s.mode,
+                   s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), " --trainers ", s.trainers,
+                   " --image ", s.image, s.name == "oar" ? "" : " --name " + s.name,
+                   s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ", FLAGS_model, " --epochs ", epochs);
   OAR_ASSIGN_OR_RETURN(std::vector<ManifestFile> files, GenerateManifests(s));
   std::error_code ec;
   std::filesystem::create_directories(FLAGS_out, ec);
@@ -72,8 +74,7 @@ absl::Status Deploy() {
     OAR_RETURN_IF_ERROR(WriteFileBytes(FLAGS_out + "/" + f.filename, f.text));
     names.push_back(f.filename);
   }
-  std::printf("wrote %s into %s (%s)\n", absl::StrJoin(names, ", ").c_str(), FLAGS_out.c_str(),
-              s.command_line.c_str());
+  std::printf("wrote %s into %s (%s)\n", absl::StrJoin(names, ", ").c_str(), FLAGS_out.c_str(), s.command_line.c_str());
   return absl::OkStatus();
 }
 

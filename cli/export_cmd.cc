@@ -24,9 +24,8 @@ absl::Status Export() {
   if (ec) return absl::PermissionDeniedError(FLAGS_out + ": " + ec.message());
   OAR_RETURN_IF_ERROR(WriteFileBytes(FLAGS_out + "/main.pb", programs->main.desc().Serialize()));
   OAR_RETURN_IF_ERROR(WriteFileBytes(FLAGS_out + "/startup.pb", programs->startup.desc().Serialize()));
-  std::cout << "wrote " << FLAGS_out << "/main.pb (" << programs->main.desc().Block(0).OpSize()
-            << " ops) and " << FLAGS_out << "/startup.pb ("
-            << programs->startup.desc().Block(0).OpSize() << " ops)\n";
+  std::cout << "wrote " << FLAGS_out << "/main.pb (" << programs->main.desc().Block(0).OpSize() << " ops) and "
+            << FLAGS_out << "/startup.pb (" << programs->startup.desc().Block(0).OpSize() << " ops)\n";
   return absl::OkStatus();
 }
 

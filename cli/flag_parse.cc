@@ -93,9 +93,9 @@ absl::Status TryArgs(const Command& cmd, const std::vector<std::string>& args) {
                                 gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) && info.type == "bool";
       if (!negated_bool) {
         std::string near = NearestName(name, NamesRead(cmd));
-        return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for oar ", cmd.name,
-                                                       near.empty() ? "" : absl::StrCat(" (did you mean --", near, "?)"),
-                                                       see));
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown flag --", name, " for oar ", cmd.name,
+                         near.empty() ? "" : absl::StrCat(" (did you mean --", near, "?)"), see));
       }
       value = "false";
     }
@@ -105,12 +105,12 @@ absl::Status TryArgs(const Command& cmd, const std::vector<std::string>& args) {
       } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
         value = args[++i];
       } else {  // gflags would take the next flag for the value
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", info.name, " needs a value (", WhatToGive(info.type), ")",
-            i + 1 < args.size() ? absl::StrCat(" before ", args[i + 1], "; write --", info.name,
-                                               "=VALUE for a value that starts with --")
-                                : "",
-            see));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", info.name, " needs a value (", WhatToGive(info.type), ")",
+                         i + 1 < args.size() ? absl::StrCat(" before ", args[i + 1], "; write --", info.name,
+                                                            "=VALUE for a value that starts with --")
+                                             : "",
+                         see));
       }
     }
     absl::Status s = TrySet(info, *value, absl::StrCat("--", info.name, "=", *value));

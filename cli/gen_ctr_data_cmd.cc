@@ -41,8 +41,8 @@ uint64_t Mix(uint64_t x) {  // splitmix64's finalizer: a stable hash
 }
 
 struct Planted {
-  std::vector<float> dense_w;               // [13]
-  std::vector<std::vector<float>> slot_w;   // [26][vocabulary of the slot]
+  std::vector<float> dense_w;              // [13]
+  std::vector<std::vector<float>> slot_w;  // [26][vocabulary of the slot]
   float bias = -1.2f;
   explicit Planted(std::mt19937_64& rng) {
     std::normal_distribution<float> n(0.0f, 1.0f);
@@ -101,9 +101,7 @@ absl::StatusOr<std::vector<std::pair<double, int>>> WriteSplit(const Planted& m,
 
 // The DataFeedDesc's batch: --batch_size when given, else 64 (ctr_dnn's
 // Adam at 0.003 reaches the planted AUC in one epoch of 1M examples with it).
-int FeedBatch() {
-  return gflags::GetCommandLineFlagInfoOrDie("batch_size").is_default ? 64 : FLAGS_batch_size;
-}
+int FeedBatch() { return gflags::GetCommandLineFlagInfoOrDie("batch_size").is_default ? 64 : FLAGS_batch_size; }
 
 std::string FeedDesc() {
   std::string d = absl::StrCat("name: \"MultiSlotDataFeed\"\nbatch_size: ", FeedBatch(), "\nmulti_slot_desc {\n");
@@ -124,15 +122,16 @@ absl::Status GenCtrData() {
   }
   if (FLAGS_examples < 1) return absl::InvalidArgumentError("--examples must be at least 1");
   if (files > FLAGS_examples) {  // else most training files would be empty
-    return absl::InvalidArgumentError(absl::StrCat("--files ", files, " is more files than --examples ",
-                                                   FLAGS_examples, ": each file needs at least one example"));
+    return absl::InvalidArgumentError(absl::StrCat("--files ", files, " is more files than --examples ", FLAGS_examples,
+                                                   ": each file needs at least one example"));
   }
   if (FeedBatch() < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
   std::mt19937_64 rng(static_cast<uint64_t>(FLAGS_seed));
   const Planted model(rng);
   OAR_RETURN_IF_ERROR(WriteSplit(model, rng, FLAGS_out + "/train", FLAGS_examples, files).status());
   const int64_t test_n = std::max<int64_t>(1, FLAGS_examples / 10);
-  OAR_ASSIGN_OR_RETURN(auto test, WriteSplit(model, rng, FLAGS_out + "/test", test_n, std::min<int64_t>(files, test_n)));
+  OAR_ASSIGN_OR_RETURN(auto test,
+                       WriteSplit(model, rng, FLAGS_out + "/test", test_n, std::min<int64_t>(files, test_n)));
   std::ofstream(FLAGS_out + "/data_feed.prototxt") << FeedDesc();
   int64_t positives = 0;
   for (const auto& [p, y] : test) positives += y;

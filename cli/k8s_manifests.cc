@@ -204,8 +204,7 @@ std::vector<ManifestFile> PlainNccl2(const DeploySpec& s, int port) {
   tr["resources"] = Resources("2", "2Gi", "4Gi");
   YAML::Node job = IndexedJob(s, name, "nccl2-trainer", s.trainers, tr, name);
   return {File(s, "trainer-service.yaml",
-               absl::StrCat("# nccl2 mode: stable DNS names for the trainers, ", name, "-<i>.", name, ":", port,
-                            ".\n"),
+               absl::StrCat("# nccl2 mode: stable DNS names for the trainers, ", name, "-<i>.", name, ":", port, ".\n"),
                HeadlessService(s, name, "nccl2-trainer", port, "ring")),
           File(s, "trainer-job.yaml",
                "# nccl2 mode: trainers only. An Indexed Job in the Service's subdomain; the\n"
@@ -292,12 +291,13 @@ absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& s)
   if (!nccl2 && s.pservers < 1) return absl::InvalidArgumentError("--pservers must be >= 1 in pserver mode");
   if (s.image.empty()) return absl::InvalidArgumentError("--image is required (the image whose entrypoint is oar run)");
   if (s.image.find_first_of(" \t\n\"'") != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("--image '", s.image, "' holds a space or a quote; an image "
+    return absl::InvalidArgumentError(absl::StrCat("--image '", s.image,
+                                                   "' holds a space or a quote; an image "
                                                    "reference has none (registry/name:tag)"));
   }
   if (s.port < 0 || s.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--port ", s.port, " is not a TCP port (1-65535, or 0 for ",
-                                                   nccl2 ? 6170 : 6174, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--port ", s.port, " is not a TCP port (1-65535, or 0 for ", nccl2 ? 6170 : 6174, ")"));
   }
   const int port = s.port > 0 ? s.port : nccl2 ? 6170 : 6174;
   if (s.format == "plain") return nccl2 ? PlainNccl2(s, port) : PlainPserver(s, port);
@@ -307,13 +307,13 @@ absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& s)
   }
   if (s.format == "kubeflow") {
     if (!nccl2) {
-      return absl::InvalidArgumentError("--format kubeflow runs nccl2 mode (--mode nccl2); for pserver mode use "
-                                        "paddle-operator or plain");
+      return absl::InvalidArgumentError(
+          "--format kubeflow runs nccl2 mode (--mode nccl2); for pserver mode use "
+          "paddle-operator or plain");
     }
     return Kubeflow(s, port);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--format '", s.format, "': use plain, paddle-operator or kubeflow"));
+  return absl::InvalidArgumentError(absl::StrCat("--format '", s.format, "': use plain, paddle-operator or kubeflow"));
 }
 
 }  // namespace oar::cli

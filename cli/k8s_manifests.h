@@ -31,16 +31,16 @@
 namespace oar::cli {
 
 struct DeploySpec {
-  std::string name = "oar";           // prefix of every resource name
-  int pservers = 1;                   // pserver mode
+  std::string name = "oar";  // prefix of every resource name
+  int pservers = 1;          // pserver mode
   int trainers = 1;
   std::string image = "oar:latest";
-  std::string mode = "pserver";       // pserver | nccl2
-  std::string format = "plain";       // plain | paddle-operator | kubeflow
-  int port = 0;                       // 0: 6174 (pserver mode), 6170 (nccl2)
+  std::string mode = "pserver";           // pserver | nccl2
+  std::string format = "plain";           // plain | paddle-operator | kubeflow
+  int port = 0;                           // 0: 6174 (pserver mode), 6170 (nccl2)
   std::vector<std::string> pserver_args;  // after `oar run` (the image's entrypoint)
   std::vector<std::string> trainer_args;
-  std::string command_line;           // the `oar deploy` command, quoted in each file's header
+  std::string command_line;  // the `oar deploy` command, quoted in each file's header
 };
 
 struct ManifestFile {

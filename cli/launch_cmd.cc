@@ -24,10 +24,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
-#include "cli/mode_flags.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
+#include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/process_group.h"
 #include "common/device/gpu_info.h"
@@ -57,7 +57,7 @@ DECLARE_bool(sync);
 DECLARE_string(program);
 DECLARE_string(shuffle);  // cli/data_flags.cc
 DECLARE_string(mode);
-DECLARE_int32(cpu_num);  // run_cmd.cc
+DECLARE_int32(cpu_num);     // run_cmd.cc
 DECLARE_int32(batch_size);  // train_cmd.cc
 DECLARE_string(data_feed);  // async_train_cmd.cc
 
@@ -71,9 +71,9 @@ std::atomic<int> g_signal{0};
 void OnLaunchSignal(int sig) { g_signal = sig; }
 
 // Flags `oar run` reads that the launcher sets per child itself.
-const char* const kPerChildFlags[] = {"role", "pservers", "trainers", "trainer_id", "current_endpoint",
-                                      "trainer_endpoints", "report", "dry_run", "step_log", "cpu_num",
-                                      "metrics_port", "metrics_file", "profile_path", "selected_gpus"};
+const char* const kPerChildFlags[] = {
+    "role",    "pservers", "trainers", "trainer_id",   "current_endpoint", "trainer_endpoints", "report",
+    "dry_run", "step_log", "cpu_num",  "metrics_port", "metrics_file",     "profile_path",      "selected_gpus"};
 
 // --metrics: a free port per process (`ports`, picked with the endpoints'
 // so that none is one of them), printed; a metrics file per process,
@@ -102,7 +102,8 @@ absl::Status AddObservabilityFlags(std::vector<ChildSpec>* specs, const std::vec
     std::error_code ec;
     std::filesystem::create_directories(FLAGS_timeline + ".parts", ec);
     if (ec) return absl::PermissionDeniedError(absl::StrCat("--timeline: ", FLAGS_timeline, ".parts: ", ec.message()));
-    for (auto& s : *specs) s.argv.push_back(absl::StrCat("--profile_path=", FLAGS_timeline, ".parts/", s.name, ".json"));
+    for (auto& s : *specs)
+      s.argv.push_back(absl::StrCat("--profile_path=", FLAGS_timeline, ".parts/", s.name, ".json"));
   }
   return absl::OkStatus();
 }
@@ -146,11 +147,13 @@ absl::Status Launch() {
     return absl::InvalidArgumentError(absl::StrCat("--mode is pserver or nccl2, got '", FLAGS_mode, "'"));
   }
   int pservers = nccl2 ? 0 : 1;  // when --pservers is not given
-  if (nccl2 && FlagGiven("pservers")) return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
-  if (nccl2 && (FLAGS_async || !FLAGS_sync)) return absl::InvalidArgumentError("--mode nccl2 is synchronous: drop --async");
+  if (nccl2 && FlagGiven("pservers"))
+    return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
+  if (nccl2 && (FLAGS_async || !FLAGS_sync))
+    return absl::InvalidArgumentError("--mode nccl2 is synchronous: drop --async");
   if (FlagGiven("pservers") && (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--pservers takes the number of pservers (>= 1), got '",
-                                                   FLAGS_pservers, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pservers takes the number of pservers (>= 1), got '", FLAGS_pservers, "'"));
   }
   const int trainers = FLAGS_trainers;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
@@ -162,13 +165,13 @@ absl::Status Launch() {
   if (!async_executor) {
     if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
     const int batch = std::max(1, FLAGS_batch_size / trainers);
-    OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(FLAGS_cpu_num, batch,
-                                            absl::StrCat("--cpu_num ", FLAGS_cpu_num, " (a trainer's batch is ", batch,
-                                                         ": --batch_size ", FLAGS_batch_size, " over ", trainers,
-                                                         " trainer(s))")));
+    OAR_RETURN_IF_ERROR(
+        CheckPlacesFitBatch(FLAGS_cpu_num, batch,
+                            absl::StrCat("--cpu_num ", FLAGS_cpu_num, " (a trainer's batch is ", batch,
+                                         ": --batch_size ", FLAGS_batch_size, " over ", trainers, " trainer(s))")));
     if (batch * trainers != FLAGS_batch_size) {
-      batch_note = absl::StrFormat("--batch_size %d over %d trainers is %d each, %d a step", FLAGS_batch_size,
-                                   trainers, batch, batch * trainers);
+      batch_note = absl::StrFormat("--batch_size %d over %d trainers is %d each, %d a step", FLAGS_batch_size, trainers,
+                                   batch, batch * trainers);
     }
   }
   // --device gpu: trainer i on selected GPU i (round robin in pserver mode;
@@ -176,23 +179,25 @@ absl::Status Launch() {
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  OAR_RETURN_IF_ERROR(
-      RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .async_executor = async_executor,
-                                 .gpu = place.is_gpu()}));
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores(
+      {.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .async_executor = async_executor, .gpu = place.is_gpu()}));
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());
-    if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
+    if (FLAGS_cpu_num > 1)
+      return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
     if (async_executor) {
       return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
     }
     if (nccl2 && !NcclAvailable()) {
-      return absl::FailedPreconditionError("--mode nccl2 --device gpu all-reduces through NCCL, which this oar "
-                                           "was built without");
+      return absl::FailedPreconditionError(
+          "--mode nccl2 --device gpu all-reduces through NCCL, which this oar "
+          "was built without");
     }
     if (nccl2 && trainers > static_cast<int>(gpus.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("--mode nccl2 --device gpu: ", trainers, " trainers need a GPU each, ",
-                                                     gpus.size(), " selected; lower --trainers or select more GPUs"));
+      return absl::InvalidArgumentError(absl::StrCat("--mode nccl2 --device gpu: ", trainers,
+                                                     " trainers need a GPU each, ", gpus.size(),
+                                                     " selected; lower --trainers or select more GPUs"));
     }
   }
   // The endpoints and the metrics servers listen before any child starts:
@@ -201,8 +206,8 @@ absl::Status Launch() {
   // Trainers get endpoints of their own in nccl2 mode, and in a pserver job
   // whose MultiSlot files they shuffle globally (they join each other for
   // it: cli/shuffle_ring.h). The pservers' come first.
-  const bool shuffle_eps = !nccl2 && !async_executor && !FLAGS_data_feed.empty() && FLAGS_shuffle == "global" &&
-                           trainers > 1;
+  const bool shuffle_eps =
+      !nccl2 && !async_executor && !FLAGS_data_feed.empty() && FLAGS_shuffle == "global" && trainers > 1;
   const int n_ps_eps = nccl2 ? 0 : pservers, n_tr_eps = nccl2 || shuffle_eps ? trainers : 0;
   const int n_eps = n_ps_eps + n_tr_eps;
   struct Sockets {
@@ -243,9 +248,12 @@ absl::Status Launch() {
   std::vector<int> trainer_of;
   const std::string trainers_num = std::to_string(trainers);
   for (int i = 0; i < pservers; ++i) {
-    specs.push_back({absl::StrCat("pserver.", i), common,
-                     {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
-                      {"PADDLE_PSERVER_ENDPOINTS", ep_list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}}});
+    specs.push_back({absl::StrCat("pserver.", i),
+                     common,
+                     {{"PADDLE_TRAINING_ROLE", "PSERVER"},
+                      {"PADDLE_TRAINERS_NUM", trainers_num},
+                      {"PADDLE_PSERVER_ENDPOINTS", ep_list},
+                      {"PADDLE_CURRENT_ENDPOINT", eps[i]}}});
     trainer_of.push_back(-1);
   }
   for (int i = 0; i < trainers; ++i) {
@@ -257,10 +265,13 @@ absl::Status Launch() {
     } else if (std::getenv("CPU_NUM") == nullptr) {
       argv.push_back("--cpu_num=1");  // one place per trainer unless asked (CPU_NUM or --cpu_num)
     }
-    if (!FLAGS_step_log_dir.empty()) argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
+    if (!FLAGS_step_log_dir.empty())
+      argv.push_back(absl::StrCat("--step_log=", FLAGS_step_log_dir, "/trainer.", i, ".steps"));
     if (!gpus.empty()) argv.push_back(absl::StrCat("--selected_gpus=", gpus[static_cast<size_t>(i) % gpus.size()]));
-    ChildSpec spec{absl::StrCat("trainer.", i), argv,
-                   {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", trainers_num},
+    ChildSpec spec{absl::StrCat("trainer.", i),
+                   argv,
+                   {{"PADDLE_TRAINING_ROLE", "TRAINER"},
+                    {"PADDLE_TRAINERS_NUM", trainers_num},
                     {"PADDLE_TRAINER_ID", std::to_string(i)}}};
     if (!nccl2) spec.env.push_back({"PADDLE_PSERVER_ENDPOINTS", ep_list});
     if (n_tr_eps > 0) {
@@ -324,9 +335,8 @@ absl::Status Launch() {
   }
   sockets.fds.clear();  // Start closes each once its child has it
   ProcessGroup group;
-  OAR_RETURN_IF_ERROR(group.Start(std::move(specs), [&monitor](size_t c, const std::string& line, bool out) {
-    monitor.OnLine(c, line, out);
-  }));
+  OAR_RETURN_IF_ERROR(group.Start(
+      std::move(specs), [&monitor](size_t c, const std::string& line, bool out) { monitor.OnLine(c, line, out); }));
   int trainers_done = 0;
   std::optional<std::chrono::steady_clock::time_point> trainers_done_at;
   for (;;) {
@@ -353,8 +363,8 @@ absl::Status Launch() {
       monitor.Finish();
       return absl::CancelledError(absl::StrCat("interrupted (signal ", g_signal.load(), "); stopped every process"));
     }
-    if (trainers_done_at &&
-        std::chrono::steady_clock::now() - *trainers_done_at > std::chrono::milliseconds(FLAGS_pserver_exit_timeout_ms)) {
+    if (trainers_done_at && std::chrono::steady_clock::now() - *trainers_done_at >
+                                std::chrono::milliseconds(FLAGS_pserver_exit_timeout_ms)) {
       group.StopAll();  // the trainers are done; a pserver that lingers is told to go
       break;
     }

@@ -6,8 +6,8 @@
 #include <map>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -77,9 +77,9 @@ std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vec
       const double send = OpSeconds(m, "send");
       const double barrier = OpSeconds(m, "send_barrier") + OpSeconds(m, "fetch_barrier");
       const double receive = OpSeconds(m, "recv") + OpSeconds(m, "prefetch");
-      lines.push_back(absl::StrFormat(
-          "%s: %.2f s of steps = compute %.2f s, send %.2f s, barrier wait %.2f s, receive %.2f s", who, step,
-          std::max(0.0, step - send - barrier - receive), send, barrier, receive));
+      lines.push_back(
+          absl::StrFormat("%s: %.2f s of steps = compute %.2f s, send %.2f s, barrier wait %.2f s, receive %.2f s", who,
+                          step, std::max(0.0, step - send - barrier - receive), send, barrier, receive));
     } else {
       lines.push_back(absl::StrFormat("%s: optimize %.2f s, serving %.2f s (handler threads' time)", who,
                                       Sum(m, "oar_pserver_optimize_duration_seconds_sum"),
@@ -89,8 +89,8 @@ std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vec
   return lines;
 }
 
-void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports,
-                        double first_step_seconds, double wall, const std::vector<std::string>& names,
+void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports, double first_step_seconds,
+                        double wall, const std::vector<std::string>& names,
                         const std::vector<std::string>& metrics_files) {
   int64_t examples = 0;
   double train_seconds = 0, loss = 0;
@@ -99,7 +99,10 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
   std::map<std::string, std::string> fetched;  // a program's --fetch metrics over the test data: test_<name>
   int index = 0;
   for (const auto& r : reports) {
-    auto get = [&](const char* k) { auto it = r.result.find(k); return it == r.result.end() ? std::string() : it->second; };
+    auto get = [&](const char* k) {
+      auto it = r.result.find(k);
+      return it == r.result.end() ? std::string() : it->second;
+    };
     int64_t n = 0;
     double s = 0, l = 0;
     (void)absl::SimpleAtoi(get("examples"), &n);
@@ -115,7 +118,8 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
       if (absl::StartsWith(k, "test_") && k != "test_loss" && k != "test_accuracy" && k != "test_auc") fetched[k] = v;
     }
     int64_t left = 0;
-    if (absl::SimpleAtoi(get("unused"), &left) && left > 0) unused.push_back(absl::StrCat("trainer ", index, ": ", left));
+    if (absl::SimpleAtoi(get("unused"), &left) && left > 0)
+      unused.push_back(absl::StrCat("trainer ", index, ": ", left));
     ++index;
   }
   // Trainers that report steps (not AsyncExecutor ones) say when the first came.

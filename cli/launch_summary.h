@@ -36,8 +36,8 @@ struct LaunchShape {
 // with the test_loss= and test_accuracy= (or test_auc=) lines scripts read.
 // `first_step_seconds` < 0: no trainer reported a step. `names` and
 // `metrics_files` as for TimeSplitLines.
-void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports,
-                        double first_step_seconds, double wall, const std::vector<std::string>& names,
+void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports, double first_step_seconds,
+                        double wall, const std::vector<std::string>& names,
                         const std::vector<std::string>& metrics_files);
 
 // The samples of a metrics file in Prometheus' text format ("name{labels}"

@@ -10,11 +10,11 @@
 #include "common/blas_core.h"
 #include "common/listen_sockets.h"
 #include "common/op_registry.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "pserver/pserver_ops.h"
 #include "trainer/dist_ops.h"
 #include "trainer/gen_nccl_id_op.h"
-#include "gflags/gflags.h"
-#include "glog/logging.h"
 
 DECLARE_string(data);
 DECLARE_string(program);  // cli/train_cmd.cc
@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
     std::cout << "oar " << OAR_VERSION << "\n";
     return 0;
   }
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-      std::string(argv[1]) == "help") {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
     PrintUsage();
     return argc < 2 ? 1 : 0;
   }
@@ -90,7 +89,8 @@ int main(int argc, char** argv) {
     // Your own arrays: a program file's trainers read them (cli/data_flags.h).
     const bool own_data = !FLAGS_program.empty() && cmd.name != "async-train";
     if (oar::cli::CommandReads(cmd, "data") && FLAGS_data != "fashion_mnist" && !own_data) {
-      return oar::cli::Fail("--data '" + FLAGS_data + "': " + cmd.name + " --model trains on fashion_mnist (read from "
+      return oar::cli::Fail("--data '" + FLAGS_data + "': " + cmd.name +
+                            " --model trains on fashion_mnist (read from "
                             "--data_dir); a --program also reads npy:DIR and npy:FILE.npz; MultiSlot files go "
                             "through --data_feed and --files");
     }

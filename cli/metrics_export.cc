@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/metrics/process_metrics.h"
 #include "gflags/gflags.h"

@@ -12,15 +12,19 @@ absl::Status RefuseFlagsTheModeIgnores(const JobMode& mode) {
     const char* why;
   };
   const Rule rules[] = {
-      {mode.nccl2, {"no_slice", "split_method", "min_block_size", "runtime_split_send_recv", nullptr},
+      {mode.nccl2,
+       {"no_slice", "split_method", "min_block_size", "runtime_split_send_recv", nullptr},
        "places variables' blocks on pservers; --mode nccl2 has none"},
       {!mode.nccl2, {"collective_transport", nullptr}, "is how nccl2 trainers all-reduce; use it with --mode nccl2"},
-      {!mode.data_feed, {"files", "threads", "test_files", "skip_bad_lines", "debug", "dataset"},
+      {!mode.data_feed,
+       {"files", "threads", "test_files", "skip_bad_lines", "debug", "dataset"},
        "goes with --data_feed (trainers that read MultiSlot files)"},
-      {mode.data_feed && !mode.async_executor, {"threads", "debug", nullptr},
+      {mode.data_feed && !mode.async_executor,
+       {"threads", "debug", nullptr},
        "goes with --data_feed in async mode or with --model (AsyncExecutor threads); a program's sync or nccl2 "
        "trainers read with one thread and --prefetch"},
-      {mode.async_executor, {"test_data", "dataset", "shuffle", "drop_last", "prefetch"},
+      {mode.async_executor,
+       {"test_data", "dataset", "shuffle", "drop_last", "prefetch"},
        "applies to trainers that read through the data layer (a program in sync or nccl2 mode); AsyncExecutor "
        "threads stream the files"},
       {!mode.gpu, {"selected_gpus", "gpu_allow_tf32", nullptr}, "goes with --device gpu"},

@@ -12,10 +12,10 @@
 namespace oar::cli {
 
 struct JobMode {
-  bool nccl2 = false;      // --mode nccl2
-  bool data_feed = false;  // trainers read MultiSlot files (--data_feed)
+  bool nccl2 = false;           // --mode nccl2
+  bool data_feed = false;       // trainers read MultiSlot files (--data_feed)
   bool async_executor = false;  // ... with AsyncExecutor threads (a model's, or async)
-  bool gpu = false;        // --device gpu
+  bool gpu = false;             // --device gpu
 };
 
 // InvalidArgument naming the first given flag that `mode` does not read

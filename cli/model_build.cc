@@ -18,8 +18,8 @@ void ShapeLikeFeed(const Var& feed, Tensor* t) {
   if (d.numel() == t->numel()) t->Resize(d);
 }
 
-absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope,
-                                    const Dataset& test, int64_t batch_size) {
+absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope* scope, const Dataset& test,
+                                    int64_t batch_size) {
   Batcher batches(test, batch_size, /*shuffle=*/false);
   batches.Reset();
   Tensor x, y;
@@ -27,9 +27,9 @@ absl::StatusOr<EvalResult> Evaluate(Executor& exe, const ModelPrograms& p, Scope
   int64_t seen = 0;
   while (batches.Next(&x, &y)) {
     ShapeLikeFeed(p.vars.feeds[0], &x);
-    OAR_ASSIGN_OR_RETURN(auto out, exe.Run(p.test.desc(), scope,
-                                           {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
-                                           {p.vars.loss.name(), p.vars.accuracy.name()}));
+    OAR_ASSIGN_OR_RETURN(auto out,
+                         exe.Run(p.test.desc(), scope, {{p.vars.feeds[0].name(), x}, {p.vars.feeds[1].name(), y}},
+                                 {p.vars.loss.name(), p.vars.accuracy.name()}));
     const int64_t n = x.dims()[0];
     r.loss += out[0].data<float>()[0] * n;
     r.accuracy += out[1].data<float>()[0] * n;
@@ -67,15 +67,16 @@ void MakeInitializersConstant(BlockDesc* startup, float value) {
 absl::Status RequireFashionMnistModel(const std::string& model) {
   const ModelSpec* spec = FindModel(model);
   if (spec == nullptr || spec->dataset == "fashion-mnist") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("model ", model, " trains from MultiSlot files, not Fashion-MNIST: use "
-                                                 "oar async-train --model ", model, " (data from oar gen-ctr-data)"));
+  return absl::InvalidArgumentError(absl::StrCat("model ", model,
+                                                 " trains from MultiSlot files, not Fashion-MNIST: use "
+                                                 "oar async-train --model ",
+                                                 model, " (data from oar gen-ctr-data)"));
 }
 
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModel(const BuildOptions& o) {
   const ModelSpec* spec = FindModel(o.model);
   if (spec == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown model '", o.model, "' (available: ", ModelNames(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown model '", o.model, "' (available: ", ModelNames(), ")"));
   }
   std::unique_ptr<optimizer::Optimizer> opt;
   if (o.optimizer == "sgd") {

@@ -20,8 +20,8 @@ struct BuildOptions {
   std::string model = "fashion_mlp";
   std::string optimizer = "adam";  // sgd | momentum | adam | lazy_adam | adagrad
   float learning_rate = 0.001f;
-  int32_t seed = 1;                 // startup program's random_seed
-  int64_t batch_size = 128;         // sets the steps per epoch of a model's schedule
+  int32_t seed = 1;          // startup program's random_seed
+  int64_t batch_size = 128;  // sets the steps per epoch of a model's schedule
   // When set, every random initializer in the startup program becomes a
   // fill_constant of this value (runs that must start equal, e.g. a
   // distributed run against a single process).
@@ -29,10 +29,10 @@ struct BuildOptions {
 };
 
 struct ModelPrograms {
-  Program main;      // forward + backward + optimize
-  Program startup;   // initializers
-  Program test;      // forward only (main cloned for test before minimize)
-  BuiltModel vars;   // handles into `main`
+  Program main;     // forward + backward + optimize
+  Program startup;  // initializers
+  Program test;     // forward only (main cloned for test before minimize)
+  BuiltModel vars;  // handles into `main`
 };
 
 // InvalidArgument for an unknown model or optimizer, or a model whose

@@ -28,7 +28,6 @@ absl::Status CheckLoadedShapes(const std::string& path, const ProgramDesc& main,
   return absl::OkStatus();
 }
 
-
 }  // namespace
 
 absl::Status LoadProgramParams(Executor& exe, Scope* scope, const std::string& path, const ProgramDesc& main) {

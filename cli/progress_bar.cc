@@ -11,8 +11,13 @@
 namespace oar::cli {
 
 ProgressBar::ProgressBar(std::FILE* out, std::string title, int64_t total_steps)
-    : out_(out), title_(std::move(title)), total_(std::max<int64_t>(1, total_steps)), known_(total_steps > 0),
-      tty_(isatty(fileno(out)) != 0), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : out_(out),
+      title_(std::move(title)),
+      total_(std::max<int64_t>(1, total_steps)),
+      known_(total_steps > 0),
+      tty_(isatty(fileno(out)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 double ProgressBar::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -55,9 +60,8 @@ void ProgressBar::Draw(bool final) {
   std::string bar(static_cast<size_t>(filled), '=');
   if (filled < kWidth) bar += '>';
   bar.resize(kWidth, ' ');
-  std::fprintf(out_, "%s%s [%s] %lld/%lld  %8.0f ex/s  loss %.4f%s", tty_ ? "\r" : "",
-               title_.c_str(), bar.c_str(), static_cast<long long>(steps_),
-               static_cast<long long>(total_), examples_per_second(), loss_,
+  std::fprintf(out_, "%s%s [%s] %lld/%lld  %8.0f ex/s  loss %.4f%s", tty_ ? "\r" : "", title_.c_str(), bar.c_str(),
+               static_cast<long long>(steps_), static_cast<long long>(total_), examples_per_second(), loss_,
                (final || !tty_) ? "\n" : "");
   std::fflush(out_);
 }

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <map>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/api/io.h"
 #include "common/status.h"
 
@@ -12,8 +12,8 @@ namespace oar::cli {
 namespace {
 
 struct RowSlice {
-  std::string source;  // the saved variable
-  int64_t offset = 0;  // its first row
+  std::string source;          // the saved variable
+  int64_t offset = 0;          // its first row
   std::vector<int64_t> shape;  // the block's
 };
 
@@ -51,8 +51,7 @@ std::map<std::string, RowSlice> Slices(const ProgramDesc& pserver, const std::ve
 }  // namespace
 
 absl::StatusOr<int> LoadPserverParams(Executor& exe, const std::string& params, const ProgramDesc& origin,
-                                      const ProgramDesc& pserver, const std::vector<SplitParam>& split,
-                                      Scope* scope) {
+                                      const ProgramDesc& pserver, const std::vector<SplitParam>& split, Scope* scope) {
   Scope saved;
   OAR_RETURN_IF_ERROR(Annotate(LoadPersistablesFrom(exe, &saved, params, origin), "--params " + params));
   const std::map<std::string, RowSlice> slices = Slices(pserver, split);
@@ -79,9 +78,9 @@ absl::StatusOr<int> LoadPserverParams(Executor& exe, const std::string& params, 
                       src.dims().size() >= 1 && offset + rows <= src.dims()[0] &&
                       src.numel() / src.dims()[0] == dst->numel() / std::max<int64_t>(rows, 1);
     if (!fits) {
-      return absl::InvalidArgumentError(absl::StrCat("--params ", params, ": '", source, "' is ",
-                                                     src.dims().ToString(), " there, but this pserver's '", name,
-                                                     "' is ", dst->dims().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("--params ", params, ": '", source, "' is ", src.dims().ToString(),
+                                                     " there, but this pserver's '", name, "' is ",
+                                                     dst->dims().ToString()));
     }
     const size_t row_bytes = dst->nbytes() / static_cast<size_t>(std::max<int64_t>(rows, 1));
     std::memcpy(dst->raw_data(), static_cast<const char*>(src.raw_data()) + offset * row_bytes, dst->nbytes());

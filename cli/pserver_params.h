@@ -23,7 +23,6 @@ namespace oar::cli {
 // startup program has run. Returns how many variables were set; an error
 // names the variable whose saved shape does not fit.
 absl::StatusOr<int> LoadPserverParams(Executor& exe, const std::string& params, const ProgramDesc& origin,
-                                      const ProgramDesc& pserver, const std::vector<SplitParam>& split,
-                                      Scope* scope);
+                                      const ProgramDesc& pserver, const std::vector<SplitParam>& split, Scope* scope);
 
 }  // namespace oar::cli

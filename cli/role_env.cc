@@ -19,8 +19,8 @@ absl::StatusOr<std::optional<std::string>> Pick(const GetEnv& getenv, const std:
   const char* a = getenv(var);
   const char* b = alias ? getenv(alias) : nullptr;
   if (a && b && std::string(a) != b) {
-    return absl::InvalidArgumentError(absl::StrCat(var, "=", a, " and ", alias, "=", b, " disagree; set one (or --",
-                                                   flag_name, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(var, "=", a, " and ", alias, "=", b, " disagree; set one (or --", flag_name, ")"));
   }
   if (a) return std::optional<std::string>(a);
   if (b) return std::optional<std::string>(b);
@@ -29,7 +29,8 @@ absl::StatusOr<std::optional<std::string>> Pick(const GetEnv& getenv, const std:
 
 absl::StatusOr<int> ParseInt(const std::string& value, const std::string& what) {
   int v = 0;
-  if (!absl::SimpleAtoi(value, &v)) return absl::InvalidArgumentError(absl::StrCat(what, "='", value, "' is not a number"));
+  if (!absl::SimpleAtoi(value, &v))
+    return absl::InvalidArgumentError(absl::StrCat(what, "='", value, "' is not a number"));
   return v;
 }
 
@@ -45,10 +46,16 @@ std::vector<std::string> SplitList(const std::string& v) {
 }  // namespace
 
 const std::vector<std::string>& RoleEnvVariables() {
-  static const auto* vars = new std::vector<std::string>{
-      "PADDLE_TRAINING_ROLE",         "TRAINING_ROLE", "PADDLE_TRAINER_ID",       "PADDLE_TRAINERS_NUM",
-      "PADDLE_PSERVER_ENDPOINTS",     "PADDLE_PSERVERS_IP_PORT_LIST",            "PADDLE_CURRENT_ENDPOINT",
-      "POD_IP",                       "PADDLE_PORT",   "PADDLE_TRAINER_ENDPOINTS"};
+  static const auto* vars = new std::vector<std::string>{"PADDLE_TRAINING_ROLE",
+                                                         "TRAINING_ROLE",
+                                                         "PADDLE_TRAINER_ID",
+                                                         "PADDLE_TRAINERS_NUM",
+                                                         "PADDLE_PSERVER_ENDPOINTS",
+                                                         "PADDLE_PSERVERS_IP_PORT_LIST",
+                                                         "PADDLE_CURRENT_ENDPOINT",
+                                                         "POD_IP",
+                                                         "PADDLE_PORT",
+                                                         "PADDLE_TRAINER_ENDPOINTS"};
   return *vars;
 }
 
@@ -75,7 +82,8 @@ absl::StatusOr<RoleEnv> ResolveRole(const GetEnv& getenv, const RoleOverrides& f
   }
   if (!trainers) return absl::InvalidArgumentError("PADDLE_TRAINERS_NUM is not set (or --trainers)");
   OAR_ASSIGN_OR_RETURN(env.trainers, ParseInt(*trainers, "PADDLE_TRAINERS_NUM"));
-  if (env.trainers < 1) return absl::InvalidArgumentError(absl::StrCat("PADDLE_TRAINERS_NUM=", env.trainers, " must be >= 1"));
+  if (env.trainers < 1)
+    return absl::InvalidArgumentError(absl::StrCat("PADDLE_TRAINERS_NUM=", env.trainers, " must be >= 1"));
   std::optional<std::string> id;
   if (flags.trainer_id) {
     id = std::to_string(*flags.trainer_id);
@@ -101,17 +109,18 @@ absl::StatusOr<RoleEnv> ResolveRole(const GetEnv& getenv, const RoleOverrides& f
     std::optional<std::string> pod;
     if (ip && port) pod = absl::StrCat(ip, ":", port);
     if (cur && pod && *pod != cur) {
-      return absl::InvalidArgumentError(absl::StrCat("PADDLE_CURRENT_ENDPOINT=", cur, " and POD_IP:PADDLE_PORT=", *pod,
-                                                     " disagree"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("PADDLE_CURRENT_ENDPOINT=", cur, " and POD_IP:PADDLE_PORT=", *pod, " disagree"));
     }
     if (cur) current = cur;
     if (!current && pod) current = pod;
   }
   if (current) env.current_endpoint = *current;
   if (nccl2) {
-    OAR_ASSIGN_OR_RETURN(auto list, Pick(getenv, flags.trainer_endpoints, "trainer_endpoints",
-                                         "PADDLE_TRAINER_ENDPOINTS"));
-    if (!list) return absl::InvalidArgumentError("PADDLE_TRAINER_ENDPOINTS is not set (nccl2 mode; or --trainer_endpoints)");
+    OAR_ASSIGN_OR_RETURN(auto list,
+                         Pick(getenv, flags.trainer_endpoints, "trainer_endpoints", "PADDLE_TRAINER_ENDPOINTS"));
+    if (!list)
+      return absl::InvalidArgumentError("PADDLE_TRAINER_ENDPOINTS is not set (nccl2 mode; or --trainer_endpoints)");
     env.trainer_endpoints = SplitList(*list);
     if (static_cast<int>(env.trainer_endpoints.size()) != env.trainers) {
       return absl::InvalidArgumentError(absl::StrCat("PADDLE_TRAINER_ENDPOINTS lists ", env.trainer_endpoints.size(),
@@ -122,15 +131,15 @@ absl::StatusOr<RoleEnv> ResolveRole(const GetEnv& getenv, const RoleOverrides& f
     }
     return env;
   }
-  OAR_ASSIGN_OR_RETURN(auto ps, Pick(getenv, flags.pservers, "pservers", "PADDLE_PSERVER_ENDPOINTS",
-                                     "PADDLE_PSERVERS_IP_PORT_LIST"));
+  OAR_ASSIGN_OR_RETURN(
+      auto ps, Pick(getenv, flags.pservers, "pservers", "PADDLE_PSERVER_ENDPOINTS", "PADDLE_PSERVERS_IP_PORT_LIST"));
   if (!ps) return absl::InvalidArgumentError("PADDLE_PSERVER_ENDPOINTS is not set (or --pservers)");
   env.pservers = SplitList(*ps);
   if (env.pservers.empty()) return absl::InvalidArgumentError("PADDLE_PSERVER_ENDPOINTS is empty");
   // A pserver job's trainers may know each other too (Fluid's role makers
   // set it): the data layer's global shuffle joins them over it.
-  OAR_ASSIGN_OR_RETURN(auto trainer_list, Pick(getenv, flags.trainer_endpoints, "trainer_endpoints",
-                                               "PADDLE_TRAINER_ENDPOINTS"));
+  OAR_ASSIGN_OR_RETURN(auto trainer_list,
+                       Pick(getenv, flags.trainer_endpoints, "trainer_endpoints", "PADDLE_TRAINER_ENDPOINTS"));
   if (trainer_list) {
     env.trainer_endpoints = SplitList(*trainer_list);
     if (static_cast<int>(env.trainer_endpoints.size()) != env.trainers) {
@@ -144,8 +153,9 @@ absl::StatusOr<RoleEnv> ResolveRole(const GetEnv& getenv, const RoleOverrides& f
           "PADDLE_CURRENT_ENDPOINT (or POD_IP and PADDLE_PORT) is not set for a PSERVER (or --current_endpoint)");
     }
     if (std::find(env.pservers.begin(), env.pservers.end(), *current) == env.pservers.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("this pserver's endpoint ", *current,
-                                                     " is not in PADDLE_PSERVER_ENDPOINTS=", absl::StrJoin(env.pservers, ",")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("this pserver's endpoint ", *current,
+                       " is not in PADDLE_PSERVER_ENDPOINTS=", absl::StrJoin(env.pservers, ",")));
     }
   }
   return env;

@@ -33,14 +33,14 @@
 #include "absl/strings/str_join.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
-#include "cli/mode_flags.h"
 #include "cli/metrics_export.h"
+#include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
-#include "cli/trainer_role.h"
 #include "cli/trainer_failure.h"
+#include "cli/trainer_role.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
 #include "common/status.h"
@@ -51,8 +51,9 @@
 DEFINE_string(role, "", "TRAINER or PSERVER (overrides PADDLE_TRAINING_ROLE)");
 DECLARE_string(device);  // train_cmd.cc
 DEFINE_int32(cpu_num, 0, "CPU places a trainer trains on (0: the CPU_NUM variable, else 1)");
-DEFINE_bool(report, false, "print an @oar progress line per step on stdout instead of the progress bar (oar launch "
-                           "reads them); the closing @oar result line is printed either way");
+DEFINE_bool(report, false,
+            "print an @oar progress line per step on stdout instead of the progress bar (oar launch "
+            "reads them); the closing @oar result line is printed either way");
 DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetches");
 DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
@@ -98,19 +99,19 @@ absl::Status Run() {
 absl::Status RunRole(const RoleEnv& env) {
   if (FLAGS_dry_run) {
     const bool trainer = env.role == RoleEnv::Role::kTrainer;
-    std::printf("role=%s%s trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n",
-                env.RoleName().c_str(), trainer ? absl::StrCat(" trainer_id=", env.trainer_id).c_str() : "",
-                env.trainers, absl::StrJoin(env.pservers, ",").c_str(), env.current_endpoint.c_str(),
+    std::printf("role=%s%s trainers=%d pservers=%s current_endpoint=%s trainer_endpoints=%s\n", env.RoleName().c_str(),
+                trainer ? absl::StrCat(" trainer_id=", env.trainer_id).c_str() : "", env.trainers,
+                absl::StrJoin(env.pservers, ",").c_str(), env.current_endpoint.c_str(),
                 absl::StrJoin(env.trainer_endpoints, ",").c_str());
     return absl::OkStatus();
   }
-  OAR_ASSIGN_OR_RETURN(auto metrics_export,
-                       MetricsExport::FromFlags(env.role == RoleEnv::Role::kTrainer
-                                                    ? absl::StrCat("trainer ", env.trainer_id)
-                                                    : absl::StrCat("pserver ", env.current_endpoint)));
+  OAR_ASSIGN_OR_RETURN(
+      auto metrics_export,
+      MetricsExport::FromFlags(env.role == RoleEnv::Role::kTrainer ? absl::StrCat("trainer ", env.trainer_id)
+                                                                   : absl::StrCat("pserver ", env.current_endpoint)));
   OAR_ASSIGN_OR_RETURN(auto profile, ProfileExport::FromFlags(env.role == RoleEnv::Role::kTrainer
-                                                                 ? absl::StrCat("trainer ", env.trainer_id)
-                                                                 : absl::StrCat("pserver ", env.current_endpoint)));
+                                                                  ? absl::StrCat("trainer ", env.trainer_id)
+                                                                  : absl::StrCat("pserver ", env.current_endpoint)));
   OAR_ASSIGN_OR_RETURN(DistributeTranspilerConfig config, TranspilerConfigFromFlags());
   const bool nccl2 = config.mode == "nccl2";
   std::unique_ptr<ModelPrograms> model;
@@ -122,8 +123,9 @@ absl::Status RunRole(const RoleEnv& env) {
   const bool from_files = FlagGiven("data_feed");
   const bool async_executor = from_files && (model != nullptr || !config.sync_mode);
   if (async_executor && nccl2) {
-    return absl::InvalidArgumentError("--data_feed with --model trains in pserver mode (AsyncExecutor threads); drop "
-                                      "--mode nccl2, or give the program file (--program) to train it collectively");
+    return absl::InvalidArgumentError(
+        "--data_feed with --model trains in pserver mode (AsyncExecutor threads); drop "
+        "--mode nccl2, or give the program file (--program) to train it collectively");
   }
   if (async_executor && FLAGS_device != "cpu") {
     return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
@@ -135,8 +137,9 @@ absl::Status RunRole(const RoleEnv& env) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));
   }
   if (FlagGiven("test_data") && model != nullptr) {
-    return absl::InvalidArgumentError("--test_data applies to --program (a model is evaluated on Fashion-MNIST's "
-                                      "test split)");
+    return absl::InvalidArgumentError(
+        "--test_data applies to --program (a model is evaluated on Fashion-MNIST's "
+        "test split)");
   }
   if (FlagGiven("params") && model != nullptr) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
@@ -160,7 +163,8 @@ absl::Status RunRole(const RoleEnv& env) {
   PserverInit init;
   if (FlagGiven("params")) {
     init = [&](Executor& exe, Scope* scope) -> absl::Status {
-      OAR_ASSIGN_OR_RETURN(int n, LoadPserverParams(exe, FLAGS_params, origin, programs.first, t.split_params(), scope));
+      OAR_ASSIGN_OR_RETURN(int n,
+                           LoadPserverParams(exe, FLAGS_params, origin, programs.first, t.split_params(), scope));
       std::fprintf(stderr, "pserver %s: %d variable(s) from %s\n", env.current_endpoint.c_str(), n,
                    FLAGS_params.c_str());
       return absl::OkStatus();

@@ -9,39 +9,41 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/numbers.h"
 #include "cli/command.h"
+#include "cli/loss_check.h"
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/profile_export.h"
-#include "cli/loss_check.h"
 #include "cli/progress_bar.h"
-#include "common/flag_refusal.h"
-#include "common/metrics/training_metrics.h"
 #include "common/api/io.h"
 #include "common/data/batcher.h"
+#include "common/device/gpu_info.h"
 #include "common/executor.h"
+#include "common/flag_refusal.h"
+#include "common/metrics/training_metrics.h"
 #include "common/run_env.h"
 #include "common/status.h"
-#include "trainer/parallel_executor.h"
-#include "common/device/gpu_info.h"
-#include "trainer/places.h"
 #include "gflags/gflags.h"
+#include "trainer/parallel_executor.h"
+#include "trainer/places.h"
 
 DEFINE_string(model, "fashion_mlp", "model to train (see examples/)");
 DEFINE_int32(epochs, 2, "passes over the training set");
 DEFINE_int32(batch_size, 128, "examples per step");
 DEFINE_double(lr, 0.001, "learning rate");
-DEFINE_string(optimizer, "adam", "sgd, momentum, adam, lazy_adam (Adam with lazy_mode: a sparse gradient moves only its rows) or adagrad");
+DEFINE_string(optimizer, "adam",
+              "sgd, momentum, adam, lazy_adam (Adam with lazy_mode: a sparse gradient moves only its rows) or adagrad");
 DEFINE_int32(seed, 1, "seed for initializers and shuffling (0: random)");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist", "directory with the IDX .gz files");
-DEFINE_string(data, "fashion_mnist", "the training data: fashion_mnist (from --data_dir), or with --program your own "
-                                     "arrays, npy:DIR (one <variable>.npy per feed variable, first axis = examples) or "
-                                     "npy:FILE.npz; MultiSlot files go through --data_feed DESC --files GLOBS");
+DEFINE_string(data, "fashion_mnist",
+              "the training data: fashion_mnist (from --data_dir), or with --program your own "
+              "arrays, npy:DIR (one <variable>.npy per feed variable, first axis = examples) or "
+              "npy:FILE.npz; MultiSlot files go through --data_feed DESC --files GLOBS");
 DEFINE_int64(limit, 0, "train on the first N examples only (0: all)");
 DEFINE_validator(limit, [](const char*, int64_t v) {
   if (v >= 0) return true;
@@ -49,8 +51,9 @@ DEFINE_validator(limit, [](const char*, int64_t v) {
 });
 DEFINE_string(save, "", "write a checkpoint (parameters and optimizer state) to this directory after each epoch");
 DEFINE_string(resume, "", "start from the checkpoint in this directory instead of fresh initial values");
-DEFINE_int32(places, 1, "places to train on in parallel (ParallelExecutor): CPU places (0 reads CPU_NUM), or with "
-                        "--device gpu GPUs (0: every selected GPU)");
+DEFINE_int32(places, 1,
+             "places to train on in parallel (ParallelExecutor): CPU places (0 reads CPU_NUM), or with "
+             "--device gpu GPUs (0: every selected GPU)");
 DEFINE_bool(fuse_elewise_add_act_ops, false, "with --places != 1: fuse elementwise_add + relu/sigmoid/tanh");
 DEFINE_string(constant_init, "", "fill every randomly initialized parameter with this value instead (to compare runs)");
 DEFINE_string(step_log, "", "append each step's loss to this file, one per line");
@@ -60,14 +63,17 @@ DEFINE_validator(max_steps, [](const char*, int64_t v) {
   return oar::RefuseFlagValue("give a number of steps, or 0 for no cap");
 });
 DECLARE_string(program);
-DEFINE_string(device, "cpu", "cpu, or gpu: train on GPUs (the first --places of --selected_gpus, or of every "
-                             "visible GPU)");
-DEFINE_bool(reduce, false, "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
+DEFINE_string(device, "cpu",
+              "cpu, or gpu: train on GPUs (the first --places of --selected_gpus, or of every "
+              "visible GPU)");
+DEFINE_bool(reduce, false,
+            "with --places != 1: Reduce strategy (each gradient owned by one place) instead of AllReduce");
 
 namespace oar::cli {
 
 absl::StatusOr<std::unique_ptr<ModelPrograms>> BuildModelFromFlags() {
-  BuildOptions o{FLAGS_model, FLAGS_optimizer, static_cast<float>(FLAGS_lr), FLAGS_seed, FLAGS_batch_size, std::nullopt};
+  BuildOptions o{FLAGS_model, FLAGS_optimizer,  static_cast<float>(FLAGS_lr),
+                 FLAGS_seed,  FLAGS_batch_size, std::nullopt};
   if (!FLAGS_constant_init.empty()) {
     float v = 0;
     if (!absl::SimpleAtof(FLAGS_constant_init, &v)) {
@@ -116,14 +122,17 @@ absl::Status Train(Profiler* profiler) {
   for (const char* flag : {"data_feed", "files", "test_files", "test_data", "dataset", "shuffle", "drop_last",
                            "prefetch", "skip_bad_lines", "feed_names", "loss_name", "fetch", "params"}) {
     if (FlagGiven(flag)) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " applies to --program (a program file and your "
-                                                     "data); --model ", FLAGS_model, " trains on Fashion-MNIST"));
+      return absl::InvalidArgumentError(absl::StrCat("--", flag,
+                                                     " applies to --program (a program file and your "
+                                                     "data); --model ",
+                                                     FLAGS_model, " trains on Fashion-MNIST"));
     }
   }
   OAR_ASSIGN_OR_RETURN(const std::vector<Place> places, TrainPlacesFromFlags());  // before loading anything
   for (const char* flag : {"reduce", "fuse_elewise_add_act_ops"}) {
     if (places.size() == 1 && FlagGiven(flag)) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " shapes how several places train; with one place "
+      return absl::InvalidArgumentError(absl::StrCat("--", flag,
+                                                     " shapes how several places train; with one place "
                                                      "it does nothing: add --places N, or drop it"));
     }
   }
@@ -132,8 +141,8 @@ absl::Status Train(Profiler* profiler) {
     std::error_code ec;
     std::filesystem::create_directories(FLAGS_save, ec);
     if (ec || ::access(FLAGS_save.c_str(), W_OK) != 0) {
-      return absl::PermissionDeniedError(absl::StrCat("--save ", FLAGS_save, ": cannot write there (",
-                                                      ec ? ec.message() : std::strerror(errno), ")"));
+      return absl::PermissionDeniedError(
+          absl::StrCat("--save ", FLAGS_save, ": cannot write there (", ec ? ec.message() : std::strerror(errno), ")"));
     }
   }
   OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(places.size()), FLAGS_batch_size,
@@ -145,10 +154,9 @@ absl::Status Train(Profiler* profiler) {
     train.images = train.images.Slice(0, FLAGS_limit);
     train.labels = train.labels.Slice(0, FLAGS_limit);
   }
-  std::fprintf(stderr, "oar train: %s, %lld training / %lld test examples, %s lr=%g, batch %d\n",
-               FLAGS_model.c_str(), static_cast<long long>(train.size()),
-               static_cast<long long>(test.size()), FLAGS_optimizer.c_str(), FLAGS_lr,
-               FLAGS_batch_size);
+  std::fprintf(stderr, "oar train: %s, %lld training / %lld test examples, %s lr=%g, batch %d\n", FLAGS_model.c_str(),
+               static_cast<long long>(train.size()), static_cast<long long>(test.size()), FLAGS_optimizer.c_str(),
+               FLAGS_lr, FLAGS_batch_size);
 
   const Place place = places[0];  // the startup program and the evaluation run there
   if (place.is_gpu() && FLAGS_places == 1) std::fprintf(stderr, "training on %s\n", place.ToString().c_str());
@@ -158,14 +166,20 @@ absl::Status Train(Profiler* profiler) {
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(programs->startup.desc(), &scope).status(), "startup program"));
   if (!FLAGS_resume.empty()) {
     std::vector<std::string> left_out;
-    OAR_RETURN_IF_ERROR(Annotate(load_checkpoint(exe, &scope, FLAGS_resume, programs->main.desc(), &left_out),
-                                 "--resume"));
+    OAR_RETURN_IF_ERROR(
+        Annotate(load_checkpoint(exe, &scope, FLAGS_resume, programs->main.desc(), &left_out), "--resume"));
     std::fprintf(stderr, "resumed from %s\n", FLAGS_resume.c_str());
     if (!left_out.empty()) {  // e.g. Adam's moments, resumed with --optimizer sgd
-      std::fprintf(stderr, "note: --resume left out %zu variable(s) of the checkpoint that this program does not have "
-                   "(%s%s); was it saved with another --optimizer?\n", left_out.size(),
-                   absl::StrJoin(left_out.begin(), left_out.begin() + std::min<std::ptrdiff_t>(3, static_cast<std::ptrdiff_t>(left_out.size())), ", ").c_str(),
-                   left_out.size() > 3 ? ", ..." : "");
+      std::fprintf(
+          stderr,
+          "note: --resume left out %zu variable(s) of the checkpoint that this program does not have "
+          "(%s%s); was it saved with another --optimizer?\n",
+          left_out.size(),
+          absl::StrJoin(left_out.begin(),
+                        left_out.begin() + std::min<std::ptrdiff_t>(3, static_cast<std::ptrdiff_t>(left_out.size())),
+                        ", ")
+              .c_str(),
+          left_out.size() > 3 ? ", ..." : "");
     }
   }
 
@@ -185,8 +199,10 @@ absl::Status Train(Profiler* profiler) {
   Batcher batches(train, FLAGS_batch_size, /*shuffle=*/true, static_cast<uint64_t>(FLAGS_seed));
   batches.set_min_batch(static_cast<int64_t>(places.size()));  // a batch is split across them
   if (batches.left_out() > 0) {
-    std::fprintf(stderr, "oar train: each epoch leaves out its last %lld example(s): fewer than the %zu places a "
-                 "batch is split across\n", static_cast<long long>(batches.left_out()), places.size());
+    std::fprintf(stderr,
+                 "oar train: each epoch leaves out its last %lld example(s): fewer than the %zu places a "
+                 "batch is split across\n",
+                 static_cast<long long>(batches.left_out()), places.size());
   }
   Tensor x, y;
   env.profiler = profiler;

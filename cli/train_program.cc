@@ -31,8 +31,9 @@
 #include "trainer/parallel_executor.h"
 #include "trainer/places.h"
 
-DEFINE_string(params, "", "with --program: start from persistables Paddle saved (a directory of per-variable files, "
-                          "or one combined file) instead of the startup program's values");
+DEFINE_string(params, "",
+              "with --program: start from persistables Paddle saved (a directory of per-variable files, "
+              "or one combined file) instead of the startup program's values");
 DECLARE_string(program);
 DECLARE_string(startup);
 DECLARE_string(loss_name);
@@ -81,8 +82,9 @@ absl::Status TrainProgram(Profiler* profiler) {
   const std::vector<std::string> feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
   const std::vector<std::string> fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   if (FLAGS_loss_name.empty() || feeds.empty()) {
-    return absl::InvalidArgumentError("--program needs --loss_name LOSS and --feed_names VAR,... (the variables the "
-                                      "data feeds; for Fashion-MNIST the image, then the label)");
+    return absl::InvalidArgumentError(
+        "--program needs --loss_name LOSS and --feed_names VAR,... (the variables the "
+        "data feeds; for Fashion-MNIST the image, then the label)");
   }
   std::vector<std::string> named = {FLAGS_loss_name};
   named.insert(named.end(), fetch.begin(), fetch.end());
@@ -101,11 +103,12 @@ absl::Status TrainProgram(Profiler* profiler) {
                                           FLAGS_places == 0 ? "CPU_NUM" : absl::StrCat("--places ", FLAGS_places)));
   for (const char* flag : {"reduce", "fuse_elewise_add_act_ops"}) {
     if (places.size() == 1 && FlagGiven(flag)) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " shapes how several places train; with one place "
+      return absl::InvalidArgumentError(absl::StrCat("--", flag,
+                                                     " shapes how several places train; with one place "
                                                      "it does nothing: add --places N, or drop it"));
     }
   }
-  RunEnv env;  // env.profiler is set for the training steps only
+  RunEnv env;                     // env.profiler is set for the training steps only
   const Place place = places[0];  // the startup program and the evaluation run there
   Executor exe(place, ExecutorOptions{.env = &env});
   Scope scope;
@@ -122,8 +125,8 @@ absl::Status TrainProgram(Profiler* profiler) {
     BuildStrategy build;
     build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
     if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;
-    OAR_ASSIGN_OR_RETURN(pe, ParallelExecutor::Create(places, FLAGS_loss_name, *main, &scope, build, {}, 1, 0, nullptr,
-                                                      &env));
+    OAR_ASSIGN_OR_RETURN(
+        pe, ParallelExecutor::Create(places, FLAGS_loss_name, *main, &scope, build, {}, 1, 0, nullptr, &env));
     std::fprintf(stderr, "training on %zu %s places\n", pe->num_places(), place.is_gpu() ? "GPU" : "CPU");
   }
   DataConfig data_for_places = data;

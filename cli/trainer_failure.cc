@@ -29,7 +29,8 @@ void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) 
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport, TLS, OAR_AUTH_TOKEN
   rpc::RpcClient client(transport.get(), {.incarnation = ThisTrainersIncarnation()});
   std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-  for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
+  for (const auto& ep : env.pservers)
+    calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
   int told = 0;
   for (auto& c : calls) told += c->Wait().ok() ? 1 : 0;
   if (told > 0) {  // an echo of a pserver's "trainer N failed, so the job stops" passes that on

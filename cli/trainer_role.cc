@@ -10,16 +10,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
-#include "cli/loss_check.h"
-#include "cli/progress_bar.h"
-#include "cli/trainer_failure.h"
-#include "common/api/io.h"
 #include "cli/data_flags.h"
+#include "cli/loss_check.h"
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
+#include "cli/progress_bar.h"
 #include "cli/shuffle_ring.h"
-#include "common/data/feed_check.h"
+#include "cli/trainer_failure.h"
+#include "common/api/io.h"
 #include "common/data/fashion_mnist.h"
+#include "common/data/feed_check.h"
 #include "common/malloc_tuning.h"
 #include "common/metrics/training_metrics.h"
 #include "common/status.h"
@@ -59,8 +59,9 @@ absl::StatusOr<TrainerIo> IoFor(const ModelPrograms* model, const ProgramDesc& m
   io.feeds = absl::StrSplit(FLAGS_feed_names, ',', absl::SkipEmpty());
   io.fetch = absl::StrSplit(FLAGS_fetch, ',', absl::SkipEmpty());
   if (FLAGS_loss_name.empty() || io.feeds.empty()) {
-    return absl::InvalidArgumentError("a TRAINER given --program needs --loss_name and --feed_names VAR,... (the "
-                                      "variables to fetch and feed)");
+    return absl::InvalidArgumentError(
+        "a TRAINER given --program needs --loss_name and --feed_names VAR,... (the "
+        "variables to fetch and feed)");
   }
   io.loss = FLAGS_loss_name;
   std::vector<std::string> named = io.feeds;
@@ -98,7 +99,8 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.trainer_endpoints = env.trainer_endpoints;
   if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
   if (place.is_gpu()) {
-    if (FLAGS_cpu_num > 1) return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on one GPU");
+    if (FLAGS_cpu_num > 1)
+      return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on one GPU");
     options.places = {place};
   } else if (FLAGS_cpu_num > 1) {
     options.places = CpuPlaces(FLAGS_cpu_num);
@@ -108,15 +110,19 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // --batch_size is the global batch, as in `oar train`: each trainer takes
   // its 1/trainers of it, so a sync job makes the single process's steps.
   const int64_t batch = std::max<int64_t>(1, FLAGS_batch_size / env.trainers);
-  OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(static_cast<int64_t>(options.places.size()), batch,
-                                          absl::StrCat(FLAGS_cpu_num == 0 ? "CPU_NUM" : "--cpu_num", " for trainer ",
-                                                       env.trainer_id, " (batch ", batch, " of --batch_size ",
-                                                       FLAGS_batch_size, " over ", env.trainers, " trainer(s))")));
+  OAR_RETURN_IF_ERROR(CheckPlacesFitBatch(
+      static_cast<int64_t>(options.places.size()), batch,
+      absl::StrCat(FLAGS_cpu_num == 0 ? "CPU_NUM" : "--cpu_num", " for trainer ", env.trainer_id, " (batch ", batch,
+                   " of --batch_size ", FLAGS_batch_size, " over ", env.trainers, " trainer(s))")));
   // The trainers split the data and the steps by these; nccl2 trainers also
   // scale the loss by every trainer's place count.
-  options.settings = {{"batch_size", FLAGS_batch_size}, {"seed", FLAGS_seed}, {"limit", FLAGS_limit},
-                      {"epochs", FLAGS_epochs}, {"max_steps", FLAGS_max_steps}};
-  if (nccl2) options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
+  options.settings = {{"batch_size", FLAGS_batch_size},
+                      {"seed", FLAGS_seed},
+                      {"limit", FLAGS_limit},
+                      {"epochs", FLAGS_epochs},
+                      {"max_steps", FLAGS_max_steps}};
+  if (nccl2)
+    options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
   options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
@@ -147,8 +153,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   shuffle_ring.reset();  // the lines are exchanged
   const int64_t per_epoch = source->batches_per_epoch();
   if (nccl2 && per_epoch < 0) {
-    return absl::InvalidArgumentError("nccl2 trainers agree on their steps before each epoch, and a queue dataset's "
-                                      "are not known until it is read: give --dataset in_memory");
+    return absl::InvalidArgumentError(
+        "nccl2 trainers agree on their steps before each epoch, and a queue dataset's "
+        "are not known until it is read: give --dataset in_memory");
   }
   std::fprintf(stderr, "trainer %d/%d: %s, batch %lld, on %zu place(s), %s %s\n", env.trainer_id, env.trainers,
                source->Describe().c_str(), static_cast<long long>(batch), rt->num_places(),
@@ -182,7 +189,8 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       OAR_ASSIGN_OR_RETURN(agreed, rt->AgreeOnSteps(per_epoch, &counts));
       if (agreed < per_epoch) {
         const int64_t left = std::max<int64_t>(0, source->examples_per_epoch() - agreed * batch);
-        std::fprintf(stderr, "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
+        std::fprintf(stderr,
+                     "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
                      env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
         unused += left;
       }
@@ -200,8 +208,8 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       examples += fed.examples;
       step_log.Add(loss);
       if (notify.Block(0).OpSize() > 0 && steps % FLAGS_checkpoint_every == 0) {
-        OAR_RETURN_IF_ERROR(Annotate(rt->executor().Run(notify, rt->scope()).status(),
-                                     absl::StrCat("checkpoint after step ", steps)));
+        OAR_RETURN_IF_ERROR(
+            Annotate(rt->executor().Run(notify, rt->scope()).status(), absl::StrCat("checkpoint after step ", steps)));
       }
       if (FLAGS_report) {
         std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
@@ -220,16 +228,15 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // Done with the pservers: they stop waiting for this trainer.
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
   NoteTrainerCompleted();  // a failure from here on (the evaluation) is this trainer's alone
-  if (steps == 0) {  // else its report would read as a result: "loss 0"
+  if (steps == 0) {        // else its report would read as a result: "loss 0"
     return absl::InvalidArgumentError(absl::StrCat(
-        "trainer ", env.trainer_id, " made no training step: its share of ", source->Describe(), " (1/",
-        env.trainers, ") holds no batch",
-        nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",
+        "trainer ", env.trainer_id, " made no training step: its share of ", source->Describe(), " (1/", env.trainers,
+        ") holds no batch", nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",
         "; train on more examples (--limit) or with fewer trainers"));
   }
-  std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld",
-                                       env.trainer_id, static_cast<long long>(examples), seconds, loss,
-                                       static_cast<long long>(unused));
+  std::string result =
+      absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld", env.trainer_id,
+                      static_cast<long long>(examples), seconds, loss, static_cast<long long>(unused));
   if (nccl2) absl::StrAppend(&result, " collective=", rt->collective_backend());
   if (env.trainer_id == 0 && io.model != nullptr) {
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));

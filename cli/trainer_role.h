@@ -31,8 +31,8 @@ namespace oar::cli {
 // from --loss_name and --feed_names (and then nothing to evaluate with).
 struct TrainerIo {
   std::string loss;
-  std::vector<std::string> feeds;  // the variables the data feeds (a model's: image, label)
-  std::vector<std::string> fetch;  // a program's --fetch, averaged over its test data
+  std::vector<std::string> feeds;        // the variables the data feeds (a model's: image, label)
+  std::vector<std::string> fetch;        // a program's --fetch, averaged over its test data
   const ModelPrograms* model = nullptr;  // for the test-set evaluation
 };
 

@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
-#include "cli/transpile_cmd.h"
 #include "cli/command.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
+#include "cli/transpile_cmd.h"
 #include "common/program_check.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
@@ -95,7 +95,8 @@ absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   c.runtime_split_send_recv = FLAGS_runtime_split_send_recv;
   c.wait_port = false;  // nothing runs here: there is no one to wait for
   OAR_ASSIGN_OR_RETURN(c.split_method, ParseSplitMethod(FLAGS_split_method));
-  if (FLAGS_async && FlagGiven("sync") && FLAGS_sync) return absl::InvalidArgumentError("--sync and --async contradict");
+  if (FLAGS_async && FlagGiven("sync") && FLAGS_sync)
+    return absl::InvalidArgumentError("--sync and --async contradict");
   c.sync_mode = FLAGS_sync && !FLAGS_async;
   OAR_RETURN_IF_ERROR(c.Validate());
   return c;
@@ -111,8 +112,10 @@ absl::Status Transpile() {
   OAR_RETURN_IF_ERROR(ProgramsFromFlags(&main, &startup, &model));
   DistributeTranspiler t(config);
   const bool nccl2 = config.mode == "nccl2";
-  if (nccl2 && FLAGS_trainer_endpoints.empty()) return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .async_executor = true, .gpu = true}));
+  if (nccl2 && FLAGS_trainer_endpoints.empty())
+    return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");
+  OAR_RETURN_IF_ERROR(
+      RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .async_executor = true, .gpu = true}));
   std::variant<int, std::string> trainers = FLAGS_trainers;
   if (nccl2) trainers = FLAGS_trainer_endpoints;
   OAR_RETURN_IF_ERROR(t.transpile(FLAGS_trainer_id, &main, FLAGS_pservers, trainers, config.sync_mode, &startup,
@@ -122,11 +125,11 @@ absl::Status Transpile() {
   OAR_ASSIGN_OR_RETURN(ProgramDesc trainer_startup, t.get_trainer_startup_program());
   out.emplace_back("trainer.main", std::move(trainer));
   out.emplace_back("trainer.startup", std::move(trainer_startup));
-  nlohmann::ordered_json summary = {{"mode", config.mode},
-                                    {"sync", config.sync_mode},
-                                    {"trainer_id", FLAGS_trainer_id},
-                                    {"trainer", {{"main", ProgramJson(out[0].second)},
-                                                 {"startup", ProgramJson(out[1].second)}}}};
+  nlohmann::ordered_json summary = {
+      {"mode", config.mode},
+      {"sync", config.sync_mode},
+      {"trainer_id", FLAGS_trainer_id},
+      {"trainer", {{"main", ProgramJson(out[0].second)}, {"startup", ProgramJson(out[1].second)}}}};
   // What Fluid's transpiler sets on the trainer's Program (Python attributes
   // a ProgramDesc does not carry): _is_distributed, _is_chief, _endpoints,
   // _distributed_lookup_table.
@@ -134,7 +137,8 @@ absl::Status Transpile() {
   summary["trainer"]["is_distributed"] = true;
   summary["trainer"]["is_chief"] = FLAGS_trainer_id == 0;
   summary["trainer"]["endpoints"] = nccl2 ? t.trainer_endpoints() : t.pserver_endpoints();
-  summary["trainer"]["distributed_lookup_table"] = table.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(table);
+  summary["trainer"]["distributed_lookup_table"] =
+      table.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(table);
   if (!nccl2) {
     summary["pservers"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < t.pserver_endpoints().size(); ++i) {

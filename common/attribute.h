@@ -52,18 +52,14 @@ struct ScalarValues {
 };
 
 using Attribute =
-    std::variant<int32_t, float, std::string, std::vector<int32_t>,
-                 std::vector<float>, std::vector<std::string>, bool,
-                 std::vector<bool>, BlockRef, int64_t, BlockRefs,
-                 std::vector<int64_t>, std::vector<double>, VarRef, VarRefs,
-                 double, ScalarValue, ScalarValues>;
+    std::variant<int32_t, float, std::string, std::vector<int32_t>, std::vector<float>, std::vector<std::string>, bool,
+                 std::vector<bool>, BlockRef, int64_t, BlockRefs, std::vector<int64_t>, std::vector<double>, VarRef,
+                 VarRefs, double, ScalarValue, ScalarValues>;
 
 // Fills `out` (name and type included) from `value`.
-void AttributeToProto(const std::string& name, const Attribute& value,
-                      paddle::framework::proto::OpDesc::Attr* out);
+void AttributeToProto(const std::string& name, const Attribute& value, paddle::framework::proto::OpDesc::Attr* out);
 // Reads a proto attribute; InvalidArgument for an unknown type.
-absl::StatusOr<Attribute> AttributeFromProto(
-    const paddle::framework::proto::OpDesc::Attr& attr);
+absl::StatusOr<Attribute> AttributeFromProto(const paddle::framework::proto::OpDesc::Attr& attr);
 // Human-readable value: 1, 0.5, "relu", [1, 2], block[1].
 std::string AttributeToString(const Attribute& value);
 // Fluid's AttrType name: "INT", "FLOATS", ...

@@ -15,17 +15,14 @@ int64_t DDim::Product(int begin, int end) const {
   return p;
 }
 
-DDim DDim::FlattenTo2D(int num_col_dims) const {
-  return DDim{Product(0, num_col_dims), Product(num_col_dims, size())};
-}
+DDim DDim::FlattenTo2D(int num_col_dims) const { return DDim{Product(0, num_col_dims), Product(num_col_dims, size())}; }
 
 bool DDim::HasUnknown() const {
-  for (int64_t v : d_) if (v < 0) return true;
+  for (int64_t v : d_)
+    if (v < 0) return true;
   return false;
 }
 
-std::string DDim::ToString() const {
-  return absl::StrCat("[", absl::StrJoin(d_, ", "), "]");
-}
+std::string DDim::ToString() const { return absl::StrCat("[", absl::StrJoin(d_, ", "), "]"); }
 
 }  // namespace oar

@@ -16,11 +16,11 @@ namespace proto = paddle::framework::proto;
 struct Executor::CacheEntry {
   uint64_t version = 0;
   std::unique_ptr<PreparedBlock> block;
-  std::vector<std::string> feed_names;   // column order of the feed list
+  std::vector<std::string> feed_names;  // column order of the feed list
   std::vector<std::string> fetch_names;
   Scope* scope = nullptr;
   std::weak_ptr<const Scope* const> scope_alive;  // expires with *scope
-  Scope* local = nullptr;                          // owned by *scope
+  Scope* local = nullptr;                         // owned by *scope
   int runs_since_drop = 0;
 
   bool ScopeAlive() const { return scope != nullptr && !scope_alive.expired(); }
@@ -69,8 +69,7 @@ void AddFeedFetchOps(ProgramDesc* program, const std::vector<std::string>& feed_
   }
 }
 
-absl::StatusOr<std::unique_ptr<PreparedBlock>> Executor::Prepare(const ProgramDesc& program,
-                                                                 int block_id) const {
+absl::StatusOr<std::unique_ptr<PreparedBlock>> Executor::Prepare(const ProgramDesc& program, int block_id) const {
   return PreparedBlock::Create(program, block_id, *registry_, place_, options_.env);
 }
 
@@ -83,11 +82,11 @@ absl::Status Executor::RunPrepared(PreparedBlock* block, Scope* scope) {
   return s;
 }
 
-absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(
-    const ProgramDesc& program, const std::vector<std::string>& feed_names,
-    const std::vector<std::string>& fetch_list) {
-  std::string key = absl::StrCat(program.id(), "|", absl::StrJoin(feed_names, ","), "|",
-                                 absl::StrJoin(fetch_list, ","));
+absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(const ProgramDesc& program,
+                                                             const std::vector<std::string>& feed_names,
+                                                             const std::vector<std::string>& fetch_list) {
+  std::string key =
+      absl::StrCat(program.id(), "|", absl::StrJoin(feed_names, ","), "|", absl::StrJoin(fetch_list, ","));
   if (cache_.size() >= kMaxCachedPrograms && !cache_.count(key)) DropCache();
   auto& entry = cache_[key];
   if (entry != nullptr && entry->version == program.version()) return entry.get();
@@ -110,7 +109,7 @@ absl::StatusOr<Executor::CacheEntry*> Executor::GetOrPrepare(
   ProgramDesc with_io(program);
   AddFeedFetchOps(&with_io, feed_names, fetch_list);
   auto prepared = PreparedBlock::Create(with_io, 0, *registry_, place_, options_.env,
-                                       {.front = feed_names.size(), .back = fetch_list.size()});
+                                        {.front = feed_names.size(), .back = fetch_list.size()});
   if (!prepared.ok()) {
     cache_.erase(key);
     return prepared.status();
@@ -128,15 +127,13 @@ namespace {
 
 // Checks a fed tensor against its variable's declared dtype and shape.
 absl::Status CheckFeed(const VarDesc& var, const Tensor& t) {
-  auto expected = [&] {
-    return absl::StrCat(DataTypeName(var.dtype), "[", absl::StrJoin(var.shape, ", "), "]");
-  };
+  auto expected = [&] { return absl::StrCat(DataTypeName(var.dtype), "[", absl::StrJoin(var.shape, ", "), "]"); };
   if (!t.initialized()) {
     return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "' holds no data"));
   }
   if (t.dtype() != var.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "': expected ", expected(),
-                                                   ", got ", DataTypeName(t.dtype()), t.dims().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "': expected ", expected(), ", got ",
+                                                   DataTypeName(t.dtype()), t.dims().ToString()));
   }
   if (var.shape.empty()) return absl::OkStatus();
   bool ok = static_cast<int>(var.shape.size()) == t.dims().size();
@@ -144,16 +141,15 @@ absl::Status CheckFeed(const VarDesc& var, const Tensor& t) {
     ok = var.shape[i] < 0 || var.shape[i] == t.dims()[i];
   }
   if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "': expected ", expected(),
-                                                   ", got ", DataTypeName(t.dtype()), t.dims().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("feed '", var.name, "': expected ", expected(), ", got ",
+                                                   DataTypeName(t.dtype()), t.dims().ToString()));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Scope* scope,
-                                                  const FeedMap& feed,
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const ProgramDesc& program, Scope* scope, const FeedMap& feed,
                                                   const std::vector<std::string>& fetch_list) {
   if (place_.is_gpu()) OAR_RETURN_IF_ERROR(RequireGpu(place_.device));
   std::vector<std::string> feed_names;

@@ -16,9 +16,9 @@
 // Several Executors may share a Scope only if they touch disjoint variables.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,13 +61,11 @@ class Executor {
   // Feeds `feed`, runs block 0, returns copies of `fetch_list` in order.
   // Errors (InvalidArgument / NotFound) name the feed, the fetch target or the
   // failing op with its block, index, type and slot.
-  absl::StatusOr<std::vector<Tensor>> Run(const ProgramDesc& program, Scope* scope,
-                                          const FeedMap& feed = {},
+  absl::StatusOr<std::vector<Tensor>> Run(const ProgramDesc& program, Scope* scope, const FeedMap& feed = {},
                                           const std::vector<std::string>& fetch_list = {});
 
   // Validates and binds block `block_id` of `program` (a copy is kept).
-  absl::StatusOr<std::unique_ptr<PreparedBlock>> Prepare(const ProgramDesc& program,
-                                                         int block_id) const;
+  absl::StatusOr<std::unique_ptr<PreparedBlock>> Prepare(const ProgramDesc& program, int block_id) const;
   // Runs a prepared block over `scope` (variables must already be set).
   absl::Status RunPrepared(PreparedBlock* block, Scope* scope);
 
@@ -81,8 +79,7 @@ class Executor {
 
  private:
   struct CacheEntry;
-  absl::StatusOr<CacheEntry*> GetOrPrepare(const ProgramDesc& program,
-                                           const std::vector<std::string>& feed_names,
+  absl::StatusOr<CacheEntry*> GetOrPrepare(const ProgramDesc& program, const std::vector<std::string>& feed_names,
                                            const std::vector<std::string>& fetch_list);
 
   // Forgets every prepared program (and its local scope).

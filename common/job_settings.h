@@ -38,7 +38,6 @@ absl::StatusOr<JobSettings> DecodeJobSettings(const std::string& text);
 // with --seed 4, --limit 100 but trainer 0 with --seed 3, --limit 0; start
 // every trainer with the same --batch_size, --seed, ..." (a setting one
 // side lacks counts as differing; the advice names each flag once).
-std::string Disagreement(const JobSettings& mine, int64_t my_trainer, const JobSettings& theirs,
-                         int64_t their_trainer);
+std::string Disagreement(const JobSettings& mine, int64_t my_trainer, const JobSettings& theirs, int64_t their_trainer);
 
 }  // namespace oar

@@ -34,9 +34,8 @@ bool MapLargeAllocations(size_t threshold) {
 }
 
 bool KeepLargeAllocations() {
-  return FirstPolicy([] {
-    return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
-  });
+  return FirstPolicy(
+      [] { return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1; });
 }
 
 }  // namespace oar

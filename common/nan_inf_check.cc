@@ -25,7 +25,10 @@ Count CountNonFinite(const T* p, int64_t n) {
   Count c;
   for (int64_t i = 0; i < n; ++i) {
     if (std::isfinite(p[i])) continue;
-    if (std::isnan(p[i])) ++c.nan; else ++c.inf;
+    if (std::isnan(p[i]))
+      ++c.nan;
+    else
+      ++c.inf;
     if (c.first < 0) c.first = i;
   }
   return c;
@@ -53,12 +56,12 @@ absl::Status CheckTensor(const OpDesc& op, const std::string& slot, const std::s
     host = &copy;
   }
   const Count c = host->dtype() == DataType::kFloat32 ? CountNonFinite(host->data<float>(), host->numel())
-                                                       : CountNonFinite(host->data<double>(), host->numel());
+                                                      : CountNonFinite(host->data<double>(), host->numel());
   if (c.first < 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "FLAGS_check_nan_inf: op '", op.type, "' wrote ", c.nan > 0 ? "NaN" : "Inf", " to '", name, "' (", slot, what,
-      "): ", c.nan, " NaN and ", c.inf, " Inf of its ", host->numel(), " values, the first at ",
-      IndexIn(c.first, host->dims())));
+  return absl::InvalidArgumentError(absl::StrCat("FLAGS_check_nan_inf: op '", op.type, "' wrote ",
+                                                 c.nan > 0 ? "NaN" : "Inf", " to '", name, "' (", slot, what,
+                                                 "): ", c.nan, " NaN and ", c.inf, " Inf of its ", host->numel(),
+                                                 " values, the first at ", IndexIn(c.first, host->dims())));
 }
 
 }  // namespace

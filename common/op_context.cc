@@ -4,7 +4,8 @@ namespace oar {
 
 namespace {
 bool HasRealArg(const std::vector<std::string>& args) {
-  for (const auto& a : args) if (a != kEmptyVarName) return true;
+  for (const auto& a : args)
+    if (a != kEmptyVarName) return true;
   return false;
 }
 }  // namespace
@@ -12,8 +13,7 @@ bool HasRealArg(const std::vector<std::string>& args) {
 bool InferShapeContext::HasInput(const std::string& slot) const { return HasRealArg(op_.Input(slot)); }
 bool InferShapeContext::HasOutput(const std::string& slot) const { return HasRealArg(op_.Output(slot)); }
 
-const std::vector<Variable*>* FindBoundSlot(const std::vector<BoundSlot>& slots,
-                                            const std::string& slot) {
+const std::vector<Variable*>* FindBoundSlot(const std::vector<BoundSlot>& slots, const std::string& slot) {
   for (const auto& s : slots) {
     if (*s.name == slot) return &s.vars;
   }
@@ -99,7 +99,7 @@ DataType RuntimeInferShapeContext::InputDtype(const std::string& slot, size_t i)
 void RuntimeInferShapeContext::SetOutputDim(const std::string& slot, const DDim& dims, size_t i) {
   Variable* v = At(binding_.outputs, slot, i);
   if (v == nullptr || v->IsType<SparseTable>()) return;  // a table sizes itself
-  if (v->IsType<SelectedRows>()) {  // sparse outputs size themselves; a dense kernel gets `dims`
+  if (v->IsType<SelectedRows>()) {                       // sparse outputs size themselves; a dense kernel gets `dims`
     if (!dims.HasUnknown()) sparse_output_dims_.emplace_back(v, dims);
     return;
   }
@@ -123,12 +123,8 @@ void RuntimeInferShapeContext::ShareLoD(const std::string& in, const std::string
 
 // ---- kernels ----
 
-Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const {
-  return At(binding_.inputs, slot, i);
-}
-Variable* ExecutionContext::OutputVar(const std::string& slot, size_t i) const {
-  return At(binding_.outputs, slot, i);
-}
+Variable* ExecutionContext::InputVar(const std::string& slot, size_t i) const { return At(binding_.inputs, slot, i); }
+Variable* ExecutionContext::OutputVar(const std::string& slot, size_t i) const { return At(binding_.outputs, slot, i); }
 size_t ExecutionContext::InputSize(const std::string& slot) const {
   const auto* vars = FindBoundSlot(binding_.inputs, slot);
   return vars ? vars->size() : 0;
@@ -159,9 +155,7 @@ Tensor* ExecutionContext::AsDenseOutput(Variable* v) const {
   if (was_sparse) t->Resize(dims);
   return t;
 }
-Tensor* ExecutionContext::Output(const std::string& slot, size_t i) const {
-  return AsDenseOutput(OutputVar(slot, i));
-}
+Tensor* ExecutionContext::Output(const std::string& slot, size_t i) const { return AsDenseOutput(OutputVar(slot, i)); }
 std::vector<Tensor*> ExecutionContext::MultiOutput(const std::string& slot) const {
   std::vector<Tensor*> out;
   const auto* vars = FindBoundSlot(binding_.outputs, slot);

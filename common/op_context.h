@@ -74,8 +74,7 @@ class InferShapeContext {
 // Build-time shape inference over a block's VarDescs.
 class CompileTimeInferShapeContext : public InferShapeContext {
  public:
-  CompileTimeInferShapeContext(const OpDesc& op, BlockDesc* block)
-      : InferShapeContext(op), block_(block) {}
+  CompileTimeInferShapeContext(const OpDesc& op, BlockDesc* block) : InferShapeContext(op), block_(block) {}
   DDim InputDim(const std::string& slot, size_t i) const override;
   DataType InputDtype(const std::string& slot, size_t i) const override;
   void SetOutputDim(const std::string& slot, const DDim& dims, size_t i) override;
@@ -98,8 +97,7 @@ using SparseOutputDims = absl::InlinedVector<std::pair<const Variable*, DDim>, 1
 // status() reports it.
 class RuntimeInferShapeContext : public InferShapeContext {
  public:
-  RuntimeInferShapeContext(const OpDesc& op, const OpBinding& binding)
-      : InferShapeContext(op), binding_(binding) {}
+  RuntimeInferShapeContext(const OpDesc& op, const OpBinding& binding) : InferShapeContext(op), binding_(binding) {}
   DDim InputDim(const std::string& slot, size_t i) const override;
   DataType InputDtype(const std::string& slot, size_t i) const override;
   void SetOutputDim(const std::string& slot, const DDim& dims, size_t i) override;
@@ -136,8 +134,8 @@ class BlockRunner {
 
 class ExecutionContext {
  public:
-  ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place,
-                   Scope* scope = nullptr, BlockRunner* runner = nullptr, const RunEnv* env = nullptr)
+  ExecutionContext(const OpDesc& op, const OpBinding& binding, const Place& place, Scope* scope = nullptr,
+                   BlockRunner* runner = nullptr, const RunEnv* env = nullptr)
       : op_(op), binding_(binding), place_(place), scope_(scope), runner_(runner), env_(env) {}
 
   // The shapes run-time inference gave outputs that hold a SelectedRows
@@ -184,7 +182,6 @@ class ExecutionContext {
 };
 
 // The bound variables of `slot` in `slots`, or nullptr when absent.
-const std::vector<Variable*>* FindBoundSlot(const std::vector<BoundSlot>& slots,
-                                            const std::string& slot);
+const std::vector<Variable*>* FindBoundSlot(const std::vector<BoundSlot>& slots, const std::string& slot);
 
 }  // namespace oar

@@ -54,16 +54,16 @@ OpInfo& OpInfo::AddKernel(Place::Kind place, DataType dtype, KernelFn fn) {
 }
 
 namespace {
-absl::Status CheckSlots(const std::string& type, const char* what,
-                        const std::vector<SlotSpec>& spec, const OpDesc::VarMap& got) {
+absl::Status CheckSlots(const std::string& type, const char* what, const std::vector<SlotSpec>& spec,
+                        const OpDesc::VarMap& got) {
   for (const auto& [slot, args] : got) {
     const std::string& name = slot;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(spec.begin(), spec.end(), [&](const SlotSpec& s) { return s.name == name; });
     // A slot with no variable in it is not given, whatever its name: later
     // Fluid and Paddle releases write their new optional slots empty
     // (AxisTensor, SectionsTensorList, StartsTensorList ...) on every op.
-    const bool unbound = std::all_of(args.begin(), args.end(),
-                                     [](const std::string& a) { return a.empty() || a == kEmptyVarName; });
+    const bool unbound =
+        std::all_of(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a == kEmptyVarName; });
     if (it == spec.end() && unbound) continue;
     if (it == spec.end()) {
       std::vector<std::string> names;
@@ -73,8 +73,8 @@ absl::Status CheckSlots(const std::string& type, const char* what,
                                                    " has no such slot (it reads: ", absl::StrJoin(names, ", "), ")"));
     }
     if (!it->duplicable && args.size() > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          type, ": ", what, " slot '", slot, "' takes one variable, got ", args.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(type, ": ", what, " slot '", slot, "' takes one variable, got ", args.size()));
     }
     if (!it->implemented) {
       for (const std::string& arg : args) {
@@ -89,8 +89,7 @@ absl::Status CheckSlots(const std::string& type, const char* what,
     if (s.dispensable) continue;
     auto it = got.find(s.name);
     if (it == got.end() || it->second.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(type, ": missing required ", what, " slot '", s.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(type, ": missing required ", what, " slot '", s.name, "'"));
     }
     // A kernel writes every argument of a required output; @EMPTY@ binds to
     // no variable. (A required input named @EMPTY@ is reported at run time
@@ -129,9 +128,9 @@ absl::Status OpInfo::CheckAndFill(OpDesc* op) const {
     if (it == op->attrs.end()) {
       op->attrs[name] = def;
     } else if (!CoerceAttribute(def.index(), &it->second)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          type_, ": attribute '", name, "' should be ", AttrTypeName(def.index()),
-          ", got ", AttrTypeName(it->second.index())));
+      return absl::InvalidArgumentError(absl::StrCat(type_, ": attribute '", name, "' should be ",
+                                                     AttrTypeName(def.index()), ", got ",
+                                                     AttrTypeName(it->second.index())));
     }
   }
   for (const auto& [name, values] : implemented_values_) {
@@ -160,10 +159,9 @@ absl::StatusOr<KernelFn> OpInfo::FindKernel(Place::Kind place, DataType dtype) c
   for (const auto& [key, fn] : kernels_) {
     if (key.first == static_cast<int>(place)) have.push_back(DataTypeName(static_cast<DataType>(key.second)));
   }
-  return absl::NotFoundError(absl::StrCat(
-      type_, ": no kernel for ", DataTypeName(dtype), " on ",
-      Place{place, 0}.ToString(), " (kernels exist for: ",
-      have.empty() ? "none" : absl::StrJoin(have, ", "), ")"));
+  return absl::NotFoundError(
+      absl::StrCat(type_, ": no kernel for ", DataTypeName(dtype), " on ", Place{place, 0}.ToString(),
+                   " (kernels exist for: ", have.empty() ? "none" : absl::StrJoin(have, ", "), ")"));
 }
 
 absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& place, DataType dtype) const {
@@ -177,12 +175,13 @@ absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& pla
   std::vector<std::string> gpu, cpu;
   for (const auto& [key, fn] : kernels_) {
     auto& list = key.first == static_cast<int>(Place::Kind::kCUDA) ? gpu : cpu;
-    if (key.first != static_cast<int>(Place::Kind::kCUDAPinned)) list.push_back(DataTypeName(static_cast<DataType>(key.second)));
+    if (key.first != static_cast<int>(Place::Kind::kCUDAPinned))
+      list.push_back(DataTypeName(static_cast<DataType>(key.second)));
   }
-  return absl::NotFoundError(absl::StrCat(
-      type_, ": no GPU kernel for ", DataTypeName(dtype), " (on ", place.ToString(), "; GPU kernels: ",
-      gpu.empty() ? "none" : absl::StrJoin(gpu, ", "), "; CPU kernels: ", cpu.empty() ? "none" : absl::StrJoin(cpu, ", "),
-      "). Run this program on the CPU (--device cpu), or add the op's GPU kernel"));
+  return absl::NotFoundError(absl::StrCat(type_, ": no GPU kernel for ", DataTypeName(dtype), " (on ", place.ToString(),
+                                          "; GPU kernels: ", gpu.empty() ? "none" : absl::StrJoin(gpu, ", "),
+                                          "; CPU kernels: ", cpu.empty() ? "none" : absl::StrJoin(cpu, ", "),
+                                          "). Run this program on the CPU (--device cpu), or add the op's GPU kernel"));
 }
 DataType OpInfo::KernelDtype(const ExecutionContext& ctx) const {
   if (kernel_dtype_ != nullptr) return kernel_dtype_(ctx);
@@ -255,10 +254,8 @@ const OpRegistry& OpRegistry::Global() {
 
 // ---- grad helpers ----
 
-OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type,
-                  const std::vector<std::string>& fwd_inputs,
-                  const std::vector<std::string>& fwd_outputs,
-                  const std::vector<std::string>& out_grads,
+OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type, const std::vector<std::string>& fwd_inputs,
+                  const std::vector<std::string>& fwd_outputs, const std::vector<std::string>& out_grads,
                   const std::vector<std::string>& in_grads) {
   OpDesc g;
   g.type = type;
@@ -267,8 +264,10 @@ OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type,
     for (const auto& a : args) out.push_back(GradVarName(a));
     return out;
   };
-  for (const auto& s : fwd_inputs) if (fwd.inputs.count(s)) g.SetInput(s, fwd.Input(s));
-  for (const auto& s : fwd_outputs) if (fwd.outputs.count(s)) g.SetInput(s, fwd.Output(s));
+  for (const auto& s : fwd_inputs)
+    if (fwd.inputs.count(s)) g.SetInput(s, fwd.Input(s));
+  for (const auto& s : fwd_outputs)
+    if (fwd.outputs.count(s)) g.SetInput(s, fwd.Output(s));
   for (const auto& s : out_grads) {
     if (fwd.outputs.count(s)) g.SetInput(GradVarName(s), grads_of(fwd.Output(s)));
   }
@@ -279,13 +278,10 @@ OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type,
   return g;
 }
 
-GradMakerFn GradOpMaker(std::vector<std::string> fwd_inputs,
-                        std::vector<std::string> fwd_outputs,
-                        std::vector<std::string> out_grads,
-                        std::vector<std::string> in_grads) {
+GradMakerFn GradOpMaker(std::vector<std::string> fwd_inputs, std::vector<std::string> fwd_outputs,
+                        std::vector<std::string> out_grads, std::vector<std::string> in_grads) {
   return [=](const OpDesc& fwd) {
-    return std::vector<OpDesc>{MakeGradOp(fwd, fwd.type + "_grad", fwd_inputs,
-                                          fwd_outputs, out_grads, in_grads)};
+    return std::vector<OpDesc>{MakeGradOp(fwd, fwd.type + "_grad", fwd_inputs, fwd_outputs, out_grads, in_grads)};
   };
 }
 

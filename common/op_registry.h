@@ -38,9 +38,9 @@ using InferVarTypeFn = void (*)(const OpDesc& op, BlockDesc* block);
 
 struct SlotSpec {
   std::string name;
-  bool duplicable = false;   // may hold several arguments
-  bool dispensable = false;  // may be absent
-  bool implemented = true;   // false: declared as Fluid declares it, but no kernel reads it
+  bool duplicable = false;     // may hold several arguments
+  bool dispensable = false;    // may be absent
+  bool implemented = true;     // false: declared as Fluid declares it, but no kernel reads it
   bool read_anywhere = false;  // kReadAnywhere: the executor leaves it where it lies
 };
 
@@ -66,23 +66,44 @@ class OpInfo {
   // kernels implement no others, and any other value would change the
   // maths. CheckAndFill refuses the rest, naming op, attribute and value.
   OpInfo& Implements(const std::string& name, std::vector<Attribute> values);
-  OpInfo& SetInferShape(InferShapeFn fn) { infer_shape_ = fn; return *this; }
-  OpInfo& SetGradMaker(GradMakerFn fn) { grad_maker_ = std::move(fn); return *this; }
-  OpInfo& SetKernelDtype(KernelDtypeFn fn) { kernel_dtype_ = fn; return *this; }
-  OpInfo& SetInferVarType(InferVarTypeFn fn) { infer_var_type_ = fn; return *this; }
+  OpInfo& SetInferShape(InferShapeFn fn) {
+    infer_shape_ = fn;
+    return *this;
+  }
+  OpInfo& SetGradMaker(GradMakerFn fn) {
+    grad_maker_ = std::move(fn);
+    return *this;
+  }
+  OpInfo& SetKernelDtype(KernelDtypeFn fn) {
+    kernel_dtype_ = fn;
+    return *this;
+  }
+  OpInfo& SetInferVarType(InferVarTypeFn fn) {
+    infer_var_type_ = fn;
+    return *this;
+  }
   // For view ops (reshape2 ...): an output bound to the op's own input may
   // take a new shape with the same element count. Other ops bound in place
   // must keep the input's shape (PreparedBlock checks).
-  OpInfo& InPlaceMayReshape() { in_place_may_reshape_ = true; return *this; }
+  OpInfo& InPlaceMayReshape() {
+    in_place_may_reshape_ = true;
+    return *this;
+  }
   // An op whose kernels write output elements before reading the input
   // elements they overwrite (a GEMM, a permutation, a window, a zero-fill
   // first): an output bound to one of its inputs is an error naming both
   // (PreparedBlock), not wrong values. Fluid's inplace pass never binds them.
-  OpInfo& NotInPlace() { not_in_place_ = true; return *this; }
+  OpInfo& NotInPlace() {
+    not_in_place_ = true;
+    return *this;
+  }
   // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O,
   // the auc metric's host-kept histograms): on a GPU place it runs its CPU
   // kernel, its inputs copied to the host first. Any other op without a kernel for the place is an error.
-  OpInfo& HostSide() { host_side_ = true; return *this; }
+  OpInfo& HostSide() {
+    host_side_ = true;
+    return *this;
+  }
   OpInfo& AddKernel(Place::Kind place, DataType dtype, KernelFn fn);
   template <typename T>
   OpInfo& Kernel(KernelFn fn, Place::Kind place = Place::Kind::kCPU) {
@@ -169,16 +190,12 @@ class OpRegistry {
 // `fwd_inputs` and `fwd_outputs` as they are, plus `S@GRAD` for each slot S in
 // `out_grads`, and whose outputs are `S@GRAD` for each S in `in_grads`. All
 // forward attributes are copied.
-OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type,
-                  const std::vector<std::string>& fwd_inputs,
-                  const std::vector<std::string>& fwd_outputs,
-                  const std::vector<std::string>& out_grads,
+OpDesc MakeGradOp(const OpDesc& fwd, const std::string& type, const std::vector<std::string>& fwd_inputs,
+                  const std::vector<std::string>& fwd_outputs, const std::vector<std::string>& out_grads,
                   const std::vector<std::string>& in_grads);
 
 // A GradMakerFn producing one MakeGradOp(fwd, fwd.type + "_grad", ...).
-GradMakerFn GradOpMaker(std::vector<std::string> fwd_inputs,
-                        std::vector<std::string> fwd_outputs,
-                        std::vector<std::string> out_grads,
-                        std::vector<std::string> in_grads);
+GradMakerFn GradOpMaker(std::vector<std::string> fwd_inputs, std::vector<std::string> fwd_outputs,
+                        std::vector<std::string> out_grads, std::vector<std::string> in_grads);
 
 }  // namespace oar

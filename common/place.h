@@ -24,9 +24,12 @@ struct Place {
   bool is_host() const { return kind != Kind::kCUDA; }
   std::string ToString() const {
     switch (kind) {
-      case Kind::kCPU: return "CPUPlace";
-      case Kind::kCUDAPinned: return "CUDAPinnedPlace";
-      case Kind::kCUDA: break;
+      case Kind::kCPU:
+        return "CPUPlace";
+      case Kind::kCUDAPinned:
+        return "CUDAPinnedPlace";
+      case Kind::kCUDA:
+        break;
     }
     return absl::StrCat("CUDAPlace(", device, ")");
   }

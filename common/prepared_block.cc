@@ -14,12 +14,12 @@ namespace oar {
 
 namespace proto = paddle::framework::proto;
 
-absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(
-    const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place, const RunEnv* env,
-    OpsAdded added) {
+absl::StatusOr<std::unique_ptr<PreparedBlock>> PreparedBlock::Create(const ProgramDesc& program, int block_id,
+                                                                     const OpRegistry& registry, Place place,
+                                                                     const RunEnv* env, OpsAdded added) {
   if (block_id < 0 || block_id >= static_cast<int>(program.NumBlocks())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block ", block_id, " does not exist (program has ", program.NumBlocks(), " blocks)"));
   }
   auto copy = std::make_unique<ProgramDesc>(program);
   std::unique_ptr<PreparedBlock> pb(new PreparedBlock(std::move(copy), block_id, place, &registry, env));
@@ -52,12 +52,20 @@ namespace {
 void InitVariable(const VarDesc& desc, Variable* var) {
   if (var->IsInitialized()) return;
   switch (desc.type) {
-    case proto::VarType::SELECTED_ROWS: var->GetMutable<SelectedRows>(); break;
+    case proto::VarType::SELECTED_ROWS:
+      var->GetMutable<SelectedRows>();
+      break;
     case proto::VarType::FEED_MINIBATCH:
     case proto::VarType::FETCH_LIST:
-    case proto::VarType::LOD_TENSOR_ARRAY: var->GetMutable<TensorList>(); break;
-    case proto::VarType::STEP_SCOPES: var->GetMutable<StepScopes>(); break;
-    default: var->GetMutable<Tensor>(); break;
+    case proto::VarType::LOD_TENSOR_ARRAY:
+      var->GetMutable<TensorList>();
+      break;
+    case proto::VarType::STEP_SCOPES:
+      var->GetMutable<StepScopes>();
+      break;
+    default:
+      var->GetMutable<Tensor>();
+      break;
   }
 }
 
@@ -122,12 +130,11 @@ absl::Status PreparedBlock::CheckInputsSet(const OpRuntime& op) const {
     if (vars == nullptr) continue;  // CheckAndFill guarantees required slots exist
     for (size_t i = 0; i < vars->size(); ++i) {
       const Variable* v = (*vars)[i];
-      bool set = v != nullptr && v->IsInitialized() &&
-                 (!v->IsType<Tensor>() || v->Get<Tensor>().initialized());
+      bool set = v != nullptr && v->IsInitialized() && (!v->IsType<Tensor>() || v->Get<Tensor>().initialized());
       if (!set) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            op.desc->type, ": input ", spec.name, " ('", op.desc->Input(spec.name)[i],
-            "') has no value; feed it, or run the startup program first"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(op.desc->type, ": input ", spec.name, " ('", op.desc->Input(spec.name)[i],
+                         "') has no value; feed it, or run the startup program first"));
       }
     }
   }
@@ -162,10 +169,10 @@ absl::Status PreparedBlock::InferShape(OpRuntime& op, RuntimeInferShapeContext* 
         op.in_place[r].var->GetMutable<Tensor>()->Resize(before[r]);
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        op.desc->type, ": output ", *a.out_slot, " ('", *a.name, "') is also input ", *a.in_slot,
-        "; in place its shape would change from ", before[j].ToString(), " to ", now.ToString(),
-        ", which the kernel cannot do: give the output its own variable"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.desc->type, ": output ", *a.out_slot, " ('", *a.name, "') is also input ", *a.in_slot,
+                     "; in place its shape would change from ", before[j].ToString(), " to ", now.ToString(),
+                     ", which the kernel cannot do: give the output its own variable"));
   }
   return absl::OkStatus();
 }
@@ -230,8 +237,8 @@ bool PreparedBlock::IsRunning(int32_t idx) const {
 
 absl::Status PreparedBlock::RunBlock(int32_t idx, Scope* scope) {
   if (IsRunning(idx)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "block ", idx, " is already running: a block cannot run itself or a block that runs it"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block ", idx, " is already running: a block cannot run itself or a block that runs it"));
   }
   SubBlock* entry;
   {

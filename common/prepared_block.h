@@ -38,9 +38,9 @@ class PreparedBlock : public BlockRunner {
   // InvalidArgument/NotFound naming the block, op index and type.
   // `env` (may be null) is what the ops see as ExecutionContext::env(); it
   // must outlive the block.
-  static absl::StatusOr<std::unique_ptr<PreparedBlock>> Create(
-      const ProgramDesc& program, int block_id, const OpRegistry& registry, Place place,
-      const RunEnv* env = nullptr, OpsAdded added = {});
+  static absl::StatusOr<std::unique_ptr<PreparedBlock>> Create(const ProgramDesc& program, int block_id,
+                                                               const OpRegistry& registry, Place place,
+                                                               const RunEnv* env = nullptr, OpsAdded added = {});
 
   // Creates the block's variables — persistable ones in `scope`, the rest in
   // `local` (a descendant of `scope`, or `scope` itself) — and binds every op

@@ -38,8 +38,8 @@ absl::Status RefusalsError(const std::vector<OpRefusal>& refusals, const std::st
   if (refusals.empty()) return absl::OkStatus();
   int ops = 0;
   for (const OpRefusal& r : refusals) ops += r.count;
-  std::string msg = absl::StrCat(what, ": Oar cannot run ", ops, " op(s) of this program, for ", refusals.size(),
-                                 " reason(s):");
+  std::string msg =
+      absl::StrCat(what, ": Oar cannot run ", ops, " op(s) of this program, for ", refusals.size(), " reason(s):");
   for (const OpRefusal& r : refusals) {
     absl::StrAppend(&msg, "\n  ", r.op_type, " (x", r.count, ", first at ", r.first_where, "): ", r.reason);
   }

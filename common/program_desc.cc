@@ -38,8 +38,7 @@ std::string VarMapToString(const OpDesc::VarMap& m) {
   return absl::StrJoin(parts, ", ");
 }
 
-void VarMapToProto(const OpDesc::VarMap& m,
-                   google::protobuf::RepeatedPtrField<proto::OpDesc::Var>* out) {
+void VarMapToProto(const OpDesc::VarMap& m, google::protobuf::RepeatedPtrField<proto::OpDesc::Var>* out) {
   for (const auto& [slot, args] : m) {
     proto::OpDesc::Var* v = out->Add();
     v->set_parameter(slot);
@@ -94,11 +93,12 @@ absl::StatusOr<VarDesc> VarFromProto(const proto::VarDesc& in) {
   if (td != nullptr) {
     if (!IsElementType(td->data_type())) {  // bfloat16, complex64/128: Paddle 2.x types Oar has no tensors of
       const std::string type = proto::VarType::Type_IsValid(td->data_type())
-                                    ? proto::VarType::Type_Name(td->data_type())
-                                    : absl::StrCat(td->data_type());
-      return absl::UnimplementedError(absl::StrCat("variable '", v.name, "' has data type ", type,
-                                                   ", which Oar does not implement (Oar's tensors are bool, int8/16/32/64, "
-                                                   "uint8, float16/32/64)"));
+                                   ? proto::VarType::Type_Name(td->data_type())
+                                   : absl::StrCat(td->data_type());
+      return absl::UnimplementedError(
+          absl::StrCat("variable '", v.name, "' has data type ", type,
+                       ", which Oar does not implement (Oar's tensors are bool, int8/16/32/64, "
+                       "uint8, float16/32/64)"));
     }
     v.dtype = static_cast<DataType>(td->data_type());
     v.shape.assign(td->dims().begin(), td->dims().end());
@@ -135,8 +135,8 @@ std::string OpDesc::ToString() const {
     }
     a.push_back(absl::StrCat(name, "=", AttributeToString(value)));
   }
-  return absl::StrCat(type, "(", VarMapToString(inputs), ") -> (",
-                      VarMapToString(outputs), ") {", absl::StrJoin(a, ", "), "}");
+  return absl::StrCat(type, "(", VarMapToString(inputs), ") -> (", VarMapToString(outputs), ") {",
+                      absl::StrJoin(a, ", "), "}");
 }
 
 void OpDesc::ToProto(proto::OpDesc* out) const {
@@ -191,8 +191,7 @@ VarDesc* BlockDesc::FindMutableVar(const std::string& name) {
 }
 
 const VarDesc* BlockDesc::FindVarRecursive(const std::string& name) const {
-  for (const BlockDesc* b = this; b != nullptr;
-       b = b->parent_idx_ < 0 ? nullptr : &program_->Block(b->parent_idx_)) {
+  for (const BlockDesc* b = this; b != nullptr; b = b->parent_idx_ < 0 ? nullptr : &program_->Block(b->parent_idx_)) {
     if (const VarDesc* v = b->FindVar(name)) return v;
   }
   return nullptr;
@@ -218,14 +217,12 @@ OpDesc* BlockDesc::AppendOp() { return InsertOp(ops_.size()); }
 OpDesc* BlockDesc::PrependOp() { return InsertOp(0); }
 OpDesc* BlockDesc::InsertOp(size_t index) {
   program_->BumpVersion();
-  auto it = ops_.insert(ops_.begin() + static_cast<std::ptrdiff_t>(index),
-                        std::make_unique<OpDesc>());
+  auto it = ops_.insert(ops_.begin() + static_cast<std::ptrdiff_t>(index), std::make_unique<OpDesc>());
   return it->get();
 }
 void BlockDesc::RemoveOps(size_t begin, size_t end) {
   program_->BumpVersion();
-  ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(begin),
-             ops_.begin() + static_cast<std::ptrdiff_t>(end));
+  ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(begin), ops_.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 // ---- ProgramDesc ----
@@ -263,8 +260,7 @@ BlockDesc* ProgramDesc::MutableBlock(size_t i) {
 
 BlockDesc* ProgramDesc::AppendBlock(int32_t parent_idx) {
   BumpVersion();
-  blocks_.push_back(std::unique_ptr<BlockDesc>(
-      new BlockDesc(this, static_cast<int32_t>(blocks_.size()), parent_idx)));
+  blocks_.push_back(std::unique_ptr<BlockDesc>(new BlockDesc(this, static_cast<int32_t>(blocks_.size()), parent_idx)));
   return blocks_.back().get();
 }
 
@@ -287,9 +283,8 @@ std::string ProgramDesc::Serialize() const { return ToProto().SerializeAsString(
 absl::StatusOr<std::unique_ptr<ProgramDesc>> ProgramDesc::Parse(absl::string_view bytes) {
   proto::ProgramDesc p;
   if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not a serialized ProgramDesc (", bytes.size(),
-        " bytes failed to parse as paddle.framework.proto.ProgramDesc)"));
+    return absl::InvalidArgumentError(absl::StrCat("not a serialized ProgramDesc (", bytes.size(),
+                                                   " bytes failed to parse as paddle.framework.proto.ProgramDesc)"));
   }
   return FromProto(p);
 }
@@ -306,8 +301,7 @@ absl::StatusOr<std::unique_ptr<ProgramDesc>> ProgramDesc::FromProto(const proto:
       return absl::InvalidArgumentError(absl::StrCat(where, " says its index is ", pb.idx()));
     }
     if (pb.parent_idx() >= in.blocks_size() || pb.parent_idx() < -1 || (i > 0 && pb.parent_idx() < 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has invalid parent index ", pb.parent_idx()));
+      return absl::InvalidArgumentError(absl::StrCat(where, " has invalid parent index ", pb.parent_idx()));
     }
     auto b = std::unique_ptr<BlockDesc>(new BlockDesc(prog.get(), i, pb.parent_idx()));
     b->forward_block_idx_ = pb.forward_block_idx();
@@ -331,8 +325,8 @@ std::string VarKindName(VarKind kind) { return proto::VarType::Type_Name(kind); 
 std::string ProgramDesc::ToString() const {
   std::string s;
   for (const auto& b : blocks_) {
-    absl::StrAppend(&s, "block ", b->idx_, " (parent ", b->parent_idx_, "): ",
-                    b->vars_.size(), " vars, ", b->ops_.size(), " ops\n  vars:\n");
+    absl::StrAppend(&s, "block ", b->idx_, " (parent ", b->parent_idx_, "): ", b->vars_.size(), " vars, ",
+                    b->ops_.size(), " ops\n  vars:\n");
     for (const auto& [name, v] : b->vars_) {
       absl::StrAppend(&s, "    ", name, " : ", VarKindName(v.type));
       if (v.type == proto::VarType::LOD_TENSOR || v.type == proto::VarType::SELECTED_ROWS) {

@@ -35,9 +35,7 @@ inline constexpr char kGradSuffix[] = "@GRAD";
 inline constexpr char kEmptyVarName[] = "@EMPTY@";
 inline constexpr char kFeedVarName[] = "feed";
 inline constexpr char kFetchVarName[] = "fetch";
-inline std::string GradVarName(absl::string_view name) {
-  return std::string(name) + kGradSuffix;
-}
+inline std::string GradVarName(absl::string_view name) { return std::string(name) + kGradSuffix; }
 
 // Fluid's op_role attribute values (a bit set) and attribute names.
 enum class OpRole : int32_t {
@@ -73,7 +71,7 @@ class OpDesc {
   using VarMap = std::map<std::string, std::vector<std::string>>;
 
   std::string type;
-  VarMap inputs;   // slot → argument names, sorted by slot as Fluid writes
+  VarMap inputs;  // slot → argument names, sorted by slot as Fluid writes
   VarMap outputs;
   std::map<std::string, Attribute> attrs;
 
@@ -159,8 +157,7 @@ class ProgramDesc {
   // Parses serialized framework.proto bytes; InvalidArgument naming the
   // offending block, op or variable when they do not form a valid program.
   static absl::StatusOr<std::unique_ptr<ProgramDesc>> Parse(absl::string_view bytes);
-  static absl::StatusOr<std::unique_ptr<ProgramDesc>> FromProto(
-      const paddle::framework::proto::ProgramDesc& in);
+  static absl::StatusOr<std::unique_ptr<ProgramDesc>> FromProto(const paddle::framework::proto::ProgramDesc& in);
   paddle::framework::proto::ProgramDesc ToProto() const;
   std::string Serialize() const;
 

@@ -43,8 +43,8 @@ struct RemoteTable {
 };
 
 struct RunEnv {
-  rpc::RpcClient* rpc = nullptr;         // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
-  rpc::Transport* transport = nullptr;   // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
+  rpc::RpcClient* rpc = nullptr;        // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
+  rpc::Transport* transport = nullptr;  // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
   // nccl2 mode: this trainer's communicator with the others (the
   // ParallelExecutor all-reduces gradients across trainers through it).
   Collective* collective = nullptr;

@@ -19,8 +19,7 @@ void Scope::DeleteScope(Scope* kid) const {
   std::unique_ptr<Scope> doomed;
   {
     absl::MutexLock lock(&mu_);
-    auto it = std::find_if(kids_.begin(), kids_.end(),
-                           [kid](const auto& k) { return k.get() == kid; });
+    auto it = std::find_if(kids_.begin(), kids_.end(), [kid](const auto& k) { return k.get() == kid; });
     if (it == kids_.end()) return;
     doomed = std::move(*it);
     kids_.erase(it);

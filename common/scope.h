@@ -60,8 +60,7 @@ class Scope {
   const Scope* parent_ = nullptr;
   std::shared_ptr<const Scope* const> self_ = std::make_shared<const Scope* const>(this);
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<Variable>> vars_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Variable>> vars_ ABSL_GUARDED_BY(mu_);
   mutable std::list<std::unique_ptr<Scope>> kids_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -67,8 +67,8 @@ absl::Status CheckSelectedRows(const SelectedRows& sr, const std::string& what) 
     return absl::InvalidArgumentError(absl::StrCat(what, ": sparse rows have no values"));
   }
   if (!sr.rows.empty() && (sr.value.dims().size() < 1 || sr.value.dims()[0] != static_cast<int64_t>(sr.rows.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", sr.rows.size(), " rows but value has shape ",
-                                                   sr.value.dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", sr.rows.size(), " rows but value has shape ", sr.value.dims().ToString()));
   }
   for (int64_t r : sr.rows) {
     if (r < 0 || r >= sr.height) {

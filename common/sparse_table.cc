@@ -237,7 +237,8 @@ void SparseTable::Lookup(const int64_t* ids, int64_t n, float* out) {
   const int64_t w = width();
   std::vector<float*> rows(static_cast<size_t>(n));
   FindOrCreateRows(ids, n, rows.data());
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * w, rows[static_cast<size_t>(i)], sizeof(float) * static_cast<size_t>(w));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * w, rows[static_cast<size_t>(i)], sizeof(float) * static_cast<size_t>(w));
 }
 
 void SparseTable::ForEach(const std::function<void(int64_t, const float*)>& fn) const {

@@ -54,7 +54,7 @@ class SparseTable {
   bool SameAs(const SparseTable& other) const { return impl_ == other.impl_; }
 
   int64_t width() const;
-  int64_t size() const;           // rows that exist
+  int64_t size() const;             // rows that exist
   int64_t declared_height() const;  // the program's shape[0] (informational: ids are not bounded by it)
   void set_declared_height(int64_t h);
 

@@ -16,27 +16,25 @@
 #define OAR_STATUS_CONCAT_(a, b) OAR_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK status.
-#define OAR_RETURN_IF_ERROR(expr)                        \
-  do {                                                   \
-    ::absl::Status oar_status_ = (expr);                 \
-    if (!oar_status_.ok()) return oar_status_;           \
+#define OAR_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::absl::Status oar_status_ = (expr);       \
+    if (!oar_status_.ok()) return oar_status_; \
   } while (0)
 
 // Evaluates `rexpr` (a StatusOr); on error returns its status, otherwise moves
 // the value into `lhs`, which may be a declaration.
-#define OAR_ASSIGN_OR_RETURN(lhs, rexpr)                                       \
-  OAR_ASSIGN_OR_RETURN_IMPL_(OAR_STATUS_CONCAT_(oar_statusor_, __LINE__), lhs, \
-                             rexpr)
+#define OAR_ASSIGN_OR_RETURN(lhs, rexpr) \
+  OAR_ASSIGN_OR_RETURN_IMPL_(OAR_STATUS_CONCAT_(oar_statusor_, __LINE__), lhs, rexpr)
 #define OAR_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
   auto tmp = (rexpr);                               \
   if (!tmp.ok()) return std::move(tmp).status();    \
   lhs = std::move(tmp).value()
 
 // Returns InvalidArgument with the concatenated message unless `cond` holds.
-#define OAR_CHECK_ARG(cond, ...)                                    \
-  do {                                                              \
-    if (!(cond)) return ::absl::InvalidArgumentError(               \
-        ::absl::StrCat(__VA_ARGS__));                               \
+#define OAR_CHECK_ARG(cond, ...)                                                   \
+  do {                                                                             \
+    if (!(cond)) return ::absl::InvalidArgumentError(::absl::StrCat(__VA_ARGS__)); \
   } while (0)
 
 namespace oar {

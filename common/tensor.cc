@@ -6,12 +6,12 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
 #include "common/buffer_pool.h"
 #include "common/device/device_memory.h"
 #include "common/device/gpu_info.h"
 #include "common/status.h"
 #include "common/tsan.h"
+#include "glog/logging.h"
 
 namespace oar {
 
@@ -113,13 +113,9 @@ void* Tensor::mutable_data_pooled(DataType dtype, const std::shared_ptr<BufferPo
   return mutable_data(dtype);  // its own buffer fits: kept, as mutable_data does
 }
 
-const void* Tensor::raw_data() const {
-  return holder_ ? static_cast<const char*>(holder_->ptr) + offset_ : nullptr;
-}
+const void* Tensor::raw_data() const { return holder_ ? static_cast<const char*>(holder_->ptr) + offset_ : nullptr; }
 
-void* Tensor::raw_data() {
-  return holder_ ? static_cast<char*>(holder_->ptr) + offset_ : nullptr;
-}
+void* Tensor::raw_data() { return holder_ ? static_cast<char*>(holder_->ptr) + offset_ : nullptr; }
 
 std::shared_ptr<const void> Tensor::KeepAlive() const { return holder_; }
 
@@ -202,12 +198,23 @@ std::string Tensor::ToString(int max_values) const {
   for (int64_t i = 0; i < n; ++i) {
     if (i) absl::StrAppend(&s, ", ");
     switch (dtype_) {
-      case DataType::kFloat32: absl::StrAppend(&s, data<float>()[i]); break;
-      case DataType::kFloat64: absl::StrAppend(&s, data<double>()[i]); break;
-      case DataType::kInt32: absl::StrAppend(&s, data<int32_t>()[i]); break;
-      case DataType::kInt64: absl::StrAppend(&s, data<int64_t>()[i]); break;
-      case DataType::kBool: absl::StrAppend(&s, data<bool>()[i] ? "true" : "false"); break;
-      default: absl::StrAppend(&s, "?");
+      case DataType::kFloat32:
+        absl::StrAppend(&s, data<float>()[i]);
+        break;
+      case DataType::kFloat64:
+        absl::StrAppend(&s, data<double>()[i]);
+        break;
+      case DataType::kInt32:
+        absl::StrAppend(&s, data<int32_t>()[i]);
+        break;
+      case DataType::kInt64:
+        absl::StrAppend(&s, data<int64_t>()[i]);
+        break;
+      case DataType::kBool:
+        absl::StrAppend(&s, data<bool>()[i] ? "true" : "false");
+        break;
+      default:
+        absl::StrAppend(&s, "?");
     }
   }
   if (numel() > n) absl::StrAppend(&s, ", ...");

@@ -76,7 +76,8 @@ absl::Status ReadLoDTensor(std::istream& in, const std::string& what, Tensor* t)
     uint64_t size;
     if (!Get(in, &size) || size % sizeof(size_t) != 0 || size > kMaxBytes) return bad("bad LoD size");
     level.resize(size / sizeof(size_t));
-    if (!in.read(reinterpret_cast<char*>(level.data()), static_cast<std::streamsize>(size))) return bad("truncated LoD");
+    if (!in.read(reinterpret_cast<char*>(level.data()), static_cast<std::streamsize>(size)))
+      return bad("truncated LoD");
   }
   DataType dtype;
   DDim dims;

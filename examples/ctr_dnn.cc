@@ -34,8 +34,8 @@ ModelSpec CtrDnnSpec(bool distributed) {
     std::vector<Var> parts;
     ParamAttr table{.name = "SparseFeatFactors", .initializer = initializer::Uniform()};
     for (const Var& ids : sparse) {
-      Var emb = layers::embedding(ids, {kCtrSparseFeatureDim, kCtrEmbeddingSize}, /*is_sparse=*/true, distributed,
-                                  -1, table);
+      Var emb =
+          layers::embedding(ids, {kCtrSparseFeatureDim, kCtrEmbeddingSize}, /*is_sparse=*/true, distributed, -1, table);
       parts.push_back(layers::sequence_pool(emb, "sum"));
     }
     parts.push_back(dense);

@@ -14,7 +14,8 @@ namespace oar {
 ModelSpec FashionCnnSpec() {
   ModelSpec spec;
   spec.name = "fashion_cnn";
-  spec.description = "2x (conv5x5 pad 2 + relu + maxpool2 + batch_norm), fc 256 relu + dropout, fc 10 softmax, on Fashion-MNIST";
+  spec.description =
+      "2x (conv5x5 pad 2 + relu + maxpool2 + batch_norm), fc 256 relu + dropout, fc 10 softmax, on Fashion-MNIST";
   spec.dataset = "fashion-mnist";
   spec.build = [] {
     BuiltModel m;

@@ -5,8 +5,8 @@
 namespace oar {
 
 const std::vector<ModelSpec>& AllModels() {
-  static const auto* models = new std::vector<ModelSpec>{FashionMlpSpec(), FashionCnnSpec(), CtrDnnSpec(false),
-                                                            CtrDnnSpec(true)};
+  static const auto* models =
+      new std::vector<ModelSpec>{FashionMlpSpec(), FashionCnnSpec(), CtrDnnSpec(false), CtrDnnSpec(true)};
   return *models;
 }
 

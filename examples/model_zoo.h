@@ -21,9 +21,9 @@ namespace oar {
 struct BuiltModel {
   std::vector<Var> feeds;  // in feeding order: inputs, then the label
   Var prediction;
-  Var loss;                // mean loss over the batch
-  Var accuracy;            // top-1 accuracy over the batch
-  Var auc;                 // models with an auc layer: the global AUC so far
+  Var loss;      // mean loss over the batch
+  Var accuracy;  // top-1 accuracy over the batch
+  Var auc;       // models with an auc layer: the global AUC so far
 };
 
 struct ModelSpec {

@@ -19,20 +19,19 @@
 #include "absl/strings/str_cat.h"
 #include "common/executor.h"
 #include "common/op_registry.h"
-#include "common/rpc/transport_select.h"
 #include "common/ops/op_util.h"
+#include "common/rpc/transport_select.h"
 #include "common/tensor_io.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "pserver/pserver_ops.h"
 #include "pserver/parameter_server.h"
+#include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"
 
 DEFINE_string(pserver_port_file, "", "write the pserver's bound port here (useful with port 0)");
 
 namespace oar {
 namespace {
-
 
 absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(PserverConfig config, ListenAndServConfig(ctx.op()));
@@ -63,7 +62,8 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
     if (std::filesystem::exists(own + "/__manifest__")) {
       Executor exe;
       auto step = LoadPserverCheckpoint(exe, scope, own, program, config);
-      if (!step.ok()) return Annotate(step.status(), absl::StrCat("restoring pserver ", config.pserver_id, " from ", own));
+      if (!step.ok())
+        return Annotate(step.status(), absl::StrCat("restoring pserver ", config.pserver_id, " from ", own));
       config.restored = true;
       config.restored_step = *step;
       LOG(INFO) << "pserver " << config.pserver_id << ": restored from " << own << " (step " << *step
@@ -127,8 +127,8 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
   const int mode = op.GetAttr<int32_t>("distributed_mode", 0);
   config.sync_mode = op.GetAttr<bool>("sync_mode", true) && mode == 0;
   if (mode > 1) {
-    return absl::UnimplementedError(absl::StrCat("listen_and_serv: distributed_mode ", mode,
-                                                 " (half-async/geo) is not supported"));
+    return absl::UnimplementedError(
+        absl::StrCat("listen_and_serv: distributed_mode ", mode, " (half-async/geo) is not supported"));
   }
   config.optimize_blocks = op.GetAttr<BlockRefs>("optimize_blocks", BlockRefs{}).idx;
   OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,
@@ -147,15 +147,27 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
 }
 
 void RegisterPserverOps(OpRegistry* r) {
-  r->Register("listen_and_serv").HostSide().Input("X", kDuplicable | kDispensable)
-      .Attr("endpoint", std::string("127.0.0.1:6164")).Attr("Fanin", int32_t{1})
-      .Attr("optimize_blocks", BlockRefs{}).Attr("grad_to_block_id", std::vector<std::string>{})
+  r->Register("listen_and_serv")
+      .HostSide()
+      .Input("X", kDuplicable | kDispensable)
+      .Attr("endpoint", std::string("127.0.0.1:6164"))
+      .Attr("Fanin", int32_t{1})
+      .Attr("optimize_blocks", BlockRefs{})
+      .Attr("grad_to_block_id", std::vector<std::string>{})
       .Attr("prefetch_var_name_to_block_id", std::vector<std::string>{})
-      .Attr("sync_mode", true).Attr("distributed_mode", int32_t{0}).Attr("lr_decay_block_id", int32_t{-1})
-      .Attr("checkpint_block_id", int32_t{-1}).Attr("pserver_id", int32_t{0}).Attr("dc_asgd", false)
-      .Attr("rpc_get_thread_num", int32_t{12}).Attr("rpc_send_thread_num", int32_t{12})
-      .Attr("rpc_prefetch_thread_num", int32_t{12}).Attr("oar_checkpoint_dir", std::string())
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ListenAndServKernel);
+      .Attr("sync_mode", true)
+      .Attr("distributed_mode", int32_t{0})
+      .Attr("lr_decay_block_id", int32_t{-1})
+      .Attr("checkpint_block_id", int32_t{-1})
+      .Attr("pserver_id", int32_t{0})
+      .Attr("dc_asgd", false)
+      .Attr("rpc_get_thread_num", int32_t{12})
+      .Attr("rpc_send_thread_num", int32_t{12})
+      .Attr("rpc_prefetch_thread_num", int32_t{12})
+      .Attr("oar_checkpoint_dir", std::string())
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(ListenAndServKernel);
 }
 
 }  // namespace oar

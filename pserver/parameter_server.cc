@@ -82,13 +82,14 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   const int nblocks = static_cast<int>(program.NumBlocks());
   auto check_block = [&](int id, const std::string& what) {
     if (id <= 0 || id >= nblocks) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " ", id, " is not a sub-block of the pserver program (",
-                                                     nblocks, " blocks)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", id, " is not a sub-block of the pserver program (", nblocks, " blocks)"));
     }
     return absl::OkStatus();
   };
   for (int id : config.optimize_blocks) OAR_RETURN_IF_ERROR(check_block(id, "optimize block"));
-  for (const auto& [g, id] : config.grad_to_block_id) OAR_RETURN_IF_ERROR(check_block(id, "grad_to_block_id of '" + g + "': block"));
+  for (const auto& [g, id] : config.grad_to_block_id)
+    OAR_RETURN_IF_ERROR(check_block(id, "grad_to_block_id of '" + g + "': block"));
   if (config.lr_decay_block_id >= 0) OAR_RETURN_IF_ERROR(check_block(config.lr_decay_block_id, "lr_decay_block_id"));
   for (const auto& [v, id] : config.prefetch_var_to_block_id) {
     OAR_RETURN_IF_ERROR(check_block(id, "prefetch_var_name_to_block_id of '" + v + "': block"));
@@ -134,7 +135,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     }
   }
   if (c.sync_mode) {  // blocks run side by side, as their gradients complete
-    const size_t threads = std::clamp<size_t>(c.optimize_blocks.size(), 1, std::max(1u, std::thread::hardware_concurrency()));
+    const size_t threads =
+        std::clamp<size_t>(c.optimize_blocks.size(), 1, std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
   }
   if (c.sync_mode) {
@@ -194,9 +196,7 @@ std::string ParameterServer::Endpoint() const {
 
 std::string ParameterServer::Name() const { return absl::StrCat("pserver ", Endpoint()); }
 
-std::string ParameterServer::Who(int trainer_id) const {
-  return absl::StrCat(Name(), " (trainer ", trainer_id, ")");
-}
+std::string ParameterServer::Who(int trainer_id) const { return absl::StrCat(Name(), " (trainer ", trainer_id, ")"); }
 
 absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
@@ -257,7 +257,8 @@ absl::Status ParameterServer::RunAsync() {
     auto done = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
       return stopped_ || !aborted_.ok() || static_cast<int>(completed_.size()) == config_.fanin;
     };
-    state_mu_.AwaitWithTimeout(absl::Condition(+[](decltype(done)* d) { return (*d)(); }, &done),
+    state_mu_.AwaitWithTimeout(absl::Condition(
+                                   +[](decltype(done)* d) { return (*d)(); }, &done),
                                absl::Milliseconds(100));
     if (done()) return absl::OkStatus();
     // A trainer that went silent without completing has died or hangs.
@@ -267,8 +268,8 @@ absl::Status ParameterServer::RunAsync() {
       if (!completed_.count(t) && now - last_message_[static_cast<size_t>(t)] > idle) silent.push_back(t);
     }
     if (!silent.empty()) {
-      return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "),
-                                                      " sent nothing for ", absl::FormatDuration(idle),
+      return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "), " sent nothing for ",
+                                                      absl::FormatDuration(idle),
                                                       " and never completed (FLAGS_rpc_deadline; died or stuck?)",
                                                       config_.restored ? RestoredHint() : "", RefusalsLocked()));
     }

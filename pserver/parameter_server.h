@@ -76,8 +76,8 @@
 #include "common/job_settings.h"
 #include "common/prepared_block.h"
 #include "common/profiler/profiler.h"
-#include "common/run_env.h"
 #include "common/rpc/transport.h"
+#include "common/run_env.h"
 #include "common/thread_pool.h"
 #include "pserver/replay_guard.h"
 #include "pserver/step_barrier.h"
@@ -281,11 +281,11 @@ class ParameterServer : public rpc::RpcHandler {
   std::unique_ptr<VarStore> store_;
   std::unique_ptr<ReplayGuard> guard_;
   std::unique_ptr<StepBarrier> barrier_;  // sync only
-  RunEnv block_env_;  // what the optimize blocks' ops see: the profiler
+  RunEnv block_env_;                      // what the optimize blocks' ops see: the profiler
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
-  std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;  // one per block
-  std::map<std::string, int> param_block_;                // persistable output → block writing it
-  absl::Mutex unlend_mu_;           // held while the parameters move out
+  std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;       // one per block
+  std::map<std::string, int> param_block_;                     // persistable output → block writing it
+  absl::Mutex unlend_mu_;                                      // held while the parameters move out
   std::vector<std::string> lent_ ABSL_GUARDED_BY(unlend_mu_);  // LendParams moved them into the region
   std::atomic<bool> unlend_due_{false};
   absl::Mutex optimize_mu_;
@@ -301,8 +301,8 @@ class ParameterServer : public rpc::RpcHandler {
   int running_ ABSL_GUARDED_BY(step_mu_) = 0;
   int holding_ ABSL_GUARDED_BY(step_mu_) = 0;  // checkpoints waiting for a step boundary
   absl::Status early_error_ ABSL_GUARDED_BY(step_mu_);
-  std::map<int, int> receivables_of_;  // block → receivables feeding it
-  std::string first_grad_;  // async: its arrival advances the LR schedule
+  std::map<int, int> receivables_of_;          // block → receivables feeding it
+  std::string first_grad_;                     // async: its arrival advances the LR schedule
   std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
   std::unique_ptr<rpc::Listener> listener_;
   // Set by Start once the listener is bound; handlers may already be running
@@ -311,8 +311,8 @@ class ParameterServer : public rpc::RpcHandler {
   std::string bound_endpoint_ ABSL_GUARDED_BY(endpoint_mu_);
   mutable absl::Mutex state_mu_;
   std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
-  std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);  // restored: trainers yet to resync
-  std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);  // their RESYNC's sequence number
+  std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);                // restored: trainers yet to resync
+  std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);   // their RESYNC's sequence number
   std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
   // The latest call refused per trainer id (a bad or misplaced variable,
   // another trainer count, an earlier run's call): told with a barrier's
@@ -322,12 +322,12 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int64_t, std::string> refused_ ABSL_GUARDED_BY(state_mu_);
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
   JobSettings job_settings_ ABSL_GUARDED_BY(state_mu_);  // the first trainer's
-  int settings_from_ ABSL_GUARDED_BY(state_mu_) = -1;     // that trainer
-  absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);  // a trainer's ABORT: why the job stops
+  int settings_from_ ABSL_GUARDED_BY(state_mu_) = -1;    // that trainer
+  absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);      // a trainer's ABORT: why the job stops
   int aborter_ ABSL_GUARDED_BY(state_mu_) = -1;
-  std::set<int> told_ ABSL_GUARDED_BY(state_mu_);  // trainers answered aborted_ since
+  std::set<int> told_ ABSL_GUARDED_BY(state_mu_);    // trainers answered aborted_ since
   std::set<int> echoed_ ABSL_GUARDED_BY(state_mu_);  // trainers that said ABORT since (they stopped)
-  std::atomic<bool> aborting_{false};               // aborted_ is set (read without the lock)
+  std::atomic<bool> aborting_{false};                // aborted_ is set (read without the lock)
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints
 };

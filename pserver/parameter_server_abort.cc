@@ -31,17 +31,17 @@ namespace oar {
 
 absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   if (!guard_->FromTheLatestRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Name(), ": an ABORT from an earlier process of trainer ", id, ", since replaced; the job goes on"));
+    return absl::FailedPreconditionError(absl::StrCat(Name(), ": an ABORT from an earlier process of trainer ", id,
+                                                      ", since replaced; the job goes on"));
   }
   // A trainer that stopped because another pserver told it the job stops
   // echoes that: it did not fail, it passes on who did.
   const bool echo = absl::StrContains(h.meta.out_varname(), rpc::kJobStops);
   std::string reason = h.meta.out_varname().substr(0, kMaxAbortReason);
   if (reason.empty()) reason = "it gave no reason";
-  absl::Status why = absl::FailedPreconditionError(
-      echo ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
-           : absl::StrCat("trainer ", id, " failed", rpc::kJobStops, reason));
+  absl::Status why =
+      absl::FailedPreconditionError(echo ? absl::StrCat("the job stops, as trainer ", id, " heard: ", reason)
+                                         : absl::StrCat("trainer ", id, " failed", rpc::kJobStops, reason));
   {
     absl::MutexLock l(&state_mu_);
     if (!aborted_.ok()) {  // already stopping: this trainer knows (and says nothing of stopping it)

@@ -18,10 +18,9 @@ absl::Status ParameterServer::HandlePrefetch(const rpc::IncomingMessage& request
     return PrefetchBlockRows(request, id, reply);
   }
   if (it == config_.prefetch_var_to_block_id.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": no prefetch block for '", h.name(), "'",
-                                                   config_.prefetch_var_to_block_id.empty()
-                                                       ? " (this pserver holds no distributed lookup table)"
-                                                       : ""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Who(id), ": no prefetch block for '", h.name(), "'",
+        config_.prefetch_var_to_block_id.empty() ? " (this pserver holds no distributed lookup table)" : ""));
   }
   constexpr int64_t kMaxIds = int64_t{1} << 26;
   if (h.kind != rpc::PayloadKind::kTensor || h.dtype != DataType::kInt64 || h.dims.size() < 1 ||
@@ -58,8 +57,8 @@ absl::Status ParameterServer::PrefetchBlockRows(const rpc::IncomingMessage& requ
   const std::string& table = h.meta.table_name();
   OAR_ASSIGN_OR_RETURN(const Variable* v, ServedVar(table, id));
   if (!v->IsType<Tensor>() || v->Get<Tensor>().dims().size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(Who(id), ": prefetch of table '", table,
-                                                   "': it is not a 2-D parameter block here"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Who(id), ": prefetch of table '", table, "': it is not a 2-D parameter block here"));
   }
   constexpr int64_t kMaxIds = int64_t{1} << 26;
   if (h.kind != rpc::PayloadKind::kTensor || h.dtype != DataType::kInt64 || h.dims.size() < 1 ||
@@ -84,8 +83,8 @@ absl::Status ParameterServer::PrefetchBlockRows(const rpc::IncomingMessage& requ
   for (int64_t i = 0; i < ids.numel(); ++i) {
     const int64_t r = ids.data<int64_t>()[i];
     if (r < 0 || r >= height) {
-      return absl::InvalidArgumentError(absl::StrCat(Who(id), ": prefetch of table '", table, "': row ", r,
-                                                     " is outside its ", height, " rows"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Who(id), ": prefetch of table '", table, "': row ", r, " is outside its ", height, " rows"));
     }
     std::memcpy(out + static_cast<size_t>(i) * row_bytes, src + static_cast<size_t>(r) * row_bytes, row_bytes);
   }

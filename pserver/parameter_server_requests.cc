@@ -41,9 +41,9 @@ void ParameterServer::RecordRequest(rpc::RpcKind kind, const rpc::IncomingMessag
 absl::Status ParameterServer::CheckJobAgrees(const rpc::MessageHeader& h) const {
   const int64_t tid = h.trainer_id();
   if (const int64_t trainers = h.meta.oar_trainers(); trainers != 0 && trainers != config_.fanin) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ", trainers,
-        " in the job; start every trainer and pserver with the same PADDLE_TRAINERS_NUM"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(Name(), " serves ", config_.fanin, " trainer(s) (its Fanin) but trainer ", tid, " counts ",
+                     trainers, " in the job; start every trainer and pserver with the same PADDLE_TRAINERS_NUM"));
   }
   if (const int64_t mode = h.meta.oar_sync_mode(); mode != 0 && (mode == 1) != config_.sync_mode) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -68,15 +68,14 @@ absl::Status ParameterServer::CheckSettingsAgree(const rpc::MessageHeader& h, in
   return absl::FailedPreconditionError(absl::StrCat(Name(), ": ", differ));
 }
 
-absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request,
-                                            rpc::Reply* reply) {
+absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::IncomingMessage& request, rpc::Reply* reply) {
   const rpc::MessageHeader& h = request.header();
   const int64_t tid = h.trainer_id();
   // First: a count that differs explains a trainer_id out of range too.
   OAR_RETURN_IF_ERROR(CheckJobAgrees(h));
   if (tid < 0 || tid >= config_.fanin) {
-    return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer_id ", tid,
-                                                   " is not in [0, ", config_.fanin, ") (Fanin)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Name(), ": trainer_id ", tid, " is not in [0, ", config_.fanin, ") (Fanin)"));
   }
   const int id = static_cast<int>(tid);
   {
@@ -137,8 +136,8 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
       return absl::OkStatus();
     }
     if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();
-    return absl::AbortedError(absl::StrCat(Name(), " restarted from its checkpoint of step ",
-                                           config_.restored_step, ": trainer ", id, " resyncs first"));
+    return absl::AbortedError(absl::StrCat(Name(), " restarted from its checkpoint of step ", config_.restored_step,
+                                           ": trainer ", id, " resyncs first"));
   }
   // A gradient or BATCH_BARRIER sent before the trainer's resync: the
   // replay carried it, or the checkpoint holds its step.
@@ -153,8 +152,9 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
 
 absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, int id) {
   if (request.header().payload_bytes > 0) {
-    GetPserverMetrics().received_bytes->With({std::to_string(id)})->Add(
-        static_cast<double>(request.header().payload_bytes));
+    GetPserverMetrics()
+        .received_bytes->With({std::to_string(id)})
+        ->Add(static_cast<double>(request.header().payload_bytes));
   }
   const std::string& name = request.header().name();
   if (name == rpc::kResync) return absl::OkStatus();  // to a pserver that did not restart

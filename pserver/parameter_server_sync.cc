@@ -28,7 +28,7 @@ absl::Status ParameterServer::RunSync() {
       }
       return more.status();
     }
-    if (!*more) return absl::OkStatus();  // every trainer completed
+    if (!*more) return absl::OkStatus();                       // every trainer completed
     if (barrier_->phase() != StepBarrier::Phase::kOptimize) {  // now kRecv: what completed while serving
       ScheduleReady();
       continue;
@@ -92,7 +92,8 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
   std::set<int> done;
   {
     absl::MutexLock l(&step_mu_);
-    step_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &running_));
+    step_mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &running_));
     OAR_RETURN_IF_ERROR(early_error_);
     done = scheduled_;
   }
@@ -122,7 +123,8 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
   if (!rest.empty()) run(rest.back());
   {
     absl::MutexLock l(&mu);
-    mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &left));
+    mu.Await(absl::Condition(
+        +[](size_t* n) { return *n == 0; }, &left));
   }
   for (const VarStore::Receivable* r : store_->receivables()) {
     if (!done.count(store_->BlockOf(*r))) store_->Release(*r);

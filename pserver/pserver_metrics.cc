@@ -12,8 +12,8 @@ const PserverMetrics& GetPserverMetrics() {
     out->requests = r.AddCounter("oar_pserver_requests_total", "Requests this pserver handled", {"method"});
     out->request_duration = r.AddHistogram("oar_pserver_request_duration_seconds",
                                            "Time in this pserver's handler, barrier waits included", {"method"});
-    out->received_bytes = r.AddCounter("oar_pserver_received_bytes_total",
-                                       "Gradient payload bytes this pserver received", {"trainer"});
+    out->received_bytes =
+        r.AddCounter("oar_pserver_received_bytes_total", "Gradient payload bytes this pserver received", {"trainer"});
     out->optimize_duration =
         r.AddHistogram("oar_pserver_optimize_duration_seconds", "One optimize block's run")->With({});
     out->steps = r.AddCounter("oar_pserver_steps_total", "Sync steps this pserver completed")->With({});

@@ -27,7 +27,8 @@ ReplayGuard::Table* ReplayGuard::TableFor(int trainer, uint64_t seq) {
     case TrainerRun::Seen::kNew:
       break;
   }
-  if (t.run.restarted()) LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
+  if (t.run.restarted())
+    LOG(INFO) << "trainer " << trainer << " restarted (a new sequence); its old calls are forgotten";
   TrainerRun run = t.run;
   t = Table{};
   t.run = run;

@@ -70,7 +70,7 @@ class ReplayGuard {
   };
 
   struct Table {
-    TrainerRun run;  // the incarnation it is for (run.latest()) and those it replaced
+    TrainerRun run;                     // the incarnation it is for (run.latest()) and those it replaced
     std::map<uint64_t, Entry> entries;  // by counter
     uint64_t evicted_up_to = 0;         // every counter <= this finished and was dropped
     size_t done = 0;

@@ -10,8 +10,8 @@ namespace oar {
 
 absl::Status StepBarrier::CheckTrainer(int trainer_id) const {
   if (trainer_id < 0 || trainer_id >= fanin_) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", fanin_,
-                                                   ") (this pserver's Fanin)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer_id ", trainer_id, " is not in [0, ", fanin_, ") (this pserver's Fanin)"));
   }
   return absl::OkStatus();
 }
@@ -22,16 +22,16 @@ absl::Status StepBarrier::AwaitLocked(const std::function<bool()>& cond, const s
     const std::function<bool()>* cond;
     const absl::Status* ended;
   } w{&cond, &ended_};
-  const bool met = mu_.AwaitWithDeadline(
-      absl::Condition(+[](Wait* w) { return !w->ended->ok() || (*w->cond)(); }, &w), absl::Now() + limit);
+  const bool met = mu_.AwaitWithDeadline(absl::Condition(
+                                             +[](Wait* w) { return !w->ended->ok() || (*w->cond)(); }, &w),
+                                         absl::Now() + limit);
   if (!ended_.ok()) return ended_;
   if (!met) return absl::DeadlineExceededError(absl::StrCat(what, ": waited ", absl::FormatDuration(limit)));
   return absl::OkStatus();
 }
 
 absl::Status StepBarrier::AwaitNotOptimizing(const std::string& what) {
-  return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what,
-                     timeout_);
+  return AwaitLocked([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return phase_ != Phase::kOptimize; }, what, timeout_);
 }
 
 namespace {
@@ -173,10 +173,10 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
     for (int t = 0; t < fanin_; ++t) {
       if (!arrived.count(t) && !completed_.count(t)) missing.push_back(t);
     }
-    return absl::DeadlineExceededError(absl::StrCat(
-        serving ? "FETCH_BARRIER" : "BATCH_BARRIER", " of step ", step_, " timed out after ",
-        absl::FormatDuration(timeout_), ": trainer(s) ", absl::StrJoin(missing, ", "),
-        " never arrived (FLAGS_rpc_deadline; a trainer died or is stuck)"));
+    return absl::DeadlineExceededError(absl::StrCat(serving ? "FETCH_BARRIER" : "BATCH_BARRIER", " of step ", step_,
+                                                    " timed out after ", absl::FormatDuration(timeout_),
+                                                    ": trainer(s) ", absl::StrJoin(missing, ", "),
+                                                    " never arrived (FLAGS_rpc_deadline; a trainer died or is stuck)"));
   }
   if (!s.ok()) return s;
   if (static_cast<int>(completed_.size()) == fanin_) return false;

@@ -38,9 +38,7 @@ class TrainerRun {
   uint64_t latest() const { return latest_; }
   // Whether `incarnation` is the latest run, or no run is known yet (or it
   // is Fluid's 0), without observing it.
-  bool LatestOrFirst(uint64_t incarnation) const {
-    return incarnation == 0 || latest_ == 0 || incarnation == latest_;
-  }
+  bool LatestOrFirst(uint64_t incarnation) const { return incarnation == 0 || latest_ == 0 || incarnation == latest_; }
   // Whether a run before the latest was seen (the trainer restarted).
   bool restarted() const { return !replaced_.empty(); }
 

@@ -54,7 +54,7 @@ void Zero(Variable* v) {
 
 struct VarStore::Receivable {
   enum class Mode { kDirect, kPerTrainer, kMerged };
-  std::string name;     // the merged gradient's name ("fc_w@GRAD.block0")
+  std::string name;                 // the merged gradient's name ("fc_w@GRAD.block0")
   std::vector<std::string> copies;  // kPerTrainer, kMerged: trainer t's name
   Mode mode = Mode::kDirect;
   bool sparse = false;
@@ -67,8 +67,7 @@ struct VarStore::Receivable {
   mutable std::set<int> reset_done ABSL_GUARDED_BY(mu);  // kPerTrainer: departed trainers' copies zeroed
 };
 
-VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync)
-    : scope_(scope), fanin_(fanin) {}
+VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync) : scope_(scope), fanin_(fanin) {}
 VarStore::~VarStore() = default;
 
 absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& program, Scope* scope, int fanin,
@@ -81,8 +80,8 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
   for (const auto& [name, block] : grad_to_block_id) {
     const VarDesc* desc = global.FindVar(name);
     if (desc == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("grad_to_block_id names '", name,
-                                                     "', which the pserver program does not declare"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("grad_to_block_id names '", name, "', which the pserver program does not declare"));
     }
     auto r = std::make_unique<Receivable>();
     r->name = name;
@@ -154,8 +153,8 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
 
 absl::Status VarStore::CheckAgainst(const VarDesc& desc, const rpc::MessageHeader& h, int trainer) const {
   auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(), "' as ", h.Describe(),
-                                                   ": ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", trainer, " sent '", h.name(), "' as ", h.Describe(), ": ", what));
   };
   const bool sparse = desc.type == proto::VarType::SELECTED_ROWS;
   if (h.kind == rpc::PayloadKind::kNone) return bad("it carries no value");
@@ -180,8 +179,8 @@ absl::Status VarStore::CheckAgainst(const VarDesc& desc, const rpc::MessageHeade
 absl::StatusOr<const VarStore::Receivable*> VarStore::Admit(const rpc::MessageHeader& h, int trainer) const {
   if (auto c = copy_of_.find(h.name()); c != copy_of_.end()) {
     if (c->second.second != trainer) {
-      return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(),
-                                                     "', which belongs to trainer ", c->second.second));
+      return absl::InvalidArgumentError(
+          absl::StrCat("trainer ", trainer, " sent '", h.name(), "', which belongs to trainer ", c->second.second));
     }
     OAR_RETURN_IF_ERROR(CheckAgainst(*c->second.first->desc, h, trainer));
     return c->second.first;
@@ -191,14 +190,14 @@ absl::StatusOr<const VarStore::Receivable*> VarStore::Admit(const rpc::MessageHe
   if (it == receivable_.end() || (suffix >= 0 && it->second->mode == Receivable::Mode::kDirect)) {
     // A name that is itself declared but not received (a parameter, an accumulator).
     const bool param = servable_.count(h.name()) > 0;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trainer ", trainer, " sent '", h.name(), "': ",
-        param ? "that is a parameter here; trainers send gradients"
-              : absl::StrCat("this pserver receives no such variable", kPlacementHint)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", trainer, " sent '", h.name(), "': ",
+                     param ? "that is a parameter here; trainers send gradients"
+                           : absl::StrCat("this pserver receives no such variable", kPlacementHint)));
   }
   if (suffix >= 0 && suffix != trainer) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer ", trainer, " sent '", h.name(),
-                                                   "', which belongs to trainer ", suffix));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", trainer, " sent '", h.name(), "', which belongs to trainer ", suffix));
   }
   OAR_RETURN_IF_ERROR(CheckAgainst(*it->second->desc, h, trainer));
   return it->second.get();
@@ -218,7 +217,8 @@ absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::Inco
       r.arrived.insert(trainer);
       return absl::OkStatus();
     }
-    case Receivable::Mode::kMerged: break;
+    case Receivable::Mode::kMerged:
+      break;
   }
   absl::MutexLock l(&r.mu);
   if (!r.arrived.insert(trainer).second) {
@@ -250,7 +250,7 @@ const std::string& VarStore::NameOf(const Receivable& r) const { return r.name; 
 
 bool VarStore::Ready(const Receivable& r, const std::set<int>& completed) const {
   absl::MutexLock l(&r.mu);
-  if (r.arrived.empty()) return false;  // nothing to apply (every trainer may have completed)
+  if (r.arrived.empty()) return false;                          // nothing to apply (every trainer may have completed)
   if (r.mode == Receivable::Mode::kDirect) return fanin_ == 1;  // else: the barrier decides
   for (int t = 0; t < fanin_; ++t) {
     if (completed.count(t) == 0 && r.arrived.count(t) == 0) return false;
@@ -269,8 +269,8 @@ absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& comple
   }
   for (int t = 0; t < fanin_; ++t) {
     if (completed.count(t) == 0 && r.arrived.count(t) == 0) {
-      return absl::FailedPreconditionError(absl::StrCat("trainer ", t, " reached the batch barrier without sending '",
-                                                        name, "'"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("trainer ", t, " reached the batch barrier without sending '", name, "'"));
     }
   }
   if (r.mode != Receivable::Mode::kMerged) return absl::OkStatus();

@@ -116,7 +116,7 @@ class VarStore {
 
   Scope* scope_;
   const int fanin_;
-  std::map<std::string, std::unique_ptr<Receivable>> receivable_;  // by merged name
+  std::map<std::string, std::unique_ptr<Receivable>> receivable_;     // by merged name
   std::map<std::string, std::pair<const Receivable*, int>> copy_of_;  // per-trainer name → (receivable, trainer)
   std::set<std::string> servable_;
   std::set<int> merged_blocks_;

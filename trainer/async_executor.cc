@@ -24,11 +24,20 @@ std::string FormatFetched(const std::vector<std::string>& names, const std::vect
     const int64_t n = t.initialized() ? t.numel() : 0;
     for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) {
       switch (t.dtype()) {
-        case DataType::kFloat32: shown.push_back(absl::StrCat(t.data<float>()[i])); break;
-        case DataType::kFloat64: shown.push_back(absl::StrCat(t.data<double>()[i])); break;
-        case DataType::kInt64: shown.push_back(absl::StrCat(t.data<int64_t>()[i])); break;
-        case DataType::kInt32: shown.push_back(absl::StrCat(t.data<int32_t>()[i])); break;
-        default: shown.push_back("?");
+        case DataType::kFloat32:
+          shown.push_back(absl::StrCat(t.data<float>()[i]));
+          break;
+        case DataType::kFloat64:
+          shown.push_back(absl::StrCat(t.data<double>()[i]));
+          break;
+        case DataType::kInt64:
+          shown.push_back(absl::StrCat(t.data<int64_t>()[i]));
+          break;
+        case DataType::kInt32:
+          shown.push_back(absl::StrCat(t.data<int32_t>()[i]));
+          break;
+        default:
+          shown.push_back("?");
       }
     }
     if (n == 1) {
@@ -56,7 +65,8 @@ absl::Status CheckNames(const ProgramDesc& program, const DataFeedDesc& feed, co
     const std::string& name = feed.proto().multi_slot_desc().slots(i).name();
     if (block.FindVar(name) == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the data feed's slot '", name, "' is not a variable of the program (slots feed the variables "
+          absl::StrCat("the data feed's slot '", name,
+                       "' is not a variable of the program (slots feed the variables "
                        "of the same names; leave it out with set_use_slots, or name it as the program does)"));
     }
   }
@@ -73,7 +83,8 @@ absl::Status CheckNames(const ProgramDesc& program, const DataFeedDesc& feed, co
 absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, const DataFeedDesc& feed,
                                                   const std::vector<std::string>& filelist, int thread_num,
                                                   const std::vector<std::string>& fetch, AsyncRunOptions options) {
-  if (thread_num < 1) return absl::InvalidArgumentError(absl::StrCat("thread_num (--threads) is ", thread_num, "; it must be >= 1"));
+  if (thread_num < 1)
+    return absl::InvalidArgumentError(absl::StrCat("thread_num (--threads) is ", thread_num, "; it must be >= 1"));
   if (filelist.empty()) return absl::InvalidArgumentError("AsyncExecutor: the file list is empty");
   OAR_RETURN_IF_ERROR(CheckNames(program, feed, fetch));
   const int threads = std::min<int>(thread_num, static_cast<int>(filelist.size()));
@@ -124,7 +135,8 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
     while (!stop.load()) {
       OAR_ASSIGN_OR_RETURN(bool more, reader.Next(&batch));
       if (!more) break;
-      for (size_t k = 0; k < batch.size(); ++k) mine.FindVar(reader.names()[k])->GetMutable<Tensor>()->ShareDataWith(batch[k]);
+      for (size_t k = 0; k < batch.size(); ++k)
+        mine.FindVar(reader.names()[k])->GetMutable<Tensor>()->ShareDataWith(batch[k]);
       OAR_RETURN_IF_ERROR(block->Run());
       my_last = batches.fetch_add(1) + 1;
       if (options.debug || options.on_batch) {

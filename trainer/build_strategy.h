@@ -30,7 +30,7 @@ struct BuildStrategy {
 };
 
 struct ExecutionStrategy {
-  int num_threads = 0;                    // 0: one per place
+  int num_threads = 0;                     // 0: one per place
   int num_iteration_per_drop_scope = 100;  // local scopes dropped after this many runs
   int num_iteration_per_run = 1;           // steps per Run() call (same feed); fetches are the last step's
 };

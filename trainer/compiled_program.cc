@@ -5,9 +5,9 @@
 
 namespace oar {
 
-CompiledProgram& CompiledProgram::WithDataParallel(std::string loss_name, BuildStrategy build,
-                                                   ExecutionStrategy exec, const CompiledProgram* share_vars_from,
-                                                   std::vector<Place> places, int num_trainers, int trainer_id) {
+CompiledProgram& CompiledProgram::WithDataParallel(std::string loss_name, BuildStrategy build, ExecutionStrategy exec,
+                                                   const CompiledProgram* share_vars_from, std::vector<Place> places,
+                                                   int num_trainers, int trainer_id) {
   data_parallel_ = true;
   loss_name_ = std::move(loss_name);
   build_ = std::move(build);

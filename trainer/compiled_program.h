@@ -27,9 +27,9 @@ class CompiledProgram {
 
   // `places` empty means CPU_NUM CPU places. `share_vars_from` must have run
   // at least once before this one first runs, and must outlive it.
-  CompiledProgram& WithDataParallel(std::string loss_name = "", BuildStrategy build = {},
-                                    ExecutionStrategy exec = {}, const CompiledProgram* share_vars_from = nullptr,
-                                    std::vector<Place> places = {}, int num_trainers = 1, int trainer_id = 0);
+  CompiledProgram& WithDataParallel(std::string loss_name = "", BuildStrategy build = {}, ExecutionStrategy exec = {},
+                                    const CompiledProgram* share_vars_from = nullptr, std::vector<Place> places = {},
+                                    int num_trainers = 1, int trainer_id = 0);
 
   // One step (num_iteration_per_run steps with data parallelism) in `scope`.
   absl::StatusOr<std::vector<Tensor>> Run(Scope* scope, const FeedMap& feed,

@@ -252,7 +252,8 @@ absl::Status SplitSelectedRowsKernel(const ExecutionContext& ctx) {
   }
   std::vector<int64_t> offsets = {0};
   for (int64_t h : sections) {
-    if (h < 0) return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: a height section is negative (", h, ")"));
+    if (h < 0)
+      return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: a height section is negative (", h, ")"));
     offsets.push_back(offsets.back() + h);
   }
   const int64_t width = x.rows.empty() ? 0 : x.value.numel() / static_cast<int64_t>(x.rows.size());
@@ -300,33 +301,86 @@ absl::Status Timed(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterDistOps(OpRegistry* r) {
-  r->Register("split_selected_rows").HostSide().Input("X").Output("Out", kDuplicable)
+  r->Register("split_selected_rows")
+      .HostSide()
+      .Input("X")
+      .Output("Out", kDuplicable)
       .Attr("height_sections", std::vector<int64_t>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitSelectedRowsKernel);
-  r->Register("send").HostSide().Input("X", kDuplicable).Output("Out", kDuplicable | kDispensable)
-      .Attr("epmap", std::vector<std::string>{}).Attr("send_varnames", std::vector<std::string>{})
-      .Attr("sections", std::vector<int32_t>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<SendKernel>);
-  r->Register("recv").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable)
-      .Attr("epmap", std::vector<std::string>{}).Attr("varnames", std::vector<std::string>{})
-      .Attr("recv_varnames", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<RecvKernel>);
-  r->Register("send_barrier").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
-      .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("sync_mode", true)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(SplitSelectedRowsKernel);
+  r->Register("send")
+      .HostSide()
+      .Input("X", kDuplicable)
+      .Output("Out", kDuplicable | kDispensable)
+      .Attr("epmap", std::vector<std::string>{})
+      .Attr("send_varnames", std::vector<std::string>{})
+      .Attr("sections", std::vector<int32_t>{})
+      .Attr("trainer_id", int32_t{0})
+      .Attr("sync_mode", true)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(Timed<SendKernel>);
+  r->Register("recv")
+      .HostSide()
+      .Input("X", kDuplicable | kDispensable)
+      .Output("Out", kDuplicable)
+      .Attr("epmap", std::vector<std::string>{})
+      .Attr("varnames", std::vector<std::string>{})
+      .Attr("recv_varnames", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0})
+      .Attr("sync_mode", true)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(Timed<RecvKernel>);
+  r->Register("send_barrier")
+      .HostSide()
+      .Input("X", kDuplicable | kDispensable)
+      .Output("Out", kDuplicable | kDispensable)
+      .Attr("endpoints", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0})
+      .Attr("sync_mode", true)
       .Attr("half_async", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<true>>);
-  r->Register("fetch_barrier").HostSide().Input("X", kDuplicable | kDispensable).Output("Out", kDuplicable | kDispensable)
-      .Attr("endpoints", std::vector<std::string>{}).Attr("trainer_id", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<BarrierKernel<false>>);
-  r->Register("split_byref").HostSide().Input("X").Output("Out", kDuplicable).Attr("sections", std::vector<int32_t>{})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(Timed<BarrierKernel<true>>);
+  r->Register("fetch_barrier")
+      .HostSide()
+      .Input("X", kDuplicable | kDispensable)
+      .Output("Out", kDuplicable | kDispensable)
+      .Attr("endpoints", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(Timed<BarrierKernel<false>>);
+  r->Register("split_byref")
+      .HostSide()
+      .Input("X")
+      .Output("Out", kDuplicable)
+      .Attr("sections", std::vector<int32_t>{})
       .Attr("num", int32_t{0})
-      .SetInferShape(SplitByrefInferShape).SetKernelDtype(AnyKernelDtype).Kernel<float>(SplitByrefKernel);
-  r->Register("prefetch").HostSide().Input("X", kDuplicable).Output("Out", kDuplicable)
-      .Attr("epmap", std::vector<std::string>{}).Attr("trainer_id", int32_t{0}).Attr("table_name", std::string())
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(Timed<PrefetchKernel>);
-  r->Register("checkpoint_notify").HostSide().Attr("epmap", std::vector<std::string>{}).Attr("dir", std::string())
-      .Attr("lookup_table", std::string()).Attr("trainer_id", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(CheckpointNotifyKernel);
+      .SetInferShape(SplitByrefInferShape)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(SplitByrefKernel);
+  r->Register("prefetch")
+      .HostSide()
+      .Input("X", kDuplicable)
+      .Output("Out", kDuplicable)
+      .Attr("epmap", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0})
+      .Attr("table_name", std::string())
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(Timed<PrefetchKernel>);
+  r->Register("checkpoint_notify")
+      .HostSide()
+      .Attr("epmap", std::vector<std::string>{})
+      .Attr("dir", std::string())
+      .Attr("lookup_table", std::string())
+      .Attr("trainer_id", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(CheckpointNotifyKernel);
 }
 
 }  // namespace oar

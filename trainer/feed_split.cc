@@ -54,9 +54,8 @@ absl::StatusOr<std::vector<FeedMap>> SplitFeed(const FeedMap& feed, size_t place
     }
     const int64_t samples = t.lod().empty() ? t.dims()[0] : static_cast<int64_t>(t.lod()[0].size()) - 1;
     if (samples < static_cast<int64_t>(places)) {
-      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' has ", samples,
-                                                     " samples, fewer than the ", places,
-                                                     " places it must be split across"));
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' has ", samples, " samples, fewer than the ",
+                                                     places, " places it must be split across"));
     }
     auto parts = Parts(t, places);
     for (size_t p = 0; p < places; ++p) out[p][name] = Part(t, parts[p].first, parts[p].second, p, places);
@@ -66,8 +65,8 @@ absl::StatusOr<std::vector<FeedMap>> SplitFeed(const FeedMap& feed, size_t place
 
 absl::Status CheckFeedList(const std::vector<FeedMap>& feeds, size_t places) {
   if (feeds.size() != places) {
-    return absl::InvalidArgumentError(absl::StrCat("a list feed needs one entry per place: got ", feeds.size(),
-                                                   " for ", places, " places"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a list feed needs one entry per place: got ", feeds.size(), " for ", places, " places"));
   }
   return absl::OkStatus();
 }
@@ -82,8 +81,8 @@ absl::StatusOr<std::vector<Tensor>> MergeFetched(const std::vector<std::vector<T
     // place 0's dtype and the same shape past dim 0.
     for (size_t p = 0; p < fetched.size(); ++p) {
       const auto& f = fetched[p];
-      bool same = i < f.size() && f[i].initialized() && f[i].dtype() == fetched[0][i].dtype() &&
-                  f[i].dims().size() == d.size();
+      bool same =
+          i < f.size() && f[i].initialized() && f[i].dtype() == fetched[0][i].dtype() && f[i].dims().size() == d.size();
       for (int k = 1; same && k < d.size(); ++k) same = f[i].dims()[k] == d[k];
       if (!same) {
         return absl::InternalError(absl::StrCat(

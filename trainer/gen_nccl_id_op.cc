@@ -25,7 +25,8 @@ absl::Status MakeId(uint8_t* out) {
   static_assert(sizeof(ncclUniqueId) == kNcclIdBytes);
   ncclUniqueId id;
   const ncclResult_t r = ncclGetUniqueId(&id);
-  if (r != ncclSuccess) return absl::InternalError(absl::StrCat("gen_nccl_id: ncclGetUniqueId: ", ncclGetErrorString(r)));
+  if (r != ncclSuccess)
+    return absl::InternalError(absl::StrCat("gen_nccl_id: ncclGetUniqueId: ", ncclGetErrorString(r)));
   std::memcpy(out, &id, kNcclIdBytes);
 #else
   std::random_device rd;
@@ -43,9 +44,10 @@ class IdReceiver : public rpc::RpcHandler {
       return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: this endpoint only takes ", kNcclIdName, ", not ",
                                                      rpc::KindName(kind), " '", h.name(), "'"));
     }
-    if (h.payload_bytes != kNcclIdBytes || (h.kind != rpc::PayloadKind::kRawBytes && h.kind != rpc::PayloadKind::kTensor)) {
-      return absl::InvalidArgumentError(absl::StrCat("gen_nccl_id: an NCCL id has ", kNcclIdBytes, " bytes, got ",
-                                                     h.Describe()));
+    if (h.payload_bytes != kNcclIdBytes ||
+        (h.kind != rpc::PayloadKind::kRawBytes && h.kind != rpc::PayloadKind::kTensor)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gen_nccl_id: an NCCL id has ", kNcclIdBytes, " bytes, got ", h.Describe()));
     }
     std::vector<uint8_t> id(kNcclIdBytes);
     request.CopyPayload(id.data());
@@ -57,7 +59,8 @@ class IdReceiver : public rpc::RpcHandler {
   // The id, or empty after timeout_ms.
   std::vector<uint8_t> Wait(int timeout_ms) {
     absl::MutexLock l(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(+[](std::vector<uint8_t>* id) { return !id->empty(); }, &id_),
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](std::vector<uint8_t>* id) { return !id->empty(); }, &id_),
                          absl::Milliseconds(timeout_ms));
     return id_;
   }
@@ -72,8 +75,9 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
   const auto others = ctx.Attr<std::vector<std::string>>("endpoint_list");
   const int tid = ctx.Attr<int32_t>("trainer_id");
   if (ctx.Attr<int32_t>("nccl_comm_num") != 1) {
-    return absl::UnimplementedError(absl::StrCat("gen_nccl_id: nccl_comm_num ", ctx.Attr<int32_t>("nccl_comm_num"),
-                                                 " (several communicators per trainer) is not supported; Oar uses one"));
+    return absl::UnimplementedError(
+        absl::StrCat("gen_nccl_id: nccl_comm_num ", ctx.Attr<int32_t>("nccl_comm_num"),
+                     " (several communicators per trainer) is not supported; Oar uses one"));
   }
   if (ctx.Attr<bool>("use_hierarchical_allreduce")) {
     return absl::UnimplementedError(
@@ -117,10 +121,18 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterGenNcclIdOp(OpRegistry* r) {
-  r->Register("gen_nccl_id").HostSide().Output("NCCLID").Attr("endpoint", std::string()).Attr("endpoint_list", std::vector<std::string>{})
-      .Attr("trainer_id", int32_t{0}).Attr("nccl_comm_num", int32_t{1}).Attr("use_hierarchical_allreduce", false)
+  r->Register("gen_nccl_id")
+      .HostSide()
+      .Output("NCCLID")
+      .Attr("endpoint", std::string())
+      .Attr("endpoint_list", std::vector<std::string>{})
+      .Attr("trainer_id", int32_t{0})
+      .Attr("nccl_comm_num", int32_t{1})
+      .Attr("use_hierarchical_allreduce", false)
       .Attr("hierarchical_allreduce_inter_nranks", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(GenNcclIdKernel);
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(GenNcclIdKernel);
 }
 
 }  // namespace oar

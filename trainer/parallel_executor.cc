@@ -8,14 +8,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "gflags/gflags.h"
 #include "common/blas.h"
-#include "common/metrics/metrics.h"
 #include "common/device/device_memory.h"
+#include "common/device/gpu_info.h"
+#include "common/metrics/metrics.h"
 #include "common/prepared_block.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
-#include "common/device/gpu_info.h"
+#include "gflags/gflags.h"
 #include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
 #include "trainer/fuse_elewise_add_act_pass.h"
@@ -24,7 +24,6 @@ DEFINE_double(fuse_parameter_memory_size, 16.0,
               "with fuse_all_reduce_ops: the most gradient memory (MB) one all-reduce across trainers packs");
 
 namespace oar {
-
 
 namespace {
 
@@ -37,8 +36,8 @@ absl::Status CheckPlaces(const std::vector<Place>& places) {
                                                      p.ToString(), "; give CPU places only or GPUs only"));
     }
     if (p.is_gpu() && !gpus.insert(p.device).second) {
-      return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: ", p.ToString(),
-                                                     " is given twice; each place needs a GPU of its own"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ParallelExecutor: ", p.ToString(), " is given twice; each place needs a GPU of its own"));
     }
   }
   for (int g : gpus) OAR_RETURN_IF_ERROR(Annotate(RequireGpu(g), "ParallelExecutor"));
@@ -48,9 +47,9 @@ absl::Status CheckPlaces(const std::vector<Place>& places) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
-    std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
-    BuildStrategy build, ExecutionStrategy exec, int num_trainers, int trainer_id,
-    const ParallelExecutor* share_vars_from, const RunEnv* env) {
+    std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope, BuildStrategy build,
+    ExecutionStrategy exec, int num_trainers, int trainer_id, const ParallelExecutor* share_vars_from,
+    const RunEnv* env) {
   if (places.empty()) return absl::InvalidArgumentError("ParallelExecutor needs at least one place");
   if (share_vars_from != nullptr) {
     if (share_vars_from->places_.size() != places.size()) {
@@ -77,7 +76,8 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   OAR_RETURN_IF_ERROR(CheckPlaces(places));
   if (places[0].is_gpu() && exec.num_threads != 0 && exec.num_threads != static_cast<int>(places.size())) {
     return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: num_threads ", exec.num_threads, " over ",
-                                                   places.size(), " GPUs; a GPU's ops run on one thread of their "
+                                                   places.size(),
+                                                   " GPUs; a GPU's ops run on one thread of their "
                                                    "own (0 or one per GPU)"));
   }
   if (num_trainers > 1 && places.size() > 1 && places[0].is_gpu()) {
@@ -114,7 +114,8 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   // persistables, or share those of `share_vars_from`.
   pe->place_scopes_.push_back(scope);
   pe->owns_place_scopes_ = share_vars_from == nullptr;
-  for (size_t p = 1; p < n && !pe->owns_place_scopes_; ++p) pe->place_scopes_.push_back(share_vars_from->place_scopes_[p]);
+  for (size_t p = 1; p < n && !pe->owns_place_scopes_; ++p)
+    pe->place_scopes_.push_back(share_vars_from->place_scopes_[p]);
   for (size_t p = 1; p < n && pe->owns_place_scopes_; ++p) {
     Scope* s = &scope->NewScope();
     for (const auto& [name, v] : pe->program_->Block(0).vars()) {
@@ -165,8 +166,8 @@ void ParallelExecutor::DropLocalExeScopes() {
   runs_since_drop_ = 0;
 }
 
-absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
-    const std::vector<std::string>& feed_names, const std::vector<std::string>& fetch_list) {
+absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(const std::vector<std::string>& feed_names,
+                                                                           const std::vector<std::string>& fetch_list) {
   const std::string key = absl::StrCat(absl::StrJoin(feed_names, ","), "|", absl::StrJoin(fetch_list, ","));
   auto& slot = compiled_[key];
   if (slot != nullptr) return slot.get();
@@ -205,8 +206,9 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
     c->blocks.push_back(*std::move(block));
   }
   const GradientMode mode = n == 1 ? GradientMode::kNone
-                            : build_.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce ? GradientMode::kReduce
-                                                                                               : GradientMode::kAllReduce;
+                            : build_.reduce_strategy == BuildStrategy::ReduceStrategy::kReduce
+                                ? GradientMode::kReduce
+                                : GradientMode::kAllReduce;
   CrossTrainer cross;
   cross.enabled = cross_ != nullptr;
   if (build_.fuse_all_reduce_ops) {
@@ -214,8 +216,8 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(
   }
   c->graph = BuildSsaGraph(c->blocks[0]->block(), n, mode, cross);
   if (!build_.debug_graphviz_path.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(build_.debug_graphviz_path, ToGraphviz(c->graph)),
-                                 "debug_graphviz_path"));
+    OAR_RETURN_IF_ERROR(
+        Annotate(WriteFileAtomically(build_.debug_graphviz_path, ToGraphviz(c->graph)), "debug_graphviz_path"));
   }
   slot = std::move(c);
   return slot.get();
@@ -333,7 +335,8 @@ absl::Status ParallelExecutor::GatherToPlace0() {
         if (src == nullptr || !src->IsType<Tensor>()) continue;
         Tensor* dst = place_scopes_[0]->Var(name)->GetMutable<Tensor>();
         if (places_[0].is_gpu()) {
-          OAR_RETURN_IF_ERROR(Annotate(src->Get<Tensor>().CopyTo(places_[0], dst), absl::StrCat("gathering '", name, "'")));
+          OAR_RETURN_IF_ERROR(
+              Annotate(src->Get<Tensor>().CopyTo(places_[0], dst), absl::StrCat("gathering '", name, "'")));
         } else {
           dst->CopyFrom(src->Get<Tensor>());
         }

@@ -34,11 +34,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/executor.h"
+#include "common/thread_pool.h"
 #include "trainer/build_strategy.h"
 #include "trainer/collective/collective.h"
 #include "trainer/collective/ordered_collectives.h"
 #include "trainer/ssa_graph.h"
-#include "common/thread_pool.h"
 
 namespace oar {
 

@@ -65,10 +65,18 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
       const OpHandle& h = g.ops[id];
       absl::Status s;
       switch (h.kind) {
-        case OpHandle::Kind::kCompute: s = c->blocks[h.place]->RunOpAt(h.op_index); break;
-        case OpHandle::Kind::kAllReduce: s = AllReduce(h.var, -1, h.chunk, h.chunks); break;
-        case OpHandle::Kind::kReduce: s = AllReduce(h.var, static_cast<int>(h.place)); break;
-        case OpHandle::Kind::kBroadcast: s = Broadcast(h.var, h.place); break;
+        case OpHandle::Kind::kCompute:
+          s = c->blocks[h.place]->RunOpAt(h.op_index);
+          break;
+        case OpHandle::Kind::kAllReduce:
+          s = AllReduce(h.var, -1, h.chunk, h.chunks);
+          break;
+        case OpHandle::Kind::kReduce:
+          s = AllReduce(h.var, static_cast<int>(h.place));
+          break;
+        case OpHandle::Kind::kBroadcast:
+          s = Broadcast(h.var, h.place);
+          break;
         case OpHandle::Kind::kCrossAllReduce:
           // On the collectives' thread, in the trainers' common order; this
           // worker goes on with other handles meanwhile.
@@ -115,9 +123,11 @@ absl::Status ParallelExecutor::RunGraph(Compiled* c) {
   if (ordered_ != nullptr) ordered_->BeginStep();
   for (size_t r : roots) dispatch(r);
   absl::MutexLock lock(&mu);
-  mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &in_flight));
+  mu.Await(absl::Condition(
+      +[](size_t* n) { return *n == 0; }, &in_flight));
   if (first_error.ok() && done != g.ops.size()) {
-    return absl::InternalError(absl::StrCat("ParallelExecutor: ", g.ops.size() - done, " op handles never became ready"));
+    return absl::InternalError(
+        absl::StrCat("ParallelExecutor: ", g.ops.size() - done, " op handles never became ready"));
   }
   return first_error;
 }
@@ -160,7 +170,8 @@ absl::Status ParallelExecutor::RunGraphOnCaller(Compiled* c) {
         std::deque<size_t>* ready;
         size_t* async;
       } w{&ready, &async};
-      mu.Await(absl::Condition(+[](Wake* w) { return !w->ready->empty() || *w->async == 0; }, &w));
+      mu.Await(absl::Condition(
+          +[](Wake* w) { return !w->ready->empty() || *w->async == 0; }, &w));
       if (ready.empty()) break;  // nothing ready and nothing under way: the step is over
       id = ready.front();
       ready.pop_front();
@@ -201,7 +212,8 @@ absl::Status ParallelExecutor::RunGraphOnCaller(Compiled* c) {
     if (cancel) ordered_->Cancel(absl::CancelledError("the step failed"));
   }
   if (first_error.ok() && done != g.ops.size()) {
-    return absl::InternalError(absl::StrCat("ParallelExecutor: ", g.ops.size() - done, " op handles never became ready"));
+    return absl::InternalError(
+        absl::StrCat("ParallelExecutor: ", g.ops.size() - done, " op handles never became ready"));
   }
   return first_error;
 }

@@ -13,8 +13,8 @@ std::vector<Place> CpuPlaces(int n) { return std::vector<Place>(static_cast<size
 absl::Status CheckPlacesFitBatch(int64_t places, int64_t batch, const std::string& what) {
   if (places <= batch) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(what, " asks for ", places, " places, more than the ", batch,
-                                                 " example(s) of a batch it must be split across; use at most ",
-                                                 batch, " places, or a larger --batch_size"));
+                                                 " example(s) of a batch it must be split across; use at most ", batch,
+                                                 " places, or a larger --batch_size"));
 }
 
 absl::StatusOr<std::vector<Place>> CpuPlacesFromEnv() {

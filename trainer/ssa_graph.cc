@@ -281,10 +281,10 @@ std::string ToGraphviz(const SsaGraph& g) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const OpHandle& h = g.ops[i];
     std::string label = h.label;
-    for (char& c : label) if (c == '"') c = '\'';
+    for (char& c : label)
+      if (c == '"') c = '\'';
     absl::StrAppend(&dot, "  op", i, " [label=\"", label, "\"",
-                    h.kind == OpHandle::Kind::kCompute ? "" : ", shape=box, style=filled, fillcolor=lightblue",
-                    "];\n");
+                    h.kind == OpHandle::Kind::kCompute ? "" : ", shape=box, style=filled, fillcolor=lightblue", "];\n");
   }
   for (size_t i = 0; i < g.ops.size(); ++i) {
     for (size_t d : g.ops[i].deps) absl::StrAppend(&dot, "  op", d, " -> op", i, ";\n");

@@ -1,14 +1,12 @@
 // The SSA graph of a data-parallel step: every op of the block replicated
 // once per place (compute op handles), plus one all-reduce handle per
-// gradient and place (each sums one slice, so the places share the work) (found through op_role_var, as Fluid's multi-device pass does),
-// placed after the gradient's last writer. Each variable on each place gets
-// a new version (VarHandle) per write; an op handle depends on the writers
-// of the versions it reads (read-after-write), on the readers of a version
-// it overwrites (write-after-read) and on its previous writer. In a
-// transpiled trainer program the RPC and Dist ops (split_byref, send,
-// barriers, recv, concat) run on place 0 only, and every persistable
-// variable they write (the parameters pulled back) is then broadcast from
-// place 0; kReduce becomes kAllReduce there, so place 0 sends the full sums.
+// gradient and place (each sums one slice, so the places share the work) (found through op_role_var, as Fluid's
+// multi-device pass does), placed after the gradient's last writer. Each variable on each place gets a new version
+// (VarHandle) per write; an op handle depends on the writers of the versions it reads (read-after-write), on the
+// readers of a version it overwrites (write-after-read) and on its previous writer. In a transpiled trainer program the
+// RPC and Dist ops (split_byref, send, barriers, recv, concat) run on place 0 only, and every persistable variable they
+// write (the parameters pulled back) is then broadcast from place 0; kReduce becomes kAllReduce there, so place 0 sends
+// the full sums.
 //
 // Thread-safety: immutable after BuildSsaGraph.
 #pragma once
@@ -43,7 +41,7 @@ struct OpHandle {
   size_t chunks = 1;
   std::vector<std::string> vars;  // kCrossAllReduce: the gradients, packed in this order
   size_t cross_index = 0;         // kCrossAllReduce: its place in the trainers' common order
-  std::string label;    // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
+  std::string label;              // "mul #3 @place 1", "all_reduce(fc_0.w_0@GRAD)"
   std::vector<size_t> deps;
   std::vector<size_t> dependents;
 };

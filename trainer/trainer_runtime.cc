@@ -8,7 +8,7 @@
 namespace oar {
 
 absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDesc main, const ProgramDesc& startup,
-                                                                        Options options) {
+                                                                       Options options) {
   std::unique_ptr<TrainerRuntime> rt(new TrainerRuntime());
   rt->options_ = std::move(options);
   rt->main_ = std::move(main);
@@ -23,7 +23,9 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   const bool pserver_mode = !rt->options_.nccl2;
   rt->client_ = std::make_unique<rpc::RpcClient>(
       transport, rpc::ClientOptions{.trainers = pserver_mode ? rt->options_.trainers : 0,
-                                    .sync_mode = !pserver_mode ? 0 : rt->options_.sync_mode ? 1 : 2,
+                                    .sync_mode = !pserver_mode            ? 0
+                                                 : rt->options_.sync_mode ? 1
+                                                                          : 2,
                                     .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : "",
                                     .incarnation = rt->options_.incarnation});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
@@ -37,8 +39,9 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   const Options& opts = rt->options_;
   const bool gpus = !opts.places.empty() && opts.places[0].is_gpu();
   if (gpus && opts.places.size() > 1 && opts.nccl2 && opts.trainers > 1) {
-    return absl::UnimplementedError(absl::StrCat("nccl2 trainer on ", opts.places.size(),
-                                                 " GPUs: nccl2 mode takes one GPU per trainer; start a trainer per GPU"));
+    return absl::UnimplementedError(
+        absl::StrCat("nccl2 trainer on ", opts.places.size(),
+                     " GPUs: nccl2 mode takes one GPU per trainer; start a trainer per GPU"));
   }
   const Place place = opts.places.size() == 1 || gpus ? opts.places[0] : CPUPlace();
   rt->exe_ = std::make_unique<Executor>(place, ExecutorOptions{.env = &rt->env_});
@@ -120,7 +123,8 @@ absl::StatusOr<float> TrainerRuntime::Step(const FeedMap& feed) {
     OAR_ASSIGN_OR_RETURN(out, exe_->Run(main_, &scope_, feed, {options_.loss}));
   }
   if (out.empty() || out[0].dtype() != DataType::kFloat32 || out[0].numel() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("the loss '", options_.loss, "' is not a float32 tensor with a value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the loss '", options_.loss, "' is not a float32 tensor with a value"));
   }
   float loss = 0;  // with several places: the mean of their losses
   for (int64_t i = 0; i < out[0].numel(); ++i) loss += out[0].data<float>()[i] / static_cast<float>(out[0].numel());

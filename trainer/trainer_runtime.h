@@ -40,8 +40,8 @@ class TrainerRuntime {
     std::string loss;           // the loss variable, fetched every step
     std::vector<Place> places;  // empty or one: the plain Executor
     BuildStrategy build;
-    std::vector<std::string> pservers;   // waited for before the startup program
-    bool sync_mode = true;               // pserver mode: how the pservers train (told to them in every call)
+    std::vector<std::string> pservers;    // waited for before the startup program
+    bool sync_mode = true;                // pserver mode: how the pservers train (told to them in every call)
     rpc::Transport* transport = nullptr;  // null: gRPC (must outlive the runtime)
     // nccl2 mode: no pservers; the startup program's gen_nccl_id gives every
     // trainer the same id, from which they join one collective (the TCP ring

@@ -8,8 +8,8 @@
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "transpiler/distributed_table.h"
-#include "transpiler/optimizer_shapes.h"
 #include "transpiler/optimize_pass.h"
+#include "transpiler/optimizer_shapes.h"
 
 namespace oar {
 namespace {
@@ -76,7 +76,8 @@ absl::Status DistributeTranspiler::transpile(int trainer_id, ProgramDesc* progra
     const OpDesc& op = s.origin.Block(0).Op(i);
     if (!op.inputs.count("Param") || !op.inputs.count("LearningRate")) continue;
     absl::Status st = CheckPserverOptimizer(op.type);
-    if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(st.message(), " (parameter '", op.Input("Param")[0], "')"));
+    if (!st.ok())
+      return absl::InvalidArgumentError(absl::StrCat(st.message(), " (parameter '", op.Input("Param")[0], "')"));
   }
   OAR_RETURN_IF_ERROR(TranspileTrainer(&s));
   transpiled_ = true;
@@ -102,8 +103,8 @@ absl::Status DistributeTranspiler::PrefetchDistributedTable(ProgramDesc* program
   OAR_RETURN_IF_ERROR(CheckTranspiled("PrefetchDistributedTable"));
   if (!state_.table) return absl::OkStatus();
   DistributedTable record;
-  return ReplaceLookupsWithPrefetch(program->MutableBlock(0), state_.table->name, state_.pservers,
-                                    state_.trainer_id, &record);
+  return ReplaceLookupsWithPrefetch(program->MutableBlock(0), state_.table->name, state_.pservers, state_.trainer_id,
+                                    &record);
 }
 
 absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_startup_program() const {

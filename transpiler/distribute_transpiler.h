@@ -67,8 +67,8 @@ class DistributeTranspiler {
   // The same for programs built with the layers API (DESIGN's sketch):
   //   t.transpile(0, &main, "10.0.0.1:6174,10.0.0.2:6174", 2, true, &startup);
   absl::Status transpile(int trainer_id, Program* program, const std::string& pservers = "127.0.0.1:6174",
-                         std::variant<int, std::string> trainers = 1, bool sync_mode = true,
-                         Program* startup = nullptr, const std::string& current_endpoint = "127.0.0.1:6174") {
+                         std::variant<int, std::string> trainers = 1, bool sync_mode = true, Program* startup = nullptr,
+                         const std::string& current_endpoint = "127.0.0.1:6174") {
     return transpile(trainer_id, program == nullptr ? nullptr : &program->desc(), pservers, std::move(trainers),
                      sync_mode, startup == nullptr ? nullptr : &startup->desc(), current_endpoint);
   }

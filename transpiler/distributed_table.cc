@@ -99,8 +99,7 @@ void DeclareTableSendOut(TranspileState* s) {
 }
 
 absl::Status ReplaceLookupsWithPrefetch(BlockDesc* main, const std::string& table,
-                                        const std::vector<std::string>& pservers, int trainer_id,
-                                        DistributedTable* t) {
+                                        const std::vector<std::string>& pservers, int trainer_id, DistributedTable* t) {
   const size_t n = pservers.size();
   int64_t at = -1;
   std::vector<std::string> ids, outs;
@@ -220,8 +219,8 @@ absl::Status BuildTableBlocks(const TranspileState& s, const std::string& ep, in
     *global->Var(grad_name) = grad;
   }
   if (t.optimizer.type == "sgd") {  // Fluid's op exactly
-    *opt->AppendOp() = MakeOp("sgd", {{"Param", {t.name}}, {"Grad", {grad_name}}, {"LearningRate", {lr}}},
-                              {{"ParamOut", {t.name}}});
+    *opt->AppendOp() =
+        MakeOp("sgd", {{"Param", {t.name}}, {"Grad", {grad_name}}, {"LearningRate", {lr}}}, {{"ParamOut", {t.name}}});
   } else {  // adagrad, adam: accumulators of the table's shape are tables too
     OpDesc op = t.optimizer;
     for (auto* slots : {&op.inputs, &op.outputs}) {

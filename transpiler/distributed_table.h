@@ -34,7 +34,7 @@ absl::Status TranspileTableTrainer(TranspileState* state);
 struct TableBlocks {
   int32_t optimize_block = -1;
   int32_t checkpoint_block = -1;
-  std::string grad_to_block_id;                        // "table@GRAD:<block>"
+  std::string grad_to_block_id;                            // "table@GRAD:<block>"
   std::vector<std::string> prefetch_var_name_to_block_id;  // "prefetch_compress_in_tmp_<i>:<block>"
 };
 // Appends the table's blocks for pserver `endpoint` (children of `parent`)

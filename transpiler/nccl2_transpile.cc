@@ -34,10 +34,9 @@ absl::Status TranspileNccl2(TranspileState* s, const std::string& current_endpoi
   VarDesc* id = block->Var("NCCLID");
   id->type = paddle::framework::proto::VarType::RAW;
   id->persistable = true;
-  *block->AppendOp() = MakeOp("gen_nccl_id", {}, {{"NCCLID", {"NCCLID"}}},
-                              {{"endpoint", current_endpoint},
-                               {"endpoint_list", others},
-                               {"trainer_id", int32_t{s->trainer_id}}});
+  *block->AppendOp() =
+      MakeOp("gen_nccl_id", {}, {{"NCCLID", {"NCCLID"}}},
+             {{"endpoint", current_endpoint}, {"endpoint_list", others}, {"trainer_id", int32_t{s->trainer_id}}});
   return absl::OkStatus();
 }
 

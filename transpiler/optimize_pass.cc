@@ -20,7 +20,8 @@ OptimizePass FindOptimizePass(const BlockDesc& block) {
     if (role != kOptimize) continue;
     out.optimize_ops.push_back(i);
     const auto role_var = op.GetAttr<std::vector<std::string>>(kOpRoleVarAttr);
-    if (role_var.size() >= 2 && seen.insert(role_var[0]).second) out.params_grads.emplace_back(role_var[0], role_var[1]);
+    if (role_var.size() >= 2 && seen.insert(role_var[0]).second)
+      out.params_grads.emplace_back(role_var[0], role_var[1]);
   }
   return out;
 }

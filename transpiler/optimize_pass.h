@@ -18,9 +18,9 @@
 namespace oar {
 
 struct OptimizePass {
-  std::vector<size_t> optimize_ops;                           // op indices
+  std::vector<size_t> optimize_ops;                               // op indices
   std::vector<std::pair<std::string, std::string>> params_grads;  // (param, grad)
-  std::vector<size_t> lr_ops;                                 // op indices
+  std::vector<size_t> lr_ops;                                     // op indices
 };
 
 OptimizePass FindOptimizePass(const BlockDesc& block);

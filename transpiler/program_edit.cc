@@ -31,8 +31,8 @@ int64_t FindLastWriter(const BlockDesc& block, const std::string& name) {
   return -1;
 }
 
-OpDesc MakeOp(std::string type, OpDesc::VarMap inputs, OpDesc::VarMap outputs,
-              std::map<std::string, Attribute> attrs, OpRole role) {
+OpDesc MakeOp(std::string type, OpDesc::VarMap inputs, OpDesc::VarMap outputs, std::map<std::string, Attribute> attrs,
+              OpRole role) {
   OpDesc op;
   op.type = std::move(type);
   op.inputs = std::move(inputs);

@@ -216,10 +216,10 @@ class PserverBuilder {
       for (size_t i = 0; i < b.OpSize(); ++i) {
         for (const auto& n : b.Op(i).InputArgNames()) {
           if (local.count(n)) continue;
-          return absl::InvalidArgumentError(absl::StrCat(
-              "pserver ", ep_, ": op '", b.Op(i).type, "' in optimize block ", id, " reads '", n,
-              "', which nothing on this pserver computes; ops that combine several parameters' gradients ",
-              "(such as GradientClipByGlobalNorm) cannot run in pserver mode"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("pserver ", ep_, ": op '", b.Op(i).type, "' in optimize block ", id, " reads '", n,
+                           "', which nothing on this pserver computes; ops that combine several parameters' gradients ",
+                           "(such as GradientClipByGlobalNorm) cannot run in pserver mode"));
         }
         for (const auto& n : b.Op(i).OutputArgNames()) local.insert(n);
       }

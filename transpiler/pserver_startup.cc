@@ -32,8 +32,8 @@ void SetShapeAttr(OpDesc* op, const std::vector<int64_t>& shape) {
 absl::StatusOr<ProgramDesc> BuildPserverStartup(const TranspileState& s, const std::string& endpoint,
                                                 const ProgramDesc& pserver_program) {
   if (std::find(s.pservers.begin(), s.pservers.end(), endpoint) == s.pservers.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("endpoint '", endpoint, "' is not one of the pservers (",
-                                                   absl::StrJoin(s.pservers, ","), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoint '", endpoint, "' is not one of the pservers (", absl::StrJoin(s.pservers, ","), ")"));
   }
   // The parameter blocks this pserver holds, by origin name.
   std::map<std::string, const VarDesc*> block_of;
@@ -66,8 +66,8 @@ absl::StatusOr<ProgramDesc> BuildPserverStartup(const TranspileState& s, const s
     if (outputs.empty()) continue;  // initializes nothing held here
     for (const auto& n : op.InputArgNames()) {
       if (!ps_vars.HasVar(n)) {
-        return absl::InvalidArgumentError(absl::StrCat("pserver ", endpoint, ": startup op '", op.type,
-                                                       "' reads '", n, "', which this pserver does not hold"));
+        return absl::InvalidArgumentError(absl::StrCat("pserver ", endpoint, ": startup op '", op.type, "' reads '", n,
+                                                       "', which this pserver does not hold"));
       }
     }
     OpDesc* added = block->AppendOp();

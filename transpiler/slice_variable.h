@@ -23,9 +23,7 @@ struct VarBlock {
   int64_t size = 0;      // elements in this block
   // Fluid's "name:block_id:size" form.
   std::string ToString() const;
-  bool operator==(const VarBlock& o) const {
-    return varname == o.varname && block_id == o.block_id && size == o.size;
-  }
+  bool operator==(const VarBlock& o) const { return varname == o.varname && block_id == o.block_id && size == o.size; }
 };
 
 struct VarShape {

@@ -42,8 +42,8 @@ absl::Status CheckShape(const VarDesc* v, const std::string& name, const char* w
   if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "' is not a variable of block 0"));
   for (int64_t d : v->shape) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "' has unknown dims; pserver mode slices only ",
-                                                     "fully known shapes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", name, "' has unknown dims; pserver mode slices only ", "fully known shapes"));
     }
   }
   return absl::OkStatus();
@@ -186,10 +186,8 @@ void AppendRecvs(TranspileState* s) {
     const std::vector<std::string> out = runtime_split ? std::vector<std::string>{sp.param} : Names(sp.param_blocks);
     all_recv.insert(all_recv.end(), out.begin(), out.end());
     std::map<std::string, Attribute> attrs = {
-        {"epmap", sp.endpoints},
-        {"recv_varnames", runtime_split ? Names(sp.param_blocks) : std::vector<std::string>{}},
-        {"trainer_id", tid},
-        {kOpRoleVarAttr, std::vector<std::string>{sp.param, SentGradName(sp)}},
+        {"epmap", sp.endpoints}, {"recv_varnames", runtime_split ? Names(sp.param_blocks) : std::vector<std::string>{}},
+        {"trainer_id", tid},     {kOpRoleVarAttr, std::vector<std::string>{sp.param, SentGradName(sp)}},
         {"sync_mode", !s->sync},  // as send's: fetch_barrier waits for the recvs in sync training
     };
     *main->AppendOp() = MakeOp("recv", {{"X", {s->sync ? barrier_out : sp.send_out}}}, {{"Out", out}}, attrs, kRPC);
@@ -201,8 +199,8 @@ void AppendRecvs(TranspileState* s) {
   if (runtime_split) return;
   for (const auto& sp : s->split) {
     if (!SlicedVar(sp) || sp.remote_prefetch) continue;
-    *main->AppendOp() = MakeOp("concat", {{"X", Names(sp.param_blocks)}}, {{"Out", {sp.param}}},
-                               {{"axis", int32_t{0}}}, kDist);
+    *main->AppendOp() =
+        MakeOp("concat", {{"X", Names(sp.param_blocks)}}, {{"Out", {sp.param}}}, {{"axis", int32_t{0}}}, kDist);
   }
 }
 
@@ -226,8 +224,8 @@ void AppendTrainerStartup(TranspileState* s) {
   for (const auto& sp : s->split) {
     if (!SlicedVar(sp)) continue;
     if (!startup->HasVar(sp.param)) *startup->Var(sp.param) = *s->OriginVar(sp.param);
-    *startup->AppendOp() = MakeOp("concat", {{"X", Names(sp.param_blocks)}}, {{"Out", {sp.param}}},
-                                  {{"axis", int32_t{0}}});
+    *startup->AppendOp() =
+        MakeOp("concat", {{"X", Names(sp.param_blocks)}}, {{"Out", {sp.param}}}, {{"axis", int32_t{0}}});
   }
 }
 
@@ -274,7 +272,8 @@ absl::Status TranspileTrainer(TranspileState* s) {
     // changed.
     if (origin.Op(i).type == "squared_l2_norm") {
       return absl::UnimplementedError(absl::StrCat(
-          "op #", i, " squared_l2_norm: the program clips gradients by their global norm (ClipGradByGlobalNorm), "
+          "op #", i,
+          " squared_l2_norm: the program clips gradients by their global norm (ClipGradByGlobalNorm), "
           "which in pserver mode would clip each pserver's share by its own norm; clip by each parameter's norm "
           "(ClipGradByNorm) or by value (ClipGradByValue), or train it in nccl2 mode"));
     }

@@ -29,12 +29,12 @@ struct SplitParam {
 
 // A lookup table distributed over the pservers (is_distributed).
 struct DistributedTable {
-  std::string name, grad;                      // "emb", "emb@GRAD"
-  OpDesc optimizer;                            // its optimizer op in the origin program
-  std::vector<OpDesc> extra_ops;               // its other optimize ops (Adam's beta powers)
-  std::vector<std::string> ids, outs;          // of the lookup_table ops the prefetch replaces
+  std::string name, grad;                          // "emb", "emb@GRAD"
+  OpDesc optimizer;                                // its optimizer op in the origin program
+  std::vector<OpDesc> extra_ops;                   // its other optimize ops (Adam's beta powers)
+  std::vector<std::string> ids, outs;              // of the lookup_table ops the prefetch replaces
   std::vector<VarDesc> prefetch_in, prefetch_out;  // per pserver: prefetch_compress_{in,out}_tmp_<i>
-  std::string send_out;                        // its send's control variable (sync)
+  std::string send_out;                            // its send's control variable (sync)
 };
 
 struct TranspileState {
@@ -44,15 +44,15 @@ struct TranspileState {
   bool sync = true;
   std::vector<std::string> pservers;
   std::vector<std::string> trainer_endpoints;  // nccl2 mode
-  ProgramDesc origin;                    // the main program as given
-  ProgramDesc* program = nullptr;        // edited in place: the trainer program
-  ProgramDesc* startup = nullptr;        // edited in place: the trainer startup
+  ProgramDesc origin;                          // the main program as given
+  ProgramDesc* program = nullptr;              // edited in place: the trainer program
+  ProgramDesc* startup = nullptr;              // edited in place: the trainer startup
   ProgramDesc origin_startup;            // the startup program as given (pservers take their initializers from it)
   std::vector<OpDesc> optimize_ops;      // copies, in program order
   std::vector<OpDesc> lr_ops;            // copies, in program order
   std::vector<const OpDesc*> to_delete;  // the same ops inside *program
   std::vector<SplitParam> split;
-  int control_vars = 0;                  // control variables made so far
+  int control_vars = 0;                   // control variables made so far
   std::optional<DistributedTable> table;  // at most one, as in Fluid
 
   const VarDesc* OriginVar(const std::string& name) const { return origin.Block(0).FindVar(name); }

@@ -16,13 +16,11 @@ constexpr int32_t kLoss = static_cast<int32_t>(OpRole::kLoss);
 bool IsGradName(const std::string& n) { return absl::StrContains(n, kGradSuffix); }
 
 // The forward variable a gradient name refers to: "x@GRAD@RENAME@1" → "x".
-std::string ForwardName(const std::string& grad) {
-  return grad.substr(0, grad.find(kGradSuffix));
-}
+std::string ForwardName(const std::string& grad) { return grad.substr(0, grad.find(kGradSuffix)); }
 
 // Indices of the ops whose outputs (transitively) reach `loss`.
-std::vector<size_t> OpPathToLoss(const BlockDesc& block, size_t loss_op,
-                                 const std::string& loss, const std::set<std::string>& no_grad) {
+std::vector<size_t> OpPathToLoss(const BlockDesc& block, size_t loss_op, const std::string& loss,
+                                 const std::set<std::string>& no_grad) {
   std::set<std::string> wanted = {loss};
   std::vector<size_t> path;
   for (size_t i = loss_op + 1; i-- > 0;) {
@@ -133,8 +131,7 @@ std::vector<OpDesc> RemoveNoGradBranch(std::vector<OpDesc> ops, std::set<std::st
 
 }  // namespace
 
-std::vector<std::pair<Var, Var>> append_backward(const Var& loss,
-                                                 const std::vector<std::string>& parameter_list,
+std::vector<std::pair<Var, Var>> append_backward(const Var& loss, const std::vector<std::string>& parameter_list,
                                                  const std::set<std::string>& user_no_grad) {
   if (!loss.valid()) return {};
   Program* program = loss.program();
@@ -151,7 +148,8 @@ std::vector<std::pair<Var, Var>> append_backward(const Var& loss,
   // The op that computes the loss, marked Forward|Loss.
   size_t loss_op = block->OpSize();
   for (size_t i = block->OpSize(); i-- > 0 && loss_op == block->OpSize();) {
-    for (const auto& o : block->Op(i).OutputArgNames()) if (o == loss.name()) loss_op = i;
+    for (const auto& o : block->Op(i).OutputArgNames())
+      if (o == loss.name()) loss_op = i;
   }
   if (loss_op == block->OpSize()) return fail(absl::StrCat("no op computes loss '", loss.name(), "'"));
   block->MutableOp(loss_op)->SetAttr(kOpRoleAttr, static_cast<int32_t>(OpRole::kForward) | kLoss);
@@ -176,7 +174,8 @@ std::vector<std::pair<Var, Var>> append_backward(const Var& loss,
       // Fluid drops a no-grad argument from a one-variable slot (leaving the
       // slot empty) and marks it @EMPTY@ in a list, keeping positions.
       for (auto& [slot, args] : g.outputs) {
-        for (auto& a : args) if (no_grad_grads.count(a)) a = kEmptyVarName;
+        for (auto& a : args)
+          if (no_grad_grads.count(a)) a = kEmptyVarName;
         if (args.size() == 1 && args[0] == kEmptyVarName) args.clear();
       }
       g.SetAttr(kOpRoleAttr, kBackward);

@@ -28,8 +28,7 @@
 
 namespace oar {
 
-std::vector<std::pair<Var, Var>> append_backward(const Var& loss,
-                                                 const std::vector<std::string>& parameter_list = {},
+std::vector<std::pair<Var, Var>> append_backward(const Var& loss, const std::vector<std::string>& parameter_list = {},
                                                  const std::set<std::string>& no_grad_set = {});
 
 }  // namespace oar

@@ -33,8 +33,8 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
 // "a, b, c, d and 5 more": at most `shown` names.
 std::string SomeOf(const std::vector<std::string>& names, size_t shown = 4) {
   if (names.size() <= shown) return absl::StrJoin(names, ", ");
-  return absl::StrCat(absl::StrJoin(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                      " and ", names.size() - shown, " more");
+  return absl::StrCat(absl::StrJoin(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "), " and ",
+                      names.size() - shown, " more");
 }
 
 // name → (dtype, shape) as the manifest lists them.
@@ -110,10 +110,11 @@ absl::Status load_checkpoint(Executor& exe, Scope* scope, const std::string& dir
     if (!known.count(name)) extra.push_back(name);
   }
   if (!missing.empty()) {
-    std::string holds = extra.empty() ? "" : absl::StrCat(" and holds ", extra.size(), " it does not (", SomeOf(extra), ")");
+    std::string holds =
+        extra.empty() ? "" : absl::StrCat(" and holds ", extra.size(), " it does not (", SomeOf(extra), ")");
     return absl::InvalidArgumentError(absl::StrCat(
-        dirname, " is not a checkpoint of this program: it lacks ", missing.size(), " of the program's ",
-        wanted.size(), " variables (", SomeOf(missing), ")", holds,
+        dirname, " is not a checkpoint of this program: it lacks ", missing.size(), " of the program's ", wanted.size(),
+        " variables (", SomeOf(missing), ")", holds,
         missing.size() == wanted.size() ? "; it was saved from another model" : "; was it saved from another model?"));
   }
   OAR_RETURN_IF_ERROR(mismatch);

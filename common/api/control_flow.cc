@@ -29,7 +29,8 @@ ConditionalBlockGuard::~ConditionalBlockGuard() {
   std::set<std::string> written, params;
   for (size_t i = 0; i < sub_block_->OpSize(); ++i) {
     const OpDesc& op = sub_block_->Op(i);
-    for (const auto& in : op.InputArgNames()) if (!written.count(in)) params.insert(in);
+    for (const auto& in : op.InputArgNames())
+      if (!written.count(in)) params.insert(in);
     for (const auto& out : op.OutputArgNames()) written.insert(out);
   }
   std::set<std::string> cond_names;

@@ -5,9 +5,7 @@
 namespace oar {
 namespace {
 
-int32_t EffectiveSeed(int32_t seed, const Program* startup) {
-  return seed != 0 ? seed : startup->random_seed();
-}
+int32_t EffectiveSeed(int32_t seed, const Program* startup) { return seed != 0 ? seed : startup->random_seed(); }
 
 OpDesc* AppendFill(const std::string& type, const VarDesc& var, Program* startup) {
   OpDesc* op = startup->global_block()->AppendOp();

@@ -29,8 +29,7 @@ InitializerPtr Uniform(float low = -1.0f, float high = 1.0f, int32_t seed = 0);
 InitializerPtr Normal(float loc = 0.0f, float scale = 1.0f, int32_t seed = 0);
 // Glorot: uniform in ±sqrt(6/(fan_in+fan_out)), or normal with
 // std sqrt(2/(fan_in+fan_out)). Fans of 0 are taken from the shape.
-InitializerPtr Xavier(bool uniform = true, int64_t fan_in = 0, int64_t fan_out = 0,
-                      int32_t seed = 0);
+InitializerPtr Xavier(bool uniform = true, int64_t fan_in = 0, int64_t fan_out = 0, int32_t seed = 0);
 
 }  // namespace initializer
 }  // namespace oar

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/status.h"
 #include "common/prepared_block.h"
+#include "common/status.h"
 #include "common/tensor_io.h"
 
 namespace oar {
@@ -40,14 +40,20 @@ ProgramDesc IoProgram(const ProgramDesc& src, const std::vector<std::string>& va
   if (!filename.empty()) {
     OpDesc* op = b->AppendOp();
     op->type = save ? "save_combine" : "load_combine";
-    if (save) op->SetInput("X", sorted); else op->SetOutput("Out", sorted);
+    if (save)
+      op->SetInput("X", sorted);
+    else
+      op->SetOutput("Out", sorted);
     op->SetAttr("file_path", JoinPath(dirname, filename));
     return p;
   }
   for (const auto& name : sorted) {
     OpDesc* op = b->AppendOp();
     op->type = save ? "save" : "load";
-    if (save) op->SetInput("X", {name}); else op->SetOutput("Out", {name});
+    if (save)
+      op->SetInput("X", {name});
+    else
+      op->SetOutput("Out", {name});
     op->SetAttr("file_path", JoinPath(dirname, name));
   }
   return p;
@@ -89,13 +95,13 @@ absl::Status load_vars(Executor& exe, Scope* scope, const std::string& dirname, 
   return RunOnce(exe, scope, IoProgram(program, vars, dirname, filename, false));
 }
 
-absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& dirname,
-                               const ProgramDesc& program, const std::string& filename) {
+absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
+                               const std::string& filename) {
   return save_vars(exe, scope, dirname, program, PersistableVarNames(program), filename);
 }
 
-absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname,
-                               const ProgramDesc& program, const std::string& filename) {
+absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
+                               const std::string& filename) {
   return load_vars(exe, scope, dirname, program, PersistableVarNames(program), filename);
 }
 
@@ -111,10 +117,11 @@ absl::Status RefusePickle(const std::string& path) {
   for (const char* ext : {".pdparams", ".pdopt"}) {
     if (absl::EndsWith(prefix, ext)) prefix.resize(prefix.size() - std::strlen(ext));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, " is paddle.static.save's pickled format (", prefix,
-      ".pdparams/.pdopt); oar reads save_persistables' files: convert them with "
-      "`python3 scripts/pdparams_to_fluid.py ", prefix, " --out DIR` and pass --params DIR"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, " is paddle.static.save's pickled format (", prefix,
+                   ".pdparams/.pdopt); oar reads save_persistables' files: convert them with "
+                   "`python3 scripts/pdparams_to_fluid.py ",
+                   prefix, " --out DIR` and pass --params DIR"));
 }
 
 }  // namespace
@@ -157,7 +164,8 @@ ProgramDesc PruneToTargets(const ProgramDesc& src, const std::vector<std::string
     for (const auto& n : op->OutputArgNames()) used.insert(n);
   }
   std::vector<std::string> unused;
-  for (const auto& [name, v] : b->vars()) if (!used.count(name)) unused.push_back(name);
+  for (const auto& [name, v] : b->vars())
+    if (!used.count(name)) unused.push_back(name);
   for (const auto& n : unused) b->RemoveVar(n);
   return p;
 }
@@ -167,10 +175,12 @@ absl::Status save_inference_model(const std::string& dirname, const std::vector<
                                   const ProgramDesc& program, const std::string& model_filename,
                                   const std::string& params_filename) {
   for (const auto& n : feeded_var_names) {
-    if (!program.Block(0).FindVar(n)) return absl::InvalidArgumentError(absl::StrCat("feed '", n, "' is not in the program"));
+    if (!program.Block(0).FindVar(n))
+      return absl::InvalidArgumentError(absl::StrCat("feed '", n, "' is not in the program"));
   }
   for (const auto& n : target_vars) {
-    if (!program.Block(0).FindVar(n)) return absl::InvalidArgumentError(absl::StrCat("target '", n, "' is not in the program"));
+    if (!program.Block(0).FindVar(n))
+      return absl::InvalidArgumentError(absl::StrCat("target '", n, "' is not in the program"));
   }
   ProgramDesc pruned = PruneToTargets(program, feeded_var_names, target_vars);
   ProgramDesc with_io(pruned);
@@ -199,9 +209,12 @@ absl::StatusOr<InferenceModel> load_inference_model(const std::string& dirname, 
   std::map<int32_t, std::string> feeds, fetches;
   for (size_t i = b->OpSize(); i-- > 0;) {
     const OpDesc& op = b->Op(i);
-    if (op.type == "feed") feeds[op.GetAttr<int32_t>("col")] = op.Output("Out")[0];
-    else if (op.type == "fetch") fetches[op.GetAttr<int32_t>("col")] = op.Input("X")[0];
-    else continue;
+    if (op.type == "feed")
+      feeds[op.GetAttr<int32_t>("col")] = op.Output("Out")[0];
+    else if (op.type == "fetch")
+      fetches[op.GetAttr<int32_t>("col")] = op.Input("X")[0];
+    else
+      continue;
     b->RemoveOps(i, i + 1);
   }
   b->RemoveVar(kFeedVarName);

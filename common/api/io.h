@@ -27,10 +27,10 @@ absl::Status save_vars(Executor& exe, Scope* scope, const std::string& dirname, 
                        const std::vector<std::string>& vars, const std::string& filename = "");
 absl::Status load_vars(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
                        const std::vector<std::string>& vars, const std::string& filename = "");
-absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& dirname,
-                               const ProgramDesc& program, const std::string& filename = "");
-absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname,
-                               const ProgramDesc& program, const std::string& filename = "");
+absl::Status save_persistables(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
+                               const std::string& filename = "");
+absl::Status load_persistables(Executor& exe, Scope* scope, const std::string& dirname, const ProgramDesc& program,
+                               const std::string& filename = "");
 // load_persistables from `path`: a directory of per-variable files, or one
 // combined file (what `save_persistables` wrote with a filename).
 absl::Status LoadPersistablesFrom(Executor& exe, Scope* scope, const std::string& path, const ProgramDesc& program);

@@ -46,8 +46,7 @@ Var LayerHelper::CreateTmp(DataType dtype, bool stop_gradient) const {
   return Var(main_, block(), n);
 }
 
-Var LayerHelper::CreateGlobal(const std::string& name, DataType dtype,
-                              const std::vector<int64_t>& shape) const {
+Var LayerHelper::CreateGlobal(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) const {
   BlockDesc* global = main_->global_block();
   VarDesc* v = global->Var(name);
   v->dtype = dtype;
@@ -65,19 +64,16 @@ void LayerHelper::InitInStartup(const VarDesc& var, const InitializerPtr& init) 
   init->Append(*s, startup_);
 }
 
-Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_t>& shape,
-                                 DataType dtype, bool is_bias,
+Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_t>& shape, DataType dtype, bool is_bias,
                                  InitializerPtr default_initializer) const {
   if (attr.disabled) return Var();
   for (int64_t d : shape) {
     if (d <= 0) {
-      Fail(absl::StrCat("parameter shape must be fully known and positive, got [",
-                        absl::StrJoin(shape, ", "), "]"));
+      Fail(absl::StrCat("parameter shape must be fully known and positive, got [", absl::StrJoin(shape, ", "), "]"));
       return Var();
     }
   }
-  std::string n = attr.name.empty() ? unique_name::Generate(absl::StrCat(name_, is_bias ? ".b" : ".w"))
-                                    : attr.name;
+  std::string n = attr.name.empty() ? unique_name::Generate(absl::StrCat(name_, is_bias ? ".b" : ".w")) : attr.name;
   if (main_->global_block()->HasVar(n)) {
     // Layers given the same ParamAttr name share one parameter, as in Fluid
     // (e.g. one embedding table for many slots) — if they agree on it.
@@ -91,18 +87,18 @@ Var LayerHelper::CreateParameter(const ParamAttr& attr, const std::vector<int64_
   d->is_parameter = true;
   d->trainable = attr.trainable;
   main_->AddParameter(n);
-  InitializerPtr init = attr.initializer ? attr.initializer
+  InitializerPtr init = attr.initializer      ? attr.initializer
                         : default_initializer ? default_initializer
-                        : is_bias ? initializer::Constant(0.0f)
-                                  : initializer::Xavier();
+                        : is_bias             ? initializer::Constant(0.0f)
+                                              : initializer::Xavier();
   InitInStartup(*d, init);
   d->learning_rate = attr.learning_rate;
   if (attr.regularizer || attr.gradient_clip) main_->param_extras[n] = {attr.regularizer, attr.gradient_clip};
   return p;
 }
 
-OpDesc* LayerHelper::AppendOp(const std::string& type, const VarList& inputs,
-                              const VarList& outputs, std::map<std::string, Attribute> attrs) const {
+OpDesc* LayerHelper::AppendOp(const std::string& type, const VarList& inputs, const VarList& outputs,
+                              std::map<std::string, Attribute> attrs) const {
   OpDesc* op = block()->AppendOp();
   op->type = type;
   for (const auto& [slot, vars] : inputs) {
@@ -134,8 +130,7 @@ Var LayerHelper::AppendBias(const Var& x, int dim_start, const ParamAttr& attr, 
   Var b = CreateParameter(attr, shape, x.dtype(), /*is_bias=*/true);
   if (!b.valid()) return Var();
   Var out = CreateTmp(x.dtype());
-  if (!AppendOp("elementwise_add", {{"X", {x}}, {"Y", {b}}}, {{"Out", {out}}},
-                {{"axis", int32_t{dim_start}}})) {
+  if (!AppendOp("elementwise_add", {{"X", {x}}, {"Y", {b}}}, {{"Out", {out}}}, {{"axis", int32_t{dim_start}}})) {
     return Var();
   }
   return out;

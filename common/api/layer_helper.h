@@ -40,8 +40,7 @@ class LayerHelper {
   // A persistable variable in the main program's global block.
   Var CreateGlobal(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) const;
   // A parameter; returns an invalid Var when attr.disabled.
-  Var CreateParameter(const ParamAttr& attr, const std::vector<int64_t>& shape,
-                      DataType dtype, bool is_bias,
+  Var CreateParameter(const ParamAttr& attr, const std::vector<int64_t>& shape, DataType dtype, bool is_bias,
                       InitializerPtr default_initializer = nullptr) const;
   // Declares `var` in the startup program and appends `init` to fill it.
   void InitInStartup(const VarDesc& var, const InitializerPtr& init) const;

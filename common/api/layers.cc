@@ -7,8 +7,8 @@
 namespace oar {
 namespace layers {
 
-Var data(const std::string& name, std::vector<int64_t> shape, DataType dtype,
-         int32_t lod_level, bool append_batch_size) {
+Var data(const std::string& name, std::vector<int64_t> shape, DataType dtype, int32_t lod_level,
+         bool append_batch_size) {
   Program* main = default_main_program();
   if (append_batch_size) shape.insert(shape.begin(), -1);
   BlockDesc* block = main->global_block();
@@ -25,15 +25,15 @@ Var data(const std::string& name, std::vector<int64_t> shape, DataType dtype,
   return Var(main, block, name);
 }
 
-Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act,
-       const ParamAttr& param_attr, const ParamAttr& bias_attr, int32_t num_flatten_dims,
-       const std::string& name) {
+Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act, const ParamAttr& param_attr,
+       const ParamAttr& bias_attr, int32_t num_flatten_dims, const std::string& name) {
   LayerHelper h("fc", name);
   if (inputs.empty()) {
     h.Fail("needs at least one input");
     return Var();
   }
-  for (const Var& in : inputs) if (!h.Ok({in})) return Var();
+  for (const Var& in : inputs)
+    if (!h.Ok({in})) return Var();
   if (size <= 0) {
     h.Fail(absl::StrCat("size must be positive, got ", size));
     return Var();
@@ -43,8 +43,8 @@ Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act,
     const Var& in = inputs[i];
     std::vector<int64_t> s = in.shape();
     if (num_flatten_dims < 1 || num_flatten_dims >= static_cast<int>(s.size())) {
-      h.Fail(absl::StrCat("num_flatten_dims=", num_flatten_dims, " is out of range for input '",
-                          in.name(), "' of rank ", s.size()));
+      h.Fail(absl::StrCat("num_flatten_dims=", num_flatten_dims, " is out of range for input '", in.name(),
+                          "' of rank ", s.size()));
       return Var();
     }
     int64_t k = 1;
@@ -68,16 +68,15 @@ Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act,
   return h.AppendActivation(h.AppendBias(pre_bias, num_flatten_dims, bias_attr), act);
 }
 
-Var fc(const Var& input, int64_t size, const std::string& act, const ParamAttr& param_attr,
-       const ParamAttr& bias_attr, int32_t num_flatten_dims, const std::string& name) {
+Var fc(const Var& input, int64_t size, const std::string& act, const ParamAttr& param_attr, const ParamAttr& bias_attr,
+       int32_t num_flatten_dims, const std::string& name) {
   return fc(std::vector<Var>{input}, size, act, param_attr, bias_attr, num_flatten_dims, name);
 }
 
 namespace {
 
 // One op "type" from X to a new Out, named after the layer.
-Var Unary(const std::string& type, const Var& x, const std::string& name,
-          std::map<std::string, Attribute> attrs = {}) {
+Var Unary(const std::string& type, const Var& x, const std::string& name, std::map<std::string, Attribute> attrs = {}) {
   LayerHelper h(type, name);
   if (!h.Ok({x})) return Var();
   Var out = h.CreateTmp(x.dtype());
@@ -85,8 +84,7 @@ Var Unary(const std::string& type, const Var& x, const std::string& name,
   return out;
 }
 
-Var Elementwise(const std::string& type, const Var& x, const Var& y, int32_t axis,
-                const std::string& act) {
+Var Elementwise(const std::string& type, const Var& x, const Var& y, int32_t axis, const std::string& act) {
   LayerHelper h(type);
   if (!h.Ok({x, y})) return Var();
   Var out = h.CreateTmp(x.dtype());
@@ -104,8 +102,7 @@ Var softmax(const Var& x, bool use_cudnn, const std::string& name, int32_t axis)
   return Unary("softmax", x, name, {{"axis", axis}, {"use_cudnn", use_cudnn}});
 }
 
-Var scale(const Var& x, float s, float bias, bool bias_after_scale, const std::string& act,
-          const std::string& name) {
+Var scale(const Var& x, float s, float bias, bool bias_after_scale, const std::string& act, const std::string& name) {
   LayerHelper h("scale", name);
   Var out = Unary("scale", x, h.name(), {{"scale", s}, {"bias", bias}, {"bias_after_scale", bias_after_scale}});
   return h.AppendActivation(out, act);
@@ -137,7 +134,8 @@ Var matmul(const Var& x, const Var& y, bool tx, bool ty, float alpha, const std:
 
 Var sums(const std::vector<Var>& xs) {
   LayerHelper h("sum");
-  for (const Var& x : xs) if (!h.Ok({x})) return Var();
+  for (const Var& x : xs)
+    if (!h.Ok({x})) return Var();
   if (xs.empty()) {
     h.Fail("needs at least one input");
     return Var();
@@ -158,16 +156,16 @@ Var cross_entropy(const Var& input, const Var& label, bool soft_label, int32_t i
   return out;
 }
 
-Var softmax_with_cross_entropy(const Var& logits, const Var& label, bool soft_label,
-                               int32_t ignore_index, bool numeric_stable_mode, Var* softmax_out) {
+Var softmax_with_cross_entropy(const Var& logits, const Var& label, bool soft_label, int32_t ignore_index,
+                               bool numeric_stable_mode, Var* softmax_out) {
   LayerHelper h("softmax_with_cross_entropy");
   if (!h.Ok({logits, label})) return Var();
   Var sm = h.CreateTmp(logits.dtype());
   Var loss = h.CreateTmp(logits.dtype());
-  if (!h.AppendOp("softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label}}},
-                  {{"Softmax", {sm}}, {"Loss", {loss}}},
-                  {{"soft_label", soft_label}, {"ignore_index", ignore_index},
-                   {"numeric_stable_mode", numeric_stable_mode}})) {
+  if (!h.AppendOp(
+          "softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label}}},
+          {{"Softmax", {sm}}, {"Loss", {loss}}},
+          {{"soft_label", soft_label}, {"ignore_index", ignore_index}, {"numeric_stable_mode", numeric_stable_mode}})) {
     return Var();
   }
   if (softmax_out != nullptr) *softmax_out = sm;
@@ -218,16 +216,16 @@ Var fill_constant(const std::vector<int64_t>& shape, DataType dtype, float value
   LayerHelper h("fill_constant");
   if (!h.Ok({})) return Var();
   Var out = h.CreateTmp(dtype, true);
-  if (!h.AppendOp("fill_constant", {}, {{"Out", {out}}},
-                  {{"shape", shape}, {"dtype", static_cast<int32_t>(dtype)},
-                   {"value", value}, {"force_cpu", force_cpu}})) {
+  if (!h.AppendOp(
+          "fill_constant", {}, {{"Out", {out}}},
+          {{"shape", shape}, {"dtype", static_cast<int32_t>(dtype)}, {"value", value}, {"force_cpu", force_cpu}})) {
     return Var();
   }
   return out;
 }
 
-Var create_global_var(const std::vector<int64_t>& shape, float value, DataType dtype,
-                      bool persistable, const std::string& name, bool force_cpu) {
+Var create_global_var(const std::vector<int64_t>& shape, float value, DataType dtype, bool persistable,
+                      const std::string& name, bool force_cpu) {
   LayerHelper h("global_var");
   if (!h.Ok({})) return Var();
   std::string n = name.empty() ? unique_name::Generate("global_var") : name;

@@ -22,18 +22,15 @@ namespace oar {
 namespace layers {
 
 // A feed target. With append_batch_size, shape gets a leading -1.
-Var data(const std::string& name, std::vector<int64_t> shape,
-         DataType dtype = DataType::kFloat32, int32_t lod_level = 0,
-         bool append_batch_size = true);
+Var data(const std::string& name, std::vector<int64_t> shape, DataType dtype = DataType::kFloat32,
+         int32_t lod_level = 0, bool append_batch_size = true);
 
 // Fully connected: mul (+ sum over several inputs) + elementwise_add bias +
 // activation `act` ("" for none).
-Var fc(const Var& input, int64_t size, const std::string& act = "",
-       const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
-       int32_t num_flatten_dims = 1, const std::string& name = "");
-Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act = "",
-       const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
-       int32_t num_flatten_dims = 1, const std::string& name = "");
+Var fc(const Var& input, int64_t size, const std::string& act = "", const ParamAttr& param_attr = {},
+       const ParamAttr& bias_attr = {}, int32_t num_flatten_dims = 1, const std::string& name = "");
+Var fc(const std::vector<Var>& inputs, int64_t size, const std::string& act = "", const ParamAttr& param_attr = {},
+       const ParamAttr& bias_attr = {}, int32_t num_flatten_dims = 1, const std::string& name = "");
 
 Var relu(const Var& x, const std::string& name = "");
 Var sigmoid(const Var& x, const std::string& name = "");
@@ -47,12 +44,11 @@ Var elementwise_add(const Var& x, const Var& y, int32_t axis = -1, const std::st
 Var elementwise_sub(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
 Var elementwise_mul(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
 Var elementwise_div(const Var& x, const Var& y, int32_t axis = -1, const std::string& act = "");
-Var matmul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false,
-           float alpha = 1.0f, const std::string& name = "");
+Var matmul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false, float alpha = 1.0f,
+           const std::string& name = "");
 Var sums(const std::vector<Var>& xs);
 
-Var cross_entropy(const Var& input, const Var& label, bool soft_label = false,
-                  int32_t ignore_index = -100);
+Var cross_entropy(const Var& input, const Var& label, bool soft_label = false, int32_t ignore_index = -100);
 // Returns the loss; `softmax_out` (if not null) receives the softmax.
 Var softmax_with_cross_entropy(const Var& logits, const Var& label, bool soft_label = false,
                                int32_t ignore_index = -100, bool numeric_stable_mode = true,
@@ -68,19 +64,17 @@ Var accuracy(const Var& input, const Var& label, int32_t k = 1);
 // batches and the global AUC over every batch — with their persistable
 // int64 counts (zeros in startup), as Fluid builds it.
 struct AucVars {
-  Var auc, batch_auc;                                     // float64 [1]
+  Var auc, batch_auc;                                      // float64 [1]
   Var batch_stat_pos, batch_stat_neg, stat_pos, stat_neg;  // the counts
 };
 AucVars auc(const Var& input, const Var& label, const std::string& curve = "ROC", int32_t num_thresholds = 4095,
             int32_t slide_steps = 1);
 
 // A tensor filled with `value` (fill_constant in the main program).
-Var fill_constant(const std::vector<int64_t>& shape, DataType dtype, float value,
-                  bool force_cpu = false);
+Var fill_constant(const std::vector<int64_t>& shape, DataType dtype, float value, bool force_cpu = false);
 // A persistable variable initialized to `value` in the startup program.
-Var create_global_var(const std::vector<int64_t>& shape, float value, DataType dtype,
-                      bool persistable = true, const std::string& name = "",
-                      bool force_cpu = false);
+Var create_global_var(const std::vector<int64_t>& shape, float value, DataType dtype, bool persistable = true,
+                      const std::string& name = "", bool force_cpu = false);
 
 // ---- vision and shape layers (layers_nn.cc) ----
 
@@ -93,25 +87,24 @@ Var conv2d(const Var& input, int32_t num_filters, std::vector<int32_t> filter_si
            const std::string& name = "");
 Var pool2d(const Var& input, std::vector<int32_t> pool_size, const std::string& pool_type = "max",
            std::vector<int32_t> pool_stride = {1, 1}, std::vector<int32_t> pool_padding = {0, 0},
-           bool global_pooling = false, bool use_cudnn = true, bool ceil_mode = false,
-           const std::string& name = "", bool exclusive = true);
+           bool global_pooling = false, bool use_cudnn = true, bool ceil_mode = false, const std::string& name = "",
+           bool exclusive = true);
 Var batch_norm(const Var& input, const std::string& act = "", bool is_test = false, float momentum = 0.9f,
                float epsilon = 1e-5f, const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
                const std::string& name = "", const std::string& moving_mean_name = "",
                const std::string& moving_variance_name = "", bool use_global_stats = false);
 // seed < 0: unseeded.
-Var dropout(const Var& x, float dropout_prob, bool is_test = false, int32_t seed = -1,
-            const std::string& name = "", const std::string& dropout_implementation = "downgrade_in_infer");
-Var reshape(const Var& x, const std::vector<int32_t>& shape, const std::string& act = "",
-            const std::string& name = "");
+Var dropout(const Var& x, float dropout_prob, bool is_test = false, int32_t seed = -1, const std::string& name = "",
+            const std::string& dropout_implementation = "downgrade_in_infer");
+Var reshape(const Var& x, const std::vector<int32_t>& shape, const std::string& act = "", const std::string& name = "");
 Var transpose(const Var& x, const std::vector<int32_t>& perm, const std::string& name = "");
 Var flatten(const Var& x, int32_t axis = 1, const std::string& name = "");
 Var squeeze(const Var& x, const std::vector<int32_t>& axes, const std::string& name = "");
 Var unsqueeze(const Var& x, const std::vector<int32_t>& axes, const std::string& name = "");
 Var concat(const std::vector<Var>& input, int32_t axis = 0, const std::string& name = "");
 // num > 0 splits evenly; otherwise `sections` (one may be -1).
-std::vector<Var> split(const Var& input, int32_t num, const std::vector<int32_t>& sections = {},
-                       int32_t dim = -1, const std::string& name = "");
+std::vector<Var> split(const Var& input, int32_t num, const std::vector<int32_t>& sections = {}, int32_t dim = -1,
+                       const std::string& name = "");
 
 // ---- math, reduction and control layers (layers_math.cc) ----
 
@@ -149,8 +142,7 @@ Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse = fals
               int64_t padding_idx = -1, const ParamAttr& param_attr = {}, DataType dtype = DataType::kFloat32);
 // A persistable global variable `name` (int64 [1] by default), created on
 // first use and counted up by `step` at the start of every run.
-Var autoincreased_step_counter(const std::string& counter_name = "@STEP_COUNTER@", int64_t begin = 1,
-                               int64_t step = 1);
+Var autoincreased_step_counter(const std::string& counter_name = "@STEP_COUNTER@", int64_t begin = 1, int64_t step = 1);
 
 }  // namespace layers
 

@@ -10,9 +10,8 @@ namespace layers {
 
 namespace {
 
-Var Unary(const std::string& type, const Var& x, const std::string& name,
-          std::map<std::string, Attribute> attrs = {}, DataType out_dtype = DataType::kFloat32,
-          bool keep_dtype = true) {
+Var Unary(const std::string& type, const Var& x, const std::string& name, std::map<std::string, Attribute> attrs = {},
+          DataType out_dtype = DataType::kFloat32, bool keep_dtype = true) {
   LayerHelper h(type, name);
   if (!h.Ok({x})) return Var();
   Var out = h.CreateTmp(keep_dtype ? x.dtype() : out_dtype);
@@ -31,9 +30,9 @@ Var Binary(const std::string& type, const Var& x, const Var& y, std::map<std::st
 
 Var Reduce(const std::string& type, const Var& input, const std::vector<int32_t>& dim, bool keep_dim,
            const std::string& name) {
-  return Unary(type, input, name,
-               {{"dim", dim.empty() ? std::vector<int32_t>{0} : dim}, {"keep_dim", keep_dim},
-                {"reduce_all", dim.empty()}});
+  return Unary(
+      type, input, name,
+      {{"dim", dim.empty() ? std::vector<int32_t>{0} : dim}, {"keep_dim", keep_dim}, {"reduce_all", dim.empty()}});
 }
 
 }  // namespace
@@ -71,8 +70,9 @@ Var clip_by_norm(const Var& x, float max_norm, const std::string& name) {
 
 Var cast(const Var& x, DataType dtype) {
   if (!x.valid()) return Var();
-  return Unary("cast", x, "", {{"in_dtype", static_cast<int32_t>(x.dtype())}, {"out_dtype", static_cast<int32_t>(dtype)}},
-               dtype, false);
+  return Unary("cast", x, "",
+               {{"in_dtype", static_cast<int32_t>(x.dtype())}, {"out_dtype", static_cast<int32_t>(dtype)}}, dtype,
+               false);
 }
 
 Var increment(const Var& x, float value, bool in_place) {
@@ -110,9 +110,7 @@ Var assign(const Var& input, Var output) {
   return output;
 }
 
-Var merge_selected_rows(const Var& x, const std::string& name) {
-  return Unary("merge_selected_rows", x, name);
-}
+Var merge_selected_rows(const Var& x, const std::string& name) { return Unary("merge_selected_rows", x, name); }
 
 Var sequence_pool(const Var& input, const std::string& pool_type, bool is_test, float pad_value) {
   LayerHelper h("sequence_pool");
@@ -141,7 +139,9 @@ Var embedding(const Var& input, std::vector<int64_t> size, bool is_sparse, bool 
   Var out = h.CreateTmp(dtype);
   if (padding_idx < -1) padding_idx += size[0];  // Fluid: negative counts from the end
   if (!h.AppendOp("lookup_table", {{"Ids", {input}}, {"W", {w}}}, {{"Out", {out}}},
-                  {{"is_sparse", is_sparse}, {"is_distributed", is_distributed}, {"remote_prefetch", false},
+                  {{"is_sparse", is_sparse},
+                   {"is_distributed", is_distributed},
+                   {"remote_prefetch", false},
                    {"padding_idx", padding_idx}})) {
     return Var();
   }

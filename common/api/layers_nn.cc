@@ -8,10 +8,9 @@
 namespace oar {
 namespace layers {
 
-Var conv2d(const Var& input, int32_t num_filters, std::vector<int32_t> filter_size,
-           std::vector<int32_t> stride, std::vector<int32_t> padding, std::vector<int32_t> dilation,
-           int32_t groups, const ParamAttr& param_attr, const ParamAttr& bias_attr, bool use_cudnn,
-           const std::string& act, const std::string& name) {
+Var conv2d(const Var& input, int32_t num_filters, std::vector<int32_t> filter_size, std::vector<int32_t> stride,
+           std::vector<int32_t> padding, std::vector<int32_t> dilation, int32_t groups, const ParamAttr& param_attr,
+           const ParamAttr& bias_attr, bool use_cudnn, const std::string& act, const std::string& name) {
   LayerHelper h("conv2d", name);
   if (!h.Ok({input})) return Var();
   std::vector<int64_t> in = input.shape();
@@ -31,16 +30,20 @@ Var conv2d(const Var& input, int32_t num_filters, std::vector<int32_t> filter_si
   if (!w.valid()) return Var();
   Var pre_bias = h.CreateTmp(input.dtype());
   if (!h.AppendOp("conv2d", {{"Input", {input}}, {"Filter", {w}}}, {{"Output", {pre_bias}}},
-                  {{"strides", stride}, {"paddings", padding}, {"dilations", dilation},
-                   {"groups", groups}, {"use_cudnn", use_cudnn}, {"use_mkldnn", false}})) {
+                  {{"strides", stride},
+                   {"paddings", padding},
+                   {"dilations", dilation},
+                   {"groups", groups},
+                   {"use_cudnn", use_cudnn},
+                   {"use_mkldnn", false}})) {
     return Var();
   }
   return h.AppendActivation(h.AppendBias(pre_bias, 1, bias_attr, 2), act);
 }
 
 Var pool2d(const Var& input, std::vector<int32_t> pool_size, const std::string& pool_type,
-           std::vector<int32_t> pool_stride, std::vector<int32_t> pool_padding, bool global_pooling,
-           bool use_cudnn, bool ceil_mode, const std::string& name, bool exclusive) {
+           std::vector<int32_t> pool_stride, std::vector<int32_t> pool_padding, bool global_pooling, bool use_cudnn,
+           bool ceil_mode, const std::string& name, bool exclusive) {
   LayerHelper h("pool2d", name);
   if (!h.Ok({input})) return Var();
   auto pair = [](std::vector<int32_t> v) {
@@ -49,9 +52,15 @@ Var pool2d(const Var& input, std::vector<int32_t> pool_size, const std::string& 
   };
   Var out = h.CreateTmp(input.dtype());
   if (!h.AppendOp("pool2d", {{"X", {input}}}, {{"Out", {out}}},
-                  {{"pooling_type", pool_type}, {"ksize", pair(pool_size)}, {"global_pooling", global_pooling},
-                   {"strides", pair(pool_stride)}, {"paddings", pair(pool_padding)}, {"use_cudnn", use_cudnn},
-                   {"ceil_mode", ceil_mode}, {"use_mkldnn", false}, {"exclusive", exclusive}})) {
+                  {{"pooling_type", pool_type},
+                   {"ksize", pair(pool_size)},
+                   {"global_pooling", global_pooling},
+                   {"strides", pair(pool_stride)},
+                   {"paddings", pair(pool_padding)},
+                   {"use_cudnn", use_cudnn},
+                   {"ceil_mode", ceil_mode},
+                   {"use_mkldnn", false},
+                   {"exclusive", exclusive}})) {
     return Var();
   }
   return out;
@@ -59,8 +68,7 @@ Var pool2d(const Var& input, std::vector<int32_t> pool_size, const std::string& 
 
 Var batch_norm(const Var& input, const std::string& act, bool is_test, float momentum, float epsilon,
                const ParamAttr& param_attr, const ParamAttr& bias_attr, const std::string& name,
-               const std::string& moving_mean_name, const std::string& moving_variance_name,
-               bool use_global_stats) {
+               const std::string& moving_mean_name, const std::string& moving_variance_name, bool use_global_stats) {
   LayerHelper h("batch_norm", name);
   if (!h.Ok({input})) return Var();
   std::vector<int64_t> in = input.shape();
@@ -84,10 +92,17 @@ Var batch_norm(const Var& input, const std::string& act, bool is_test, float mom
   Var out = h.CreateTmp(dt);
   if (!h.AppendOp("batch_norm",
                   {{"X", {input}}, {"Scale", {scale}}, {"Bias", {bias}}, {"Mean", {mean}}, {"Variance", {variance}}},
-                  {{"Y", {out}}, {"MeanOut", {mean}}, {"VarianceOut", {variance}},
-                   {"SavedMean", {saved_mean}}, {"SavedVariance", {saved_variance}}},
-                  {{"momentum", momentum}, {"epsilon", epsilon}, {"is_test", is_test}, {"use_mkldnn", false},
-                   {"fuse_with_relu", false}, {"use_global_stats", use_global_stats}})) {
+                  {{"Y", {out}},
+                   {"MeanOut", {mean}},
+                   {"VarianceOut", {variance}},
+                   {"SavedMean", {saved_mean}},
+                   {"SavedVariance", {saved_variance}}},
+                  {{"momentum", momentum},
+                   {"epsilon", epsilon},
+                   {"is_test", is_test},
+                   {"use_mkldnn", false},
+                   {"fuse_with_relu", false},
+                   {"use_global_stats", use_global_stats}})) {
     return Var();
   }
   return h.AppendActivation(out, act);
@@ -100,8 +115,11 @@ Var dropout(const Var& x, float dropout_prob, bool is_test, int32_t seed, const 
   Var out = h.CreateTmp(x.dtype());
   Var mask = h.CreateTmp(x.dtype(), true);
   if (!h.AppendOp("dropout", {{"X", {x}}}, {{"Out", {out}}, {"Mask", {mask}}},
-                  {{"dropout_prob", dropout_prob}, {"is_test", is_test}, {"fix_seed", seed >= 0},
-                   {"seed", std::max(seed, 0)}, {"dropout_implementation", dropout_implementation}})) {
+                  {{"dropout_prob", dropout_prob},
+                   {"is_test", is_test},
+                   {"fix_seed", seed >= 0},
+                   {"seed", std::max(seed, 0)},
+                   {"dropout_implementation", dropout_implementation}})) {
     return Var();
   }
   return out;
@@ -139,7 +157,8 @@ Var unsqueeze(const Var& x, const std::vector<int32_t>& axes, const std::string&
 
 Var concat(const std::vector<Var>& input, int32_t axis, const std::string& name) {
   LayerHelper h("concat", name);
-  for (const Var& v : input) if (!h.Ok({v})) return Var();
+  for (const Var& v : input)
+    if (!h.Ok({v})) return Var();
   if (input.empty()) {
     h.Fail("needs at least one input");
     return Var();
@@ -169,13 +188,13 @@ std::vector<Var> split(const Var& input, int32_t num, const std::vector<int32_t>
 namespace nets {
 
 Var simple_img_conv_pool(const Var& input, int32_t num_filters, int32_t filter_size, int32_t pool_size,
-                         int32_t pool_stride, int32_t pool_padding, const std::string& pool_type,
-                         bool global_pooling, int32_t conv_stride, int32_t conv_padding, int32_t conv_dilation,
-                         int32_t conv_groups, const ParamAttr& param_attr, const ParamAttr& bias_attr,
-                         const std::string& act, bool use_cudnn) {
+                         int32_t pool_stride, int32_t pool_padding, const std::string& pool_type, bool global_pooling,
+                         int32_t conv_stride, int32_t conv_padding, int32_t conv_dilation, int32_t conv_groups,
+                         const ParamAttr& param_attr, const ParamAttr& bias_attr, const std::string& act,
+                         bool use_cudnn) {
   Var conv = layers::conv2d(input, num_filters, {filter_size, filter_size}, {conv_stride, conv_stride},
-                            {conv_padding, conv_padding}, {conv_dilation, conv_dilation}, conv_groups,
-                            param_attr, bias_attr, use_cudnn, act);
+                            {conv_padding, conv_padding}, {conv_dilation, conv_dilation}, conv_groups, param_attr,
+                            bias_attr, use_cudnn, act);
   return layers::pool2d(conv, {pool_size, pool_size}, pool_type, {pool_stride, pool_stride},
                         {pool_padding, pool_padding}, global_pooling, use_cudnn);
 }

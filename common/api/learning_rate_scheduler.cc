@@ -20,9 +20,7 @@ struct LrGuard {
 };
 
 // The float32 step counter: 0 at the first step (or `begin`).
-Var StepCounter(int64_t begin = 0) {
-  return cast(autoincreased_step_counter(kCounter, begin, 1), DataType::kFloat32);
-}
+Var StepCounter(int64_t begin = 0) { return cast(autoincreased_step_counter(kCounter, begin, 1), DataType::kFloat32); }
 
 bool CheckPositive(int64_t v, const char* what) {
   if (v > 0) return true;
@@ -86,8 +84,9 @@ Var polynomial_decay(float learning_rate, int64_t decay_steps, float end_learnin
 
 Var piecewise_decay(const std::vector<int64_t>& boundaries, const std::vector<float>& values) {
   if (values.size() != boundaries.size() + 1 || boundaries.empty()) {
-    default_main_program()->RecordError(absl::InvalidArgumentError(absl::StrCat(
-        "piecewise_decay: needs one more value than boundaries (got ", values.size(), " and ", boundaries.size(), ")")));
+    default_main_program()->RecordError(
+        absl::InvalidArgumentError(absl::StrCat("piecewise_decay: needs one more value than boundaries (got ",
+                                                values.size(), " and ", boundaries.size(), ")")));
     return Var();
   }
   LrGuard g;
@@ -120,7 +119,8 @@ Var noam_decay(int64_t d_model, int64_t warmup_steps) {
 }
 
 Var cosine_decay(float learning_rate, int64_t step_each_epoch, int64_t epochs) {
-  if (!CheckPositive(step_each_epoch, "cosine_decay: step_each_epoch") || !CheckPositive(epochs, "cosine_decay: epochs")) {
+  if (!CheckPositive(step_each_epoch, "cosine_decay: step_each_epoch") ||
+      !CheckPositive(epochs, "cosine_decay: epochs")) {
     return Var();
   }
   LrGuard g;

@@ -25,8 +25,8 @@ Var natural_exp_decay(float learning_rate, int64_t decay_steps, float decay_rate
 Var inverse_time_decay(float learning_rate, int64_t decay_steps, float decay_rate, bool staircase = false);
 // (lr − end) · (1 − min(step, decay_steps) / decay_steps)^power + end; with
 // cycle, decay_steps grows by multiples of itself.
-Var polynomial_decay(float learning_rate, int64_t decay_steps, float end_learning_rate = 0.0001f,
-                     float power = 1.0f, bool cycle = false);
+Var polynomial_decay(float learning_rate, int64_t decay_steps, float end_learning_rate = 0.0001f, float power = 1.0f,
+                     bool cycle = false);
 // values[i] while step < boundaries[i]; values.back() afterwards.
 Var piecewise_decay(const std::vector<int64_t>& boundaries, const std::vector<float>& values);
 // d_model^−0.5 · min(step^−0.5, step · warmup^−1.5), step counted from 1.

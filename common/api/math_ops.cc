@@ -30,8 +30,10 @@ Var Scalar(float value) {
   Var v = Tmp(DataType::kFloat32);
   LayerHelper h("fill_constant", "fill_constant");
   if (!h.AppendOp("fill_constant", {}, {{"Out", {v}}},
-                  {{"dtype", static_cast<int32_t>(DataType::kFloat32)}, {"shape", std::vector<int64_t>{1}},
-                   {"value", value}, {"force_cpu", true}})) {
+                  {{"dtype", static_cast<int32_t>(DataType::kFloat32)},
+                   {"shape", std::vector<int64_t>{1}},
+                   {"value", value},
+                   {"force_cpu", true}})) {
     return Var();
   }
   return v;

@@ -16,10 +16,10 @@ inline Var Mul(const Var& x, float s) { return Scale(x, s); }
 inline Var Div(const Var& x, float s) { return Scale(x, 1.0f / s); }
 inline Var Add(const Var& x, float s) { return Scale(x, 1.0f, s); }
 inline Var RSub(float s, const Var& x) { return Scale(x, -1.0f, s); }  // s − x
-Var Pow(const Var& x, float exponent);   // elementwise_pow(x, fill(exponent))
-Var RPow(float base, const Var& x);      // elementwise_pow(fill(base), x)
-Var RDiv(float numerator, const Var& x); // elementwise_div(fill(numerator), x)
-Var Less(const Var& x, float y);         // less_than(x, fill(y))
+Var Pow(const Var& x, float exponent);                                 // elementwise_pow(x, fill(exponent))
+Var RPow(float base, const Var& x);                                    // elementwise_pow(fill(base), x)
+Var RDiv(float numerator, const Var& x);                               // elementwise_div(fill(numerator), x)
+Var Less(const Var& x, float y);                                       // less_than(x, fill(y))
 // A float32 [1] constant named tmp_N (fill_constant, force_cpu).
 Var Scalar(float value);
 

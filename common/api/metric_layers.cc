@@ -8,8 +8,7 @@
 namespace oar {
 namespace layers {
 
-AucVars auc(const Var& input, const Var& label, const std::string& curve, int32_t num_thresholds,
-            int32_t slide_steps) {
+AucVars auc(const Var& input, const Var& label, const std::string& curve, int32_t num_thresholds, int32_t slide_steps) {
   LayerHelper h("auc");
   if (!h.Ok({input, label})) return {};
   AucVars v;
@@ -30,11 +29,11 @@ AucVars auc(const Var& input, const Var& label, const std::string& curve, int32_
       {"curve", curve}, {"num_thresholds", num_thresholds}, {"slide_steps", slide_steps}};
   const std::map<std::string, Attribute> global_attrs = {
       {"curve", curve}, {"num_thresholds", num_thresholds}, {"slide_steps", int32_t{0}}};
-  if (!h.AppendOp("auc",
-                  {{"Predict", {input}}, {"Label", {label}}, {"StatPos", {v.batch_stat_pos}},
-                   {"StatNeg", {v.batch_stat_neg}}},
-                  {{"AUC", {v.batch_auc}}, {"StatPosOut", {v.batch_stat_pos}}, {"StatNegOut", {v.batch_stat_neg}}},
-                  batch_attrs) ||
+  if (!h.AppendOp(
+          "auc",
+          {{"Predict", {input}}, {"Label", {label}}, {"StatPos", {v.batch_stat_pos}}, {"StatNeg", {v.batch_stat_neg}}},
+          {{"AUC", {v.batch_auc}}, {"StatPosOut", {v.batch_stat_pos}}, {"StatNegOut", {v.batch_stat_neg}}},
+          batch_attrs) ||
       !h.AppendOp("auc",
                   {{"Predict", {input}}, {"Label", {label}}, {"StatPos", {v.stat_pos}}, {"StatNeg", {v.stat_neg}}},
                   {{"AUC", {v.auc}}, {"StatPosOut", {v.stat_pos}}, {"StatNegOut", {v.stat_neg}}}, global_attrs)) {

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/api/backward.h"
 #include "common/api/clip.h"
-#include "common/api/regularizer.h"
 #include "common/api/layer_helper.h"
 #include "common/api/layers.h"
+#include "common/api/regularizer.h"
 #include "common/api/unique_name.h"
 
 namespace oar {
@@ -17,8 +17,7 @@ namespace {
 constexpr OpRole kOptimizeRole = OpRole::kOptimize;
 }
 
-ParamsGrads Optimizer::minimize(const Var& loss, Program* startup,
-                                const std::vector<std::string>& parameter_list,
+ParamsGrads Optimizer::minimize(const Var& loss, Program* startup, const std::vector<std::string>& parameter_list,
                                 const std::set<std::string>& no_grad_set) {
   if (!loss.valid()) return {};
   ParamsGrads pg = append_backward(loss, parameter_list, no_grad_set);
@@ -61,8 +60,7 @@ Var Optimizer::LearningRateFor(const Var& param) {
   return layers::scale(lr_var_, mult);  // Fluid: global_lr * param_lr
 }
 
-Var Optimizer::AddAccumulator(const std::string& name, const Var& param, float fill,
-                              std::vector<int64_t> shape) {
+Var Optimizer::AddAccumulator(const std::string& name, const Var& param, float fill, std::vector<int64_t> shape) {
   auto& slot = accumulators_[name][param.name()];
   if (slot.valid()) return slot;
   if (shape.empty()) shape = param.shape();
@@ -103,10 +101,8 @@ void Momentum::CreateAccumulators(const std::vector<Var>& params) {
 
 void Momentum::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
   Var v = GetAccumulator("velocity", p);
-  AppendOp("momentum",
-           {{"Param", {p}}, {"Grad", {g}}, {"Velocity", {v}}, {"LearningRate", {lr}}},
-           {{"ParamOut", {p}}, {"VelocityOut", {v}}},
-           {{"mu", momentum_}, {"use_nesterov", use_nesterov_}});
+  AppendOp("momentum", {{"Param", {p}}, {"Grad", {g}}, {"Velocity", {v}}, {"LearningRate", {lr}}},
+           {{"ParamOut", {p}}, {"VelocityOut", {v}}}, {{"mu", momentum_}, {"use_nesterov", use_nesterov_}});
 }
 
 // ---- Adagrad family, Adamax, RMSProp, Ftrl, LarsMomentum ----
@@ -138,10 +134,11 @@ void Adamax::CreateAccumulators(const std::vector<Var>& params) {
 }
 void Adamax::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
   Var m = GetAccumulator("moment", p), u = GetAccumulator("inf_norm", p), b1 = GetAccumulator("beta1_pow_acc", p);
-  AppendOp("adamax",
-           {{"Param", {p}}, {"Grad", {g}}, {"LearningRate", {lr}}, {"Moment", {m}}, {"InfNorm", {u}}, {"Beta1Pow", {b1}}},
-           {{"ParamOut", {p}}, {"MomentOut", {m}}, {"InfNormOut", {u}}},
-           {{"beta1", beta1_}, {"beta2", beta2_}, {"epsilon", epsilon_}});
+  AppendOp(
+      "adamax",
+      {{"Param", {p}}, {"Grad", {g}}, {"LearningRate", {lr}}, {"Moment", {m}}, {"InfNorm", {u}}, {"Beta1Pow", {b1}}},
+      {{"ParamOut", {p}}, {"MomentOut", {m}}, {"InfNormOut", {u}}},
+      {{"beta1", beta1_}, {"beta2", beta2_}, {"epsilon", epsilon_}});
 }
 void Adamax::FinishUpdate(const ParamsGrads& params_grads) {
   for (const auto& [p, g] : params_grads) {
@@ -162,7 +159,11 @@ void RMSProp::CreateAccumulators(const std::vector<Var>& params) {
 void RMSProp::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
   Var mom = GetAccumulator("momentum", p), ms = GetAccumulator("mean_square", p), mg = GetAccumulator("mean_grad", p);
   AppendOp("rmsprop",
-           {{"Param", {p}}, {"Grad", {g}}, {"Moment", {mom}}, {"MeanSquare", {ms}}, {"MeanGrad", {mg}},
+           {{"Param", {p}},
+            {"Grad", {g}},
+            {"Moment", {mom}},
+            {"MeanSquare", {ms}},
+            {"MeanGrad", {mg}},
             {"LearningRate", {lr}}},
            {{"ParamOut", {p}}, {"MomentOut", {mom}}, {"MeanSquareOut", {ms}}, {"MeanGradOut", {mg}}},
            {{"epsilon", epsilon_}, {"decay", rho_}, {"momentum", momentum_}, {"centered", centered_}});
@@ -177,7 +178,10 @@ void Ftrl::CreateAccumulators(const std::vector<Var>& params) {
 void Ftrl::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
   Var sq = GetAccumulator("squared", p), lin = GetAccumulator("linear", p);
   AppendOp("ftrl",
-           {{"Param", {p}}, {"Grad", {g}}, {"SquaredAccumulator", {sq}}, {"LinearAccumulator", {lin}},
+           {{"Param", {p}},
+            {"Grad", {g}},
+            {"SquaredAccumulator", {sq}},
+            {"LinearAccumulator", {lin}},
             {"LearningRate", {lr}}},
            {{"ParamOut", {p}}, {"SquaredAccumOut", {sq}}, {"LinearAccumOut", {lin}}},
            {{"l1", l1_}, {"l2", l2_}, {"lr_power", lr_power_}});
@@ -208,8 +212,13 @@ void Adam::AppendOptimizeOp(const Var& p, const Var& g, const Var& lr) {
   Var m1 = GetAccumulator("moment1", p), m2 = GetAccumulator("moment2", p);
   Var b1 = GetAccumulator("beta1_pow_acc", p), b2 = GetAccumulator("beta2_pow_acc", p);
   AppendOp("adam",
-           {{"Param", {p}}, {"Grad", {g}}, {"LearningRate", {lr}}, {"Moment1", {m1}},
-            {"Moment2", {m2}}, {"Beta1Pow", {b1}}, {"Beta2Pow", {b2}}},
+           {{"Param", {p}},
+            {"Grad", {g}},
+            {"LearningRate", {lr}},
+            {"Moment1", {m1}},
+            {"Moment2", {m2}},
+            {"Beta1Pow", {b1}},
+            {"Beta2Pow", {b2}}},
            {{"ParamOut", {p}}, {"Moment1Out", {m1}}, {"Moment2Out", {m2}}},
            {{"beta1", beta1_}, {"beta2", beta2_}, {"epsilon", epsilon_}, {"lazy_mode", lazy_mode_}});
 }

@@ -38,8 +38,7 @@ class Optimizer {
 
   // Backward + optimization pass. Returns the (param, grad) pairs updated;
   // errors are recorded in the loss's program.
-  ParamsGrads minimize(const Var& loss, Program* startup = nullptr,
-                       const std::vector<std::string>& parameter_list = {},
+  ParamsGrads minimize(const Var& loss, Program* startup = nullptr, const std::vector<std::string>& parameter_list = {},
                        const std::set<std::string>& no_grad_set = {});
   // Just the optimization pass over given pairs (Fluid's apply_gradients).
   void apply_gradients(ParamsGrads params_grads, Program* startup = nullptr);
@@ -54,13 +53,11 @@ class Optimizer {
   virtual void FinishUpdate(const ParamsGrads& params_grads) {}
 
   // Creates "<param>_<name>_N", persistable, filled with `fill` in startup.
-  Var AddAccumulator(const std::string& name, const Var& param, float fill = 0.0f,
-                     std::vector<int64_t> shape = {});
+  Var AddAccumulator(const std::string& name, const Var& param, float fill = 0.0f, std::vector<int64_t> shape = {});
   Var GetAccumulator(const std::string& name, const Var& param) const;
   // Appends an op of `type` to the param's program (role already set).
   bool AppendOp(const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
-                const std::map<std::string, std::vector<Var>>& outputs,
-                std::map<std::string, Attribute> attrs);
+                const std::map<std::string, std::vector<Var>>& outputs, std::map<std::string, Attribute> attrs);
 
   float learning_rate_;
   RegularizerPtr regularization_;
@@ -183,8 +180,8 @@ class LarsMomentum : public Optimizer {
 
 class Adam : public Optimizer {
  public:
-  explicit Adam(float learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f,
-                float epsilon = 1e-8f, bool lazy_mode = false)
+  explicit Adam(float learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-8f,
+                bool lazy_mode = false)
       : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon), lazy_mode_(lazy_mode) {}
 
  protected:

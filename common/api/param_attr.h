@@ -20,12 +20,12 @@ using RegularizerPtr = std::shared_ptr<const WeightDecayRegularizer>;
 using GradientClipPtr = std::shared_ptr<const GradientClip>;
 
 struct ParamAttr {
-  std::string name;                 // empty: generated
-  InitializerPtr initializer;       // null: the layer's default
-  float learning_rate = 1.0f;       // multiplies the optimizer's rate
+  std::string name;            // empty: generated
+  InitializerPtr initializer;  // null: the layer's default
+  float learning_rate = 1.0f;  // multiplies the optimizer's rate
   bool trainable = true;
-  RegularizerPtr regularizer;      // overrides the optimizer's regularization
-  GradientClipPtr gradient_clip;   // applied to this parameter's gradient
+  RegularizerPtr regularizer;     // overrides the optimizer's regularization
+  GradientClipPtr gradient_clip;  // applied to this parameter's gradient
   // A layer given a ParamAttr with `disabled` set creates no such parameter
   // (Fluid's bias_attr=False).
   bool disabled = false;

@@ -41,9 +41,7 @@ BlockDesc* Program::CreateBlock() {
   return b;
 }
 
-void Program::RollbackBlock() {
-  current_block_idx_ = std::max(0, desc_->Block(current_block_idx_).parent_idx());
-}
+void Program::RollbackBlock() { current_block_idx_ = std::max(0, desc_->Block(current_block_idx_).parent_idx()); }
 
 Program Program::clone(bool for_test) const {
   Program p(*this);
@@ -66,8 +64,7 @@ Program Program::clone(bool for_test) const {
   return p;
 }
 
-ProgramGuard::ProgramGuard(Program* main, Program* startup)
-    : prev_main_(current_main), prev_startup_(current_startup) {
+ProgramGuard::ProgramGuard(Program* main, Program* startup) : prev_main_(current_main), prev_startup_(current_startup) {
   current_main = main;
   current_startup = startup;
 }

@@ -42,8 +42,8 @@ RegularizerPtr L2Decay(float coeff) { return std::make_shared<Decay>(coeff, fals
 RegularizerPtr L1Decay(float coeff) { return std::make_shared<Decay>(coeff, true); }
 }  // namespace regularizer
 
-std::vector<std::pair<Var, Var>> append_regularization_ops(
-    const std::vector<std::pair<Var, Var>>& params_grads, const RegularizerPtr& regularization) {
+std::vector<std::pair<Var, Var>> append_regularization_ops(const std::vector<std::pair<Var, Var>>& params_grads,
+                                                           const RegularizerPtr& regularization) {
   std::vector<std::pair<Var, Var>> out;
   for (const auto& [param, grad] : params_grads) {
     Program* prog = param.program();

@@ -28,7 +28,7 @@ RegularizerPtr L1Decay(float coeff);
 }  // namespace regularizer
 
 // Returns the pairs with each regularized gradient replaced by grad + decay.
-std::vector<std::pair<Var, Var>> append_regularization_ops(
-    const std::vector<std::pair<Var, Var>>& params_grads, const RegularizerPtr& regularization);
+std::vector<std::pair<Var, Var>> append_regularization_ops(const std::vector<std::pair<Var, Var>>& params_grads,
+                                                           const RegularizerPtr& regularization);
 
 }  // namespace oar

@@ -8,9 +8,7 @@ thread_local std::map<std::string, int> counters;
 }  // namespace
 
 namespace unique_name {
-std::string Generate(const std::string& key) {
-  return absl::StrCat(key, "_", counters[key]++);
-}
+std::string Generate(const std::string& key) { return absl::StrCat(key, "_", counters[key]++); }
 }  // namespace unique_name
 
 UniqueNameGuard::UniqueNameGuard() { saved_.swap(counters); }

@@ -22,7 +22,8 @@ absl::StatusOr<std::unique_ptr<ArraySource>> ArraySource::Make(std::string what,
   if (arrays.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no arrays to feed"));
   if (options.batch_size < 1) return absl::InvalidArgumentError("the batch size must be >= 1");
   if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer ", options.shard, " of ", options.shards, " is out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", options.shard, " of ", options.shards, " is out of range"));
   }
   int64_t n = -1;
   std::string first;
@@ -117,7 +118,7 @@ std::string ArraySource::Describe() const {
 }
 
 absl::StatusOr<std::map<std::string, Tensor>> LoadNpyArrays(const std::string& spec,
-                                                           const std::vector<const VarDesc*>& vars) {
+                                                            const std::vector<const VarDesc*>& vars) {
   namespace fs = std::filesystem;
   if (!absl::StartsWith(spec, "npy:")) {
     return absl::InvalidArgumentError(absl::StrCat("'", spec, "' is not npy:DIR or npy:FILE.npz"));
@@ -128,8 +129,9 @@ absl::StatusOr<std::map<std::string, Tensor>> LoadNpyArrays(const std::string& s
   if (npz) {
     OAR_ASSIGN_OR_RETURN(all, ReadNpz(path));
   } else if (!fs::is_directory(path)) {
-    return absl::NotFoundError(absl::StrCat(spec, ": ", path, " is not a directory (npy:DIR holds one <variable>.npy "
-                                                              "per feed) nor an .npz file"));
+    return absl::NotFoundError(absl::StrCat(spec, ": ", path,
+                                            " is not a directory (npy:DIR holds one <variable>.npy "
+                                            "per feed) nor an .npz file"));
   }
   for (const VarDesc* var : vars) {
     std::string where;
@@ -140,8 +142,10 @@ absl::StatusOr<std::map<std::string, Tensor>> LoadNpyArrays(const std::string& s
       if (it == all.end()) {
         std::vector<std::string> have;
         for (const auto& [k, v] : all) have.push_back(k);
-        return absl::NotFoundError(absl::StrCat(path, " has no array '", var->name, "' for the feed variable of that "
-                                                "name (it has: ", absl::StrJoin(have, ", "), ")"));
+        return absl::NotFoundError(absl::StrCat(path, " has no array '", var->name,
+                                                "' for the feed variable of that "
+                                                "name (it has: ",
+                                                absl::StrJoin(have, ", "), ")"));
       }
       t = std::move(it->second);
     } else {
@@ -152,9 +156,9 @@ absl::StatusOr<std::map<std::string, Tensor>> LoadNpyArrays(const std::string& s
           if (e.path().extension() == ".npy") have.push_back(e.path().filename().string());
         }
         std::sort(have.begin(), have.end());
-        return absl::NotFoundError(absl::StrCat(where, " is missing: the feed variable '", var->name,
-                                                "' reads it (", path, " has: ",
-                                                have.empty() ? "no .npy files" : absl::StrJoin(have, ", "), ")"));
+        return absl::NotFoundError(
+            absl::StrCat(where, " is missing: the feed variable '", var->name, "' reads it (", path,
+                         " has: ", have.empty() ? "no .npy files" : absl::StrJoin(have, ", "), ")"));
       }
       OAR_ASSIGN_OR_RETURN(t, ReadNpy(where));
     }

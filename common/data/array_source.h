@@ -54,7 +54,7 @@ class ArraySource : public FeedSource {
   int64_t batches_per_epoch() const override;
   int64_t examples_per_epoch() const override { return static_cast<int64_t>(order_.size()); }
   std::string Describe() const override;
-  int64_t examples() const { return examples_; }           // in the arrays
+  int64_t examples() const { return examples_; }                                  // in the arrays
   int64_t shard_examples() const { return static_cast<int64_t>(order_.size()); }  // this trainer's per epoch
 
  private:
@@ -75,6 +75,6 @@ class ArraySource : public FeedSource {
 // checked against the program's variables (feed_check.h): a missing array
 // is an error naming the file expected and what is there.
 absl::StatusOr<std::map<std::string, Tensor>> LoadNpyArrays(const std::string& spec,
-                                                           const std::vector<const VarDesc*>& vars);
+                                                            const std::vector<const VarDesc*>& vars);
 
 }  // namespace oar

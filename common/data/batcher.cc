@@ -6,8 +6,7 @@
 
 namespace oar {
 
-Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, int64_t shard,
-                 int64_t shards)
+Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, int64_t shard, int64_t shards)
     : data_(data),
       batch_size_(std::max<int64_t>(1, batch_size)),
       shuffle_(shuffle),

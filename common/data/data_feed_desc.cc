@@ -72,8 +72,9 @@ absl::StatusOr<DataFeedDesc> DataFeedDesc::From(paddle::framework::DataFeedDesc 
   }
   if (!proto.rank_offset().empty() || proto.pv_batch_size() != 32 || proto.input_type() != 0) {
     return absl::UnimplementedError(absl::StrCat(
-        source, ": rank_offset, pv_batch_size and input_type (later Paddle's PV-instance feeds) are not implemented; "
-                "leave them unset"));
+        source,
+        ": rank_offset, pv_batch_size and input_type (later Paddle's PV-instance feeds) are not implemented; "
+        "leave them unset"));
   }
   std::set<std::string> names;
   for (int i = 0; i < proto.multi_slot_desc().slots_size(); ++i) {
@@ -97,7 +98,8 @@ absl::Status DataFeedDesc::ForSlots(const std::vector<std::string>& names, void 
     if (hit == nullptr) {
       std::vector<std::string> all;
       for (const Slot& s : *slots) all.push_back(s.name());
-      return absl::NotFoundError(absl::StrCat("no slot named '", name, "' (the slots: ", absl::StrJoin(all, ", "), ")"));
+      return absl::NotFoundError(
+          absl::StrCat("no slot named '", name, "' (the slots: ", absl::StrJoin(all, ", "), ")"));
     }
     found.push_back(hit);
   }

@@ -23,8 +23,8 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::stri
   OAR_ASSIGN_OR_RETURN(IdxArray images, read("images"));
   OAR_ASSIGN_OR_RETURN(IdxArray labels, read("labels"));
   if (images.dims.size() != 3 || labels.dims.size() != 1 || images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": ", split, " images and labels disagree (expected [N, rows, cols] images and [N] labels)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": ", split, " images and labels disagree (expected [N, rows, cols] images and [N] labels)"));
   }
   const int64_t n = images.dims[0], pixels = images.dims[1] * images.dims[2];
   Dataset ds;
@@ -33,8 +33,8 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::stri
   int64_t* lab = ds.labels.mutable_data<int64_t>(DDim{n, 1});
   for (int64_t i = 0; i < n; ++i) {
     if (labels.data[i] > 9) {
-      return absl::InvalidArgumentError(absl::StrCat(dir, ": ", split, " label ", int{labels.data[i]},
-                                                     " at index ", i, " is not a class in [0, 9]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": ", split, " label ", int{labels.data[i]}, " at index ", i, " is not a class in [0, 9]"));
     }
     lab[i] = labels.data[i];
   }

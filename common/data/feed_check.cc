@@ -28,8 +28,9 @@ absl::Status FitFeedToVar(const VarDesc& var, const std::string& where, Tensor* 
     bool one_each = t->lod().size() == 1;
     for (size_t i = 0; one_each && i < offsets.size(); ++i) one_each = offsets[i] == i;
     if (!one_each) {
-      return bad("the data has sequences of several values (LoD) but the variable has lod_level 0: declare it with "
-                 "lod_level=1, or make the slot dense");
+      return bad(
+          "the data has sequences of several values (LoD) but the variable has lod_level 0: declare it with "
+          "lod_level=1, or make the slot dense");
     }
     t->set_lod({});
     has_lod = false;
@@ -47,8 +48,10 @@ absl::Status FitFeedToVar(const VarDesc& var, const std::string& where, Tensor* 
   }
   int64_t per_example = 1, unknown = 0;
   for (size_t i = 1; i < var.shape.size(); ++i) {
-    if (var.shape[i] < 0) ++unknown;
-    else per_example *= var.shape[i];
+    if (var.shape[i] < 0)
+      ++unknown;
+    else
+      per_example *= var.shape[i];
   }
   const int64_t data_per_example = n > 0 ? got.numel() / n : 0;
   if (unknown == 0) {
@@ -66,7 +69,8 @@ absl::Status FitFeedToVar(const VarDesc& var, const std::string& where, Tensor* 
   // Unknown dimensions past the batch: the data's own, where the ranks agree
   // and the known ones match.
   bool fits = got.size() == static_cast<int>(var.shape.size());
-  for (size_t i = 1; fits && i < var.shape.size(); ++i) fits = var.shape[i] < 0 || var.shape[i] == got[static_cast<int>(i)];
+  for (size_t i = 1; fits && i < var.shape.size(); ++i)
+    fits = var.shape[i] < 0 || var.shape[i] == got[static_cast<int>(i)];
   if (!fits) {
     return bad(absl::StrCat("the data is ", got.ToString(), "; the variable is ", DDim(var.shape).ToString()));
   }

@@ -34,7 +34,8 @@ absl::StatusOr<std::vector<std::string>> GlobalShuffle(std::vector<std::string> 
       std::string().swap(records[i]);  // sent: free it
     }
     std::vector<Tensor> gathered;
-    OAR_RETURN_IF_ERROR(Annotate(group.all_gather(out, &gathered), absl::StrCat("global shuffle, records for trainer ", d)));
+    OAR_RETURN_IF_ERROR(
+        Annotate(group.all_gather(out, &gathered), absl::StrCat("global shuffle, records for trainer ", d)));
     if (d != group.rank) continue;
     for (const Tensor& t : gathered) {
       const char* b = static_cast<const char*>(t.raw_data());

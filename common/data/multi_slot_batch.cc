@@ -98,9 +98,12 @@ absl::Status MultiSlotBatch::AddLine(std::string_view line) {
     };
     uint64_t n = 0;
     switch (tokens.Parse(&n, &tok)) {
-      case Tokens::kEnd: return bad("the line ends before this slot's count");
-      case Tokens::kBad: return bad(absl::StrCat("count '", std::string(tok), "' is not a number"));
-      case Tokens::kOk: break;
+      case Tokens::kEnd:
+        return bad("the line ends before this slot's count");
+      case Tokens::kBad:
+        return bad(absl::StrCat("count '", std::string(tok), "' is not a number"));
+      case Tokens::kOk:
+        break;
     }
     if (n == 0) return bad("count 0: an empty slot must be padded (Fluid refuses it too)");
     Column* c = column_of_[i] >= 0 ? &columns_[column_of_[i]] : nullptr;

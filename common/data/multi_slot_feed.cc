@@ -34,9 +34,7 @@ std::string FeedStats::first_bad_line() const {
 MultiSlotDataFeed::MultiSlotDataFeed(const DataFeedDesc& desc, FileQueue* files, FeedStats* stats, Options options)
     : desc_(desc), files_(files), stats_(stats), options_(options), batch_(desc_) {}
 
-MultiSlotDataFeed::~MultiSlotDataFeed() {
-  (void)Close();
-}
+MultiSlotDataFeed::~MultiSlotDataFeed() { (void)Close(); }
 
 absl::Status MultiSlotDataFeed::Open(const std::string& file) {
   file_ = file;
@@ -49,8 +47,8 @@ absl::Status MultiSlotDataFeed::Open(const std::string& file) {
     in_ = std::fopen(file.c_str(), "r");
   }
   if (in_ == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot read '", file, "'", piped_ ? " through the pipe command" : "",
-                                            ": ", std::strerror(errno)));
+    return absl::NotFoundError(absl::StrCat("cannot read '", file, "'", piped_ ? " through the pipe command" : "", ": ",
+                                            std::strerror(errno)));
   }
   lines_.emplace(fileno(in_));
   stats_->files.fetch_add(1);
@@ -69,8 +67,8 @@ absl::Status MultiSlotDataFeed::Close() {
   const int status = pclose(in);
   if (status != 0) {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return absl::InvalidArgumentError(absl::StrCat("pipe_command '", desc_.pipe_command(), "' failed on '", file_,
-                                                   "' (exit status ", code, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipe_command '", desc_.pipe_command(), "' failed on '", file_, "' (exit status ", code, ")"));
   }
   return absl::OkStatus();
 }
@@ -84,7 +82,8 @@ absl::StatusOr<bool> MultiSlotDataFeed::NextLine(std::string_view* line) {
     }
     absl::StatusOr<bool> more = lines_->Next(line);
     if (!more.ok()) {
-      return absl::DataLossError(absl::StrCat("reading '", file_, "' after line ", line_no_, ": ", more.status().message()));
+      return absl::DataLossError(
+          absl::StrCat("reading '", file_, "' after line ", line_no_, ": ", more.status().message()));
     }
     if (!*more) {
       OAR_RETURN_IF_ERROR(Close());

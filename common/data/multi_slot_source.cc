@@ -20,7 +20,8 @@ absl::StatusOr<std::unique_ptr<MultiSlotSource>> MultiSlotSource::Make(DataFeedD
                                                                        Options options) {
   if (options.files.empty()) return absl::InvalidArgumentError("no MultiSlot files to read (--files)");
   if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer ", options.shard, " of ", options.shards, " is out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", options.shard, " of ", options.shards, " is out of range"));
   }
   std::map<std::string, const VarDesc*> by_name;
   for (const VarDesc* v : vars) by_name[v->name] = v;
@@ -28,33 +29,32 @@ absl::StatusOr<std::unique_ptr<MultiSlotSource>> MultiSlotSource::Make(DataFeedD
   for (int i : desc.used_slots()) used.push_back(desc.proto().multi_slot_desc().slots(i).name());
   for (const std::string& slot : used) {
     if (!by_name.count(slot)) {
-      return absl::InvalidArgumentError(absl::StrCat("the DataFeedDesc's used slot '", slot,
-                                                     "' is not one of the feed variables (",
-                                                     absl::StrJoin(vars, ", ", [](std::string* o, const VarDesc* v) {
-                                                       o->append(v->name);
-                                                     }),
-                                                     "); mark it is_used: false or feed it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the DataFeedDesc's used slot '", slot, "' is not one of the feed variables (",
+                       absl::StrJoin(vars, ", ", [](std::string* o, const VarDesc* v) { o->append(v->name); }),
+                       "); mark it is_used: false or feed it"));
     }
   }
   for (const VarDesc* v : vars) {
     if (std::find(used.begin(), used.end(), v->name) == used.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("the feed variable '", v->name,
-                                                     "' has no used slot of that name in the DataFeedDesc (used: ",
-                                                     absl::StrJoin(used, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the feed variable '", v->name,
+                       "' has no used slot of that name in the DataFeedDesc (used: ", absl::StrJoin(used, ", "), ")"));
     }
   }
   std::vector<std::string> mine;
   MultiSlotFeedOptions feed{.skip_bad_lines = options.skip_bad_lines};
   if (static_cast<int64_t>(options.files.size()) >= options.shards) {
-    for (size_t i = static_cast<size_t>(options.shard); i < options.files.size(); i += static_cast<size_t>(options.shards)) {
+    for (size_t i = static_cast<size_t>(options.shard); i < options.files.size();
+         i += static_cast<size_t>(options.shards)) {
       mine.push_back(options.files[i]);
     }
   } else {  // fewer files than trainers: every file, every shards-th line
     mine = options.files;
     feed.line_shard = options.shard, feed.line_shards = options.shards;
   }
-  std::unique_ptr<MultiSlotSource> s(new MultiSlotSource(std::move(desc), std::move(by_name), std::move(options),
-                                                         std::move(mine), feed));
+  std::unique_ptr<MultiSlotSource> s(
+      new MultiSlotSource(std::move(desc), std::move(by_name), std::move(options), std::move(mine), feed));
   if (s->options_.in_memory) OAR_RETURN_IF_ERROR(s->LoadLines());
   OAR_RETURN_IF_ERROR(s->StartEpoch(0));
   return s;
@@ -92,7 +92,8 @@ absl::Status MultiSlotSource::LoadLines() {
     // The same seed in every trainer: the job's, not this shard's.
     OAR_ASSIGN_OR_RETURN(lines_, GlobalShuffle(std::move(lines_), options_.seed, *options_.global_shuffle));
     where_.clear();
-    for (size_t i = 0; i < lines_.size(); ++i) where_.push_back(absl::StrCat("line ", i + 1, " after the global shuffle"));
+    for (size_t i = 0; i < lines_.size(); ++i)
+      where_.push_back(absl::StrCat("line ", i + 1, " after the global shuffle"));
   }
   return absl::OkStatus();
 }
@@ -152,18 +153,20 @@ absl::StatusOr<bool> MultiSlotSource::Next(FeedBatch* batch) {
     const std::string& name = (*names)[k];
     Tensor& t = batch->feeds[name] = std::move(tensors[k]);
     OAR_RETURN_IF_ERROR(FitFeedToVar(*vars_.at(name), absl::StrCat("MultiSlot slot '", name, "'"), &t));
-    if (batch->examples == 0) batch->examples = t.lod().empty() ? t.dims()[0] : static_cast<int64_t>(t.lod()[0].size()) - 1;
+    if (batch->examples == 0)
+      batch->examples = t.lod().empty() ? t.dims()[0] : static_cast<int64_t>(t.lod()[0].size()) - 1;
   }
   return true;
 }
 
 std::string MultiSlotSource::Describe() const {
-  return absl::StrCat(my_files_.size(), " MultiSlot file(s)",
-                      feed_options_.line_shards > 1 ? absl::StrCat(" (every ", feed_options_.line_shards, "th line)") : "",
-                      options_.in_memory ? absl::StrCat(", in memory: ", lines_.size(), " lines") : ", streamed",
-                      options_.global_shuffle != nullptr && options_.global_shuffle->size > 1 ? ", shuffled globally"
-                      : options_.in_memory && options_.shuffle                                  ? ", shuffled"
-                                                                                                : "");
+  return absl::StrCat(
+      my_files_.size(), " MultiSlot file(s)",
+      feed_options_.line_shards > 1 ? absl::StrCat(" (every ", feed_options_.line_shards, "th line)") : "",
+      options_.in_memory ? absl::StrCat(", in memory: ", lines_.size(), " lines") : ", streamed",
+      options_.global_shuffle != nullptr && options_.global_shuffle->size > 1 ? ", shuffled globally"
+      : options_.in_memory && options_.shuffle                                ? ", shuffled"
+                                                                              : "");
 }
 
 }  // namespace oar

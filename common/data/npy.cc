@@ -56,16 +56,18 @@ absl::StatusOr<DataType> DtypeOf(std::string descr, const std::string& what) {
   const std::string kind = descr.substr(1);
   const bool one_byte = kind == "i1" || kind == "u1" || kind == "b1";
   if (order == '>' && !one_byte) {
-    return Bad(what, absl::StrCat("dtype '", descr, "' is big-endian; save it little-endian (arr.astype('<", kind, "'))"));
+    return Bad(what,
+               absl::StrCat("dtype '", descr, "' is big-endian; save it little-endian (arr.astype('<", kind, "'))"));
   }
   if (order != '<' && order != '|' && order != '=') return Bad(what, absl::StrCat("dtype '", descr, "' is not read"));
   static const std::map<std::string, DataType> kKinds = {
-      {"f2", DataType::kFloat16}, {"f4", DataType::kFloat32}, {"f8", DataType::kFloat64}, {"i1", DataType::kInt8},
-      {"i2", DataType::kInt16},   {"i4", DataType::kInt32},   {"i8", DataType::kInt64},   {"u1", DataType::kUInt8},
-      {"b1", DataType::kBool}};
+      {"f2", DataType::kFloat16}, {"f4", DataType::kFloat32}, {"f8", DataType::kFloat64},
+      {"i1", DataType::kInt8},    {"i2", DataType::kInt16},   {"i4", DataType::kInt32},
+      {"i8", DataType::kInt64},   {"u1", DataType::kUInt8},   {"b1", DataType::kBool}};
   const auto it = kKinds.find(kind);
   if (it == kKinds.end()) {
-    return Bad(what, absl::StrCat("dtype '", descr, "' has no Oar type (float16/32/64, int8/16/32/64, uint8, bool); "
+    return Bad(what, absl::StrCat("dtype '", descr,
+                                  "' has no Oar type (float16/32/64, int8/16/32/64, uint8, bool); "
                                   "convert it with arr.astype(...)"));
   }
   return it->second;
@@ -80,7 +82,8 @@ absl::StatusOr<DDim> ShapeOf(const std::string& text, const std::string& what) {
     part = absl::StripAsciiWhitespace(part);
     if (part.empty()) continue;  // "(5,)"
     int64_t d = 0;
-    if (!absl::SimpleAtoi(part, &d) || d < 0) return Bad(what, absl::StrCat("the .npy 'shape' ", text, " does not parse"));
+    if (!absl::SimpleAtoi(part, &d) || d < 0)
+      return Bad(what, absl::StrCat("the .npy 'shape' ", text, " does not parse"));
     dims.push_back(d);
   }
   return dims;
@@ -160,9 +163,11 @@ absl::Status WriteNpy(const std::string& path, const Tensor& t) {
       {DataType::kInt8, "|i1"},    {DataType::kInt16, "<i2"},   {DataType::kInt32, "<i4"},
       {DataType::kInt64, "<i8"},   {DataType::kUInt8, "|u1"},   {DataType::kBool, "|b1"}};
   const auto it = kDescr.find(t.dtype());
-  if (it == kDescr.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": no .npy dtype for ", DataTypeName(t.dtype())));
+  if (it == kDescr.end())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no .npy dtype for ", DataTypeName(t.dtype())));
   std::string shape = "(";
-  for (int i = 0; i < t.dims().size(); ++i) absl::StrAppend(&shape, t.dims()[i], t.dims().size() == 1 ? "," : (i + 1 < t.dims().size() ? ", " : ""));
+  for (int i = 0; i < t.dims().size(); ++i)
+    absl::StrAppend(&shape, t.dims()[i], t.dims().size() == 1 ? "," : (i + 1 < t.dims().size() ? ", " : ""));
   shape += ")";
   std::string header = absl::StrCat("{'descr': '", it->second, "', 'fortran_order': False, 'shape': ", shape, ", }");
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
@@ -195,8 +200,8 @@ absl::StatusOr<std::map<std::string, Tensor>> ReadNpz(const std::string& path) {
     if (zip_stat_index(archive.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0) continue;
     const std::string name = st.name;
     if (name.size() < 5 || name.substr(name.size() - 4) != ".npy") continue;
-    std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0),
-                                                         zip_fclose);
+    std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(
+        zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0), zip_fclose);
     const std::string what = absl::StrCat(path, "[", name, "]");
     if (file == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot open the member"));
     std::string bytes(static_cast<size_t>(st.size), '\0');

@@ -42,8 +42,10 @@ void PrefetchSource::ReaderLoop() {
     while (true) {
       if (item.error.ok()) {
         absl::StatusOr<bool> more = inner_->Next(&item.batch);
-        if (!more.ok()) item.error = more.status();
-        else if (!*more) item.end = true;
+        if (!more.ok())
+          item.error = more.status();
+        else if (!*more)
+          item.end = true;
       }
       if (!item.error.ok()) item.end = true;
       absl::MutexLock l(&mu_);
@@ -75,7 +77,8 @@ absl::StatusOr<bool> PrefetchSource::Next(FeedBatch* batch) {
   auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return !ready_.empty(); };
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), stall_)) {
     return absl::DeadlineExceededError(absl::StrCat(describe_, ": no batch from the reader in ",
-                                                    absl::FormatDuration(stall_), " (a pipe_command that never ends?)"));
+                                                    absl::FormatDuration(stall_),
+                                                    " (a pipe_command that never ends?)"));
   }
   Item item = std::move(ready_.front());
   ready_.pop_front();

@@ -52,8 +52,8 @@ class PrefetchSource : public FeedSource {
   const int64_t batches_per_epoch_, examples_per_epoch_;
   absl::Mutex mu_;
   std::deque<Item> ready_ ABSL_GUARDED_BY(mu_);  // of generation gen_ only
-  uint64_t gen_ ABSL_GUARDED_BY(mu_) = 0;       // one per StartEpoch; a newer one abandons the reader's epoch
-  int epoch_ ABSL_GUARDED_BY(mu_) = 0;          // the epoch generation gen_ reads
+  uint64_t gen_ ABSL_GUARDED_BY(mu_) = 0;        // one per StartEpoch; a newer one abandons the reader's epoch
+  int epoch_ ABSL_GUARDED_BY(mu_) = 0;           // the epoch generation gen_ reads
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ = true;  // consumer side: the current epoch's end was seen
   std::thread reader_;

@@ -49,17 +49,18 @@ F Resolve(const char* name) {
   const Library& lib = Cublas();
   if (lib.handle == nullptr) return nullptr;
   auto fn = reinterpret_cast<F>(dlsym(lib.handle, name));
-  if (fn == nullptr) LOG(ERROR) << "libcublas.so." << CUBLAS_VER_MAJOR << " has no " << name << " (another cuBLAS version?)";
+  if (fn == nullptr)
+    LOG(ERROR) << "libcublas.so." << CUBLAS_VER_MAJOR << " has no " << name << " (another cuBLAS version?)";
   return fn;
 }
 
 }  // namespace
 
 // Each forwards to the library's definition of the same name.
-#define OAR_CUBLAS_FORWARD(name, params, args)                            \
-  extern "C" cublasStatus_t CUBLASWINAPI name params {                    \
-    static const auto fn = Resolve<decltype(&name)>(#name);               \
-    return fn == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED : fn args;       \
+#define OAR_CUBLAS_FORWARD(name, params, args)                      \
+  extern "C" cublasStatus_t CUBLASWINAPI name params {              \
+    static const auto fn = Resolve<decltype(&name)>(#name);         \
+    return fn == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED : fn args; \
   }
 
 OAR_CUBLAS_FORWARD(cublasCreate_v2, (cublasHandle_t * handle), (handle))
@@ -67,16 +68,14 @@ OAR_CUBLAS_FORWARD(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stre
 OAR_CUBLAS_FORWARD(cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))
 OAR_CUBLAS_FORWARD(cublasSgemm_v2,
                    (cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                    const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta,
-                    float* c, int ldc),
+                    const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
+                    int ldc),
                    (handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
 OAR_CUBLAS_FORWARD(cublasSgemmStridedBatched,
                    (cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                     const float* alpha, const float* a, int lda, long long int stride_a, const float* b, int ldb,
-                    long long int stride_b, const float* beta, float* c, int ldc, long long int stride_c,
-                    int batch),
-                   (handle, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                    batch))
+                    long long int stride_b, const float* beta, float* c, int ldc, long long int stride_c, int batch),
+                   (handle, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch))
 
 #undef OAR_CUBLAS_FORWARD
 

@@ -49,7 +49,8 @@ absl::Status MakeContext(int device, CudaContext* c) {
   OAR_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), where + ": cudaSetDevice"));
   OAR_RETURN_IF_ERROR(
       CudaStatus(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), where + ": cudaStreamCreate"));
-  OAR_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetDefaultMemPool(&c->pool, device), where + ": cudaDeviceGetDefaultMemPool"));
+  OAR_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetDefaultMemPool(&c->pool, device), where + ": cudaDeviceGetDefaultMemPool"));
   // Keep freed blocks in the pool: a training step frees and re-takes the
   // same sizes every step.
   uint64_t keep = UINT64_MAX;
@@ -58,19 +59,19 @@ absl::Status MakeContext(int device, CudaContext* c) {
   OAR_RETURN_IF_ERROR(CublasStatus(cublasCreate(&c->cublas), where + ": cublasCreate"));
   OAR_RETURN_IF_ERROR(CublasStatus(cublasSetStream(c->cublas, c->stream), where + ": cublasSetStream"));
   c->allow_tf32 = FLAGS_gpu_allow_tf32;
-  OAR_RETURN_IF_ERROR(CublasStatus(
-      cublasSetMathMode(c->cublas, c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-      where + ": cublasSetMathMode"));
+  OAR_RETURN_IF_ERROR(
+      CublasStatus(cublasSetMathMode(c->cublas, c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                   where + ": cublasSetMathMode"));
   OAR_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&c->cudnn), where + ": cudnnCreate"));
   OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(c->cudnn, c->stream), where + ": cudnnSetStream"));
   OAR_RETURN_IF_ERROR(CurandStatus(curandCreateGenerator(&c->curand, CURAND_RNG_PSEUDO_PHILOX4_32_10),
                                    where + ": curandCreateGenerator"));
   OAR_RETURN_IF_ERROR(CurandStatus(curandSetStream(c->curand, c->stream), where + ": curandSetStream"));
   for (int i = 0; i < 2; ++i) {
-    OAR_RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&c->staging[i], CudaContext::kStagingBytes),
-                                   where + ": cudaMallocHost (staging)"));
-    OAR_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&c->staging_done[i], cudaEventDisableTiming),
-                                   where + ": cudaEventCreate"));
+    OAR_RETURN_IF_ERROR(
+        CudaStatus(cudaMallocHost(&c->staging[i], CudaContext::kStagingBytes), where + ": cudaMallocHost (staging)"));
+    OAR_RETURN_IF_ERROR(
+        CudaStatus(cudaEventCreateWithFlags(&c->staging_done[i], cudaEventDisableTiming), where + ": cudaEventCreate"));
   }
   return absl::OkStatus();
 }

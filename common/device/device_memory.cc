@@ -76,7 +76,8 @@ void* AllocOn(const Place& place, size_t bytes) {
   const size_t n = std::max<size_t>(bytes, 1);
   if (place.is_pinned()) {
     cudaError_t e = cudaMallocHost(&p, n);
-    if (e != cudaSuccess) LOG(FATAL) << "CUDAPinnedPlace: cannot allocate " << bytes << " bytes: " << cudaGetErrorString(e);
+    if (e != cudaSuccess)
+      LOG(FATAL) << "CUDAPinnedPlace: cannot allocate " << bytes << " bytes: " << cudaGetErrorString(e);
     return p;
   }
   CHECK(place.is_gpu()) << "AllocOn(" << place.ToString() << ")";
@@ -85,8 +86,8 @@ void* AllocOn(const Place& place, size_t bytes) {
   if (e != cudaSuccess) {
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
-    LOG(FATAL) << place.ToString() << ": cannot allocate " << bytes << " bytes of device memory ("
-               << free_bytes << " of " << total << " free): " << cudaGetErrorString(e);
+    LOG(FATAL) << place.ToString() << ": cannot allocate " << bytes << " bytes of device memory (" << free_bytes
+               << " of " << total << " free): " << cudaGetErrorString(e);
   }
   return p;
 }

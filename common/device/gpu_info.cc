@@ -74,7 +74,8 @@ absl::Status RequireGpu(int device) {
 }
 
 absl::StatusOr<std::vector<int>> ParseSelectedGpus(const std::string& spec, int visible) {
-  if (visible == 0) return absl::FailedPreconditionError(absl::StrCat("no GPU is visible to this process: ", NoGpuReason()));
+  if (visible == 0)
+    return absl::FailedPreconditionError(absl::StrCat("no GPU is visible to this process: ", NoGpuReason()));
   std::vector<int> ids;
   if (absl::StripAsciiWhitespace(spec).empty()) {
     for (int i = 0; i < visible; ++i) ids.push_back(i);

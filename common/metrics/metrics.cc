@@ -13,8 +13,8 @@ bool ValidName(const std::string& s) {
   if (s.empty()) return false;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-                    (i > 0 && c >= '0' && c <= '9');
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (i > 0 && c >= '0' && c <= '9');
     if (!ok) return false;
   }
   return true;
@@ -33,10 +33,14 @@ std::string Number(double v) {
 std::string Escape(const std::string& s, bool quote) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '"' && quote) out += "\\\"";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '"' && quote)
+      out += "\\\"";
+    else
+      out += c;
   }
   return out;
 }
@@ -78,8 +82,8 @@ std::vector<uint64_t> Histogram::BucketCounts() const {
 }
 
 const std::vector<double>& DefaultSecondsBuckets() {
-  static const auto* b = new std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                 0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5, 5, 10};
+  static const auto* b = new std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                 0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   return *b;
 }
 

@@ -133,8 +133,8 @@ class Registry {
     std::unique_ptr<Family<Counter>> counter;
     std::unique_ptr<Family<Gauge>> gauge;
     std::unique_ptr<Family<Histogram>> histogram;
-    std::string help;               // callback gauges
-    std::function<double()> read;   // callback gauges
+    std::string help;              // callback gauges
+    std::function<double()> read;  // callback gauges
   };
   Entry* Find(const std::string& name, Type type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -101,8 +101,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(const Optio
   if (ec) return absl::InvalidArgumentError(absl::StrCat("metrics server: '", options.host, "' is not an IP address"));
   const tcp::endpoint ep(address, static_cast<unsigned short>(options.port));
   auto fail = [&](const char* what) {
-    return absl::UnavailableError(absl::StrCat("metrics server: cannot ", what, " ", options.host, ":", options.port,
-                                               ": ", ec.message()));
+    return absl::UnavailableError(
+        absl::StrCat("metrics server: cannot ", what, " ", options.host, ":", options.port, ": ", ec.message()));
   };
   if (const int handed = TakeListenSocket(options.port); handed >= 0) {  // common/listen_sockets.h
     impl->acceptor.assign(ep.protocol(), handed, ec);

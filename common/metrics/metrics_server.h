@@ -27,9 +27,9 @@ namespace oar::metrics {
 class MetricsServer {
  public:
   struct Options {
-    std::string host = "127.0.0.1";  // the address to bind ("0.0.0.0": every interface)
-    int port = 0;                    // 0: a free port
-    Registry* registry = nullptr;    // null: Default()
+    std::string host = "127.0.0.1";                // the address to bind ("0.0.0.0": every interface)
+    int port = 0;                                  // 0: a free port
+    Registry* registry = nullptr;                  // null: Default()
     absl::Duration io_timeout = absl::Seconds(5);  // per connection: read the request, write the answer
   };
 

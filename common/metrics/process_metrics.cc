@@ -50,13 +50,13 @@ void AddProcessMetrics(Registry* registry) {
     return btime + StatField(22) / ticks;
   }();
   registry->AddCallback("process_resident_memory_bytes", "Resident memory size in bytes", Type::kGauge,
-                             [] { return StatField(24) * page; });
+                        [] { return StatField(24) * page; });
   registry->AddCallback("process_virtual_memory_bytes", "Virtual memory size in bytes", Type::kGauge,
-                             [] { return StatField(23); });
+                        [] { return StatField(23); });
   registry->AddCallback("process_cpu_seconds_total", "User and system CPU time spent in seconds", Type::kCounter,
-                             [] { return (StatField(14) + StatField(15)) / ticks; });
+                        [] { return (StatField(14) + StatField(15)) / ticks; });
   registry->AddCallback("process_start_time_seconds", "Start time of the process since the Unix epoch", Type::kGauge,
-                             [] { return start; });
+                        [] { return start; });
   registry->AddCallback("process_open_fds", "Open file descriptors", Type::kGauge, [] {
     std::error_code ec;
     double n = 0;

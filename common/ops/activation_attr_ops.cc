@@ -96,7 +96,9 @@ struct HardSwish {
 };
 struct HardSigmoid {
   static constexpr Src kSrc = Src::kOut;
-  static Params Read(const ExecutionContext& ctx) { return {.a = ctx.Attr<float>("slope"), .b = ctx.Attr<float>("offset")}; }
+  static Params Read(const ExecutionContext& ctx) {
+    return {.a = ctx.Attr<float>("slope"), .b = ctx.Attr<float>("offset")};
+  }
   static double F(double x, const Params& p) { return std::min(std::max(p.a * x + p.b, 0.0), 1.0); }
   static double D(double, double out, double g, const Params& p) { return out > 0 && out < 1 ? g * p.a : 0; }
 };

@@ -78,17 +78,27 @@ inline absl::Status GradShape(InferShapeContext& ctx) {
 }
 
 template <typename A>
-OpInfo& RegisterActivation(OpRegistry* r, const std::string& type, const std::vector<std::pair<std::string, float>>& attrs) {
-  auto& fwd = r->Register(type).Input("X").Output("Out").SetInferShape(SameShapeAsX)
-      .Kernel<float>(Forward<A, float>).template Kernel<double>(Forward<A, double>);
+OpInfo& RegisterActivation(OpRegistry* r, const std::string& type,
+                           const std::vector<std::pair<std::string, float>>& attrs) {
+  auto& fwd = r->Register(type)
+                  .Input("X")
+                  .Output("Out")
+                  .SetInferShape(SameShapeAsX)
+                  .Kernel<float>(Forward<A, float>)
+                  .template Kernel<double>(Forward<A, double>);
   if (A::kSrc == Src::kX) {
     fwd.SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}));
   } else {
     fwd.SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}));
   }
-  auto& grad = r->Register(type + "_grad").Input("X", kDispensable).Input("Out", kDispensable)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable).SetInferShape(GradShape)
-      .template Kernel<float>(Backward<A, float>).template Kernel<double>(Backward<A, double>);
+  auto& grad = r->Register(type + "_grad")
+                   .Input("X", kDispensable)
+                   .Input("Out", kDispensable)
+                   .Input(GradVarName("Out"))
+                   .Output(GradVarName("X"), kDispensable)
+                   .SetInferShape(GradShape)
+                   .template Kernel<float>(Backward<A, float>)
+                   .template Kernel<double>(Backward<A, double>);
   for (const auto& [name, value] : attrs) {
     fwd.Attr(name, value);
     grad.Attr(name, value);
@@ -113,12 +123,21 @@ absl::Status ZeroGrad(const ExecutionContext& ctx) {
 }
 template <typename A>
 void RegisterZeroGradActivation(OpRegistry* r, const std::string& type) {
-  r->Register(type).Input("X").Output("Out").SetInferShape(SameShapeAsX)
-      .Kernel<float>(Forward<A, float>).template Kernel<double>(Forward<A, double>)
+  r->Register(type)
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .Kernel<float>(Forward<A, float>)
+      .template Kernel<double>(Forward<A, double>)
       .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}));
-  r->Register(type + "_grad").Input("X", kDispensable).Input("Out", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(ZeroGradShape)
-      .Kernel<float>(ZeroGrad<float>).template Kernel<double>(ZeroGrad<double>);
+  r->Register(type + "_grad")
+      .Input("X", kDispensable)
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(ZeroGradShape)
+      .Kernel<float>(ZeroGrad<float>)
+      .template Kernel<double>(ZeroGrad<double>);
 }
 
 }  // namespace oar::activation

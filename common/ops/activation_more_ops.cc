@@ -20,12 +20,12 @@ using activation::RegisterZeroGradActivation;
 using activation::Src;
 
 // A functor of X alone, no attributes: F(x) and dF/dx.
-#define OAR_PLAIN_X(Name, f, d)                                                              \
-  struct Name {                                                                             \
-    static constexpr Src kSrc = Src::kX;                                                    \
-    static Params Read(const ExecutionContext&) { return {}; }                              \
-    static double F(double x, const Params&) { return f; }                                  \
-    static double D(double x, double, double g, const Params&) { return g * (d); }          \
+#define OAR_PLAIN_X(Name, f, d)                                                    \
+  struct Name {                                                                    \
+    static constexpr Src kSrc = Src::kX;                                           \
+    static Params Read(const ExecutionContext&) { return {}; }                     \
+    static double F(double x, const Params&) { return f; }                         \
+    static double D(double x, double, double g, const Params&) { return g * (d); } \
   };
 
 OAR_PLAIN_X(Sin, std::sin(x), std::cos(x))
@@ -35,7 +35,7 @@ OAR_PLAIN_X(Cosh, std::cosh(x), std::sinh(x))
 OAR_PLAIN_X(Asin, std::asin(x), 1 / std::sqrt(1 - x * x))
 OAR_PLAIN_X(Acos, std::acos(x), -1 / std::sqrt(1 - x * x))
 OAR_PLAIN_X(Atan, std::atan(x), 1 / (1 + x * x))
-OAR_PLAIN_X(Erf, std::erf(x), M_2_SQRTPI * std::exp(-x * x))
+OAR_PLAIN_X(Erf, std::erf(x), M_2_SQRTPI* std::exp(-x* x))
 OAR_PLAIN_X(Log2, std::log2(x), 1 / (x * M_LN2))
 OAR_PLAIN_X(Log10, std::log10(x), 1 / (x * M_LN10))
 OAR_PLAIN_X(Log1p, std::log1p(x), 1 / (1 + x))
@@ -77,7 +77,9 @@ struct ThresholdedRelu {
 };
 struct BRelu {
   static constexpr Src kSrc = Src::kX;
-  static Params Read(const ExecutionContext& ctx) { return {.a = ctx.Attr<float>("t_min"), .b = ctx.Attr<float>("t_max")}; }
+  static Params Read(const ExecutionContext& ctx) {
+    return {.a = ctx.Attr<float>("t_min"), .b = ctx.Attr<float>("t_max")};
+  }
   static double F(double x, const Params& p) { return std::min(std::max(x, p.a), p.b); }
   static double D(double x, double, double g, const Params& p) { return x > p.a && x < p.b ? g : 0; }
 };
@@ -92,7 +94,9 @@ struct SoftRelu {
 };
 struct Selu {
   static constexpr Src kSrc = Src::kOut;
-  static Params Read(const ExecutionContext& ctx) { return {.a = ctx.Attr<float>("scale"), .b = ctx.Attr<float>("alpha")}; }
+  static Params Read(const ExecutionContext& ctx) {
+    return {.a = ctx.Attr<float>("scale"), .b = ctx.Attr<float>("alpha")};
+  }
   static double F(double x, const Params& p) { return x > 0 ? p.a * x : p.a * p.b * (std::exp(x) - 1); }
   static double D(double, double out, double g, const Params& p) { return out > 0 ? g * p.a : g * (out + p.a * p.b); }
 };
@@ -130,8 +134,8 @@ void RegisterActivationMoreOps(OpRegistry* r) {
   RegisterActivation<ThresholdedRelu>(r, "thresholded_relu", {{"threshold", 1.0f}});
   RegisterActivation<BRelu>(r, "brelu", {{"t_min", 0.0f}, {"t_max", 24.0f}});
   RegisterActivation<SoftRelu>(r, "soft_relu", {{"threshold", 40.0f}});
-  RegisterActivation<Selu>(r, "selu", {{"scale", 1.0507009873554804934193349852946f},
-                                       {"alpha", 1.6732632423543772848170429916717f}});
+  RegisterActivation<Selu>(
+      r, "selu", {{"scale", 1.0507009873554804934193349852946f}, {"alpha", 1.6732632423543772848170429916717f}});
   RegisterActivation<STanh>(r, "stanh", {{"scale_a", 0.67f}, {"scale_b", 1.7159f}});
   RegisterZeroGradActivation<Floor>(r, "floor");
   RegisterZeroGradActivation<Ceil>(r, "ceil");

@@ -10,42 +10,96 @@ namespace oar {
 namespace {
 
 struct Relu {
-  template <typename T> static T F(T x) { return x > T(0) ? x : T(0); }
-  template <typename T> static T D(T /*x*/, T out, T g) { return out > T(0) ? g : T(0); }
+  template <typename T>
+  static T F(T x) {
+    return x > T(0) ? x : T(0);
+  }
+  template <typename T>
+  static T D(T /*x*/, T out, T g) {
+    return out > T(0) ? g : T(0);
+  }
 };
 struct Sigmoid {
-  template <typename T> static T F(T x) { return T(1) / (T(1) + std::exp(-x)); }
-  template <typename T> static T D(T, T out, T g) { return g * out * (T(1) - out); }
+  template <typename T>
+  static T F(T x) {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+  template <typename T>
+  static T D(T, T out, T g) {
+    return g * out * (T(1) - out);
+  }
 };
 struct Tanh {
-  template <typename T> static T F(T x) { return std::tanh(x); }
-  template <typename T> static T D(T, T out, T g) { return g * (T(1) - out * out); }
+  template <typename T>
+  static T F(T x) {
+    return std::tanh(x);
+  }
+  template <typename T>
+  static T D(T, T out, T g) {
+    return g * (T(1) - out * out);
+  }
 };
 struct Exp {
-  template <typename T> static T F(T x) { return std::exp(x); }
-  template <typename T> static T D(T, T out, T g) { return g * out; }
+  template <typename T>
+  static T F(T x) {
+    return std::exp(x);
+  }
+  template <typename T>
+  static T D(T, T out, T g) {
+    return g * out;
+  }
 };
 struct Sqrt {
-  template <typename T> static T F(T x) { return std::sqrt(x); }
-  template <typename T> static T D(T, T out, T g) { return g * T(0.5) / out; }
+  template <typename T>
+  static T F(T x) {
+    return std::sqrt(x);
+  }
+  template <typename T>
+  static T D(T, T out, T g) {
+    return g * T(0.5) / out;
+  }
 };
 struct Cos {
-  template <typename T> static T F(T x) { return std::cos(x); }
-  template <typename T> static T D(T x, T, T g) { return -g * std::sin(x); }
+  template <typename T>
+  static T F(T x) {
+    return std::cos(x);
+  }
+  template <typename T>
+  static T D(T x, T, T g) {
+    return -g * std::sin(x);
+  }
 };
 struct Abs {
-  template <typename T> static T F(T x) { return std::abs(x); }
-  template <typename T> static T D(T x, T, T g) { return x > T(0) ? g : (x < T(0) ? -g : T(0)); }
+  template <typename T>
+  static T F(T x) {
+    return std::abs(x);
+  }
+  template <typename T>
+  static T D(T x, T, T g) {
+    return x > T(0) ? g : (x < T(0) ? -g : T(0));
+  }
 };
 // Zero gradient almost everywhere (floor, ceil and round, whose grad ops
 // carry no X, are in activation_more_ops.cc).
 struct Sign {
-  template <typename T> static T F(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
-  template <typename T> static T D(T, T, T) { return T(0); }
+  template <typename T>
+  static T F(T x) {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+  }
+  template <typename T>
+  static T D(T, T, T) {
+    return T(0);
+  }
 };
 struct Square {
-  template <typename T> static T F(T x) { return x * x; }
-  template <typename T> static T D(T x, T, T g) { return g * T(2) * x; }
+  template <typename T>
+  static T F(T x) {
+    return x * x;
+  }
+  template <typename T>
+  static T D(T x, T, T g) {
+    return g * T(2) * x;
+  }
 };
 
 template <typename A, typename T>
@@ -88,8 +142,12 @@ absl::Status UnaryGradInferShape(InferShapeContext& ctx) {
 template <typename A, bool kUsesX>
 void RegisterUnary(OpRegistry* r, const std::string& type) {
   const char* src = kUsesX ? "X" : "Out";
-  auto& fwd = r->Register(type).Input("X").Output("Out").SetInferShape(SameShapeAsX)
-      .Kernel<float>(Forward<A, float>).template Kernel<double>(Forward<A, double>);
+  auto& fwd = r->Register(type)
+                  .Input("X")
+                  .Output("Out")
+                  .SetInferShape(SameShapeAsX)
+                  .Kernel<float>(Forward<A, float>)
+                  .template Kernel<double>(Forward<A, double>);
   if (kUsesX) {
     fwd.SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}));
   } else {
@@ -98,10 +156,14 @@ void RegisterUnary(OpRegistry* r, const std::string& type) {
   // The other of X and Out is declared too: Fluid 1.0-1.4 gave square's and
   // log's grads Out as well, 1.0-1.6 abs's, and 1.6-2.3 with MKLDNN on the
   // Out-based ones X. Only `src` is read.
-  r->Register(type + "_grad").Input(src).Input(kUsesX ? "Out" : "X", kDispensable).Input(GradVarName("Out"))
+  r->Register(type + "_grad")
+      .Input(src)
+      .Input(kUsesX ? "Out" : "X", kDispensable)
+      .Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable)
       .SetInferShape(UnaryGradInferShape<kUsesX>)
-      .template Kernel<float>(Backward<A, float, kUsesX>).template Kernel<double>(Backward<A, double, kUsesX>);
+      .template Kernel<float>(Backward<A, float, kUsesX>)
+      .template Kernel<double>(Backward<A, double, kUsesX>);
 }
 
 }  // namespace

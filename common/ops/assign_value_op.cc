@@ -20,7 +20,8 @@ absl::Status Fill(const ExecutionContext& ctx, const std::vector<V>& values) {
   const std::vector<int32_t> shape = ctx.Attr<std::vector<int32_t>>("shape");
   const DDim dims(std::vector<int64_t>(shape.begin(), shape.end()));
   if (static_cast<int64_t>(values.size()) != dims.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("assign_value: ", values.size(), " values for shape ", dims.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("assign_value: ", values.size(), " values for shape ", dims.ToString()));
   }
   T* o = ctx.Output("Out")->mutable_data<T>(dims);
   for (size_t i = 0; i < values.size(); ++i) o[i] = static_cast<T>(values[i]);
@@ -29,16 +30,21 @@ absl::Status Fill(const ExecutionContext& ctx, const std::vector<V>& values) {
 
 absl::Status AssignValueKernel(const ExecutionContext& ctx) {
   switch (static_cast<DataType>(ctx.Attr<int32_t>("dtype"))) {
-    case DataType::kFloat32: return Fill<float>(ctx, ctx.Attr<std::vector<float>>("fp32_values"));
+    case DataType::kFloat32:
+      return Fill<float>(ctx, ctx.Attr<std::vector<float>>("fp32_values"));
     case DataType::kFloat64: {
       const auto& attrs = ctx.op().attrs;
       auto it = attrs.find("fp64_values");
-      if (it != attrs.end() && it->second.index() == 12) return Fill<double>(ctx, std::get<std::vector<double>>(it->second));
+      if (it != attrs.end() && it->second.index() == 12)
+        return Fill<double>(ctx, std::get<std::vector<double>>(it->second));
       return Fill<double>(ctx, ctx.Attr<std::vector<float>>("fp32_values"));
     }
-    case DataType::kInt32: return Fill<int32_t>(ctx, ctx.Attr<std::vector<int32_t>>("int32_values"));
-    case DataType::kInt64: return Fill<int64_t>(ctx, ctx.Attr<std::vector<int64_t>>("int64_values"));
-    case DataType::kBool: return Fill<bool>(ctx, ctx.Attr<std::vector<int32_t>>("bool_values"));
+    case DataType::kInt32:
+      return Fill<int32_t>(ctx, ctx.Attr<std::vector<int32_t>>("int32_values"));
+    case DataType::kInt64:
+      return Fill<int64_t>(ctx, ctx.Attr<std::vector<int64_t>>("int64_values"));
+    case DataType::kBool:
+      return Fill<bool>(ctx, ctx.Attr<std::vector<int32_t>>("bool_values"));
     default:
       return absl::UnimplementedError(absl::StrCat("assign_value: dtype ", ctx.Attr<int32_t>("dtype"),
                                                    " is not implemented (float32/64, int32/64, bool)"));
@@ -48,11 +54,18 @@ absl::Status AssignValueKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterAssignValueOp(OpRegistry* r) {
-  r->Register("assign_value").Output("Out").Attr("shape", std::vector<int32_t>{})
-      .Attr("dtype", static_cast<int32_t>(DataType::kFloat32)).Attr("fp32_values", std::vector<float>{})
-      .Attr("fp64_values", std::vector<double>{}).Attr("int32_values", std::vector<int32_t>{})
-      .Attr("int64_values", std::vector<int64_t>{}).Attr("bool_values", std::vector<int32_t>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(AssignValueKernel);
+  r->Register("assign_value")
+      .Output("Out")
+      .Attr("shape", std::vector<int32_t>{})
+      .Attr("dtype", static_cast<int32_t>(DataType::kFloat32))
+      .Attr("fp32_values", std::vector<float>{})
+      .Attr("fp64_values", std::vector<double>{})
+      .Attr("int32_values", std::vector<int32_t>{})
+      .Attr("int64_values", std::vector<int64_t>{})
+      .Attr("bool_values", std::vector<int32_t>{})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(AssignValueKernel);
 }
 
 }  // namespace oar

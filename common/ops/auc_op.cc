@@ -95,11 +95,12 @@ absl::Status AucKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Label", *label));
   const int64_t thresholds = ctx.Attr<int32_t>("num_thresholds"), buckets = thresholds + 1;
   const int32_t slide = ctx.Attr<int32_t>("slide_steps");
-  OAR_ASSIGN_OR_RETURN(int64_t* pos, StatsOut(ctx, "StatPos", "StatPosOut"));
-  OAR_ASSIGN_OR_RETURN(int64_t* neg, StatsOut(ctx, "StatNeg", "StatNegOut"));
+  OAR_ASSIGN_OR_RETURN(int64_t * pos, StatsOut(ctx, "StatPos", "StatPosOut"));
+  OAR_ASSIGN_OR_RETURN(int64_t * neg, StatsOut(ctx, "StatNeg", "StatNegOut"));
   const int64_t n = predict->dims()[0], width = predict->dims()[1];
   if (label->numel() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("auc: Label has ", label->numel(), " values for ", n, " predictions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("auc: Label has ", label->numel(), " values for ", n, " predictions"));
   }
   const T* p = predict->data<T>();
   const int64_t* l = label->data<int64_t>();
@@ -117,8 +118,8 @@ absl::Status AucKernel(const ExecutionContext& ctx) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = p[i * width + width - 1];
     if (!(v >= T(0) && v <= T(1))) {
-      return absl::InvalidArgumentError(absl::StrCat("auc: Predict[", i, "][", width - 1, "] = ", static_cast<double>(v),
-                                                     " is not a probability in [0, 1]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "auc: Predict[", i, "][", width - 1, "] = ", static_cast<double>(v), " is not a probability in [0, 1]"));
     }
     const int64_t b = static_cast<int64_t>(static_cast<double>(v) * static_cast<double>(thresholds));
     (l[i] != 0 ? row_pos : row_neg)[b] += 1;
@@ -145,11 +146,21 @@ absl::Status AucKernel(const ExecutionContext& ctx) {
 // copied there ([batch, 2] and [batch, 1] a step); the histograms stay on
 // the host between steps, where the metric is read.
 void RegisterAucOp(OpRegistry* r) {
-  r->Register("auc").HostSide().Input("Predict").Input("Label").Input("StatPos").Input("StatNeg")
-      .Output("AUC").Output("StatPosOut").Output("StatNegOut")
-      .Attr("curve", std::string("ROC")).Attr("num_thresholds", int32_t{4095}).Attr("slide_steps", int32_t{1})
+  r->Register("auc")
+      .HostSide()
+      .Input("Predict")
+      .Input("Label")
+      .Input("StatPos")
+      .Input("StatNeg")
+      .Output("AUC")
+      .Output("StatPosOut")
+      .Output("StatNegOut")
+      .Attr("curve", std::string("ROC"))
+      .Attr("num_thresholds", int32_t{4095})
+      .Attr("slide_steps", int32_t{1})
       .SetInferShape(AucInferShape)
-      .Kernel<float>(AucKernel<float>).Kernel<double>(AucKernel<double>);
+      .Kernel<float>(AucKernel<float>)
+      .Kernel<double>(AucKernel<double>);
 }
 
 }  // namespace oar

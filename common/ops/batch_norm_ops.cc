@@ -25,7 +25,8 @@ absl::Status BatchNormInferShape(InferShapeContext& ctx) {
   const int64_t c = x[1];
   for (const char* s : {"Scale", "Bias", "Mean", "Variance"}) {
     DDim d = ctx.InputDim(s);
-    if (d.size() != 1 || (c >= 0 && d[0] != c)) return ctx.Error(s, d.ToString(), " must be [", c, "] for X", x.ToString());
+    if (d.size() != 1 || (c >= 0 && d[0] != c))
+      return ctx.Error(s, d.ToString(), " must be [", c, "] for X", x.ToString());
   }
   ctx.SetOutputDim("Y", x);
   ctx.SetOutputDtype("Y", ctx.InputDtype("X"));
@@ -45,8 +46,8 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* mean, RequireInput(ctx, "Mean"));
   OAR_ASSIGN_OR_RETURN(const Tensor* var, RequireInput(ctx, "Variance"));
   OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "X", 0, *x));
-  for (const auto& [slot, t] : {std::pair<const char*, const Tensor*>{"Scale", scale}, {"Bias", bias},
-                                {"Mean", mean}, {"Variance", var}}) {
+  for (const auto& [slot, t] :
+       {std::pair<const char*, const Tensor*>{"Scale", scale}, {"Bias", bias}, {"Mean", mean}, {"Variance", var}}) {
     OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, 0, *t));
   }
   const NCHW v = View(x->dims());
@@ -125,8 +126,11 @@ absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* saved_mean, RequireInput(ctx, "SavedMean"));
   OAR_ASSIGN_OR_RETURN(const Tensor* saved_inv, RequireInput(ctx, "SavedVariance"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dy_t, RequireInput(ctx, GradVarName("Y")));
-  for (const auto& [slot, t] : {std::pair<std::string, const Tensor*>{"X", x}, {"Scale", scale},
-                                {"SavedMean", saved_mean}, {"SavedVariance", saved_inv}, {GradVarName("Y"), dy_t}}) {
+  for (const auto& [slot, t] : {std::pair<std::string, const Tensor*>{"X", x},
+                                {"Scale", scale},
+                                {"SavedMean", saved_mean},
+                                {"SavedVariance", saved_inv},
+                                {GradVarName("Y"), dy_t}}) {
     OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slot, 0, *t));
   }
   const NCHW v = View(x->dims());
@@ -146,7 +150,8 @@ absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
       }
     }
   }
-  if (Tensor* t = ctx.Output(GradVarName("Scale"))) std::copy(sum_dy_xhat.begin(), sum_dy_xhat.end(), t->mutable_data<T>());
+  if (Tensor* t = ctx.Output(GradVarName("Scale")))
+    std::copy(sum_dy_xhat.begin(), sum_dy_xhat.end(), t->mutable_data<T>());
   if (Tensor* t = ctx.Output(GradVarName("Bias"))) std::copy(sum_dy.begin(), sum_dy.end(), t->mutable_data<T>());
   Tensor* dx_t = ctx.Output(GradVarName("X"));
   if (dx_t == nullptr) return absl::OkStatus();
@@ -173,30 +178,55 @@ absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
 
 void RegisterBatchNormOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("momentum", 0.9f).Attr("epsilon", 1e-5f).Attr("is_test", false)
-        .Attr("data_layout", std::string("NCHW")).Attr("use_global_stats", false)
-        .Attr("fuse_with_relu", false).Attr("use_mkldnn", false).Attr("trainable_statistics", false)
-        .Implements("trainable_statistics", {false}).Implements("fuse_with_relu", {false});
+    return info.Attr("momentum", 0.9f)
+        .Attr("epsilon", 1e-5f)
+        .Attr("is_test", false)
+        .Attr("data_layout", std::string("NCHW"))
+        .Attr("use_global_stats", false)
+        .Attr("fuse_with_relu", false)
+        .Attr("use_mkldnn", false)
+        .Attr("trainable_statistics", false)
+        .Implements("trainable_statistics", {false})
+        .Implements("fuse_with_relu", {false});
   };
   // Paddle 2.x adds MomentumTensor (unimplemented: the momentum attribute
   // is used) and ReserveSpace (a cuDNN workspace; never written here, and
   // the grad, which also names Mean/Variance(Out), reads none of them).
-  attrs(r->Register("batch_norm").Input("X").Input("Scale").Input("Bias").Input("Mean").Input("Variance")
+  attrs(r->Register("batch_norm")
+            .Input("X")
+            .Input("Scale")
+            .Input("Bias")
+            .Input("Mean")
+            .Input("Variance")
             .Input("MomentumTensor", kUnimplemented)
-            .Output("Y").Output("MeanOut").Output("VarianceOut").Output("SavedMean").Output("SavedVariance")
+            .Output("Y")
+            .Output("MeanOut")
+            .Output("VarianceOut")
+            .Output("SavedMean")
+            .Output("SavedVariance")
             .Output("ReserveSpace", kDispensable))
       .SetInferShape(BatchNormInferShape)
-      .SetGradMaker(GradOpMaker({"X", "Scale", "Bias"}, {"SavedMean", "SavedVariance"}, {"Y"},
-                                {"X", "Scale", "Bias"}))
-      .Kernel<float>(BatchNormKernel<float>).Kernel<double>(BatchNormKernel<double>);
-  attrs(r->Register("batch_norm_grad").Input("X").Input("Scale").Input("Bias")
-            .Input("SavedMean").Input("SavedVariance").Input(GradVarName("Y"))
-            .Input("Mean", kDispensable).Input("Variance", kDispensable).Input("MeanOut", kDispensable)
-            .Input("VarianceOut", kDispensable).Input("ReserveSpace", kDispensable)
-            .Output(GradVarName("X"), kDispensable).Output(GradVarName("Scale"), kDispensable)
+      .SetGradMaker(GradOpMaker({"X", "Scale", "Bias"}, {"SavedMean", "SavedVariance"}, {"Y"}, {"X", "Scale", "Bias"}))
+      .Kernel<float>(BatchNormKernel<float>)
+      .Kernel<double>(BatchNormKernel<double>);
+  attrs(r->Register("batch_norm_grad")
+            .Input("X")
+            .Input("Scale")
+            .Input("Bias")
+            .Input("SavedMean")
+            .Input("SavedVariance")
+            .Input(GradVarName("Y"))
+            .Input("Mean", kDispensable)
+            .Input("Variance", kDispensable)
+            .Input("MeanOut", kDispensable)
+            .Input("VarianceOut", kDispensable)
+            .Input("ReserveSpace", kDispensable)
+            .Output(GradVarName("X"), kDispensable)
+            .Output(GradVarName("Scale"), kDispensable)
             .Output(GradVarName("Bias"), kDispensable))
       .SetInferShape(BatchNormGradInferShape)
-      .Kernel<float>(BatchNormGradKernel<float>).Kernel<double>(BatchNormGradKernel<double>);
+      .Kernel<float>(BatchNormGradKernel<float>)
+      .Kernel<double>(BatchNormGradKernel<double>);
 }
 
 }  // namespace oar

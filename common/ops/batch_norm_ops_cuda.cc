@@ -32,8 +32,8 @@ absl::Status Prepare(const ExecutionContext& ctx, const DDim& x, BnCall* call) {
     return absl::InvalidArgumentError(absl::StrCat(type, ": X", x.ToString(), " must have rank 2 to 5"));
   }
   if (ctx.Attr<std::string>("data_layout") != "NCHW") {
-    return absl::UnimplementedError(absl::StrCat(type, ": data_layout '", ctx.Attr<std::string>("data_layout"),
-                                                 "' is not supported (NCHW only)"));
+    return absl::UnimplementedError(
+        absl::StrCat(type, ": data_layout '", ctx.Attr<std::string>("data_layout"), "' is not supported (NCHW only)"));
   }
   call->n = x[0];
   call->c = x[1];
@@ -71,11 +71,10 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   float* y = GpuOut<float>(ctx, "Y");
   const float one = 1.f, zero = 0.f;
   if (ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats")) {
-    OAR_RETURN_IF_ERROR(CudnnStatus(
-        cudnnBatchNormalizationForwardInference(c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, call.x_desc.get(), x,
-                                                call.x_desc.get(), y, call.stat_desc.get(), scale, bias, mean, var,
-                                                call.eps),
-        "batch_norm: cudnnBatchNormalizationForwardInference"));
+    OAR_RETURN_IF_ERROR(CudnnStatus(cudnnBatchNormalizationForwardInference(
+                                        c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, call.x_desc.get(), x,
+                                        call.x_desc.get(), y, call.stat_desc.get(), scale, bias, mean, var, call.eps),
+                                    "batch_norm: cudnnBatchNormalizationForwardInference"));
     if (float* sm = StatOut(ctx, "SavedMean", call.c)) {
       OAR_RETURN_IF_ERROR(CopyIfApart(c, mean, sm, call.c, "batch_norm: SavedMean"));
     }
@@ -93,12 +92,11 @@ absl::Status BatchNormKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(CopyIfApart(c, var, var_out, call.c, "batch_norm: VarianceOut"));
   float* saved_mean = StatOut(ctx, "SavedMean", call.c, &saved_mean_scratch);
   float* saved_inv = StatOut(ctx, "SavedVariance", call.c, &saved_inv_scratch);
-  return CudnnStatus(
-      cudnnBatchNormalizationForwardTraining(c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, call.x_desc.get(), x,
-                                             call.x_desc.get(), y, call.stat_desc.get(), scale, bias,
-                                             1.0 - ctx.Attr<float>("momentum"), mean_out, var_out, call.eps,
-                                             saved_mean, saved_inv),
-      "batch_norm: cudnnBatchNormalizationForwardTraining");
+  return CudnnStatus(cudnnBatchNormalizationForwardTraining(
+                         c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, call.x_desc.get(), x, call.x_desc.get(), y,
+                         call.stat_desc.get(), scale, bias, 1.0 - ctx.Attr<float>("momentum"), mean_out, var_out,
+                         call.eps, saved_mean, saved_inv),
+                     "batch_norm: cudnnBatchNormalizationForwardTraining");
 }
 
 absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
@@ -124,9 +122,9 @@ absl::Status BatchNormGradKernel(const ExecutionContext& ctx) {
   // With the saved statistics given, cuDNN's dScale and dBias are
   // sum(dY·(X − mean)·inv_std) and sum(dY) per channel, in either mode.
   OAR_RETURN_IF_ERROR(CudnnStatus(
-      cudnnBatchNormalizationBackward(c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, call.x_desc.get(),
-                                      x, call.x_desc.get(), dy, call.x_desc.get(), dx_cudnn, call.stat_desc.get(),
-                                      scale, dscale, dbias, call.eps, saved_mean, saved_inv),
+      cudnnBatchNormalizationBackward(c->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, call.x_desc.get(), x,
+                                      call.x_desc.get(), dy, call.x_desc.get(), dx_cudnn, call.stat_desc.get(), scale,
+                                      dscale, dbias, call.eps, saved_mean, saved_inv),
       "batch_norm_grad: cudnnBatchNormalizationBackward"));
   if (global && dx != nullptr) {  // dX = dY · Scale · inv_std, per channel
     Tensor k_t;

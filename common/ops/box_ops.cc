@@ -19,8 +19,8 @@ namespace {
 
 absl::Status BoxesOf(const ExecutionContext& ctx, const std::string& slot, const Tensor& t) {
   if (t.dims().size() != 2 || t.dims()[1] != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot),
-                                                   t.dims().ToString(), " is not [N, 4] boxes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), t.dims().ToString(), " is not [N, 4] boxes"));
   }
   return absl::OkStatus();
 }
@@ -61,8 +61,10 @@ absl::Status BoxClipKernel(const ExecutionContext& ctx) {
   const int64_t width = in->dims()[0] == 0 ? 4 : in->numel() / in->dims()[0];
   if (width % 4 != 0 || info->dims().size() != 2 || info->dims()[1] != 3 ||
       info->dims()[0] < static_cast<int64_t>(off.size()) - 1) {
-    return absl::InvalidArgumentError(absl::StrCat("box_clip: Input", in->dims().ToString(), " must be boxes of 4 "
-                                                   "and ImInfo", info->dims().ToString(), " one [h, w, scale] per sequence"));
+    return absl::InvalidArgumentError(absl::StrCat("box_clip: Input", in->dims().ToString(),
+                                                   " must be boxes of 4 "
+                                                   "and ImInfo",
+                                                   info->dims().ToString(), " one [h, w, scale] per sequence"));
   }
   Tensor* out = ctx.Output("Output");
   T* o = out->mutable_data<T>(in->dims());
@@ -82,8 +84,8 @@ template <typename T>
 absl::Status PolygonBoxTransformKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, "Input"));
   if (in->dims().size() != 4 || in->dims()[1] % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("polygon_box_transform: Input", in->dims().ToString(),
-                                                   " is not [N, 2k, H, W]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("polygon_box_transform: Input", in->dims().ToString(), " is not [N, 2k, H, W]"));
   }
   const int64_t planes = in->dims()[0] * in->dims()[1], h = in->dims()[2], w = in->dims()[3];
   T* o = ctx.Output("Output")->mutable_data<T>(in->dims());
@@ -104,11 +106,23 @@ absl::Status PolygonBoxTransformKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterBoxOps(OpRegistry* r) {
-  r->Register("iou_similarity").Input("X").Input("Y").Output("Out").Attr("box_normalized", true)
-      .SetInferShape(NoShapeInference).OAR_FLOATS(IouSimilarityKernel);
-  r->Register("box_clip").Input("Input").Input("ImInfo").Output("Output").SetInferShape(NoShapeInference)
+  r->Register("iou_similarity")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("box_normalized", true)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS(IouSimilarityKernel);
+  r->Register("box_clip")
+      .Input("Input")
+      .Input("ImInfo")
+      .Output("Output")
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS(BoxClipKernel);
-  r->Register("polygon_box_transform").Input("Input").Output("Output").SetInferShape(NoShapeInference)
+  r->Register("polygon_box_transform")
+      .Input("Input")
+      .Output("Output")
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS(PolygonBoxTransformKernel);
 }
 

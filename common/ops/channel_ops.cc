@@ -41,7 +41,8 @@ absl::StatusOr<Mapping> Map(const ExecutionContext& ctx, const DDim& x) {
   Mapping m{.out = x};
   if (absl::StartsWith(type, "pixel_shuffle")) {
     const int64_t r = ctx.Attr<int32_t>("upscale_factor");
-    if (r < 1 || c % (r * r) != 0) return absl::InvalidArgumentError(absl::StrCat(type, ": C=", c, " not divisible by r²"));
+    if (r < 1 || c % (r * r) != 0)
+      return absl::InvalidArgumentError(absl::StrCat(type, ": C=", c, " not divisible by r²"));
     m.out = DDim{n, c / (r * r), h * r, w * r};
   } else if (absl::StartsWith(type, "shuffle_channel")) {
     if (ctx.Attr<int32_t>("group") < 1 || c % ctx.Attr<int32_t>("group") != 0) {
@@ -119,9 +120,10 @@ absl::Status MaxoutKernel(const ExecutionContext& ctx) {
   OAR_RETURN_IF_ERROR(Need4D(ctx, x->dims()));
   const DDim& d = x->dims();
   const int64_t g = ctx.Attr<int32_t>("groups"), plane = d[2] * d[3], oc = d[1] / std::max<int64_t>(g, 1);
-  if (g < 1 || d[1] % g != 0 || (ctx.op().HasAttr("axis") && ctx.Attr<int32_t>("axis") != 1 && ctx.Attr<int32_t>("axis") != -3)) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", d.ToString(), " with groups=", g,
-                                                   " (Oar implements axis 1, NCHW)"));
+  if (g < 1 || d[1] % g != 0 ||
+      (ctx.op().HasAttr("axis") && ctx.Attr<int32_t>("axis") != 1 && ctx.Attr<int32_t>("axis") != -3)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": X", d.ToString(), " with groups=", g, " (Oar implements axis 1, NCHW)"));
   }
   const T* xp = x->data<T>();
   T* o = nullptr;
@@ -146,8 +148,10 @@ absl::Status MaxoutKernel(const ExecutionContext& ctx) {
           if (xp[at] > xp[best]) best = at;
         }
         const int64_t oi = (n * oc + c) * plane + p;
-        if (kGrad) dx[best] += gp[oi];
-        else o[oi] = xp[best];
+        if (kGrad)
+          dx[best] += gp[oi];
+        else
+          o[oi] = xp[best];
       }
     }
   }
@@ -215,7 +219,8 @@ absl::Status AffineChannelKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const Tensor* bias, RequireInput(ctx, "Bias"));
     const T* bp = bias->data<T>();
     T* o = ctx.Output("Out")->mutable_data<T>(x->dims());
-    for (int64_t i = 0; i < x->numel(); ++i) o[i] = xp[i] * sp[k[static_cast<size_t>(i)]] + bp[k[static_cast<size_t>(i)]];
+    for (int64_t i = 0; i < x->numel(); ++i)
+      o[i] = xp[i] * sp[k[static_cast<size_t>(i)]] + bp[k[static_cast<size_t>(i)]];
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
@@ -244,44 +249,97 @@ absl::Status AffineChannelKernel(const ExecutionContext& ctx) {
 
 void RegisterChannelOps(OpRegistry* r) {
   const std::vector<std::pair<std::string, std::function<void(OpInfo&)>>> maps = {
-      {"pixel_shuffle", [](OpInfo& i) {
-         i.Attr("upscale_factor", int32_t{1}).Attr("data_format", std::string("NCHW"))
+      {"pixel_shuffle",
+       [](OpInfo& i) {
+         i.Attr("upscale_factor", int32_t{1})
+             .Attr("data_format", std::string("NCHW"))
              .Implements("data_format", {std::string("NCHW")});
        }},
       {"shuffle_channel", [](OpInfo& i) { i.Attr("group", int32_t{1}); }},
       {"temporal_shift", [](OpInfo& i) {
-         i.Attr("seg_num", int32_t{1}).Attr("shift_ratio", 0.25f).Attr("data_format", std::string("NCHW"))
+         i.Attr("seg_num", int32_t{1})
+             .Attr("shift_ratio", 0.25f)
+             .Attr("data_format", std::string("NCHW"))
              .Implements("data_format", {std::string("NCHW")});
        }}};
   for (const auto& [type, attrs] : maps) {
-    auto& fwd = r->Register(type).NotInPlace().Input("X").Output("Out").SetInferShape(NoShapeInference)
-                    .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"})).OAR_FLOATS(MapKernel);
+    auto& fwd = r->Register(type)
+                    .NotInPlace()
+                    .Input("X")
+                    .Output("Out")
+                    .SetInferShape(NoShapeInference)
+                    .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
+                    .OAR_FLOATS(MapKernel);
     attrs(fwd);
-    auto& grad = r->Register(type + "_grad").NotInPlace().Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-                     .SetInferShape(NoShapeInference).OAR_FLOATS(MapGradKernel);
+    auto& grad = r->Register(type + "_grad")
+                     .NotInPlace()
+                     .Input(GradVarName("Out"))
+                     .Output(GradVarName("X"), kDispensable)
+                     .SetInferShape(NoShapeInference)
+                     .OAR_FLOATS(MapGradKernel);
     attrs(grad);
   }
-  r->Register("maxout").NotInPlace().Input("X").Output("Out").Attr("groups", int32_t{1}).Attr("axis", int32_t{1})
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
+  r->Register("maxout")
+      .NotInPlace()
+      .Input("X")
+      .Output("Out")
+      .Attr("groups", int32_t{1})
+      .Attr("axis", int32_t{1})
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
       .OAR_FLOATS2(MaxoutKernel, false);
-  r->Register("maxout_grad").NotInPlace().Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Attr("groups", int32_t{1}).Attr("axis", int32_t{1})
-      .SetInferShape(GradSameShapeAsX).OAR_FLOATS2(MaxoutKernel, true);
-  r->Register("prelu").NotInPlace().Input("X").Input("Alpha").Output("Out").Attr("mode", std::string("all"))
-      .Attr("data_format", std::string("NCHW")).SetInferShape(SameShapeAsX)
-      .SetGradMaker(GradOpMaker({"X", "Alpha"}, {}, {"Out"}, {"X", "Alpha"})).OAR_FLOATS2(PreluKernel, false);
-  r->Register("prelu_grad").NotInPlace().Input("X").Input("Alpha").Input("Out", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Alpha"), kDispensable)
-      .Attr("mode", std::string("all")).Attr("data_format", std::string("NCHW")).SetInferShape(NoShapeInference)
+  r->Register("maxout_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("groups", int32_t{1})
+      .Attr("axis", int32_t{1})
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(MaxoutKernel, true);
+  r->Register("prelu")
+      .NotInPlace()
+      .Input("X")
+      .Input("Alpha")
+      .Output("Out")
+      .Attr("mode", std::string("all"))
+      .Attr("data_format", std::string("NCHW"))
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"X", "Alpha"}, {}, {"Out"}, {"X", "Alpha"}))
+      .OAR_FLOATS2(PreluKernel, false);
+  r->Register("prelu_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Alpha")
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Alpha"), kDispensable)
+      .Attr("mode", std::string("all"))
+      .Attr("data_format", std::string("NCHW"))
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(PreluKernel, true);
-  r->Register("affine_channel").Input("X").Input("Scale").Input("Bias").Output("Out")
-      .Attr("data_layout", std::string("AnyLayout")).SetInferShape(SameShapeAsX)
+  r->Register("affine_channel")
+      .Input("X")
+      .Input("Scale")
+      .Input("Bias")
+      .Output("Out")
+      .Attr("data_layout", std::string("AnyLayout"))
+      .SetInferShape(SameShapeAsX)
       .SetGradMaker(GradOpMaker({"X", "Scale"}, {}, {"Out"}, {"X", "Scale", "Bias"}))
       .OAR_FLOATS2(AffineChannelKernel, false);
-  r->Register("affine_channel_grad").NotInPlace().Input("X").Input("Scale").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Scale"), kDispensable)
-      .Output(GradVarName("Bias"), kDispensable).Attr("data_layout", std::string("AnyLayout"))
-      .SetInferShape(NoShapeInference).OAR_FLOATS2(AffineChannelKernel, true);
+  r->Register("affine_channel_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Scale")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Scale"), kDispensable)
+      .Output(GradVarName("Bias"), kDispensable)
+      .Attr("data_layout", std::string("AnyLayout"))
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(AffineChannelKernel, true);
 }
 
 #undef OAR_FLOATS

@@ -22,16 +22,16 @@ absl::Status CoalesceKernel(const ExecutionContext& ctx) {
   const std::vector<const Tensor*> in = ctx.MultiInput("Input");
   const std::vector<Tensor*> out = ctx.MultiOutput("Output");
   if (out.size() != in.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("coalesce_tensor: ", in.size(), " inputs but ", out.size(),
-                                                   " outputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("coalesce_tensor: ", in.size(), " inputs but ", out.size(), " outputs"));
   }
   const bool copy = ctx.Attr<bool>("copy_data"), set = ctx.Attr<bool>("set_constant");
   const T constant = static_cast<T>(ctx.Attr<float>("constant"));
   int64_t total = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == nullptr || !in[i]->initialized()) {
-      return absl::InvalidArgumentError(absl::StrCat("coalesce_tensor: ", InputLabel(ctx.op(), "Input", i),
-                                                     " has no value"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("coalesce_tensor: ", InputLabel(ctx.op(), "Input", i), " has no value"));
     }
     OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, "Input", i, *in[i]));
     total += in[i]->numel();
@@ -70,14 +70,24 @@ absl::Status CoalesceShape(InferShapeContext& ctx) {
 }  // namespace
 
 void RegisterCoalesceTensorOp(OpRegistry* r) {
-  r->Register("coalesce_tensor").Input("Input", kDuplicable).Output("Output", kDuplicable)
-      .Output("FusedOutput").Attr("dtype", int32_t{5}).Attr("copy_data", false).Attr("set_constant", false)
-      .Attr("persist_output", false).Attr("constant", 0.0f).Attr("use_align", true).Attr("align_size", int32_t{-1})
-      .Attr("user_defined_size_of_dtype", int32_t{-1}).Attr("concated_shapes", std::vector<int64_t>{})
+  r->Register("coalesce_tensor")
+      .Input("Input", kDuplicable)
+      .Output("Output", kDuplicable)
+      .Output("FusedOutput")
+      .Attr("dtype", int32_t{5})
+      .Attr("copy_data", false)
+      .Attr("set_constant", false)
+      .Attr("persist_output", false)
+      .Attr("constant", 0.0f)
+      .Attr("use_align", true)
+      .Attr("align_size", int32_t{-1})
+      .Attr("user_defined_size_of_dtype", int32_t{-1})
+      .Attr("concated_shapes", std::vector<int64_t>{})
       .Attr("concated_ranks", std::vector<int64_t>{})
       .SetInferShape(CoalesceShape)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return static_cast<DataType>(ctx.Attr<int32_t>("dtype")); })
-      .Kernel<float>(CoalesceKernel<float>).Kernel<double>(CoalesceKernel<double>);
+      .Kernel<float>(CoalesceKernel<float>)
+      .Kernel<double>(CoalesceKernel<double>);
 }
 
 }  // namespace oar

@@ -17,7 +17,8 @@ absl::StatusOr<DDim> ConcatDims(const InferShapeContext& ctx) {
   const size_t n = ctx.InputSize("X");
   DDim out = ctx.InputDim("X", 0);
   const int axis = NormAxis(ctx.Attr<int32_t>("axis"), out.size());
-  if (axis < 0 || axis >= out.size()) return ctx.Error("axis ", ctx.Attr<int32_t>("axis"), " out of range for rank ", out.size());
+  if (axis < 0 || axis >= out.size())
+    return ctx.Error("axis ", ctx.Attr<int32_t>("axis"), " out of range for rank ", out.size());
   for (size_t i = 1; i < n; ++i) {
     DDim d = ctx.InputDim("X", i);
     bool fits = d.size() == out.size();
@@ -31,8 +32,8 @@ absl::StatusOr<DDim> ConcatDims(const InferShapeContext& ctx) {
         absl::StrAppend(&pattern, k ? ", " : "", k == axis ? "*" : std::to_string(want[k]));
       }
       return ctx.Error("input ", InputLabel(ctx.op(), "X", i), " has shape ", d.ToString(), ", expected ", pattern,
-                       "] (", InputLabel(ctx.op(), "X", 0), " is ", want.ToString(), "; pieces may differ only along axis ",
-                       axis, ")");
+                       "] (", InputLabel(ctx.op(), "X", 0), " is ", want.ToString(),
+                       "; pieces may differ only along axis ", axis, ")");
     }
     out[axis] = (out[axis] < 0 || d[axis] < 0) ? -1 : out[axis] + d[axis];
   }
@@ -59,8 +60,10 @@ void Stitch(Tensor* big, const std::vector<Tensor*>& pieces, int axis, bool to_b
     const int64_t row = p->dims()[axis] * inner;
     char* pp = static_cast<char*>(p->raw_data());
     for (int64_t o = 0; o < outer; ++o) {
-      if (to_big) std::memcpy(b + o * big_row + offset, pp + o * row, row);
-      else std::memcpy(pp + o * row, b + o * big_row + offset, row);
+      if (to_big)
+        std::memcpy(b + o * big_row + offset, pp + o * row, row);
+      else
+        std::memcpy(pp + o * row, b + o * big_row + offset, row);
     }
     offset += row;
   }
@@ -129,7 +132,8 @@ absl::Status SplitInferShape(InferShapeContext& ctx) {
         if (unknown >= 0) return ctx.Error(given, " have more than one -1");
         unknown = static_cast<int64_t>(i);
       } else if (sections[i] < 0) {
-        return ctx.Error(given, ": section ", i, " is ", sections[i], "; a size must be >= 0, or -1 (once) for the rest");
+        return ctx.Error(given, ": section ", i, " is ", sections[i],
+                         "; a size must be >= 0, or -1 (once) for the rest");
       } else {
         total += sections[i];
       }
@@ -142,7 +146,8 @@ absl::Status SplitInferShape(InferShapeContext& ctx) {
     if (unknown >= 0 && x[axis] >= 0) sizes[unknown] = x[axis] - total;
   } else {
     if (num <= 0) return ctx.Error("set `num` or `sections`");
-    if (x[axis] >= 0 && x[axis] % num != 0) return ctx.Error("X", x.ToString(), " does not split evenly into ", num, " along axis ", axis);
+    if (x[axis] >= 0 && x[axis] % num != 0)
+      return ctx.Error("X", x.ToString(), " does not split evenly into ", num, " along axis ", axis);
     sizes.assign(num, x[axis] < 0 ? -1 : x[axis] / num);
   }
   if (sizes.size() != outs) return ctx.Error(sizes.size(), " pieces but ", outs, " outputs");
@@ -177,19 +182,36 @@ std::vector<OpDesc> SplitGradMaker(const OpDesc& fwd) {
 }  // namespace
 
 void RegisterConcatSplitOps(OpRegistry* r) {
-  r->Register("concat").Input("X", kDuplicable).Output("Out").Attr("axis", int32_t{0})
-      .SetInferShape(ConcatInferShape).SetGradMaker(ConcatGradMaker)
-      .Kernel<float>(ConcatKernel<float>).Kernel<double>(ConcatKernel<double>)
+  r->Register("concat")
+      .Input("X", kDuplicable)
+      .Output("Out")
+      .Attr("axis", int32_t{0})
+      .SetInferShape(ConcatInferShape)
+      .SetGradMaker(ConcatGradMaker)
+      .Kernel<float>(ConcatKernel<float>)
+      .Kernel<double>(ConcatKernel<double>)
       .Kernel<int64_t>(ConcatKernel<int64_t>);
   // Out: Fluid 1.0-1.3's default grad maker passed it; unread.
-  r->Register("concat_grad").Input("X", kDuplicable).Input("Out", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDuplicable | kDispensable).Attr("axis", int32_t{0})
+  r->Register("concat_grad")
+      .Input("X", kDuplicable)
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .Attr("axis", int32_t{0})
       .SetInferShape(ConcatGradInferShape)
-      .Kernel<float>(ConcatGradKernel<float>).Kernel<double>(ConcatGradKernel<double>);
-  r->Register("split").Input("X").Output("Out", kDuplicable)
-      .Attr("axis", int32_t{0}).Attr("num", int32_t{0}).Attr("sections", std::vector<int32_t>{})
-      .SetInferShape(SplitInferShape).SetGradMaker(SplitGradMaker)
-      .Kernel<float>(SplitKernel).Kernel<double>(SplitKernel).Kernel<int64_t>(SplitKernel);
+      .Kernel<float>(ConcatGradKernel<float>)
+      .Kernel<double>(ConcatGradKernel<double>);
+  r->Register("split")
+      .Input("X")
+      .Output("Out", kDuplicable)
+      .Attr("axis", int32_t{0})
+      .Attr("num", int32_t{0})
+      .Attr("sections", std::vector<int32_t>{})
+      .SetInferShape(SplitInferShape)
+      .SetGradMaker(SplitGradMaker)
+      .Kernel<float>(SplitKernel)
+      .Kernel<double>(SplitKernel)
+      .Kernel<int64_t>(SplitKernel);
 }
 
 }  // namespace oar

@@ -18,8 +18,8 @@ absl::Status StitchOnGpu(const ExecutionContext& ctx, CudaContext* c, Tensor* bi
                          int axis, bool to_big) {
   const DDim& d = big->dims();
   if (axis < 0 || axis >= d.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": axis ", ctx.Attr<int32_t>("axis"),
-                                                   " out of range for rank ", d.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": axis ", ctx.Attr<int32_t>("axis"), " out of range for rank ", d.size()));
   }
   const size_t outer = static_cast<size_t>(d.Product(0, axis));
   const size_t inner = static_cast<size_t>(d.Product(axis + 1, d.size())) * SizeOf(big->dtype());
@@ -30,10 +30,9 @@ absl::Status StitchOnGpu(const ExecutionContext& ctx, CudaContext* c, Tensor* bi
     const size_t row = static_cast<size_t>(p->dims()[axis]) * inner;
     char* pp = static_cast<char*>(p->raw_data());
     if (row > 0 && outer > 0) {
-      cudaError_t e = to_big ? cudaMemcpy2DAsync(b + offset, big_row, pp, row, row, outer, cudaMemcpyDeviceToDevice,
-                                                 c->stream)
-                             : cudaMemcpy2DAsync(pp, row, b + offset, big_row, row, outer, cudaMemcpyDeviceToDevice,
-                                                 c->stream);
+      cudaError_t e =
+          to_big ? cudaMemcpy2DAsync(b + offset, big_row, pp, row, row, outer, cudaMemcpyDeviceToDevice, c->stream)
+                 : cudaMemcpy2DAsync(pp, row, b + offset, big_row, row, outer, cudaMemcpyDeviceToDevice, c->stream);
       OAR_RETURN_IF_ERROR(CudaStatus(e, ctx.op().type + ": copy"));
     }
     offset += row;

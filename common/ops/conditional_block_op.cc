@@ -35,10 +35,14 @@ absl::StatusOr<int64_t> HostScalar(const Tensor& t) {
     h = &host;
   }
   switch (h->dtype()) {
-    case DataType::kBool: return h->data<bool>()[0] ? 1 : 0;
-    case DataType::kInt32: return h->data<int32_t>()[0];
-    case DataType::kInt64: return h->data<int64_t>()[0];
-    default: return absl::InvalidArgumentError("not a bool or integer");
+    case DataType::kBool:
+      return h->data<bool>()[0] ? 1 : 0;
+    case DataType::kInt32:
+      return h->data<int32_t>()[0];
+    case DataType::kInt64:
+      return h->data<int64_t>()[0];
+    default:
+      return absl::InvalidArgumentError("not a bool or integer");
   }
 }
 
@@ -47,8 +51,8 @@ absl::StatusOr<bool> BranchRuns(const ExecutionContext& ctx) {
   if (ctx.Attr<bool>("is_scalar_condition")) {
     const Tensor* c = ctx.Input("Cond");
     if (c == nullptr || !c->initialized() || c->numel() != 1 || c->dtype() != DataType::kBool) {
-      return absl::InvalidArgumentError(absl::StrCat(type, ": a scalar Cond (", InputLabel(ctx.op(), "Cond"),
-                                                     ") must be one bool"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(type, ": a scalar Cond (", InputLabel(ctx.op(), "Cond"), ") must be one bool"));
     }
     OAR_ASSIGN_OR_RETURN(int64_t v, HostScalar(*c));
     return v != 0;
@@ -171,11 +175,13 @@ absl::Status SelectInputKernel(const ExecutionContext& ctx) {
   const Variable* x = ctx.InputVar("X", k);
   Variable* out = ctx.OutputVar("Out");
   if (x == nullptr || !x->IsInitialized() || out == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("select_input: the chosen input ", InputLabel(ctx.op(), "X", k),
-                                                   " has no value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("select_input: the chosen input ", InputLabel(ctx.op(), "X", k), " has no value"));
   }
-  if (x->IsType<TensorList>()) *out->GetMutable<TensorList>() = x->Get<TensorList>();
-  else *out->GetMutable<Tensor>() = x->Get<Tensor>();
+  if (x->IsType<TensorList>())
+    *out->GetMutable<TensorList>() = x->Get<TensorList>();
+  else
+    *out->GetMutable<Tensor>() = x->Get<Tensor>();
   return absl::OkStatus();
 }
 
@@ -185,8 +191,10 @@ absl::Status SelectOutputKernel(const ExecutionContext& ctx) {
   Variable* out = ctx.OutputVar("Out", k);
   if (x == nullptr || !x->IsInitialized()) return absl::InvalidArgumentError("select_output: X has no value");
   if (out == nullptr) return absl::OkStatus();
-  if (x->IsType<TensorList>()) *out->GetMutable<TensorList>() = x->Get<TensorList>();
-  else *out->GetMutable<Tensor>() = x->Get<Tensor>();
+  if (x->IsType<TensorList>())
+    *out->GetMutable<TensorList>() = x->Get<TensorList>();
+  else
+    *out->GetMutable<Tensor>() = x->Get<Tensor>();
   return absl::OkStatus();
 }
 
@@ -195,25 +203,44 @@ absl::Status SelectOutputKernel(const ExecutionContext& ctx) {
 #define OAR_ANY_PLACE(K) Kernel<float>(K).Kernel<float>(K, Place::Kind::kCUDA)
 
 void RegisterConditionalBlockOps(OpRegistry* r) {
-  r->Register("conditional_block").Input("Cond", kDuplicable | kReadAnywhere)
+  r->Register("conditional_block")
+      .Input("Cond", kDuplicable | kReadAnywhere)
       .Input("Input", kDuplicable | kDispensable | kReadAnywhere)
-      .Output("Out", kDuplicable | kDispensable).Output("Scope", kDispensable)
-      .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
+      .Output("Out", kDuplicable | kDispensable)
+      .Output("Scope", kDispensable)
+      .Attr("sub_block", BlockRef{0})
+      .Attr("is_scalar_condition", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(ConditionalBlockKernel);
-  r->Register("conditional_block_grad").Input("Cond", kDuplicable | kReadAnywhere)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .OAR_ANY_PLACE(ConditionalBlockKernel);
+  r->Register("conditional_block_grad")
+      .Input("Cond", kDuplicable | kReadAnywhere)
       .Input("Input", kDuplicable | kDispensable | kReadAnywhere)
       .Input("Out", kDuplicable | kDispensable | kReadAnywhere)
       .Input(GradVarName("Out"), kDuplicable | kDispensable | kReadAnywhere)
-      .Input("Scope", kDispensable | kReadAnywhere).Output(GradVarName("Input"), kDuplicable | kDispensable)
-      .Attr("sub_block", BlockRef{0}).Attr("is_scalar_condition", false)
+      .Input("Scope", kDispensable | kReadAnywhere)
+      .Output(GradVarName("Input"), kDuplicable | kDispensable)
+      .Attr("sub_block", BlockRef{0})
+      .Attr("is_scalar_condition", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(ConditionalBlockGradKernel);
-  r->Register("select_input").Input("X", kDuplicable | kDispensable | kReadAnywhere).Input("Mask", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(SelectInputKernel);
-  r->Register("select_output").Input("X", kReadAnywhere).Input("Mask", kReadAnywhere)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .OAR_ANY_PLACE(ConditionalBlockGradKernel);
+  r->Register("select_input")
+      .Input("X", kDuplicable | kDispensable | kReadAnywhere)
+      .Input("Mask", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .OAR_ANY_PLACE(SelectInputKernel);
+  r->Register("select_output")
+      .Input("X", kReadAnywhere)
+      .Input("Mask", kReadAnywhere)
       .Output("Out", kDuplicable | kDispensable)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).OAR_ANY_PLACE(SelectOutputKernel);
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .OAR_ANY_PLACE(SelectOutputKernel);
 }
 
 }  // namespace oar

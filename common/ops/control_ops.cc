@@ -33,14 +33,24 @@ absl::Status CastKernel(const ExecutionContext& ctx) {
   if (out == in) kept = *in;
   const Tensor* x = out == in ? &kept : in;
   switch (static_cast<DataType>(ctx.Attr<int32_t>("out_dtype"))) {
-    case DataType::kFloat32: Convert<In, float>(*x, out); break;
-    case DataType::kFloat64: Convert<In, double>(*x, out); break;
-    case DataType::kInt32: Convert<In, int32_t>(*x, out); break;
-    case DataType::kInt64: Convert<In, int64_t>(*x, out); break;
-    case DataType::kBool: Convert<In, bool>(*x, out); break;
+    case DataType::kFloat32:
+      Convert<In, float>(*x, out);
+      break;
+    case DataType::kFloat64:
+      Convert<In, double>(*x, out);
+      break;
+    case DataType::kInt32:
+      Convert<In, int32_t>(*x, out);
+      break;
+    case DataType::kInt64:
+      Convert<In, int64_t>(*x, out);
+      break;
+    case DataType::kBool:
+      Convert<In, bool>(*x, out);
+      break;
     default:
-      return absl::UnimplementedError(absl::StrCat("cast: out_dtype ", ctx.Attr<int32_t>("out_dtype"),
-                                                   " is not supported"));
+      return absl::UnimplementedError(
+          absl::StrCat("cast: out_dtype ", ctx.Attr<int32_t>("out_dtype"), " is not supported"));
   }
   out->set_lod(x->lod());
   return absl::OkStatus();
@@ -91,7 +101,8 @@ absl::Status CompareInferShape(InferShapeContext& ctx) {
   DDim out = x;
   if (y.numel() != 1 && !x.HasUnknown() && !y.HasUnknown() && x != y) {
     auto b = NumpyBroadcast(ctx.op().type, x, y);
-    if (!b.ok()) return ctx.Error("Y", y.ToString(), " must match X", x.ToString(), ", hold one value or broadcast with it");
+    if (!b.ok())
+      return ctx.Error("Y", y.ToString(), " must match X", x.ToString(), ", hold one value or broadcast with it");
     out = b->out;
   }
   ctx.SetOutputDim("Out", out);
@@ -131,10 +142,18 @@ absl::Status LogicKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-struct Not { bool operator()(bool a, bool) const { return !a; } };
-struct And { bool operator()(bool a, bool b) const { return a && b; } };
-struct Or { bool operator()(bool a, bool b) const { return a || b; } };
-struct Xor { bool operator()(bool a, bool b) const { return a != b; } };
+struct Not {
+  bool operator()(bool a, bool) const { return !a; }
+};
+struct And {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct Or {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct Xor {
+  bool operator()(bool a, bool b) const { return a != b; }
+};
 
 absl::Status LogicInferShape(InferShapeContext& ctx) {
   if (ctx.HasInput("Y")) {  // logical_not has no Y
@@ -142,8 +161,8 @@ absl::Status LogicInferShape(InferShapeContext& ctx) {
     const bool known = !x.HasUnknown() && !y.HasUnknown();
     // As Fluid: the element counts must agree (or Y holds one value).
     if ((ctx.IsRuntime() || known) && x.numel() != y.numel() && y.numel() != 1) {
-      return ctx.Error("Y ('", ctx.op().Input("Y")[0], "')", y.ToString(), " must match X ('",
-                       ctx.op().Input("X")[0], "')", x.ToString(), " or hold one value");
+      return ctx.Error("Y ('", ctx.op().Input("Y")[0], "')", y.ToString(), " must match X ('", ctx.op().Input("X")[0],
+                       "')", x.ToString(), " or hold one value");
     }
   }
   ctx.SetOutputDim("Out", ctx.InputDim("X"));
@@ -192,8 +211,14 @@ DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 
 template <template <typename> class Cmp>
 void RegisterCompare(OpRegistry* r, const std::string& type) {
-  r->Register(type).Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1}).Attr("force_cpu", false)
-      .SetInferShape(CompareInferShape).SetKernelDtype(InputDtype)
+  r->Register(type)
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("axis", int32_t{-1})
+      .Attr("force_cpu", false)
+      .SetInferShape(CompareInferShape)
+      .SetKernelDtype(InputDtype)
       .AddKernel(Place::Kind::kCPU, DataType::kFloat32, CompareKernel<float, Cmp>)
       .AddKernel(Place::Kind::kCPU, DataType::kFloat64, CompareKernel<double, Cmp>)
       .AddKernel(Place::Kind::kCPU, DataType::kInt32, CompareKernel<int32_t, Cmp>)
@@ -203,30 +228,69 @@ void RegisterCompare(OpRegistry* r, const std::string& type) {
 }  // namespace
 
 void RegisterControlOps(OpRegistry* r) {
-  r->Register("cast").Input("X").Output("Out").Attr("in_dtype", int32_t{5}).Attr("out_dtype", int32_t{5})
-      .SetInferShape(CastInferShape).SetKernelDtype(InputDtype).SetGradMaker(CastGradMaker)
-      .Kernel<float>(CastKernel<float>).Kernel<double>(CastKernel<double>).Kernel<int32_t>(CastKernel<int32_t>)
-      .Kernel<int64_t>(CastKernel<int64_t>).Kernel<bool>(CastKernel<bool>);
-  r->Register("increment").Input("X").Output("Out").Attr("step", 1.0f)
-      .SetInferShape(IncrementInferShape).SetKernelDtype(InputDtype)
-      .Kernel<float>(IncrementKernel<float>).Kernel<double>(IncrementKernel<double>)
-      .Kernel<int32_t>(IncrementKernel<int32_t>).Kernel<int64_t>(IncrementKernel<int64_t>);
+  r->Register("cast")
+      .Input("X")
+      .Output("Out")
+      .Attr("in_dtype", int32_t{5})
+      .Attr("out_dtype", int32_t{5})
+      .SetInferShape(CastInferShape)
+      .SetKernelDtype(InputDtype)
+      .SetGradMaker(CastGradMaker)
+      .Kernel<float>(CastKernel<float>)
+      .Kernel<double>(CastKernel<double>)
+      .Kernel<int32_t>(CastKernel<int32_t>)
+      .Kernel<int64_t>(CastKernel<int64_t>)
+      .Kernel<bool>(CastKernel<bool>);
+  r->Register("increment")
+      .Input("X")
+      .Output("Out")
+      .Attr("step", 1.0f)
+      .SetInferShape(IncrementInferShape)
+      .SetKernelDtype(InputDtype)
+      .Kernel<float>(IncrementKernel<float>)
+      .Kernel<double>(IncrementKernel<double>)
+      .Kernel<int32_t>(IncrementKernel<int32_t>)
+      .Kernel<int64_t>(IncrementKernel<int64_t>);
   RegisterCompare<std::less>(r, "less_than");
   RegisterCompare<std::less_equal>(r, "less_equal");
   RegisterCompare<std::greater>(r, "greater_than");
   RegisterCompare<std::greater_equal>(r, "greater_equal");
   RegisterCompare<std::equal_to>(r, "equal");
   RegisterCompare<std::not_equal_to>(r, "not_equal");
-  r->Register("logical_not").Input("X").Output("Out").SetInferShape(LogicInferShape)
-      .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<Not>);
-  r->Register("logical_and").Input("X").Input("Y").Output("Out").SetInferShape(LogicInferShape)
-      .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<And>);
-  r->Register("logical_or").Input("X").Input("Y").Output("Out").SetInferShape(LogicInferShape)
-      .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<Or>);
-  r->Register("logical_xor").Input("X").Input("Y").Output("Out").SetInferShape(LogicInferShape)
-      .SetKernelDtype(InputDtype).Kernel<bool>(LogicKernel<Xor>);
-  r->Register("assign").Input("X").Output("Out").SetInferShape(SameShapeAsX).SetKernelDtype(AnyDtype)
-      .SetGradMaker(AssignGradMaker).Kernel<float>(AssignKernel);
+  r->Register("logical_not")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(LogicInferShape)
+      .SetKernelDtype(InputDtype)
+      .Kernel<bool>(LogicKernel<Not>);
+  r->Register("logical_and")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(LogicInferShape)
+      .SetKernelDtype(InputDtype)
+      .Kernel<bool>(LogicKernel<And>);
+  r->Register("logical_or")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(LogicInferShape)
+      .SetKernelDtype(InputDtype)
+      .Kernel<bool>(LogicKernel<Or>);
+  r->Register("logical_xor")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(LogicInferShape)
+      .SetKernelDtype(InputDtype)
+      .Kernel<bool>(LogicKernel<Xor>);
+  r->Register("assign")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .SetKernelDtype(AnyDtype)
+      .SetGradMaker(AssignGradMaker)
+      .Kernel<float>(AssignKernel);
 }
 
 }  // namespace oar

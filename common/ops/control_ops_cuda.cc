@@ -18,8 +18,8 @@ absl::StatusOr<bool> YIsScalar(const ExecutionContext& ctx, const Tensor& x, con
   if (y == nullptr || y->numel() == x.numel()) return false;
   if (y->numel() == 1) return true;
   return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Y ('", ctx.op().Input("Y")[0], "')",
-                                                 y->dims().ToString(), " must match X ('", ctx.op().Input("X")[0],
-                                                 "')", x.dims().ToString(), " or hold one value"));
+                                                 y->dims().ToString(), " must match X ('", ctx.op().Input("X")[0], "')",
+                                                 x.dims().ToString(), " or hold one value"));
 }
 
 template <typename T, cuda::Compare C>

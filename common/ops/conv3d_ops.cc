@@ -80,8 +80,8 @@ absl::StatusOr<Setup3> Plan(const ExecutionContext& ctx, const DDim& x, const DD
   if (x.size() != 5 || f.size() != 5 || s.size() != 3 || p.size() != 3 || d.size() != 3 || groups < 1 ||
       x[1] % groups != 0 || (transpose ? x[1] != f[0] : x[1] != f[1] * groups)) {
     return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Input", x.ToString(), ", Filter", f.ToString(),
-                                                   ", strides [", absl::StrJoin(s, ", "), "], paddings [", absl::StrJoin(p, ", "),
-                                                   "] and groups ", groups, " do not fit"));
+                                                   ", strides [", absl::StrJoin(s, ", "), "], paddings [",
+                                                   absl::StrJoin(p, ", "), "] and groups ", groups, " do not fit"));
   }
   Setup3 c{.n = x[0], .groups = groups};
   Geom3& g = c.g;
@@ -91,7 +91,8 @@ absl::StatusOr<Setup3> Plan(const ExecutionContext& ctx, const DDim& x, const DD
     for (int i = 0; i < 3; ++i) {
       g.in[i] = x[2 + i];
       g.out[i] = (x[2 + i] + 2 * p[i] - (d[i] * (f[2 + i] - 1) + 1)) / s[i] + 1;
-      if (g.out[i] <= 0) return absl::InvalidArgumentError(absl::StrCat("conv3d: window does not fit Input", x.ToString()));
+      if (g.out[i] <= 0)
+        return absl::InvalidArgumentError(absl::StrCat("conv3d: window does not fit Input", x.ToString()));
     }
     c.volume_dims = x, c.cells_dims = DDim{x[0], f[0], g.out[0], g.out[1], g.out[2]};
   } else {
@@ -100,7 +101,8 @@ absl::StatusOr<Setup3> Plan(const ExecutionContext& ctx, const DDim& x, const DD
     g.channels = f[1], c.m = x[1] / groups;
     for (int i = 0; i < 3; ++i) {
       g.out[i] = x[2 + i];
-      g.in[i] = (x[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (f[2 + i] - 1) + 1 + (op.empty() ? 0 : op[static_cast<size_t>(i)]);
+      g.in[i] =
+          (x[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (f[2 + i] - 1) + 1 + (op.empty() ? 0 : op[static_cast<size_t>(i)]);
       if (!os.empty()) g.in[i] = os[static_cast<size_t>(i)];
     }
     c.cells_dims = x, c.volume_dims = DDim{x[0], f[1] * groups, g.in[0], g.in[1], g.in[2]};
@@ -169,23 +171,42 @@ absl::Status Conv3dKernel(const ExecutionContext& ctx) {
 void RegisterConv3dOps(OpRegistry* r) {
   for (const std::string type : {"conv3d", "conv3d_transpose"}) {
     auto attrs = [&](OpInfo& i) -> OpInfo& {
-      i.Attr("strides", std::vector<int32_t>{1, 1, 1}).Attr("paddings", std::vector<int32_t>{0, 0, 0})
-          .Attr("dilations", std::vector<int32_t>{1, 1, 1}).Attr("groups", int32_t{1}).Attr("use_cudnn", false)
-          .Attr("use_mkldnn", false).Attr("data_format", std::string("NCDHW")).Attr("padding_algorithm", std::string("EXPLICIT"))
-          .Attr("workspace_size_MB", int32_t{4096}).Attr("exhaustive_search", false)
+      i.Attr("strides", std::vector<int32_t>{1, 1, 1})
+          .Attr("paddings", std::vector<int32_t>{0, 0, 0})
+          .Attr("dilations", std::vector<int32_t>{1, 1, 1})
+          .Attr("groups", int32_t{1})
+          .Attr("use_cudnn", false)
+          .Attr("use_mkldnn", false)
+          .Attr("data_format", std::string("NCDHW"))
+          .Attr("padding_algorithm", std::string("EXPLICIT"))
+          .Attr("workspace_size_MB", int32_t{4096})
+          .Attr("exhaustive_search", false)
           .Implements("data_format", {std::string("NCDHW"), std::string("NCHW"), std::string("AnyLayout")})
           .Implements("padding_algorithm", {std::string("EXPLICIT")});
-      if (type == "conv3d_transpose") i.Attr("output_size", std::vector<int32_t>{}).Attr("output_padding", std::vector<int32_t>{});
+      if (type == "conv3d_transpose")
+        i.Attr("output_size", std::vector<int32_t>{}).Attr("output_padding", std::vector<int32_t>{});
       return i;
     };
-    attrs(r->Register(type).NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable | kUnimplemented)
-              .Input("ResidualData", kDispensable | kUnimplemented).Output("Output"))
-        .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
+    attrs(r->Register(type)
+              .NotInPlace()
+              .Input("Input")
+              .Input("Filter")
+              .Input("Bias", kDispensable | kUnimplemented)
+              .Input("ResidualData", kDispensable | kUnimplemented)
+              .Output("Output"))
+        .SetInferShape(NoShapeInference)
+        .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
         .Kernel<float>(Conv3dKernel<false>);
-    attrs(r->Register(type + "_grad").NotInPlace().Input("Input").Input("Filter").Input("Output", kDispensable)
-              .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
+    attrs(r->Register(type + "_grad")
+              .NotInPlace()
+              .Input("Input")
+              .Input("Filter")
+              .Input("Output", kDispensable)
+              .Input(GradVarName("Output"))
+              .Output(GradVarName("Input"), kDispensable)
               .Output(GradVarName("Filter"), kDispensable))
-        .SetInferShape(NoShapeInference).Kernel<float>(Conv3dKernel<true>);
+        .SetInferShape(NoShapeInference)
+        .Kernel<float>(Conv3dKernel<true>);
   }
 }
 

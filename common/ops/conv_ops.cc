@@ -42,8 +42,8 @@ absl::StatusOr<DDim> ConvOutDims(const InferShapeContext& ctx) {
   }
   const int groups = ctx.Attr<int32_t>("groups");
   if (groups < 1 || (in[1] >= 0 && in[1] != f[1] * groups) || f[0] % groups != 0) {
-    return ctx.Error("Input has ", in[1], " channels, Filter", f.ToString(), " with groups=", groups,
-                     " expects ", f[1] * groups, " (and filters divisible by groups)");
+    return ctx.Error("Input has ", in[1], " channels, Filter", f.ToString(), " with groups=", groups, " expects ",
+                     f[1] * groups, " (and filters divisible by groups)");
   }
   DDim out{in[0], f[0], -1, -1};
   for (int k = 0; k < 2; ++k) {
@@ -154,29 +154,48 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
 
 void RegisterConvOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("strides", std::vector<int32_t>{1, 1}).Attr("paddings", std::vector<int32_t>{0, 0})
-        .Attr("dilations", std::vector<int32_t>{1, 1}).Attr("groups", int32_t{1})
-        .Attr("use_cudnn", false).Attr("use_mkldnn", false)
-        .Attr("data_format", std::string("AnyLayout")).Attr("workspace_size_MB", int32_t{4096})
-        .Attr("exhaustive_search", false).Attr("padding_algorithm", std::string("EXPLICIT"))
+    return info.Attr("strides", std::vector<int32_t>{1, 1})
+        .Attr("paddings", std::vector<int32_t>{0, 0})
+        .Attr("dilations", std::vector<int32_t>{1, 1})
+        .Attr("groups", int32_t{1})
+        .Attr("use_cudnn", false)
+        .Attr("use_mkldnn", false)
+        .Attr("data_format", std::string("AnyLayout"))
+        .Attr("workspace_size_MB", int32_t{4096})
+        .Attr("exhaustive_search", false)
+        .Attr("padding_algorithm", std::string("EXPLICIT"))
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
   for (const std::string type : {"conv2d", "depthwise_conv2d"}) {
     // Output on Input: the CPU kernel is right only while im2col copies an
     // image before its output is written, and cuDNN refuses it outright.
-    attrs(r->Register(type).NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
-              .Input("ResidualData", kDispensable).Output("Output"))
+    attrs(r->Register(type)
+              .NotInPlace()
+              .Input("Input")
+              .Input("Filter")
+              .Input("Bias", kDispensable)
+              .Input("ResidualData", kDispensable)
+              .Output("Output"))
         .SetInferShape(ConvInferShape)
         .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
-        .Kernel<float>(ConvKernel<float>).Kernel<double>(ConvKernel<double>);
+        .Kernel<float>(ConvKernel<float>)
+        .Kernel<double>(ConvKernel<double>);
     // Output: Fluid 1.0-1.2's default grad maker passed it; no kernel reads it.
-    attrs(r->Register(type + "_grad").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable)
-              .Input("Output", kDispensable).Input("ResidualData", kDispensable | kUnimplemented)
-              .Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
-              .Output(GradVarName("Filter"), kDispensable).Output(GradVarName("Bias"), kDispensable))
+    attrs(r->Register(type + "_grad")
+              .NotInPlace()
+              .Input("Input")
+              .Input("Filter")
+              .Input("Bias", kDispensable)
+              .Input("Output", kDispensable)
+              .Input("ResidualData", kDispensable | kUnimplemented)
+              .Input(GradVarName("Output"))
+              .Output(GradVarName("Input"), kDispensable)
+              .Output(GradVarName("Filter"), kDispensable)
+              .Output(GradVarName("Bias"), kDispensable))
         .SetInferShape(ConvGradInferShape)
-        .Kernel<float>(ConvGradKernel<float>).Kernel<double>(ConvGradKernel<double>);
+        .Kernel<float>(ConvGradKernel<float>)
+        .Kernel<double>(ConvGradKernel<double>);
   }
 }
 

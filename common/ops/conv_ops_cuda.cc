@@ -93,9 +93,9 @@ absl::Status Prepare(const ExecutionContext& ctx, CudaContext* c, const DDim& in
   OAR_RETURN_IF_ERROR(call->conv.Set(op.type, pad, stride, dil, groups, cudnn::MathType(*c)));
   call->limit = static_cast<size_t>(std::max(op.GetAttr<int32_t>("workspace_size_MB"), 0)) << 20;
   call->exhaustive = op.GetAttr<bool>("exhaustive_search");
-  call->key = absl::StrCat(c->device, "|", in.ToString(), f.ToString(), out.ToString(), "|", s[0], ",", s[1], "|",
-                           p[0], ",", p[1], "|", d[0], ",", d[1], "|", groups, "|", c->allow_tf32, "|",
-                           call->limit, "|", call->exhaustive);
+  call->key = absl::StrCat(c->device, "|", in.ToString(), f.ToString(), out.ToString(), "|", s[0], ",", s[1], "|", p[0],
+                           ",", p[1], "|", d[0], ",", d[1], "|", groups, "|", c->allow_tf32, "|", call->limit, "|",
+                           call->exhaustive);
   return absl::OkStatus();
 }
 
@@ -109,8 +109,8 @@ absl::StatusOr<AlgoChoice> Pick(const ConvCall& call, const char* what, const Pe
     a.math = call.c->allow_tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
     return a;
   }
-  return absl::ResourceExhaustedError(absl::StrCat(call.op, ": no cuDNN ", what, " algorithm fits workspace_size_MB=",
-                                                   call.limit >> 20, " (", n, " candidates)"));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      call.op, ": no cuDNN ", what, " algorithm fits workspace_size_MB=", call.limit >> 20, " (", n, " candidates)"));
 }
 
 // Scratch for timed trials: the op's limit, at most 256 MiB.
@@ -138,11 +138,11 @@ absl::StatusOr<AlgoChoice> Choose(ConvKind kind, ConvCall& call, const Place& pl
     case ConvKind::kForward: {
       cudnnConvolutionFwdAlgoPerf_t perf[kMax];
       OAR_RETURN_IF_ERROR(CudnnStatus(
-          call.exhaustive ? cudnnFindConvolutionForwardAlgorithmEx(h, call.x_desc.get(), x, call.w_desc.get(), w,
-                                                                   call.conv.get(), call.y_desc.get(), out, kMax, &n,
-                                                                   perf, ws, trial_bytes)
-                          : cudnnGetConvolutionForwardAlgorithm_v7(h, call.x_desc.get(), call.w_desc.get(),
-                                                                   call.conv.get(), call.y_desc.get(), kMax, &n, perf),
+          call.exhaustive
+              ? cudnnFindConvolutionForwardAlgorithmEx(h, call.x_desc.get(), x, call.w_desc.get(), w, call.conv.get(),
+                                                       call.y_desc.get(), out, kMax, &n, perf, ws, trial_bytes)
+              : cudnnGetConvolutionForwardAlgorithm_v7(h, call.x_desc.get(), call.w_desc.get(), call.conv.get(),
+                                                       call.y_desc.get(), kMax, &n, perf),
           what));
       OAR_ASSIGN_OR_RETURN(a, Pick(call, "forward", perf, n));
       break;
@@ -152,8 +152,8 @@ absl::StatusOr<AlgoChoice> Choose(ConvKind kind, ConvCall& call, const Place& pl
       OAR_RETURN_IF_ERROR(CudnnStatus(
           call.exhaustive
               ? cudnnFindConvolutionBackwardDataAlgorithmEx(h, call.w_desc.get(), w, call.y_desc.get(), y,
-                                                            call.conv.get(), call.x_desc.get(), out, kMax, &n, perf,
-                                                            ws, trial_bytes)
+                                                            call.conv.get(), call.x_desc.get(), out, kMax, &n, perf, ws,
+                                                            trial_bytes)
               : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, call.w_desc.get(), call.y_desc.get(), call.conv.get(),
                                                             call.x_desc.get(), kMax, &n, perf),
           what));
@@ -165,10 +165,10 @@ absl::StatusOr<AlgoChoice> Choose(ConvKind kind, ConvCall& call, const Place& pl
       OAR_RETURN_IF_ERROR(CudnnStatus(
           call.exhaustive
               ? cudnnFindConvolutionBackwardFilterAlgorithmEx(h, call.x_desc.get(), x, call.y_desc.get(), y,
-                                                              call.conv.get(), call.w_desc.get(), out, kMax, &n,
-                                                              perf, ws, trial_bytes)
-              : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, call.x_desc.get(), call.y_desc.get(),
-                                                              call.conv.get(), call.w_desc.get(), kMax, &n, perf),
+                                                              call.conv.get(), call.w_desc.get(), out, kMax, &n, perf,
+                                                              ws, trial_bytes)
+              : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, call.x_desc.get(), call.y_desc.get(), call.conv.get(),
+                                                              call.w_desc.get(), kMax, &n, perf),
           what));
       OAR_ASSIGN_OR_RETURN(a, Pick(call, "filter-gradient", perf, n));
       break;
@@ -177,27 +177,22 @@ absl::StatusOr<AlgoChoice> Choose(ConvKind kind, ConvCall& call, const Place& pl
   OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionMathType(call.conv.get(), a.math), what));
   switch (kind) {
     case ConvKind::kForward:
-      OAR_RETURN_IF_ERROR(CudnnStatus(
-          cudnnGetConvolutionForwardWorkspaceSize(h, call.x_desc.get(), call.w_desc.get(), call.conv.get(),
-                                                  call.y_desc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(a.algo),
-                                                  &a.workspace),
-          what));
+      OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionForwardWorkspaceSize(
+                                          h, call.x_desc.get(), call.w_desc.get(), call.conv.get(), call.y_desc.get(),
+                                          static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), &a.workspace),
+                                      what));
       break;
     case ConvKind::kBackwardData:
-      OAR_RETURN_IF_ERROR(CudnnStatus(
-          cudnnGetConvolutionBackwardDataWorkspaceSize(h, call.w_desc.get(), call.y_desc.get(), call.conv.get(),
-                                                       call.x_desc.get(),
-                                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
-                                                       &a.workspace),
-          what));
+      OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                          h, call.w_desc.get(), call.y_desc.get(), call.conv.get(), call.x_desc.get(),
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), &a.workspace),
+                                      what));
       break;
     case ConvKind::kBackwardFilter:
-      OAR_RETURN_IF_ERROR(CudnnStatus(
-          cudnnGetConvolutionBackwardFilterWorkspaceSize(h, call.x_desc.get(), call.y_desc.get(), call.conv.get(),
-                                                         call.w_desc.get(),
-                                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                                         &a.workspace),
-          what));
+      OAR_RETURN_IF_ERROR(CudnnStatus(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                                          h, call.x_desc.get(), call.y_desc.get(), call.conv.get(), call.w_desc.get(),
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), &a.workspace),
+                                      what));
       break;
   }
   Cache().Put(key, a);
@@ -237,11 +232,11 @@ absl::Status ConvGradKernel(const ExecutionContext& ctx) {
     OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionMathType(call.conv.get(), a.math), "conv2d_grad: math type"));
     Tensor ws_t;
     void* ws = cudnn::Workspace(&ws_t, a.workspace, ctx.place());
-    OAR_RETURN_IF_ERROR(CudnnStatus(
-        cudnnConvolutionBackwardData(c->cudnn, &one, call.w_desc.get(), w, call.y_desc.get(), dy, call.conv.get(),
-                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
-                                     call.x_desc.get(), dx),
-        "conv2d_grad: cudnnConvolutionBackwardData"));
+    OAR_RETURN_IF_ERROR(
+        CudnnStatus(cudnnConvolutionBackwardData(c->cudnn, &one, call.w_desc.get(), w, call.y_desc.get(), dy,
+                                                 call.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                                 ws, a.workspace, &zero, call.x_desc.get(), dx),
+                    "conv2d_grad: cudnnConvolutionBackwardData"));
   }
   if (float* dw = GpuOut<float>(ctx, GradVarName("Filter"))) {
     OAR_ASSIGN_OR_RETURN(AlgoChoice a, Choose(ConvKind::kBackwardFilter, call, ctx.place(), x, w, dy, dw));

@@ -34,12 +34,12 @@ absl::StatusOr<TransposeSetup> Setup(const ExecutionContext& ctx, const DDim& x,
   const auto out_pad = ctx.Attr<std::vector<int32_t>>("output_padding");
   const int64_t groups = ctx.Attr<int32_t>("groups");
   if (p.size() == 4 && p[0] == p[1] && p[2] == p[3]) p = {p[0], p[2]};
-  if (x.size() != 4 || f.size() != 4 || s.size() != 2 || p.size() != 2 || d.size() != 2 || groups < 1 ||
-      x[1] != f[0] || x[1] % groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(type, ": Input", x.ToString(), ", Filter", f.ToString(), ", strides [",
-                                                   absl::StrJoin(s, ", "), "], paddings [", absl::StrJoin(p, ", "),
-                                                   "], dilations [", absl::StrJoin(d, ", "), "] and groups ", groups,
-                                                   " do not fit (Filter is [C_in, C_out/groups, kh, kw])"));
+  if (x.size() != 4 || f.size() != 4 || s.size() != 2 || p.size() != 2 || d.size() != 2 || groups < 1 || x[1] != f[0] ||
+      x[1] % groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(type, ": Input", x.ToString(), ", Filter", f.ToString(), ", strides [", absl::StrJoin(s, ", "),
+                     "], paddings [", absl::StrJoin(p, ", "), "], dilations [", absl::StrJoin(d, ", "), "] and groups ",
+                     groups, " do not fit (Filter is [C_in, C_out/groups, kh, kw])"));
   }
   TransposeSetup c;
   c.n = x[0], c.groups = groups;
@@ -57,8 +57,8 @@ absl::StatusOr<TransposeSetup> Setup(const ExecutionContext& ctx, const DDim& x,
   }
   c.out = DDim{x[0], f[1] * groups, hw[0], hw[1]};
   c.g = ConvGeometry{f[1], hw[0], hw[1], f[2], f[3], s[0], s[1], p[0], p[1], d[0], d[1], x[2], x[3]};
-  c.m = x[1] / groups;                         // input channels per group
-  c.k = f[1] * f[2] * f[3];                    // output channels per group × window
+  c.m = x[1] / groups;       // input channels per group
+  c.k = f[1] * f[2] * f[3];  // output channels per group × window
   c.plane = x[2] * x[3];
   c.out_group = f[1] * hw[0] * hw[1];
   c.in_group = c.m * c.plane;
@@ -93,8 +93,8 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Output")));
   OAR_ASSIGN_OR_RETURN(const TransposeSetup c, Setup(ctx, in->dims(), filter->dims()));
   if (dout->dims() != c.out) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Output@GRAD", dout->dims().ToString(), " is not ",
-                                                   c.out.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Output@GRAD", dout->dims().ToString(), " is not ", c.out.ToString()));
   }
   Tensor* din = ctx.Output(GradVarName("Input"));
   Tensor* dfilter = ctx.Output(GradVarName("Filter"));
@@ -125,24 +125,41 @@ absl::Status TransposeGradKernel(const ExecutionContext& ctx) {
 
 void RegisterConvTransposeOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("strides", std::vector<int32_t>{1, 1}).Attr("paddings", std::vector<int32_t>{0, 0})
-        .Attr("dilations", std::vector<int32_t>{1, 1}).Attr("groups", int32_t{1})
-        .Attr("output_size", std::vector<int32_t>{}).Attr("output_padding", std::vector<int32_t>{})
-        .Attr("use_cudnn", false).Attr("use_mkldnn", false).Attr("data_format", std::string("NCHW"))
-        .Attr("padding_algorithm", std::string("EXPLICIT")).Attr("workspace_size_MB", int32_t{4096})
+    return info.Attr("strides", std::vector<int32_t>{1, 1})
+        .Attr("paddings", std::vector<int32_t>{0, 0})
+        .Attr("dilations", std::vector<int32_t>{1, 1})
+        .Attr("groups", int32_t{1})
+        .Attr("output_size", std::vector<int32_t>{})
+        .Attr("output_padding", std::vector<int32_t>{})
+        .Attr("use_cudnn", false)
+        .Attr("use_mkldnn", false)
+        .Attr("data_format", std::string("NCHW"))
+        .Attr("padding_algorithm", std::string("EXPLICIT"))
+        .Attr("workspace_size_MB", int32_t{4096})
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
-  attrs(r->Register("conv2d_transpose").NotInPlace().Input("Input").Input("Filter").Input("Bias", kDispensable | kUnimplemented)
+  attrs(r->Register("conv2d_transpose")
+            .NotInPlace()
+            .Input("Input")
+            .Input("Filter")
+            .Input("Bias", kDispensable | kUnimplemented)
             .Output("Output"))
       .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"Input", "Filter"}, {}, {"Output"}, {"Input", "Filter"}))
-      .Kernel<float>(TransposeKernel<float>).Kernel<double>(TransposeKernel<double>);
-  attrs(r->Register("conv2d_transpose_grad").NotInPlace().Input("Input").Input("Filter")
-            .Input("Output", kDispensable).Input(GradVarName("Output")).Output(GradVarName("Input"), kDispensable)
+      .Kernel<float>(TransposeKernel<float>)
+      .Kernel<double>(TransposeKernel<double>);
+  attrs(r->Register("conv2d_transpose_grad")
+            .NotInPlace()
+            .Input("Input")
+            .Input("Filter")
+            .Input("Output", kDispensable)
+            .Input(GradVarName("Output"))
+            .Output(GradVarName("Input"), kDispensable)
             .Output(GradVarName("Filter"), kDispensable))
       .SetInferShape(NoShapeInference)
-      .Kernel<float>(TransposeGradKernel<float>).Kernel<double>(TransposeGradKernel<double>);
+      .Kernel<float>(TransposeGradKernel<float>)
+      .Kernel<double>(TransposeGradKernel<double>);
 }
 
 }  // namespace oar

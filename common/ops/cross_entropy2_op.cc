@@ -101,18 +101,32 @@ DataType GradDtype(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterCrossEntropy2Ops(OpRegistry* r) {
-  r->Register("cross_entropy2").Input("X").Input("Label").Output("Y").Output("XShape").Output("MatchX")
+  r->Register("cross_entropy2")
+      .Input("X")
+      .Input("Label")
+      .Output("Y")
+      .Output("XShape")
+      .Output("MatchX")
       .Attr("ignore_index", int32_t{-100})
       .SetInferShape(InferShape)
       .SetGradMaker([](const OpDesc& fwd) {
-        return std::vector<OpDesc>{MakeGradOp(fwd, "cross_entropy_grad2", {"Label"}, {"MatchX", "XShape"}, {"Y"},
-                                              {"X"})};
+        return std::vector<OpDesc>{
+            MakeGradOp(fwd, "cross_entropy_grad2", {"Label"}, {"MatchX", "XShape"}, {"Y"}, {"X"})};
       })
-      .Kernel<float>(Kernel<float>).Kernel<double>(Kernel<double>);
-  r->Register("cross_entropy_grad2").NotInPlace().Input("Label").Input("MatchX").Input("XShape").Input(GradVarName("Y"))
-      .Output(GradVarName("X"), kDispensable).Attr("ignore_index", int32_t{-100})
-      .SetInferShape(GradInferShape).SetKernelDtype(GradDtype)
-      .Kernel<float>(GradKernel<float>).Kernel<double>(GradKernel<double>);
+      .Kernel<float>(Kernel<float>)
+      .Kernel<double>(Kernel<double>);
+  r->Register("cross_entropy_grad2")
+      .NotInPlace()
+      .Input("Label")
+      .Input("MatchX")
+      .Input("XShape")
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("ignore_index", int32_t{-100})
+      .SetInferShape(GradInferShape)
+      .SetKernelDtype(GradDtype)
+      .Kernel<float>(GradKernel<float>)
+      .Kernel<double>(GradKernel<double>);
 }
 
 }  // namespace oar

@@ -43,13 +43,20 @@ __global__ void AddToKernel(const T* x, T* out, int64_t n) {
 template <typename T>
 __device__ T BinaryF(Binary f, T x, T y) {
   switch (f) {
-    case Binary::kAdd: return x + y;
-    case Binary::kSub: return x - y;
-    case Binary::kMul: return x * y;
-    case Binary::kDiv: return x / y;
-    case Binary::kPow: return pow(x, y);
-    case Binary::kMax: return x > y ? x : y;
-    case Binary::kMin: return x < y ? x : y;
+    case Binary::kAdd:
+      return x + y;
+    case Binary::kSub:
+      return x - y;
+    case Binary::kMul:
+      return x * y;
+    case Binary::kDiv:
+      return x / y;
+    case Binary::kPow:
+      return pow(x, y);
+    case Binary::kMax:
+      return x > y ? x : y;
+    case Binary::kMin:
+      return x < y ? x : y;
   }
   return T(0);
 }
@@ -58,12 +65,18 @@ template <typename T>
 __device__ T BinaryDX(Binary f, T x, T y, T g) {
   switch (f) {
     case Binary::kAdd:
-    case Binary::kSub: return g;
-    case Binary::kMul: return g * y;
-    case Binary::kDiv: return g / y;
-    case Binary::kPow: return g * y * pow(x, y - T(1));
-    case Binary::kMax: return x > y ? g : T(0);  // a tie sends the gradient to Y, as the CPU kernel
-    case Binary::kMin: return x < y ? g : T(0);
+    case Binary::kSub:
+      return g;
+    case Binary::kMul:
+      return g * y;
+    case Binary::kDiv:
+      return g / y;
+    case Binary::kPow:
+      return g * y * pow(x, y - T(1));
+    case Binary::kMax:
+      return x > y ? g : T(0);  // a tie sends the gradient to Y, as the CPU kernel
+    case Binary::kMin:
+      return x < y ? g : T(0);
   }
   return T(0);
 }
@@ -71,13 +84,20 @@ __device__ T BinaryDX(Binary f, T x, T y, T g) {
 template <typename T>
 __device__ T BinaryDY(Binary f, T x, T y, T out, T g) {
   switch (f) {
-    case Binary::kAdd: return g;
-    case Binary::kSub: return -g;
-    case Binary::kMul: return g * x;
-    case Binary::kDiv: return -g * out / y;
-    case Binary::kPow: return g * pow(x, y) * log(x);  // no Out: Fluid's pow grad has none
-    case Binary::kMax: return x > y ? T(0) : g;
-    case Binary::kMin: return x < y ? T(0) : g;
+    case Binary::kAdd:
+      return g;
+    case Binary::kSub:
+      return -g;
+    case Binary::kMul:
+      return g * x;
+    case Binary::kDiv:
+      return -g * out / y;
+    case Binary::kPow:
+      return g * pow(x, y) * log(x);  // no Out: Fluid's pow grad has none
+    case Binary::kMax:
+      return x > y ? T(0) : g;
+    case Binary::kMin:
+      return x < y ? T(0) : g;
   }
   return T(0);
 }
@@ -89,8 +109,8 @@ __global__ void ElementwiseForwardKernel(Binary f, const T* x, const T* y, T* ou
 }
 
 template <typename T>
-__global__ void ElementwiseGradXKernel(Binary f, const T* x, const T* y, const T* dout, T* dx, int64_t total,
-                                       int64_t n, int64_t post) {
+__global__ void ElementwiseGradXKernel(Binary f, const T* x, const T* y, const T* dout, T* dx, int64_t total, int64_t n,
+                                       int64_t post) {
   OAR_GRID_STRIDE(e, total) dx[e] = BinaryDX(f, x != nullptr ? x[e] : T(0), y[(e / post) % n], dout[e]);
 }
 
@@ -98,7 +118,8 @@ __global__ void ElementwiseGradXKernel(Binary f, const T* x, const T* y, const T
 template <typename T>
 __global__ void ElementwiseGradYSameKernel(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy,
                                            int64_t total) {
-  OAR_GRID_STRIDE(e, total) dy[e] = BinaryDY(f, x != nullptr ? x[e] : T(0), y[e], out != nullptr ? out[e] : T(0), dout[e]);
+  OAR_GRID_STRIDE(e, total)
+  dy[e] = BinaryDY(f, x != nullptr ? x[e] : T(0), y[e], out != nullptr ? out[e] : T(0), dout[e]);
 }
 
 // Broadcast: block j sums dy[j] over its pre * post positions.
@@ -124,8 +145,8 @@ __global__ void SgdKernel(const T* p, const T* g, const T* lr, T* pout, int64_t 
 }
 
 template <typename T>
-__global__ void MomentumKernel(const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale,
-                               T decay, T* pout, T* vout, int64_t n) {
+__global__ void MomentumKernel(const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T decay,
+                               T* pout, T* vout, int64_t n) {
   const T rate = lr[0];
   OAR_GRID_STRIDE(i, n) {
     const T gi = g[i] * rescale + decay * p[i];
@@ -145,8 +166,7 @@ __global__ void AdamKernel(const T* p, const T* g, const T* lr, const T* m1, con
 // After AdamKernel on the same stream: the powers may be updated in place
 // only once every thread above has read them.
 template <typename T>
-__global__ void AdamPowsKernel(const T* beta1_pow, const T* beta2_pow, T b1, T b2, T* beta1_pow_out,
-                               T* beta2_pow_out) {
+__global__ void AdamPowsKernel(const T* beta1_pow, const T* beta2_pow, T b1, T b2, T* beta1_pow_out, T* beta2_pow_out) {
   if (beta1_pow_out != nullptr) beta1_pow_out[0] = beta1_pow[0] * b1;
   if (beta2_pow_out != nullptr) beta2_pow_out[0] = beta2_pow[0] * b2;
 }
@@ -223,16 +243,16 @@ void Sgd(const T* p, const T* g, const T* lr, T* pout, int64_t n, cudaStream_t s
 template <typename T>
 void Momentum(const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T decay, T* pout,
               T* vout, int64_t n, cudaStream_t s) {
-  if (n > 0) MomentumKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, v, lr, mu, nesterov, rescale, decay, pout, vout, n);
+  if (n > 0)
+    MomentumKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, v, lr, mu, nesterov, rescale, decay, pout, vout, n);
 }
 
 template <typename T>
-void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow,
-          T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,
-          cudaStream_t s) {
+void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow, T b1,
+          T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n, cudaStream_t s) {
   if (n > 0) {
-    AdamKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, g, lr, m1, m2, beta1_pow, beta2_pow, b1, b2, eps, pout, m1out,
-                                                  m2out, n);
+    AdamKernel<T>
+        <<<GridFor(n), kThreads, 0, s>>>(p, g, lr, m1, m2, beta1_pow, beta2_pow, b1, b2, eps, pout, m1out, m2out, n);
   }
   if (beta1_pow_out != nullptr || beta2_pow_out != nullptr) {
     AdamPowsKernel<T><<<1, 1, 0, s>>>(beta1_pow, beta2_pow, b1, b2, beta1_pow_out, beta2_pow_out);
@@ -244,19 +264,19 @@ void AffineUniform(T* p, int64_t n, T lo, T hi, cudaStream_t s) {
   if (n > 0) AffineUniformKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, n, lo, hi);
 }
 
-#define OAR_FLOATING(T)                                                                                           \
-  template void FillFromDevice<T>(T*, int64_t, const T*, T, cudaStream_t);                                       \
-  template void SumAll<T>(const T*, int64_t, T, T*, cudaStream_t);                                               \
-  template void AddTo<T>(const T*, T*, int64_t, cudaStream_t);                                                   \
-  template void ElementwiseForward<T>(Binary, const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);  \
-  template void ElementwiseGradX<T>(Binary, const T*, const T*, const T*, const T*, T*, int64_t, int64_t,        \
-                                    int64_t, cudaStream_t);                                                      \
-  template void ElementwiseGradY<T>(Binary, const T*, const T*, const T*, const T*, T*, int64_t, int64_t,        \
-                                    int64_t, cudaStream_t);                                                      \
-  template void Sgd<T>(const T*, const T*, const T*, T*, int64_t, cudaStream_t);                                 \
-  template void Momentum<T>(const T*, const T*, const T*, const T*, T, bool, T, T, T*, T*, int64_t, cudaStream_t); \
-  template void Adam<T>(const T*, const T*, const T*, const T*, const T*, const T*, const T*, T, T, T, T*, T*,   \
-                        T*, T*, T*, int64_t, cudaStream_t);                                                      \
+#define OAR_FLOATING(T)                                                                                                \
+  template void FillFromDevice<T>(T*, int64_t, const T*, T, cudaStream_t);                                             \
+  template void SumAll<T>(const T*, int64_t, T, T*, cudaStream_t);                                                     \
+  template void AddTo<T>(const T*, T*, int64_t, cudaStream_t);                                                         \
+  template void ElementwiseForward<T>(Binary, const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);        \
+  template void ElementwiseGradX<T>(Binary, const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,     \
+                                    cudaStream_t);                                                                     \
+  template void ElementwiseGradY<T>(Binary, const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,     \
+                                    cudaStream_t);                                                                     \
+  template void Sgd<T>(const T*, const T*, const T*, T*, int64_t, cudaStream_t);                                       \
+  template void Momentum<T>(const T*, const T*, const T*, const T*, T, bool, T, T, T*, T*, int64_t, cudaStream_t);     \
+  template void Adam<T>(const T*, const T*, const T*, const T*, const T*, const T*, const T*, T, T, T, T*, T*, T*, T*, \
+                        T*, int64_t, cudaStream_t);                                                                    \
   template void AffineUniform<T>(T*, int64_t, T, T, cudaStream_t);
 OAR_FLOATING(float)
 #undef OAR_FLOATING

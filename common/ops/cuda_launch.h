@@ -63,18 +63,17 @@ void ClipByNorm(const T* x, T max_norm, T* scratch, T* out, int64_t n, cudaStrea
 enum class Binary { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 // out[e] = f(x[e], y[(e / post) % n]); e < pre * n * post.
 template <typename T>
-void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post,
-                        cudaStream_t s);
+void ElementwiseForward(Binary f, const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post, cudaStream_t s);
 // dx[e] = dF/dx at e (x may be null except for kPow; out is unused).
 // ElementwiseGradY reads out for kDiv only; x may be null for kAdd, kSub and kDiv
 // (Fluid 1.3-1.6 give their grads no X).
 template <typename T>
-void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre,
-                      int64_t n, int64_t post, cudaStream_t s);
+void ElementwiseGradX(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dx, int64_t pre, int64_t n,
+                      int64_t post, cudaStream_t s);
 // dy[j] = sum over i < pre, k < post of dF/dy at e = (i * n + j) * post + k.
 template <typename T>
-void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy, int64_t pre,
-                      int64_t n, int64_t post, cudaStream_t s);
+void ElementwiseGradY(Binary f, const T* x, const T* y, const T* out, const T* dout, T* dy, int64_t pre, int64_t n,
+                      int64_t post, cudaStream_t s);
 
 // ---- activations and unary math (cuda_math.cu) ----
 enum class Activation { kRelu, kSigmoid, kTanh, kExp, kSqrt, kSquare, kCos, kAbs, kFloor, kCeil, kSign };
@@ -117,15 +116,14 @@ template <typename T>
 void CrossEntropyHardGrad(const T* x, const int64_t* label, const T* dy, T* dx, int64_t rows, int64_t cols,
                           int64_t ignore, cudaStream_t s);
 template <typename T>
-void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols,
-                          cudaStream_t s);
+void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols, cudaStream_t s);
 // softmax_with_cross_entropy's Logits gradient from its Softmax p: (p -
 // onehot(hard[r])) * dloss[r], 0 on a row whose label is `ignore`; with
 // soft labels (hard null), (p - soft) * dloss[r]. Without `softmax` (p was
 // the input itself), -onehot * dloss[r] / p, or -soft * dloss[r] / p.
 template <typename T>
-void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
-                     int64_t cols, int64_t ignore, bool softmax, cudaStream_t s);
+void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows, int64_t cols,
+                     int64_t ignore, bool softmax, cudaStream_t s);
 // cross_entropy2: y[r] = -log(max(match[r], tiny)) with match[r] = x[r,
 // label[r]]; both 0 where label[r] == ignore. A label out of range gives 0
 // and stores its row in *bad_row (INT64_MAX before; the smallest wins).
@@ -140,8 +138,8 @@ void CrossEntropy2Grad(const T* match, const int64_t* label, const T* dy, T* dx,
 template <typename T>
 void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int64_t k, cudaStream_t s);
 // accuracy[0] = correct / rows, correct[0], total[0] (correct/total may be null).
-void Accuracy(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy,
-              int32_t* correct, int32_t* total, cudaStream_t s);
+void Accuracy(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy, int32_t* correct,
+              int32_t* total, cudaStream_t s);
 
 // ---- optimizers (learning rate and beta powers read on the device) ----
 template <typename T>
@@ -152,9 +150,8 @@ void Momentum(const T* p, const T* g, const T* v, const T* lr, T mu, bool nester
 // Fluid's bias-corrected Adam; beta*_pow_out (may be null) get pow * beta.
 // With n 0 only the powers advance (g may then be null).
 template <typename T>
-void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow,
-          T b1, T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n,
-          cudaStream_t s);
+void Adam(const T* p, const T* g, const T* lr, const T* m1, const T* m2, const T* beta1_pow, const T* beta2_pow, T b1,
+          T b2, T eps, T* pout, T* m1out, T* m2out, T* beta1_pow_out, T* beta2_pow_out, int64_t n, cudaStream_t s);
 
 // ---- the other update ops (cuda_optimizers.cu), Fluid's formulas ----
 // adagrad (decayed: decayed_adagrad's moment decay * m + (1 - decay) * g²).
@@ -209,8 +206,8 @@ void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T
 // out[s, :] pools them; an empty one gives `pad` (and max_index -1).
 // max_index (int32, may be null) is the row MAX took, per element.
 template <typename T>
-void SequencePoolForward(SequencePool p, const T* x, const int64_t* offsets, int64_t seqs, int64_t width, T pad,
-                         T* out, int32_t* max_index, cudaStream_t s);
+void SequencePoolForward(SequencePool p, const T* x, const int64_t* offsets, int64_t seqs, int64_t width, T pad, T* out,
+                         int32_t* max_index, cudaStream_t s);
 // dx [rows, width], which the caller has zeroed, gets each sequence's share
 // of dout [seqs, width]. A max_index outside its sequence writes nothing and
 // stores its flat position s * width + k in *bad (INT64_MAX before; the

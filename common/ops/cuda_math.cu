@@ -1,7 +1,7 @@
 // Device code of the unary math ops (the activations relu, sigmoid, tanh
 // and exp, sqrt, square, cos, abs, floor, ceil, sign, with their
-// gradients), fused_elemwise_activation's add-then-activate, the comparisons (less_than, ..., not_equal) and the logical
-// ops. Launch functions are declared in cuda_launch.h.
+// gradients), fused_elemwise_activation's add-then-activate, the comparisons (less_than, ..., not_equal) and the
+// logical ops. Launch functions are declared in cuda_launch.h.
 #include <cstdint>
 
 #include "common/ops/cuda_launch.h"
@@ -14,17 +14,28 @@ namespace {
 template <typename T>
 __device__ T ActivationF(Activation a, T v) {
   switch (a) {
-    case Activation::kRelu: return v > T(0) ? v : T(0);
-    case Activation::kSigmoid: return T(1) / (T(1) + exp(-v));
-    case Activation::kTanh: return tanh(v);
-    case Activation::kExp: return exp(v);
-    case Activation::kSqrt: return sqrt(v);
-    case Activation::kSquare: return v * v;
-    case Activation::kCos: return cos(v);
-    case Activation::kAbs: return fabs(v);
-    case Activation::kFloor: return floor(v);
-    case Activation::kCeil: return ceil(v);
-    case Activation::kSign: return v > T(0) ? T(1) : (v < T(0) ? T(-1) : T(0));
+    case Activation::kRelu:
+      return v > T(0) ? v : T(0);
+    case Activation::kSigmoid:
+      return T(1) / (T(1) + exp(-v));
+    case Activation::kTanh:
+      return tanh(v);
+    case Activation::kExp:
+      return exp(v);
+    case Activation::kSqrt:
+      return sqrt(v);
+    case Activation::kSquare:
+      return v * v;
+    case Activation::kCos:
+      return cos(v);
+    case Activation::kAbs:
+      return fabs(v);
+    case Activation::kFloor:
+      return floor(v);
+    case Activation::kCeil:
+      return ceil(v);
+    case Activation::kSign:
+      return v > T(0) ? T(1) : (v < T(0) ? T(-1) : T(0));
   }
   return T(0);
 }
@@ -33,17 +44,26 @@ __device__ T ActivationF(Activation a, T v) {
 template <typename T>
 __device__ T ActivationD(Activation a, T s, T g) {
   switch (a) {
-    case Activation::kRelu: return s > T(0) ? g : T(0);
-    case Activation::kSigmoid: return g * s * (T(1) - s);
-    case Activation::kTanh: return g * (T(1) - s * s);
-    case Activation::kExp: return g * s;
-    case Activation::kSqrt: return g * T(0.5) / s;
-    case Activation::kSquare: return g * T(2) * s;
-    case Activation::kCos: return -g * sin(s);
-    case Activation::kAbs: return s > T(0) ? g : (s < T(0) ? -g : T(0));
+    case Activation::kRelu:
+      return s > T(0) ? g : T(0);
+    case Activation::kSigmoid:
+      return g * s * (T(1) - s);
+    case Activation::kTanh:
+      return g * (T(1) - s * s);
+    case Activation::kExp:
+      return g * s;
+    case Activation::kSqrt:
+      return g * T(0.5) / s;
+    case Activation::kSquare:
+      return g * T(2) * s;
+    case Activation::kCos:
+      return -g * sin(s);
+    case Activation::kAbs:
+      return s > T(0) ? g : (s < T(0) ? -g : T(0));
     case Activation::kFloor:
     case Activation::kCeil:
-    case Activation::kSign: return T(0);
+    case Activation::kSign:
+      return T(0);
   }
   return T(0);
 }
@@ -74,12 +94,24 @@ __global__ void CompareKernel(Compare c, const T* x, const T* y, bool y_scalar, 
     const T a = x[i], b = y[y_scalar ? 0 : i];
     bool r = false;
     switch (c) {
-      case Compare::kLess: r = a < b; break;
-      case Compare::kLessEqual: r = a <= b; break;
-      case Compare::kGreater: r = a > b; break;
-      case Compare::kGreaterEqual: r = a >= b; break;
-      case Compare::kEqual: r = a == b; break;
-      case Compare::kNotEqual: r = a != b; break;
+      case Compare::kLess:
+        r = a < b;
+        break;
+      case Compare::kLessEqual:
+        r = a <= b;
+        break;
+      case Compare::kGreater:
+        r = a > b;
+        break;
+      case Compare::kGreaterEqual:
+        r = a >= b;
+        break;
+      case Compare::kEqual:
+        r = a == b;
+        break;
+      case Compare::kNotEqual:
+        r = a != b;
+        break;
     }
     out[i] = r;
   }
@@ -90,10 +122,18 @@ __global__ void LogicKernel(Logic l, const bool* x, const bool* y, bool y_scalar
     const bool a = x[i];
     const bool b = l == Logic::kNot ? false : y[y_scalar ? 0 : i];
     switch (l) {
-      case Logic::kNot: out[i] = !a; break;
-      case Logic::kAnd: out[i] = a && b; break;
-      case Logic::kOr: out[i] = a || b; break;
-      case Logic::kXor: out[i] = a != b; break;
+      case Logic::kNot:
+        out[i] = !a;
+        break;
+      case Logic::kAnd:
+        out[i] = a && b;
+        break;
+      case Logic::kOr:
+        out[i] = a || b;
+        break;
+      case Logic::kXor:
+        out[i] = a != b;
+        break;
     }
   }
 }

@@ -19,16 +19,24 @@ namespace {
 template <typename T>
 __device__ T Tiny();
 template <>
-__device__ float Tiny<float>() { return FLT_MIN; }
+__device__ float Tiny<float>() {
+  return FLT_MIN;
+}
 template <>
-__device__ double Tiny<double>() { return DBL_MIN; }
+__device__ double Tiny<double>() {
+  return DBL_MIN;
+}
 
 template <typename T>
 __device__ T Lowest();
 template <>
-__device__ float Lowest<float>() { return -FLT_MAX; }
+__device__ float Lowest<float>() {
+  return -FLT_MAX;
+}
 template <>
-__device__ double Lowest<double>() { return -DBL_MAX; }
+__device__ double Lowest<double>() {
+  return -DBL_MAX;
+}
 
 unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(rows < 65535 * 16 ? rows : 65535 * 16); }
 
@@ -112,8 +120,7 @@ __global__ void CrossEntropyHardGradKernel(const T* x, const int64_t* label, con
 }
 
 template <typename T>
-__global__ void CrossEntropySoftGradKernel(const T* x, const T* label, const T* dy, T* dx, int64_t rows,
-                                           int64_t cols) {
+__global__ void CrossEntropySoftGradKernel(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols) {
   const int64_t total = rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -147,8 +154,8 @@ __global__ void TopKKernel(const T* x, T* out, int64_t* indices, int64_t rows, i
   }
 }
 
-__global__ void AccuracyKernel(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k,
-                               float* accuracy, int32_t* correct, int32_t* total) {
+__global__ void AccuracyKernel(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy,
+                               int32_t* correct, int32_t* total) {
   int32_t hits = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     for (int64_t j = 0; j < k; ++j) {
@@ -257,26 +264,26 @@ void CrossEntropyHardGrad(const T* x, const int64_t* label, const T* dy, T* dx, 
 }
 
 template <typename T>
-void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols,
-                          cudaStream_t s) {
+void CrossEntropySoftGrad(const T* x, const T* label, const T* dy, T* dx, int64_t rows, int64_t cols, cudaStream_t s) {
   if (rows * cols > 0) {
     CrossEntropySoftGradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(x, label, dy, dx, rows, cols);
   }
 }
 
 template <typename T>
-void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows,
-                     int64_t cols, int64_t ignore, bool softmax, cudaStream_t s) {
+void SoftmaxXentGrad(const T* p, const int64_t* hard, const T* soft, const T* dloss, T* dx, int64_t rows, int64_t cols,
+                     int64_t ignore, bool softmax, cudaStream_t s) {
   if (rows * cols > 0) {
-    SoftmaxXentGradKernel<T><<<GridFor(rows * cols), kThreads, 0, s>>>(p, hard, soft, dloss, dx, rows, cols, ignore,
-                                                                       softmax);
+    SoftmaxXentGradKernel<T>
+        <<<GridFor(rows * cols), kThreads, 0, s>>>(p, hard, soft, dloss, dx, rows, cols, ignore, softmax);
   }
 }
 
 template <typename T>
 void CrossEntropy2(const T* x, const int64_t* label, T* y, T* match, int64_t rows, int64_t cols, int64_t ignore,
                    int64_t* bad_row, cudaStream_t s) {
-  if (rows > 0) CrossEntropy2Kernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, label, y, match, rows, cols, ignore, bad_row);
+  if (rows > 0)
+    CrossEntropy2Kernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, label, y, match, rows, cols, ignore, bad_row);
 }
 
 template <typename T>
@@ -292,8 +299,8 @@ void TopK(const T* x, T* out, int64_t* indices, int64_t rows, int64_t cols, int6
   if (rows > 0 && k > 0) TopKKernel<T><<<GridFor(rows), kThreads, 0, s>>>(x, out, indices, rows, cols, k);
 }
 
-void Accuracy(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy,
-              int32_t* correct, int32_t* total, cudaStream_t s) {
+void Accuracy(const int64_t* indices, const int64_t* label, int64_t rows, int64_t k, float* accuracy, int32_t* correct,
+              int32_t* total, cudaStream_t s) {
   AccuracyKernel<<<1, 1024, 0, s>>>(indices, label, rows, k, accuracy, correct, total);
 }
 
@@ -302,12 +309,12 @@ template void SoftmaxGradRows<float>(const float*, const float*, float*, int64_t
 template void CrossEntropyHard<float>(const float*, const int64_t*, float*, int64_t, int64_t, int64_t, int64_t*,
                                       cudaStream_t);
 template void CrossEntropySoft<float>(const float*, const float*, float*, int64_t, int64_t, cudaStream_t);
-template void CrossEntropyHardGrad<float>(const float*, const int64_t*, const float*, float*, int64_t, int64_t,
-                                          int64_t, cudaStream_t);
+template void CrossEntropyHardGrad<float>(const float*, const int64_t*, const float*, float*, int64_t, int64_t, int64_t,
+                                          cudaStream_t);
 template void CrossEntropySoftGrad<float>(const float*, const float*, const float*, float*, int64_t, int64_t,
                                           cudaStream_t);
-template void SoftmaxXentGrad<float>(const float*, const int64_t*, const float*, const float*, float*, int64_t,
-                                     int64_t, int64_t, bool, cudaStream_t);
+template void SoftmaxXentGrad<float>(const float*, const int64_t*, const float*, const float*, float*, int64_t, int64_t,
+                                     int64_t, bool, cudaStream_t);
 template void CrossEntropy2<float>(const float*, const int64_t*, float*, float*, int64_t, int64_t, int64_t, int64_t*,
                                    cudaStream_t);
 template void CrossEntropy2Grad<float>(const float*, const int64_t*, const float*, float*, int64_t, int64_t, int64_t,

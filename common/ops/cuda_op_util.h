@@ -76,21 +76,21 @@ absl::StatusOr<GpuMergedGrad> GpuMergedSparseGrad(const ExecutionContext& ctx, c
 // sum with each sparse one's rows added in (selected_rows_ops_cuda.cc).
 absl::Status GpuSumWithSparse(const ExecutionContext& ctx);
 
-void RegisterCudaMathKernels(OpRegistry* r);         // math_ops_cuda.cc: mul, matmul, matmul_v2
-void RegisterCudaPointwiseKernels(OpRegistry* r);    // pointwise_ops_cuda.cc
-void RegisterCudaNnKernels(OpRegistry* r);           // nn_ops_cuda.cc: losses, metrics
-void RegisterCudaSoftmaxKernels(OpRegistry* r);      // softmax_ops_cuda.cc: softmax, softmax_with_cross_entropy
-void RegisterCudaTensorKernels(OpRegistry* r);       // tensor_ops_cuda.cc: cast, increment, dropout, transpose2
-void RegisterCudaConvKernels(OpRegistry* r);         // conv_ops_cuda.cc: conv2d on cuDNN
-void RegisterCudaPoolKernels(OpRegistry* r);         // pool_ops_cuda.cc: pool2d on cuDNN
-void RegisterCudaBatchNormKernels(OpRegistry* r);    // batch_norm_ops_cuda.cc: batch_norm on cuDNN
-void RegisterCudaConcatSplitKernels(OpRegistry* r);  // concat_split_ops_cuda.cc
-void RegisterCudaSparseKernels(OpRegistry* r);       // sparse_ops_cuda.cc: lookup_table
-void RegisterCudaSelectedRowsKernels(OpRegistry* r); // selected_rows_ops_cuda.cc: merge_selected_rows
-void RegisterCudaReduceKernels(OpRegistry* r);       // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
-void RegisterCudaOptimizerKernels(OpRegistry* r);    // optimizer_ops_cuda.cc: every update op
-void RegisterCudaControlKernels(OpRegistry* r);      // control_ops_cuda.cc: comparisons, logic, assign
-void RegisterCudaSequenceKernels(OpRegistry* r);     // sequence_ops_cuda.cc: sequence_pool
-void RegisterCudaFusedKernels(OpRegistry* r);        // fused_ops_cuda.cc: fused_elemwise_activation
+void RegisterCudaMathKernels(OpRegistry* r);          // math_ops_cuda.cc: mul, matmul, matmul_v2
+void RegisterCudaPointwiseKernels(OpRegistry* r);     // pointwise_ops_cuda.cc
+void RegisterCudaNnKernels(OpRegistry* r);            // nn_ops_cuda.cc: losses, metrics
+void RegisterCudaSoftmaxKernels(OpRegistry* r);       // softmax_ops_cuda.cc: softmax, softmax_with_cross_entropy
+void RegisterCudaTensorKernels(OpRegistry* r);        // tensor_ops_cuda.cc: cast, increment, dropout, transpose2
+void RegisterCudaConvKernels(OpRegistry* r);          // conv_ops_cuda.cc: conv2d on cuDNN
+void RegisterCudaPoolKernels(OpRegistry* r);          // pool_ops_cuda.cc: pool2d on cuDNN
+void RegisterCudaBatchNormKernels(OpRegistry* r);     // batch_norm_ops_cuda.cc: batch_norm on cuDNN
+void RegisterCudaConcatSplitKernels(OpRegistry* r);   // concat_split_ops_cuda.cc
+void RegisterCudaSparseKernels(OpRegistry* r);        // sparse_ops_cuda.cc: lookup_table
+void RegisterCudaSelectedRowsKernels(OpRegistry* r);  // selected_rows_ops_cuda.cc: merge_selected_rows
+void RegisterCudaReduceKernels(OpRegistry* r);        // reduce_ops_cuda.cc: reduce_sum, reduce_mean, clip
+void RegisterCudaOptimizerKernels(OpRegistry* r);     // optimizer_ops_cuda.cc: every update op
+void RegisterCudaControlKernels(OpRegistry* r);       // control_ops_cuda.cc: comparisons, logic, assign
+void RegisterCudaSequenceKernels(OpRegistry* r);      // sequence_ops_cuda.cc: sequence_pool
+void RegisterCudaFusedKernels(OpRegistry* r);         // fused_ops_cuda.cc: fused_elemwise_activation
 
 }  // namespace oar

@@ -15,8 +15,8 @@ namespace cuda {
 namespace {
 
 template <typename T>
-__global__ void AdagradKernel(const T* p, const T* g, const T* mom, const T* lr, T decay, bool decayed, T eps,
-                              T* pout, T* mout, int64_t n) {
+__global__ void AdagradKernel(const T* p, const T* g, const T* mom, const T* lr, T decay, bool decayed, T eps, T* pout,
+                              T* mout, int64_t n) {
   OAR_GRID_STRIDE(i, n) {
     const T gi = g[i];
     const T m = decayed ? decay * mom[i] + (T(1) - decay) * gi * gi : mom[i] + gi * gi;
@@ -26,8 +26,8 @@ __global__ void AdagradKernel(const T* p, const T* g, const T* mom, const T* lr,
 }
 
 template <typename T>
-__global__ void AdamaxKernel(const T* p, const T* g, const T* lr, const T* mom, const T* inf, const T* beta1_pow,
-                             T b1, T b2, T eps, T* pout, T* mout, T* iout, int64_t n) {
+__global__ void AdamaxKernel(const T* p, const T* g, const T* lr, const T* mom, const T* inf, const T* beta1_pow, T b1,
+                             T b2, T eps, T* pout, T* mout, T* iout, int64_t n) {
   const T lr_t = lr[0] / (T(1) - beta1_pow[0]);
   OAR_GRID_STRIDE(i, n) {
     const T m = b1 * mom[i] + (T(1) - b1) * g[i];
@@ -40,8 +40,8 @@ __global__ void AdamaxKernel(const T* p, const T* g, const T* lr, const T* mom, 
 }
 
 template <typename T>
-__global__ void RmspropKernel(const T* p, const T* g, const T* ms, const T* mom, const T* mg, const T* lr, T rho,
-                              T eps, T mu, T* pout, T* msout, T* mout, T* mgout, int64_t n) {
+__global__ void RmspropKernel(const T* p, const T* g, const T* ms, const T* mom, const T* mg, const T* lr, T rho, T eps,
+                              T mu, T* pout, T* msout, T* mout, T* mgout, int64_t n) {
   OAR_GRID_STRIDE(i, n) {
     const T gi = g[i];
     const T s = rho * ms[i] + (T(1) - rho) * gi * gi;
@@ -59,8 +59,8 @@ __global__ void RmspropKernel(const T* p, const T* g, const T* ms, const T* mom,
 }
 
 template <typename T>
-__global__ void FtrlKernel(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, T l2, T power,
-                           T* pout, T* sqout, T* linout, int64_t n) {
+__global__ void FtrlKernel(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, T l2, T power, T* pout,
+                           T* sqout, T* linout, int64_t n) {
   const bool sqrt_power = power == T(-0.5);
   OAR_GRID_STRIDE(i, n) {
     const T gi = g[i];
@@ -92,8 +92,8 @@ __global__ void SquaredNormsKernel(const T* p, const T* g, int64_t n, T* norms) 
 }
 
 template <typename T>
-__global__ void LarsMomentumKernel(const T* p, const T* g, const T* v, const T* lr, const T* norms, T mu, T coeff,
-                                   T wd, T* pout, T* vout, int64_t n) {
+__global__ void LarsMomentumKernel(const T* p, const T* g, const T* v, const T* lr, const T* norms, T mu, T coeff, T wd,
+                                   T* pout, T* vout, int64_t n) {
   const T pn = sqrt(norms[0]), gn = sqrt(norms[1]);
   const T local_lr = pn > T(0) && gn > T(0) ? lr[0] * coeff * pn / (gn + wd * pn) : lr[0];
   OAR_GRID_STRIDE(i, n) {
@@ -142,8 +142,8 @@ void Ftrl(const T* p, const T* g, const T* sq, const T* lin, const T* lr, T l1, 
 
 template void LarsMomentum<float>(const float*, const float*, const float*, const float*, float, float, float, float*,
                                   float*, float*, int64_t, cudaStream_t);
-template void Adagrad<float>(const float*, const float*, const float*, const float*, float, bool, float, float*,
-                             float*, int64_t, cudaStream_t);
+template void Adagrad<float>(const float*, const float*, const float*, const float*, float, bool, float, float*, float*,
+                             int64_t, cudaStream_t);
 template void Adamax<float>(const float*, const float*, const float*, const float*, const float*, const float*, float,
                             float, float, float*, float*, float*, int64_t, cudaStream_t);
 template void Rmsprop<float>(const float*, const float*, const float*, const float*, const float*, const float*, float,

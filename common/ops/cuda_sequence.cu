@@ -20,8 +20,12 @@ __global__ void SequencePoolKernel(SequencePool p, const T* x, const int64_t* of
     T v = pad;
     if (len > 0) {
       switch (p) {
-        case SequencePool::kFirst: v = x[b * width + k]; break;
-        case SequencePool::kLast: v = x[(e - 1) * width + k]; break;
+        case SequencePool::kFirst:
+          v = x[b * width + k];
+          break;
+        case SequencePool::kLast:
+          v = x[(e - 1) * width + k];
+          break;
         case SequencePool::kMax: {
           int64_t best = b;
           for (int64_t r = b + 1; r < e; ++r) {
@@ -52,8 +56,12 @@ __global__ void SequencePoolGradKernel(SequencePool p, const T* dout, const int6
     if (len == 0) continue;
     const T g = dout[o];
     switch (p) {
-      case SequencePool::kFirst: dx[b * width + k] = g; break;
-      case SequencePool::kLast: dx[(e - 1) * width + k] = g; break;
+      case SequencePool::kFirst:
+        dx[b * width + k] = g;
+        break;
+      case SequencePool::kLast:
+        dx[(e - 1) * width + k] = g;
+        break;
       case SequencePool::kMax: {
         const int64_t r = max_index[o];
         if (r < b || r >= e) {
@@ -74,8 +82,8 @@ __global__ void SequencePoolGradKernel(SequencePool p, const T* dout, const int6
 }  // namespace
 
 template <typename T>
-void SequencePoolForward(SequencePool p, const T* x, const int64_t* offsets, int64_t seqs, int64_t width, T pad,
-                         T* out, int32_t* max_index, cudaStream_t s) {
+void SequencePoolForward(SequencePool p, const T* x, const int64_t* offsets, int64_t seqs, int64_t width, T pad, T* out,
+                         int32_t* max_index, cudaStream_t s) {
   const int64_t n = seqs * width;
   if (n > 0) SequencePoolKernel<T><<<GridFor(n), kThreads, 0, s>>>(p, x, offsets, seqs, width, pad, out, max_index);
 }

@@ -66,8 +66,8 @@ __global__ void SgdRowsKernel(const int64_t* rows, int64_t n, int64_t width, con
 }
 
 template <typename T>
-__global__ void AdagradRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps,
-                                  T* p, T* mom) {
+__global__ void AdagradRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps, T* p,
+                                  T* mom) {
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = rows[e / width] * width + e % width;
     const T m = mom[i] + g[e] * g[e];
@@ -93,15 +93,16 @@ void ScatterAddRows(const T* value, const int64_t* rows, T* dense, int64_t n, in
 
 template <typename T>
 void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t pad, cudaStream_t s) {
-  if (pad != -1 && n * width > 0) ZeroPaddedRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(v, ids, n, width, pad);
+  if (pad != -1 && n * width > 0)
+    ZeroPaddedRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(v, ids, n, width, pad);
 }
 
 template <typename T>
 void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
               const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s) {
   if (n * width > 0) {
-    AdamRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, beta1_pow, beta2_pow, b1, b2,
-                                                              eps, p, m1, m2);
+    AdamRowsKernel<T>
+        <<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, beta1_pow, beta2_pow, b1, b2, eps, p, m1, m2);
   }
 }
 

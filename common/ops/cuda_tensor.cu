@@ -85,7 +85,7 @@ void InvStd(const T* var, T eps, T* out, int64_t n, cudaStream_t s) {
   if (n > 0) InvStdKernel<T><<<GridFor(n), kThreads, 0, s>>>(var, eps, out, n);
 }
 
-#define OAR_CAST_TO(In)                                                      \
+#define OAR_CAST_TO(In)                                                        \
   template void Cast<In, float>(const In*, float*, int64_t, cudaStream_t);     \
   template void Cast<In, double>(const In*, double*, int64_t, cudaStream_t);   \
   template void Cast<In, int32_t>(const In*, int32_t*, int64_t, cudaStream_t); \

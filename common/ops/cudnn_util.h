@@ -22,9 +22,7 @@
 namespace oar {
 namespace cudnn {
 
-inline cudnnMathType_t MathType(const CudaContext& c) {
-  return c.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-}
+inline cudnnMathType_t MathType(const CudaContext& c) { return c.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; }
 
 // Owns one cuDNN descriptor: made by Create in the constructor (its status
 // is reported by the first Set), destroyed with the object.
@@ -76,10 +74,10 @@ class ConvDesc : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConv
   absl::Status Set(const std::string& op, const int pad[2], const int stride[2], const int dilation[2], int groups,
                    cudnnMathType_t math) {
     OAR_RETURN_IF_ERROR(Created(op));
-    OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolution2dDescriptor(d_, pad[0], pad[1], stride[0], stride[1],
-                                                                    dilation[0], dilation[1],
-                                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                                    op + ": convolution descriptor"));
+    OAR_RETURN_IF_ERROR(
+        CudnnStatus(cudnnSetConvolution2dDescriptor(d_, pad[0], pad[1], stride[0], stride[1], dilation[0], dilation[1],
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    op + ": convolution descriptor"));
     OAR_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionGroupCount(d_, groups), op + ": group count"));
     return CudnnStatus(cudnnSetConvolutionMathType(d_, math), op + ": math type");
   }
@@ -91,8 +89,8 @@ class PoolDesc
   absl::Status Set(const std::string& op, cudnnPoolingMode_t mode, const int window[2], const int pad[2],
                    const int stride[2]) {
     OAR_RETURN_IF_ERROR(Created(op));
-    return CudnnStatus(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, window[0], window[1], pad[0],
-                                                   pad[1], stride[0], stride[1]),
+    return CudnnStatus(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, window[0], window[1], pad[0], pad[1],
+                                                   stride[0], stride[1]),
                        op + ": pooling descriptor");
   }
 };

@@ -88,7 +88,8 @@ absl::Status MergeIdsKernel(const ExecutionContext& ctx) {
     if (rows == nullptr || !rows->initialized() || rows->numel() == 0) continue;  // nothing was fetched there
     if (x == nullptr || !x->initialized() || x->dims().size() != 2 || x->dims()[0] != rows->numel()) {
       return absl::InvalidArgumentError(absl::StrCat("merge_ids: X '", ctx.op().Input("X")[k], "' does not hold ",
-                                                     rows->numel(), " rows for Rows '", ctx.op().Input("Rows")[k], "'"));
+                                                     rows->numel(), " rows for Rows '", ctx.op().Input("Rows")[k],
+                                                     "'"));
     }
     OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Rows", *rows));
     OAR_RETURN_IF_ERROR(RequireDtype<float>(ctx, "X", *x));
@@ -107,8 +108,8 @@ absl::Status MergeIdsKernel(const ExecutionContext& ctx) {
     for (int64_t i = 0; i < ids->numel(); ++i) {
       auto it = where.find(p[i]);
       if (it == where.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("merge_ids: id ", p[i], " of '", ctx.op().Input("Ids")[j],
-                                                       "' was not fetched"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("merge_ids: id ", p[i], " of '", ctx.op().Input("Ids")[j], "' was not fetched"));
       }
       std::memcpy(dst + i * width, it->second, sizeof(float) * static_cast<size_t>(width));
     }
@@ -127,7 +128,7 @@ absl::StatusOr<SparseTable*> TableInput(const ExecutionContext& ctx, const std::
 }
 
 absl::Status LookupSparseTableKernel(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(SparseTable* w, TableInput(ctx, "W"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * w, TableInput(ctx, "W"));
   OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
   OAR_RETURN_IF_ERROR(RequireDtype<int64_t>(ctx, "Ids", *ids));
   const int64_t width = w->width(), n = ids->numel(), pad = ctx.Attr<int64_t>("padding_idx");
@@ -190,7 +191,7 @@ absl::StatusOr<float> Rate(const ExecutionContext& ctx) {
 // An accumulator (`slot`) of the table: follows the table's rows.
 absl::StatusOr<SparseTable*> Accumulator(const ExecutionContext& ctx, SparseTable* param, const std::string& slot,
                                          const std::string& out) {
-  OAR_ASSIGN_OR_RETURN(SparseTable* acc, TableInput(ctx, slot));
+  OAR_ASSIGN_OR_RETURN(SparseTable * acc, TableInput(ctx, slot));
   OAR_RETURN_IF_ERROR(CheckInPlace(ctx, slot, out));
   OAR_RETURN_IF_ERROR(Annotate(acc->Follow(*param), ctx.op().Input(slot)[0]));
   return acc;
@@ -204,7 +205,7 @@ bool ParamIsTable(const ExecutionContext& ctx) {
 }
 
 absl::Status TableSgd(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(SparseTable* p, TableInput(ctx, "Param"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * p, TableInput(ctx, "Param"));
   OAR_RETURN_IF_ERROR(CheckInPlace(ctx, "Param", "ParamOut"));
   OAR_ASSIGN_OR_RETURN(const float rate, Rate(ctx));
   OAR_ASSIGN_OR_RETURN(SelectedRows g, TableGrad(ctx, *p));
@@ -220,9 +221,9 @@ absl::Status TableSgd(const ExecutionContext& ctx) {
 }
 
 absl::Status TableAdagrad(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(SparseTable* p, TableInput(ctx, "Param"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * p, TableInput(ctx, "Param"));
   OAR_RETURN_IF_ERROR(CheckInPlace(ctx, "Param", "ParamOut"));
-  OAR_ASSIGN_OR_RETURN(SparseTable* m, Accumulator(ctx, p, "Moment", "MomentOut"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * m, Accumulator(ctx, p, "Moment", "MomentOut"));
   OAR_ASSIGN_OR_RETURN(const float rate, Rate(ctx));
   OAR_ASSIGN_OR_RETURN(SelectedRows g, TableGrad(ctx, *p));
   const float eps = ctx.Attr<float>("epsilon");
@@ -244,10 +245,10 @@ absl::Status TableAdagrad(const ExecutionContext& ctx) {
 }
 
 absl::Status TableAdam(const ExecutionContext& ctx) {
-  OAR_ASSIGN_OR_RETURN(SparseTable* p, TableInput(ctx, "Param"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * p, TableInput(ctx, "Param"));
   OAR_RETURN_IF_ERROR(CheckInPlace(ctx, "Param", "ParamOut"));
-  OAR_ASSIGN_OR_RETURN(SparseTable* m1, Accumulator(ctx, p, "Moment1", "Moment1Out"));
-  OAR_ASSIGN_OR_RETURN(SparseTable* m2, Accumulator(ctx, p, "Moment2", "Moment2Out"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * m1, Accumulator(ctx, p, "Moment1", "Moment1Out"));
+  OAR_ASSIGN_OR_RETURN(SparseTable * m2, Accumulator(ctx, p, "Moment2", "Moment2Out"));
   OAR_ASSIGN_OR_RETURN(const float rate, Rate(ctx));
   OAR_ASSIGN_OR_RETURN(const Tensor* b1p, RequireInput(ctx, "Beta1Pow"));
   OAR_ASSIGN_OR_RETURN(const Tensor* b2p, RequireInput(ctx, "Beta2Pow"));
@@ -292,20 +293,43 @@ absl::Status FakeInitKernel(const ExecutionContext& ctx) {
 // host beside the prefetch and send they feed (ids and rows for RPC), their
 // inputs copied there.
 void RegisterDistributedTableOps(OpRegistry* r) {
-  r->Register("fake_init").HostSide().Output("Out").Attr("shape", std::vector<int64_t>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
+  r->Register("fake_init")
+      .HostSide()
+      .Output("Out")
+      .Attr("shape", std::vector<int64_t>{})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(FakeInitKernel);
-  r->Register("split_ids").NotInPlace().HostSide().Input("Ids", kDuplicable).Output("Out", kDuplicable)
-      .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
-      .Kernel<float>(SplitIdsKernel);
-  r->Register("merge_ids").NotInPlace().HostSide().Input("Ids", kDuplicable).Input("Rows", kDuplicable).Input("X", kDuplicable)
+  r->Register("split_ids")
+      .NotInPlace()
+      .HostSide()
+      .Input("Ids", kDuplicable)
       .Output("Out", kDuplicable)
-      .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
+      .Kernel<float>(SplitIdsKernel);
+  r->Register("merge_ids")
+      .NotInPlace()
+      .HostSide()
+      .Input("Ids", kDuplicable)
+      .Input("Rows", kDuplicable)
+      .Input("X", kDuplicable)
+      .Output("Out", kDuplicable)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(MergeIdsKernel);
-  r->Register("lookup_sparse_table").NotInPlace().Input("W").Input("Ids").Output("Out")
-      .Attr("padding_idx", int64_t{-1}).Attr("is_sparse", false).Attr("is_distributed", false)
-      .Attr("auto_grown_table", true).Attr("is_test", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
+  r->Register("lookup_sparse_table")
+      .NotInPlace()
+      .Input("W")
+      .Input("Ids")
+      .Output("Out")
+      .Attr("padding_idx", int64_t{-1})
+      .Attr("is_sparse", false)
+      .Attr("is_distributed", false)
+      .Attr("auto_grown_table", true)
+      .Attr("is_test", false)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype([](const ExecutionContext&) { return DataType::kFloat32; })
       .Kernel<float>(LookupSparseTableKernel);
 }
 

@@ -53,7 +53,7 @@ absl::Status DropoutKernel(const ExecutionContext& ctx) {
   }
   T* mask = mask_t->mutable_data<T>();
   std::mt19937_64 rng(ctx.Attr<bool>("fix_seed") ? static_cast<uint64_t>(ctx.Attr<int32_t>("seed"))
-                                                  : std::random_device{}());
+                                                 : std::random_device{}());
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   const T keep_scale = (upscale && p < T(1)) ? T(1) / (T(1) - p) : T(1);
   for (int64_t i = 0; i < n; ++i) {
@@ -98,19 +98,27 @@ absl::Status DropoutGradInferShape(InferShapeContext& ctx) {
 
 void RegisterDropoutOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("dropout_prob", 0.5f).Attr("is_test", false).Attr("fix_seed", false)
-        .Attr("seed", int32_t{0}).Attr("dropout_implementation", std::string("downgrade_in_infer"));
+    return info.Attr("dropout_prob", 0.5f)
+        .Attr("is_test", false)
+        .Attr("fix_seed", false)
+        .Attr("seed", int32_t{0})
+        .Attr("dropout_implementation", std::string("downgrade_in_infer"));
   };
   attrs(r->Register("dropout").Input("X").Input("Seed", kUnimplemented).Output("Out").Output("Mask", kDispensable))
       .SetInferShape(DropoutInferShape)
       .SetGradMaker(GradOpMaker({}, {"Mask"}, {"Out"}, {"X"}))
-      .Kernel<float>(DropoutKernel<float>).Kernel<double>(DropoutKernel<double>);
+      .Kernel<float>(DropoutKernel<float>)
+      .Kernel<double>(DropoutKernel<double>);
   // X and Out: Fluid 1.0-1.3's default grad maker passed them; the mask is what counts.
-  attrs(r->Register("dropout_grad").Input("Mask").Input("X", kDispensable).Input("Out", kDispensable)
+  attrs(r->Register("dropout_grad")
+            .Input("Mask")
+            .Input("X", kDispensable)
+            .Input("Out", kDispensable)
             .Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(DropoutGradInferShape)
-      .Kernel<float>(DropoutGradKernel<float>).Kernel<double>(DropoutGradKernel<double>);
+      .Kernel<float>(DropoutGradKernel<float>)
+      .Kernel<double>(DropoutGradKernel<double>);
 }
 
 }  // namespace oar

@@ -37,14 +37,14 @@ inline absl::StatusOr<Bcast> ElementwiseLayout(const std::string& op, const DDim
     y = t;
   }
   if (axis < 0 || axis + y.size() > x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": cannot broadcast Y", y.ToString(), " into X", x.ToString(), " at axis ", axis));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": cannot broadcast Y", y.ToString(), " into X", x.ToString(), " at axis ", axis));
   }
   for (int i = 0; i < y.size(); ++i) {
     if (x[axis + i] >= 0 && y[i] >= 0 && x[axis + i] != y[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": Y", y.ToString(), " does not match X", x.ToString(), " at axis ", axis,
-          " (dimension ", axis + i, ": ", x[axis + i], " vs ", y[i], ")"));
+      return absl::InvalidArgumentError(absl::StrCat(op, ": Y", y.ToString(), " does not match X", x.ToString(),
+                                                     " at axis ", axis, " (dimension ", axis + i, ": ", x[axis + i],
+                                                     " vs ", y[i], ")"));
     }
   }
   b.pre = x.Product(0, axis);

@@ -87,53 +87,117 @@ absl::StatusOr<Layout> LayoutOf(const ExecutionContext& ctx, const DDim& x, cons
 
 struct AddF {
   static constexpr bool kReadsX = false;
-  template <typename T> static T F(T x, T y) { return x + y; }
-  template <typename T> static T DX(T, T, T, T g) { return g; }
-  template <typename T> static T DY(T, T, T, T g) { return g; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x + y;
+  }
+  template <typename T>
+  static T DX(T, T, T, T g) {
+    return g;
+  }
+  template <typename T>
+  static T DY(T, T, T, T g) {
+    return g;
+  }
 };
 struct SubF {
   static constexpr bool kReadsX = false;
-  template <typename T> static T F(T x, T y) { return x - y; }
-  template <typename T> static T DX(T, T, T, T g) { return g; }
-  template <typename T> static T DY(T, T, T, T g) { return -g; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x - y;
+  }
+  template <typename T>
+  static T DX(T, T, T, T g) {
+    return g;
+  }
+  template <typename T>
+  static T DY(T, T, T, T g) {
+    return -g;
+  }
 };
 struct MulF {
   static constexpr bool kReadsX = true;
-  template <typename T> static T F(T x, T y) { return x * y; }
-  template <typename T> static T DX(T, T y, T, T g) { return g * y; }
-  template <typename T> static T DY(T x, T, T, T g) { return g * x; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x * y;
+  }
+  template <typename T>
+  static T DX(T, T y, T, T g) {
+    return g * y;
+  }
+  template <typename T>
+  static T DY(T x, T, T, T g) {
+    return g * x;
+  }
 };
 struct DivF {
   static constexpr bool kReadsX = false;
-  template <typename T> static T F(T x, T y) { return x / y; }
-  template <typename T> static T DX(T, T y, T, T g) { return g / y; }
-  template <typename T> static T DY(T, T y, T out, T g) { return -g * out / y; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x / y;
+  }
+  template <typename T>
+  static T DX(T, T y, T, T g) {
+    return g / y;
+  }
+  template <typename T>
+  static T DY(T, T y, T out, T g) {
+    return -g * out / y;
+  }
 };
 
 struct MaxF {
   static constexpr bool kReadsX = true;
-  template <typename T> static T F(T x, T y) { return x > y ? x : y; }
-  template <typename T> static T DX(T x, T y, T, T g) { return x > y ? g : T(0); }
-  template <typename T> static T DY(T x, T y, T, T g) { return x > y ? T(0) : g; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x > y ? x : y;
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T g) {
+    return x > y ? g : T(0);
+  }
+  template <typename T>
+  static T DY(T x, T y, T, T g) {
+    return x > y ? T(0) : g;
+  }
 };
 struct MinF {
   static constexpr bool kReadsX = true;
-  template <typename T> static T F(T x, T y) { return x < y ? x : y; }
-  template <typename T> static T DX(T x, T y, T, T g) { return x < y ? g : T(0); }
-  template <typename T> static T DY(T x, T y, T, T g) { return x < y ? T(0) : g; }
+  template <typename T>
+  static T F(T x, T y) {
+    return x < y ? x : y;
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T g) {
+    return x < y ? g : T(0);
+  }
+  template <typename T>
+  static T DY(T x, T y, T, T g) {
+    return x < y ? T(0) : g;
+  }
 };
 struct PowF {
   static constexpr bool kReadsX = true;
-  template <typename T> static T F(T x, T y) { return std::pow(x, y); }
-  template <typename T> static T DX(T x, T y, T, T g) { return g * y * std::pow(x, y - T(1)); }
+  template <typename T>
+  static T F(T x, T y) {
+    return std::pow(x, y);
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T g) {
+    return g * y * std::pow(x, y - T(1));
+  }
   // From X and Y alone: Fluid's elementwise_pow_grad has no Out input.
-  template <typename T> static T DY(T x, T y, T, T g) { return g * std::pow(x, y) * std::log(x); }
+  template <typename T>
+  static T DY(T x, T y, T, T g) {
+    return g * std::pow(x, y) * std::log(x);
+  }
 };
 
 // No gradient (as in Fluid and Paddle). Integer division by zero is
 // refused by the kernel below, not left to the hardware.
 struct ModF {  // Python's %: the sign of the divisor
-  template <typename T> static T F(T x, T y) {
+  template <typename T>
+  static T F(T x, T y) {
     if constexpr (std::is_integral_v<T>) {
       T r = x % y;
       return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
@@ -144,9 +208,12 @@ struct ModF {  // Python's %: the sign of the divisor
   }
 };
 struct FloorDivF {  // Fluid's and Paddle 2.6's: the quotient truncated toward zero
-  template <typename T> static T F(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return x / y;
-    else return std::trunc(x / y);
+  template <typename T>
+  static T F(T x, T y) {
+    if constexpr (std::is_integral_v<T>)
+      return x / y;
+    else
+      return std::trunc(x / y);
   }
 };
 
@@ -175,8 +242,8 @@ absl::Status IntegerForwardKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
     for (int64_t i = 0; i < y->numel(); ++i) {
       if (y->data<T>()[i] == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "Y"),
-                                                       " holds 0 at ", i, "; integers cannot be divided by it"));
+        return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "Y"), " holds 0 at ",
+                                                       i, "; integers cannot be divided by it"));
       }
     }
   }
@@ -227,7 +294,7 @@ absl::Status GradKernel(const ExecutionContext& ctx) {
   const T* outp = out ? out->data<T>() : nullptr;
   auto o = [outp](int64_t e) { return outp ? outp[e] : T(0); };
   auto xv = [xp](int64_t e) { return xp ? xp[e] : T(0); };  // read only where F::kReadsX
-  if (layout.numpy) {  // sums over each side's stretched dimensions, in double
+  if (layout.numpy) {                                       // sums over each side's stretched dimensions, in double
     Tensor* dx = ctx.Output(GradVarName("X"));
     Tensor* dy = ctx.Output(GradVarName("Y"));
     std::vector<double> sx(dx ? static_cast<size_t>(xdims.numel()) : 0), sy(dy ? static_cast<size_t>(y->numel()) : 0);
@@ -266,15 +333,26 @@ template <typename F>
 void RegisterBinary(OpRegistry* r, const std::string& type, bool grad_needs_out) {
   std::vector<std::string> fwd_outs;
   if (grad_needs_out) fwd_outs.push_back("Out");
-  r->Register(type).Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
+  r->Register(type)
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("axis", int32_t{-1})
       .SetInferShape(ElementwiseInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, fwd_outs, {"Out"}, {"X", "Y"}))
-      .Kernel<float>(ForwardKernel<F, float>).template Kernel<double>(ForwardKernel<F, double>);
-  r->Register(type + "_grad").Input("X", kDispensable).Input("Y").Input("Out", kDispensable)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Y"), kDispensable).Attr("axis", int32_t{-1})
+      .Kernel<float>(ForwardKernel<F, float>)
+      .template Kernel<double>(ForwardKernel<F, double>);
+  r->Register(type + "_grad")
+      .Input("X", kDispensable)
+      .Input("Y")
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("axis", int32_t{-1})
       .SetInferShape(ElementwiseGradInferShape)
-      .Kernel<float>(GradKernel<F, float>).template Kernel<double>(GradKernel<F, double>);
+      .Kernel<float>(GradKernel<F, float>)
+      .template Kernel<double>(GradKernel<F, double>);
   // X@GRAD on Out@GRAD: add's and sub's dX is dOut itself (Fluid's in-place
   // pair); the others write dX before dY reads dOut.
   if (type != "elementwise_add" && type != "elementwise_sub") r->Extend(type + "_grad").NotInPlace();
@@ -291,12 +369,22 @@ void RegisterElementwiseOps(OpRegistry* r) {
   RegisterBinary<MinF>(r, "elementwise_min", false);
   RegisterBinary<PowF>(r, "elementwise_pow", false);
   auto x_dtype = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
-  NumericCpuKernels(r->Register("elementwise_mod").Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
-                        .SetInferShape(ElementwiseInferShape).SetKernelDtype(x_dtype),
+  NumericCpuKernels(r->Register("elementwise_mod")
+                        .Input("X")
+                        .Input("Y")
+                        .Output("Out")
+                        .Attr("axis", int32_t{-1})
+                        .SetInferShape(ElementwiseInferShape)
+                        .SetKernelDtype(x_dtype),
                     IntegerForwardKernel<ModF, float>, IntegerForwardKernel<ModF, double>,
                     IntegerForwardKernel<ModF, int32_t>, IntegerForwardKernel<ModF, int64_t>);
-  NumericCpuKernels(r->Register("elementwise_floordiv").Input("X").Input("Y").Output("Out").Attr("axis", int32_t{-1})
-                        .SetInferShape(ElementwiseInferShape).SetKernelDtype(x_dtype),
+  NumericCpuKernels(r->Register("elementwise_floordiv")
+                        .Input("X")
+                        .Input("Y")
+                        .Output("Out")
+                        .Attr("axis", int32_t{-1})
+                        .SetInferShape(ElementwiseInferShape)
+                        .SetKernelDtype(x_dtype),
                     IntegerForwardKernel<FloorDivF, float>, IntegerForwardKernel<FloorDivF, double>,
                     IntegerForwardKernel<FloorDivF, int32_t>, IntegerForwardKernel<FloorDivF, int64_t>);
 }

@@ -48,8 +48,8 @@ absl::Status LookupInferShape(InferShapeContext& ctx) {
 
 absl::Status CheckId(const ExecutionContext& ctx, int64_t id, int64_t i, int64_t rows) {
   if (id < 0 || id >= rows) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": id ", id, " at position ", i,
-                                                   " is outside the table's ", rows, " rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": id ", id, " at position ", i, " is outside the table's ", rows, " rows"));
   }
   return absl::OkStatus();
 }
@@ -62,9 +62,10 @@ bool RemotePrefetch(const ExecutionContext& ctx) {
 template <typename T>
 absl::Status RemoteLookupKernel(const ExecutionContext& ctx, const Tensor& ids) {
   if (ctx.env() == nullptr || !ctx.env()->prefetch_rows) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        ctx.op().type, ": W ('", ctx.op().Input("W")[0], "') is kept on the pservers (remote_prefetch, epmap "
-        "set by the transpiler); run the program as a trainer of that job"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(ctx.op().type, ": W ('", ctx.op().Input("W")[0],
+                     "') is kept on the pservers (remote_prefetch, epmap "
+                     "set by the transpiler); run the program as a trainer of that job"));
   }
   const RemoteTable table{ctx.Attr<std::vector<std::string>>("epmap"),
                           ctx.Attr<std::vector<std::string>>("table_names"),
@@ -134,8 +135,8 @@ absl::Status LookupGradKernel(const ExecutionContext& ctx) {
   const Tensor* w = ctx.Input("W");
   if (w == nullptr || w->dims().size() != 2) OAR_RETURN_IF_ERROR(RequireInput(ctx, "W").status());
   if (w->dims().size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "W"),
-                                                   w->dims().ToString(), " is not a [rows, width] table"));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "W"), w->dims().ToString(),
+                                                   " is not a [rows, width] table"));
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* ids, RequireInput(ctx, "Ids"));
   OAR_ASSIGN_OR_RETURN(const Tensor* dout, RequireInput(ctx, GradVarName("Out")));
@@ -199,29 +200,45 @@ absl::Status NoShape(InferShapeContext&) { return absl::OkStatus(); }
 
 void RegisterEmbeddingOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("is_sparse", false).Attr("is_distributed", false).Attr("padding_idx", int64_t{kNoPadding})
-        .Attr("remote_prefetch", false).Attr("epmap", std::vector<std::string>{})
-        .Attr("table_names", std::vector<std::string>{}).Attr("height_sections", std::vector<int64_t>{})
+    return info.Attr("is_sparse", false)
+        .Attr("is_distributed", false)
+        .Attr("padding_idx", int64_t{kNoPadding})
+        .Attr("remote_prefetch", false)
+        .Attr("epmap", std::vector<std::string>{})
+        .Attr("table_names", std::vector<std::string>{})
+        .Attr("height_sections", std::vector<int64_t>{})
         .Attr("trainer_id", int32_t{0});
   };
   for (const std::string type : {"lookup_table", "lookup_table_v2"}) {
     // Ids: the GPU kernels check them on the host, where a fed batch already is.
     attrs(r->Register(type).Input("W").Input("Ids", kReadAnywhere).Output("Out"))
-        .SetInferShape(LookupInferShape).SetKernelDtype(TableDtype)
+        .SetInferShape(LookupInferShape)
+        .SetKernelDtype(TableDtype)
         .SetGradMaker(GradOpMaker({"W", "Ids"}, {}, {"Out"}, {"W"}))
-        .Kernel<float>(LookupKernel<float>).Kernel<double>(LookupKernel<double>);
+        .Kernel<float>(LookupKernel<float>)
+        .Kernel<double>(LookupKernel<double>);
     // Out: Fluid 1.3-1.4's grad maker passed the forward output too; no kernel reads it.
     // W: only its shape is read (so it need hold no values, and stays where it lies).
-    attrs(r->Register(type + "_grad").Input("W", kDispensable | kReadAnywhere).Input("Ids", kReadAnywhere)
+    attrs(r->Register(type + "_grad")
+              .Input("W", kDispensable | kReadAnywhere)
+              .Input("Ids", kReadAnywhere)
               .Input("Out", kDispensable)
-              .Input(GradVarName("Out")).Output(GradVarName("W"), kDispensable)
+              .Input(GradVarName("Out"))
+              .Output(GradVarName("W"), kDispensable)
               .Output(GradVarName("Ids"), kDispensable))  // 1.0-1.4 named it; never written
-        .SetInferShape(LookupGradInferShape).SetInferVarType(LookupGradVarType).SetKernelDtype(TableDtype)
-        .Kernel<float>(LookupGradKernel<float>).Kernel<double>(LookupGradKernel<double>);
+        .SetInferShape(LookupGradInferShape)
+        .SetInferVarType(LookupGradVarType)
+        .SetKernelDtype(TableDtype)
+        .Kernel<float>(LookupGradKernel<float>)
+        .Kernel<double>(LookupGradKernel<double>);
   }
-  r->Register("merge_selected_rows").Input("X").Output("Out")
-      .SetInferShape(NoShape).SetInferVarType(MergeVarType)
-      .Kernel<float>(MergeKernel<float>).Kernel<double>(MergeKernel<double>);
+  r->Register("merge_selected_rows")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(NoShape)
+      .SetInferVarType(MergeVarType)
+      .Kernel<float>(MergeKernel<float>)
+      .Kernel<double>(MergeKernel<double>);
 }
 
 }  // namespace oar

@@ -20,9 +20,12 @@ namespace {
 template <typename T>
 T Apply(FusedAct a, T v) {
   switch (a) {
-    case FusedAct::kRelu: return v > T(0) ? v : T(0);
-    case FusedAct::kSigmoid: return T(1) / (T(1) + std::exp(-v));
-    case FusedAct::kTanh: return std::tanh(v);
+    case FusedAct::kRelu:
+      return v > T(0) ? v : T(0);
+    case FusedAct::kSigmoid:
+      return T(1) / (T(1) + std::exp(-v));
+    case FusedAct::kTanh:
+      return std::tanh(v);
   }
   return v;
 }
@@ -31,9 +34,12 @@ T Apply(FusedAct a, T v) {
 template <typename T>
 T Derive(FusedAct a, T out, T g) {
   switch (a) {
-    case FusedAct::kRelu: return out > T(0) ? g : T(0);
-    case FusedAct::kSigmoid: return g * out * (T(1) - out);
-    case FusedAct::kTanh: return g * (T(1) - out * out);
+    case FusedAct::kRelu:
+      return out > T(0) ? g : T(0);
+    case FusedAct::kSigmoid:
+      return g * out * (T(1) - out);
+    case FusedAct::kTanh:
+      return g * (T(1) - out * out);
   }
   return g;
 }
@@ -108,8 +114,10 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
     if (dxp) dxp[e] = dv;
     if (dip) dip[e] = dv;
     if (dyp) {
-      if (b.same) dyp[e] = dv;
-      else dyp[j] += dv;
+      if (b.same)
+        dyp[e] = dv;
+      else
+        dyp[j] += dv;
     }
   });
   return absl::OkStatus();
@@ -131,20 +139,34 @@ absl::StatusOr<FusedAct> ParseFusedFunctors(const OpDesc& op, const std::string&
 }
 
 void RegisterFusedOps(OpRegistry* r) {
-  r->Register("fused_elemwise_activation").Input("X").Input("Y").Output("Out")
+  r->Register("fused_elemwise_activation")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
       .Output("IntermediateOut", kDispensable)
-      .Attr("axis", int32_t{-1}).Attr("scale", 0.0f).Attr("save_intermediate_out", false)
+      .Attr("axis", int32_t{-1})
+      .Attr("scale", 0.0f)
+      .Attr("save_intermediate_out", false)
       .Attr("functor_list", std::vector<std::string>{})
       .SetInferShape(FusedInferShape)
-      .Kernel<float>(FusedKernel<float>).Kernel<double>(FusedKernel<double>);
-  r->Register("fused_elemwise_activation_grad").Input("X", kDispensable).Input("Y").Input("Out")
-      .Input("IntermediateOut", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
+      .Kernel<float>(FusedKernel<float>)
+      .Kernel<double>(FusedKernel<double>);
+  r->Register("fused_elemwise_activation_grad")
+      .Input("X", kDispensable)
+      .Input("Y")
+      .Input("Out")
+      .Input("IntermediateOut", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
       .Output(GradVarName("IntermediateOut"), kDispensable)
-      .Attr("axis", int32_t{-1}).Attr("scale", 0.0f).Attr("save_intermediate_out", false)
+      .Attr("axis", int32_t{-1})
+      .Attr("scale", 0.0f)
+      .Attr("save_intermediate_out", false)
       .Attr("functor_list", std::vector<std::string>{})
       .SetInferShape(FusedGradInferShape)
-      .Kernel<float>(FusedGradKernel<float>).Kernel<double>(FusedGradKernel<double>);
+      .Kernel<float>(FusedGradKernel<float>)
+      .Kernel<double>(FusedGradKernel<double>);
 }
 
 }  // namespace oar

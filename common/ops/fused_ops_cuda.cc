@@ -16,9 +16,12 @@ namespace {
 
 cuda::Activation DeviceActivation(FusedAct a) {
   switch (a) {
-    case FusedAct::kRelu: return cuda::Activation::kRelu;
-    case FusedAct::kSigmoid: return cuda::Activation::kSigmoid;
-    case FusedAct::kTanh: return cuda::Activation::kTanh;
+    case FusedAct::kRelu:
+      return cuda::Activation::kRelu;
+    case FusedAct::kSigmoid:
+      return cuda::Activation::kSigmoid;
+    case FusedAct::kTanh:
+      return cuda::Activation::kTanh;
   }
   return cuda::Activation::kRelu;
 }
@@ -47,7 +50,8 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
                                                    ctx.Input(GradVarName("Out"))->dims().ToString(), " differ"));
   }
   // X has Out's shape: the layout comes from Out and Y.
-  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, od, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b,
+                       ElementwiseLayout(ctx.op().type, od, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
   float* dx = GpuOut<float>(ctx, GradVarName("X"));
   float* dinter = GpuOut<float>(ctx, GradVarName("IntermediateOut"));
   float* dy = GpuOut<float>(ctx, GradVarName("Y"));
@@ -63,15 +67,15 @@ absl::Status FusedGradKernel(const ExecutionContext& ctx) {
   }
   cuda::ActivationGrad<float>(DeviceActivation(act), out, dout, dv, total, c->stream);
   if (dinter != nullptr && dinter != dv) {
-    OAR_RETURN_IF_ERROR(CudaStatus(
-        cudaMemcpyAsync(dinter, dv, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
-        ctx.op().type + ": IntermediateOut@GRAD"));
+    OAR_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(dinter, dv, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
+                   ctx.op().type + ": IntermediateOut@GRAD"));
   }
   if (dy != nullptr && dy != dv) {
     if (b.same) {
-      OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dy, dv, total * sizeof(float), cudaMemcpyDeviceToDevice,
-                                                     c->stream),
-                                     ctx.op().type + ": Y@GRAD"));
+      OAR_RETURN_IF_ERROR(
+          CudaStatus(cudaMemcpyAsync(dy, dv, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
+                     ctx.op().type + ": Y@GRAD"));
     } else {  // summed over the [pre, ., post] dimensions Y was broadcast along, as elementwise_add_grad's
       OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
       // add's dY is the output gradient itself: X's value is never read (dv stands in).

@@ -90,8 +90,8 @@ absl::Status StackKernel(const ExecutionContext& ctx) {
   const int axis = Axis(ctx.Attr<int32_t>("axis"), d0.size() + 1);
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i] == nullptr || xs[i]->dims() != d0) {
-      return absl::InvalidArgumentError(absl::StrCat("stack: ", InputLabel(ctx.op(), "X", i), " is not shaped as X[0]",
-                                                     d0.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stack: ", InputLabel(ctx.op(), "X", i), " is not shaped as X[0]", d0.ToString()));
     }
   }
   const int64_t outer = d0.Product(0, axis), inner = d0.Product(axis, d0.size()), n = static_cast<int64_t>(xs.size());
@@ -111,8 +111,8 @@ absl::Status StackGradKernel(const ExecutionContext& ctx) {
   const int64_t n = static_cast<int64_t>(dxs.size());
   const int axis = Axis(ctx.Attr<int32_t>("axis"), g->dims().size());
   if (n == 0 || axis < 0 || axis >= g->dims().size() || g->dims()[axis] != n) {
-    return absl::InvalidArgumentError(absl::StrCat("stack_grad: Y@GRAD", g->dims().ToString(), " does not stack ", n,
-                                                   " tensors at axis ", axis));
+    return absl::InvalidArgumentError(
+        absl::StrCat("stack_grad: Y@GRAD", g->dims().ToString(), " does not stack ", n, " tensors at axis ", axis));
   }
   std::vector<int64_t> xd = g->dims().ToVector();
   xd.erase(xd.begin() + axis);
@@ -143,8 +143,8 @@ absl::StatusOr<DDim> GrownShape(const OpDesc& op, const DDim& x) {
     }
   }
   if (static_cast<int>(want.size()) < x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(op.type, ": the target shape has fewer dimensions than X",
-                                                   x.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.type, ": the target shape has fewer dimensions than X", x.ToString()));
   }
   for (int d = 0; d < static_cast<int>(want.size()); ++d) {
     const int xd = d - (static_cast<int>(want.size()) - x.size());
@@ -189,8 +189,8 @@ absl::Status GrowKernel(const ExecutionContext& ctx) {
     const int64_t xs = x->dims()[d], os = out[d + r - x->dims().size()];
     const bool repeats = ctx.op().type.rfind("tile", 0) == 0 || ctx.op().type == "expand";
     if (xs != os && xs != 1 && (!repeats || os % xs != 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", x->dims().ToString(), " cannot grow to ",
-                                                     out.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": X", x->dims().ToString(), " cannot grow to ", out.ToString()));
     }
   }
   const T* xp = x->data<T>();
@@ -264,30 +264,58 @@ absl::Status WhereGradShape(InferShapeContext& ctx) {
 
 void RegisterGatherStackOps(OpRegistry* r) {
   auto any = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
-  NumericCpuKernels(r->Register("gather").NotInPlace().Input("X").Input("Index", kReadAnywhere)
-                     .Input("Axis", kDispensable | kUnimplemented).Output("Out").Attr("axis", int32_t{0})
-                     .Attr("overwrite", true).SetInferShape(GatherShape).SetKernelDtype(any)
-                     .SetGradMaker(GradOpMaker({"X", "Index", "Axis"}, {}, {"Out"}, {"X"})),
-                 GatherKernel<float, false>, GatherKernel<double, false>, GatherKernel<int32_t, false>,
-                 GatherKernel<int64_t, false>);
-  NumericCpuKernels(r->Register("gather_grad").NotInPlace().Input("X").Input("Index", kReadAnywhere)
-                     .Input("Axis", kDispensable | kUnimplemented).Input(GradVarName("Out"))
-                     .Output(GradVarName("X"), kDispensable).Attr("axis", int32_t{0}).Attr("overwrite", true)
-                     .SetInferShape(GradSameShapeAsX).SetKernelDtype(any),
-                 GatherKernel<float, true>, GatherKernel<double, true>, GatherKernel<int32_t, true>,
-                 GatherKernel<int64_t, true>);
-  NumericCpuKernels(r->Register("stack").NotInPlace().Input("X", kDuplicable).Output("Y").Attr("axis", int32_t{0})
-                     .SetInferShape(StackShape).SetKernelDtype(any)
-                     .SetGradMaker(GradOpMaker({}, {}, {"Y"}, {"X"})),
-                 StackKernel<float>, StackKernel<double>, StackKernel<int32_t>, StackKernel<int64_t>);
+  NumericCpuKernels(r->Register("gather")
+                        .NotInPlace()
+                        .Input("X")
+                        .Input("Index", kReadAnywhere)
+                        .Input("Axis", kDispensable | kUnimplemented)
+                        .Output("Out")
+                        .Attr("axis", int32_t{0})
+                        .Attr("overwrite", true)
+                        .SetInferShape(GatherShape)
+                        .SetKernelDtype(any)
+                        .SetGradMaker(GradOpMaker({"X", "Index", "Axis"}, {}, {"Out"}, {"X"})),
+                    GatherKernel<float, false>, GatherKernel<double, false>, GatherKernel<int32_t, false>,
+                    GatherKernel<int64_t, false>);
+  NumericCpuKernels(r->Register("gather_grad")
+                        .NotInPlace()
+                        .Input("X")
+                        .Input("Index", kReadAnywhere)
+                        .Input("Axis", kDispensable | kUnimplemented)
+                        .Input(GradVarName("Out"))
+                        .Output(GradVarName("X"), kDispensable)
+                        .Attr("axis", int32_t{0})
+                        .Attr("overwrite", true)
+                        .SetInferShape(GradSameShapeAsX)
+                        .SetKernelDtype(any),
+                    GatherKernel<float, true>, GatherKernel<double, true>, GatherKernel<int32_t, true>,
+                    GatherKernel<int64_t, true>);
+  NumericCpuKernels(r->Register("stack")
+                        .NotInPlace()
+                        .Input("X", kDuplicable)
+                        .Output("Y")
+                        .Attr("axis", int32_t{0})
+                        .SetInferShape(StackShape)
+                        .SetKernelDtype(any)
+                        .SetGradMaker(GradOpMaker({}, {}, {"Y"}, {"X"})),
+                    StackKernel<float>, StackKernel<double>, StackKernel<int32_t>, StackKernel<int64_t>);
   // Paddle 2.x's grad maker passes X as well; only Y@GRAD is read.
-  r->Register("stack_grad").Input("X", kDuplicable | kDispensable).Input(GradVarName("Y")).Output(GradVarName("X"), kDuplicable | kDispensable)
-      .Attr("axis", int32_t{0}).SetInferShape(NoShapeInference)
-      .Kernel<float>(StackGradKernel<float>).Kernel<double>(StackGradKernel<double>);
+  r->Register("stack_grad")
+      .Input("X", kDuplicable | kDispensable)
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .Attr("axis", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(StackGradKernel<float>)
+      .Kernel<double>(StackGradKernel<double>);
   for (const std::string type : {"expand_v2", "tile", "expand", "expand_as_v2"}) {
     auto& fwd = r->Register(type).NotInPlace().Input("X").Output("Out").SetInferShape(GrowShape).SetKernelDtype(any);
-    auto& grad = r->Register(type + "_grad").NotInPlace().Input("X").Input(GradVarName("Out"))
-                     .Output(GradVarName("X"), kDispensable).SetInferShape(GrowGradShape);
+    auto& grad = r->Register(type + "_grad")
+                     .NotInPlace()
+                     .Input("X")
+                     .Input(GradVarName("Out"))
+                     .Output(GradVarName("X"), kDispensable)
+                     .SetInferShape(GrowGradShape);
     const std::vector<std::string> tensors =
         type == "tile"           ? std::vector<std::string>{"RepeatTimes", "repeat_times_tensor"}
         : type == "expand"       ? std::vector<std::string>{"ExpandTimes", "expand_times_tensor"}
@@ -295,8 +323,10 @@ void RegisterGatherStackOps(OpRegistry* r) {
                                  : std::vector<std::string>{"Shape", "expand_shapes_tensor"};
     for (OpInfo* info : {&fwd, &grad}) {
       for (const std::string& t : tensors) info->Input(t, kDispensable | kDuplicable | kUnimplemented);
-      const char* attr = type == "tile" ? "repeat_times" : type == "expand" ? "expand_times"
-                         : type == "expand_as_v2" ? "target_shape" : "shape";
+      const char* attr = type == "tile"           ? "repeat_times"
+                         : type == "expand"       ? "expand_times"
+                         : type == "expand_as_v2" ? "target_shape"
+                                                  : "shape";
       info->Attr(attr, std::vector<int32_t>{});
     }
     if (type == "expand_as_v2") fwd.Input("Y", kDispensable);  // its shape is target_shape
@@ -304,13 +334,26 @@ void RegisterGatherStackOps(OpRegistry* r) {
     NumericCpuKernels(fwd, GrowKernel<float>, GrowKernel<double>, GrowKernel<int32_t>, GrowKernel<int64_t>);
     grad.Kernel<float>(GrowGradKernel<float>).Kernel<double>(GrowGradKernel<double>);
   }
-  NumericCpuKernels(r->Register("where").NotInPlace().Input("Condition").Input("X").Input("Y").Output("Out")
-                     .SetInferShape(WhereShape).SetKernelDtype(any)
-                     .SetGradMaker(GradOpMaker({"Condition", "X", "Y"}, {}, {"Out"}, {"X", "Y"})),
-                 WhereKernel<float>, WhereKernel<double>, WhereKernel<int32_t>, WhereKernel<int64_t>);
-  r->Register("where_grad").Input("Condition").Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable).SetInferShape(WhereGradShape)
-      .Kernel<float>(WhereGradKernel<float>).Kernel<double>(WhereGradKernel<double>);
+  NumericCpuKernels(r->Register("where")
+                        .NotInPlace()
+                        .Input("Condition")
+                        .Input("X")
+                        .Input("Y")
+                        .Output("Out")
+                        .SetInferShape(WhereShape)
+                        .SetKernelDtype(any)
+                        .SetGradMaker(GradOpMaker({"Condition", "X", "Y"}, {}, {"Out"}, {"X", "Y"})),
+                    WhereKernel<float>, WhereKernel<double>, WhereKernel<int32_t>, WhereKernel<int64_t>);
+  r->Register("where_grad")
+      .Input("Condition")
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .SetInferShape(WhereGradShape)
+      .Kernel<float>(WhereGradKernel<float>)
+      .Kernel<double>(WhereGradKernel<double>);
 }
 
 }  // namespace oar

@@ -69,14 +69,14 @@ std::vector<double> GruBackwardStep(const GruStep& s, const std::vector<double>&
     dx[k] = du * Slope(gate, s.u[k]);
     dx[2 * H + k] = dc * Slope(act, s.c[k]);
   }
-  Gemm<double>(false, true, 1, h, h, 1, dx.data() + 2 * h, w.data() + 2 * h * h, 0, drh.data());   // d(r·h_prev)
+  Gemm<double>(false, true, 1, h, h, 1, dx.data() + 2 * h, w.data() + 2 * h * h, 0, drh.data());     // d(r·h_prev)
   Gemm<double>(true, false, h, h, 1, 1, s.rh.data(), dx.data() + 2 * h, 1, dw->data() + 2 * h * h);  // dW_c
   for (size_t k = 0; k < H; ++k) {
     dx[H + k] = drh[k] * hp[k] * Slope(gate, s.r[k]);
     (*dhp)[k] += drh[k] * s.r[k];
   }
-  Gemm<double>(true, false, h, 2 * h, 1, 1, hp.data(), dx.data(), 1, dw->data());      // dW_ur
-  Gemm<double>(false, true, 1, h, 2 * h, 1, dx.data(), w.data(), 1, dhp->data());       // through W_ur
+  Gemm<double>(true, false, h, 2 * h, 1, 1, hp.data(), dx.data(), 1, dw->data());  // dW_ur
+  Gemm<double>(false, true, 1, h, 2 * h, 1, dx.data(), w.data(), 1, dhp->data());  // through W_ur
   return dx;
 }
 
@@ -91,11 +91,12 @@ absl::Status GruKernel(const ExecutionContext& ctx) {
   const size_t H = static_cast<size_t>(h);
   const bool origin = ctx.Attr<bool>("origin_mode"), reverse = ctx.Attr<bool>("is_reverse");
   if (wt->numel() != 3 * h * h || RowWidth(*in) != 3 * h) {
-    return absl::InvalidArgumentError(absl::StrCat("gru: Input", in->dims().ToString(), " and Weight", wt->dims().ToString(),
-                                                   " do not fit"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gru: Input", in->dims().ToString(), " and Weight", wt->dims().ToString(), " do not fit"));
   }
   const std::vector<double> w = ToDouble(wt), b = ToDouble(ctx.Input("Bias")), h0 = ToDouble(ctx.Input("H0"));
-  std::vector<double> dw(w.size(), 0.0), db(3 * H, 0.0), din(static_cast<size_t>(in->numel()), 0.0), dh0(h0.size(), 0.0);
+  std::vector<double> dw(w.size(), 0.0), db(3 * H, 0.0), din(static_cast<size_t>(in->numel()), 0.0),
+      dh0(h0.size(), 0.0);
   float* hid = kGrad ? nullptr : ctx.Output("Hidden")->mutable_data<float>(DDim{in->dims()[0], h});
   const Tensor* dhid = kGrad ? ctx.Input(GradVarName("Hidden")) : nullptr;
   if (kGrad && dhid == nullptr) return absl::InvalidArgumentError("gru_grad: Hidden@GRAD is missing");
@@ -107,7 +108,8 @@ absl::Status GruKernel(const ExecutionContext& ctx) {
     if (!h0.empty()) std::copy_n(h0.begin() + static_cast<int64_t>(q) * h, h, hp.begin());
     for (int64_t r : rows) {
       std::vector<double> x(3 * H);
-      for (size_t k = 0; k < 3 * H; ++k) x[k] = in->data<float>()[r * 3 * h + static_cast<int64_t>(k)] + (b.empty() ? 0 : b[k]);
+      for (size_t k = 0; k < 3 * H; ++k)
+        x[k] = in->data<float>()[r * 3 * h + static_cast<int64_t>(k)] + (b.empty() ? 0 : b[k]);
       hps.push_back(hp), xs.push_back(x);
       steps.push_back(GruForwardStep(x, hp, w, h, gate, act, origin));
       hp = steps.back().h;
@@ -167,7 +169,8 @@ absl::Status GruUnitKernel(const ExecutionContext& ctx) {
   Tensor* dhp_t = ctx.Output(GradVarName("HiddenPrev"));
   for (int64_t i = 0; i < n; ++i) {
     std::vector<double> x(3 * H), hp(hprev->data<float>() + i * h, hprev->data<float>() + (i + 1) * h);
-    for (size_t k = 0; k < 3 * H; ++k) x[k] = in->data<float>()[i * 3 * h + static_cast<int64_t>(k)] + (b.empty() ? 0 : b[k]);
+    for (size_t k = 0; k < 3 * H; ++k)
+      x[k] = in->data<float>()[i * 3 * h + static_cast<int64_t>(k)] + (b.empty() ? 0 : b[k]);
     const GruStep s = GruForwardStep(x, hp, w, h, gate, act, origin);
     if (!kGrad) {
       float* gp = ctx.Output("Gate")->mutable_data<float>(DDim{n, 3 * h});
@@ -188,7 +191,8 @@ absl::Status GruUnitKernel(const ExecutionContext& ctx) {
       if (din) din->mutable_data<float>(in->dims())[i * 3 * h + static_cast<int64_t>(k)] = static_cast<float>(dx[k]);
       db[k] += dx[k];
     }
-    for (size_t k = 0; dhp_t && k < H; ++k) dhp_t->mutable_data<float>(hprev->dims())[i * h + static_cast<int64_t>(k)] = static_cast<float>(dhp[k]);
+    for (size_t k = 0; dhp_t && k < H; ++k)
+      dhp_t->mutable_data<float>(hprev->dims())[i * h + static_cast<int64_t>(k)] = static_cast<float>(dhp[k]);
   }
   if (kGrad) {
     if (Tensor* t = ctx.Output(GradVarName("Weight"))) {
@@ -207,37 +211,75 @@ absl::Status GruUnitKernel(const ExecutionContext& ctx) {
 
 void RegisterGruOps(OpRegistry* r) {
   auto gru = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("activation", std::string("tanh")).Attr("gate_activation", std::string("sigmoid"))
-        .Attr("is_reverse", false).Attr("origin_mode", false);
+    return i.Attr("activation", std::string("tanh"))
+        .Attr("gate_activation", std::string("sigmoid"))
+        .Attr("is_reverse", false)
+        .Attr("origin_mode", false);
   };
-  gru(r->Register("gru").NotInPlace().Input("Input").Input("H0", kDispensable).Input("Weight").Input("Bias", kDispensable)
-          .Output("Hidden").Output("BatchGate", kDispensable).Output("BatchResetHiddenPrev", kDispensable)
+  gru(r->Register("gru")
+          .NotInPlace()
+          .Input("Input")
+          .Input("H0", kDispensable)
+          .Input("Weight")
+          .Input("Bias", kDispensable)
+          .Output("Hidden")
+          .Output("BatchGate", kDispensable)
+          .Output("BatchResetHiddenPrev", kDispensable)
           .Output("BatchHidden", kDispensable))
       .SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"Input", "H0", "Weight", "Bias"}, {"Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden"},
-                                {"Hidden"}, {"Input", "H0", "Weight", "Bias"}))
+      .SetGradMaker(GradOpMaker({"Input", "H0", "Weight", "Bias"},
+                                {"Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden"}, {"Hidden"},
+                                {"Input", "H0", "Weight", "Bias"}))
       .Kernel<float>(GruKernel<false>);
-  gru(r->Register("gru_grad").NotInPlace().Input("Input").Input("H0", kDispensable).Input("Weight")
-          .Input("Bias", kDispensable).Input("Hidden", kDispensable).Input("BatchGate", kDispensable)
-          .Input("BatchResetHiddenPrev", kDispensable).Input("BatchHidden", kDispensable).Input(GradVarName("Hidden"))
-          .Output(GradVarName("Input"), kDispensable).Output(GradVarName("H0"), kDispensable)
-          .Output(GradVarName("Weight"), kDispensable).Output(GradVarName("Bias"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(GruKernel<true>);
+  gru(r->Register("gru_grad")
+          .NotInPlace()
+          .Input("Input")
+          .Input("H0", kDispensable)
+          .Input("Weight")
+          .Input("Bias", kDispensable)
+          .Input("Hidden", kDispensable)
+          .Input("BatchGate", kDispensable)
+          .Input("BatchResetHiddenPrev", kDispensable)
+          .Input("BatchHidden", kDispensable)
+          .Input(GradVarName("Hidden"))
+          .Output(GradVarName("Input"), kDispensable)
+          .Output(GradVarName("H0"), kDispensable)
+          .Output(GradVarName("Weight"), kDispensable)
+          .Output(GradVarName("Bias"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(GruKernel<true>);
   auto unit = [](OpInfo& i) -> OpInfo& {
     return i.Attr("activation", int32_t{2}).Attr("gate_activation", int32_t{1}).Attr("origin_mode", false);
   };
-  unit(r->Register("gru_unit").NotInPlace().Input("Input").Input("HiddenPrev").Input("Weight").Input("Bias", kDispensable)
-           .Output("Gate").Output("ResetHiddenPrev").Output("Hidden"))
+  unit(r->Register("gru_unit")
+           .NotInPlace()
+           .Input("Input")
+           .Input("HiddenPrev")
+           .Input("Weight")
+           .Input("Bias", kDispensable)
+           .Output("Gate")
+           .Output("ResetHiddenPrev")
+           .Output("Hidden"))
       .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"Input", "HiddenPrev", "Weight", "Bias"}, {"Gate", "ResetHiddenPrev"}, {"Hidden"},
                                 {"Input", "HiddenPrev", "Weight", "Bias"}))
       .Kernel<float>(GruUnitKernel<false>);
-  unit(r->Register("gru_unit_grad").NotInPlace().Input("Input").Input("HiddenPrev").Input("Weight")
-           .Input("Bias", kDispensable).Input("Gate", kDispensable).Input("ResetHiddenPrev", kDispensable)
-           .Input("Hidden", kDispensable).Input(GradVarName("Hidden"))
-           .Output(GradVarName("Input"), kDispensable).Output(GradVarName("HiddenPrev"), kDispensable)
-           .Output(GradVarName("Weight"), kDispensable).Output(GradVarName("Bias"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(GruUnitKernel<true>);
+  unit(r->Register("gru_unit_grad")
+           .NotInPlace()
+           .Input("Input")
+           .Input("HiddenPrev")
+           .Input("Weight")
+           .Input("Bias", kDispensable)
+           .Input("Gate", kDispensable)
+           .Input("ResetHiddenPrev", kDispensable)
+           .Input("Hidden", kDispensable)
+           .Input(GradVarName("Hidden"))
+           .Output(GradVarName("Input"), kDispensable)
+           .Output(GradVarName("HiddenPrev"), kDispensable)
+           .Output(GradVarName("Weight"), kDispensable)
+           .Output(GradVarName("Bias"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(GruUnitKernel<true>);
 }
 
 }  // namespace oar

@@ -42,10 +42,15 @@ absl::Status HashKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterHashOp(OpRegistry* r) {
-  r->Register("hash").Input("X").Output("Out").Attr("num_hash", int32_t{1}).Attr("mod_by", int64_t{100000})
+  r->Register("hash")
+      .Input("X")
+      .Output("Out")
+      .Attr("num_hash", int32_t{1})
+      .Attr("mod_by", int64_t{100000})
       .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "X"); })
-      .Kernel<int32_t>(HashKernel<int32_t>).Kernel<int64_t>(HashKernel<int64_t>);
+      .Kernel<int32_t>(HashKernel<int32_t>)
+      .Kernel<int64_t>(HashKernel<int64_t>);
 }
 
 }  // namespace oar

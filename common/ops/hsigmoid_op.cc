@@ -42,8 +42,8 @@ absl::StatusOr<Paths> ReadPaths(const ExecutionContext& ctx, int64_t n, int64_t 
   const Tensor* code = ctx.Input("PathCode");
   OAR_ASSIGN_OR_RETURN(const Tensor* label, RequireInput(ctx, "Label"));
   if (label->numel() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("hierarchical_sigmoid: Label", label->dims().ToString(), " for ", n,
-                                                   " rows of X"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hierarchical_sigmoid: Label", label->dims().ToString(), " for ", n, " rows of X"));
   }
   auto at = [](const Tensor& t, int64_t i) {
     return t.dtype() == DataType::kInt32 ? int64_t{t.data<int32_t>()[i]} : t.data<int64_t>()[i];
@@ -63,8 +63,8 @@ absl::StatusOr<Paths> ReadPaths(const ExecutionContext& ctx, int64_t n, int64_t 
     for (int64_t i = 0; i < n; ++i) {
       const int64_t c = at(*label, i);
       if (c < 0 || c >= classes) {
-        return absl::InvalidArgumentError(absl::StrCat("hierarchical_sigmoid: label ", c, " of row ", i,
-                                                       " outside [0, num_classes=", classes, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("hierarchical_sigmoid: label ", c, " of row ", i, " outside [0, num_classes=", classes, ")"));
       }
       const int64_t bits = c + classes;
       p.node.emplace_back(), p.bit.emplace_back();
@@ -77,7 +77,8 @@ absl::StatusOr<Paths> ReadPaths(const ExecutionContext& ctx, int64_t n, int64_t 
   for (const auto& path : p.node) {
     for (int64_t v : path) {
       if (v >= nodes) {
-        return absl::InvalidArgumentError(absl::StrCat("hierarchical_sigmoid: node ", v, " outside W's ", nodes, " rows"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("hierarchical_sigmoid: node ", v, " outside W's ", nodes, " rows"));
       }
     }
   }
@@ -182,25 +183,48 @@ void GradVarType(const OpDesc& op, BlockDesc* block) { SetSparseGradType(op, blo
 
 void RegisterHsigmoidOp(OpRegistry* r) {
   auto attrs = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("num_classes", int32_t{2}).Attr("is_sparse", false).Attr("remote_prefetch", false)
-        .Attr("trainer_id", int32_t{0}).Attr("height_sections", std::vector<int64_t>{})
-        .Attr("epmap", std::vector<std::string>{}).Attr("table_names", std::vector<std::string>{})
+    return i.Attr("num_classes", int32_t{2})
+        .Attr("is_sparse", false)
+        .Attr("remote_prefetch", false)
+        .Attr("trainer_id", int32_t{0})
+        .Attr("height_sections", std::vector<int64_t>{})
+        .Attr("epmap", std::vector<std::string>{})
+        .Attr("table_names", std::vector<std::string>{})
         .Implements("remote_prefetch", {false});
   };
   // W_Out: Paddle 2.x binds it to W itself; never written.
-  attrs(r->Register("hierarchical_sigmoid").Input("X").Input("W").Input("Label")
-            .Input("PathTable", kDispensable).Input("PathCode", kDispensable).Input("Bias", kDispensable)
-            .Output("Out").Output("PreOut").Output("W_Out", kDispensable))
+  attrs(r->Register("hierarchical_sigmoid")
+            .Input("X")
+            .Input("W")
+            .Input("Label")
+            .Input("PathTable", kDispensable)
+            .Input("PathCode", kDispensable)
+            .Input("Bias", kDispensable)
+            .Output("Out")
+            .Output("PreOut")
+            .Output("W_Out", kDispensable))
       .SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "W", "Label", "PathTable", "PathCode", "Bias"}, {"PreOut"}, {"Out"},
-                                {"X", "W", "Bias"}))
-      .Kernel<float>(HsigmoidKernel<float>).Kernel<double>(HsigmoidKernel<double>);
-  attrs(r->Register("hierarchical_sigmoid_grad").NotInPlace().Input("X").Input("W").Input("Label")
-            .Input("PathTable", kDispensable).Input("PathCode", kDispensable).Input("Bias", kDispensable)
-            .Input("PreOut").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-            .Output(GradVarName("W"), kDispensable).Output(GradVarName("Bias"), kDispensable))
-      .SetInferShape(NoShapeInference).SetInferVarType(GradVarType)
-      .Kernel<float>(HsigmoidGradKernel<float>).Kernel<double>(HsigmoidGradKernel<double>);
+      .SetGradMaker(
+          GradOpMaker({"X", "W", "Label", "PathTable", "PathCode", "Bias"}, {"PreOut"}, {"Out"}, {"X", "W", "Bias"}))
+      .Kernel<float>(HsigmoidKernel<float>)
+      .Kernel<double>(HsigmoidKernel<double>);
+  attrs(r->Register("hierarchical_sigmoid_grad")
+            .NotInPlace()
+            .Input("X")
+            .Input("W")
+            .Input("Label")
+            .Input("PathTable", kDispensable)
+            .Input("PathCode", kDispensable)
+            .Input("Bias", kDispensable)
+            .Input("PreOut")
+            .Input(GradVarName("Out"))
+            .Output(GradVarName("X"), kDispensable)
+            .Output(GradVarName("W"), kDispensable)
+            .Output(GradVarName("Bias"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .SetInferVarType(GradVarType)
+      .Kernel<float>(HsigmoidGradKernel<float>)
+      .Kernel<double>(HsigmoidGradKernel<double>);
 }
 
 }  // namespace oar

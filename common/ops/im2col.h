@@ -9,7 +9,7 @@
 namespace oar {
 
 struct ConvGeometry {
-  int64_t channels, height, width;      // of the input image (one group)
+  int64_t channels, height, width;  // of the input image (one group)
   int64_t kernel_h, kernel_w;
   int64_t stride_h, stride_w;
   int64_t pad_h, pad_w;

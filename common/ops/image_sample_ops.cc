@@ -31,7 +31,8 @@ absl::Status AffineGridKernel(const ExecutionContext& ctx) {
   const auto shape = ctx.Attr<std::vector<int32_t>>("output_shape");
   if (shape.size() != 4 || theta->numel() != static_cast<int64_t>(shape[0]) * 6) {
     return absl::UnimplementedError(absl::StrCat("affine_grid: Theta", theta->dims().ToString(),
-                                                 " with output_shape of ", shape.size(), " values (Oar implements 2-D, [N, 2, 3])"));
+                                                 " with output_shape of ", shape.size(),
+                                                 " values (Oar implements 2-D, [N, 2, 3])"));
   }
   const int64_t n = shape[0], h = shape[2], w = shape[3];
   const bool corners = ctx.Attr<bool>("align_corners");
@@ -43,7 +44,8 @@ absl::Status AffineGridKernel(const ExecutionContext& ctx) {
         for (int64_t j = 0; j < w; ++j) {
           const double x = Base(j, w, corners), y = Base(i, h, corners);
           for (int k = 0; k < 2; ++k) {
-            o[((b * h + i) * w + j) * 2 + k] = static_cast<float>(t[b * 6 + k * 3] * x + t[b * 6 + k * 3 + 1] * y + t[b * 6 + k * 3 + 2]);
+            o[((b * h + i) * w + j) * 2 + k] =
+                static_cast<float>(t[b * 6 + k * 3] * x + t[b * 6 + k * 3 + 1] * y + t[b * 6 + k * 3 + 2]);
           }
         }
       }
@@ -72,7 +74,9 @@ struct Sampler {
   bool bilinear = true, border = false, corners = true;
   int64_t h = 0, w = 0;
   // Grid coordinate to pixel coordinate, and its derivative.
-  double Pixel(double g, int64_t n) const { return corners ? (g + 1) / 2 * static_cast<double>(n - 1) : ((g + 1) * static_cast<double>(n) - 1) / 2; }
+  double Pixel(double g, int64_t n) const {
+    return corners ? (g + 1) / 2 * static_cast<double>(n - 1) : ((g + 1) * static_cast<double>(n) - 1) / 2;
+  }
   double Scale(int64_t n) const { return corners ? static_cast<double>(n - 1) / 2 : static_cast<double>(n) / 2; }
   double Clip(double v, int64_t n) const { return border ? std::clamp(v, 0.0, static_cast<double>(n - 1)) : v; }
 };
@@ -85,8 +89,9 @@ absl::Status GridSamplerKernel(const ExecutionContext& ctx) {
   const std::string mode = ctx.Attr<std::string>("mode"), pad = ctx.Attr<std::string>("padding_mode");
   if (xd.size() != 4 || gd.size() != 4 || gd[3] != 2 || gd[0] != xd[0] || (mode != "bilinear" && mode != "nearest") ||
       (pad != "zeros" && pad != "border")) {
-    return absl::UnimplementedError(absl::StrCat("grid_sampler: X", xd.ToString(), ", Grid", gd.ToString(), ", mode ", mode,
-                                                 ", padding_mode ", pad, " (Oar implements 4-D bilinear/nearest, zeros/border)"));
+    return absl::UnimplementedError(absl::StrCat("grid_sampler: X", xd.ToString(), ", Grid", gd.ToString(), ", mode ",
+                                                 mode, ", padding_mode ", pad,
+                                                 " (Oar implements 4-D bilinear/nearest, zeros/border)"));
   }
   Sampler s{mode == "bilinear", pad == "border", ctx.Attr<bool>("align_corners"), xd[2], xd[3]};
   const int64_t n = xd[0], c = xd[1], oh = gd[1], ow = gd[2], plane = s.h * s.w;
@@ -101,7 +106,8 @@ absl::Status GridSamplerKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Output")));
     go = g->data<float>();
     if (Tensor* t = ctx.Output(GradVarName("X"))) dx = t->mutable_data<float>(xd), std::fill(dx, dx + t->numel(), 0.f);
-    if (Tensor* t = ctx.Output(GradVarName("Grid"))) dg = t->mutable_data<float>(gd), std::fill(dg, dg + t->numel(), 0.f);
+    if (Tensor* t = ctx.Output(GradVarName("Grid")))
+      dg = t->mutable_data<float>(gd), std::fill(dg, dg + t->numel(), 0.f);
   }
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t i = 0; i < oh; ++i) {
@@ -117,14 +123,18 @@ absl::Status GridSamplerKernel(const ExecutionContext& ctx) {
           const int64_t oi = ((b * c + ch) * oh + i) * ow + j;
           if (!s.bilinear) {
             const int64_t xx = static_cast<int64_t>(std::nearbyint(px)), yy = static_cast<int64_t>(std::nearbyint(py));
-            if (!kGrad) out[oi] = in(yy, xx) ? img[yy * s.w + xx] : 0.f;
-            else if (dx && in(yy, xx)) dx[(b * c + ch) * plane + yy * s.w + xx] += go[oi];
+            if (!kGrad)
+              out[oi] = in(yy, xx) ? img[yy * s.w + xx] : 0.f;
+            else if (dx && in(yy, xx))
+              dx[(b * c + ch) * plane + yy * s.w + xx] += go[oi];
             continue;
           }
           const double v00 = in(y0, x0) ? img[y0 * s.w + x0] : 0, v01 = in(y0, x0 + 1) ? img[y0 * s.w + x0 + 1] : 0;
-          const double v10 = in(y0 + 1, x0) ? img[(y0 + 1) * s.w + x0] : 0, v11 = in(y0 + 1, x0 + 1) ? img[(y0 + 1) * s.w + x0 + 1] : 0;
+          const double v10 = in(y0 + 1, x0) ? img[(y0 + 1) * s.w + x0] : 0,
+                       v11 = in(y0 + 1, x0 + 1) ? img[(y0 + 1) * s.w + x0 + 1] : 0;
           if (!kGrad) {
-            out[oi] = static_cast<float>(v00 * (1 - fx) * (1 - fy) + v01 * fx * (1 - fy) + v10 * (1 - fx) * fy + v11 * fx * fy);
+            out[oi] = static_cast<float>(v00 * (1 - fx) * (1 - fy) + v01 * fx * (1 - fy) + v10 * (1 - fx) * fy +
+                                         v11 * fx * fy);
             continue;
           }
           const double g = go[oi];
@@ -155,23 +165,40 @@ absl::Status GridSamplerKernel(const ExecutionContext& ctx) {
 
 void RegisterImageSampleOps(OpRegistry* r) {
   auto grid = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("output_shape", std::vector<int32_t>{}).Attr("align_corners", true).Attr("use_cudnn", false)
+    return i.Attr("output_shape", std::vector<int32_t>{})
+        .Attr("align_corners", true)
+        .Attr("use_cudnn", false)
         .Input("OutputShape", kUnimplemented);
   };
-  grid(r->Register("affine_grid").Input("Theta").Output("Output")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"Theta"}, {}, {"Output"}, {"Theta"})).Kernel<float>(AffineGridKernel<false>);
-  grid(r->Register("affine_grid_grad").Input("Theta", kDispensable).Input(GradVarName("Output"))
+  grid(r->Register("affine_grid").Input("Theta").Output("Output"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"Theta"}, {}, {"Output"}, {"Theta"}))
+      .Kernel<float>(AffineGridKernel<false>);
+  grid(r->Register("affine_grid_grad")
+           .Input("Theta", kDispensable)
+           .Input(GradVarName("Output"))
            .Output(GradVarName("Theta"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(AffineGridKernel<true>);
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(AffineGridKernel<true>);
   auto sampler = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("mode", std::string("bilinear")).Attr("padding_mode", std::string("zeros")).Attr("align_corners", true)
+    return i.Attr("mode", std::string("bilinear"))
+        .Attr("padding_mode", std::string("zeros"))
+        .Attr("align_corners", true)
         .Attr("use_cudnn", false);
   };
-  sampler(r->Register("grid_sampler").NotInPlace().Input("X").Input("Grid").Output("Output")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Grid"}, {}, {"Output"}, {"X", "Grid"})).Kernel<float>(GridSamplerKernel<false>);
-  sampler(r->Register("grid_sampler_grad").NotInPlace().Input("X").Input("Grid").Input(GradVarName("Output"))
-              .Output(GradVarName("X"), kDispensable).Output(GradVarName("Grid"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(GridSamplerKernel<true>);
+  sampler(r->Register("grid_sampler").NotInPlace().Input("X").Input("Grid").Output("Output"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Grid"}, {}, {"Output"}, {"X", "Grid"}))
+      .Kernel<float>(GridSamplerKernel<false>);
+  sampler(r->Register("grid_sampler_grad")
+              .NotInPlace()
+              .Input("X")
+              .Input("Grid")
+              .Input(GradVarName("Output"))
+              .Output(GradVarName("X"), kDispensable)
+              .Output(GradVarName("Grid"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(GridSamplerKernel<true>);
 }
 
 }  // namespace oar

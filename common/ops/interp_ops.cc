@@ -59,13 +59,13 @@ absl::StatusOr<InterpPlan> Plan(const ExecutionContext& ctx, const DDim& x) {
     const bool by_scale = !scale.empty() && scale[static_cast<size_t>(d)] > 0 && (v2 || given <= 0);
     const int64_t out = by_scale ? static_cast<int64_t>(static_cast<float>(in) * scale[static_cast<size_t>(d)]) : given;
     if (out <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(type, ": no output size for spatial dimension ", d,
-                                                     " (out_d/out_h/out_w or scale)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(type, ": no output size for spatial dimension ", d, " (out_d/out_h/out_w or scale)"));
     }
     p.out[d + 2] = out;
     float ratio = 0;
     if (out > 1) {
-      ratio = align_corners ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+      ratio = align_corners    ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
               : by_scale && v2 ? 1.0f / scale[static_cast<size_t>(d)]
                                : static_cast<float>(in) / static_cast<float>(out);
     }
@@ -137,8 +137,8 @@ absl::Status InterpGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
   OAR_ASSIGN_OR_RETURN(const InterpPlan p, Plan(ctx, x->dims()));
   if (g->dims() != p.out) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD", g->dims().ToString(), " is not ",
-                                                   p.out.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Out@GRAD", g->dims().ToString(), " is not ", p.out.ToString()));
   }
   Tensor* dx = ctx.Output(GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
@@ -162,20 +162,32 @@ void RegisterInterpOps(OpRegistry* r) {
       if (method == "linear" && !v2) continue;
       const std::string type = method + (v2 ? "_interp_v2" : "_interp");
       auto attrs = [&](OpInfo& i) -> OpInfo& {
-        i.Attr("out_d", int32_t{-1}).Attr("out_h", int32_t{-1}).Attr("out_w", int32_t{-1})
-            .Attr("interp_method", method).Attr("align_corners", true).Attr("align_mode", int32_t{1})
+        i.Attr("out_d", int32_t{-1})
+            .Attr("out_h", int32_t{-1})
+            .Attr("out_w", int32_t{-1})
+            .Attr("interp_method", method)
+            .Attr("align_corners", true)
+            .Attr("align_mode", int32_t{1})
             .Attr("data_layout", std::string("NCHW"))
             .Implements("data_layout", {std::string("NCHW"), std::string("NCDHW"), std::string("AnyLayout")})
-            .Input("OutSize", kUnimplemented).Input("SizeTensor", kDuplicable | kUnimplemented)
+            .Input("OutSize", kUnimplemented)
+            .Input("SizeTensor", kDuplicable | kUnimplemented)
             .Input("Scale", kUnimplemented);
         return v2 ? i.Attr("scale", std::vector<float>{}) : i.Attr("scale", 0.0f);
       };
-      attrs(r->Register(type).NotInPlace().Input("X").Output("Out")).SetInferShape(NoShapeInference)
+      attrs(r->Register(type).NotInPlace().Input("X").Output("Out"))
+          .SetInferShape(NoShapeInference)
           .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
-          .Kernel<float>(InterpKernel<float>).Kernel<double>(InterpKernel<double>);
-      attrs(r->Register(type + "_grad").NotInPlace().Input("X").Input(GradVarName("Out"))
+          .Kernel<float>(InterpKernel<float>)
+          .Kernel<double>(InterpKernel<double>);
+      attrs(r->Register(type + "_grad")
+                .NotInPlace()
+                .Input("X")
+                .Input(GradVarName("Out"))
                 .Output(GradVarName("X"), kDispensable))
-          .SetInferShape(GradSameShapeAsX).Kernel<float>(InterpGradKernel<float>).Kernel<double>(InterpGradKernel<double>);
+          .SetInferShape(GradSameShapeAsX)
+          .Kernel<float>(InterpGradKernel<float>)
+          .Kernel<double>(InterpGradKernel<double>);
     }
   }
 }

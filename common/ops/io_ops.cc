@@ -23,12 +23,14 @@ absl::Status PrepareTarget(const ExecutionContext& ctx, const std::string& path)
   std::error_code ec;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return absl::PermissionDeniedError(ctx.op().type + ": cannot create " + parent.string() + ": " + ec.message());
+  if (ec)
+    return absl::PermissionDeniedError(ctx.op().type + ": cannot create " + parent.string() + ": " + ec.message());
   return absl::OkStatus();
 }
 
 absl::Status SaveKernel(const ExecutionContext& ctx) {
-  if (ctx.Attr<bool>("save_as_fp16")) return absl::UnimplementedError(ctx.op().type + ": save_as_fp16 is not supported");
+  if (ctx.Attr<bool>("save_as_fp16"))
+    return absl::UnimplementedError(ctx.op().type + ": save_as_fp16 is not supported");
   const std::string path = ctx.Attr<std::string>("file_path");
   OAR_RETURN_IF_ERROR(PrepareTarget(ctx, path));
   std::ostringstream buf;
@@ -45,7 +47,8 @@ absl::Status SaveKernel(const ExecutionContext& ctx) {
 }
 
 absl::Status LoadKernel(const ExecutionContext& ctx) {
-  if (ctx.Attr<bool>("load_as_fp16")) return absl::UnimplementedError(ctx.op().type + ": load_as_fp16 is not supported");
+  if (ctx.Attr<bool>("load_as_fp16"))
+    return absl::UnimplementedError(ctx.op().type + ": load_as_fp16 is not supported");
   if (ctx.op().GetAttr<bool>("model_from_memory")) {
     return absl::UnimplementedError(ctx.op().type + ": model_from_memory is not supported");
   }
@@ -63,8 +66,8 @@ absl::Status LoadKernel(const ExecutionContext& ctx) {
     }
   }
   if (in.peek() != std::char_traits<char>::eof()) {
-    return absl::InvalidArgumentError(ctx.op().type + ": " + path + " holds more data than its " +
-                                      std::to_string(n) + " variable(s)");
+    return absl::InvalidArgumentError(ctx.op().type + ": " + path + " holds more data than its " + std::to_string(n) +
+                                      " variable(s)");
   }
   return absl::OkStatus();
 }
@@ -75,15 +78,41 @@ DataType AnyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 }  // namespace
 
 void RegisterIoOps(OpRegistry* r) {
-  r->Register("save").HostSide().Input("X").Attr("file_path", std::string()).Attr("overwrite", true)
-      .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
-  r->Register("save_combine").HostSide().Input("X", kDuplicable).Attr("file_path", std::string()).Attr("overwrite", true)
-      .Attr("save_as_fp16", false).SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(SaveKernel);
-  r->Register("load").HostSide().Output("Out").Attr("file_path", std::string()).Attr("load_as_fp16", false)
-      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
-  r->Register("load_combine").HostSide().Output("Out", kDuplicable).Attr("file_path", std::string())
-      .Attr("load_as_fp16", false).Attr("model_from_memory", false)
-      .SetInferShape(NoShape).SetKernelDtype(AnyDtype).Kernel<float>(LoadKernel);
+  r->Register("save")
+      .HostSide()
+      .Input("X")
+      .Attr("file_path", std::string())
+      .Attr("overwrite", true)
+      .Attr("save_as_fp16", false)
+      .SetInferShape(NoShape)
+      .SetKernelDtype(AnyDtype)
+      .Kernel<float>(SaveKernel);
+  r->Register("save_combine")
+      .HostSide()
+      .Input("X", kDuplicable)
+      .Attr("file_path", std::string())
+      .Attr("overwrite", true)
+      .Attr("save_as_fp16", false)
+      .SetInferShape(NoShape)
+      .SetKernelDtype(AnyDtype)
+      .Kernel<float>(SaveKernel);
+  r->Register("load")
+      .HostSide()
+      .Output("Out")
+      .Attr("file_path", std::string())
+      .Attr("load_as_fp16", false)
+      .SetInferShape(NoShape)
+      .SetKernelDtype(AnyDtype)
+      .Kernel<float>(LoadKernel);
+  r->Register("load_combine")
+      .HostSide()
+      .Output("Out", kDuplicable)
+      .Attr("file_path", std::string())
+      .Attr("load_as_fp16", false)
+      .Attr("model_from_memory", false)
+      .SetInferShape(NoShape)
+      .SetKernelDtype(AnyDtype)
+      .Kernel<float>(LoadKernel);
 }
 
 }  // namespace oar

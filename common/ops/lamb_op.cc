@@ -1,16 +1,16 @@
 // lamb (paddle.optimizer.Lamb): adam's moments, bias-corrected, plus the
 // decoupled weight decay give the step r = m̂ / (√v̂ + ε) + wd·p, which is
 // scaled by the trust ratio ‖p‖ / ‖r‖ (1 where either norm is 0, and
-// without weight decay unless always_adapt) and the learning rate. The beta powers advance after the step (Beta1PowOut). A
-// sparse gradient is densified. Norms are summed in double.
+// without weight decay unless always_adapt) and the learning rate. The beta powers advance after the step
+// (Beta1PowOut). A sparse gradient is densified. Norms are summed in double.
 //
 // Thread-safety: a stateless kernel.
 #include <cmath>
 #include <vector>
 
 #include "common/op_registry.h"
-#include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/optimizer_util.h"
 
 namespace oar {
 namespace {
@@ -64,15 +64,32 @@ absl::Status LambKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterLambOp(OpRegistry* r) {
-  r->Register("lamb").Input("Param").Input("Grad").Input("LearningRate").Input("Moment1").Input("Moment2")
-      .Input("Beta1Pow").Input("Beta2Pow").Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
-      .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
-      .Input("MasterParam", kUnimplemented).Input("SkipUpdate", kUnimplemented)
+  r->Register("lamb")
+      .Input("Param")
+      .Input("Grad")
+      .Input("LearningRate")
+      .Input("Moment1")
+      .Input("Moment2")
+      .Input("Beta1Pow")
+      .Input("Beta2Pow")
+      .Output("ParamOut")
+      .Output("Moment1Out")
+      .Output("Moment2Out")
+      .Output("Beta1PowOut", kDispensable)
+      .Output("Beta2PowOut", kDispensable)
+      .Input("MasterParam", kUnimplemented)
+      .Input("SkipUpdate", kUnimplemented)
       .Output("MasterParamOut", kUnimplemented)
-      .Attr("weight_decay", 0.01f).Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-6f)
-      .Attr("always_adapt", false).Attr("multi_precision", false).Implements("multi_precision", {false})
+      .Attr("weight_decay", 0.01f)
+      .Attr("beta1", 0.9f)
+      .Attr("beta2", 0.999f)
+      .Attr("epsilon", 1e-6f)
+      .Attr("always_adapt", false)
+      .Attr("multi_precision", false)
+      .Implements("multi_precision", {false})
       .SetInferShape(LambShape)
-      .Kernel<float>(LambKernel<float>).Kernel<double>(LambKernel<double>);
+      .Kernel<float>(LambKernel<float>)
+      .Kernel<double>(LambKernel<double>);
 }
 
 }  // namespace oar

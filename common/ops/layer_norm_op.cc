@@ -18,8 +18,8 @@ namespace {
 
 absl::StatusOr<std::pair<int64_t, int64_t>> Split(const std::string& type, const DDim& x, int axis) {
   if (axis < 1 || axis > x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(type, ": begin_norm_axis ", axis, " is outside [1, ", x.size(),
-                                                   "] for X", x.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(type, ": begin_norm_axis ", axis, " is outside [1, ", x.size(), "] for X", x.ToString()));
   }
   return std::make_pair(x.Product(0, axis), x.Product(axis, x.size()));
 }
@@ -162,20 +162,37 @@ absl::Status LayerNormGradKernel(const ExecutionContext& ctx) {
 
 void RegisterLayerNormOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("epsilon", 1e-5f).Attr("begin_norm_axis", int32_t{1}).Attr("use_mkldnn", false)
+    return info.Attr("epsilon", 1e-5f)
+        .Attr("begin_norm_axis", int32_t{1})
+        .Attr("use_mkldnn", false)
         .Attr("is_test", false);
   };
-  attrs(r->Register("layer_norm").NotInPlace().Input("X").Input("Scale", kDispensable).Input("Bias", kDispensable)
-            .Output("Y").Output("Mean", kDispensable).Output("Variance", kDispensable))
+  attrs(r->Register("layer_norm")
+            .NotInPlace()
+            .Input("X")
+            .Input("Scale", kDispensable)
+            .Input("Bias", kDispensable)
+            .Output("Y")
+            .Output("Mean", kDispensable)
+            .Output("Variance", kDispensable))
       .SetInferShape(LayerNormShape)
       .SetGradMaker(GradOpMaker({"X", "Scale", "Bias"}, {"Mean", "Variance"}, {"Y"}, {"X", "Scale", "Bias"}))
-      .Kernel<float>(LayerNormKernel<float>).Kernel<double>(LayerNormKernel<double>);
-  attrs(r->Register("layer_norm_grad").NotInPlace().Input("X").Input("Scale", kDispensable)
-            .Input("Bias", kDispensable).Input("Mean", kDispensable).Input("Variance", kDispensable)
-            .Input(GradVarName("Y")).Output(GradVarName("X"), kDispensable)
-            .Output(GradVarName("Scale"), kDispensable).Output(GradVarName("Bias"), kDispensable))
+      .Kernel<float>(LayerNormKernel<float>)
+      .Kernel<double>(LayerNormKernel<double>);
+  attrs(r->Register("layer_norm_grad")
+            .NotInPlace()
+            .Input("X")
+            .Input("Scale", kDispensable)
+            .Input("Bias", kDispensable)
+            .Input("Mean", kDispensable)
+            .Input("Variance", kDispensable)
+            .Input(GradVarName("Y"))
+            .Output(GradVarName("X"), kDispensable)
+            .Output(GradVarName("Scale"), kDispensable)
+            .Output(GradVarName("Bias"), kDispensable))
       .SetInferShape(LayerNormGradShape)
-      .Kernel<float>(LayerNormGradKernel<float>).Kernel<double>(LayerNormGradKernel<double>);
+      .Kernel<float>(LayerNormGradKernel<float>)
+      .Kernel<double>(LayerNormGradKernel<double>);
 }
 
 }  // namespace oar

@@ -18,10 +18,12 @@
 namespace oar {
 namespace {
 
-absl::Status Shapes(const ExecutionContext& ctx, bool ok, const Tensor& a, const char* as, const Tensor& b, const char* bs) {
+absl::Status Shapes(const ExecutionContext& ctx, bool ok, const Tensor& a, const char* as, const Tensor& b,
+                    const char* bs) {
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), as), a.dims().ToString(), " and ",
-                                                 InputLabel(ctx.op(), bs), b.dims().ToString(), " do not fit"));
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), as), a.dims().ToString(),
+                                                 " and ", InputLabel(ctx.op(), bs), b.dims().ToString(),
+                                                 " do not fit"));
 }
 
 // ---- bmm, mv, dot, addmm ----
@@ -29,7 +31,8 @@ absl::Status Shapes(const ExecutionContext& ctx, bool ok, const Tensor& a, const
 // Batched C = op(A)·op(B) over `batch` [m, k]·[k, n] pairs.
 void BatchGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                const float* b, float beta, float* c) {
-  for (int64_t i = 0; i < batch; ++i) Gemm<float>(ta, tb, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    Gemm<float>(ta, tb, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n);
 }
 
 absl::Status BmmKernel(const ExecutionContext& ctx) {
@@ -50,11 +53,15 @@ absl::Status BmmGradKernel(const ExecutionContext& ctx) {
   const int64_t bs = a[0], m = a[1], k = a[2], n = b[2];
   if (Tensor* dx = ctx.Output(GradVarName("X"))) {  // dX = dOut·Yᵀ
     float* d = dx->mutable_data<float>(a);
-    for (int64_t i = 0; i < bs; ++i) Gemm<float>(false, true, m, k, n, 1, g->data<float>() + i * m * n, y->data<float>() + i * k * n, 0, d + i * m * k);
+    for (int64_t i = 0; i < bs; ++i)
+      Gemm<float>(false, true, m, k, n, 1, g->data<float>() + i * m * n, y->data<float>() + i * k * n, 0,
+                  d + i * m * k);
   }
   if (Tensor* dy = ctx.Output(GradVarName("Y"))) {  // dY = Xᵀ·dOut
     float* d = dy->mutable_data<float>(b);
-    for (int64_t i = 0; i < bs; ++i) Gemm<float>(true, false, k, n, m, 1, x->data<float>() + i * m * k, g->data<float>() + i * m * n, 0, d + i * k * n);
+    for (int64_t i = 0; i < bs; ++i)
+      Gemm<float>(true, false, k, n, m, 1, x->data<float>() + i * m * k, g->data<float>() + i * m * n, 0,
+                  d + i * k * n);
   }
   return absl::OkStatus();
 }
@@ -124,7 +131,8 @@ absl::Status AddmmKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const Tensor* y, RequireInput(ctx, "Y"));
   const int64_t m = x->dims()[0], k = x->dims()[1], n = y->dims()[1];
-  OAR_RETURN_IF_ERROR(Shapes(ctx, x->dims().size() == 2 && y->dims().size() == 2 && y->dims()[0] == k, *x, "X", *y, "Y"));
+  OAR_RETURN_IF_ERROR(
+      Shapes(ctx, x->dims().size() == 2 && y->dims().size() == 2 && y->dims()[0] == k, *x, "X", *y, "Y"));
   const float alpha = ctx.Attr<float>("Alpha"), beta = ctx.Attr<float>("Beta");
   // Input broadcasts over the rows ([n] or [1, n]) or is [m, n].
   const bool row = in->numel() == n && m != 1;
@@ -205,7 +213,8 @@ absl::Status CrossKernel(const ExecutionContext& ctx) {
   } else if (dim < 0) {
     dim += d.size();
   }
-  OAR_RETURN_IF_ERROR(Shapes(ctx, x->dims() == y->dims() && dim >= 0 && dim < d.size() && d[dim] == 3, *x, "X", *y, "Y"));
+  OAR_RETURN_IF_ERROR(
+      Shapes(ctx, x->dims() == y->dims() && dim >= 0 && dim < d.size() && d[dim] == 3, *x, "X", *y, "Y"));
   const int64_t inner = d.Product(dim + 1, d.size()), outer = d.Product(0, dim);
   const float* xp = x->data<float>();
   const float* yp = y->data<float>();
@@ -217,7 +226,8 @@ absl::Status CrossKernel(const ExecutionContext& ctx) {
   if (!kGrad) {
     float* o = ctx.Output("Out")->mutable_data<float>(d);
     for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t i = 0; i < inner; ++i) cross(xp + a * 3 * inner + i, yp + a * 3 * inner + i, inner, o + a * 3 * inner + i);
+      for (int64_t i = 0; i < inner; ++i)
+        cross(xp + a * 3 * inner + i, yp + a * 3 * inner + i, inner, o + a * 3 * inner + i);
     }
     return absl::OkStatus();
   }
@@ -243,36 +253,117 @@ void RegisterLinalgOps(OpRegistry* r) {
   auto grad_of = [](std::vector<std::string> ins, std::vector<std::string> grads) {
     return GradOpMaker(std::move(ins), {}, {"Out"}, std::move(grads));
   };
-  r->Register("bmm").NotInPlace().Input("X").Input("Y").Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"})).Kernel<float>(BmmKernel);
-  r->Register("bmm_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Y"), kDispensable).SetInferShape(NoShapeInference).Kernel<float>(BmmGradKernel);
-  r->Register("mv").NotInPlace().Input("X").Input("Vec").Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(grad_of({"X", "Vec"}, {"X", "Vec"})).Kernel<float>(MvKernel);
-  r->Register("mv_grad").NotInPlace().Input("X").Input("Vec").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Vec"), kDispensable).SetInferShape(NoShapeInference)
+  r->Register("bmm")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"}))
+      .Kernel<float>(BmmKernel);
+  r->Register("bmm_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(BmmGradKernel);
+  r->Register("mv")
+      .NotInPlace()
+      .Input("X")
+      .Input("Vec")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(grad_of({"X", "Vec"}, {"X", "Vec"}))
+      .Kernel<float>(MvKernel);
+  r->Register("mv_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Vec")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Vec"), kDispensable)
+      .SetInferShape(NoShapeInference)
       .Kernel<float>(MvGradKernel);
-  r->Register("dot").NotInPlace().Input("X").Input("Y").Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"})).Kernel<float>(DotKernel<false>);
-  r->Register("dot_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Y"), kDispensable).SetInferShape(NoShapeInference).Kernel<float>(DotKernel<true>);
-  r->Register("addmm").NotInPlace().Input("Input").Input("X").Input("Y").Output("Out").Attr("Alpha", 1.0f)
-      .Attr("Beta", 1.0f).SetInferShape(NoShapeInference).SetGradMaker(grad_of({"Input", "X", "Y"}, {"Input", "X", "Y"}))
+  r->Register("dot")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"}))
+      .Kernel<float>(DotKernel<false>);
+  r->Register("dot_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(DotKernel<true>);
+  r->Register("addmm")
+      .NotInPlace()
+      .Input("Input")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("Alpha", 1.0f)
+      .Attr("Beta", 1.0f)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(grad_of({"Input", "X", "Y"}, {"Input", "X", "Y"}))
       .Kernel<float>(AddmmKernel<false>);
-  r->Register("addmm_grad").NotInPlace().Input("Input").Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("Input"), kDispensable).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Y"), kDispensable).Attr("Alpha", 1.0f).Attr("Beta", 1.0f).SetInferShape(NoShapeInference)
+  r->Register("addmm_grad")
+      .NotInPlace()
+      .Input("Input")
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("Input"), kDispensable)
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("Alpha", 1.0f)
+      .Attr("Beta", 1.0f)
+      .SetInferShape(NoShapeInference)
       .Kernel<float>(AddmmKernel<true>);
-  r->Register("kron").NotInPlace().Input("X").Input("Y").Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"})).Kernel<float>(KronKernel<false>);
-  r->Register("kron_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable).SetInferShape(NoShapeInference)
+  r->Register("kron")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"}))
+      .Kernel<float>(KronKernel<false>);
+  r->Register("kron_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .SetInferShape(NoShapeInference)
       .Kernel<float>(KronKernel<true>);
-  r->Register("cross").NotInPlace().Input("X").Input("Y").Output("Out").Attr("dim", int32_t{9})
-      .SetInferShape(SameShapeAsX).SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"})).Kernel<float>(CrossKernel<false>);
-  r->Register("cross_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable).Attr("dim", int32_t{9})
-      .SetInferShape(NoShapeInference).Kernel<float>(CrossKernel<true>);
+  r->Register("cross")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("dim", int32_t{9})
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(grad_of({"X", "Y"}, {"X", "Y"}))
+      .Kernel<float>(CrossKernel<false>);
+  r->Register("cross_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("dim", int32_t{9})
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(CrossKernel<true>);
 }
 
 }  // namespace oar

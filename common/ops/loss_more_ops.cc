@@ -18,7 +18,9 @@ namespace oar {
 namespace {
 
 template <typename T>
-T Sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+T Sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
 
 absl::Status SameShape(const ExecutionContext& ctx, const Tensor& a, const char* as, const Tensor& b, const char* bs) {
   if (a.numel() == b.numel()) return absl::OkStatus();
@@ -112,14 +114,14 @@ template <typename T, bool kGrad>
 absl::Status NllKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   if (x->dims().size() != 2) {
-    return absl::UnimplementedError(absl::StrCat("nll_loss: X", x->dims().ToString(),
-                                                 " is not implemented (Oar implements X of [N, C])"));
+    return absl::UnimplementedError(
+        absl::StrCat("nll_loss: X", x->dims().ToString(), " is not implemented (Oar implements X of [N, C])"));
   }
   const int64_t n = x->dims()[0], c = x->dims()[1];
   OAR_ASSIGN_OR_RETURN(const Tensor* label, RequireInput(ctx, "Label"));
   if (label->numel() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("nll_loss: Label", label->dims().ToString(), " for X",
-                                                   x->dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nll_loss: Label", label->dims().ToString(), " for X", x->dims().ToString()));
   }
   const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
   const std::string reduction = ctx.Attr<std::string>("reduction");
@@ -127,7 +129,8 @@ absl::Status NllKernel(const ExecutionContext& ctx) {
   const T* xp = x->data<T>();
   std::vector<int64_t> labels(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    labels[static_cast<size_t>(i)] = label->dtype() == DataType::kInt32 ? label->data<int32_t>()[i] : label->data<int64_t>()[i];
+    labels[static_cast<size_t>(i)] =
+        label->dtype() == DataType::kInt32 ? label->data<int32_t>()[i] : label->data<int64_t>()[i];
     const int64_t l = labels[static_cast<size_t>(i)];
     if (l != ignore && (l < 0 || l >= c)) {
       return absl::InvalidArgumentError(absl::StrCat("nll_loss: label ", l, " of row ", i, " outside [0, ", c, ")"));
@@ -238,7 +241,8 @@ absl::Status BprKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const std::vector<int64_t> labels, IndexValues(ctx, "Label", x->dims()[x->dims().size() - 1]));
   const int64_t c = x->dims()[x->dims().size() - 1], n = c ? x->numel() / c : 0;
   if (static_cast<int64_t>(labels.size()) != n || c < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("bpr_loss: Label of ", labels.size(), " for X", x->dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bpr_loss: Label of ", labels.size(), " for X", x->dims().ToString()));
   }
   const T* xp = x->data<T>();
   const T k = T(1) / T(c - 1);
@@ -310,46 +314,122 @@ absl::Status RankKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterLossMoreOps(OpRegistry* r) {
-  r->Register("kldiv_loss").Input("X").Input("Target").Output("Loss").Attr("reduction", std::string("mean"))
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X", "Target"}, {}, {"Loss"}, {"X"}))
+  r->Register("kldiv_loss")
+      .Input("X")
+      .Input("Target")
+      .Output("Loss")
+      .Attr("reduction", std::string("mean"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Target"}, {}, {"Loss"}, {"X"}))
       .OAR_FLOATS(KlDivKernel);
-  r->Register("kldiv_loss_grad").Input("X").Input("Target").Input(GradVarName("Loss"))
-      .Output(GradVarName("X"), kDispensable).Attr("reduction", std::string("mean")).SetInferShape(GradSameShapeAsX)
+  r->Register("kldiv_loss_grad")
+      .Input("X")
+      .Input("Target")
+      .Input(GradVarName("Loss"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("reduction", std::string("mean"))
+      .SetInferShape(GradSameShapeAsX)
       .OAR_FLOATS(KlDivGradKernel);
-  r->Register("bce_loss").Input("X").Input("Label").Output("Out").SetInferShape(SameShapeAsX)
-      .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Out"}, {"X"})).OAR_FLOATS(BceKernel);
-  r->Register("bce_loss_grad").Input("X").Input("Label").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(GradSameShapeAsX).OAR_FLOATS(BceGradKernel);
-  r->Register("nll_loss").Input("X").Input("Label").Input("Weight", kDispensable).Output("Out")
-      .Output("Total_weight", kDispensable).Attr("ignore_index", int64_t{-100}).Attr("reduction", std::string("mean"))
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X", "Label", "Weight"}, {"Total_weight"}, {"Out"}, {"X"}))
+  r->Register("bce_loss")
+      .Input("X")
+      .Input("Label")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS(BceKernel);
+  r->Register("bce_loss_grad")
+      .Input("X")
+      .Input("Label")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS(BceGradKernel);
+  r->Register("nll_loss")
+      .Input("X")
+      .Input("Label")
+      .Input("Weight", kDispensable)
+      .Output("Out")
+      .Output("Total_weight", kDispensable)
+      .Attr("ignore_index", int64_t{-100})
+      .Attr("reduction", std::string("mean"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Label", "Weight"}, {"Total_weight"}, {"Out"}, {"X"}))
       .OAR_FLOATS2(NllKernel, false);
-  r->Register("nll_loss_grad").Input("X").Input("Label").Input("Weight", kDispensable)
-      .Input("Total_weight", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("ignore_index", int64_t{-100}).Attr("reduction", std::string("mean")).SetInferShape(GradSameShapeAsX)
+  r->Register("nll_loss_grad")
+      .Input("X")
+      .Input("Label")
+      .Input("Weight", kDispensable)
+      .Input("Total_weight", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("ignore_index", int64_t{-100})
+      .Attr("reduction", std::string("mean"))
+      .SetInferShape(GradSameShapeAsX)
       .OAR_FLOATS2(NllKernel, true);
-  r->Register("log_loss").Input("Predicted").Input("Labels").Output("Loss").Attr("epsilon", 1e-4f)
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"Predicted", "Labels"}, {}, {"Loss"}, {"Predicted"}))
+  r->Register("log_loss")
+      .Input("Predicted")
+      .Input("Labels")
+      .Output("Loss")
+      .Attr("epsilon", 1e-4f)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"Predicted", "Labels"}, {}, {"Loss"}, {"Predicted"}))
       .OAR_FLOATS2(LogLossKernel, false);
-  r->Register("log_loss_grad").Input("Predicted").Input("Labels").Input(GradVarName("Loss"))
-      .Output(GradVarName("Predicted"), kDispensable).Attr("epsilon", 1e-4f).SetInferShape(NoShapeInference)
+  r->Register("log_loss_grad")
+      .Input("Predicted")
+      .Input("Labels")
+      .Input(GradVarName("Loss"))
+      .Output(GradVarName("Predicted"), kDispensable)
+      .Attr("epsilon", 1e-4f)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(LogLossKernel, true);
-  r->Register("huber_loss").Input("X").Input("Y").Output("Out").Output("Residual").Attr("delta", 1.0f)
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({}, {"Residual"}, {"Out"}, {"X", "Y"}))
+  r->Register("huber_loss")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Output("Residual")
+      .Attr("delta", 1.0f)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({}, {"Residual"}, {"Out"}, {"X", "Y"}))
       .OAR_FLOATS(HuberKernel);
-  r->Register("huber_loss_grad").Input("Residual").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Y"), kDispensable).Attr("delta", 1.0f).SetInferShape(NoShapeInference)
+  r->Register("huber_loss_grad")
+      .Input("Residual")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("delta", 1.0f)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS(HuberGradKernel);
-  r->Register("bpr_loss").Input("X").Input("Label").Output("Y").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Y"}, {"X"})).OAR_FLOATS2(BprKernel, false);
-  r->Register("bpr_loss_grad").Input("X").Input("Label").Input(GradVarName("Y")).Output(GradVarName("X"), kDispensable)
-      .SetInferShape(GradSameShapeAsX).OAR_FLOATS2(BprKernel, true);
-  r->Register("rank_loss").Input("Label").Input("Left").Input("Right").Output("Out").SetInferShape(NoShapeInference)
+  r->Register("bpr_loss")
+      .Input("X")
+      .Input("Label")
+      .Output("Y")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Y"}, {"X"}))
+      .OAR_FLOATS2(BprKernel, false);
+  r->Register("bpr_loss_grad")
+      .Input("X")
+      .Input("Label")
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(BprKernel, true);
+  r->Register("rank_loss")
+      .Input("Label")
+      .Input("Left")
+      .Input("Right")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"Label", "Left", "Right"}, {}, {"Out"}, {"Left", "Right"}))
       .OAR_FLOATS2(RankKernel, false);
-  r->Register("rank_loss_grad").Input("Label").Input("Left").Input("Right").Input(GradVarName("Out"))
-      .Output(GradVarName("Left"), kDispensable).Output(GradVarName("Right"), kDispensable)
-      .SetInferShape(NoShapeInference).OAR_FLOATS2(RankKernel, true);
+  r->Register("rank_loss_grad")
+      .Input("Label")
+      .Input("Left")
+      .Input("Right")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("Left"), kDispensable)
+      .Output(GradVarName("Right"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(RankKernel, true);
 }
 
 #undef OAR_FLOATS

@@ -53,8 +53,7 @@ inline absl::Status CheckAxis(InferShapeContext& ctx, const char* slot, const DD
   const int axis = ctx.Attr<int32_t>("axis");
   if (d.size() < 1) return ctx.Error(slot, d.ToString(), " must have rank >= 1");
   if (axis < -d.size() || axis >= d.size()) {
-    return ctx.Error("axis=", axis, " is outside [", -d.size(), ", ", d.size(), ") for an input of rank ",
-                     d.size());
+    return ctx.Error("axis=", axis, " is outside [", -d.size(), ", ", d.size(), ") for an input of rank ", d.size());
   }
   return absl::OkStatus();
 }
@@ -89,8 +88,8 @@ inline void SoftmaxAlong(const T* x, T* y, const AxisView& v) {
 
 // Label against X along the class axis `axis` (the last one unless given):
 // the same rank and dimensions, except that a hard label has 1 class.
-inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const DDim& label,
-                                    const char* x_slot, int axis = -1) {
+inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const DDim& label, const char* x_slot,
+                                    int axis = -1) {
   bool soft = ctx.Attr<bool>("soft_label");
   if (x.size() < 1 || label.size() < 1) {
     return ctx.Error(x_slot, x.ToString(), " and Label", label.ToString(), " must have rank >= 1");
@@ -101,8 +100,7 @@ inline absl::Status CheckLabelShape(InferShapeContext& ctx, const DDim& x, const
   const int a = NormalizeAxis(axis, x.size());
   for (int i = 0; i < x.size(); ++i) {
     if (i != a && x[i] >= 0 && label[i] >= 0 && x[i] != label[i]) {
-      return ctx.Error("Label", label.ToString(), " and ", x_slot, x.ToString(),
-                       " differ in dimension ", i);
+      return ctx.Error("Label", label.ToString(), " and ", x_slot, x.ToString(), " differ in dimension ", i);
     }
   }
   const int64_t classes = label[a];
@@ -127,16 +125,15 @@ template <typename T>
 inline absl::Status RequireLabelDtype(const ExecutionContext& ctx, const Tensor& label) {
   const DataType want = ctx.Attr<bool>("soft_label") ? DataTypeOf<T>::value : DataType::kInt64;
   if (label.dtype() == want) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input Label has dtype ",
-                                                 DataTypeName(label.dtype()), ", expected ", DataTypeName(want)));
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input Label has dtype ", DataTypeName(label.dtype()),
+                                                 ", expected ", DataTypeName(want)));
 }
 
 // Validates a hard label value against the class count.
-inline absl::Status CheckLabelValue(const ExecutionContext& ctx, int64_t label, int64_t row,
-                             int64_t classes) {
+inline absl::Status CheckLabelValue(const ExecutionContext& ctx, int64_t label, int64_t row, int64_t classes) {
   if (label < 0 || label >= classes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.op().type, ": label ", label, " in row ", row, " is outside [0, ", classes, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": label ", label, " in row ", row, " is outside [0, ", classes, ")"));
   }
   return absl::OkStatus();
 }

@@ -30,7 +30,8 @@ absl::Status LrnKernel(const ExecutionContext& ctx) {
     for (int64_t ch = 0; ch < c; ++ch) {
       for (int64_t p = 0; p < plane; ++p) {
         double s = 0;
-        for (int64_t j = std::max<int64_t>(0, ch - pre); j < std::min(c, ch - pre + n); ++j) s += xp[at(b, j, p)] * xp[at(b, j, p)];
+        for (int64_t j = std::max<int64_t>(0, ch - pre); j < std::min(c, ch - pre + n); ++j)
+          s += xp[at(b, j, p)] * xp[at(b, j, p)];
         mid[static_cast<size_t>(at(b, ch, p))] = k + alpha * s;
       }
     }
@@ -69,15 +70,28 @@ absl::Status LrnKernel(const ExecutionContext& ctx) {
 
 void RegisterLrnOp(OpRegistry* r) {
   auto attrs = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("n", int32_t{5}).Attr("k", 2.0f).Attr("alpha", 1e-4f).Attr("beta", 0.75f)
-        .Attr("data_format", std::string("AnyLayout")).Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")});
+    return i.Attr("n", int32_t{5})
+        .Attr("k", 2.0f)
+        .Attr("alpha", 1e-4f)
+        .Attr("beta", 0.75f)
+        .Attr("data_format", std::string("AnyLayout"))
+        .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")});
   };
   attrs(r->Register("lrn").NotInPlace().Input("X").Output("Out").Output("MidOut", kDispensable))
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({"X"}, {"Out", "MidOut"}, {"Out"}, {"X"}))
-      .Kernel<float>(LrnKernel<float, false>).Kernel<double>(LrnKernel<double, false>);
-  attrs(r->Register("lrn_grad").NotInPlace().Input("X").Input("Out", kDispensable).Input("MidOut", kDispensable)
-            .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-      .SetInferShape(GradSameShapeAsX).Kernel<float>(LrnKernel<float, true>).Kernel<double>(LrnKernel<double, true>);
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"X"}, {"Out", "MidOut"}, {"Out"}, {"X"}))
+      .Kernel<float>(LrnKernel<float, false>)
+      .Kernel<double>(LrnKernel<double, false>);
+  attrs(r->Register("lrn_grad")
+            .NotInPlace()
+            .Input("X")
+            .Input("Out", kDispensable)
+            .Input("MidOut", kDispensable)
+            .Input(GradVarName("Out"))
+            .Output(GradVarName("X"), kDispensable))
+      .SetInferShape(GradSameShapeAsX)
+      .Kernel<float>(LrnKernel<float, true>)
+      .Kernel<double>(LrnKernel<double, true>);
 }
 
 }  // namespace oar

@@ -53,9 +53,9 @@ absl::StatusOr<LstmSetup> LstmOf(const ExecutionContext& ctx, const Tensor& in) 
   s.peep = ctx.Attr<bool>("use_peepholes");
   s.reverse = ctx.Attr<bool>("is_reverse");
   if (w->numel() != s.h * 4 * s.h || RowWidth(in) != 4 * s.h || b->numel() != (s.peep ? 7 : 4) * s.h) {
-    return absl::InvalidArgumentError(absl::StrCat("lstm: Input", in.dims().ToString(), ", Weight", w->dims().ToString(),
-                                                   " and Bias", b->dims().ToString(), " do not fit (use_peepholes=",
-                                                   s.peep, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("lstm: Input", in.dims().ToString(), ", Weight",
+                                                   w->dims().ToString(), " and Bias", b->dims().ToString(),
+                                                   " do not fit (use_peepholes=", s.peep, ")"));
   }
   s.w = ToDouble(w), s.b = ToDouble(b), s.h0 = ToDouble(ctx.Input("H0")), s.c0 = ToDouble(ctx.Input("C0"));
   return s;
@@ -134,7 +134,8 @@ absl::Status LstmGradKernel(const ExecutionContext& ctx) {
     for (size_t i = t.rows.size(); i-- > 0;) {
       const int64_t r = t.rows[i];
       std::vector<double> hp(H, 0.0), cp(H, 0.0);
-      if (i > 0) hp = t.hidden[i - 1], cp = t.cell[i - 1];
+      if (i > 0)
+        hp = t.hidden[i - 1], cp = t.cell[i - 1];
       else if (!s.h0.empty() || !s.c0.empty()) {
         if (!s.h0.empty()) std::copy_n(s.h0.begin() + static_cast<int64_t>(q) * h, h, hp.begin());
         if (!s.c0.empty()) std::copy_n(s.c0.begin() + static_cast<int64_t>(q) * h, h, cp.begin());
@@ -187,24 +188,48 @@ absl::Status LstmGradKernel(const ExecutionContext& ctx) {
 
 void RegisterLstmOp(OpRegistry* r) {
   auto lstm = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("use_peepholes", true).Attr("is_reverse", false).Attr("gate_activation", std::string("sigmoid"))
-        .Attr("cell_activation", std::string("tanh")).Attr("candidate_activation", std::string("tanh"));
+    return i.Attr("use_peepholes", true)
+        .Attr("is_reverse", false)
+        .Attr("gate_activation", std::string("sigmoid"))
+        .Attr("cell_activation", std::string("tanh"))
+        .Attr("candidate_activation", std::string("tanh"));
   };
-  lstm(r->Register("lstm").NotInPlace().Input("Input").Input("H0", kDispensable).Input("C0", kDispensable)
-           .Input("Weight").Input("Bias").Output("Hidden").Output("Cell").Output("BatchGate", kDispensable)
+  lstm(r->Register("lstm")
+           .NotInPlace()
+           .Input("Input")
+           .Input("H0", kDispensable)
+           .Input("C0", kDispensable)
+           .Input("Weight")
+           .Input("Bias")
+           .Output("Hidden")
+           .Output("Cell")
+           .Output("BatchGate", kDispensable)
            .Output("BatchCellPreAct", kDispensable))
       .SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"Input", "H0", "C0", "Weight", "Bias"}, {"Hidden", "Cell", "BatchGate", "BatchCellPreAct"},
-                                {"Hidden"}, {"Input", "H0", "C0", "Weight", "Bias"}))
+      .SetGradMaker(GradOpMaker({"Input", "H0", "C0", "Weight", "Bias"},
+                                {"Hidden", "Cell", "BatchGate", "BatchCellPreAct"}, {"Hidden"},
+                                {"Input", "H0", "C0", "Weight", "Bias"}))
       .Kernel<float>(LstmKernel);
-  lstm(r->Register("lstm_grad").NotInPlace().Input("Input").Input("H0", kDispensable).Input("C0", kDispensable)
-           .Input("Weight").Input("Bias").Input("Hidden", kDispensable).Input("Cell", kDispensable)
-           .Input("BatchGate", kDispensable).Input("BatchCellPreAct", kDispensable).Input(GradVarName("Hidden"))
+  lstm(r->Register("lstm_grad")
+           .NotInPlace()
+           .Input("Input")
+           .Input("H0", kDispensable)
+           .Input("C0", kDispensable)
+           .Input("Weight")
+           .Input("Bias")
+           .Input("Hidden", kDispensable)
+           .Input("Cell", kDispensable)
+           .Input("BatchGate", kDispensable)
+           .Input("BatchCellPreAct", kDispensable)
+           .Input(GradVarName("Hidden"))
            .Input(GradVarName("Cell"), kDispensable)
-           .Output(GradVarName("Input"), kDispensable).Output(GradVarName("H0"), kDispensable)
-           .Output(GradVarName("C0"), kDispensable).Output(GradVarName("Weight"), kDispensable)
+           .Output(GradVarName("Input"), kDispensable)
+           .Output(GradVarName("H0"), kDispensable)
+           .Output(GradVarName("C0"), kDispensable)
+           .Output(GradVarName("Weight"), kDispensable)
            .Output(GradVarName("Bias"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(LstmGradKernel);
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(LstmGradKernel);
 }
 
 }  // namespace oar

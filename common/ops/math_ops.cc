@@ -18,8 +18,8 @@ absl::StatusOr<DDim> MulOutDims(const InferShapeContext& ctx) {
   DDim x = ctx.InputDim("X"), y = ctx.InputDim("Y");
   int xn = ctx.Attr<int32_t>("x_num_col_dims"), yn = ctx.Attr<int32_t>("y_num_col_dims");
   if (xn < 1 || xn >= x.size() || yn < 1 || yn >= y.size()) {
-    return ctx.Error("x_num_col_dims=", xn, " / y_num_col_dims=", yn,
-                     " out of range for X", x.ToString(), " and Y", y.ToString());
+    return ctx.Error("x_num_col_dims=", xn, " / y_num_col_dims=", yn, " out of range for X", x.ToString(), " and Y",
+                     y.ToString());
   }
   int64_t xk = x.Product(xn, x.size()), yk = y.Product(0, yn);
   if (xk >= 0 && yk >= 0 && xk != yk) {
@@ -58,8 +58,7 @@ absl::Status MulKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
   DDim x2 = x->dims().FlattenTo2D(ctx.Attr<int32_t>("x_num_col_dims"));
   DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
-  Gemm<T>(false, false, x2[0], y2[1], x2[1], T(1), x->data<T>(), y->data<T>(), T(0),
-          out->mutable_data<T>());
+  Gemm<T>(false, false, x2[0], y2[1], x2[1], T(1), x->data<T>(), y->data<T>(), T(0), out->mutable_data<T>());
   return absl::OkStatus();
 }
 
@@ -81,12 +80,10 @@ absl::Status MulGradKernel(const ExecutionContext& ctx) {
   DDim y2 = y->dims().FlattenTo2D(ctx.Attr<int32_t>("y_num_col_dims"));
   int64_t m = x2[0], k = x2[1], n = y2[1];
   if (Tensor* dx = ctx.Output(GradVarName("X"))) {  // dX = dOut · Yᵀ
-    Gemm<T>(false, true, m, k, n, T(1), dout->data<T>(), y->data<T>(), T(0),
-            dx->mutable_data<T>());
+    Gemm<T>(false, true, m, k, n, T(1), dout->data<T>(), y->data<T>(), T(0), dx->mutable_data<T>());
   }
   if (Tensor* dy = ctx.Output(GradVarName("Y"))) {  // dY = Xᵀ · dOut
-    Gemm<T>(true, false, k, n, m, T(1), x->data<T>(), dout->data<T>(), T(0),
-            dy->mutable_data<T>());
+    Gemm<T>(true, false, k, n, m, T(1), x->data<T>(), dout->data<T>(), T(0), dy->mutable_data<T>());
   }
   return absl::OkStatus();
 }
@@ -147,8 +144,8 @@ absl::StatusOr<DDim> MatmulOutDims(const InferShapeContext& ctx) {
   const MatmulOperands o = Operands(ctx, x, y);
   MatDims a = OpDims(o.x, o.tx), b = OpDims(o.y, o.ty);
   if (a.cols >= 0 && b.rows >= 0 && a.cols != b.rows) {
-    return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols,
-                     ", Y", y.ToString(), " gives ", b.rows);
+    return ctx.Error("inner dimensions differ: X", x.ToString(), " gives ", a.cols, ", Y", y.ToString(), " gives ",
+                     b.rows);
   }
   if (o.x.size() > 2 && o.y.size() > 2 && a.batch >= 0 && b.batch >= 0 && a.batch != b.batch) {
     return ctx.Error("batch dimensions differ: X", x.ToString(), ", Y", y.ToString());
@@ -172,13 +169,12 @@ absl::Status MatmulInferShape(InferShapeContext& ctx) {
 // C_i = alpha · op(A_i) · op(B_i) for each batch i; a side with batch 1 is
 // broadcast. With `accumulate_a/b`, results for a broadcast output are summed.
 template <typename T>
-void BatchedGemm(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
-                 T alpha, const T* a, int64_t a_batch, const T* b, int64_t b_batch,
-                 T* c, int64_t c_batch) {
+void BatchedGemm(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_batch,
+                 const T* b, int64_t b_batch, T* c, int64_t c_batch) {
   for (int64_t i = 0; i < batch; ++i) {
     T beta = (c_batch == 1 && i > 0) ? T(1) : T(0);
-    Gemm<T>(ta, tb, m, n, k, alpha, a + (a_batch == 1 ? 0 : i * m * k),
-            b + (b_batch == 1 ? 0 : i * k * n), beta, c + (c_batch == 1 ? 0 : i * m * n));
+    Gemm<T>(ta, tb, m, n, k, alpha, a + (a_batch == 1 ? 0 : i * m * k), b + (b_batch == 1 ? 0 : i * k * n), beta,
+            c + (c_batch == 1 ? 0 : i * m * n));
   }
 }
 
@@ -192,8 +188,8 @@ absl::Status MatmulKernel(const ExecutionContext& ctx) {
   MatDims a = OpDims(o.x, tx), b = OpDims(o.y, ty);
   int64_t batch = std::max(a.batch, b.batch);
   T* out = ctx.Output("Out")->mutable_data<T>();
-  BatchedGemm<T>(tx, ty, batch, a.rows, b.cols, a.cols, T(ctx.Attr<float>("alpha")),
-                 x->data<T>(), a.batch, y->data<T>(), b.batch, out, batch);
+  BatchedGemm<T>(tx, ty, batch, a.rows, b.cols, a.cols, T(ctx.Attr<float>("alpha")), x->data<T>(), a.batch,
+                 y->data<T>(), b.batch, out, batch);
   return absl::OkStatus();
 }
 
@@ -222,7 +218,7 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
     T* p = dx->mutable_data<T>();
     if (!tx) {  // dX[m,k] = dO · op(Y)ᵀ
       BatchedGemm<T>(false, !ty, batch, m, k, n, alpha, g, batch, y->data<T>(), b.batch, p, a.batch);
-    } else {    // dX[k,m] = op(Y) · dOᵀ
+    } else {  // dX[k,m] = op(Y) · dOᵀ
       BatchedGemm<T>(ty, true, batch, k, m, n, alpha, y->data<T>(), b.batch, g, batch, p, a.batch);
     }
   }
@@ -230,7 +226,7 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
     T* p = dy->mutable_data<T>();
     if (!ty) {  // dY[k,n] = op(X)ᵀ · dO
       BatchedGemm<T>(!tx, false, batch, k, n, m, alpha, x->data<T>(), a.batch, g, batch, p, b.batch);
-    } else {    // dY[n,k] = dOᵀ · op(X)
+    } else {  // dY[n,k] = dOᵀ · op(X)
       BatchedGemm<T>(true, tx, batch, n, k, m, alpha, g, batch, x->data<T>(), a.batch, p, b.batch);
     }
   }
@@ -240,38 +236,83 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterMathOps(OpRegistry* r) {
-  r->Register("mul").NotInPlace().Input("X").Input("Y").Output("Out")
-      .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
+  r->Register("mul")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("x_num_col_dims", int32_t{1})
+      .Attr("y_num_col_dims", int32_t{1})
       .SetInferShape(MulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
-      .Kernel<float>(MulKernel<float>).Kernel<double>(MulKernel<double>);
-  r->Register("mul_grad").NotInPlace().Input("X").Input("Y").Input("Out", kDispensable)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Kernel<float>(MulKernel<float>)
+      .Kernel<double>(MulKernel<double>);
+  r->Register("mul_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
       .Output(GradVarName("Y"), kDispensable)
-      .Attr("x_num_col_dims", int32_t{1}).Attr("y_num_col_dims", int32_t{1})
+      .Attr("x_num_col_dims", int32_t{1})
+      .Attr("y_num_col_dims", int32_t{1})
       .SetInferShape(MulGradInferShape)
-      .Kernel<float>(MulGradKernel<float>).Kernel<double>(MulGradKernel<double>);
+      .Kernel<float>(MulGradKernel<float>)
+      .Kernel<double>(MulGradKernel<double>);
 
-  r->Register("matmul").NotInPlace().Input("X").Input("Y").Output("Out")
-      .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
+  r->Register("matmul")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("transpose_X", false)
+      .Attr("transpose_Y", false)
+      .Attr("alpha", 1.0f)
       .SetInferShape(MatmulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
-      .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
-  r->Register("matmul_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
-      .Attr("transpose_X", false).Attr("transpose_Y", false).Attr("alpha", 1.0f)
+      .Kernel<float>(MatmulKernel<float>)
+      .Kernel<double>(MatmulKernel<double>);
+  r->Register("matmul_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("transpose_X", false)
+      .Attr("transpose_Y", false)
+      .Attr("alpha", 1.0f)
       .SetInferShape(MatmulGradInferShape)
-      .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
-  r->Register("matmul_v2").NotInPlace().Input("X").Input("Y").Output("Out")
-      .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
+      .Kernel<float>(MatmulGradKernel<float>)
+      .Kernel<double>(MatmulGradKernel<double>);
+  r->Register("matmul_v2")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("trans_x", false)
+      .Attr("trans_y", false)
+      .Attr("alpha", 1.0f)
+      .Implements("alpha", {1.0f})
       .SetInferShape(MatmulInferShape)
       .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X", "Y"}))
-      .Kernel<float>(MatmulKernel<float>).Kernel<double>(MatmulKernel<double>);
-  r->Register("matmul_v2_grad").NotInPlace().Input("X").Input("Y").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable)
-      .Attr("trans_x", false).Attr("trans_y", false).Attr("alpha", 1.0f).Implements("alpha", {1.0f})
+      .Kernel<float>(MatmulKernel<float>)
+      .Kernel<double>(MatmulKernel<double>);
+  r->Register("matmul_v2_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Y")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("trans_x", false)
+      .Attr("trans_y", false)
+      .Attr("alpha", 1.0f)
+      .Implements("alpha", {1.0f})
       .SetInferShape(MatmulGradInferShape)
-      .Kernel<float>(MatmulGradKernel<float>).Kernel<double>(MatmulGradKernel<double>);
+      .Kernel<float>(MatmulGradKernel<float>)
+      .Kernel<double>(MatmulGradKernel<double>);
 }
 
 }  // namespace oar

@@ -86,9 +86,11 @@ absl::StatusOr<MatmulShape> MatmulShapeOf(const ExecutionContext& ctx) {
   s.x_shared = xr == 2 && yr > 2;
   s.y_shared = yr == 2 && xr > 2;
   if (xr < 2 || yr < 2 || (!s.x_shared && !s.y_shared && (xr != yr || xb != yb))) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type, ": the GPU kernel takes equal batch dimensions, or a "
-                                                 "matrix against a batch; got X", ctx.Input("X")->dims().ToString(),
-                                                 " and Y", ctx.Input("Y")->dims().ToString()));
+    return absl::UnimplementedError(absl::StrCat(ctx.op().type,
+                                                 ": the GPU kernel takes equal batch dimensions, or a "
+                                                 "matrix against a batch; got X",
+                                                 ctx.Input("X")->dims().ToString(), " and Y",
+                                                 ctx.Input("Y")->dims().ToString()));
   }
   s.batch = s.x_shared ? yb : xb;
   s.m = s.tx ? x[xr - 1] : x[xr - 2];
@@ -133,20 +135,20 @@ absl::Status MatmulGradKernel(const ExecutionContext& ctx) {
   const int64_t mk = s.x_shared ? 0 : s.m * s.k, kn = s.y_shared ? 0 : s.k * s.n, mn = s.m * s.n;
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     if (!s.tx) {  // dX[m,k] = dO · op(Y)ᵀ
-      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, false, !s.ty, s.m, s.k, s.n, alpha, g, y, dx, s.batch, mn, kn, s.m * s.k,
-                                   s.x_shared));
-    } else {      // dX[k,m] = op(Y) · dOᵀ
-      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, s.ty, true, s.k, s.m, s.n, alpha, y, g, dx, s.batch, kn, mn, s.m * s.k,
-                                   s.x_shared));
+      OAR_RETURN_IF_ERROR(
+          GemmInto(ctx, c, false, !s.ty, s.m, s.k, s.n, alpha, g, y, dx, s.batch, mn, kn, s.m * s.k, s.x_shared));
+    } else {  // dX[k,m] = op(Y) · dOᵀ
+      OAR_RETURN_IF_ERROR(
+          GemmInto(ctx, c, s.ty, true, s.k, s.m, s.n, alpha, y, g, dx, s.batch, kn, mn, s.m * s.k, s.x_shared));
     }
   }
   if (float* dy = GpuOut<float>(ctx, GradVarName("Y"))) {
     if (!s.ty) {  // dY[k,n] = op(X)ᵀ · dO
-      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, !s.tx, false, s.k, s.n, s.m, alpha, x, g, dy, s.batch, mk, mn, s.k * s.n,
-                                   s.y_shared));
-    } else {      // dY[n,k] = dOᵀ · op(X)
-      OAR_RETURN_IF_ERROR(GemmInto(ctx, c, true, s.tx, s.n, s.k, s.m, alpha, g, x, dy, s.batch, mn, mk, s.k * s.n,
-                                   s.y_shared));
+      OAR_RETURN_IF_ERROR(
+          GemmInto(ctx, c, !s.tx, false, s.k, s.n, s.m, alpha, x, g, dy, s.batch, mk, mn, s.k * s.n, s.y_shared));
+    } else {  // dY[n,k] = dOᵀ · op(X)
+      OAR_RETURN_IF_ERROR(
+          GemmInto(ctx, c, true, s.tx, s.n, s.k, s.m, alpha, g, x, dy, s.batch, mn, mk, s.k * s.n, s.y_shared));
     }
   }
   return absl::OkStatus();

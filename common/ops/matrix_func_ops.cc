@@ -177,8 +177,10 @@ Folding FoldAxes(const ExecutionContext& ctx, const DDim& d) {
   Folding f;
   std::vector<int64_t> od;
   for (int k = 0; k < d.size(); ++k) {
-    if (!fold[static_cast<size_t>(k)]) od.push_back(d[k]);
-    else if (ctx.Attr<bool>("keepdim")) od.push_back(1);
+    if (!fold[static_cast<size_t>(k)])
+      od.push_back(d[k]);
+    else if (ctx.Attr<bool>("keepdim"))
+      od.push_back(1);
   }
   f.out = DDim(od);
   f.out_of.resize(static_cast<size_t>(d.numel()));
@@ -236,11 +238,15 @@ absl::Status DistKernel(const ExecutionContext& ctx) {
     double acc = std::isinf(p) && p < 0 ? std::numeric_limits<double>::infinity() : 0.0;
     for (int64_t i = 0; i < x->numel(); ++i) {
       const double v = std::abs(static_cast<double>(xp[i]) - yp[i]);
-      if (std::isinf(p)) acc = p > 0 ? std::max(acc, v) : std::min(acc, v);
-      else if (p == 0) acc += v != 0;
-      else acc += std::pow(v, p);
+      if (std::isinf(p))
+        acc = p > 0 ? std::max(acc, v) : std::min(acc, v);
+      else if (p == 0)
+        acc += v != 0;
+      else
+        acc += std::pow(v, p);
     }
-    ctx.Output("Out")->mutable_data<float>(DDim{})[0] = static_cast<float>(std::isinf(p) || p == 0 ? acc : std::pow(acc, 1 / p));
+    ctx.Output("Out")->mutable_data<float>(DDim{})[0] =
+        static_cast<float>(std::isinf(p) || p == 0 ? acc : std::pow(acc, 1 / p));
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* out, RequireInput(ctx, "Out"));
@@ -253,7 +259,8 @@ absl::Status DistKernel(const ExecutionContext& ctx) {
   for (int64_t i = 0; i < x->numel(); ++i) {
     const double v = static_cast<double>(xp[i]) - yp[i], s = (v > 0) - (v < 0);
     double r = 0;
-    if (o != 0 && p != 0) r = std::isinf(p) ? (std::abs(v) == o ? s * gy : 0) : s * std::pow(std::abs(v), p - 1) * gy / std::pow(o, p - 1);
+    if (o != 0 && p != 0)
+      r = std::isinf(p) ? (std::abs(v) == o ? s * gy : 0) : s * std::pow(std::abs(v), p - 1) * gy / std::pow(o, p - 1);
     if (dxp) dxp[i] = static_cast<float>(r);
     if (dyp) dyp[i] = static_cast<float>(-r);
   }
@@ -266,30 +273,75 @@ void RegisterMatrixFuncOps(OpRegistry* r) {
   auto trace = [](OpInfo& i) -> OpInfo& {
     return i.Attr("offset", int32_t{0}).Attr("axis1", int32_t{0}).Attr("axis2", int32_t{1});
   };
-  trace(r->Register("trace").Input("Input").Output("Out")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"Input"}, {}, {"Out"}, {"Input"})).Kernel<float>(TraceKernel<false>);
+  trace(r->Register("trace").Input("Input").Output("Out"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"Input"}, {}, {"Out"}, {"Input"}))
+      .Kernel<float>(TraceKernel<false>);
   trace(r->Register("trace_grad").Input("Input").Input(GradVarName("Out")).Output(GradVarName("Input"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(TraceKernel<true>);
-  r->Register("inverse").NotInPlace().Input("Input").Output("Output").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({}, {"Output"}, {"Output"}, {"Input"})).Kernel<float>(InverseKernel);
-  r->Register("inverse_grad").NotInPlace().Input("Output").Input(GradVarName("Output"))
-      .Output(GradVarName("Input"), kDispensable).SetInferShape(NoShapeInference).Kernel<float>(InverseGradKernel);
-  r->Register("cholesky").NotInPlace().Input("X").Output("Out").Attr("upper", false).SetInferShape(SameShapeAsX)
-      .SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"})).Kernel<float>(CholeskyKernel);
-  r->Register("cholesky_grad").NotInPlace().Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("upper", false).SetInferShape(NoShapeInference).Kernel<float>(CholeskyGradKernel);
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(TraceKernel<true>);
+  r->Register("inverse")
+      .NotInPlace()
+      .Input("Input")
+      .Output("Output")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({}, {"Output"}, {"Output"}, {"Input"}))
+      .Kernel<float>(InverseKernel);
+  r->Register("inverse_grad")
+      .NotInPlace()
+      .Input("Output")
+      .Input(GradVarName("Output"))
+      .Output(GradVarName("Input"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(InverseGradKernel);
+  r->Register("cholesky")
+      .NotInPlace()
+      .Input("X")
+      .Output("Out")
+      .Attr("upper", false)
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
+      .Kernel<float>(CholeskyKernel);
+  r->Register("cholesky_grad")
+      .NotInPlace()
+      .Input("Out")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("upper", false)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(CholeskyGradKernel);
   auto lse = [](OpInfo& i) -> OpInfo& {
     return i.Attr("axis", std::vector<int32_t>{0}).Attr("keepdim", false).Attr("reduce_all", false);
   };
-  lse(r->Register("logsumexp").Input("X").Output("Out")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"})).Kernel<float>(LogsumexpKernel<false>);
-  lse(r->Register("logsumexp_grad").Input("X").Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-      .SetInferShape(GradSameShapeAsX).Kernel<float>(LogsumexpKernel<true>);
-  r->Register("dist").Input("X").Input("Y").Output("Out").Attr("p", 2.0f).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Y"}, {"Out"}, {"Out"}, {"X", "Y"})).Kernel<float>(DistKernel<false>);
-  r->Register("dist_grad").Input("X").Input("Y").Input("Out").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Y"), kDispensable).Attr("p", 2.0f)
-      .SetInferShape(NoShapeInference).Kernel<float>(DistKernel<true>);
+  lse(r->Register("logsumexp").Input("X").Output("Out"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
+      .Kernel<float>(LogsumexpKernel<false>);
+  lse(r->Register("logsumexp_grad")
+          .Input("X")
+          .Input("Out")
+          .Input(GradVarName("Out"))
+          .Output(GradVarName("X"), kDispensable))
+      .SetInferShape(GradSameShapeAsX)
+      .Kernel<float>(LogsumexpKernel<true>);
+  r->Register("dist")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .Attr("p", 2.0f)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Y"}, {"Out"}, {"Out"}, {"X", "Y"}))
+      .Kernel<float>(DistKernel<false>);
+  r->Register("dist_grad")
+      .Input("X")
+      .Input("Y")
+      .Input("Out")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Y"), kDispensable)
+      .Attr("p", 2.0f)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(DistKernel<true>);
 }
 
 }  // namespace oar

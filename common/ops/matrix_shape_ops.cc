@@ -79,7 +79,8 @@ absl::Status TrilTriuKernel(const ExecutionContext& ctx) {
   Tensor* out = ctx.Output(kGrad ? GradVarName("X") : "Out");
   if (out == nullptr) return absl::OkStatus();
   const DDim& d = x->dims();
-  if (d.size() < 2) return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", d.ToString(), " is not a matrix"));
+  if (d.size() < 2)
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", d.ToString(), " is not a matrix"));
   const int64_t rows = d[d.size() - 2], cols = d[d.size() - 1];
   const int64_t diag = ctx.Attr<int32_t>("diagonal");
   const bool lower = ctx.Attr<bool>("lower");
@@ -181,8 +182,8 @@ absl::Status UnbindKernel(const ExecutionContext& ctx) {
   const int axis = Axis(ctx.Attr<int32_t>("axis"), d.size());
   const std::vector<Tensor*> outs = ctx.MultiOutput(ctx.op().type == "unstack" ? "Y" : "Out");
   if (axis < 0 || axis >= d.size() || static_cast<int64_t>(outs.size()) != d[axis]) {
-    return absl::InvalidArgumentError(absl::StrCat("unbind: ", outs.size(), " outputs for axis ", axis, " of X",
-                                                   d.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unbind: ", outs.size(), " outputs for axis ", axis, " of X", d.ToString()));
   }
   std::vector<int64_t> od;
   for (int k = 0; k < d.size(); ++k) {
@@ -214,7 +215,8 @@ absl::Status UnstackGradKernel(const ExecutionContext& ctx) {
     if (gs[static_cast<size_t>(s)] == nullptr || gs[static_cast<size_t>(s)]->dims() != d) {
       return absl::InvalidArgumentError("unstack_grad: the slices' gradients differ in shape");
     }
-    for (int64_t a = 0; a < outer; ++a) std::copy_n(gs[static_cast<size_t>(s)]->data<T>() + a * inner, inner, o + (a * n + s) * inner);
+    for (int64_t a = 0; a < outer; ++a)
+      std::copy_n(gs[static_cast<size_t>(s)]->data<T>() + a * inner, inner, o + (a * n + s) * inner);
   }
   return absl::OkStatus();
 }
@@ -242,60 +244,131 @@ std::vector<OpDesc> UnbindGradMaker(const OpDesc& fwd) {
 
 void RegisterMatrixShapeOps(OpRegistry* r) {
   const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
-  NumericCpuKernels(r->Register("eye").Output("Out").Attr("num_rows", int64_t{0}).Attr("num_columns", int64_t{-1})
-                        .Attr("dtype", fp32).SetInferShape(NoShapeInference).SetKernelDtype(AttrDtype),
+  NumericCpuKernels(r->Register("eye")
+                        .Output("Out")
+                        .Attr("num_rows", int64_t{0})
+                        .Attr("num_columns", int64_t{-1})
+                        .Attr("dtype", fp32)
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(AttrDtype),
                     EyeKernel<float>, EyeKernel<double>, EyeKernel<int32_t>, EyeKernel<int64_t>);
-  NumericCpuKernels(r->Register("empty").Input("ShapeTensor", kDispensable | kReadAnywhere)
-                        .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
-                        .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
-                        .SetInferShape(NoShapeInference).SetKernelDtype(AttrDtype),
+  NumericCpuKernels(r->Register("empty")
+                        .Input("ShapeTensor", kDispensable | kReadAnywhere)
+                        .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere)
+                        .Output("Out")
+                        .Attr("shape", std::vector<int64_t>{})
+                        .Attr("dtype", fp32)
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(AttrDtype),
                     EmptyKernel<float>, EmptyKernel<double>, EmptyKernel<int32_t>, EmptyKernel<int64_t>);
-  r->Register("linspace").Input("Start", kReadAnywhere).Input("Stop", kReadAnywhere).Input("Num", kReadAnywhere)
-      .Output("Out").Attr("dtype", fp32).SetInferShape(NoShapeInference).SetKernelDtype(AttrDtype)
-      .Kernel<float>(LinspaceKernel<float>).Kernel<double>(LinspaceKernel<double>);
-  r->Register("size").HostSide().Input("Input", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetKernelDtype(AnyKernelDtype).Kernel<float>(SizeKernel);
-  NumericCpuKernels(r->Register("tril_triu").Input("X").Output("Out").Attr("diagonal", int32_t{0}).Attr("lower", true)
-                        .SetInferShape(SameShapeAsX).SetKernelDtype(XDtype)
+  r->Register("linspace")
+      .Input("Start", kReadAnywhere)
+      .Input("Stop", kReadAnywhere)
+      .Input("Num", kReadAnywhere)
+      .Output("Out")
+      .Attr("dtype", fp32)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AttrDtype)
+      .Kernel<float>(LinspaceKernel<float>)
+      .Kernel<double>(LinspaceKernel<double>);
+  r->Register("size")
+      .HostSide()
+      .Input("Input", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(SizeKernel);
+  NumericCpuKernels(r->Register("tril_triu")
+                        .Input("X")
+                        .Output("Out")
+                        .Attr("diagonal", int32_t{0})
+                        .Attr("lower", true)
+                        .SetInferShape(SameShapeAsX)
+                        .SetKernelDtype(XDtype)
                         .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"})),
                     TrilTriuKernel<float, false>, TrilTriuKernel<double, false>, TrilTriuKernel<int32_t, false>,
                     TrilTriuKernel<int64_t, false>);
-  r->Register("tril_triu_grad").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("diagonal", int32_t{0}).Attr("lower", true).SetInferShape(NoShapeInference)
-      .Kernel<float>(TrilTriuKernel<float, true>).Kernel<double>(TrilTriuKernel<double, true>);
-  NumericCpuKernels(r->Register("diag_v2").Input("X").Output("Out").Attr("offset", int32_t{0})
-                        .Attr("padding_value", 0.0f).SetInferShape(NoShapeInference).SetKernelDtype(XDtype),
+  r->Register("tril_triu_grad")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("diagonal", int32_t{0})
+      .Attr("lower", true)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(TrilTriuKernel<float, true>)
+      .Kernel<double>(TrilTriuKernel<double, true>);
+  NumericCpuKernels(r->Register("diag_v2")
+                        .Input("X")
+                        .Output("Out")
+                        .Attr("offset", int32_t{0})
+                        .Attr("padding_value", 0.0f)
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(XDtype),
                     DiagKernel<float>, DiagKernel<double>, DiagKernel<int32_t>, DiagKernel<int64_t>);
   for (const std::string type : {"flip", "reverse"}) {  // Fluid's reverse is the same map
-  NumericCpuKernels(r->Register(type).NotInPlace().Input("X").Output("Out").Attr("axis", std::vector<int32_t>{})
-                        .SetInferShape(SameShapeAsX).SetKernelDtype(XDtype)
-                        .SetGradMaker(+[](const OpDesc& fwd) {
-                          OpDesc g = MakeGradOp(fwd, fwd.type, {}, {}, {}, {});
-                          g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
-                          g.SetOutput("Out", {GradVarName(fwd.Input("X")[0])});
-                          return std::vector<OpDesc>{g};
-                        }),
-                    FlipKernel<float>, FlipKernel<double>, FlipKernel<int32_t>, FlipKernel<int64_t>);
+    NumericCpuKernels(r->Register(type)
+                          .NotInPlace()
+                          .Input("X")
+                          .Output("Out")
+                          .Attr("axis", std::vector<int32_t>{})
+                          .SetInferShape(SameShapeAsX)
+                          .SetKernelDtype(XDtype)
+                          .SetGradMaker(+[](const OpDesc& fwd) {
+                            OpDesc g = MakeGradOp(fwd, fwd.type, {}, {}, {}, {});
+                            g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
+                            g.SetOutput("Out", {GradVarName(fwd.Input("X")[0])});
+                            return std::vector<OpDesc>{g};
+                          }),
+                      FlipKernel<float>, FlipKernel<double>, FlipKernel<int32_t>, FlipKernel<int64_t>);
   }
-  NumericCpuKernels(r->Register("roll").NotInPlace().Input("X").Input("ShiftsTensor", kUnimplemented).Output("Out")
-                        .Attr("shifts", std::vector<int64_t>{}).Attr("axis", std::vector<int64_t>{})
-                        .SetInferShape(SameShapeAsX).SetKernelDtype(XDtype)
+  NumericCpuKernels(r->Register("roll")
+                        .NotInPlace()
+                        .Input("X")
+                        .Input("ShiftsTensor", kUnimplemented)
+                        .Output("Out")
+                        .Attr("shifts", std::vector<int64_t>{})
+                        .Attr("axis", std::vector<int64_t>{})
+                        .SetInferShape(SameShapeAsX)
+                        .SetKernelDtype(XDtype)
                         .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})),
                     RollKernel<float, false>, RollKernel<double, false>, RollKernel<int32_t, false>,
                     RollKernel<int64_t, false>);
-  r->Register("roll_grad").NotInPlace().Input("X", kDispensable).Input("ShiftsTensor", kUnimplemented)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("shifts", std::vector<int64_t>{}).Attr("axis", std::vector<int64_t>{}).SetInferShape(NoShapeInference)
-      .Kernel<float>(RollKernel<float, true>).Kernel<double>(RollKernel<double, true>);
-  NumericCpuKernels(r->Register("unstack").NotInPlace().Input("X").Output("Y", kDuplicable).Attr("axis", int32_t{0})
-                        .Attr("num", int32_t{0}).SetInferShape(NoShapeInference).SetKernelDtype(XDtype)
+  r->Register("roll_grad")
+      .NotInPlace()
+      .Input("X", kDispensable)
+      .Input("ShiftsTensor", kUnimplemented)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("shifts", std::vector<int64_t>{})
+      .Attr("axis", std::vector<int64_t>{})
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(RollKernel<float, true>)
+      .Kernel<double>(RollKernel<double, true>);
+  NumericCpuKernels(r->Register("unstack")
+                        .NotInPlace()
+                        .Input("X")
+                        .Output("Y", kDuplicable)
+                        .Attr("axis", int32_t{0})
+                        .Attr("num", int32_t{0})
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(XDtype)
                         .SetGradMaker(UnbindGradMaker),
                     UnbindKernel<float>, UnbindKernel<double>, UnbindKernel<int32_t>, UnbindKernel<int64_t>);
-  r->Register("unstack_grad").Input(GradVarName("Y"), kDuplicable).Output(GradVarName("X"), kDispensable)
-      .Attr("axis", int32_t{0}).Attr("num", int32_t{0}).SetInferShape(NoShapeInference)
-      .Kernel<float>(UnstackGradKernel<float>).Kernel<double>(UnstackGradKernel<double>);
-  NumericCpuKernels(r->Register("unbind").NotInPlace().Input("X").Output("Out", kDuplicable).Attr("axis", int32_t{0})
-                        .SetInferShape(NoShapeInference).SetKernelDtype(XDtype).SetGradMaker(UnbindGradMaker),
+  r->Register("unstack_grad")
+      .Input(GradVarName("Y"), kDuplicable)
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{0})
+      .Attr("num", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(UnstackGradKernel<float>)
+      .Kernel<double>(UnstackGradKernel<double>);
+  NumericCpuKernels(r->Register("unbind")
+                        .NotInPlace()
+                        .Input("X")
+                        .Output("Out", kDuplicable)
+                        .Attr("axis", int32_t{0})
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(XDtype)
+                        .SetGradMaker(UnbindGradMaker),
                     UnbindKernel<float>, UnbindKernel<double>, UnbindKernel<int32_t>, UnbindKernel<int64_t>);
 }
 

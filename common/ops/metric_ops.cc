@@ -70,12 +70,11 @@ absl::Status TopKKernel(const ExecutionContext& ctx) {
 absl::Status AccuracyInferShape(InferShapeContext& ctx) {
   DDim idx = ctx.InputDim("Indices"), label = ctx.InputDim("Label");
   if (idx.size() != 2 || label.size() != 2 || (label[1] >= 0 && label[1] != 1)) {
-    return ctx.Error("expects Indices [N, k] and Label [N, 1], got Indices", idx.ToString(),
-                     " and Label", label.ToString());
+    return ctx.Error("expects Indices [N, k] and Label [N, 1], got Indices", idx.ToString(), " and Label",
+                     label.ToString());
   }
   if (idx[0] >= 0 && label[0] >= 0 && idx[0] != label[0]) {
-    return ctx.Error("Indices", idx.ToString(), " and Label", label.ToString(),
-                     " have different batch sizes");
+    return ctx.Error("Indices", idx.ToString(), " and Label", label.ToString(), " have different batch sizes");
   }
   ctx.SetOutputDim("Accuracy", DDim{1});
   ctx.SetOutputDim("Correct", DDim{1});
@@ -97,7 +96,10 @@ absl::Status AccuracyKernel(const ExecutionContext& ctx) {
   int32_t correct = 0;
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t j = 0; j < k; ++j) {
-      if (ip[r * k + j] == lp[r]) { ++correct; break; }
+      if (ip[r * k + j] == lp[r]) {
+        ++correct;
+        break;
+      }
     }
   }
   ctx.Output("Accuracy")->mutable_data<float>()[0] = n ? float(correct) / float(n) : 0.f;
@@ -111,18 +113,41 @@ DataType AccuracyDtype(const ExecutionContext&) { return DataType::kFloat32; }
 }  // namespace
 
 void RegisterMetricOps(OpRegistry* r) {
-  r->Register("top_k").NotInPlace().Input("X").Output("Out").Output("Indices").Attr("k", int32_t{1})
-      .SetInferShape(TopKInferShape).SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
-      .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
+  r->Register("top_k")
+      .NotInPlace()
+      .Input("X")
+      .Output("Out")
+      .Output("Indices")
+      .Attr("k", int32_t{1})
+      .SetInferShape(TopKInferShape)
+      .SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
+      .Kernel<float>(TopKKernel<float>)
+      .Kernel<double>(TopKKernel<double>);
   // Paddle 2.x's form (any axis, largest or smallest); results always come
-// sorted, which `sorted: false` allows.
-  r->Register("top_k_v2").NotInPlace().Input("X").Input("K", kUnimplemented).Output("Out").Output("Indices")
-      .Attr("k", int32_t{1}).Attr("axis", int32_t{-1}).Attr("largest", true).Attr("sorted", true)
-      .SetInferShape(TopKInferShape).SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
-      .Kernel<float>(TopKKernel<float>).Kernel<double>(TopKKernel<double>);
-  r->Register("accuracy").Input("Out").Input("Indices").Input("Label")
-      .Output("Accuracy").Output("Correct", kDispensable).Output("Total", kDispensable)
-      .SetInferShape(AccuracyInferShape).SetKernelDtype(AccuracyDtype)
+  // sorted, which `sorted: false` allows.
+  r->Register("top_k_v2")
+      .NotInPlace()
+      .Input("X")
+      .Input("K", kUnimplemented)
+      .Output("Out")
+      .Output("Indices")
+      .Attr("k", int32_t{1})
+      .Attr("axis", int32_t{-1})
+      .Attr("largest", true)
+      .Attr("sorted", true)
+      .SetInferShape(TopKInferShape)
+      .SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
+      .Kernel<float>(TopKKernel<float>)
+      .Kernel<double>(TopKKernel<double>);
+  r->Register("accuracy")
+      .Input("Out")
+      .Input("Indices")
+      .Input("Label")
+      .Output("Accuracy")
+      .Output("Correct", kDispensable)
+      .Output("Total", kDispensable)
+      .SetInferShape(AccuracyInferShape)
+      .SetKernelDtype(AccuracyDtype)
       .Kernel<float>(AccuracyKernel);
 }
 

@@ -26,11 +26,13 @@ absl::Status HistogramKernel(const ExecutionContext& ctx) {
   double lo = ctx.Attr<int32_t>("min"), hi = ctx.Attr<int32_t>("max");
   std::vector<double> v(static_cast<size_t>(x->numel()));
   for (int64_t i = 0; i < x->numel(); ++i) {
-    v[static_cast<size_t>(i)] = x->dtype() == DataType::kFloat32 ? x->data<float>()[i]
+    v[static_cast<size_t>(i)] = x->dtype() == DataType::kFloat32   ? x->data<float>()[i]
                                 : x->dtype() == DataType::kFloat64 ? x->data<double>()[i]
-                                : x->dtype() == DataType::kInt32 ? x->data<int32_t>()[i] : x->data<int64_t>()[i];
+                                : x->dtype() == DataType::kInt32   ? x->data<int32_t>()[i]
+                                                                   : x->data<int64_t>()[i];
   }
-  if (lo == 0 && hi == 0 && !v.empty()) lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+  if (lo == 0 && hi == 0 && !v.empty())
+    lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   if (lo == hi) lo -= 1, hi += 1;
   if (bins < 1) return absl::InvalidArgumentError("histogram: bins must be positive");
   int64_t* o = ctx.Output("Out")->mutable_data<int64_t>(DDim{bins});
@@ -47,12 +49,14 @@ absl::Status ShardIndexKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const int64_t num = ctx.Attr<int32_t>("index_num"), shards = ctx.Attr<int32_t>("nshards");
   const int64_t id = ctx.Attr<int32_t>("shard_id"), ignore = ctx.Attr<int32_t>("ignore_value");
-  if (shards < 1 || id < 0 || id >= shards) return absl::InvalidArgumentError("shard_index: shard_id outside [0, nshards)");
+  if (shards < 1 || id < 0 || id >= shards)
+    return absl::InvalidArgumentError("shard_index: shard_id outside [0, nshards)");
   const int64_t size = (num + shards - 1) / shards;
   T* o = ctx.Output("Out")->mutable_data<T>(x->dims());
   for (int64_t i = 0; i < x->numel(); ++i) {
     const int64_t v = x->data<T>()[i];
-    if (v < 0 || v >= num) return absl::InvalidArgumentError(absl::StrCat("shard_index: ", v, " outside [0, index_num)"));
+    if (v < 0 || v >= num)
+      return absl::InvalidArgumentError(absl::StrCat("shard_index: ", v, " outside [0, index_num)"));
     o[i] = static_cast<T>(v / size == id ? v % size : ignore);
   }
   return absl::OkStatus();
@@ -62,12 +66,23 @@ std::vector<double> AsDoubles(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (t.dtype()) {
-      case DataType::kFloat32: v[static_cast<size_t>(i)] = t.data<float>()[i]; break;
-      case DataType::kFloat64: v[static_cast<size_t>(i)] = t.data<double>()[i]; break;
-      case DataType::kInt32: v[static_cast<size_t>(i)] = t.data<int32_t>()[i]; break;
-      case DataType::kInt64: v[static_cast<size_t>(i)] = static_cast<double>(t.data<int64_t>()[i]); break;
-      case DataType::kBool: v[static_cast<size_t>(i)] = t.data<bool>()[i]; break;
-      default: break;
+      case DataType::kFloat32:
+        v[static_cast<size_t>(i)] = t.data<float>()[i];
+        break;
+      case DataType::kFloat64:
+        v[static_cast<size_t>(i)] = t.data<double>()[i];
+        break;
+      case DataType::kInt32:
+        v[static_cast<size_t>(i)] = t.data<int32_t>()[i];
+        break;
+      case DataType::kInt64:
+        v[static_cast<size_t>(i)] = static_cast<double>(t.data<int64_t>()[i]);
+        break;
+      case DataType::kBool:
+        v[static_cast<size_t>(i)] = t.data<bool>()[i];
+        break;
+      default:
+        break;
     }
   }
   return v;
@@ -84,7 +99,8 @@ absl::Status AllcloseKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* a, RequireInput(ctx, "Input"));
   OAR_ASSIGN_OR_RETURN(const Tensor* b, RequireInput(ctx, "Other"));
   double rtol = 0, atol = 0;
-  if (!absl::SimpleAtod(ctx.Attr<std::string>("rtol"), &rtol) || !absl::SimpleAtod(ctx.Attr<std::string>("atol"), &atol)) {
+  if (!absl::SimpleAtod(ctx.Attr<std::string>("rtol"), &rtol) ||
+      !absl::SimpleAtod(ctx.Attr<std::string>("atol"), &atol)) {
     return absl::InvalidArgumentError("allclose: rtol and atol must be numbers");
   }
   if (a->numel() != b->numel()) return absl::UnimplementedError("allclose: Input and Other differ in shape");
@@ -92,8 +108,10 @@ absl::Status AllcloseKernel(const ExecutionContext& ctx) {
   const std::vector<double> x = AsDoubles(*a), y = AsDoubles(*b);
   bool all = true;
   for (size_t i = 0; i < x.size() && all; ++i) {
-    if (std::isnan(x[i]) || std::isnan(y[i])) all = nan_equal && std::isnan(x[i]) && std::isnan(y[i]);
-    else all = std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i]);
+    if (std::isnan(x[i]) || std::isnan(y[i]))
+      all = nan_equal && std::isnan(x[i]) && std::isnan(y[i]);
+    else
+      all = std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i]);
   }
   ctx.Output("Out")->mutable_data<bool>(DDim{})[0] = all;
   return absl::OkStatus();
@@ -119,8 +137,8 @@ absl::Status DiagEmbedKernel(const ExecutionContext& ctx) {
   const int r = d.size() + 1;
   const int d1 = ctx.Attr<int32_t>("dim1"), d2 = ctx.Attr<int32_t>("dim2");
   if ((d1 != -2 && d1 != r - 2) || (d2 != -1 && d2 != r - 1) || d.size() < 1) {
-    return absl::UnimplementedError(absl::StrCat("diag_embed: dim1=", d1, ", dim2=", d2,
-                                                 " is not implemented (Oar implements the last two axes)"));
+    return absl::UnimplementedError(
+        absl::StrCat("diag_embed: dim1=", d1, ", dim2=", d2, " is not implemented (Oar implements the last two axes)"));
   }
   const int64_t off = ctx.Attr<int32_t>("offset"), n = d[d.size() - 1], m = n + std::abs(off);
   const int64_t batch = d.numel() / std::max<int64_t>(n, 1);
@@ -143,7 +161,8 @@ absl::Status GatherTreeKernel(const ExecutionContext& ctx) {
   const DDim& d = ids->dims();
   if (d.size() != 3 || parents->dims() != d) {
     return absl::InvalidArgumentError(absl::StrCat("gather_tree: Ids", d.ToString(), " and Parents",
-                                                   parents->dims().ToString(), " must be one [time, batch, beam] shape"));
+                                                   parents->dims().ToString(),
+                                                   " must be one [time, batch, beam] shape"));
   }
   const int64_t t_len = d[0], batch = d[1], beam = d[2];
   const T* ip = ids->data<T>();
@@ -169,8 +188,8 @@ absl::StatusOr<std::pair<DDim, std::vector<int64_t>>> CropBox(const ExecutionCon
   const auto shape = ctx.Attr<std::vector<int32_t>>("shape");
   const auto offsets = ctx.Attr<std::vector<int32_t>>("offsets");
   if (static_cast<int>(shape.size()) != x.size() || static_cast<int>(offsets.size()) != x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": shape and offsets must give each dimension of X",
-                                                   x.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": shape and offsets must give each dimension of X", x.ToString()));
   }
   DDim out = x;
   std::vector<int64_t> off;
@@ -178,7 +197,8 @@ absl::StatusOr<std::pair<DDim, std::vector<int64_t>>> CropBox(const ExecutionCon
     out[d] = shape[static_cast<size_t>(d)] < 0 ? x[d] - offsets[static_cast<size_t>(d)] : shape[static_cast<size_t>(d)];
     off.push_back(offsets[static_cast<size_t>(d)]);
     if (off.back() < 0 || off.back() + out[d] > x[d]) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": the crop leaves X", x.ToString(), " in dimension ", d));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": the crop leaves X", x.ToString(), " in dimension ", d));
     }
   }
   return std::make_pair(out, off);
@@ -218,7 +238,8 @@ absl::Status CvmKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* cvm, RequireInput(ctx, "CVM"));
   const int64_t n = x->dims()[0], w = x->numel() / std::max<int64_t>(n, 1);
   const bool use = ctx.Attr<bool>("use_cvm");
-  if (w < 2 || cvm->numel() != 2 * n) return absl::InvalidArgumentError("cvm: X needs two leading columns and CVM [N, 2]");
+  if (w < 2 || cvm->numel() != 2 * n)
+    return absl::InvalidArgumentError("cvm: X needs two leading columns and CVM [N, 2]");
   const T* xp = x->data<T>();
   if (!kGrad) {
     const int64_t ow = use ? w : w - 2;
@@ -272,7 +293,8 @@ absl::Status PositionEncodingKernel(const ExecutionContext& ctx) {
   for (int64_t b = 0; b < dims[0]; ++b) {
     for (int64_t j = 0; j < len; ++j) {
       for (int64_t k = 0; k < half; ++k) {
-        const double v = half > 1 ? static_cast<double>(j) / std::pow(10000.0, static_cast<double>(k) / static_cast<double>(half - 1))
+        const double v = half > 1 ? static_cast<double>(j) /
+                                        std::pow(10000.0, static_cast<double>(k) / static_cast<double>(half - 1))
                                   : static_cast<double>(j) / 10000.0;
         const int64_t at = (b * len + j) * size;
         o[at + k] = x->data<T>()[at + k] * alpha + static_cast<T>(std::sin(v)) * beta;
@@ -290,17 +312,50 @@ absl::Status PositionEncodingKernel(const ExecutionContext& ctx) {
 
 void RegisterMiscValueOps(OpRegistry* r) {
   auto x_dtype = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
-  r->Register("histogram").Input("X").Output("Out").Attr("bins", int64_t{100}).Attr("min", int32_t{0})
-      .Attr("max", int32_t{0}).SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(HistogramKernel);
-  r->Register("shard_index").Input("X").Output("Out").Attr("index_num", int32_t{0}).Attr("nshards", int32_t{1})
-      .Attr("shard_id", int32_t{0}).Attr("ignore_value", int32_t{-1}).SetInferShape(SameShapeAsX).SetKernelDtype(x_dtype)
-      .Kernel<int32_t>(ShardIndexKernel<int32_t>).Kernel<int64_t>(ShardIndexKernel<int64_t>);
-  r->Register("equal_all").Input("X").Input("Y").Output("Out").SetInferShape(NoShapeInference)
-      .SetKernelDtype(AnyKernelDtype).Kernel<float>(EqualAllKernel);
-  r->Register("allclose").Input("Input").Input("Other").Input("Rtol", kUnimplemented).Input("Atol", kUnimplemented)
-      .Output("Out").Attr("rtol", std::string("1e-05")).Attr("atol", std::string("1e-08")).Attr("equal_nan", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(AllcloseKernel);
-  r->Register("conj").Input("X").Output("Out").SetInferShape(SameShapeAsX).SetKernelDtype(x_dtype)
+  r->Register("histogram")
+      .Input("X")
+      .Output("Out")
+      .Attr("bins", int64_t{100})
+      .Attr("min", int32_t{0})
+      .Attr("max", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(HistogramKernel);
+  r->Register("shard_index")
+      .Input("X")
+      .Output("Out")
+      .Attr("index_num", int32_t{0})
+      .Attr("nshards", int32_t{1})
+      .Attr("shard_id", int32_t{0})
+      .Attr("ignore_value", int32_t{-1})
+      .SetInferShape(SameShapeAsX)
+      .SetKernelDtype(x_dtype)
+      .Kernel<int32_t>(ShardIndexKernel<int32_t>)
+      .Kernel<int64_t>(ShardIndexKernel<int64_t>);
+  r->Register("equal_all")
+      .Input("X")
+      .Input("Y")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(EqualAllKernel);
+  r->Register("allclose")
+      .Input("Input")
+      .Input("Other")
+      .Input("Rtol", kUnimplemented)
+      .Input("Atol", kUnimplemented)
+      .Output("Out")
+      .Attr("rtol", std::string("1e-05"))
+      .Attr("atol", std::string("1e-08"))
+      .Attr("equal_nan", false)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(AllcloseKernel);
+  r->Register("conj")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .SetKernelDtype(x_dtype)
       .SetGradMaker(+[](const OpDesc& fwd) {
         OpDesc g = MakeGradOp(fwd, "conj", {}, {}, {}, {});
         g.SetInput("X", {GradVarName(fwd.Output("Out")[0])});
@@ -308,34 +363,75 @@ void RegisterMiscValueOps(OpRegistry* r) {
         return std::vector<OpDesc>{g};
       })
       .OAR_FLOATS(ConjKernel);
-  r->Register("is_empty").Input("X", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetKernelDtype(AnyKernelDtype).Kernel<float>(IsEmptyKernel);
-  r->Register("diag_embed").Input("Input").Output("Out").Attr("offset", int32_t{0}).Attr("dim1", int32_t{-2})
-      .Attr("dim2", int32_t{-1}).SetInferShape(NoShapeInference).OAR_FLOATS(DiagEmbedKernel);
-  r->Register("gather_tree").Input("Ids").Input("Parents").Output("Out").SetInferShape(NoShapeInference)
+  r->Register("is_empty")
+      .Input("X", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(IsEmptyKernel);
+  r->Register("diag_embed")
+      .Input("Input")
+      .Output("Out")
+      .Attr("offset", int32_t{0})
+      .Attr("dim1", int32_t{-2})
+      .Attr("dim2", int32_t{-1})
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS(DiagEmbedKernel);
+  r->Register("gather_tree")
+      .Input("Ids")
+      .Input("Parents")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& c) { return InputDtypeOf(c, "Ids"); })
-      .Kernel<int32_t>(GatherTreeKernel<int32_t>).Kernel<int64_t>(GatherTreeKernel<int64_t>);
+      .Kernel<int32_t>(GatherTreeKernel<int32_t>)
+      .Kernel<int64_t>(GatherTreeKernel<int64_t>);
   for (const std::string type : {"crop", "crop_tensor"}) {
     auto attrs = [&](OpInfo& i) -> OpInfo& {
       i.Attr("shape", std::vector<int32_t>{}).Attr("offsets", std::vector<int32_t>{}).Input("Offsets", kUnimplemented);
       return type == "crop" ? i.Input("Y", kUnimplemented)
-                            : i.Input("Shape", kUnimplemented).Input("ShapeTensor", kDuplicable | kUnimplemented)
+                            : i.Input("Shape", kUnimplemented)
+                                  .Input("ShapeTensor", kDuplicable | kUnimplemented)
                                   .Input("OffsetsTensor", kDuplicable | kUnimplemented);
     };
-    attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(NoShapeInference)
-        .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(CropKernel, false);
+    attrs(r->Register(type).Input("X").Output("Out"))
+        .SetInferShape(NoShapeInference)
+        .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+        .OAR_FLOATS2(CropKernel, false);
     attrs(r->Register(type + "_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-        .SetInferShape(GradSameShapeAsX).OAR_FLOATS2(CropKernel, true);
+        .SetInferShape(GradSameShapeAsX)
+        .OAR_FLOATS2(CropKernel, true);
   }
-  r->Register("cvm").Input("X").Input("CVM").Output("Y").Attr("use_cvm", true).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "CVM"}, {}, {"Y"}, {"X"})).OAR_FLOATS2(CvmKernel, false);
-  r->Register("cvm_grad").Input("X").Input("CVM").Input(GradVarName("Y")).Output(GradVarName("X"), kDispensable)
-      .Attr("use_cvm", true).SetInferShape(GradSameShapeAsX).OAR_FLOATS2(CvmKernel, true);
-  r->Register("add_position_encoding").Input("X").Output("Out").Attr("alpha", 1.0f).Attr("beta", 1.0f)
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
+  r->Register("cvm")
+      .Input("X")
+      .Input("CVM")
+      .Output("Y")
+      .Attr("use_cvm", true)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "CVM"}, {}, {"Y"}, {"X"}))
+      .OAR_FLOATS2(CvmKernel, false);
+  r->Register("cvm_grad")
+      .Input("X")
+      .Input("CVM")
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("use_cvm", true)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(CvmKernel, true);
+  r->Register("add_position_encoding")
+      .Input("X")
+      .Output("Out")
+      .Attr("alpha", 1.0f)
+      .Attr("beta", 1.0f)
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
       .OAR_FLOATS2(PositionEncodingKernel, false);
-  r->Register("add_position_encoding_grad").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("alpha", 1.0f).Attr("beta", 1.0f).SetInferShape(NoShapeInference).OAR_FLOATS2(PositionEncodingKernel, true);
+  r->Register("add_position_encoding_grad")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("alpha", 1.0f)
+      .Attr("beta", 1.0f)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(PositionEncodingKernel, true);
 }
 
 #undef OAR_FLOATS

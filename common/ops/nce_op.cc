@@ -39,7 +39,8 @@ class Sampler {
 
 class UniformSampler : public Sampler {
  public:
-  UniformSampler(int64_t range, int32_t seed) : engine_(Seed(seed)), dist_(0, static_cast<int>(range)), p_(1.0 / (range + 1)) {}
+  UniformSampler(int64_t range, int32_t seed)
+      : engine_(Seed(seed)), dist_(0, static_cast<int>(range)), p_(1.0 / (range + 1)) {}
   int64_t Sample() override { return dist_(engine_); }
   double Probability(int64_t) const override { return p_; }
 
@@ -51,7 +52,8 @@ class UniformSampler : public Sampler {
 
 class LogUniformSampler : public Sampler {
  public:
-  LogUniformSampler(int64_t range, int32_t seed) : range_(range), log_range_(std::log(range + 1.0)), engine_(Seed(seed)) {}
+  LogUniformSampler(int64_t range, int32_t seed)
+      : range_(range), log_range_(std::log(range + 1.0)), engine_(Seed(seed)) {}
   int64_t Sample() override {
     const int64_t v = static_cast<int64_t>(std::exp(dist_(engine_) * log_range_)) - 1;
     return v % range_;  // float round-off may reach range_
@@ -68,7 +70,10 @@ class LogUniformSampler : public Sampler {
 class CustomSampler : public Sampler {
  public:
   CustomSampler(int64_t range, const float* probs, const int32_t* alias, const float* alias_probs, int32_t seed)
-      : engine_(Seed(seed)), index_(0, static_cast<int>(range)), probs_(probs), alias_(alias),
+      : engine_(Seed(seed)),
+        index_(0, static_cast<int>(range)),
+        probs_(probs),
+        alias_(alias),
         alias_probs_(alias_probs) {}
   int64_t Sample() override {
     const int i = index_(engine_);
@@ -91,8 +96,10 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const ExecutionContext& ctx
   const int64_t classes = ctx.Attr<int32_t>("num_total_classes");
   const int32_t seed = ctx.Attr<int32_t>("seed");
   switch (ctx.Attr<int32_t>("sampler")) {
-    case 0: return std::unique_ptr<Sampler>(new UniformSampler(classes - 1, seed));
-    case 1: return std::unique_ptr<Sampler>(new LogUniformSampler(classes - 1, seed));
+    case 0:
+      return std::unique_ptr<Sampler>(new UniformSampler(classes - 1, seed));
+    case 1:
+      return std::unique_ptr<Sampler>(new LogUniformSampler(classes - 1, seed));
     case 2: {
       const Tensor* probs = ctx.Input("CustomDistProbs");
       const Tensor* alias = ctx.Input("CustomDistAlias");
@@ -100,8 +107,8 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const ExecutionContext& ctx
       for (const Tensor* t : {probs, alias, alias_probs}) {
         if (t == nullptr || t->numel() != classes) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "nce: sampler custom_dist needs CustomDistProbs, CustomDistAlias and CustomDistAliasProbs of ",
-              classes, " entries each"));
+              "nce: sampler custom_dist needs CustomDistProbs, CustomDistAlias and CustomDistAliasProbs of ", classes,
+              " entries each"));
         }
       }
       return std::unique_ptr<Sampler>(new CustomSampler(classes - 1, probs->data<float>(), alias->data<int32_t>(),
@@ -137,9 +144,9 @@ absl::Status NceKernel(const ExecutionContext& ctx) {
   const auto custom = ctx.Attr<std::vector<int32_t>>("custom_neg_classes");
   const int64_t negs = custom.empty() ? ctx.Attr<int32_t>("num_neg_samples") : static_cast<int64_t>(custom.size());
   if (w->dims().size() != 2 || w->dims()[0] != classes || w->dims()[1] != d || label->dims()[0] != n) {
-    return absl::InvalidArgumentError(absl::StrCat("nce: Weight", w->dims().ToString(), " must be [",
-                                                   classes, ", ", d, "] for Input", x->dims().ToString(),
-                                                   " and Label", label->dims().ToString(), " one row per example"));
+    return absl::InvalidArgumentError(absl::StrCat("nce: Weight", w->dims().ToString(), " must be [", classes, ", ", d,
+                                                   "] for Input", x->dims().ToString(), " and Label",
+                                                   label->dims().ToString(), " one row per example"));
   }
   OAR_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(ctx));
   const int64_t cols = num_true + negs;
@@ -152,8 +159,8 @@ absl::Status NceKernel(const ExecutionContext& ctx) {
   }
   for (int64_t k = 0; k < n * cols; ++k) {
     if (labels[k] < 0 || labels[k] >= classes) {
-      return absl::InvalidArgumentError(absl::StrCat("nce: label ", labels[k], " (example ", k / cols,
-                                                     ") is not a class in [0, ", classes, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nce: label ", labels[k], " (example ", k / cols, ") is not a class in [0, ", classes, ")"));
     }
   }
   const Tensor* bias = ctx.Input("Bias");
@@ -249,25 +256,47 @@ void GradVarType(const OpDesc& op, BlockDesc* block) { SetSparseGradType(op, blo
 
 void RegisterNceOp(OpRegistry* r) {
   auto common = [](OpInfo& i) -> OpInfo& {
-    return i.Input("Input").Input("Label").Input("Weight").Input("Bias", kDispensable)
-        .Input("SampleWeight", kDispensable).Input("CustomDistProbs", kDispensable)
-        .Input("CustomDistAlias", kDispensable).Input("CustomDistAliasProbs", kDispensable)
-        .Attr("num_total_classes", int32_t{2}).Attr("num_neg_samples", int32_t{10}).Attr("sampler", int32_t{0})
-        .Attr("seed", int32_t{0}).Attr("is_sparse", false).Attr("is_test", false)
-        .Attr("custom_neg_classes", std::vector<int32_t>{}).Attr("remote_prefetch", false)
-        .Attr("trainer_id", int32_t{0}).Attr("height_sections", std::vector<int64_t>{})
-        .Attr("epmap", std::vector<std::string>{}).Attr("table_names", std::vector<std::string>{})
+    return i.Input("Input")
+        .Input("Label")
+        .Input("Weight")
+        .Input("Bias", kDispensable)
+        .Input("SampleWeight", kDispensable)
+        .Input("CustomDistProbs", kDispensable)
+        .Input("CustomDistAlias", kDispensable)
+        .Input("CustomDistAliasProbs", kDispensable)
+        .Attr("num_total_classes", int32_t{2})
+        .Attr("num_neg_samples", int32_t{10})
+        .Attr("sampler", int32_t{0})
+        .Attr("seed", int32_t{0})
+        .Attr("is_sparse", false)
+        .Attr("is_test", false)
+        .Attr("custom_neg_classes", std::vector<int32_t>{})
+        .Attr("remote_prefetch", false)
+        .Attr("trainer_id", int32_t{0})
+        .Attr("height_sections", std::vector<int64_t>{})
+        .Attr("epmap", std::vector<std::string>{})
+        .Attr("table_names", std::vector<std::string>{})
         .SetInferShape(NoShapeInference);
   };
-  common(r->Register("nce")).Output("Cost").Output("SampleLogits").Output("SampleLabels")
+  common(r->Register("nce"))
+      .Output("Cost")
+      .Output("SampleLogits")
+      .Output("SampleLabels")
       .SetGradMaker(GradOpMaker({"Input", "Label", "Weight", "Bias", "SampleWeight", "CustomDistProbs",
                                  "CustomDistAlias", "CustomDistAliasProbs"},
                                 {"SampleLogits", "SampleLabels"}, {"Cost"}, {"Input", "Weight", "Bias"}))
-      .Kernel<float>(NceKernel<float>).Kernel<double>(NceKernel<double>);
-  common(r->Register("nce_grad").NotInPlace()).Input("SampleLogits").Input("SampleLabels")
-      .Input(GradVarName("Cost")).Output(GradVarName("Input"), kDispensable)
-      .Output(GradVarName("Weight"), kDispensable).Output(GradVarName("Bias"), kDispensable)
-      .SetInferVarType(GradVarType).Kernel<float>(NceGradKernel<float>).Kernel<double>(NceGradKernel<double>);
+      .Kernel<float>(NceKernel<float>)
+      .Kernel<double>(NceKernel<double>);
+  common(r->Register("nce_grad").NotInPlace())
+      .Input("SampleLogits")
+      .Input("SampleLabels")
+      .Input(GradVarName("Cost"))
+      .Output(GradVarName("Input"), kDispensable)
+      .Output(GradVarName("Weight"), kDispensable)
+      .Output(GradVarName("Bias"), kDispensable)
+      .SetInferVarType(GradVarType)
+      .Kernel<float>(NceGradKernel<float>)
+      .Kernel<double>(NceGradKernel<double>);
 }
 
 }  // namespace oar

@@ -16,16 +16,17 @@ namespace oar {
 absl::Status CheckBadLabel(const ExecutionContext& ctx, CudaContext* c, const int64_t* bad_row_dev,
                            const int64_t* labels_dev, int64_t cols) {
   int64_t bad_row = 0;
-  OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(&bad_row, bad_row_dev, sizeof bad_row, cudaMemcpyDeviceToHost, c->stream),
-                                 "cross_entropy: label check"));
+  OAR_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(&bad_row, bad_row_dev, sizeof bad_row, cudaMemcpyDeviceToHost, c->stream),
+                 "cross_entropy: label check"));
   OAR_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(c->stream), "cross_entropy: label check"));
   if (bad_row == std::numeric_limits<int64_t>::max()) return absl::OkStatus();
   int64_t value = 0;
   OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(&value, labels_dev + bad_row, sizeof value, cudaMemcpyDeviceToHost),
                                  "cross_entropy: label check"));
   return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": label ", value, " of row ", bad_row,
-                                                 " is outside [0, ", cols, ") (input ",
-                                                 InputLabel(ctx.op(), "Label"), ")"));
+                                                 " is outside [0, ", cols, ") (input ", InputLabel(ctx.op(), "Label"),
+                                                 ")"));
 }
 
 namespace {
@@ -77,8 +78,8 @@ absl::Status CrossEntropy2Kernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const int64_t* label, GpuIn<int64_t>(ctx, "Label"));
   auto [rows, cols] = loss_util::RowsCols(ctx.Input("X")->dims());
   if (ctx.Input("Label")->numel() != rows) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Label has ", ctx.Input("Label")->numel(),
-                                                   " labels for ", rows, " rows of X"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Label has ", ctx.Input("Label")->numel(), " labels for ", rows, " rows of X"));
   }
   if (Tensor* xs = ctx.Output("XShape")) xs->mutable_data<float>();
   Tensor bad;
@@ -114,9 +115,10 @@ absl::Status TopKKernel(const ExecutionContext& ctx) {
   if (ctx.op().type == "top_k_v2") {
     const int axis = ctx.Attr<int32_t>("axis");
     if ((axis != -1 && axis != d.size() - 1) || !ctx.Attr<bool>("largest")) {
-      return absl::UnimplementedError(absl::StrCat("top_k_v2: on the GPU, Oar implements the largest along the last "
-                                                   "axis (got axis=", axis, ", largest=", ctx.Attr<bool>("largest"),
-                                                   "); run it on the CPU"));
+      return absl::UnimplementedError(
+          absl::StrCat("top_k_v2: on the GPU, Oar implements the largest along the last "
+                       "axis (got axis=",
+                       axis, ", largest=", ctx.Attr<bool>("largest"), "); run it on the CPU"));
     }
   }
   const int64_t k = ctx.Attr<int32_t>("k");

@@ -28,11 +28,14 @@ struct Around {
 absl::StatusOr<Around> AroundAxis(const ExecutionContext& ctx, const DDim& x, int axis, bool all, bool keep) {
   if (all) return Around{1, x.numel(), 1, keep ? DDim(std::vector<int64_t>(static_cast<size_t>(x.size()), 1)) : DDim{}};
   if (axis < 0) axis += x.size();
-  if (axis < 0 || axis >= x.size()) return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": axis outside X", x.ToString()));
+  if (axis < 0 || axis >= x.size())
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": axis outside X", x.ToString()));
   std::vector<int64_t> od;
   for (int d = 0; d < x.size(); ++d) {
-    if (d != axis) od.push_back(x[d]);
-    else if (keep) od.push_back(1);
+    if (d != axis)
+      od.push_back(x[d]);
+    else if (keep)
+      od.push_back(1);
   }
   return Around{x.Product(0, axis), x[axis], x.Product(axis + 1, x.size()), DDim(od)};
 }
@@ -54,9 +57,12 @@ absl::Status PNormKernel(const ExecutionContext& ctx) {
         double acc = std::isinf(p) ? (p > 0 ? 0.0 : std::numeric_limits<double>::infinity()) : 0.0;
         for (int64_t k = 0; k < a.len; ++k) {
           const double v = std::abs(static_cast<double>(xp[at(o, k, i)]));
-          if (std::isinf(p)) acc = p > 0 ? std::max(acc, v) : std::min(acc, v);
-          else if (p == 0) acc += v != 0;
-          else acc += std::pow(v, p);
+          if (std::isinf(p))
+            acc = p > 0 ? std::max(acc, v) : std::min(acc, v);
+          else if (p == 0)
+            acc += v != 0;
+          else
+            acc += std::pow(v, p);
         }
         out[o * a.inner + i] = static_cast<T>(std::isinf(p) || p == 0 ? acc : std::pow(acc, 1 / p));
       }
@@ -77,8 +83,10 @@ absl::Status PNormKernel(const ExecutionContext& ctx) {
       for (int64_t k = 0; k < a.len; ++k) {
         const double v = xp[at(o, k, i)], s = (v > 0) - (v < 0);
         double r = 0;
-        if (std::isinf(p)) r = std::abs(v) == y ? s * gy : 0;
-        else if (p != 0) r = s * std::pow(std::abs(v), p - 1) * gy / (std::pow(y, p - 1) + eps);
+        if (std::isinf(p))
+          r = std::abs(v) == y ? s * gy : 0;
+        else if (p != 0)
+          r = s * std::pow(std::abs(v), p - 1) * gy / (std::pow(y, p - 1) + eps);
         d[at(o, k, i)] = static_cast<T>(r);
       }
     }
@@ -135,7 +143,8 @@ struct Grouping {
 };
 
 absl::StatusOr<Grouping> GroupingOf(const ExecutionContext& ctx, const DDim& x) {
-  if (x.size() < 2) return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", x.ToString(), " has no channels"));
+  if (x.size() < 2)
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X", x.ToString(), " has no channels"));
   const bool group = absl::StartsWith(ctx.op().type, "group_norm");
   const int64_t c = x[1], groups = group ? ctx.Attr<int32_t>("groups") : c;
   if (groups < 1 || c % groups != 0) {
@@ -158,7 +167,8 @@ absl::Status GroupNormKernel(const ExecutionContext& ctx) {
   const T* xp = x->data<T>();
   T* y = ctx.Output("Y")->mutable_data<T>(x->dims());
   const DDim stats = group ? DDim{gr.n, gr.groups} : DDim{gr.n * gr.c};
-  T* mean = ctx.Output(group ? "Mean" : "SavedMean") ? ctx.Output(group ? "Mean" : "SavedMean")->mutable_data<T>(stats) : nullptr;
+  T* mean = ctx.Output(group ? "Mean" : "SavedMean") ? ctx.Output(group ? "Mean" : "SavedMean")->mutable_data<T>(stats)
+                                                     : nullptr;
   Tensor* var_t = ctx.Output(group ? "Variance" : "SavedVariance");
   T* var = var_t ? var_t->mutable_data<T>(stats) : nullptr;
   const int64_t size = gr.per_group * gr.plane;
@@ -222,7 +232,8 @@ absl::Status GroupNormGradKernel(const ExecutionContext& ctx) {
     mean_d /= static_cast<double>(size), mean_dx /= static_cast<double>(size);
     if (dx) {
       for (int64_t i = 0; i < size; ++i) {
-        dx[s * size + i] = static_cast<T>(inv * (dxhat[static_cast<size_t>(i)] - mean_d - xhat[static_cast<size_t>(i)] * mean_dx));
+        dx[s * size + i] =
+            static_cast<T>(inv * (dxhat[static_cast<size_t>(i)] - mean_d - xhat[static_cast<size_t>(i)] * mean_dx));
       }
     }
   }
@@ -236,39 +247,98 @@ absl::Status GroupNormGradKernel(const ExecutionContext& ctx) {
 
 void RegisterNormMoreOps(OpRegistry* r) {
   auto pnorm = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("porder", 2.0f).Attr("axis", int32_t{-1}).Attr("epsilon", 1e-12f).Attr("keepdim", false)
+    return i.Attr("porder", 2.0f)
+        .Attr("axis", int32_t{-1})
+        .Attr("epsilon", 1e-12f)
+        .Attr("keepdim", false)
         .Attr("asvector", false);
   };
-  pnorm(r->Register("p_norm").Input("X").Output("Out")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"})).OAR_FLOATS2(PNormKernel, false);
-  pnorm(r->Register("p_norm_grad").Input("X").Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-      .SetInferShape(GradSameShapeAsX).OAR_FLOATS2(PNormKernel, true);
-  r->Register("norm").Input("X").Output("Out").Output("Norm", kDispensable).Attr("axis", int32_t{-1})
-      .Attr("epsilon", 1e-10f).Attr("is_test", false).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {"Norm"}, {"Out"}, {"X"})).OAR_FLOATS2(L2NormalizeKernel, false);
-  r->Register("norm_grad").Input("X").Input("Norm").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("axis", int32_t{-1}).Attr("epsilon", 1e-10f).Attr("is_test", false).SetInferShape(GradSameShapeAsX)
+  pnorm(r->Register("p_norm").Input("X").Output("Out"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(PNormKernel, false);
+  pnorm(r->Register("p_norm_grad")
+            .Input("X")
+            .Input("Out")
+            .Input(GradVarName("Out"))
+            .Output(GradVarName("X"), kDispensable))
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(PNormKernel, true);
+  r->Register("norm")
+      .Input("X")
+      .Output("Out")
+      .Output("Norm", kDispensable)
+      .Attr("axis", int32_t{-1})
+      .Attr("epsilon", 1e-10f)
+      .Attr("is_test", false)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {"Norm"}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(L2NormalizeKernel, false);
+  r->Register("norm_grad")
+      .Input("X")
+      .Input("Norm")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1})
+      .Attr("epsilon", 1e-10f)
+      .Attr("is_test", false)
+      .SetInferShape(GradSameShapeAsX)
       .OAR_FLOATS2(L2NormalizeKernel, true);
-  r->Register("instance_norm").NotInPlace().Input("X").Input("Scale", kDispensable).Input("Bias", kDispensable)
-      .Output("Y").Output("SavedMean", kDispensable).Output("SavedVariance", kDispensable).Attr("epsilon", 1e-5f)
+  r->Register("instance_norm")
+      .NotInPlace()
+      .Input("X")
+      .Input("Scale", kDispensable)
+      .Input("Bias", kDispensable)
+      .Output("Y")
+      .Output("SavedMean", kDispensable)
+      .Output("SavedVariance", kDispensable)
+      .Attr("epsilon", 1e-5f)
       .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"X", "Scale"}, {"SavedMean", "SavedVariance"}, {"Y"}, {"X", "Scale", "Bias"}))
       .OAR_FLOATS(GroupNormKernel);
-  r->Register("instance_norm_grad").NotInPlace().Input("X").Input("Scale", kDispensable)
-      .Input("SavedMean", kDispensable).Input("SavedVariance", kDispensable).Input(GradVarName("Y"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Scale"), kDispensable)
-      .Output(GradVarName("Bias"), kDispensable).Attr("epsilon", 1e-5f).SetInferShape(NoShapeInference)
+  r->Register("instance_norm_grad")
+      .NotInPlace()
+      .Input("X")
+      .Input("Scale", kDispensable)
+      .Input("SavedMean", kDispensable)
+      .Input("SavedVariance", kDispensable)
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Scale"), kDispensable)
+      .Output(GradVarName("Bias"), kDispensable)
+      .Attr("epsilon", 1e-5f)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS(GroupNormGradKernel);
-  r->Register("group_norm").NotInPlace().Input("X").Input("Scale", kDispensable).Input("Bias", kDispensable)
-      .Output("Y").Output("Mean", kDispensable).Output("Variance", kDispensable).Attr("epsilon", 1e-5f)
-      .Attr("groups", int32_t{1}).Attr("data_layout", std::string("NCHW")).SetInferShape(NoShapeInference)
+  r->Register("group_norm")
+      .NotInPlace()
+      .Input("X")
+      .Input("Scale", kDispensable)
+      .Input("Bias", kDispensable)
+      .Output("Y")
+      .Output("Mean", kDispensable)
+      .Output("Variance", kDispensable)
+      .Attr("epsilon", 1e-5f)
+      .Attr("groups", int32_t{1})
+      .Attr("data_layout", std::string("NCHW"))
+      .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"X", "Scale", "Bias"}, {"Y", "Mean", "Variance"}, {"Y"}, {"X", "Scale", "Bias"}))
       .OAR_FLOATS(GroupNormKernel);
-  r->Register("group_norm_grad").NotInPlace().Input("X", kDispensable).Input("Y", kDispensable)
-      .Input("Scale", kDispensable).Input("Bias", kDispensable).Input("Mean", kDispensable)
-      .Input("Variance", kDispensable).Input(GradVarName("Y")).Output(GradVarName("X"), kDispensable)
-      .Output(GradVarName("Scale"), kDispensable).Output(GradVarName("Bias"), kDispensable).Attr("epsilon", 1e-5f)
-      .Attr("groups", int32_t{1}).Attr("data_layout", std::string("NCHW")).SetInferShape(NoShapeInference)
+  r->Register("group_norm_grad")
+      .NotInPlace()
+      .Input("X", kDispensable)
+      .Input("Y", kDispensable)
+      .Input("Scale", kDispensable)
+      .Input("Bias", kDispensable)
+      .Input("Mean", kDispensable)
+      .Input("Variance", kDispensable)
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Scale"), kDispensable)
+      .Output(GradVarName("Bias"), kDispensable)
+      .Attr("epsilon", 1e-5f)
+      .Attr("groups", int32_t{1})
+      .Attr("data_layout", std::string("NCHW"))
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS(GroupNormGradKernel);
 }
 

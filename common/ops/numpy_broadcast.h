@@ -61,8 +61,8 @@ inline absl::StatusOr<NumpyBcast> NumpyBroadcast(const std::string& op, const DD
     const int64_t a = xd >= 0 ? x[xd] : 1, c = yd >= 0 ? y[yd] : 1;
     if (a != c && a != 1 && c != 1) {
       return absl::InvalidArgumentError(absl::StrCat(op, ": X", x.ToString(), " and Y", y.ToString(),
-                                                     " do not broadcast (dimension ", d, " of the result: ", a,
-                                                     " vs ", c, ")"));
+                                                     " do not broadcast (dimension ", d, " of the result: ", a, " vs ",
+                                                     c, ")"));
     }
     out[static_cast<size_t>(d)] = std::max(a, c);
     b.x_stride[static_cast<size_t>(d)] = a == 1 ? 0 : xs;

@@ -5,7 +5,7 @@ namespace oar {
 void SetSparseGradType(const OpDesc& op, BlockDesc* block, const std::string& grad_slot) {
   for (const auto& name : op.Output(grad_slot)) {
     block->Var(name)->type = op.GetAttr<bool>("is_sparse") ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                                             : paddle::framework::proto::VarType::LOD_TENSOR;
+                                                           : paddle::framework::proto::VarType::LOD_TENSOR;
   }
 }
 
@@ -29,8 +29,10 @@ DataType InputDtypeOf(const ExecutionContext& ctx, const char* slot) {
 }
 
 OpInfo& NumericCpuKernels(OpInfo& info, KernelFn f32, KernelFn f64, KernelFn i32, KernelFn i64) {
-  return info.AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64)
-      .AddKernel(Place::Kind::kCPU, DataType::kInt32, i32).AddKernel(Place::Kind::kCPU, DataType::kInt64, i64);
+  return info.AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32)
+      .AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64)
+      .AddKernel(Place::Kind::kCPU, DataType::kInt32, i32)
+      .AddKernel(Place::Kind::kCPU, DataType::kInt64, i64);
 }
 
 absl::StatusOr<std::vector<int64_t>> IndexValues(const ExecutionContext& ctx, const char* slot, int64_t limit) {
@@ -39,8 +41,8 @@ absl::StatusOr<std::vector<int64_t>> IndexValues(const ExecutionContext& ctx, co
   for (int64_t i = 0; i < t->numel(); ++i) {
     const int64_t v = t->dtype() == DataType::kInt32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
     if (v < 0 || v >= limit) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), " holds ", v,
-                                                     ", outside [0, ", limit, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), " holds ", v, ", outside [0, ", limit, ")"));
     }
     out[static_cast<size_t>(i)] = v;
   }
@@ -65,11 +67,10 @@ absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out) {
     OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
     if (t->place().is_gpu() || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64) ||
         (!whole && t->numel() != 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
-                                                     t->dims().ToString(), " ", DataTypeName(t->dtype()), " on ",
-                                                     t->place().ToString(), " is not ",
-                                                     whole ? "a 1-D int tensor" : "one int value",
-                                                     " on the host (a shape)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i), t->dims().ToString(), " ",
+                       DataTypeName(t->dtype()), " on ", t->place().ToString(), " is not ",
+                       whole ? "a 1-D int tensor" : "one int value", " on the host (a shape)"));
     }
     for (int64_t k = 0; k < t->numel(); ++k) {
       dims.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
@@ -85,14 +86,12 @@ absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx,
-                                           const std::string& slot, size_t i) {
+absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx, const std::string& slot, size_t i) {
   const Tensor* t = ctx.Input(slot, i);
   if (t == nullptr || !t->initialized()) {
     const auto& args = ctx.op().Input(slot);
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.op().type, ": input ", slot, " ('", i < args.size() ? args[i] : "?",
-        "') holds no tensor data"));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", slot, " ('",
+                                                   i < args.size() ? args[i] : "?", "') holds no tensor data"));
   }
   return t;
 }
@@ -116,7 +115,9 @@ DDim FromXShape(const DDim& xshape) {
   return d;
 }
 
-bool SameScalar(const DDim& a, const DDim& b) { return a.size() <= 1 && b.size() <= 1 && a.numel() == 1 && b.numel() == 1; }
+bool SameScalar(const DDim& a, const DDim& b) {
+  return a.size() <= 1 && b.size() <= 1 && a.numel() == 1 && b.numel() == 1;
+}
 
 absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want, size_t i) {
   if (!ctx.IsRuntime()) return absl::OkStatus();
@@ -135,8 +136,8 @@ absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& sl
   }
   if (ctx.InputDtype(slot) != ctx.InputDtype(like)) {
     return ctx.Error("input ", InputLabel(ctx.op(), slot), " has dtype ", DataTypeName(ctx.InputDtype(slot)),
-                     ", expected ", DataTypeName(ctx.InputDtype(like)), " (the dtype of ",
-                     InputLabel(ctx.op(), like), ")");
+                     ", expected ", DataTypeName(ctx.InputDtype(like)), " (the dtype of ", InputLabel(ctx.op(), like),
+                     ")");
   }
   return absl::OkStatus();
 }

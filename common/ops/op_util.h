@@ -68,17 +68,15 @@ T* ZeroedGradOutput(const ExecutionContext& ctx, const std::string& slot, const 
 
 // The input tensor of `slot`, or InvalidArgument naming the op and slot when
 // it is missing or holds no data.
-absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx,
-                                           const std::string& slot, size_t i = 0);
+absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx, const std::string& slot, size_t i = 0);
 
 // Checks that a tensor has dtype T.
 template <typename T>
-absl::Status RequireDtype(const ExecutionContext& ctx, const std::string& slot,
-                          const Tensor& t) {
+absl::Status RequireDtype(const ExecutionContext& ctx, const std::string& slot, const Tensor& t) {
   if (t.dtype() == DataTypeOf<T>::value) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      ctx.op().type, ": input ", slot, " has dtype ", DataTypeName(t.dtype()),
-      ", expected ", DataTypeName(DataTypeOf<T>::value)));
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", slot, " has dtype ",
+                                                 DataTypeName(t.dtype()), ", expected ",
+                                                 DataTypeName(DataTypeOf<T>::value)));
 }
 
 // "'b' (X[1])": the i-th argument of input `slot` and where it sits (the
@@ -89,12 +87,11 @@ std::string InputLabel(const OpDesc& op, const std::string& slot, size_t i = 0);
 // kernel that runs: InvalidArgument "<op>: input 'b' (X[1]) has dtype int64,
 // expected float32" otherwise. For kernels that read several inputs as T.
 template <typename T>
-absl::Status RequireInputDtype(const ExecutionContext& ctx, const std::string& slot, size_t i,
-                               const Tensor& t) {
+absl::Status RequireInputDtype(const ExecutionContext& ctx, const std::string& slot, size_t i, const Tensor& t) {
   if (t.dtype() == DataTypeOf<T>::value) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i), " has dtype ", DataTypeName(t.dtype()),
-      ", expected ", DataTypeName(DataTypeOf<T>::value)));
+  return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i),
+                                                 " has dtype ", DataTypeName(t.dtype()), ", expected ",
+                                                 DataTypeName(DataTypeOf<T>::value)));
 }
 
 // At run time, InvalidArgument "<op>: input 'g' (Out@GRAD) has shape [3],
@@ -108,8 +105,7 @@ DDim FromXShape(const DDim& xshape);
 // A scalar is a scalar: Paddle 2.5+'s 0-D [] and Fluid 1.x's [1] pass as the
 // same shape (a loss@GRAD of one shape reaches a grad op expecting the other).
 bool SameScalar(const DDim& a, const DDim& b);
-absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want,
-                             size_t i = 0);
+absl::Status ExpectInputDims(const InferShapeContext& ctx, const std::string& slot, const DDim& want, size_t i = 0);
 // At run time, input `slot` (a gradient, e.g. Out@GRAD) must have the shape
 // and dtype of input `like` (e.g. Out): InvalidArgument naming both otherwise.
 absl::Status ExpectLikeInput(const InferShapeContext& ctx, const std::string& slot, const std::string& like);

@@ -9,8 +9,8 @@
 
 #include "common/cpu_clones.h"
 #include "common/op_registry.h"
-#include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/optimizer_util.h"
 #include "common/ops/sparse_table_update.h"
 
 namespace oar {
@@ -59,8 +59,9 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   const bool nesterov = ctx.Attr<bool>("use_nesterov");
   // Paddle 2.x: the gradient is rescaled, then (l2_decay) coeff·param added.
   const T rescale = static_cast<T>(ctx.Attr<float>("rescale_grad"));
-  const T decay =
-      ctx.Attr<std::string>("regularization_method") == "l2_decay" ? static_cast<T>(ctx.Attr<float>("regularization_coeff")) : T(0);
+  const T decay = ctx.Attr<std::string>("regularization_method") == "l2_decay"
+                      ? static_cast<T>(ctx.Attr<float>("regularization_coeff"))
+                      : T(0);
   const T* p = param->data<T>();
   T* pout = Out<T>(ctx, "ParamOut", *param);
   T* vout = Out<T>(ctx, "VelocityOut", *param);
@@ -79,9 +80,8 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
 // optimizer step's hot loop). Outputs alias their inputs index for index at
 // most (in-place update), so the loop carries no dependence.
 template <typename T>
-inline __attribute__((always_inline)) void AdamDenseBody(int64_t n, T b1, T b2, T lr_t, T eps_t, const T* g,
-                                                         const T* p, const T* m1, const T* m2, T* pout, T* m1out,
-                                                         T* m2out) {
+inline __attribute__((always_inline)) void AdamDenseBody(int64_t n, T b1, T b2, T lr_t, T eps_t, const T* g, const T* p,
+                                                         const T* m1, const T* m2, T* pout, T* m1out, T* m2out) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
@@ -178,8 +178,8 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   }
   for (size_t r = 0; r < g.rows.rows.size(); ++r) {
     const int64_t at = g.rows.rows[r] * g.width;  // rows are unique (ReadGrad merged them)
-    AdamDense(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at,
-                 m1out + at, m2out + at);
+    AdamDense(g.width, b1, b2, lr_t, eps_t, v + r * g.width, pout + at, m1out + at, m2out + at, pout + at, m1out + at,
+              m2out + at);
   }
   return absl::OkStatus();
 }
@@ -190,41 +190,79 @@ void RegisterOptimizerOps(OpRegistry* r) {
   // The optional slots and attributes of Paddle 2.x's optimizers are declared
   // as its OpMakers declare them; what Oar does not implement (a master
   // fp32 copy, global beta powers, beta/epsilon tensors) must stay empty/off.
-  r->Register("sgd").Input("Param").Input("Grad").Input("LearningRate").Output("ParamOut")
-      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("multi_precision", false).Implements("multi_precision", {false})
+  r->Register("sgd")
+      .Input("Param")
+      .Input("Grad")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Input("MasterParam", kUnimplemented)
+      .Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false)
+      .Implements("multi_precision", {false})
       .SetInferShape(SgdInferShape)
-      .Kernel<float>(SgdKernel<float>).Kernel<double>(SgdKernel<double>);
-  r->Register("momentum").Input("Param").Input("Grad").Input("Velocity").Input("LearningRate")
-      .Output("ParamOut").Output("VelocityOut")
-      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("mu", 0.0f).Attr("use_nesterov", false)
-      .Attr("regularization_method", std::string()).Attr("regularization_coeff", 0.0f)
-      .Attr("rescale_grad", 1.0f).Attr("multi_precision", false)
+      .Kernel<float>(SgdKernel<float>)
+      .Kernel<double>(SgdKernel<double>);
+  r->Register("momentum")
+      .Input("Param")
+      .Input("Grad")
+      .Input("Velocity")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Output("VelocityOut")
+      .Input("MasterParam", kUnimplemented)
+      .Output("MasterParamOut", kUnimplemented)
+      .Attr("mu", 0.0f)
+      .Attr("use_nesterov", false)
+      .Attr("regularization_method", std::string())
+      .Attr("regularization_coeff", 0.0f)
+      .Attr("rescale_grad", 1.0f)
+      .Attr("multi_precision", false)
       .Implements("regularization_method", {std::string(), std::string("l2_decay")})
       .Implements("multi_precision", {false})
       .SetInferShape(MomentumInferShape)
-      .Kernel<float>(MomentumKernel<float>).Kernel<double>(MomentumKernel<double>);
+      .Kernel<float>(MomentumKernel<float>)
+      .Kernel<double>(MomentumKernel<double>);
   // adam and adamw share their slots and adam's attributes; adamw adds the
   // decoupled decay's and takes dense gradients (lazy_mode off), as
   // Paddle's CPU kernel.
   auto adam_like = [r](const std::string& type) -> OpInfo& {
-    return r->Register(type).Input("Param").Input("Grad").Input("LearningRate")
-        .Input("Moment1").Input("Moment2").Input("Beta1Pow").Input("Beta2Pow")
-        .Output("ParamOut").Output("Moment1Out").Output("Moment2Out")
-        .Output("Beta1PowOut", kDispensable).Output("Beta2PowOut", kDispensable)
-        .Input("Beta1Tensor", kUnimplemented).Input("Beta2Tensor", kUnimplemented)
-        .Input("EpsilonTensor", kUnimplemented).Input("MasterParam", kUnimplemented)
-        .Input("SkipUpdate", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-        .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f).Attr("lazy_mode", false)
-        .Attr("use_global_beta_pow", false).Attr("multi_precision", false)
-        .Implements("use_global_beta_pow", {false}).Implements("multi_precision", {false})
+    return r->Register(type)
+        .Input("Param")
+        .Input("Grad")
+        .Input("LearningRate")
+        .Input("Moment1")
+        .Input("Moment2")
+        .Input("Beta1Pow")
+        .Input("Beta2Pow")
+        .Output("ParamOut")
+        .Output("Moment1Out")
+        .Output("Moment2Out")
+        .Output("Beta1PowOut", kDispensable)
+        .Output("Beta2PowOut", kDispensable)
+        .Input("Beta1Tensor", kUnimplemented)
+        .Input("Beta2Tensor", kUnimplemented)
+        .Input("EpsilonTensor", kUnimplemented)
+        .Input("MasterParam", kUnimplemented)
+        .Input("SkipUpdate", kUnimplemented)
+        .Output("MasterParamOut", kUnimplemented)
+        .Attr("beta1", 0.9f)
+        .Attr("beta2", 0.999f)
+        .Attr("epsilon", 1e-8f)
+        .Attr("lazy_mode", false)
+        .Attr("use_global_beta_pow", false)
+        .Attr("multi_precision", false)
+        .Implements("use_global_beta_pow", {false})
+        .Implements("multi_precision", {false})
         .SetInferShape(AdamInferShape);
   };
   adam_like("adam").Kernel<float>(AdamKernel<float>).Kernel<double>(AdamKernel<double>);
-  adam_like("adamw").Attr("coeff", 0.01f).Attr("lr_ratio", 1.0f).Attr("with_decay", false)
+  adam_like("adamw")
+      .Attr("coeff", 0.01f)
+      .Attr("lr_ratio", 1.0f)
+      .Attr("with_decay", false)
       .Implements("lazy_mode", {false})
-      .Kernel<float>(AdamKernel<float, true>).Kernel<double>(AdamKernel<double, true>);
+      .Kernel<float>(AdamKernel<float, true>)
+      .Kernel<double>(AdamKernel<double, true>);
   RegisterMoreOptimizerOps(r);
 }
 

@@ -20,9 +20,9 @@ bool SparseGrad(const ExecutionContext& ctx) {
 // Out starts as a copy of In unless the op updates in place.
 absl::Status CopyUnlessInPlace(const ExecutionContext& ctx, CudaContext* c, const float* in, float* out, int64_t n) {
   if (in == out || n == 0) return absl::OkStatus();
-  return CudaStatus(cudaMemcpyAsync(out, in, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice,
-                                    c->stream),
-                    ctx.op().type);
+  return CudaStatus(
+      cudaMemcpyAsync(out, in, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, c->stream),
+      ctx.op().type);
 }
 
 absl::Status SgdKernel(const ExecutionContext& ctx) {
@@ -54,8 +54,8 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
   OAR_ASSIGN_OR_RETURN(const float* v, GpuIn<float>(ctx, "Velocity"));
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
-  const float decay = ctx.Attr<std::string>("regularization_method") == "l2_decay"
-                          ? ctx.Attr<float>("regularization_coeff") : 0.f;
+  const float decay =
+      ctx.Attr<std::string>("regularization_method") == "l2_decay" ? ctx.Attr<float>("regularization_coeff") : 0.f;
   cuda::Momentum<float>(p, g, v, lr, ctx.Attr<float>("mu"), ctx.Attr<bool>("use_nesterov"),
                         ctx.Attr<float>("rescale_grad"), decay, GpuOut<float>(ctx, "ParamOut"),
                         GpuOut<float>(ctx, "VelocityOut"), n, c->stream);
@@ -106,7 +106,8 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
                             b1p, b2p, b1, b2, eps, pout, m1out, m2out, c->stream);
     }
     // The powers only (no elements; g unused), after the rows read them.
-    cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
+    cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0,
+                      c->stream);
     return LaunchStatus(ctx);
   }
   cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
@@ -138,8 +139,8 @@ absl::Status Begin(const ExecutionContext& ctx, Update* u) {
 absl::StatusOr<const float*> LikeParam(const ExecutionContext& ctx, const Update& u, const std::string& slot) {
   OAR_ASSIGN_OR_RETURN(const float* v, GpuIn<float>(ctx, slot));
   if (ctx.Input(slot)->numel() != u.n) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", slot, " has ", ctx.Input(slot)->numel(),
-                                                   " elements, Param ", u.n));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": ", slot, " has ", ctx.Input(slot)->numel(), " elements, Param ", u.n));
   }
   return v;
 }
@@ -153,8 +154,8 @@ absl::Status AdagradKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const float* mom, GpuIn<float>(ctx, "Moment"));
     OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
     if (ctx.Input("Moment")->numel() != param->numel()) {
-      return absl::InvalidArgumentError(absl::StrCat("adagrad: Moment has ", ctx.Input("Moment")->numel(),
-                                                     " elements, Param ", param->numel()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("adagrad: Moment has ", ctx.Input("Moment")->numel(), " elements, Param ", param->numel()));
     }
     OAR_ASSIGN_OR_RETURN(GpuMergedGrad g, GpuMergedSparseGrad(ctx, *param));
     float* pout = GpuOut<float>(ctx, "ParamOut");

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "common/op_registry.h"
-#include "common/ops/optimizer_util.h"
 #include "common/ops/ops.h"
+#include "common/ops/optimizer_util.h"
 #include "common/ops/sparse_table_update.h"
 
 namespace oar {
@@ -183,7 +183,9 @@ absl::Status LarsMomentumKernel(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status AdagradShape(InferShapeContext& c) { return InferUpdateShape(c, {"Grad", "Moment"}, {"ParamOut", "MomentOut"}); }
+absl::Status AdagradShape(InferShapeContext& c) {
+  return InferUpdateShape(c, {"Grad", "Moment"}, {"ParamOut", "MomentOut"});
+}
 absl::Status AdamaxShape(InferShapeContext& c) {
   return InferUpdateShape(c, {"Grad", "Moment", "InfNorm"}, {"ParamOut", "MomentOut", "InfNormOut"}, {"Beta1Pow"});
 }
@@ -195,7 +197,9 @@ absl::Status FtrlShape(InferShapeContext& c) {
   return InferUpdateShape(c, {"Grad", "SquaredAccumulator", "LinearAccumulator"},
                           {"ParamOut", "SquaredAccumOut", "LinearAccumOut"});
 }
-absl::Status LarsShape(InferShapeContext& c) { return InferUpdateShape(c, {"Grad", "Velocity"}, {"ParamOut", "VelocityOut"}); }
+absl::Status LarsShape(InferShapeContext& c) {
+  return InferUpdateShape(c, {"Grad", "Velocity"}, {"ParamOut", "VelocityOut"});
+}
 
 }  // namespace
 
@@ -204,34 +208,93 @@ absl::Status LarsShape(InferShapeContext& c) { return InferUpdateShape(c, {"Grad
 void RegisterMoreOptimizerOps(OpRegistry* r) {
   // Paddle 2.x's adagrad and rmsprop also declare a master fp32 copy for
   // mixed precision, which Oar does not implement (it must stay empty/off).
-  r->Register("adagrad").Input("Param").Input("Grad").Input("Moment").Input("LearningRate")
-      .Output("ParamOut").Output("MomentOut").Attr("epsilon", 1e-6f)
-      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("multi_precision", false).Implements("multi_precision", {false})
-      .SetInferShape(AdagradShape).OAR_FLOAT_KERNELS(AdagradKernel);
-  r->Register("decayed_adagrad").Input("Param").Input("Grad").Input("Moment").Input("LearningRate")
-      .Output("ParamOut").Output("MomentOut").Attr("decay", 0.95f).Attr("epsilon", 1e-6f)
-      .SetInferShape(AdagradShape).OAR_FLOAT_KERNELS(DecayedAdagradKernel);
-  r->Register("adamax").Input("Param").Input("Grad").Input("LearningRate").Input("Moment")
-      .Input("InfNorm").Input("Beta1Pow").Output("ParamOut").Output("MomentOut").Output("InfNormOut")
-      .Attr("beta1", 0.9f).Attr("beta2", 0.999f).Attr("epsilon", 1e-8f)
-      .SetInferShape(AdamaxShape).OAR_FLOAT_KERNELS(AdamaxKernel);
-  r->Register("rmsprop").Input("Param").Input("MeanSquare").Input("MeanGrad", kDispensable)
-      .Input("LearningRate").Input("Grad").Input("Moment")
-      .Output("ParamOut").Output("MomentOut").Output("MeanSquareOut").Output("MeanGradOut", kDispensable)
-      .Attr("epsilon", 1e-10f).Attr("decay", 0.9f).Attr("momentum", 0.0f).Attr("centered", false)
-      .Input("MasterParam", kUnimplemented).Output("MasterParamOut", kUnimplemented)
-      .Attr("multi_precision", false).Implements("multi_precision", {false})
-      .SetInferShape(RmspropShape).OAR_FLOAT_KERNELS(RmspropKernel);
-  r->Register("ftrl").Input("Param").Input("SquaredAccumulator").Input("LinearAccumulator")
-      .Input("Grad").Input("LearningRate")
-      .Output("ParamOut").Output("SquaredAccumOut").Output("LinearAccumOut")
-      .Attr("l1", 0.0f).Attr("l2", 0.0f).Attr("lr_power", -0.5f)
-      .SetInferShape(FtrlShape).OAR_FLOAT_KERNELS(FtrlKernel);
-  r->Register("lars_momentum").Input("Param").Input("Grad").Input("Velocity").Input("LearningRate")
-      .Output("ParamOut").Output("VelocityOut")
-      .Attr("mu", 0.0f).Attr("lars_coeff", 0.001f).Attr("lars_weight_decay", 0.0005f)
-      .SetInferShape(LarsShape).OAR_FLOAT_KERNELS(LarsMomentumKernel);
+  r->Register("adagrad")
+      .Input("Param")
+      .Input("Grad")
+      .Input("Moment")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Output("MomentOut")
+      .Attr("epsilon", 1e-6f)
+      .Input("MasterParam", kUnimplemented)
+      .Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false)
+      .Implements("multi_precision", {false})
+      .SetInferShape(AdagradShape)
+      .OAR_FLOAT_KERNELS(AdagradKernel);
+  r->Register("decayed_adagrad")
+      .Input("Param")
+      .Input("Grad")
+      .Input("Moment")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Output("MomentOut")
+      .Attr("decay", 0.95f)
+      .Attr("epsilon", 1e-6f)
+      .SetInferShape(AdagradShape)
+      .OAR_FLOAT_KERNELS(DecayedAdagradKernel);
+  r->Register("adamax")
+      .Input("Param")
+      .Input("Grad")
+      .Input("LearningRate")
+      .Input("Moment")
+      .Input("InfNorm")
+      .Input("Beta1Pow")
+      .Output("ParamOut")
+      .Output("MomentOut")
+      .Output("InfNormOut")
+      .Attr("beta1", 0.9f)
+      .Attr("beta2", 0.999f)
+      .Attr("epsilon", 1e-8f)
+      .SetInferShape(AdamaxShape)
+      .OAR_FLOAT_KERNELS(AdamaxKernel);
+  r->Register("rmsprop")
+      .Input("Param")
+      .Input("MeanSquare")
+      .Input("MeanGrad", kDispensable)
+      .Input("LearningRate")
+      .Input("Grad")
+      .Input("Moment")
+      .Output("ParamOut")
+      .Output("MomentOut")
+      .Output("MeanSquareOut")
+      .Output("MeanGradOut", kDispensable)
+      .Attr("epsilon", 1e-10f)
+      .Attr("decay", 0.9f)
+      .Attr("momentum", 0.0f)
+      .Attr("centered", false)
+      .Input("MasterParam", kUnimplemented)
+      .Output("MasterParamOut", kUnimplemented)
+      .Attr("multi_precision", false)
+      .Implements("multi_precision", {false})
+      .SetInferShape(RmspropShape)
+      .OAR_FLOAT_KERNELS(RmspropKernel);
+  r->Register("ftrl")
+      .Input("Param")
+      .Input("SquaredAccumulator")
+      .Input("LinearAccumulator")
+      .Input("Grad")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Output("SquaredAccumOut")
+      .Output("LinearAccumOut")
+      .Attr("l1", 0.0f)
+      .Attr("l2", 0.0f)
+      .Attr("lr_power", -0.5f)
+      .SetInferShape(FtrlShape)
+      .OAR_FLOAT_KERNELS(FtrlKernel);
+  r->Register("lars_momentum")
+      .Input("Param")
+      .Input("Grad")
+      .Input("Velocity")
+      .Input("LearningRate")
+      .Output("ParamOut")
+      .Output("VelocityOut")
+      .Attr("mu", 0.0f)
+      .Attr("lars_coeff", 0.001f)
+      .Attr("lars_weight_decay", 0.0005f)
+      .SetInferShape(LarsShape)
+      .OAR_FLOAT_KERNELS(LarsMomentumKernel);
 }
 
 #undef OAR_FLOAT_KERNELS

@@ -35,8 +35,10 @@ absl::StatusOr<PadPlan> Plan(const ExecutionContext& ctx, const DDim& x) {
   std::vector<int64_t> after(static_cast<size_t>(x.size()), 0);
   if (!absl::StartsWith(type, "pad3d")) {
     if (static_cast<int>(p.size()) != 2 * x.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("pad: paddings [", absl::StrJoin(p, ", "), "] must hold two values "
-                                                     "per dimension of X", x.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("pad: paddings [", absl::StrJoin(p, ", "),
+                                                     "] must hold two values "
+                                                     "per dimension of X",
+                                                     x.ToString()));
     }
     for (int d = 0; d < x.size(); ++d) plan.before[d] = p[2 * d], after[d] = p[2 * d + 1];
   } else {
@@ -45,18 +47,21 @@ absl::StatusOr<PadPlan> Plan(const ExecutionContext& ctx, const DDim& x) {
       return absl::InvalidArgumentError(absl::StrCat("pad3d: X", x.ToString(), " must be 5-D and paddings [",
                                                      absl::StrJoin(p, ", "), "] hold six values"));
     }
-    plan.mode = mode == "reflect" ? Mode::kReflect : mode == "replicate" ? Mode::kReplicate
-              : mode == "circular" ? Mode::kCircular : Mode::kConstant;
+    plan.mode = mode == "reflect"     ? Mode::kReflect
+                : mode == "replicate" ? Mode::kReplicate
+                : mode == "circular"  ? Mode::kCircular
+                                      : Mode::kConstant;
     if (mode != "constant" && plan.mode == Mode::kConstant) {
-      return absl::InvalidArgumentError(absl::StrCat("pad3d: mode '", mode, "' is not constant, reflect, replicate or circular"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pad3d: mode '", mode, "' is not constant, reflect, replicate or circular"));
     }
     for (int d = 0; d < 3; ++d) plan.before[4 - d] = p[2 * d], after[4 - d] = p[2 * d + 1];  // W, H, D
   }
   for (int d = 0; d < x.size(); ++d) {
     if (plan.before[d] < 0 || after[d] < 0) return absl::InvalidArgumentError(absl::StrCat(type, ": negative padding"));
     if (plan.mode == Mode::kReflect && (plan.before[d] >= x[d] || after[d] >= x[d]) && plan.before[d] + after[d] > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(type, ": reflect padding of dimension ", d, " must be smaller than X",
-                                                     x.ToString(), "'s size there"));
+      return absl::InvalidArgumentError(absl::StrCat(type, ": reflect padding of dimension ", d,
+                                                     " must be smaller than X", x.ToString(), "'s size there"));
     }
     plan.out[d] = x[d] + plan.before[d] + after[d];
   }
@@ -72,10 +77,17 @@ int64_t Source(const PadPlan& plan, int64_t o) {
     o /= plan.out[d];
     if (i < 0 || i >= n) {
       switch (plan.mode) {
-        case Mode::kConstant: return -1;
-        case Mode::kReflect: i = i < 0 ? -i : 2 * (n - 1) - i; break;
-        case Mode::kReplicate: i = std::clamp<int64_t>(i, 0, n - 1); break;
-        case Mode::kCircular: i = ((i % n) + n) % n; break;
+        case Mode::kConstant:
+          return -1;
+        case Mode::kReflect:
+          i = i < 0 ? -i : 2 * (n - 1) - i;
+          break;
+        case Mode::kReplicate:
+          i = std::clamp<int64_t>(i, 0, n - 1);
+          break;
+        case Mode::kCircular:
+          i = ((i % n) + n) % n;
+          break;
       }
     }
     src += i * stride;
@@ -114,8 +126,8 @@ absl::Status PadGradKernel(const ExecutionContext& ctx) {
   }
   OAR_ASSIGN_OR_RETURN(const PadPlan plan, Plan(ctx, xd));
   if (plan.out != g->dims()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD", g->dims().ToString(), " is not X",
-                                                   xd.ToString(), " padded"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Out@GRAD", g->dims().ToString(), " is not X", xd.ToString(), " padded"));
   }
   const T* gp = g->data<T>();
   T* d = dx->mutable_data<T>(xd);
@@ -130,22 +142,44 @@ absl::Status PadGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterPadOps(OpRegistry* r) {
-  r->Register("pad").Input("X").Output("Out").Attr("paddings", std::vector<int32_t>{}).Attr("pad_value", 0.0f)
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
-      .Kernel<float>(PadKernel<float>).Kernel<double>(PadKernel<double>);
-  r->Register("pad_grad").Input("X", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("paddings", std::vector<int32_t>{}).Attr("pad_value", 0.0f).SetInferShape(NoShapeInference)
-      .Kernel<float>(PadGradKernel<float>).Kernel<double>(PadGradKernel<double>);
+  r->Register("pad")
+      .Input("X")
+      .Output("Out")
+      .Attr("paddings", std::vector<int32_t>{})
+      .Attr("pad_value", 0.0f)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
+      .Kernel<float>(PadKernel<float>)
+      .Kernel<double>(PadKernel<double>);
+  r->Register("pad_grad")
+      .Input("X", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("paddings", std::vector<int32_t>{})
+      .Attr("pad_value", 0.0f)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(PadGradKernel<float>)
+      .Kernel<double>(PadGradKernel<double>);
   auto pad3d = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("paddings", std::vector<int32_t>(6, 0)).Attr("mode", std::string("constant")).Attr("value", 0.0f)
-        .Attr("data_format", std::string("NCDHW")).Implements("data_format", {std::string("NCDHW")});
+    return i.Attr("paddings", std::vector<int32_t>(6, 0))
+        .Attr("mode", std::string("constant"))
+        .Attr("value", 0.0f)
+        .Attr("data_format", std::string("NCDHW"))
+        .Implements("data_format", {std::string("NCDHW")});
   };
   pad3d(r->Register("pad3d").Input("X").Input("Paddings", kUnimplemented).Output("Out"))
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
-      .Kernel<float>(PadKernel<float>).Kernel<double>(PadKernel<double>);
-  pad3d(r->Register("pad3d_grad").Input("X").Input("Paddings", kUnimplemented).Input(GradVarName("Out"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .Kernel<float>(PadKernel<float>)
+      .Kernel<double>(PadKernel<double>);
+  pad3d(r->Register("pad3d_grad")
+            .Input("X")
+            .Input("Paddings", kUnimplemented)
+            .Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(PadGradKernel<float>).Kernel<double>(PadGradKernel<double>);
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(PadGradKernel<float>)
+      .Kernel<double>(PadGradKernel<double>);
 }
 
 }  // namespace oar

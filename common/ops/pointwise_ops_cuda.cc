@@ -40,7 +40,8 @@ absl::Status ElementwiseGradKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(out, GpuIn<float>(ctx, "Out"));
   }
   const DDim xdims = x != nullptr ? ctx.Input("X")->dims() : ctx.Input(GradVarName("Out"))->dims();
-  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, xdims, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b,
+                       ElementwiseLayout(ctx.op().type, xdims, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     cuda::ElementwiseGradX<float>(F, x, y, out, g, dx, b.pre, b.n, b.post, c->stream);
   }
@@ -68,9 +69,8 @@ absl::Status ActivationGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   const int64_t n = ctx.Input(src_slot)->numel();
   if (ctx.Input(GradVarName("Out"))->numel() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD has ",
-                                                   ctx.Input(GradVarName("Out"))->numel(), " elements, ", src_slot,
-                                                   " ", n));
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.op().type, ": Out@GRAD has ", ctx.Input(GradVarName("Out"))->numel(), " elements, ", src_slot, " ", n));
   }
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) cuda::ActivationGrad<float>(A, src, g, dx, n, c->stream);
   return LaunchStatus(ctx);
@@ -220,9 +220,9 @@ absl::Status GaussianRandomKernel(const ExecutionContext& ctx) {
     scratch.Resize(DDim{n + 1});
     dst = scratch.mutable_data<float>(ctx.place());
   }
-  OAR_RETURN_IF_ERROR(CurandStatus(
-      curandGenerateNormal(c->curand, dst, n + n % 2, ctx.Attr<float>("mean"), ctx.Attr<float>("std")),
-      "gaussian_random"));
+  OAR_RETURN_IF_ERROR(
+      CurandStatus(curandGenerateNormal(c->curand, dst, n + n % 2, ctx.Attr<float>("mean"), ctx.Attr<float>("std")),
+                   "gaussian_random"));
   if (dst != p) {
     OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(p, dst, n * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
                                    "gaussian_random: copy"));

@@ -53,7 +53,8 @@ struct NdGeom {
 absl::StatusOr<NdGeom> Geometry(const ExecutionContext& ctx, const DDim& x, int spatial) {
   const std::string& type = ctx.op().type;
   if (x.size() != spatial + 2) {
-    return absl::InvalidArgumentError(absl::StrCat(type, ": X", x.ToString(), " must have ", spatial + 2, " dimensions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(type, ": X", x.ToString(), " must have ", spatial + 2, " dimensions"));
   }
   const bool with_index = absl::StartsWith(type, "max_pool");
   NdGeom g{.n = x[0], .c = x[1]};
@@ -90,7 +91,8 @@ absl::StatusOr<NdGeom> Geometry(const ExecutionContext& ctx, const DDim& x, int 
       a.k = ks[static_cast<size_t>(d)];
       const int64_t s = st[static_cast<size_t>(d)], p0 = pd[static_cast<size_t>(2 * d)];
       const int64_t p1 = pd[static_cast<size_t>(2 * d + 1)];
-      if (a.k < 1 || s < 1) return absl::InvalidArgumentError(absl::StrCat(type, ": ksize and strides must be positive"));
+      if (a.k < 1 || s < 1)
+        return absl::InvalidArgumentError(absl::StrCat(type, ": ksize and strides must be positive"));
       const int64_t span = a.in + p0 + p1 - a.k;
       a.out = (ceil ? (span + s - 1) / s : span / s) + 1;
       if (a.out <= 0) return absl::InvalidArgumentError(absl::StrCat(type, ": window does not fit X", x.ToString()));
@@ -178,8 +180,8 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
   if (dx == nullptr) return absl::OkStatus();
   const int64_t in = g.InSize(), out = g.OutSize();
   if (g_out->numel() != g.n * g.c * out) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Out@GRAD", g_out->dims().ToString(),
-                                                   " does not fit X", x->dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Out@GRAD", g_out->dims().ToString(), " does not fit X", x->dims().ToString()));
   }
   const T* xp = x->data<T>();
   const T* gp = g_out->data<T>();
@@ -217,27 +219,48 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
 
 void RegisterPoolNdOps(OpRegistry* r) {
   auto common = [](OpInfo& i, int spatial) -> OpInfo& {
-    return i.Attr("ksize", std::vector<int32_t>{}).Attr("strides", std::vector<int32_t>(spatial, 1))
-        .Attr("paddings", std::vector<int32_t>(spatial, 0)).Attr("global_pooling", false).Attr("adaptive", false);
+    return i.Attr("ksize", std::vector<int32_t>{})
+        .Attr("strides", std::vector<int32_t>(spatial, 1))
+        .Attr("paddings", std::vector<int32_t>(spatial, 0))
+        .Attr("global_pooling", false)
+        .Attr("adaptive", false);
   };
   auto pool3d = [&](OpInfo& i) -> OpInfo& {
-    return common(i, 3).Attr("pooling_type", std::string("max")).Attr("ceil_mode", false).Attr("exclusive", true)
-        .Attr("data_format", std::string("NCDHW")).Attr("padding_algorithm", std::string("EXPLICIT"))
+    return common(i, 3)
+        .Attr("pooling_type", std::string("max"))
+        .Attr("ceil_mode", false)
+        .Attr("exclusive", true)
+        .Attr("data_format", std::string("NCDHW"))
+        .Attr("padding_algorithm", std::string("EXPLICIT"))
         .Implements("data_format", {std::string("NCDHW"), std::string("AnyLayout")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
-  pool3d(r->Register("pool3d").NotInPlace().Input("X").Output("Out")).SetInferShape(NoShapeInference)
+  pool3d(r->Register("pool3d").NotInPlace().Input("X").Output("Out"))
+      .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
-      .Kernel<float>(PoolKernel<float, 3>).Kernel<double>(PoolKernel<double, 3>);
-  pool3d(r->Register("pool3d_grad").NotInPlace().Input("X").Input("Out").Input(GradVarName("Out"))
+      .Kernel<float>(PoolKernel<float, 3>)
+      .Kernel<double>(PoolKernel<double, 3>);
+  pool3d(r->Register("pool3d_grad")
+             .NotInPlace()
+             .Input("X")
+             .Input("Out")
+             .Input(GradVarName("Out"))
              .Output(GradVarName("X"), kDispensable))
-      .SetInferShape(GradSameShapeAsX).Kernel<float>(PoolGradKernel<float, 3>).Kernel<double>(PoolGradKernel<double, 3>);
+      .SetInferShape(GradSameShapeAsX)
+      .Kernel<float>(PoolGradKernel<float, 3>)
+      .Kernel<double>(PoolGradKernel<double, 3>);
   for (const int spatial : {2, 3}) {
     const std::string type = absl::StrCat("max_pool", spatial, "d_with_index");
     auto& fwd = common(r->Register(type).NotInPlace().Input("X").Output("Out").Output("Mask"), spatial)
-                    .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X"}, {"Mask"}, {"Out"}, {"X"}));
-    auto& grad = common(r->Register(type + "_grad").NotInPlace().Input("X").Input("Mask").Input(GradVarName("Out"))
-                            .Output(GradVarName("X"), kDispensable), spatial)
+                    .SetInferShape(NoShapeInference)
+                    .SetGradMaker(GradOpMaker({"X"}, {"Mask"}, {"Out"}, {"X"}));
+    auto& grad = common(r->Register(type + "_grad")
+                            .NotInPlace()
+                            .Input("X")
+                            .Input("Mask")
+                            .Input(GradVarName("Out"))
+                            .Output(GradVarName("X"), kDispensable),
+                        spatial)
                      .SetInferShape(GradSameShapeAsX);
     if (spatial == 2) {
       fwd.Kernel<float>(PoolKernel<float, 2>).Kernel<double>(PoolKernel<double, 2>);

@@ -43,15 +43,28 @@ absl::StatusOr<PoolGeom> PoolGeometry(const OpDesc& op, const DDim& x) {
     ks = {static_cast<int32_t>(x[2]), static_cast<int32_t>(x[3])};
     pd = {0, 0};
   }
-  if (ks.size() != 2 || st.size() != 2 || pd.size() != 2 || ks[0] < 1 || ks[1] < 1 || st[0] < 1 ||
-      st[1] < 1 || pd[0] < 0 || pd[1] < 0) {
+  if (ks.size() != 2 || st.size() != 2 || pd.size() != 2 || ks[0] < 1 || ks[1] < 1 || st[0] < 1 || st[1] < 1 ||
+      pd[0] < 0 || pd[1] < 0) {
     return absl::InvalidArgumentError(absl::StrCat("pool2d: ksize [", absl::StrJoin(ks, ", "), "], strides [",
-                                                   absl::StrJoin(st, ", "), "] and paddings [",
-                                                   absl::StrJoin(pd, ", "), "] must be two positive (paddings: non-negative) values"));
+                                                   absl::StrJoin(st, ", "), "] and paddings [", absl::StrJoin(pd, ", "),
+                                                   "] must be two positive (paddings: non-negative) values"));
   }
   const bool ceil = op.GetAttr<bool>("ceil_mode");
-  PoolGeom g{x[0], x[1], x[2], x[3], -1, -1, ks[0], ks[1], st[0], st[1], pd[0], pd[1], type == "max",
-             op.GetAttr<bool>("exclusive"), ceil};
+  PoolGeom g{x[0],
+             x[1],
+             x[2],
+             x[3],
+             -1,
+             -1,
+             ks[0],
+             ks[1],
+             st[0],
+             st[1],
+             pd[0],
+             pd[1],
+             type == "max",
+             op.GetAttr<bool>("exclusive"),
+             ceil};
   if (x[2] >= 0) g.oh = PoolOutSize(x[2], g.kh, g.ph, g.sh, ceil);
   if (x[3] >= 0) g.ow = PoolOutSize(x[3], g.kw, g.pw, g.sw, ceil);
   if ((x[2] >= 0 && g.oh <= 0) || (x[3] >= 0 && g.ow <= 0)) {
@@ -174,21 +187,35 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
 
 void RegisterPoolOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("pooling_type", std::string("max")).Attr("ksize", std::vector<int32_t>{2, 2})
-        .Attr("global_pooling", false).Attr("strides", std::vector<int32_t>{1, 1})
-        .Attr("paddings", std::vector<int32_t>{0, 0}).Attr("exclusive", true).Attr("adaptive", false)
-        .Attr("ceil_mode", false).Attr("use_cudnn", false).Attr("use_mkldnn", false)
-        .Attr("data_format", std::string("AnyLayout")).Attr("padding_algorithm", std::string("EXPLICIT"))
+    return info.Attr("pooling_type", std::string("max"))
+        .Attr("ksize", std::vector<int32_t>{2, 2})
+        .Attr("global_pooling", false)
+        .Attr("strides", std::vector<int32_t>{1, 1})
+        .Attr("paddings", std::vector<int32_t>{0, 0})
+        .Attr("exclusive", true)
+        .Attr("adaptive", false)
+        .Attr("ceil_mode", false)
+        .Attr("use_cudnn", false)
+        .Attr("use_mkldnn", false)
+        .Attr("data_format", std::string("AnyLayout"))
+        .Attr("padding_algorithm", std::string("EXPLICIT"))
         .Implements("data_format", {std::string("AnyLayout"), std::string("NCHW")})
         .Implements("padding_algorithm", {std::string("EXPLICIT")});
   };
-  attrs(r->Register("pool2d").NotInPlace().Input("X").Output("Out")).SetInferShape(PoolInferShape)
+  attrs(r->Register("pool2d").NotInPlace().Input("X").Output("Out"))
+      .SetInferShape(PoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
-      .Kernel<float>(PoolKernel<float>).Kernel<double>(PoolKernel<double>);
-  attrs(r->Register("pool2d_grad").NotInPlace().Input("X").Input("Out").Input(GradVarName("Out"))
+      .Kernel<float>(PoolKernel<float>)
+      .Kernel<double>(PoolKernel<double>);
+  attrs(r->Register("pool2d_grad")
+            .NotInPlace()
+            .Input("X")
+            .Input("Out")
+            .Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(PoolGradInferShape)
-      .Kernel<float>(PoolGradKernel<float>).Kernel<double>(PoolGradKernel<double>);
+      .Kernel<float>(PoolGradKernel<float>)
+      .Kernel<double>(PoolGradKernel<double>);
 }
 
 }  // namespace oar

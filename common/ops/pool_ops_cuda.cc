@@ -63,8 +63,8 @@ absl::Status PoolGradKernel(const ExecutionContext& ctx) {
   PoolCall call;
   OAR_RETURN_IF_ERROR(Prepare(ctx, ctx.Input("X")->dims(), &call));
   const float one = 1.f, zero = 0.f;
-  return CudnnStatus(cudnnPoolingBackward(c->cudnn, call.pool.get(), &one, call.y_desc.get(), y, call.y_desc.get(),
-                                          dy, call.x_desc.get(), x, &zero, call.x_desc.get(), dx),
+  return CudnnStatus(cudnnPoolingBackward(c->cudnn, call.pool.get(), &one, call.y_desc.get(), y, call.y_desc.get(), dy,
+                                          call.x_desc.get(), x, &zero, call.x_desc.get(), dx),
                      "pool2d_grad: cudnnPoolingBackward");
 }
 

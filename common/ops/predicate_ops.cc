@@ -35,8 +35,10 @@ absl::Status TestKernel(const ExecutionContext& ctx) {
   }
   bool r = kTest == Test::kFinite;  // finite: all are; nan, inf: any is
   for (int64_t i = 0, n = x->numel(); i < n; ++i) {
-    if (kTest == Test::kFinite) r = r && Holds<kTest>(xp[i]);
-    else r = r || Holds<kTest>(xp[i]);
+    if (kTest == Test::kFinite)
+      r = r && Holds<kTest>(xp[i]);
+    else
+      r = r || Holds<kTest>(xp[i]);
   }
   ctx.Output("Out")->mutable_data<bool>(DDim{1})[0] = r;
   return absl::OkStatus();
@@ -44,7 +46,10 @@ absl::Status TestKernel(const ExecutionContext& ctx) {
 
 template <Test kTest, bool kElementwise>
 void RegisterTest(OpRegistry* r, const std::string& type) {
-  NumericCpuKernels(r->Register(type).Input("X").Output("Out").SetInferShape(NoShapeInference)
+  NumericCpuKernels(r->Register(type)
+                        .Input("X")
+                        .Output("Out")
+                        .SetInferShape(NoShapeInference)
                         .SetKernelDtype(+[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); }),
                     TestKernel<kTest, kElementwise, float>, TestKernel<kTest, kElementwise, double>,
                     TestKernel<kTest, kElementwise, int32_t>, TestKernel<kTest, kElementwise, int64_t>);
@@ -57,11 +62,20 @@ absl::Status WhereIndexKernel(const ExecutionContext& ctx) {
   for (int64_t i = 0, n = c->numel(); i < n; ++i) {
     bool v = false;
     switch (c->dtype()) {
-      case DataType::kBool: v = c->data<bool>()[i]; break;
-      case DataType::kFloat32: v = c->data<float>()[i] != 0; break;
-      case DataType::kInt32: v = c->data<int32_t>()[i] != 0; break;
-      case DataType::kInt64: v = c->data<int64_t>()[i] != 0; break;
-      default: return absl::InvalidArgumentError("where_index: Condition must be bool, float32, int32 or int64");
+      case DataType::kBool:
+        v = c->data<bool>()[i];
+        break;
+      case DataType::kFloat32:
+        v = c->data<float>()[i] != 0;
+        break;
+      case DataType::kInt32:
+        v = c->data<int32_t>()[i] != 0;
+        break;
+      case DataType::kInt64:
+        v = c->data<int64_t>()[i] != 0;
+        break;
+      default:
+        return absl::InvalidArgumentError("where_index: Condition must be bool, float32, int32 or int64");
     }
     if (v) hits.push_back(i);
   }
@@ -86,8 +100,12 @@ void RegisterPredicateOps(OpRegistry* r) {
   RegisterTest<Test::kNan, true>(r, "isnan_v2");
   RegisterTest<Test::kInf, true>(r, "isinf_v2");
   RegisterTest<Test::kFinite, true>(r, "isfinite_v2");
-  r->Register("where_index").Input("Condition").Output("Out").SetInferShape(NoShapeInference)
-      .SetKernelDtype(AnyKernelDtype).Kernel<float>(WhereIndexKernel);
+  r->Register("where_index")
+      .Input("Condition")
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(WhereIndexKernel);
 }
 
 }  // namespace oar

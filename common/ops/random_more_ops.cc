@@ -47,7 +47,8 @@ absl::Status BernoulliKernel(const ExecutionContext& ctx) {
   T* o = ctx.Output("Out")->mutable_data<T>(x->dims());
   for (int64_t i = 0; i < x->numel(); ++i) {
     const double p = x->data<T>()[i];
-    if (!(p >= 0 && p <= 1)) return absl::InvalidArgumentError(absl::StrCat("bernoulli: X holds ", p, ", not a probability"));
+    if (!(p >= 0 && p <= 1))
+      return absl::InvalidArgumentError(absl::StrCat("bernoulli: X holds ", p, ", not a probability"));
     o[i] = u(rng) < p ? T(1) : T(0);
   }
   return absl::OkStatus();
@@ -58,7 +59,8 @@ absl::Status MultinomialKernel(const ExecutionContext& ctx) {
   const DDim& d = x->dims();
   const int64_t c = d[d.size() - 1], rows = c ? x->numel() / c : 0, k = ctx.Attr<int32_t>("num_samples");
   const bool replace = ctx.Attr<bool>("replacement");
-  if (!replace && k > c) return absl::InvalidArgumentError(absl::StrCat("multinomial: ", k, " samples without replacement from ", c));
+  if (!replace && k > c)
+    return absl::InvalidArgumentError(absl::StrCat("multinomial: ", k, " samples without replacement from ", c));
   auto rng = Engine(ctx);
   std::vector<int64_t> out;
   for (int64_t r = 0; r < rows; ++r) {
@@ -126,18 +128,49 @@ absl::Status SamplingIdKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterRandomMoreOps(OpRegistry* r) {
-  r->Register("bernoulli").Input("X").Output("Out").SetInferShape(SameShapeAsX)
-      .Kernel<float>(BernoulliKernel<float>).Kernel<double>(BernoulliKernel<double>);
-  r->Register("multinomial").Input("X").Output("Out").Attr("num_samples", int32_t{1}).Attr("replacement", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(MultinomialKernel);
-  r->Register("randint").Input("ShapeTensor", kDispensable | kReadAnywhere)
-      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
-      .Attr("shape", std::vector<int64_t>{}).Attr("low", int32_t{0}).Attr("high", int32_t{0}).Attr("seed", int32_t{0})
-      .Attr("dtype", int32_t{3}).SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(RandintKernel);
-  r->Register("randperm").Output("Out").Attr("n", int32_t{0}).Attr("dtype", int32_t{3}).Attr("seed", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(RandpermKernel);
-  r->Register("sampling_id").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(SamplingIdKernel);
+  r->Register("bernoulli")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .Kernel<float>(BernoulliKernel<float>)
+      .Kernel<double>(BernoulliKernel<double>);
+  r->Register("multinomial")
+      .Input("X")
+      .Output("Out")
+      .Attr("num_samples", int32_t{1})
+      .Attr("replacement", false)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(MultinomialKernel);
+  r->Register("randint")
+      .Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere)
+      .Output("Out")
+      .Attr("shape", std::vector<int64_t>{})
+      .Attr("low", int32_t{0})
+      .Attr("high", int32_t{0})
+      .Attr("seed", int32_t{0})
+      .Attr("dtype", int32_t{3})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(RandintKernel);
+  r->Register("randperm")
+      .Output("Out")
+      .Attr("n", int32_t{0})
+      .Attr("dtype", int32_t{3})
+      .Attr("seed", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(RandpermKernel);
+  r->Register("sampling_id")
+      .Input("X")
+      .Output("Out")
+      .Attr("min", 0.0f)
+      .Attr("max", 1.0f)
+      .Attr("seed", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(SamplingIdKernel);
 }
 
 }  // namespace oar

@@ -42,8 +42,10 @@ absl::StatusOr<DDim> ReduceOutDims(const InferShapeContext& ctx) {
   const bool keep = ctx.Attr<bool>("keep_dim");
   DDim out;
   for (int i = 0; i < x.size(); ++i) {
-    if (!r[i]) out.push_back(x[i]);
-    else if (keep) out.push_back(1);
+    if (!r[i])
+      out.push_back(x[i]);
+    else if (keep)
+      out.push_back(1);
   }
   if (out.size() == 0) out = DDim{1};
   return out;
@@ -107,18 +109,22 @@ absl::Status ReduceKernel(const ExecutionContext& ctx) {
     xp = copy.data();
   }
   T* o = out->mutable_data<T>();
-  const T init = kFold == kMax   ? -std::numeric_limits<T>::infinity()
-                 : kFold == kMin ? std::numeric_limits<T>::infinity()
+  const T init = kFold == kMax    ? -std::numeric_limits<T>::infinity()
+                 : kFold == kMin  ? std::numeric_limits<T>::infinity()
                  : kFold == kProd ? T(1)
                                   : T(0);
   std::fill(o, o + out->numel(), init);
   const std::vector<int64_t> map = OutIndex(x->dims(), ReducedAtRuntime(ctx, x->dims().size()));
   for (size_t e = 0; e < map.size(); ++e) {
     T& acc = o[map[e]];
-    if (kFold == kMax) acc = std::max(acc, xp[e]);
-    else if (kFold == kMin) acc = std::min(acc, xp[e]);
-    else if (kFold == kProd) acc *= xp[e];
-    else acc += xp[e];
+    if (kFold == kMax)
+      acc = std::max(acc, xp[e]);
+    else if (kFold == kMin)
+      acc = std::min(acc, xp[e]);
+    else if (kFold == kProd)
+      acc *= xp[e];
+    else
+      acc += xp[e];
   }
   if (kFold == kMean && out->numel() > 0) {
     const T k = T(out->numel()) / T(n);
@@ -249,18 +255,29 @@ void RegisterReduceClipOps(OpRegistry* r) {
   auto reduce = [r](const std::string& type, KernelFn f32, KernelFn f64, KernelFn g32, KernelFn g64,
                     bool grad_reads_out = false) {
     auto attrs = [](OpInfo& i) -> OpInfo& {
-      return i.Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false)
-          .Attr("in_dtype", int32_t{-1}).Attr("out_dtype", int32_t{-1})  // Paddle 2.x: -1 keeps X's dtype
-          .Implements("in_dtype", {int32_t{-1}}).Implements("out_dtype", {int32_t{-1}});
+      return i.Attr("dim", std::vector<int32_t>{0})
+          .Attr("keep_dim", false)
+          .Attr("reduce_all", false)
+          .Attr("in_dtype", int32_t{-1})
+          .Attr("out_dtype", int32_t{-1})  // Paddle 2.x: -1 keeps X's dtype
+          .Implements("in_dtype", {int32_t{-1}})
+          .Implements("out_dtype", {int32_t{-1}});
     };
-    attrs(r->Register(type).Input("X").Output("Out")).SetInferShape(ReduceInferShape)
-        .SetGradMaker(grad_reads_out ? GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}) : GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
-        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
+    attrs(r->Register(type).Input("X").Output("Out"))
+        .SetInferShape(ReduceInferShape)
+        .SetGradMaker(grad_reads_out ? GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"})
+                                     : GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, f32)
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat64, f64);
     // Out: Fluid 1.0-1.5 passed the forward output too; unread.
-    attrs(r->Register(type + "_grad").Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
+    attrs(r->Register(type + "_grad")
+              .Input("X")
+              .Input("Out", kDispensable)
+              .Input(GradVarName("Out"))
               .Output(GradVarName("X"), kDispensable))
         .SetInferShape(ReduceGradInferShape)
-        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32).AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat32, g32)
+        .AddKernel(Place::Kind::kCPU, DataType::kFloat64, g64);
   };
   reduce("reduce_sum", ReduceKernel<float, kSum>, ReduceKernel<double, kSum>, ReduceGradKernel<float, kSum>,
          ReduceGradKernel<double, kSum>);
@@ -273,20 +290,41 @@ void RegisterReduceClipOps(OpRegistry* r) {
   reduce("reduce_prod", ReduceKernel<float, kProd>, ReduceKernel<double, kProd>, ReduceGradKernel<float, kProd>,
          ReduceGradKernel<double, kProd>);
   for (const bool all : {true, false}) {
-    auto& info = r->Register(all ? "reduce_all" : "reduce_any").Input("X").Output("Out")
-                     .Attr("dim", std::vector<int32_t>{0}).Attr("keep_dim", false).Attr("reduce_all", false)
-                     .Attr("in_dtype", int32_t{-1}).Attr("out_dtype", int32_t{-1}).SetInferShape(ReduceInferShape)
+    auto& info = r->Register(all ? "reduce_all" : "reduce_any")
+                     .Input("X")
+                     .Output("Out")
+                     .Attr("dim", std::vector<int32_t>{0})
+                     .Attr("keep_dim", false)
+                     .Attr("reduce_all", false)
+                     .Attr("in_dtype", int32_t{-1})
+                     .Attr("out_dtype", int32_t{-1})
+                     .SetInferShape(ReduceInferShape)
                      .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kBool; });
     info.AddKernel(Place::Kind::kCPU, DataType::kBool, all ? BoolReduceKernel<true> : BoolReduceKernel<false>);
   }
-  r->Register("clip").Input("X").Output("Out").Attr("min", 0.0f).Attr("max", 0.0f)
-      .SetInferShape(ClipInferShape).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+  r->Register("clip")
+      .Input("X")
+      .Output("Out")
+      .Attr("min", 0.0f)
+      .Attr("max", 0.0f)
+      .SetInferShape(ClipInferShape)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
       .OAR_FLOAT_KERNELS(ClipKernel);
-  r->Register("clip_grad").Input("X").Input("Out", kDispensable).Input(GradVarName("Out"))
+  r->Register("clip_grad")
+      .Input("X")
+      .Input("Out", kDispensable)
+      .Input(GradVarName("Out"))
       .Output(GradVarName("X"), kDispensable)
-      .Attr("min", 0.0f).Attr("max", 0.0f).SetInferShape(ClipGradInferShape).OAR_FLOAT_KERNELS(ClipGradKernel);
-  r->Register("clip_by_norm").Input("X").Output("Out").Attr("max_norm", 1.0f)
-      .SetInferShape(ClipByNormInferShape).OAR_FLOAT_KERNELS(ClipByNormKernel);
+      .Attr("min", 0.0f)
+      .Attr("max", 0.0f)
+      .SetInferShape(ClipGradInferShape)
+      .OAR_FLOAT_KERNELS(ClipGradKernel);
+  r->Register("clip_by_norm")
+      .Input("X")
+      .Output("Out")
+      .Attr("max_norm", 1.0f)
+      .SetInferShape(ClipByNormInferShape)
+      .OAR_FLOAT_KERNELS(ClipByNormKernel);
 }
 
 #undef OAR_FLOAT_KERNELS

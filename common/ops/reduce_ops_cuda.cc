@@ -94,8 +94,7 @@ absl::Status ClipGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const float* g, GpuIn<float>(ctx, GradVarName("Out")));
   float* dx = GpuOut<float>(ctx, GradVarName("X"));
   if (dx == nullptr) return absl::OkStatus();
-  cuda::ClipGrad<float>(x, g, ctx.Attr<float>("min"), ctx.Attr<float>("max"), dx, ctx.Input("X")->numel(),
-                        c->stream);
+  cuda::ClipGrad<float>(x, g, ctx.Attr<float>("min"), ctx.Attr<float>("max"), dx, ctx.Input("X")->numel(), c->stream);
   return LaunchStatus(ctx);
 }
 

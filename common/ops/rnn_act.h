@@ -23,28 +23,38 @@ inline absl::StatusOr<Act> ParseAct(const std::string& op, const std::string& na
   if (name == "tanh") return Act::kTanh;
   if (name == "relu") return Act::kRelu;
   if (name == "identity" || name == "linear") return Act::kIdentity;
-  return absl::InvalidArgumentError(absl::StrCat(op, ": activation '", name, "' is not sigmoid, tanh, relu or identity"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": activation '", name, "' is not sigmoid, tanh, relu or identity"));
 }
-inline absl::StatusOr<Act> ActByNumber(const std::string& op, int v) {  // gru_unit: identity 0, sigmoid 1, tanh 2, relu 3
+inline absl::StatusOr<Act> ActByNumber(const std::string& op,
+                                       int v) {  // gru_unit: identity 0, sigmoid 1, tanh 2, relu 3
   static const char* kNames[] = {"identity", "sigmoid", "tanh", "relu"};
   if (v < 0 || v > 3) return absl::InvalidArgumentError(absl::StrCat(op, ": activation ", v, " is not 0-3"));
   return ParseAct(op, kNames[v]);
 }
 inline double Apply(Act a, double x) {
   switch (a) {
-    case Act::kSigmoid: return 1 / (1 + std::exp(-x));
-    case Act::kTanh: return std::tanh(x);
-    case Act::kRelu: return x > 0 ? x : 0;
-    case Act::kIdentity: return x;
+    case Act::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case Act::kTanh:
+      return std::tanh(x);
+    case Act::kRelu:
+      return x > 0 ? x : 0;
+    case Act::kIdentity:
+      return x;
   }
   return x;
 }
 inline double Slope(Act a, double y) {  // from the activation's output
   switch (a) {
-    case Act::kSigmoid: return y * (1 - y);
-    case Act::kTanh: return 1 - y * y;
-    case Act::kRelu: return y > 0 ? 1 : 0;
-    case Act::kIdentity: return 1;
+    case Act::kSigmoid:
+      return y * (1 - y);
+    case Act::kTanh:
+      return 1 - y * y;
+    case Act::kRelu:
+      return y > 0 ? 1 : 0;
+    case Act::kIdentity:
+      return 1;
   }
   return 1;
 }

@@ -35,8 +35,8 @@ inline absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& 
   s.gates = s.mode == "LSTM" ? 4 : s.mode == "GRU" ? 3 : 1;
   s.lstm = s.mode == "LSTM", s.gru = s.mode == "GRU", s.rnn_tanh = s.mode == "RNN_TANH";
   if (s.mode != "LSTM" && s.mode != "GRU" && s.mode != "RNN_TANH" && s.mode != "RNN_RELU") {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": mode '", s.mode,
-                                                   "' is not LSTM, GRU, RNN_TANH or RNN_RELU"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": mode '", s.mode, "' is not LSTM, GRU, RNN_TANH or RNN_RELU"));
   }
   s.layers = ctx.Attr<int32_t>("num_layers");
   s.dirs = ctx.Attr<bool>("is_bidirec") ? 2 : 1;
@@ -51,9 +51,9 @@ inline absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& 
   const size_t cells = static_cast<size_t>(s.layers * s.dirs);
   const std::vector<const Tensor*> w = ctx.MultiInput("WeightList");
   if (w.size() != 4 * cells) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": WeightList holds ", w.size(),
-                                                   " tensors; ", s.layers, " layer(s) of ", s.dirs,
-                                                   " direction(s) need ", 4 * cells));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": WeightList holds ", w.size(), " tensors; ",
+                                                   s.layers, " layer(s) of ", s.dirs, " direction(s) need ",
+                                                   4 * cells));
   }
   for (size_t c = 0; c < cells; ++c) {
     const int64_t gh = s.gates * s.hidden, in = s.InputOf(static_cast<int>(c) / s.dirs);
@@ -61,10 +61,10 @@ inline absl::StatusOr<Spec> ReadSpec(const ExecutionContext& ctx, const Tensor& 
     const size_t at[4] = {2 * c, 2 * c + 1, 2 * cells + 2 * c, 2 * cells + 2 * c + 1};
     for (int k = 0; k < 4; ++k) {
       if (w[at[k]] == nullptr || w[at[k]]->dims() != want[k]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            ctx.op().type, ": ", InputLabel(ctx.op(), "WeightList", at[k]),
-            w[at[k]] ? w[at[k]]->dims().ToString() : std::string(" (no value)"), " should be ", want[k].ToString(),
-            " (cell ", c, " of ", s.mode, ", hidden_size ", s.hidden, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), "WeightList", at[k]),
+                         w[at[k]] ? w[at[k]]->dims().ToString() : std::string(" (no value)"), " should be ",
+                         want[k].ToString(), " (cell ", c, " of ", s.mode, ", hidden_size ", s.hidden, ")"));
       }
     }
   }
@@ -173,8 +173,8 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
   const std::vector<const Tensor*> pre = ctx.MultiInput("PreState");
   const size_t want_states = s.lstm ? 2 : 1;
   if (pre.size() != want_states) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": PreState holds ", pre.size(), " tensors; ",
-                                                   s.mode, " takes ", want_states));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": PreState holds ", pre.size(), " tensors; ", s.mode, " takes ", want_states));
   }
   for (size_t k = 0; k < pre.size(); ++k) {
     if (pre[k] == nullptr || pre[k]->dims() != DDim{cells, N, H}) {
@@ -193,9 +193,9 @@ absl::StatusOr<Forward<T>> RunForward(const ExecutionContext& ctx, const Spec& s
       const size_t c = static_cast<size_t>(l * s.dirs + d), n_cells = static_cast<size_t>(cells);
       const int64_t off = static_cast<int64_t>(c) * N * H;
       RunDirection<T>(s, d, f.inputs.back().data(), s.InputOf(l), w[2 * c]->data<T>(), w[2 * c + 1]->data<T>(),
-                      w[2 * n_cells + 2 * c]->data<T>(), w[2 * n_cells + 2 * c + 1]->data<T>(),
-                      pre[0]->data<T>() + off, s.lstm ? pre[1]->data<T>() + off : nullptr, y.data(),
-                      f.h_last.data() + off, s.lstm ? f.c_last.data() + off : nullptr, &f.records[c]);
+                      w[2 * n_cells + 2 * c]->data<T>(), w[2 * n_cells + 2 * c + 1]->data<T>(), pre[0]->data<T>() + off,
+                      s.lstm ? pre[1]->data<T>() + off : nullptr, y.data(), f.h_last.data() + off,
+                      s.lstm ? f.c_last.data() + off : nullptr, &f.records[c]);
     }
     if (l + 1 < s.layers) {
       f.inputs.push_back(std::move(y));

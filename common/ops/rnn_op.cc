@@ -53,7 +53,8 @@ absl::Status RnnKernel(const ExecutionContext& ctx) {
   const std::vector<Tensor*> state = ctx.MultiOutput("State");
   const DDim sd{s.layers * s.dirs, s.batch, s.hidden};
   if (!state.empty() && state[0] != nullptr) std::copy(f.h_last.begin(), f.h_last.end(), state[0]->mutable_data<T>(sd));
-  if (state.size() > 1 && state[1] != nullptr) std::copy(f.c_last.begin(), f.c_last.end(), state[1]->mutable_data<T>(sd));
+  if (state.size() > 1 && state[1] != nullptr)
+    std::copy(f.c_last.begin(), f.c_last.end(), state[1]->mutable_data<T>(sd));
   if (Tensor* t = ctx.Output("Reserve")) PackReserve(s, &f, t);
   if (Tensor* t = ctx.Output("DropoutState")) t->mutable_data<T>(DDim{1})[0] = T(0);  // no dropout: nothing kept
   return absl::OkStatus();
@@ -134,8 +135,9 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
         const bool first = step == 0;
         for (int64_t n = 0; n < N; ++n) {  // h (and c) the step started from
           for (int64_t j = 0; j < H; ++j) {
-            hprev[n * H + j] = first ? h0[n * H + j] : (l + 1 < s.layers ? f.inputs[l + 1][(tp * N + n) * DH + d * H + j]
-                                                                          : f.out[(tp * N + n) * DH + d * H + j]);
+            hprev[n * H + j] = first ? h0[n * H + j]
+                                     : (l + 1 < s.layers ? f.inputs[l + 1][(tp * N + n) * DH + d * H + j]
+                                                         : f.out[(tp * N + n) * DH + d * H + j]);
           }
         }
         if (s.lstm) {  // tanh(c_t), the activation of this step's cell state, all at once
@@ -218,8 +220,10 @@ absl::Status RnnGradKernel(const ExecutionContext& ctx) {
   }
   const std::vector<Tensor*> dpre_out = ctx.MultiOutput(GradVarName("PreState"));
   const DDim sd{static_cast<int64_t>(cells), N, H};
-  if (!dpre_out.empty() && dpre_out[0] != nullptr) std::copy(dpre_h.begin(), dpre_h.end(), dpre_out[0]->mutable_data<T>(sd));
-  if (dpre_out.size() > 1 && dpre_out[1] != nullptr) std::copy(dpre_c.begin(), dpre_c.end(), dpre_out[1]->mutable_data<T>(sd));
+  if (!dpre_out.empty() && dpre_out[0] != nullptr)
+    std::copy(dpre_h.begin(), dpre_h.end(), dpre_out[0]->mutable_data<T>(sd));
+  if (dpre_out.size() > 1 && dpre_out[1] != nullptr)
+    std::copy(dpre_c.begin(), dpre_c.end(), dpre_out[1]->mutable_data<T>(sd));
   return absl::OkStatus();
 }
 
@@ -238,27 +242,48 @@ absl::Status RnnGradShape(InferShapeContext& ctx) {
 
 void RegisterRnnOps(OpRegistry* r) {
   auto attrs = [](OpInfo& info) -> OpInfo& {
-    return info.Attr("dropout_prob", 0.0f).Attr("is_bidirec", false).Attr("input_size", int32_t{10})
-        .Attr("hidden_size", int32_t{100}).Attr("num_layers", int32_t{1}).Attr("mode", std::string("LSTM"))
-        .Attr("seed", int32_t{0}).Attr("is_test", false);
+    return info.Attr("dropout_prob", 0.0f)
+        .Attr("is_bidirec", false)
+        .Attr("input_size", int32_t{10})
+        .Attr("hidden_size", int32_t{100})
+        .Attr("num_layers", int32_t{1})
+        .Attr("mode", std::string("LSTM"))
+        .Attr("seed", int32_t{0})
+        .Attr("is_test", false);
   };
-  attrs(r->Register("rnn").NotInPlace().Input("Input").Input("PreState", kDuplicable)
-            .Input("WeightList", kDuplicable).Input("SequenceLength", kDispensable)
-            .Output("Out").Output("State", kDuplicable | kDispensable).Output("Reserve", kDispensable)
+  attrs(r->Register("rnn")
+            .NotInPlace()
+            .Input("Input")
+            .Input("PreState", kDuplicable)
+            .Input("WeightList", kDuplicable)
+            .Input("SequenceLength", kDispensable)
+            .Output("Out")
+            .Output("State", kDuplicable | kDispensable)
+            .Output("Reserve", kDispensable)
             .Output("DropoutState", kDispensable))
       .SetInferShape(RnnShape)
       .SetGradMaker(GradOpMaker({"Input", "PreState", "WeightList", "SequenceLength"},
                                 {"Out", "Reserve", "DropoutState"}, {"Out", "State"},
                                 {"Input", "PreState", "WeightList"}))
-      .Kernel<float>(RnnKernel<float>).Kernel<double>(RnnKernel<double>);
-  attrs(r->Register("rnn_grad").NotInPlace().Input("Input").Input("PreState", kDuplicable)
-            .Input("WeightList", kDuplicable).Input("SequenceLength", kDispensable)
-            .Input("Out", kDispensable).Input("Reserve", kDispensable).Input("DropoutState", kDispensable)
-            .Input(GradVarName("Out"), kDispensable).Input(GradVarName("State"), kDuplicable | kDispensable)
-            .Output(GradVarName("Input"), kDispensable).Output(GradVarName("PreState"), kDuplicable | kDispensable)
+      .Kernel<float>(RnnKernel<float>)
+      .Kernel<double>(RnnKernel<double>);
+  attrs(r->Register("rnn_grad")
+            .NotInPlace()
+            .Input("Input")
+            .Input("PreState", kDuplicable)
+            .Input("WeightList", kDuplicable)
+            .Input("SequenceLength", kDispensable)
+            .Input("Out", kDispensable)
+            .Input("Reserve", kDispensable)
+            .Input("DropoutState", kDispensable)
+            .Input(GradVarName("Out"), kDispensable)
+            .Input(GradVarName("State"), kDuplicable | kDispensable)
+            .Output(GradVarName("Input"), kDispensable)
+            .Output(GradVarName("PreState"), kDuplicable | kDispensable)
             .Output(GradVarName("WeightList"), kDuplicable | kDispensable))
       .SetInferShape(RnnGradShape)
-      .Kernel<float>(RnnGradKernel<float>).Kernel<double>(RnnGradKernel<double>);
+      .Kernel<float>(RnnGradKernel<float>)
+      .Kernel<double>(RnnGradKernel<double>);
 }
 
 }  // namespace oar

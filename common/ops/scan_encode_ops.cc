@@ -93,8 +93,10 @@ absl::Status ArgKernel(const ExecutionContext& ctx) {
   const int64_t outer = dims.Product(0, axis), len = dims[axis], inner = dims.Product(axis + 1, dims.size());
   std::vector<int64_t> od;
   for (int d = 0; d < dims.size(); ++d) {
-    if (d != axis) od.push_back(dims[d]);
-    else if (keep) od.push_back(1);
+    if (d != axis)
+      od.push_back(dims[d]);
+    else if (keep)
+      od.push_back(1);
   }
   Tensor* out = ctx.Output("Out");
   const bool i32 = ctx.Attr<int32_t>("dtype") == static_cast<int32_t>(DataType::kInt32);
@@ -108,8 +110,10 @@ absl::Status ArgKernel(const ExecutionContext& ctx) {
         const T v = xp[(a * len + s) * inner + i], b = xp[(a * len + best) * inner + i];
         if (kMax ? v > b : v < b) best = s;
       }
-      if (i32) static_cast<int32_t*>(raw)[a * inner + i] = static_cast<int32_t>(best);
-      else static_cast<int64_t*>(raw)[a * inner + i] = best;
+      if (i32)
+        static_cast<int32_t*>(raw)[a * inner + i] = static_cast<int32_t>(best);
+      else
+        static_cast<int64_t*>(raw)[a * inner + i] = best;
     }
   }
   return absl::OkStatus();
@@ -117,7 +121,7 @@ absl::Status ArgKernel(const ExecutionContext& ctx) {
 
 absl::Status ArgShape(InferShapeContext& ctx) {
   ctx.SetOutputDtype("Out", ctx.Attr<int32_t>("dtype") == static_cast<int32_t>(DataType::kInt32) ? DataType::kInt32
-                                                                                                   : DataType::kInt64);
+                                                                                                 : DataType::kInt64);
   return absl::OkStatus();
 }
 
@@ -127,9 +131,8 @@ absl::Status OneHotKernel(const ExecutionContext& ctx) {
   const int64_t depth = ctx.Attr<int32_t>("depth");
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const bool tolerant = ctx.Attr<bool>("allow_out_of_range");
-  OAR_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
-                       tolerant ? absl::StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
-                                : IndexValues(ctx, "X", depth));
+  OAR_ASSIGN_OR_RETURN(std::vector<int64_t> ids, tolerant ? absl::StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
+                                                          : IndexValues(ctx, "X", depth));
   std::vector<int64_t> od = x->dims().ToVector();
   od.push_back(depth);
   float* o = ctx.Output("Out")->mutable_data<float>(DDim(od));
@@ -176,35 +179,74 @@ absl::Status LabelSmoothKernel(const ExecutionContext& ctx) {
 
 void RegisterScanEncodeOps(OpRegistry* r) {
   auto any = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
-  NumericCpuKernels(r->Register("cumsum").NotInPlace().Input("X").Output("Out").Attr("axis", int32_t{-1})
-                     .Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false)
-                     .SetInferShape(SameShapeAsX).SetKernelDtype(any).SetGradMaker(CumsumGradMaker),
-                 CumsumKernel<float>, CumsumKernel<double>, CumsumKernel<int32_t>, CumsumKernel<int64_t>);
-  r->Register("cumsum_grad").Input("X", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("axis", int32_t{-1}).Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false)
-      .SetInferShape(NoShapeInference).Kernel<float>(CumsumGradKernel<float>).Kernel<double>(CumsumGradKernel<double>);
+  NumericCpuKernels(r->Register("cumsum")
+                        .NotInPlace()
+                        .Input("X")
+                        .Output("Out")
+                        .Attr("axis", int32_t{-1})
+                        .Attr("flatten", false)
+                        .Attr("exclusive", false)
+                        .Attr("reverse", false)
+                        .SetInferShape(SameShapeAsX)
+                        .SetKernelDtype(any)
+                        .SetGradMaker(CumsumGradMaker),
+                    CumsumKernel<float>, CumsumKernel<double>, CumsumKernel<int32_t>, CumsumKernel<int64_t>);
+  r->Register("cumsum_grad")
+      .Input("X", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1})
+      .Attr("flatten", false)
+      .Attr("exclusive", false)
+      .Attr("reverse", false)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(CumsumGradKernel<float>)
+      .Kernel<double>(CumsumGradKernel<double>);
   for (const bool is_max : {true, false}) {
-    auto& info = r->Register(is_max ? "arg_max" : "arg_min").Input("X").Output("Out")
-                     .Attr("axis", int64_t{0}).Attr("keepdims", false).Attr("flatten", false)
-                     .Attr("dtype", int32_t{3}).SetInferShape(ArgShape).SetKernelDtype(any);
+    auto& info = r->Register(is_max ? "arg_max" : "arg_min")
+                     .Input("X")
+                     .Output("Out")
+                     .Attr("axis", int64_t{0})
+                     .Attr("keepdims", false)
+                     .Attr("flatten", false)
+                     .Attr("dtype", int32_t{3})
+                     .SetInferShape(ArgShape)
+                     .SetKernelDtype(any);
     if (is_max) {
       NumericCpuKernels(info, ArgKernel<float, true>, ArgKernel<double, true>, ArgKernel<int32_t, true>,
-                     ArgKernel<int64_t, true>);
+                        ArgKernel<int64_t, true>);
     } else {
       NumericCpuKernels(info, ArgKernel<float, false>, ArgKernel<double, false>, ArgKernel<int32_t, false>,
-                     ArgKernel<int64_t, false>);
+                        ArgKernel<int64_t, false>);
     }
   }
-  r->Register("one_hot_v2").Input("X", kReadAnywhere).Input("depth_tensor", kDispensable | kUnimplemented)
-      .Output("Out").Attr("depth", int32_t{-1}).Attr("dtype", int32_t{5}).Attr("allow_out_of_range", false)
-      .Implements("dtype", {int32_t{5}}).SetInferShape(OneHotShape)
-      .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kFloat32; }).Kernel<float>(OneHotKernel);
-  r->Register("label_smooth").Input("X").Input("PriorDist", kDispensable).Output("Out").Attr("epsilon", 0.0f)
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
-      .Kernel<float>(LabelSmoothKernel<float, false>).Kernel<double>(LabelSmoothKernel<double, false>);
-  r->Register("label_smooth_grad").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("epsilon", 0.0f).SetInferShape(NoShapeInference)
-      .Kernel<float>(LabelSmoothKernel<float, true>).Kernel<double>(LabelSmoothKernel<double, true>);
+  r->Register("one_hot_v2")
+      .Input("X", kReadAnywhere)
+      .Input("depth_tensor", kDispensable | kUnimplemented)
+      .Output("Out")
+      .Attr("depth", int32_t{-1})
+      .Attr("dtype", int32_t{5})
+      .Attr("allow_out_of_range", false)
+      .Implements("dtype", {int32_t{5}})
+      .SetInferShape(OneHotShape)
+      .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kFloat32; })
+      .Kernel<float>(OneHotKernel);
+  r->Register("label_smooth")
+      .Input("X")
+      .Input("PriorDist", kDispensable)
+      .Output("Out")
+      .Attr("epsilon", 0.0f)
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({}, {}, {"Out"}, {"X"}))
+      .Kernel<float>(LabelSmoothKernel<float, false>)
+      .Kernel<double>(LabelSmoothKernel<double, false>);
+  r->Register("label_smooth_grad")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("epsilon", 0.0f)
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(LabelSmoothKernel<float, true>)
+      .Kernel<double>(LabelSmoothKernel<double, true>);
 }
 
 }  // namespace oar

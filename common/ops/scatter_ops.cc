@@ -29,7 +29,8 @@ absl::StatusOr<NdIndex> ReadNdIndex(const ExecutionContext& ctx, const DDim& x) 
   const DDim& id = index->dims();
   const int k = id.size() == 0 ? 0 : static_cast<int>(id[id.size() - 1]);
   if (id.size() == 0 || k > x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Index", id.ToString(), " does not index X", x.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": Index", id.ToString(), " does not index X", x.ToString()));
   }
   NdIndex r;
   r.slice = x.Product(k, x.size());
@@ -41,11 +42,11 @@ absl::StatusOr<NdIndex> ReadNdIndex(const ExecutionContext& ctx, const DDim& x) 
   for (int64_t i = 0; i < rows; ++i) {
     int64_t off = 0;
     for (int j = 0; j < k; ++j) {
-      const int64_t v = index->dtype() == DataType::kInt32 ? index->data<int32_t>()[i * k + j]
-                                                           : index->data<int64_t>()[i * k + j];
+      const int64_t v =
+          index->dtype() == DataType::kInt32 ? index->data<int32_t>()[i * k + j] : index->data<int64_t>()[i * k + j];
       if (v < -x[j] || v >= x[j]) {
-        return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Index holds ", v, " for dimension ", j,
-                                                       " of X", x.ToString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(ctx.op().type, ": Index holds ", v, " for dimension ", j, " of X", x.ToString()));
       }
       off = off * x[j] + (v < 0 ? v + x[j] : v);
     }
@@ -86,8 +87,8 @@ absl::Status ScatterNdAddKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* u, RequireInput(ctx, "Updates"));
   OAR_ASSIGN_OR_RETURN(const NdIndex ix, ReadNdIndex(ctx, x->dims()));
   if (u->numel() != static_cast<int64_t>(ix.offsets.size()) * ix.slice) {
-    return absl::InvalidArgumentError(absl::StrCat("scatter_nd_add: Updates", u->dims().ToString(), " must be ",
-                                                   ix.gathered.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("scatter_nd_add: Updates", u->dims().ToString(), " must be ", ix.gathered.ToString()));
   }
   const std::vector<T> xs(x->data<T>(), x->data<T>() + x->numel());  // Out may be X
   const T* up = u->data<T>();
@@ -163,22 +164,56 @@ absl::Status ScatterGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterScatterOps(OpRegistry* r) {
-  r->Register("gather_nd").Input("X").Input("Index", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"})).OAR_FLOATS(GatherNdKernel);
-  r->Register("gather_nd_grad").Input("X").Input("Index", kReadAnywhere).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(GradSameShapeAsX).OAR_FLOATS(GatherNdGradKernel);
-  r->Register("scatter_nd_add").NotInPlace().Input("X").Input("Index", kReadAnywhere).Input("Updates").Output("Out")
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({"Index", "Updates"}, {}, {"Out"}, {"X", "Updates"}))
+  r->Register("gather_nd")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS(GatherNdKernel);
+  r->Register("gather_nd_grad")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS(GatherNdGradKernel);
+  r->Register("scatter_nd_add")
+      .NotInPlace()
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Input("Updates")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"Index", "Updates"}, {}, {"Out"}, {"X", "Updates"}))
       .OAR_FLOATS(ScatterNdAddKernel);
-  r->Register("scatter_nd_add_grad").Input("Index", kReadAnywhere).Input("Updates", kDispensable)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable).Output(GradVarName("Updates"), kDispensable)
-      .SetInferShape(NoShapeInference).OAR_FLOATS(ScatterNdAddGradKernel);
-  r->Register("scatter").NotInPlace().Input("X").Input("Ids", kReadAnywhere).Input("Updates").Output("Out")
-      .Attr("overwrite", true).SetInferShape(SameShapeAsX)
-      .SetGradMaker(GradOpMaker({"Ids", "Updates"}, {}, {"Out"}, {"X", "Updates"})).OAR_FLOATS(ScatterKernel);
-  r->Register("scatter_grad").Input("Ids", kReadAnywhere).Input("Updates", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Updates"), kDispensable).Attr("overwrite", true)
-      .SetInferShape(NoShapeInference).OAR_FLOATS(ScatterGradKernel);
+  r->Register("scatter_nd_add_grad")
+      .Input("Index", kReadAnywhere)
+      .Input("Updates", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Updates"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS(ScatterNdAddGradKernel);
+  r->Register("scatter")
+      .NotInPlace()
+      .Input("X")
+      .Input("Ids", kReadAnywhere)
+      .Input("Updates")
+      .Output("Out")
+      .Attr("overwrite", true)
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"Ids", "Updates"}, {}, {"Out"}, {"X", "Updates"}))
+      .OAR_FLOATS(ScatterKernel);
+  r->Register("scatter_grad")
+      .Input("Ids", kReadAnywhere)
+      .Input("Updates", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Updates"), kDispensable)
+      .Attr("overwrite", true)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS(ScatterGradKernel);
 }
 
 #undef OAR_FLOATS

@@ -48,7 +48,8 @@ absl::Status IndexSelectKernel(const ExecutionContext& ctx) {
   const DDim& d = x->dims();
   int dim = ctx.Attr<int32_t>("dim");
   if (dim < 0) dim += d.size();
-  if (dim < 0 || dim >= d.size()) return absl::InvalidArgumentError(absl::StrCat("index_select: dim outside X", d.ToString()));
+  if (dim < 0 || dim >= d.size())
+    return absl::InvalidArgumentError(absl::StrCat("index_select: dim outside X", d.ToString()));
   OAR_ASSIGN_OR_RETURN(const std::vector<int64_t> idx, IndexValues(ctx, "Index", d[dim]));
   const int64_t outer = d.Product(0, dim), inner = d.Product(dim + 1, d.size()), k = static_cast<int64_t>(idx.size());
   DDim od = d;
@@ -56,7 +57,8 @@ absl::Status IndexSelectKernel(const ExecutionContext& ctx) {
   if (!kGrad) {
     T* o = ctx.Output("Out")->mutable_data<T>(od);
     for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t j = 0; j < k; ++j) std::copy_n(x->data<T>() + (a * d[dim] + idx[j]) * inner, inner, o + (a * k + j) * inner);
+      for (int64_t j = 0; j < k; ++j)
+        std::copy_n(x->data<T>() + (a * d[dim] + idx[j]) * inner, inner, o + (a * k + j) * inner);
     }
     return absl::OkStatus();
   }
@@ -65,7 +67,8 @@ absl::Status IndexSelectKernel(const ExecutionContext& ctx) {
   if (dp == nullptr) return absl::OkStatus();
   for (int64_t a = 0; a < outer; ++a) {
     for (int64_t j = 0; j < k; ++j) {
-      for (int64_t i = 0; i < inner; ++i) dp[(a * d[dim] + idx[j]) * inner + i] += g->data<T>()[(a * k + j) * inner + i];
+      for (int64_t i = 0; i < inner; ++i)
+        dp[(a * d[dim] + idx[j]) * inner + i] += g->data<T>()[(a * k + j) * inner + i];
     }
   }
   return absl::OkStatus();
@@ -77,8 +80,8 @@ absl::Status IndexSampleKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* index, RequireInput(ctx, "Index"));
   const DDim &d = x->dims(), &id = index->dims();
   if (d.size() != 2 || id.size() != 2 || d[0] != id[0]) {
-    return absl::InvalidArgumentError(absl::StrCat("index_sample: X", d.ToString(), " and Index", id.ToString(),
-                                                   " must be [N, M] and [N, K]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("index_sample: X", d.ToString(), " and Index", id.ToString(), " must be [N, M] and [N, K]"));
   }
   OAR_ASSIGN_OR_RETURN(const std::vector<int64_t> idx, IndexValues(ctx, "Index", d[1]));
   if (!kGrad) {
@@ -112,7 +115,8 @@ absl::Status MultiplexKernel(const ExecutionContext& ctx) {
   }
   if (!kGrad) {
     T* o = ctx.Output("Out")->mutable_data<T>(d);
-    for (int64_t i = 0; i < rows; ++i) std::copy_n(xs[static_cast<size_t>(ids[i])]->data<T>() + i * row, row, o + i * row);
+    for (int64_t i = 0; i < rows; ++i)
+      std::copy_n(xs[static_cast<size_t>(ids[i])]->data<T>() + i * row, row, o + i * row);
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
@@ -121,8 +125,10 @@ absl::Status MultiplexKernel(const ExecutionContext& ctx) {
     if (dxs[k] == nullptr) continue;
     T* dp = dxs[k]->mutable_data<T>(d);
     for (int64_t i = 0; i < rows; ++i) {
-      if (ids[i] == static_cast<int64_t>(k)) std::copy_n(g->data<T>() + i * row, row, dp + i * row);
-      else std::fill_n(dp + i * row, row, T(0));
+      if (ids[i] == static_cast<int64_t>(k))
+        std::copy_n(g->data<T>() + i * row, row, dp + i * row);
+      else
+        std::fill_n(dp + i * row, row, T(0));
     }
   }
   return absl::OkStatus();
@@ -148,7 +154,8 @@ absl::Status MeshgridKernel(const ExecutionContext& ctx) {
       for (int64_t e = 0; e < n; ++e) o[e] = xs[k]->data<T>()[(e / inner) % shape[k]];
       continue;
     }
-    if (k >= gs.size() || gs[k] == nullptr) return absl::InvalidArgumentError("meshgrid_grad: an output gradient is missing");
+    if (k >= gs.size() || gs[k] == nullptr)
+      return absl::InvalidArgumentError("meshgrid_grad: an output gradient is missing");
     T* d = outs[k]->mutable_data<T>(xs[k]->dims());
     std::fill(d, d + xs[k]->numel(), T(0));
     for (int64_t e = 0; e < n; ++e) d[(e / inner) % shape[k]] += gs[k]->data<T>()[e];
@@ -173,29 +180,75 @@ std::vector<OpDesc> MeshgridGradMaker(const OpDesc& fwd) {  // Paddle's slot: ou
 }  // namespace
 
 void RegisterSelectOps(OpRegistry* r) {
-  r->Register("masked_select").Input("X").Input("Mask").Output("Y").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Mask"}, {}, {"Y"}, {"X"})).OAR_FLOATS2(MaskedSelectKernel, false);
-  r->Register("masked_select_grad").Input("X").Input("Mask").Input(GradVarName("Y")).Output(GradVarName("X"), kDispensable)
-      .SetInferShape(GradSameShapeAsX).OAR_FLOATS2(MaskedSelectKernel, true);
-  r->Register("index_select").Input("X").Input("Index", kReadAnywhere).Output("Out").Attr("dim", int32_t{0})
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"}))
+  r->Register("masked_select")
+      .Input("X")
+      .Input("Mask")
+      .Output("Y")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Mask"}, {}, {"Y"}, {"X"}))
+      .OAR_FLOATS2(MaskedSelectKernel, false);
+  r->Register("masked_select_grad")
+      .Input("X")
+      .Input("Mask")
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(MaskedSelectKernel, true);
+  r->Register("index_select")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Output("Out")
+      .Attr("dim", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"}))
       .OAR_FLOATS2(IndexSelectKernel, false);
-  r->Register("index_select_grad").Input("X").Input("Index", kReadAnywhere).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Attr("dim", int32_t{0}).SetInferShape(GradSameShapeAsX)
+  r->Register("index_select_grad")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("dim", int32_t{0})
+      .SetInferShape(GradSameShapeAsX)
       .OAR_FLOATS2(IndexSelectKernel, true);
-  r->Register("index_sample").Input("X").Input("Index", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(IndexSampleKernel, false);
-  r->Register("index_sample_grad").Input("X").Input("Index", kReadAnywhere).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(GradSameShapeAsX).OAR_FLOATS2(IndexSampleKernel, true);
-  r->Register("multiplex").Input("X", kDuplicable).Input("Ids", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Ids"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(MultiplexKernel, false);
-  r->Register("multiplex_grad").Input("X", kDuplicable).Input("Ids", kReadAnywhere).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDuplicable | kDispensable).SetInferShape(NoShapeInference)
+  r->Register("index_sample")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Index"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(IndexSampleKernel, false);
+  r->Register("index_sample_grad")
+      .Input("X")
+      .Input("Index", kReadAnywhere)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(GradSameShapeAsX)
+      .OAR_FLOATS2(IndexSampleKernel, true);
+  r->Register("multiplex")
+      .Input("X", kDuplicable)
+      .Input("Ids", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Ids"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(MultiplexKernel, false);
+  r->Register("multiplex_grad")
+      .Input("X", kDuplicable)
+      .Input("Ids", kReadAnywhere)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(MultiplexKernel, true);
-  r->Register("meshgrid").Input("X", kDuplicable).Output("Out", kDuplicable).SetInferShape(NoShapeInference)
-      .SetGradMaker(MeshgridGradMaker).OAR_FLOATS2(MeshgridKernel, false);
-  r->Register("meshgrid_grad").Input("X", kDuplicable).Input(GradVarName("outputs"), kDuplicable)
-      .Output(GradVarName("X"), kDuplicable | kDispensable).SetInferShape(NoShapeInference)
+  r->Register("meshgrid")
+      .Input("X", kDuplicable)
+      .Output("Out", kDuplicable)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(MeshgridGradMaker)
+      .OAR_FLOATS2(MeshgridKernel, false);
+  r->Register("meshgrid_grad")
+      .Input("X", kDuplicable)
+      .Input(GradVarName("outputs"), kDuplicable)
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(MeshgridKernel, true);
 }
 

@@ -29,10 +29,9 @@ absl::StatusOr<const float*> SparseValues(const ExecutionContext& ctx, const Sel
                                           size_t i, int64_t* width) {
   OAR_RETURN_IF_ERROR(CheckSelectedRows(s, absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i))));
   if (!(s.value.place() == ctx.place()) || s.value.dtype() != DataType::kFloat32) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i),
-                                                   "'s values are ", DataTypeName(s.value.dtype()), " on ",
-                                                   s.value.place().ToString(), ", want float32 on ",
-                                                   ctx.place().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.op().type, ": input ", InputLabel(ctx.op(), slot, i), "'s values are ", DataTypeName(s.value.dtype()),
+        " on ", s.value.place().ToString(), ", want float32 on ", ctx.place().ToString()));
   }
   *width = s.value.numel() / static_cast<int64_t>(s.rows.size());
   return s.value.data<float>();
@@ -97,8 +96,8 @@ absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const
   const SelectedRows& sr = v->Get<SelectedRows>();
   OAR_RETURN_IF_ERROR(CheckSelectedRows(sr, ctx.op().type + ": Grad"));
   if (param.dims().size() < 1 || sr.height != param.dims()[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad has height ", sr.height,
-                                                   ", Param is ", param.dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": sparse Grad has height ", sr.height, ", Param is ", param.dims().ToString()));
   }
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   const int64_t width = sr.height > 0 ? param.numel() / sr.height : 0;
@@ -108,10 +107,9 @@ absl::StatusOr<const float*> GpuOptimizerGrad(const ExecutionContext& ctx, const
   const int64_t n = static_cast<int64_t>(sr.rows.size());
   if (n == 0) return dense;
   if (!(sr.value.place() == ctx.place()) || sr.value.dtype() != DataType::kFloat32 || sr.value.numel() != n * width) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad's value is ",
-                                                   sr.value.dims().ToString(), " ", DataTypeName(sr.value.dtype()),
-                                                   " on ", sr.value.place().ToString(), "; want ", n, " rows of ",
-                                                   width, " float32 on ", ctx.place().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.op().type, ": sparse Grad's value is ", sr.value.dims().ToString(), " ", DataTypeName(sr.value.dtype()),
+        " on ", sr.value.place().ToString(), "; want ", n, " rows of ", width, " float32 on ", ctx.place().ToString()));
   }
   Tensor rows;
   OAR_RETURN_IF_ERROR(MakeTensor<int64_t>({n}, sr.rows).CopyTo(ctx.place(), &rows));
@@ -129,8 +127,8 @@ absl::StatusOr<GpuMergedGrad> GpuMergedSparseGrad(const ExecutionContext& ctx, c
   const SelectedRows& s = var->Get<SelectedRows>();
   OAR_RETURN_IF_ERROR(CheckSelectedRows(s, ctx.op().type + ": Grad"));
   if (param.dims().size() < 1 || s.height != param.dims()[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad has height ", s.height,
-                                                   ", Param is ", param.dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": sparse Grad has height ", s.height, ", Param is ", param.dims().ToString()));
   }
   GpuMergedGrad g;
   g.width = s.height > 0 ? param.numel() / s.height : 0;
@@ -138,8 +136,8 @@ absl::StatusOr<GpuMergedGrad> GpuMergedSparseGrad(const ExecutionContext& ctx, c
   int64_t width = 0;
   OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "Grad", 0, &width));
   if (width != g.width) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": sparse Grad rows have ", width,
-                                                   " elements, Param rows ", g.width));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": sparse Grad rows have ", width, " elements, Param rows ", g.width));
   }
   std::vector<int64_t> rows;
   OAR_RETURN_IF_ERROR(MergeOnGpu(ctx, c, s, v, width, &rows, &g.values));
@@ -176,8 +174,8 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
         merged.height = s.height;
       } else if (w != width || s.height != merged.height) {
         return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
-                                                       " rows of width ", w, ", expected ", merged.height,
-                                                       " of width ", width));
+                                                       " rows of width ", w, ", expected ", merged.height, " of width ",
+                                                       width));
       }
       merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
       total += static_cast<int64_t>(s.rows.size());
@@ -222,9 +220,9 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
     if (p == o) return absl::UnimplementedError("sum: Out may alias the first dense input only, on the GPU");
   }
   if (o != first) {
-    OAR_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(o, first, sizeof(float) * static_cast<size_t>(n),
-                                                   cudaMemcpyDeviceToDevice, c->stream),
-                                   "sum: copy the first dense input"));
+    OAR_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpyAsync(o, first, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, c->stream),
+        "sum: copy the first dense input"));
   }
   for (const float* p : rest) cuda::AddTo<float>(p, o, n, c->stream);
   for (size_t i : sparse) {
@@ -234,8 +232,7 @@ absl::Status GpuSumWithSparse(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const float* v, SparseValues(ctx, s, "X", i, &w));
     if (s.height * w != n) {
       return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
-                                                     " rows of width ", w, "; the dense inputs have ", n,
-                                                     " elements"));
+                                                     " rows of width ", w, "; the dense inputs have ", n, " elements"));
     }
     OAR_ASSIGN_OR_RETURN(Tensor rows, RowsOnGpu(ctx, s.rows));
     cuda::ScatterAddRows<float>(v, rows.data<int64_t>(), o, static_cast<int64_t>(s.rows.size()), w, kNoPadding,

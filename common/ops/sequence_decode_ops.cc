@@ -33,8 +33,8 @@ absl::StatusOr<Spans> SequenceSpans(const ExecutionContext& ctx, const std::stri
     for (int64_t i = 0; i < len->numel(); ++i) {
       const int64_t n = len->dtype() == DataType::kInt32 ? len->data<int32_t>()[i] : len->data<int64_t>()[i];
       if (n < 0 || n > width) {
-        return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", length_slot, "[", i, "] is ", n,
-                                                       ", outside [0, ", width, "]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(ctx.op().type, ": ", length_slot, "[", i, "] is ", n, ", outside [0, ", width, "]"));
       }
       s.begin.push_back(static_cast<size_t>(i * width));
       s.size.push_back(static_cast<size_t>(n));
@@ -74,8 +74,8 @@ absl::Status EditDistanceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(Spans hyp, SequenceSpans(ctx, "Hyps", "HypsLength"));
   OAR_ASSIGN_OR_RETURN(Spans ref, SequenceSpans(ctx, "Refs", "RefsLength"));
   if (hyp.size.size() != ref.size.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("edit_distance: ", hyp.size.size(), " hypotheses but ",
-                                                   ref.size.size(), " references"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("edit_distance: ", hyp.size.size(), " hypotheses but ", ref.size.size(), " references"));
   }
   const bool normalized = ctx.Attr<bool>("normalized");
   const int64_t n = static_cast<int64_t>(hyp.size.size());
@@ -87,8 +87,8 @@ absl::Status EditDistanceKernel(const ExecutionContext& ctx) {
     float d = static_cast<float>(Levenshtein(h + hyp.begin[i], m, r + ref.begin[i], k));
     if (normalized) {
       if (k == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "edit_distance: reference ", i, " is empty, which normalized=true cannot divide by"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("edit_distance: reference ", i, " is empty, which normalized=true cannot divide by"));
       }
       d /= static_cast<float>(k);
     }
@@ -150,16 +150,29 @@ absl::Status CtcAlignKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSequenceDecodeOps(OpRegistry* r) {
-  r->Register("edit_distance").Input("Hyps").Input("Refs").Input("HypsLength", kDispensable)
-      .Input("RefsLength", kDispensable).Output("Out").Output("SequenceNum").Attr("normalized", false)
+  r->Register("edit_distance")
+      .Input("Hyps")
+      .Input("Refs")
+      .Input("HypsLength", kDispensable)
+      .Input("RefsLength", kDispensable)
+      .Output("Out")
+      .Output("SequenceNum")
+      .Attr("normalized", false)
       .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kInt64; })
       .Kernel<int64_t>(EditDistanceKernel);
-  r->Register("ctc_align").Input("Input").Input("InputLength", kDispensable).Output("Output")
-      .Output("OutputLength", kDispensable).Attr("blank", int32_t{0}).Attr("merge_repeated", true)
-      .Attr("padding_value", int32_t{0}).SetInferShape(NoShapeInference)
+  r->Register("ctc_align")
+      .Input("Input")
+      .Input("InputLength", kDispensable)
+      .Output("Output")
+      .Output("OutputLength", kDispensable)
+      .Attr("blank", int32_t{0})
+      .Attr("merge_repeated", true)
+      .Attr("padding_value", int32_t{0})
+      .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Input"); })
-      .Kernel<int32_t>(CtcAlignKernel<int32_t>).Kernel<int64_t>(CtcAlignKernel<int64_t>);
+      .Kernel<int32_t>(CtcAlignKernel<int32_t>)
+      .Kernel<int64_t>(CtcAlignKernel<int64_t>);
 }
 
 }  // namespace oar

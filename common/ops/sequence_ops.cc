@@ -55,11 +55,16 @@ absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
         continue;
       }
       switch (pool) {
-        case SequencePool::kFirst: row[k] = xp[b * width + k]; break;
-        case SequencePool::kLast: row[k] = xp[(e - 1) * width + k]; break;
+        case SequencePool::kFirst:
+          row[k] = xp[b * width + k];
+          break;
+        case SequencePool::kLast:
+          row[k] = xp[(e - 1) * width + k];
+          break;
         case SequencePool::kMax: {
           int64_t best = b;
-          for (int64_t r = b + 1; r < e; ++r) if (xp[r * width + k] > xp[best * width + k]) best = r;
+          for (int64_t r = b + 1; r < e; ++r)
+            if (xp[r * width + k] > xp[best * width + k]) best = r;
           row[k] = xp[best * width + k];
           if (idx) idx[s * width + k] = static_cast<int32_t>(best);
           break;
@@ -96,7 +101,8 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
   for (const auto& [slot, t] : {std::pair<std::string, const Tensor*>{GradVarName("Out"), g}, {"MaxIndex", mi}}) {
     if (t != nullptr && t->dims() != od) {
       return absl::InvalidArgumentError(absl::StrCat("sequence_pool_grad: input ", InputLabel(ctx.op(), slot),
-                                                     " has shape ", t->dims().ToString(), ", expected ", od.ToString()));
+                                                     " has shape ", t->dims().ToString(), ", expected ",
+                                                     od.ToString()));
     }
   }
   if (mi != nullptr) OAR_RETURN_IF_ERROR(RequireInputDtype<int32_t>(ctx, "MaxIndex", 0, *mi));
@@ -111,8 +117,12 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
     for (int64_t k = 0; k < width; ++k) {
       const T gv = gp[s * width + k];
       switch (pool) {
-        case SequencePool::kFirst: d[b * width + k] = gv; break;
-        case SequencePool::kLast: d[(e - 1) * width + k] = gv; break;
+        case SequencePool::kFirst:
+          d[b * width + k] = gv;
+          break;
+        case SequencePool::kLast:
+          d[(e - 1) * width + k] = gv;
+          break;
         case SequencePool::kMax: {
           const int64_t r = mi->data<int32_t>()[s * width + k];  // a row of this sequence
           if (r < b || r >= e) {
@@ -143,14 +153,14 @@ absl::StatusOr<SequencePool> ParseSequencePool(const std::string& s) {
   if (s == "MAX") return SequencePool::kMax;
   if (s == "FIRST") return SequencePool::kFirst;
   if (s == "LAST") return SequencePool::kLast;
-  return absl::InvalidArgumentError(absl::StrCat("sequence_pool: pooltype '", s,
-                                                 "' is not SUM, AVERAGE, SQRT, MAX, FIRST or LAST"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("sequence_pool: pooltype '", s, "' is not SUM, AVERAGE, SQRT, MAX, FIRST or LAST"));
 }
 
 absl::StatusOr<std::vector<size_t>> SequenceOffsets(const ExecutionContext& ctx, const Tensor& x) {
   if (x.lod().empty() || x.dims().size() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": input X ('", ctx.op().Input("X")[0], "')",
-                                                   x.dims().ToString(), " has no LoD"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": input X ('", ctx.op().Input("X")[0], "')", x.dims().ToString(), " has no LoD"));
   }
   const std::vector<size_t>& off = x.lod().back();
   if (off.empty() || off.front() != 0 || off.back() != static_cast<size_t>(x.dims()[0]) ||
@@ -168,12 +178,17 @@ void RegisterSequenceOps(OpRegistry* r) {
   attrs(r->Register("sequence_pool").NotInPlace().Input("X").Output("Out").Output("MaxIndex", kDispensable))
       .SetInferShape(SequencePoolInferShape)
       .SetGradMaker(GradOpMaker({"X"}, {"MaxIndex"}, {"Out"}, {"X"}))
-      .Kernel<float>(SequencePoolKernel<float>).Kernel<double>(SequencePoolKernel<double>);
+      .Kernel<float>(SequencePoolKernel<float>)
+      .Kernel<double>(SequencePoolKernel<double>);
   // The gradient reads X's shape and LoD alone: it need not move to a GPU.
-  attrs(r->Register("sequence_pool_grad").Input("X", kReadAnywhere).Input("MaxIndex", kDispensable).Input(GradVarName("Out"))
+  attrs(r->Register("sequence_pool_grad")
+            .Input("X", kReadAnywhere)
+            .Input("MaxIndex", kDispensable)
+            .Input(GradVarName("Out"))
             .Output(GradVarName("X"), kDispensable))
       .SetInferShape(GradSameShapeAsX)
-      .Kernel<float>(SequencePoolGradKernel<float>).Kernel<double>(SequencePoolGradKernel<double>);
+      .Kernel<float>(SequencePoolGradKernel<float>)
+      .Kernel<double>(SequencePoolGradKernel<double>);
 }
 
 }  // namespace oar

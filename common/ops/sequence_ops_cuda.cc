@@ -17,14 +17,16 @@ namespace {
 
 // The offsets as int64 on the kernel's GPU.
 absl::StatusOr<Tensor> OffsetsOnGpu(const ExecutionContext& ctx, const std::vector<size_t>& off) {
-  Tensor host = MakeTensor<int64_t>(DDim{static_cast<int64_t>(off.size())},
-                                    std::vector<int64_t>(off.begin(), off.end()));
+  Tensor host =
+      MakeTensor<int64_t>(DDim{static_cast<int64_t>(off.size())}, std::vector<int64_t>(off.begin(), off.end()));
   Tensor dev;
   OAR_RETURN_IF_ERROR(host.CopyTo(ctx.place(), &dev));
   return dev;
 }
 
-int64_t RowWidth(const Tensor& x) { return x.dims()[0] ? x.numel() / x.dims()[0] : x.dims().Product(1, x.dims().size()); }
+int64_t RowWidth(const Tensor& x) {
+  return x.dims()[0] ? x.numel() / x.dims()[0] : x.dims().Product(1, x.dims().size());
+}
 
 absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
@@ -46,9 +48,8 @@ absl::Status SequencePoolKernel(const ExecutionContext& ctx) {
       max_index = mi->mutable_data<int32_t>(ctx.place());
     }
   }
-  cuda::SequencePoolForward<float>(pool, x, offsets.data<int64_t>(), seqs, RowWidth(xt),
-                                   ctx.Attr<float>("pad_value"), out->mutable_data<float>(ctx.place()), max_index,
-                                   c->stream);
+  cuda::SequencePoolForward<float>(pool, x, offsets.data<int64_t>(), seqs, RowWidth(xt), ctx.Attr<float>("pad_value"),
+                                   out->mutable_data<float>(ctx.place()), max_index, c->stream);
   return LaunchStatus(ctx);
 }
 
@@ -77,10 +78,9 @@ absl::Status SequencePoolGradKernel(const ExecutionContext& ctx) {
     }
   }
   if (ctx.Input(GradVarName("Out"))->dims() != od) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence_pool_grad: input ",
-                                                   InputLabel(ctx.op(), GradVarName("Out")), " has shape ",
-                                                   ctx.Input(GradVarName("Out"))->dims().ToString(), ", expected ",
-                                                   od.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence_pool_grad: input ", InputLabel(ctx.op(), GradVarName("Out")), " has shape ",
+                     ctx.Input(GradVarName("Out"))->dims().ToString(), ", expected ", od.ToString()));
   }
   OAR_ASSIGN_OR_RETURN(Tensor offsets, OffsetsOnGpu(ctx, off));
   const int64_t width = RowWidth(*xt);

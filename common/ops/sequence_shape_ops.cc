@@ -56,7 +56,8 @@ absl::Status SequenceSoftmaxKernel(const ExecutionContext& ctx) {
 
 // ---- sequence_expand, sequence_expand_as: which X row each output row copies ----
 
-absl::StatusOr<std::vector<int64_t>> ExpandRows(const ExecutionContext& ctx, const Tensor& x, const Tensor& y, LoD* out_lod) {
+absl::StatusOr<std::vector<int64_t>> ExpandRows(const ExecutionContext& ctx, const Tensor& x, const Tensor& y,
+                                                LoD* out_lod) {
   const bool as = ctx.op().type.rfind("sequence_expand_as", 0) == 0;
   std::vector<size_t> yoff;
   if (as) {
@@ -76,8 +77,8 @@ absl::StatusOr<std::vector<int64_t>> ExpandRows(const ExecutionContext& ctx, con
     for (int64_t i = 0; i <= x.dims()[0]; ++i) xoff.push_back(static_cast<size_t>(i));
   }
   if (yoff.size() != xoff.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": X has ", xoff.size() - 1, " sequences, Y ",
-                                                   yoff.size() - 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": X has ", xoff.size() - 1, " sequences, Y ", yoff.size() - 1));
   }
   std::vector<int64_t> rows;
   std::vector<size_t> lod{0};
@@ -141,12 +142,23 @@ absl::Status SequenceMaskKernel(const ExecutionContext& ctx) {
       const bool on = j < len[i];
       const int64_t at = static_cast<int64_t>(i) * maxlen + j;
       switch (dt) {
-        case DataType::kFloat32: y->mutable_data<float>(DDim(od))[at] = on; break;
-        case DataType::kFloat64: y->mutable_data<double>(DDim(od))[at] = on; break;
-        case DataType::kInt32: y->mutable_data<int32_t>(DDim(od))[at] = on; break;
-        case DataType::kInt64: y->mutable_data<int64_t>(DDim(od))[at] = on; break;
-        case DataType::kBool: y->mutable_data<bool>(DDim(od))[at] = on; break;
-        default: return absl::UnimplementedError("sequence_mask: out_dtype must be float32/64, int32/64 or bool");
+        case DataType::kFloat32:
+          y->mutable_data<float>(DDim(od))[at] = on;
+          break;
+        case DataType::kFloat64:
+          y->mutable_data<double>(DDim(od))[at] = on;
+          break;
+        case DataType::kInt32:
+          y->mutable_data<int32_t>(DDim(od))[at] = on;
+          break;
+        case DataType::kInt64:
+          y->mutable_data<int64_t>(DDim(od))[at] = on;
+          break;
+        case DataType::kBool:
+          y->mutable_data<bool>(DDim(od))[at] = on;
+          break;
+        default:
+          return absl::UnimplementedError("sequence_mask: out_dtype must be float32/64, int32/64 or bool");
       }
     }
   }
@@ -164,8 +176,10 @@ absl::Status SequencePadKernel(const ExecutionContext& ctx) {
   int64_t len = ctx.Attr<int32_t>("padded_length");
   for (int64_t s = 0; s < seqs; ++s) {
     const int64_t n = static_cast<int64_t>(off[s + 1] - off[s]);
-    if (ctx.Attr<int32_t>("padded_length") < 0) len = std::max(len, n);
-    else if (n > len) return absl::InvalidArgumentError(absl::StrCat("sequence_pad: sequence ", s, " is longer than padded_length"));
+    if (ctx.Attr<int32_t>("padded_length") < 0)
+      len = std::max(len, n);
+    else if (n > len)
+      return absl::InvalidArgumentError(absl::StrCat("sequence_pad: sequence ", s, " is longer than padded_length"));
   }
   std::vector<int64_t> od = {seqs, len};
   for (int d = 1; d < x->dims().size(); ++d) od.push_back(x->dims()[d]);
@@ -201,7 +215,8 @@ template <typename T, bool kGrad>
 absl::Status SequenceUnpadKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
   const DDim& d = x->dims();
-  if (d.size() < 2) return absl::InvalidArgumentError(absl::StrCat("sequence_unpad: X", d.ToString(), " is not [N, L, ...]"));
+  if (d.size() < 2)
+    return absl::InvalidArgumentError(absl::StrCat("sequence_unpad: X", d.ToString(), " is not [N, L, ...]"));
   const int64_t len = d[1], w = d.Product(2, d.size());
   std::vector<size_t> off{0};
   const Tensor* length = ctx.Input("Length");
@@ -228,14 +243,16 @@ absl::Status SequenceUnpadKernel(const ExecutionContext& ctx) {
     for (int k = 2; k < d.size(); ++k) od.push_back(d[k]);
     Tensor* out = ctx.Output("Out");
     T* o = out->mutable_data<T>(DDim(od));
-    for (int64_t s = 0; s < d[0]; ++s) std::copy_n(x->data<T>() + s * len * w, (off[s + 1] - off[s]) * w, o + off[s] * w);
+    for (int64_t s = 0; s < d[0]; ++s)
+      std::copy_n(x->data<T>() + s * len * w, (off[s + 1] - off[s]) * w, o + off[s] * w);
     out->set_lod(Level(off));
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
   T* dp = ZeroedGradOutput<T>(ctx, "X", d);
   if (dp == nullptr) return absl::OkStatus();
-  for (int64_t s = 0; s < d[0]; ++s) std::copy_n(g->data<T>() + off[s] * w, (off[s + 1] - off[s]) * w, dp + s * len * w);
+  for (int64_t s = 0; s < d[0]; ++s)
+    std::copy_n(g->data<T>() + off[s] * w, (off[s + 1] - off[s]) * w, dp + s * len * w);
   return absl::OkStatus();
 }
 
@@ -249,7 +266,8 @@ absl::Status SequenceReverseKernel(const ExecutionContext& ctx) {
   Tensor* y = ctx.Output("Y");
   T* o = y->mutable_data<T>(x->dims());
   for (size_t s = 0; s + 1 < off.size(); ++s) {
-    for (size_t i = off[s]; i < off[s + 1]; ++i) std::copy_n(x->data<T>() + (off[s + 1] - 1 - (i - off[s])) * w, w, o + i * w);
+    for (size_t i = off[s]; i < off[s + 1]; ++i)
+      std::copy_n(x->data<T>() + (off[s + 1] - 1 - (i - off[s])) * w, w, o + i * w);
   }
   y->set_lod(x->lod());
   return absl::OkStatus();
@@ -291,7 +309,8 @@ absl::Status SequenceConcatKernel(const ExecutionContext& ctx) {
   int64_t at = 0;
   for (size_t s = 0; s + 1 < offs[0].size(); ++s) {
     for (size_t k = 0; k < xs.size(); ++k) {
-      const int64_t n = static_cast<int64_t>(offs[k][s + 1] - offs[k][s]) * w, from = static_cast<int64_t>(offs[k][s]) * w;
+      const int64_t n = static_cast<int64_t>(offs[k][s + 1] - offs[k][s]) * w,
+                    from = static_cast<int64_t>(offs[k][s]) * w;
       if (!kGrad) {
         std::copy_n(xs[k]->data<T>() + from, n, o + at);
       } else if (k < dxs.size() && dxs[k] != nullptr) {
@@ -310,42 +329,100 @@ absl::Status SequenceConcatKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSequenceShapeOps(OpRegistry* r) {
-  r->Register("sequence_softmax").Input("X").Output("Out").Attr("use_cudnn", false).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"})).OAR_FLOATS2(SequenceSoftmaxKernel, false);
-  r->Register("sequence_softmax_grad").Input("X").Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("use_cudnn", false).SetInferShape(NoShapeInference).OAR_FLOATS2(SequenceSoftmaxKernel, true);
+  r->Register("sequence_softmax")
+      .Input("X")
+      .Output("Out")
+      .Attr("use_cudnn", false)
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {"Out"}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(SequenceSoftmaxKernel, false);
+  r->Register("sequence_softmax_grad")
+      .Input("X")
+      .Input("Out")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("use_cudnn", false)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(SequenceSoftmaxKernel, true);
   for (const std::string type : {"sequence_expand", "sequence_expand_as"}) {
-    auto& f = r->Register(type).Input("X").Input("Y", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-                  .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(SequenceExpandKernel, false);
-    auto& g = r->Register(type + "_grad").Input("X").Input("Y", kReadAnywhere).Input(GradVarName("Out"))
-                  .Output(GradVarName("X"), kDispensable).SetInferShape(NoShapeInference)
+    auto& f = r->Register(type)
+                  .Input("X")
+                  .Input("Y", kReadAnywhere)
+                  .Output("Out")
+                  .SetInferShape(NoShapeInference)
+                  .SetGradMaker(GradOpMaker({"X", "Y"}, {}, {"Out"}, {"X"}))
+                  .OAR_FLOATS2(SequenceExpandKernel, false);
+    auto& g = r->Register(type + "_grad")
+                  .Input("X")
+                  .Input("Y", kReadAnywhere)
+                  .Input(GradVarName("Out"))
+                  .Output(GradVarName("X"), kDispensable)
+                  .SetInferShape(NoShapeInference)
                   .OAR_FLOATS2(SequenceExpandKernel, true);
     if (type == "sequence_expand") f.Attr("ref_level", int32_t{-1}), g.Attr("ref_level", int32_t{-1});
   }
-  r->Register("sequence_mask").Input("X").Input("MaxLenTensor", kUnimplemented).Output("Y").Attr("maxlen", int32_t{-1})
-      .Attr("out_dtype", int32_t{3}).SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype)
+  r->Register("sequence_mask")
+      .Input("X")
+      .Input("MaxLenTensor", kUnimplemented)
+      .Output("Y")
+      .Attr("maxlen", int32_t{-1})
+      .Attr("out_dtype", int32_t{3})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
       .Kernel<float>(SequenceMaskKernel<float>);
-  r->Register("sequence_pad").Input("X").Input("PadValue").Output("Out").Output("Length", kDispensable)
-      .Attr("padded_length", int32_t{-1}).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(SequencePadKernel, false);
-  r->Register("sequence_pad_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("padded_length", int32_t{-1}).SetInferShape(NoShapeInference).OAR_FLOATS2(SequencePadKernel, true);
-  r->Register("sequence_unpad").Input("X").Input("Length", kReadAnywhere).Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Length"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(SequenceUnpadKernel, false);
-  r->Register("sequence_unpad_grad").Input("X").Input("Length", kReadAnywhere | kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).SetInferShape(NoShapeInference).OAR_FLOATS2(SequenceUnpadKernel, true);
-  r->Register("sequence_reverse").Input("X").Output("Y").SetInferShape(NoShapeInference)
+  r->Register("sequence_pad")
+      .Input("X")
+      .Input("PadValue")
+      .Output("Out")
+      .Output("Length", kDispensable)
+      .Attr("padded_length", int32_t{-1})
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(SequencePadKernel, false);
+  r->Register("sequence_pad_grad")
+      .Input("X")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("padded_length", int32_t{-1})
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(SequencePadKernel, true);
+  r->Register("sequence_unpad")
+      .Input("X")
+      .Input("Length", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Length"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(SequenceUnpadKernel, false);
+  r->Register("sequence_unpad_grad")
+      .Input("X")
+      .Input("Length", kReadAnywhere | kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(SequenceUnpadKernel, true);
+  r->Register("sequence_reverse")
+      .Input("X")
+      .Output("Y")
+      .SetInferShape(NoShapeInference)
       .SetGradMaker(+[](const OpDesc& fwd) {
         OpDesc g = MakeGradOp(fwd, "sequence_reverse", {}, {}, {}, {});
         g.SetInput("X", {GradVarName(fwd.Output("Y")[0])});
         g.SetOutput("Y", {GradVarName(fwd.Input("X")[0])});
         return std::vector<OpDesc>{g};
       })
-      .OAR_FLOATS(SequenceReverseKernel).Kernel<int64_t>(SequenceReverseKernel<int64_t>);
-  r->Register("sequence_concat").Input("X", kDuplicable).Output("Out").SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(SequenceConcatKernel, false);
-  r->Register("sequence_concat_grad").Input("X", kDuplicable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDuplicable | kDispensable).SetInferShape(NoShapeInference)
+      .OAR_FLOATS(SequenceReverseKernel)
+      .Kernel<int64_t>(SequenceReverseKernel<int64_t>);
+  r->Register("sequence_concat")
+      .Input("X", kDuplicable)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(SequenceConcatKernel, false);
+  r->Register("sequence_concat_grad")
+      .Input("X", kDuplicable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(SequenceConcatKernel, true);
 }
 

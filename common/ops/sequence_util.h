@@ -20,8 +20,8 @@ namespace oar {
 inline absl::StatusOr<std::vector<size_t>> LastLevel(const ExecutionContext& ctx, const std::string& slot,
                                                      const Tensor& t) {
   if (t.lod().empty() || t.dims().size() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), t.dims().ToString(),
-                                                   " has no LoD"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot), t.dims().ToString(), " has no LoD"));
   }
   const std::vector<size_t>& off = t.lod().back();
   if (off.empty() || off.front() != 0 || off.back() != static_cast<size_t>(t.dims()[0])) {
@@ -30,8 +30,8 @@ inline absl::StatusOr<std::vector<size_t>> LastLevel(const ExecutionContext& ctx
   }
   for (size_t i = 1; i < off.size(); ++i) {
     if (off[i] < off[i - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": the LoD of ", InputLabel(ctx.op(), slot),
-                                                     " decreases"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": the LoD of ", InputLabel(ctx.op(), slot), " decreases"));
     }
   }
   return off;

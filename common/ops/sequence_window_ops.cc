@@ -49,22 +49,25 @@ absl::Status SequenceConvKernel(const ExecutionContext& ctx) {
   const int64_t t = x->dims()[0], d = RowWidth(*x), len = ctx.Attr<int32_t>("contextLength");
   const int64_t m = filter->dims()[filter->dims().size() - 1];
   if (filter->numel() != len * d * m) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence_conv: Filter", filter->dims().ToString(), " is not [",
-                                                   len * d, ", M]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence_conv: Filter", filter->dims().ToString(), " is not [", len * d, ", M]"));
   }
   std::vector<float> col(static_cast<size_t>(t * len * d), 0.f);
   for (int64_t i = 0; i < t * len; ++i) {
-    if (rows[static_cast<size_t>(i)] >= 0) std::copy_n(x->data<float>() + rows[static_cast<size_t>(i)] * d, d, col.data() + i * d);
+    if (rows[static_cast<size_t>(i)] >= 0)
+      std::copy_n(x->data<float>() + rows[static_cast<size_t>(i)] * d, d, col.data() + i * d);
   }
   if (!kGrad) {
     Tensor* out = ctx.Output("Out");
-    Gemm<float>(false, false, t, m, len * d, 1, col.data(), filter->data<float>(), 0, out->mutable_data<float>(DDim{t, m}));
+    Gemm<float>(false, false, t, m, len * d, 1, col.data(), filter->data<float>(), 0,
+                out->mutable_data<float>(DDim{t, m}));
     out->set_lod(x->lod());
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
   if (Tensor* df = ctx.Output(GradVarName("Filter"))) {
-    Gemm<float>(true, false, len * d, m, t, 1, col.data(), g->data<float>(), 0, df->mutable_data<float>(filter->dims()));
+    Gemm<float>(true, false, len * d, m, t, 1, col.data(), g->data<float>(), 0,
+                df->mutable_data<float>(filter->dims()));
   }
   if (Tensor* dx = ctx.Output(GradVarName("X"))) {
     std::vector<float> dcol(col.size());
@@ -88,7 +91,8 @@ absl::Status SequenceEnumerateKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const std::vector<size_t> off, LastLevel(ctx, "X", *x));
   const int64_t win = ctx.Attr<int32_t>("win_size");
   const T pad = static_cast<T>(ctx.Attr<int32_t>("pad_value"));
-  if (RowWidth(*x) != 1 || win < 1) return absl::InvalidArgumentError("sequence_enumerate: X must be [T, 1], win_size ≥ 1");
+  if (RowWidth(*x) != 1 || win < 1)
+    return absl::InvalidArgumentError("sequence_enumerate: X must be [T, 1], win_size ≥ 1");
   Tensor* out = ctx.Output("Out");
   T* o = out->mutable_data<T>(DDim{x->dims()[0], win});
   for (size_t s = 0; s + 1 < off.size(); ++s) {
@@ -112,7 +116,8 @@ absl::Status SequenceReshapeKernel(const ExecutionContext& ctx) {
   std::vector<size_t> noff;
   for (size_t o : off) {
     if ((static_cast<int64_t>(o) * d) % nd != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence_reshape: a sequence of X does not re-cut into rows of ", nd));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence_reshape: a sequence of X does not re-cut into rows of ", nd));
     }
     noff.push_back(static_cast<size_t>(static_cast<int64_t>(o) * d / nd));
   }
@@ -174,12 +179,14 @@ absl::Status SequenceSliceKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const std::vector<int64_t> start, IndexValues(ctx, "Offset", x->dims()[0] + 1));
   OAR_ASSIGN_OR_RETURN(const std::vector<int64_t> count, IndexValues(ctx, "Length", x->dims()[0] + 1));
   const size_t seqs = off.size() - 1;
-  if (start.size() != seqs || count.size() != seqs) return absl::InvalidArgumentError("sequence_slice: one Offset and Length per sequence");
+  if (start.size() != seqs || count.size() != seqs)
+    return absl::InvalidArgumentError("sequence_slice: one Offset and Length per sequence");
   const int64_t w = RowWidth(*x);
   std::vector<size_t> out_off{0};
   for (size_t s = 0; s < seqs; ++s) {
     if (start[s] + count[s] > static_cast<int64_t>(off[s + 1] - off[s])) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence_slice: sequence ", s, " is shorter than Offset + Length"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence_slice: sequence ", s, " is shorter than Offset + Length"));
     }
     out_off.push_back(out_off.back() + static_cast<size_t>(count[s]));
   }
@@ -188,14 +195,16 @@ absl::Status SequenceSliceKernel(const ExecutionContext& ctx) {
     od[0] = static_cast<int64_t>(out_off.back());
     Tensor* out = ctx.Output("Out");
     T* o = out->mutable_data<T>(od);
-    for (size_t s = 0; s < seqs; ++s) std::copy_n(x->data<T>() + (static_cast<int64_t>(off[s]) + start[s]) * w, count[s] * w, o + out_off[s] * w);
+    for (size_t s = 0; s < seqs; ++s)
+      std::copy_n(x->data<T>() + (static_cast<int64_t>(off[s]) + start[s]) * w, count[s] * w, o + out_off[s] * w);
     out->set_lod(LoD{out_off});
     return absl::OkStatus();
   }
   OAR_ASSIGN_OR_RETURN(const Tensor* g, RequireInput(ctx, GradVarName("Out")));
   T* d = ZeroedGradOutput<T>(ctx, "X", x->dims());
   if (d == nullptr) return absl::OkStatus();
-  for (size_t s = 0; s < seqs; ++s) std::copy_n(g->data<T>() + out_off[s] * w, count[s] * w, d + (static_cast<int64_t>(off[s]) + start[s]) * w);
+  for (size_t s = 0; s < seqs; ++s)
+    std::copy_n(g->data<T>() + out_off[s] * w, count[s] * w, d + (static_cast<int64_t>(off[s]) + start[s]) * w);
   ctx.Output(GradVarName("X"))->set_lod(x->lod());
   return absl::OkStatus();
 }
@@ -223,7 +232,8 @@ absl::Status LodResetKernel(const ExecutionContext& ctx) {
     for (int32_t v : ctx.Attr<std::vector<int32_t>>("target_lod")) level.push_back(static_cast<size_t>(v));
   }
   if (level.empty() || level.front() != 0 || level.back() != static_cast<size_t>(x->dims()[0])) {
-    return absl::InvalidArgumentError(absl::StrCat("lod_reset: the target LoD does not partition X's ", x->dims()[0], " rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lod_reset: the target LoD does not partition X's ", x->dims()[0], " rows"));
   }
   LoD lod = ctx.Attr<bool>("append") ? x->lod() : LoD{};
   lod.push_back(level);
@@ -238,38 +248,92 @@ absl::Status LodResetKernel(const ExecutionContext& ctx) {
 
 void RegisterSequenceWindowOps(OpRegistry* r) {
   auto conv = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("contextLength", int32_t{3}).Attr("contextStart", int32_t{0}).Attr("contextStride", int32_t{1})
-        .Attr("paddingTrainable", false).Input("PaddingData", kDispensable | kUnimplemented);
+    return i.Attr("contextLength", int32_t{3})
+        .Attr("contextStart", int32_t{0})
+        .Attr("contextStride", int32_t{1})
+        .Attr("paddingTrainable", false)
+        .Input("PaddingData", kDispensable | kUnimplemented);
   };
-  conv(r->Register("sequence_conv").NotInPlace().Input("X").Input("Filter").Output("Out")).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X", "Filter"}, {}, {"Out"}, {"X", "Filter"})).Kernel<float>(SequenceConvKernel<false>);
-  conv(r->Register("sequence_conv_grad").NotInPlace().Input("X").Input("Filter").Input(GradVarName("Out"))
-           .Output(GradVarName("X"), kDispensable).Output(GradVarName("Filter"), kDispensable))
-      .SetInferShape(NoShapeInference).Kernel<float>(SequenceConvKernel<true>);
-  r->Register("sequence_enumerate").Input("X").Output("Out").Attr("win_size", int32_t{2}).Attr("pad_value", int32_t{0})
-      .SetInferShape(NoShapeInference).SetKernelDtype(+[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); })
-      .Kernel<int32_t>(SequenceEnumerateKernel<int32_t>).Kernel<int64_t>(SequenceEnumerateKernel<int64_t>);
-  r->Register("sequence_reshape").Input("X").Output("Out").Attr("new_dim", int32_t{1}).SetInferShape(NoShapeInference)
-      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(SequenceReshapeKernel, false);
-  r->Register("sequence_reshape_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("new_dim", int32_t{1}).SetInferShape(NoShapeInference).OAR_FLOATS2(SequenceReshapeKernel, true);
-  r->Register("sequence_scatter").NotInPlace().Input("X").Input("Ids", kReadAnywhere).Input("Updates").Output("Out")
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({"Ids", "Updates"}, {}, {"Out"}, {"X", "Updates"}))
+  conv(r->Register("sequence_conv").NotInPlace().Input("X").Input("Filter").Output("Out"))
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Filter"}, {}, {"Out"}, {"X", "Filter"}))
+      .Kernel<float>(SequenceConvKernel<false>);
+  conv(r->Register("sequence_conv_grad")
+           .NotInPlace()
+           .Input("X")
+           .Input("Filter")
+           .Input(GradVarName("Out"))
+           .Output(GradVarName("X"), kDispensable)
+           .Output(GradVarName("Filter"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .Kernel<float>(SequenceConvKernel<true>);
+  r->Register("sequence_enumerate")
+      .Input("X")
+      .Output("Out")
+      .Attr("win_size", int32_t{2})
+      .Attr("pad_value", int32_t{0})
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(+[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); })
+      .Kernel<int32_t>(SequenceEnumerateKernel<int32_t>)
+      .Kernel<int64_t>(SequenceEnumerateKernel<int64_t>);
+  r->Register("sequence_reshape")
+      .Input("X")
+      .Output("Out")
+      .Attr("new_dim", int32_t{1})
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(SequenceReshapeKernel, false);
+  r->Register("sequence_reshape_grad")
+      .Input("X")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("new_dim", int32_t{1})
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(SequenceReshapeKernel, true);
+  r->Register("sequence_scatter")
+      .NotInPlace()
+      .Input("X")
+      .Input("Ids", kReadAnywhere)
+      .Input("Updates")
+      .Output("Out")
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"Ids", "Updates"}, {}, {"Out"}, {"X", "Updates"}))
       .OAR_FLOATS2(SequenceScatterKernel, false);
-  r->Register("sequence_scatter_grad").Input("Ids", kReadAnywhere).Input("Updates", kDispensable).Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Output(GradVarName("Updates"), kDispensable)
-      .SetInferShape(NoShapeInference).OAR_FLOATS2(SequenceScatterKernel, true);
-  r->Register("sequence_slice").Input("X").Input("Offset", kReadAnywhere).Input("Length", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetGradMaker(GradOpMaker({"X", "Offset", "Length"}, {}, {"Out"}, {"X"}))
+  r->Register("sequence_scatter_grad")
+      .Input("Ids", kReadAnywhere)
+      .Input("Updates", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Output(GradVarName("Updates"), kDispensable)
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(SequenceScatterKernel, true);
+  r->Register("sequence_slice")
+      .Input("X")
+      .Input("Offset", kReadAnywhere)
+      .Input("Length", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetGradMaker(GradOpMaker({"X", "Offset", "Length"}, {}, {"Out"}, {"X"}))
       .OAR_FLOATS2(SequenceSliceKernel, false);
-  r->Register("sequence_slice_grad").Input("X").Input("Offset", kReadAnywhere).Input("Length", kReadAnywhere)
-      .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable).SetInferShape(NoShapeInference)
+  r->Register("sequence_slice_grad")
+      .Input("X")
+      .Input("Offset", kReadAnywhere)
+      .Input("Length", kReadAnywhere)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .SetInferShape(NoShapeInference)
       .OAR_FLOATS2(SequenceSliceKernel, true);
   auto lod = [](OpInfo& i) -> OpInfo& { return i.Attr("target_lod", std::vector<int32_t>{}).Attr("append", false); };
   lod(r->Register("lod_reset").Input("X").Input("Y", kDispensable | kReadAnywhere).Output("Out"))
-      .SetInferShape(SameShapeAsX).SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"})).OAR_FLOATS2(LodResetKernel, false);
-  lod(r->Register("lod_reset_grad").Input("X", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
-      .SetInferShape(NoShapeInference).OAR_FLOATS2(LodResetKernel, true);
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
+      .OAR_FLOATS2(LodResetKernel, false);
+  lod(r->Register("lod_reset_grad")
+          .Input("X", kDispensable)
+          .Input(GradVarName("Out"))
+          .Output(GradVarName("X"), kDispensable))
+      .SetInferShape(NoShapeInference)
+      .OAR_FLOATS2(LodResetKernel, true);
 }
 
 #undef OAR_FLOATS

@@ -41,14 +41,14 @@ absl::StatusOr<DDim> ReshapeDims(const DDim& x, const std::vector<int32_t>& shap
   if (unknown >= 0) {
     if (total >= 0) {
       if (known == 0 || total % known != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(op, ": cannot reshape X", x.ToString(), " to [",
-                                                       absl::StrJoin(shape, ", "), "]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(op, ": cannot reshape X", x.ToString(), " to [", absl::StrJoin(shape, ", "), "]"));
       }
       out[unknown] = total / known;
     }
   } else if (total >= 0 && total != known) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": X", x.ToString(), " has ", total,
-                                                   " elements, shape [", absl::StrJoin(shape, ", "), "] has ", known));
+    return absl::InvalidArgumentError(absl::StrCat(op, ": X", x.ToString(), " has ", total, " elements, shape [",
+                                                   absl::StrJoin(shape, ", "), "] has ", known));
   }
   return out;
 }
@@ -96,7 +96,8 @@ absl::StatusOr<DDim> SqueezeDims(const DDim& x, const std::vector<int32_t>& axes
     drop[a] = true;
   }
   DDim out;
-  for (int i = 0; i < x.size(); ++i) if (!drop[i]) out.push_back(x[i]);
+  for (int i = 0; i < x.size(); ++i)
+    if (!drop[i]) out.push_back(x[i]);
   return out;
 }
 
@@ -150,9 +151,8 @@ absl::Status ViewGradInferShape(InferShapeContext& ctx) {
   const std::string gout = GradVarName("Out");
   // X@GRAD is a view of Out@GRAD's buffer with X's shape: same element count.
   if (ctx.IsRuntime() && ctx.InputDim(gout).numel() != x.numel()) {
-    return ctx.Error("input ", InputLabel(ctx.op(), gout), " has ", ctx.InputDim(gout).numel(),
-                     " elements, expected ", x.numel(), " (X", x.ToString(), " from XShape ",
-                     InputLabel(ctx.op(), "XShape"), ")");
+    return ctx.Error("input ", InputLabel(ctx.op(), gout), " has ", ctx.InputDim(gout).numel(), " elements, expected ",
+                     x.numel(), " (X", x.ToString(), " from XShape ", InputLabel(ctx.op(), "XShape"), ")");
   }
   ctx.SetOutputDim(GradVarName("X"), x);
   return absl::OkStatus();
@@ -255,20 +255,33 @@ void RegisterShapeOps(OpRegistry* r) {
   // `shape_inputs`: Paddle's tensor forms of the shape/axes attribute, which
   // Oar does not implement (they must be empty).
   auto view = [r](const std::string& type, const Attrs& attrs, std::vector<std::string> shape_inputs = {}) {
-    OpInfo& fwd = r->Register(type).Input("X").Output("Out").Output("XShape", kDispensable)
-        .SetInferShape(ViewInferShape).InPlaceMayReshape()
-        .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
-        .SetKernelDtype(nullptr)
-        .Kernel<float>(ViewKernel).Kernel<double>(ViewKernel).Kernel<int64_t>(ViewKernel)
-        .Kernel<int32_t>(ViewKernel);
-    OpInfo& grad = r->Register(type + "_grad").Input("XShape").Input(GradVarName("Out"))
-        .Output(GradVarName("X"), kDispensable)
-        .SetInferShape(ViewGradInferShape).InPlaceMayReshape().SetKernelDtype(ViewGradDtype)
-        .Kernel<float>(ViewGradKernel).Kernel<double>(ViewGradKernel);
+    OpInfo& fwd = r->Register(type)
+                      .Input("X")
+                      .Output("Out")
+                      .Output("XShape", kDispensable)
+                      .SetInferShape(ViewInferShape)
+                      .InPlaceMayReshape()
+                      .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
+                      .SetKernelDtype(nullptr)
+                      .Kernel<float>(ViewKernel)
+                      .Kernel<double>(ViewKernel)
+                      .Kernel<int64_t>(ViewKernel)
+                      .Kernel<int32_t>(ViewKernel);
+    OpInfo& grad = r->Register(type + "_grad")
+                       .Input("XShape")
+                       .Input(GradVarName("Out"))
+                       .Output(GradVarName("X"), kDispensable)
+                       .SetInferShape(ViewGradInferShape)
+                       .InPlaceMayReshape()
+                       .SetKernelDtype(ViewGradDtype)
+                       .Kernel<float>(ViewGradKernel)
+                       .Kernel<double>(ViewGradKernel);
     // A view shares its input's buffer wherever it lives: the same kernels
     // serve a GPU (XShape carries only a shape; no kernel reads its data).
     const auto gpu = Place::Kind::kCUDA;
-    fwd.Kernel<float>(ViewKernel, gpu).Kernel<double>(ViewKernel, gpu).Kernel<int64_t>(ViewKernel, gpu)
+    fwd.Kernel<float>(ViewKernel, gpu)
+        .Kernel<double>(ViewKernel, gpu)
+        .Kernel<int64_t>(ViewKernel, gpu)
         .Kernel<int32_t>(ViewKernel, gpu);
     grad.Kernel<float>(ViewGradKernel, gpu).Kernel<double>(ViewGradKernel, gpu);
     for (const auto& [name, def] : attrs) {
@@ -283,16 +296,28 @@ void RegisterShapeOps(OpRegistry* r) {
   view("squeeze2", {{"axes", std::vector<int32_t>{}}});
   view("unsqueeze2", {{"axes", std::vector<int32_t>{}}}, {"AxesTensor", "AxesTensorList"});
 
-  r->Register("transpose2").NotInPlace().Input("X").Output("Out").Output("XShape", kDispensable)
-      .Attr("axis", std::vector<int32_t>{}).Attr("data_format", std::string("AnyLayout"))
+  r->Register("transpose2")
+      .NotInPlace()
+      .Input("X")
+      .Output("Out")
+      .Output("XShape", kDispensable)
+      .Attr("axis", std::vector<int32_t>{})
+      .Attr("data_format", std::string("AnyLayout"))
       .SetInferShape(TransposeInferShape)
       .SetGradMaker(GradOpMaker({}, {"XShape"}, {"Out"}, {"X"}))
-      .Kernel<float>(TransposeKernel<float>).Kernel<double>(TransposeKernel<double>);
-  r->Register("transpose2_grad").NotInPlace().Input("XShape").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Attr("axis", std::vector<int32_t>{})
+      .Kernel<float>(TransposeKernel<float>)
+      .Kernel<double>(TransposeKernel<double>);
+  r->Register("transpose2_grad")
+      .NotInPlace()
+      .Input("XShape")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", std::vector<int32_t>{})
       .Attr("data_format", std::string("AnyLayout"))
-      .SetInferShape(TransposeGradInferShape).SetKernelDtype(ViewGradDtype)
-      .Kernel<float>(TransposeGradKernel<float>).Kernel<double>(TransposeGradKernel<double>);
+      .SetInferShape(TransposeGradInferShape)
+      .SetKernelDtype(ViewGradDtype)
+      .Kernel<float>(TransposeGradKernel<float>)
+      .Kernel<double>(TransposeGradKernel<double>);
 }
 
 }  // namespace oar

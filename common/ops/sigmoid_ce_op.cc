@@ -56,8 +56,9 @@ absl::Status Forward(const ExecutionContext& ctx) {
   T* out = ctx.Output("Out")->mutable_data<T>(x->dims());
   for (int64_t i = 0; i < x->numel(); ++i) {
     const double v = xp[i];
-    out[i] = lp[i] == ignore ? T(0)
-                             : static_cast<T>((std::max(v, 0.0) - v * lp[i] + std::log1p(std::exp(-std::abs(v)))) / div);
+    out[i] = lp[i] == ignore
+                 ? T(0)
+                 : static_cast<T>((std::max(v, 0.0) - v * lp[i] + std::log1p(std::exp(-std::abs(v)))) / div);
   }
   return absl::OkStatus();
 }
@@ -92,11 +93,17 @@ void RegisterSigmoidCrossEntropyOps(OpRegistry* r) {
   attrs(r->Register(type).Input("X").Input("Label").Input("pos_weight", kDispensable | kUnimplemented).Output("Out"))
       .SetInferShape(Shape)
       .SetGradMaker(GradOpMaker({"X", "Label", "pos_weight"}, {}, {"Out"}, {"X"}))
-      .Kernel<float>(Forward<float>).Kernel<double>(Forward<double>);
-  attrs(r->Register(type + "_grad").Input("X").Input("Label").Input("pos_weight", kDispensable | kUnimplemented)
-            .Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable))
+      .Kernel<float>(Forward<float>)
+      .Kernel<double>(Forward<double>);
+  attrs(r->Register(type + "_grad")
+            .Input("X")
+            .Input("Label")
+            .Input("pos_weight", kDispensable | kUnimplemented)
+            .Input(GradVarName("Out"))
+            .Output(GradVarName("X"), kDispensable))
       .SetInferShape(GradShape)
-      .Kernel<float>(Backward<float>).Kernel<double>(Backward<double>);
+      .Kernel<float>(Backward<float>)
+      .Kernel<double>(Backward<double>);
 }
 
 }  // namespace oar

@@ -54,8 +54,8 @@ absl::Status RangeKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slots[i]));
     OAR_RETURN_IF_ERROR(RequireInputDtype<T>(ctx, slots[i], 0, *t));
     if (t->numel() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("range: ", InputLabel(ctx.op(), slots[i]), t->dims().ToString(),
-                                                     " must hold one value"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("range: ", InputLabel(ctx.op(), slots[i]), t->dims().ToString(), " must hold one value"));
     }
     v[i] = t->data<T>()[0];
   }
@@ -70,8 +70,8 @@ absl::Status RangeKernel(const ExecutionContext& ctx) {
 // ---- slice ----
 
 struct SliceGeom {
-  DDim in, out, out_kept;              // out: with decrease_axis applied; out_kept: without
-  std::vector<int64_t> start;          // per dimension of `in`
+  DDim in, out, out_kept;      // out: with decrease_axis applied; out_kept: without
+  std::vector<int64_t> start;  // per dimension of `in`
 };
 
 // Where a slice starts and ends along its axes: the `starts`/`ends`
@@ -108,16 +108,15 @@ absl::Status TensorBounds(const ExecutionContext& ctx, const std::string& which,
         (!is_whole && t->numel() != 1)) {
       return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
                                                      t->dims().ToString(), " is not ",
-                                                     is_whole ? "a 1-D int tensor" : "one int value",
-                                                     " on the host"));
+                                                     is_whole ? "a 1-D int tensor" : "one int value", " on the host"));
     }
     for (int64_t k = 0; k < t->numel(); ++k) {
       v.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
     }
   }
   if (v.size() != out->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", slot, " gives ", v.size(),
-                                                   " values for ", out->size(), " axes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": ", slot, " gives ", v.size(), " values for ", out->size(), " axes"));
   }
   *out = std::move(v);
   return absl::OkStatus();
@@ -150,8 +149,7 @@ absl::StatusOr<SliceGeom> SliceGeometry(const OpDesc& op, const DDim& in, const 
     int axis = axes[k];
     if (axis < 0) axis += in.size();
     if (axis < 0 || axis >= in.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(op.type, ": axis ", axes[k], " is outside Input",
-                                                     in.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(op.type, ": axis ", axes[k], " is outside Input", in.ToString()));
     }
     const int64_t dim = in[axis];
     if (dim < 0) {
@@ -171,8 +169,8 @@ absl::StatusOr<SliceGeom> SliceGeometry(const OpDesc& op, const DDim& in, const 
   for (int i = 0; i < in.size(); ++i) {
     const bool drop = std::find(decrease.begin(), decrease.end(), i) != decrease.end();
     if (drop && g.out_kept[i] != 1 && g.out_kept[i] != -1) {
-      return absl::InvalidArgumentError(absl::StrCat(op.type, ": decrease_axis ", i, " keeps ", g.out_kept[i],
-                                                     " entries, not 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op.type, ": decrease_axis ", i, " keeps ", g.out_kept[i], " entries, not 1"));
     }
     if (!drop) out.push_back(g.out_kept[i]);
   }
@@ -245,8 +243,7 @@ absl::Status SliceGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(SliceGeom g, SliceGeometry(ctx.op(), in->dims(), b));
   if (dout->numel() != g.out.numel() || dout->dtype() != in->dtype()) {
     return absl::InvalidArgumentError(absl::StrCat("slice_grad: ", InputLabel(ctx.op(), GradVarName("Out")),
-                                                   dout->dims().ToString(), " is not the slice's ",
-                                                   g.out.ToString()));
+                                                   dout->dims().ToString(), " is not the slice's ", g.out.ToString()));
   }
   din->Resize(in->dims());
   char* dst = static_cast<char*>(din->mutable_data(in->dtype()));
@@ -282,36 +279,59 @@ DataType FillLikeDtype(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSliceOps(OpRegistry* r) {
-  r->Register("shape").Input("Input", kReadAnywhere).Output("Out").Attr("use_mkldnn", false)
-      .Attr("mkldnn_data_type", std::string("float32")).SetInferShape(ShapeShape)
-      .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kInt32; }).Kernel<int32_t>(ShapeKernel);
-  NumericCpuKernels(r->Register("range").Input("Start").Input("End").Input("Step").Output("Out").SetInferShape(RangeShape)
-                .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Start"); }),
-            RangeKernel<float>, RangeKernel<double>, RangeKernel<int32_t>, RangeKernel<int64_t>);
+  r->Register("shape")
+      .Input("Input", kReadAnywhere)
+      .Output("Out")
+      .Attr("use_mkldnn", false)
+      .Attr("mkldnn_data_type", std::string("float32"))
+      .SetInferShape(ShapeShape)
+      .SetKernelDtype(+[](const ExecutionContext&) { return DataType::kInt32; })
+      .Kernel<int32_t>(ShapeKernel);
+  NumericCpuKernels(r->Register("range")
+                        .Input("Start")
+                        .Input("End")
+                        .Input("Step")
+                        .Output("Out")
+                        .SetInferShape(RangeShape)
+                        .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Start"); }),
+                    RangeKernel<float>, RangeKernel<double>, RangeKernel<int32_t>, RangeKernel<int64_t>);
   auto slice_attrs = [](OpInfo& info) -> OpInfo& {
     for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}) {
       info.Input(s, kDispensable | kDuplicable | kReadAnywhere);
     }
-    return info.Attr("axes", std::vector<int32_t>{}).Attr("starts", std::vector<int32_t>{})
-        .Attr("ends", std::vector<int32_t>{}).Attr("decrease_axis", std::vector<int32_t>{})
-        .Attr("infer_flags", std::vector<int32_t>{}).Attr("use_mkldnn", false)
+    return info.Attr("axes", std::vector<int32_t>{})
+        .Attr("starts", std::vector<int32_t>{})
+        .Attr("ends", std::vector<int32_t>{})
+        .Attr("decrease_axis", std::vector<int32_t>{})
+        .Attr("infer_flags", std::vector<int32_t>{})
+        .Attr("use_mkldnn", false)
         .Attr("mkldnn_data_type", std::string("float32"));
   };
   auto any = +[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Input"); };
-  NumericCpuKernels(slice_attrs(r->Register("slice").NotInPlace().Input("Input").Output("Out"))
-                .SetInferShape(SliceShape).SetKernelDtype(any)
-                .SetGradMaker(GradOpMaker({"Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"},
-                                          {}, {"Out"}, {"Input"})),
-            SliceKernel, SliceKernel, SliceKernel, SliceKernel);
-  NumericCpuKernels(slice_attrs(r->Register("slice_grad").NotInPlace().Input("Input").Input(GradVarName("Out"))
-                            .Output(GradVarName("Input"), kDispensable))
-                .SetInferShape(SliceGradShape).SetKernelDtype(any),
-            SliceGradKernel, SliceGradKernel, SliceGradKernel, SliceGradKernel);
+  NumericCpuKernels(
+      slice_attrs(r->Register("slice").NotInPlace().Input("Input").Output("Out"))
+          .SetInferShape(SliceShape)
+          .SetKernelDtype(any)
+          .SetGradMaker(GradOpMaker({"Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}, {},
+                                    {"Out"}, {"Input"})),
+      SliceKernel, SliceKernel, SliceKernel, SliceKernel);
+  NumericCpuKernels(slice_attrs(r->Register("slice_grad")
+                                    .NotInPlace()
+                                    .Input("Input")
+                                    .Input(GradVarName("Out"))
+                                    .Output(GradVarName("Input"), kDispensable))
+                        .SetInferShape(SliceGradShape)
+                        .SetKernelDtype(any),
+                    SliceGradKernel, SliceGradKernel, SliceGradKernel, SliceGradKernel);
   for (const std::string type : {"fill_any_like", "fill_zeros_like"}) {
-    auto& info = r->Register(type).Input("X", kReadAnywhere).Output("Out").SetInferShape(FillLikeShape)
-        .SetKernelDtype(FillLikeDtype);
+    auto& info = r->Register(type)
+                     .Input("X", kReadAnywhere)
+                     .Output("Out")
+                     .SetInferShape(FillLikeShape)
+                     .SetKernelDtype(FillLikeDtype);
     if (type == "fill_any_like") info.Attr("value", 0.0f).Attr("dtype", int32_t{-1});
-    NumericCpuKernels(info, FillLikeKernel<float>, FillLikeKernel<double>, FillLikeKernel<int32_t>, FillLikeKernel<int64_t>);
+    NumericCpuKernels(info, FillLikeKernel<float>, FillLikeKernel<double>, FillLikeKernel<int32_t>,
+                      FillLikeKernel<int64_t>);
   }
 }
 

@@ -23,8 +23,7 @@ absl::Status SoftmaxInferShape(InferShapeContext& ctx) {
 template <typename T>
 absl::Status SoftmaxKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-  SoftmaxAlong(x->data<T>(), ctx.Output("Out")->mutable_data<T>(),
-               ViewAlong(x->dims(), ctx.Attr<int32_t>("axis")));
+  SoftmaxAlong(x->data<T>(), ctx.Output("Out")->mutable_data<T>(), ViewAlong(x->dims(), ctx.Attr<int32_t>("axis")));
   return absl::OkStatus();
 }
 
@@ -146,7 +145,10 @@ absl::Status SwceKernel(const ExecutionContext& ctx) {
   const int64_t* lp = label->data<int64_t>();
   const int64_t ignore = ctx.Attr<int32_t>("ignore_index");
   for (int64_t r = 0; r < v.rows(); ++r) {
-    if (lp[r] == ignore) { loss[r] = 0; continue; }
+    if (lp[r] == ignore) {
+      loss[r] = 0;
+      continue;
+    }
     OAR_RETURN_IF_ERROR(CheckLabelValue(ctx, lp[r], r, v.n));
     loss[r] = -SafeLog(sm[v.Base(r) + lp[r] * v.post]);
   }
@@ -215,40 +217,77 @@ absl::Status SwceGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSoftmaxOps(OpRegistry* r) {
-  r->Register("softmax").Input("X").Output("Out").Attr("axis", int32_t{-1})
-      .Attr("use_cudnn", false).Attr("use_mkldnn", false).Attr("is_test", false)
+  r->Register("softmax")
+      .Input("X")
+      .Output("Out")
+      .Attr("axis", int32_t{-1})
+      .Attr("use_cudnn", false)
+      .Attr("use_mkldnn", false)
+      .Attr("is_test", false)
       .SetInferShape(SoftmaxInferShape)
       .SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
-      .Kernel<float>(SoftmaxKernel<float>).Kernel<double>(SoftmaxKernel<double>);
-  r->Register("log_softmax").Input("X").Output("Out").Attr("axis", int32_t{-1}).Attr("use_mkldnn", false)
-      .SetInferShape(SoftmaxInferShape).SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
-      .Kernel<float>(LogSoftmaxKernel<float>).Kernel<double>(LogSoftmaxKernel<double>);
-  r->Register("log_softmax_grad").Input("Out").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("axis", int32_t{-1}).Attr("use_mkldnn", false).SetInferShape(SoftmaxGradInferShape)
-      .Kernel<float>(LogSoftmaxGradKernel<float>).Kernel<double>(LogSoftmaxGradKernel<double>);
-  r->Register("softmax_grad").Input("Out").Input(GradVarName("Out"))
-      .Output(GradVarName("X"), kDispensable).Attr("axis", int32_t{-1})
-      .Attr("use_cudnn", false).Attr("use_mkldnn", false).Attr("is_test", false)
+      .Kernel<float>(SoftmaxKernel<float>)
+      .Kernel<double>(SoftmaxKernel<double>);
+  r->Register("log_softmax")
+      .Input("X")
+      .Output("Out")
+      .Attr("axis", int32_t{-1})
+      .Attr("use_mkldnn", false)
+      .SetInferShape(SoftmaxInferShape)
+      .SetGradMaker(GradOpMaker({}, {"Out"}, {"Out"}, {"X"}))
+      .Kernel<float>(LogSoftmaxKernel<float>)
+      .Kernel<double>(LogSoftmaxKernel<double>);
+  r->Register("log_softmax_grad")
+      .Input("Out")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1})
+      .Attr("use_mkldnn", false)
       .SetInferShape(SoftmaxGradInferShape)
-      .Kernel<float>(SoftmaxGradKernel<float>).Kernel<double>(SoftmaxGradKernel<double>);
+      .Kernel<float>(LogSoftmaxGradKernel<float>)
+      .Kernel<double>(LogSoftmaxGradKernel<double>);
+  r->Register("softmax_grad")
+      .Input("Out")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{-1})
+      .Attr("use_cudnn", false)
+      .Attr("use_mkldnn", false)
+      .Attr("is_test", false)
+      .SetInferShape(SoftmaxGradInferShape)
+      .Kernel<float>(SoftmaxGradKernel<float>)
+      .Kernel<double>(SoftmaxGradKernel<double>);
 
-  r->Register("softmax_with_cross_entropy").Input("Logits").Input("Label")
-      .Output("Softmax").Output("Loss")
-      .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
-      .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1})
+  r->Register("softmax_with_cross_entropy")
+      .Input("Logits")
+      .Input("Label")
+      .Output("Softmax")
+      .Output("Loss")
+      .Attr("soft_label", false)
+      .Attr("ignore_index", int32_t{-100})
+      .Attr("numeric_stable_mode", true)
+      .Attr("axis", int32_t{-1})
       .Attr("use_softmax", true)
       .SetInferShape(SwceInferShape)
       .SetGradMaker(GradOpMaker({"Label"}, {"Softmax"}, {"Loss"}, {"Logits"}))
-      .Kernel<float>(SwceKernel<float>).Kernel<double>(SwceKernel<double>);
+      .Kernel<float>(SwceKernel<float>)
+      .Kernel<double>(SwceKernel<double>);
   // Loss and Softmax@GRAD: Fluid 1.0-1.4's grad makers passed them too; no kernel reads them.
-  r->Register("softmax_with_cross_entropy_grad").Input("Label").Input("Softmax")
-      .Input("Loss", kDispensable).Input(GradVarName("Softmax"), kDispensable)
-      .Input(GradVarName("Loss")).Output(GradVarName("Logits"), kDispensable)
-      .Attr("soft_label", false).Attr("ignore_index", int32_t{-100})
-      .Attr("numeric_stable_mode", true).Attr("axis", int32_t{-1}).Attr("use_softmax", true)
+  r->Register("softmax_with_cross_entropy_grad")
+      .Input("Label")
+      .Input("Softmax")
+      .Input("Loss", kDispensable)
+      .Input(GradVarName("Softmax"), kDispensable)
+      .Input(GradVarName("Loss"))
+      .Output(GradVarName("Logits"), kDispensable)
+      .Attr("soft_label", false)
+      .Attr("ignore_index", int32_t{-100})
+      .Attr("numeric_stable_mode", true)
+      .Attr("axis", int32_t{-1})
+      .Attr("use_softmax", true)
       .SetInferShape(SwceGradInferShape)
-      .Kernel<float>(SwceGradKernel<float>).Kernel<double>(SwceGradKernel<double>);
-
+      .Kernel<float>(SwceGradKernel<float>)
+      .Kernel<double>(SwceGradKernel<double>);
 }
 
 }  // namespace oar

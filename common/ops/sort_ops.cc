@@ -77,9 +77,8 @@ absl::Status ScatterBackKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const AxisView v, ViewAround(ctx.op().type, x->dims(), axis));
   OAR_ASSIGN_OR_RETURN(const AxisView k, ViewAround(ctx.op().type, ind->dims(), axis));
   if (k.outer != v.outer || k.inner != v.inner || g->numel() != ind->numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Indices", ind->dims().ToString(),
-                                                   " and Out@GRAD", g->dims().ToString(), " do not fit X",
-                                                   x->dims().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": Indices", ind->dims().ToString(), " and Out@GRAD",
+                                                   g->dims().ToString(), " do not fit X", x->dims().ToString()));
   }
   const int64_t* ip = ind->data<int64_t>();
   const T* gp = g->data<T>();
@@ -90,8 +89,8 @@ absl::Status ScatterBackKernel(const ExecutionContext& ctx) {
       for (int64_t i = 0; i < v.inner; ++i) {
         const int64_t from = (a * k.len + j) * v.inner + i, to = ip[from];
         if (to < 0 || to >= v.len) {
-          return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index ", to, " outside X",
-                                                         x->dims().ToString()));
+          return absl::InvalidArgumentError(
+              absl::StrCat(ctx.op().type, ": index ", to, " outside X", x->dims().ToString()));
         }
         d[(a * v.len + to) * v.inner + i] += gp[from];
       }
@@ -103,15 +102,26 @@ absl::Status ScatterBackKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSortOps(OpRegistry* r) {
-  NumericCpuKernels(r->Register("argsort").NotInPlace().Input("X").Output("Out").Output("Indices")
-                        .Attr("axis", int32_t{-1}).Attr("descending", false).SetInferShape(ArgsortShape)
+  NumericCpuKernels(r->Register("argsort")
+                        .NotInPlace()
+                        .Input("X")
+                        .Output("Out")
+                        .Output("Indices")
+                        .Attr("axis", int32_t{-1})
+                        .Attr("descending", false)
+                        .SetInferShape(ArgsortShape)
                         .SetGradMaker(GradOpMaker({"X"}, {"Indices"}, {"Out"}, {"X"}))
                         .SetKernelDtype(+[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); }),
                     ArgsortKernel<float>, ArgsortKernel<double>, ArgsortKernel<int32_t>, ArgsortKernel<int64_t>);
   for (const char* type : {"argsort_grad", "top_k_grad", "top_k_v2_grad"}) {
-    auto& g = r->Register(type).Input("X").Input("Indices").Input(GradVarName("Out"))
-                  .Output(GradVarName("X"), kDispensable).SetInferShape(GradSameShapeAsX)
-                  .Kernel<float>(ScatterBackKernel<float>).Kernel<double>(ScatterBackKernel<double>);
+    auto& g = r->Register(type)
+                  .Input("X")
+                  .Input("Indices")
+                  .Input(GradVarName("Out"))
+                  .Output(GradVarName("X"), kDispensable)
+                  .SetInferShape(GradSameShapeAsX)
+                  .Kernel<float>(ScatterBackKernel<float>)
+                  .Kernel<double>(ScatterBackKernel<double>);
     if (std::string(type) != "top_k_grad") g.Attr("axis", int32_t{-1});
   }
   r->Extend("argsort_grad").Attr("descending", false);

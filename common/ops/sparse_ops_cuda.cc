@@ -49,8 +49,8 @@ absl::Status CheckIds(const ExecutionContext& ctx, const Tensor& ids, int64_t ro
   for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
     if (pad != kNoPadding && ip[i] == pad) continue;
     if (ip[i] < 0 || ip[i] >= rows) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": id ", ip[i], " at position ", i,
-                                                     " is outside the table's ", rows, " rows"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.op().type, ": id ", ip[i], " at position ", i, " is outside the table's ", rows, " rows"));
     }
   }
   return absl::OkStatus();

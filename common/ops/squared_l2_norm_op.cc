@@ -51,12 +51,20 @@ absl::Status Backward(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterSquaredL2NormOps(OpRegistry* r) {
-  r->Register("squared_l2_norm").Input("X").Output("Out").SetInferShape(Shape)
+  r->Register("squared_l2_norm")
+      .Input("X")
+      .Output("Out")
+      .SetInferShape(Shape)
       .SetGradMaker(GradOpMaker({"X"}, {}, {"Out"}, {"X"}))
-      .Kernel<float>(Forward<float>).Kernel<double>(Forward<double>);
-  r->Register("squared_l2_norm_grad").Input("X").Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
+      .Kernel<float>(Forward<float>)
+      .Kernel<double>(Forward<double>);
+  r->Register("squared_l2_norm_grad")
+      .Input("X")
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
       .SetInferShape(GradSameShapeAsX)
-      .Kernel<float>(Backward<float>).Kernel<double>(Backward<double>);
+      .Kernel<float>(Backward<float>)
+      .Kernel<double>(Backward<double>);
 }
 
 }  // namespace oar

@@ -38,8 +38,8 @@ absl::StatusOr<Walk> Plan(const ExecutionContext& ctx, const DDim& in) {
     const int a = axes[i] < 0 ? axes[i] + in.size() : axes[i];
     const int64_t n = in[a], s = strides[i];
     if (a < 0 || a >= in.size() || s == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("strided_slice: axis ", axes[i], " or stride ", s, " is invalid for Input",
-                                                     in.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("strided_slice: axis ", axes[i], " or stride ", s, " is invalid for Input", in.ToString()));
     }
     int64_t b = starts[i] < 0 ? starts[i] + n : starts[i], e = ends[i] < 0 ? ends[i] + n : ends[i];
     int64_t count;
@@ -96,8 +96,8 @@ absl::Status StridedSliceGradKernel(const ExecutionContext& ctx) {
   Tensor* dx = ctx.Output(GradVarName("Input"));
   if (dx == nullptr) return absl::OkStatus();
   if (g->numel() != w.out.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("strided_slice_grad: Out@GRAD", g->dims().ToString(), " is not ",
-                                                   w.shown.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("strided_slice_grad: Out@GRAD", g->dims().ToString(), " is not ", w.shown.ToString()));
   }
   const T* gp = g->data<T>();
   T* d = dx->mutable_data<T>(x->dims());
@@ -110,23 +110,34 @@ absl::Status StridedSliceGradKernel(const ExecutionContext& ctx) {
 
 void RegisterStridedSliceOp(OpRegistry* r) {
   auto attrs = [](OpInfo& i) -> OpInfo& {
-    return i.Attr("axes", std::vector<int32_t>{}).Attr("starts", std::vector<int32_t>{})
-        .Attr("ends", std::vector<int32_t>{}).Attr("strides", std::vector<int32_t>{})
-        .Attr("infer_flags", std::vector<int32_t>{}).Attr("decrease_axis", std::vector<int32_t>{})
-        .Input("StartsTensor", kUnimplemented).Input("EndsTensor", kUnimplemented)
-        .Input("StridesTensor", kUnimplemented).Input("StartsTensorList", kDuplicable | kUnimplemented)
-        .Input("EndsTensorList", kDuplicable | kUnimplemented).Input("StridesTensorList", kDuplicable | kUnimplemented);
+    return i.Attr("axes", std::vector<int32_t>{})
+        .Attr("starts", std::vector<int32_t>{})
+        .Attr("ends", std::vector<int32_t>{})
+        .Attr("strides", std::vector<int32_t>{})
+        .Attr("infer_flags", std::vector<int32_t>{})
+        .Attr("decrease_axis", std::vector<int32_t>{})
+        .Input("StartsTensor", kUnimplemented)
+        .Input("EndsTensor", kUnimplemented)
+        .Input("StridesTensor", kUnimplemented)
+        .Input("StartsTensorList", kDuplicable | kUnimplemented)
+        .Input("EndsTensorList", kDuplicable | kUnimplemented)
+        .Input("StridesTensorList", kDuplicable | kUnimplemented);
   };
   auto any = +[](const ExecutionContext& c) { return InputDtypeOf(c, "Input"); };
   NumericCpuKernels(attrs(r->Register("strided_slice").NotInPlace().Input("Input").Output("Out"))
-                        .SetInferShape(NoShapeInference).SetKernelDtype(any)
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(any)
                         .SetGradMaker(GradOpMaker({"Input"}, {}, {"Out"}, {"Input"})),
                     StridedSliceKernel<float>, StridedSliceKernel<double>, StridedSliceKernel<int32_t>,
                     StridedSliceKernel<int64_t>);
-  attrs(r->Register("strided_slice_grad").NotInPlace().Input("Input").Input(GradVarName("Out"))
+  attrs(r->Register("strided_slice_grad")
+            .NotInPlace()
+            .Input("Input")
+            .Input(GradVarName("Out"))
             .Output(GradVarName("Input"), kDispensable))
       .SetInferShape(NoShapeInference)
-      .Kernel<float>(StridedSliceGradKernel<float>).Kernel<double>(StridedSliceGradKernel<double>);
+      .Kernel<float>(StridedSliceGradKernel<float>)
+      .Kernel<double>(StridedSliceGradKernel<double>);
 }
 
 }  // namespace oar

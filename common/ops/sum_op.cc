@@ -58,9 +58,9 @@ absl::Status SumSparse(const ExecutionContext& ctx, const std::vector<const Vari
       width = RowWidth(s);
       merged.height = s.height;
     } else if (RowWidth(s) != width || s.height != merged.height) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height, " rows of width ", RowWidth(s),
-          ", expected ", merged.height, " of width ", width));
+      return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " has ", s.height,
+                                                     " rows of width ", RowWidth(s), ", expected ", merged.height,
+                                                     " of width ", width));
     }
     merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
     total += static_cast<int64_t>(s.rows.size());
@@ -84,8 +84,8 @@ absl::Status SumArrays(const ExecutionContext& ctx) {
   for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
     const Variable* v = ctx.InputVar("X", i);
     if (v == nullptr || !v->IsType<TensorList>()) {
-      return absl::InvalidArgumentError(absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i),
-                                                     " is not a tensor array, as the others are"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sum: input ", InputLabel(ctx.op(), "X", i), " is not a tensor array, as the others are"));
     }
     const TensorList& xs = v->Get<TensorList>();
     if (sum.size() < xs.size()) sum.resize(xs.size());
@@ -171,9 +171,9 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
     if (s.rows.empty()) continue;
     const int64_t width = RowWidth(s);
     if (dims.size() == 0 || s.height != dims[0] || width * s.height != numel) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sum: sparse input ", InputLabel(ctx.op(), "X", i), " has ", s.height, " rows of width ", width,
-          ", which does not cover the dense inputs' shape ", dims.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sum: sparse input ", InputLabel(ctx.op(), "X", i), " has ", s.height, " rows of width ", width,
+                       ", which does not cover the dense inputs' shape ", dims.ToString()));
     }
     const T* p = s.value.data<T>();
     for (size_t r = 0; r < s.rows.size(); ++r) {
@@ -201,8 +201,8 @@ void SumVarType(const OpDesc& op, BlockDesc* block) {
     all_sparse &= v != nullptr && v->type == paddle::framework::proto::VarType::SELECTED_ROWS;
   }
   for (const auto& out : op.Output("Out")) {
-    block->Var(out)->type = all_sparse ? paddle::framework::proto::VarType::SELECTED_ROWS
-                                       : paddle::framework::proto::VarType::LOD_TENSOR;
+    block->Var(out)->type =
+        all_sparse ? paddle::framework::proto::VarType::SELECTED_ROWS : paddle::framework::proto::VarType::LOD_TENSOR;
   }
 }
 
@@ -222,9 +222,15 @@ std::vector<OpDesc> SumGradMaker(const OpDesc& fwd) {
 }  // namespace
 
 void RegisterSumOp(OpRegistry* r) {
-  r->Register("sum").Input("X", kDuplicable).Output("Out").Attr("use_mkldnn", false)
-      .SetInferShape(SumInferShape).SetGradMaker(SumGradMaker).SetInferVarType(SumVarType)
-      .Kernel<float>(SumKernel<float>).Kernel<double>(SumKernel<double>)
+  r->Register("sum")
+      .Input("X", kDuplicable)
+      .Output("Out")
+      .Attr("use_mkldnn", false)
+      .SetInferShape(SumInferShape)
+      .SetGradMaker(SumGradMaker)
+      .SetInferVarType(SumVarType)
+      .Kernel<float>(SumKernel<float>)
+      .Kernel<double>(SumKernel<double>)
       .Kernel<int64_t>(SumKernel<int64_t>);
 }
 

@@ -42,10 +42,14 @@ absl::Status LossKernel(const ExecutionContext& ctx) {
   const T* ls = label->data<T>();
   for (int64_t i = 0; i < n; ++i) {
     const T v = xs[i], l = ls[i];
-    if (l < T(-1)) y[i] = Xent(v, T(0));
-    else if (l < T(0)) y[i] = Xent(v, T(1));
-    else if (l < T(1)) y[i] = Xent(v, T(0)) + Xent(v, l);
-    else y[i] = Xent(v, T(1)) + Xent(v, l - T(1));
+    if (l < T(-1))
+      y[i] = Xent(v, T(0));
+    else if (l < T(0))
+      y[i] = Xent(v, T(1));
+    else if (l < T(1))
+      y[i] = Xent(v, T(0)) + Xent(v, l);
+    else
+      y[i] = Xent(v, T(1)) + Xent(v, l - T(1));
   }
   return absl::OkStatus();
 }
@@ -59,7 +63,8 @@ absl::Status LossGradKernel(const ExecutionContext& ctx) {
   Tensor* dx_t = ctx.Output(GradVarName("X"));
   if (dx_t == nullptr) return absl::OkStatus();
   const int64_t n = x->dims()[0];
-  if (dy->numel() != n) return absl::InvalidArgumentError("teacher_student_sigmoid_loss_grad: Y@GRAD is not one per row");
+  if (dy->numel() != n)
+    return absl::InvalidArgumentError("teacher_student_sigmoid_loss_grad: Y@GRAD is not one per row");
   T* dx = dx_t->mutable_data<T>(x->dims());
   const T hi = static_cast<T>(ctx.Attr<float>("soft_max_up_bound"));
   const T lo = static_cast<T>(ctx.Attr<float>("soft_max_lower_bound"));
@@ -77,13 +82,26 @@ absl::Status LossGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterTeacherStudentLossOp(OpRegistry* r) {
-  r->Register("teacher_student_sigmoid_loss").Input("X").Input("Label").Output("Y")
-      .Attr("soft_max_up_bound", 15.0f).Attr("soft_max_lower_bound", -15.0f).SetInferShape(NoShapeInference)
+  r->Register("teacher_student_sigmoid_loss")
+      .Input("X")
+      .Input("Label")
+      .Output("Y")
+      .Attr("soft_max_up_bound", 15.0f)
+      .Attr("soft_max_lower_bound", -15.0f)
+      .SetInferShape(NoShapeInference)
       .SetGradMaker(GradOpMaker({"X", "Label"}, {}, {"Y"}, {"X"}))
-      .Kernel<float>(LossKernel<float>).Kernel<double>(LossKernel<double>);
-  r->Register("teacher_student_sigmoid_loss_grad").Input("X").Input("Label").Input(GradVarName("Y"))
-      .Output(GradVarName("X"), kDispensable).Attr("soft_max_up_bound", 15.0f).Attr("soft_max_lower_bound", -15.0f)
-      .SetInferShape(GradSameShapeAsX).Kernel<float>(LossGradKernel<float>).Kernel<double>(LossGradKernel<double>);
+      .Kernel<float>(LossKernel<float>)
+      .Kernel<double>(LossKernel<double>);
+  r->Register("teacher_student_sigmoid_loss_grad")
+      .Input("X")
+      .Input("Label")
+      .Input(GradVarName("Y"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("soft_max_up_bound", 15.0f)
+      .Attr("soft_max_lower_bound", -15.0f)
+      .SetInferShape(GradSameShapeAsX)
+      .Kernel<float>(LossGradKernel<float>)
+      .Kernel<double>(LossGradKernel<double>);
 }
 
 }  // namespace oar

@@ -21,8 +21,8 @@ namespace {
 absl::StatusOr<size_t> ArrayIndex(const ExecutionContext& ctx) {
   const Tensor* i = ctx.Input("I");
   if (i == nullptr || !i->initialized() || i->numel() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index I (", InputLabel(ctx.op(), "I"),
-                                                   ") must hold one integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type, ": index I (", InputLabel(ctx.op(), "I"), ") must hold one integer"));
   }
   Tensor host;
   const Tensor* h = i;
@@ -31,12 +31,15 @@ absl::StatusOr<size_t> ArrayIndex(const ExecutionContext& ctx) {
     h = &host;
   }
   int64_t v;
-  if (h->dtype() == DataType::kInt64) v = h->data<int64_t>()[0];
-  else if (h->dtype() == DataType::kInt32) v = h->data<int32_t>()[0];
-  else return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index I must be int64 or int32"));
+  if (h->dtype() == DataType::kInt64)
+    v = h->data<int64_t>()[0];
+  else if (h->dtype() == DataType::kInt32)
+    v = h->data<int32_t>()[0];
+  else
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index I must be int64 or int32"));
   if (v < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index I (", InputLabel(ctx.op(), "I"),
-                                                   ") is ", v, "; an array position cannot be negative"));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": index I (", InputLabel(ctx.op(), "I"), ") is ", v,
+                                                   "; an array position cannot be negative"));
   }
   return static_cast<size_t>(v);
 }
@@ -81,9 +84,8 @@ absl::Status ReadFromArrayKernel(const ExecutionContext& ctx) {
   }
   const Tensor* like = ctx.Input("X_W");
   if (like == nullptr || !like->initialized()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "read_from_array: array ", InputLabel(ctx.op(), "X"), " has no element ", i, " (it holds ",
-        x == nullptr ? 0 : x->size(), ")"));
+    return absl::OutOfRangeError(absl::StrCat("read_from_array: array ", InputLabel(ctx.op(), "X"), " has no element ",
+                                              i, " (it holds ", x == nullptr ? 0 : x->size(), ")"));
   }
   out->Resize(like->dims());
   std::memset(out->mutable_data(like->dtype(), CPUPlace()), 0, out->nbytes());
@@ -112,8 +114,8 @@ absl::StatusOr<ArrayLayout> Layout(const std::string& type, const TensorList& xs
   const int rank = static_cast<int>(first.dims().size()) + (stack ? 1 : 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank || (!stack && first.dims().size() == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(type, ": axis out of range for elements of shape ",
-                                                   first.dims().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(type, ": axis out of range for elements of shape ", first.dims().ToString()));
   }
   ArrayLayout l;
   l.outer = first.dims().Product(0, axis);
@@ -136,8 +138,10 @@ absl::StatusOr<ArrayLayout> Layout(const std::string& type, const TensorList& xs
     l.sizes.push_back(static_cast<int32_t>(ext));
     l.chunk.push_back(static_cast<size_t>(l.outer == 0 ? 0 : t.numel() / l.outer) * SizeOf(t.dtype()));
   }
-  if (stack) shape.insert(shape.begin() + axis, static_cast<int64_t>(xs.size()));
-  else shape[axis] = along;
+  if (stack)
+    shape.insert(shape.begin() + axis, static_cast<int64_t>(xs.size()));
+  else
+    shape[axis] = along;
   l.dims = DDim(shape);
   return l;
 }
@@ -190,20 +194,47 @@ absl::Status ArrayToTensorKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterTensorArrayOps(OpRegistry* r) {
-  r->Register("write_to_array").Input("X").Input("I", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WriteToArrayKernel);
-  r->Register("read_from_array").Input("X", kReadAnywhere).Input("I", kReadAnywhere)
-      .Input("X_W", kDispensable | kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ReadFromArrayKernel);
-  r->Register("lod_array_length").Input("X", kReadAnywhere).Output("Out")
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayLengthKernel);
-  r->Register("tensor_array_to_tensor").Input("X", kReadAnywhere).Output("Out").Output("OutIndex", kDispensable)
-      .Attr("axis", int32_t{0}).Attr("use_stack", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayToTensorKernel<false>);
-  r->Register("tensor_array_to_tensor_grad").Input("X", kReadAnywhere).Input("Out", kDispensable)
-      .Input("OutIndex", kDispensable).Input(GradVarName("Out")).Output(GradVarName("X"), kDispensable)
-      .Attr("axis", int32_t{0}).Attr("use_stack", false)
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(ArrayToTensorKernel<true>);
+  r->Register("write_to_array")
+      .Input("X")
+      .Input("I", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(WriteToArrayKernel);
+  r->Register("read_from_array")
+      .Input("X", kReadAnywhere)
+      .Input("I", kReadAnywhere)
+      .Input("X_W", kDispensable | kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(ReadFromArrayKernel);
+  r->Register("lod_array_length")
+      .Input("X", kReadAnywhere)
+      .Output("Out")
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(ArrayLengthKernel);
+  r->Register("tensor_array_to_tensor")
+      .Input("X", kReadAnywhere)
+      .Output("Out")
+      .Output("OutIndex", kDispensable)
+      .Attr("axis", int32_t{0})
+      .Attr("use_stack", false)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(ArrayToTensorKernel<false>);
+  r->Register("tensor_array_to_tensor_grad")
+      .Input("X", kReadAnywhere)
+      .Input("Out", kDispensable)
+      .Input("OutIndex", kDispensable)
+      .Input(GradVarName("Out"))
+      .Output(GradVarName("X"), kDispensable)
+      .Attr("axis", int32_t{0})
+      .Attr("use_stack", false)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(ArrayToTensorKernel<true>);
 }
 
 }  // namespace oar

@@ -12,9 +12,7 @@
 namespace oar {
 namespace {
 
-DDim ShapeAttr(const OpDesc& op) {
-  return DDim(op.GetAttr<std::vector<int64_t>>("shape"));
-}
+DDim ShapeAttr(const OpDesc& op) { return DDim(op.GetAttr<std::vector<int64_t>>("shape")); }
 
 absl::Status ShapeFromAttr(InferShapeContext& ctx) {
   ctx.SetOutputDtype("Out", static_cast<DataType>(ctx.Attr<int32_t>("dtype")));
@@ -156,8 +154,8 @@ absl::Status FeedKernel(const ExecutionContext& ctx) {
   const Variable* list = ctx.InputVar("X");
   const int col = ctx.Attr<int32_t>("col");
   const std::string& target = ctx.op().Output("Out")[0];
-  if (list == nullptr || !list->IsType<TensorList>() ||
-      col >= static_cast<int>(list->Get<TensorList>().size()) || col < 0) {
+  if (list == nullptr || !list->IsType<TensorList>() || col >= static_cast<int>(list->Get<TensorList>().size()) ||
+      col < 0) {
     return absl::InvalidArgumentError(absl::StrCat("feed: no value was fed for '", target, "' (column ", col, ")"));
   }
   ctx.Output("Out")->ShareDataWith(list->Get<TensorList>()[col]);
@@ -184,38 +182,78 @@ absl::Status NoInferShape(InferShapeContext&) { return absl::OkStatus(); }
 
 void RegisterTensorOps(OpRegistry* r) {
   const int32_t fp32 = static_cast<int32_t>(DataType::kFloat32);
-  r->Register("fill_constant").Input("ShapeTensor", kDispensable | kReadAnywhere)
-      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Input("ValueTensor", kUnimplemented).Output("Out")
-      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32).Attr("value", 0.0f)
+  r->Register("fill_constant")
+      .Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere)
+      .Input("ValueTensor", kUnimplemented)
+      .Output("Out")
+      .Attr("shape", std::vector<int64_t>{})
+      .Attr("dtype", fp32)
+      .Attr("value", 0.0f)
       .Attr("str_value", std::string())
-      .Attr("force_cpu", false).SetInferShape(ShapeFromAttr)
-      .Kernel<float>(FillConstantKernel<float>).Kernel<double>(FillConstantKernel<double>)
-      .Kernel<int32_t>(FillConstantKernel<int32_t>).Kernel<int64_t>(FillConstantKernel<int64_t>)
+      .Attr("force_cpu", false)
+      .SetInferShape(ShapeFromAttr)
+      .Kernel<float>(FillConstantKernel<float>)
+      .Kernel<double>(FillConstantKernel<double>)
+      .Kernel<int32_t>(FillConstantKernel<int32_t>)
+      .Kernel<int64_t>(FillConstantKernel<int64_t>)
       .Kernel<bool>(FillConstantKernel<bool>);
-  r->Register("uniform_random").Input("ShapeTensor", kDispensable | kReadAnywhere)
-      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
-      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
-      .Attr("min", -1.0f).Attr("max", 1.0f).Attr("seed", int32_t{0})
-      .Attr("diag_num", int32_t{0}).Implements("diag_num", {int32_t{0}})
+  r->Register("uniform_random")
+      .Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere)
+      .Output("Out")
+      .Attr("shape", std::vector<int64_t>{})
+      .Attr("dtype", fp32)
+      .Attr("min", -1.0f)
+      .Attr("max", 1.0f)
+      .Attr("seed", int32_t{0})
+      .Attr("diag_num", int32_t{0})
+      .Implements("diag_num", {int32_t{0}})
       .SetInferShape(ShapeFromAttr)
-      .Kernel<float>(UniformRandomKernel<float>).Kernel<double>(UniformRandomKernel<double>);
-  r->Register("gaussian_random").Input("ShapeTensor", kDispensable | kReadAnywhere)
-      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere).Output("Out")
-      .Attr("shape", std::vector<int64_t>{}).Attr("dtype", fp32)
-      .Attr("mean", 0.0f).Attr("std", 1.0f).Attr("seed", int32_t{0})
+      .Kernel<float>(UniformRandomKernel<float>)
+      .Kernel<double>(UniformRandomKernel<double>);
+  r->Register("gaussian_random")
+      .Input("ShapeTensor", kDispensable | kReadAnywhere)
+      .Input("ShapeTensorList", kDuplicable | kDispensable | kReadAnywhere)
+      .Output("Out")
+      .Attr("shape", std::vector<int64_t>{})
+      .Attr("dtype", fp32)
+      .Attr("mean", 0.0f)
+      .Attr("std", 1.0f)
+      .Attr("seed", int32_t{0})
       .SetInferShape(ShapeFromAttr)
-      .Kernel<float>(GaussianRandomKernel<float>).Kernel<double>(GaussianRandomKernel<double>);
+      .Kernel<float>(GaussianRandomKernel<float>)
+      .Kernel<double>(GaussianRandomKernel<double>);
 
-  r->Register("scale").Input("X").Input("ScaleTensor", kUnimplemented).Output("Out")
-      .Attr("scale", 1.0f).Attr("bias", 0.0f).Attr("bias_after_scale", true)
-      .SetInferShape(SameShapeAsX).SetGradMaker(ScaleGradMaker)
-      .Kernel<float>(ScaleKernel<float>).Kernel<double>(ScaleKernel<double>)
+  r->Register("scale")
+      .Input("X")
+      .Input("ScaleTensor", kUnimplemented)
+      .Output("Out")
+      .Attr("scale", 1.0f)
+      .Attr("bias", 0.0f)
+      .Attr("bias_after_scale", true)
+      .SetInferShape(SameShapeAsX)
+      .SetGradMaker(ScaleGradMaker)
+      .Kernel<float>(ScaleKernel<float>)
+      .Kernel<double>(ScaleKernel<double>)
       .Kernel<int64_t>(ScaleKernel<int64_t>);
 
-  r->Register("feed").HostSide().Input("X").Output("Out").Attr("col", int32_t{0})
-      .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FeedKernel);
-  r->Register("fetch").HostSide().Input("X").Output("Out").Attr("col", int32_t{0})
-      .SetInferShape(NoInferShape).SetKernelDtype(PlumbingDtype).Kernel<float>(FetchKernel);
+  r->Register("feed")
+      .HostSide()
+      .Input("X")
+      .Output("Out")
+      .Attr("col", int32_t{0})
+      .SetInferShape(NoInferShape)
+      .SetKernelDtype(PlumbingDtype)
+      .Kernel<float>(FeedKernel);
+  r->Register("fetch")
+      .HostSide()
+      .Input("X")
+      .Output("Out")
+      .Attr("col", int32_t{0})
+      .SetInferShape(NoInferShape)
+      .SetKernelDtype(PlumbingDtype)
+      .Kernel<float>(FetchKernel);
 }
 
 }  // namespace oar

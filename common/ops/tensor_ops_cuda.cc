@@ -29,14 +29,24 @@ absl::Status CastKernel(const ExecutionContext& ctx) {
   out->Resize(xt->dims());
   const int64_t n = xt->numel();
   switch (static_cast<DataType>(ctx.Attr<int32_t>("out_dtype"))) {
-    case DataType::kFloat32: cuda::Cast<In, float>(x, out->mutable_data<float>(ctx.place()), n, c->stream); break;
-    case DataType::kFloat64: cuda::Cast<In, double>(x, out->mutable_data<double>(ctx.place()), n, c->stream); break;
-    case DataType::kInt32: cuda::Cast<In, int32_t>(x, out->mutable_data<int32_t>(ctx.place()), n, c->stream); break;
-    case DataType::kInt64: cuda::Cast<In, int64_t>(x, out->mutable_data<int64_t>(ctx.place()), n, c->stream); break;
-    case DataType::kBool: cuda::Cast<In, bool>(x, out->mutable_data<bool>(ctx.place()), n, c->stream); break;
+    case DataType::kFloat32:
+      cuda::Cast<In, float>(x, out->mutable_data<float>(ctx.place()), n, c->stream);
+      break;
+    case DataType::kFloat64:
+      cuda::Cast<In, double>(x, out->mutable_data<double>(ctx.place()), n, c->stream);
+      break;
+    case DataType::kInt32:
+      cuda::Cast<In, int32_t>(x, out->mutable_data<int32_t>(ctx.place()), n, c->stream);
+      break;
+    case DataType::kInt64:
+      cuda::Cast<In, int64_t>(x, out->mutable_data<int64_t>(ctx.place()), n, c->stream);
+      break;
+    case DataType::kBool:
+      cuda::Cast<In, bool>(x, out->mutable_data<bool>(ctx.place()), n, c->stream);
+      break;
     default:
-      return absl::UnimplementedError(absl::StrCat("cast: out_dtype ", ctx.Attr<int32_t>("out_dtype"),
-                                                   " is not supported"));
+      return absl::UnimplementedError(
+          absl::StrCat("cast: out_dtype ", ctx.Attr<int32_t>("out_dtype"), " is not supported"));
   }
   out->set_lod(xt->lod());
   if (in_place) ctx.Output("Out")->ShareDataWith(fresh);
@@ -48,8 +58,8 @@ absl::Status IncrementKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const T* x, GpuIn<T>(ctx, "X"));
   if (ctx.Input("X")->numel() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("increment: X", ctx.Input("X")->dims().ToString(),
-                                                   " must hold one value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("increment: X", ctx.Input("X")->dims().ToString(), " must hold one value"));
   }
   Tensor* out = ctx.Output("Out");
   out->Resize(ctx.Input("X")->dims());  // [1], or [] for a Paddle 2.x 0-D counter
@@ -109,8 +119,7 @@ absl::Status DropoutGradKernel(const ExecutionContext& ctx) {
 }
 
 // transpose2 and its gradient: `perm` takes X (dims `x`) to the output.
-absl::Status PermuteOnGpu(const ExecutionContext& ctx, const Tensor& x, const std::vector<int32_t>& perm,
-                          Tensor* out) {
+absl::Status PermuteOnGpu(const ExecutionContext& ctx, const Tensor& x, const std::vector<int32_t>& perm, Tensor* out) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   const DDim& d = x.dims();
   if (d.size() > 8 || static_cast<int>(perm.size()) != d.size()) {

@@ -55,7 +55,10 @@ absl::Status UniqueKernel(const ExecutionContext& ctx) {
   const bool i32 = static_cast<DataType>(ctx.Attr<int32_t>("dtype")) == DataType::kInt32;
   auto put = [&](const char* slot_name, const std::vector<int64_t>& v) {
     Tensor* t = ctx.Output(slot_name);
-    if (i32) Put<int32_t>(t, v); else Put<int64_t>(t, v);
+    if (i32)
+      Put<int32_t>(t, v);
+    else
+      Put<int64_t>(t, v);
   };
   put("Index", inverse);
   put("Indices", first);
@@ -68,14 +71,29 @@ absl::Status UniqueKernel(const ExecutionContext& ctx) {
 
 void RegisterUniqueOps(OpRegistry* r) {
   auto any = +[](const ExecutionContext& c) { return InputDtypeOf(c, "X"); };
-  NumericCpuKernels(r->Register("unique").Input("X").Output("Out").Output("Index", kDispensable)
-                        .Output("Indices", kDispensable).Output("Counts", kDispensable)
-                        .Attr("dtype", int32_t{3}).Attr("return_index", false).Attr("return_inverse", false)
-                        .Attr("return_counts", false).Attr("is_sorted", false).Attr("axis", std::vector<int32_t>{})
-                        .SetInferShape(NoShapeInference).SetKernelDtype(any),
+  NumericCpuKernels(r->Register("unique")
+                        .Input("X")
+                        .Output("Out")
+                        .Output("Index", kDispensable)
+                        .Output("Indices", kDispensable)
+                        .Output("Counts", kDispensable)
+                        .Attr("dtype", int32_t{3})
+                        .Attr("return_index", false)
+                        .Attr("return_inverse", false)
+                        .Attr("return_counts", false)
+                        .Attr("is_sorted", false)
+                        .Attr("axis", std::vector<int32_t>{})
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(any),
                     UniqueKernel<float>, UniqueKernel<double>, UniqueKernel<int32_t>, UniqueKernel<int64_t>);
-  NumericCpuKernels(r->Register("unique_with_counts").Input("X").Output("Out").Output("Index").Output("Count")
-                        .Attr("dtype", int32_t{3}).SetInferShape(NoShapeInference).SetKernelDtype(any),
+  NumericCpuKernels(r->Register("unique_with_counts")
+                        .Input("X")
+                        .Output("Out")
+                        .Output("Index")
+                        .Output("Count")
+                        .Attr("dtype", int32_t{3})
+                        .SetInferShape(NoShapeInference)
+                        .SetKernelDtype(any),
                     UniqueKernel<float>, UniqueKernel<double>, UniqueKernel<int32_t>, UniqueKernel<int64_t>);
 }
 

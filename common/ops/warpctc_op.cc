@@ -63,7 +63,8 @@ double SequenceCtc(const T* x, int64_t frames, int64_t classes, int64_t stride, 
     }
   }
   const int64_t last = (frames - 1) * states;
-  for (int64_t s = std::max<int64_t>(0, states - 2); s < states; ++s) beta[last + s] = logp[(frames - 1) * classes + sym(s)];
+  for (int64_t s = std::max<int64_t>(0, states - 2); s < states; ++s)
+    beta[last + s] = logp[(frames - 1) * classes + sym(s)];
   for (int64_t t = frames - 2; t >= 0; --t) {
     for (int64_t s = 0; s < states; ++s) {
       double b = beta[(t + 1) * states + s];
@@ -130,8 +131,8 @@ absl::Status WarpCtcKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(std::vector<size_t> off, LastLevel(ctx, "Logits", *logits));
     OAR_ASSIGN_OR_RETURN(std::vector<size_t> loff, LastLevel(ctx, "Label", *label));
     if (off.size() != loff.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("warpctc: ", off.size() - 1, " logit sequences but ",
-                                                     loff.size() - 1, " label sequences"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("warpctc: ", off.size() - 1, " logit sequences but ", loff.size() - 1, " label sequences"));
     }
     batch = static_cast<int64_t>(off.size()) - 1;
     classes = logits->dims()[1];
@@ -152,8 +153,8 @@ absl::Status WarpCtcKernel(const ExecutionContext& ctx) {
     for (int64_t i = 0; i < label_len[b]; ++i) {
       const int32_t v = lab[label_begin[b] + i];
       if (v < 0 || v >= classes) {
-        return absl::InvalidArgumentError(absl::StrCat("warpctc: label ", v, " of sequence ", b,
-                                                       " is not a class in [0, ", classes, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("warpctc: label ", v, " of sequence ", b, " is not a class in [0, ", classes, ")"));
       }
     }
   }
@@ -169,8 +170,8 @@ absl::Status WarpCtcKernel(const ExecutionContext& ctx) {
     const int64_t in_stride = padded ? batch * classes : classes;
     std::vector<T> seq_grad(static_cast<size_t>(std::max<int64_t>(frames[b], 1) * classes));
     const double l = frames[b] == 0 ? std::numeric_limits<double>::infinity()
-                                    : SequenceCtc(x, frames[b], classes, in_stride, lab + label_begin[b],
-                                                  label_len[b], blank, seq_grad.data());
+                                    : SequenceCtc(x, frames[b], classes, in_stride, lab + label_begin[b], label_len[b],
+                                                  blank, seq_grad.data());
     loss[b] = static_cast<T>(l);
     for (int64_t t = 0; t < frames[b]; ++t) {
       std::copy_n(seq_grad.data() + t * classes, classes, grad + (t * batch + b) * classes);
@@ -186,15 +187,18 @@ absl::Status WarpCtcGradKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(const Tensor* dloss, RequireInput(ctx, GradVarName("Loss")));
   Tensor* dx_t = ctx.Output(GradVarName("Logits"));
   if (dx_t == nullptr) return absl::OkStatus();
-  if (g->dims().size() != 3) return absl::InvalidArgumentError("warpctc_grad: WarpCTCGrad must be [frames, batch, classes]");
+  if (g->dims().size() != 3)
+    return absl::InvalidArgumentError("warpctc_grad: WarpCTCGrad must be [frames, batch, classes]");
   const int64_t max_frames = g->dims()[0], batch = g->dims()[1], classes = g->dims()[2];
-  if (dloss->numel() != batch) return absl::InvalidArgumentError("warpctc_grad: Loss@GRAD must hold one value per sequence");
+  if (dloss->numel() != batch)
+    return absl::InvalidArgumentError("warpctc_grad: Loss@GRAD must hold one value per sequence");
   const bool norm = ctx.Attr<bool>("norm_by_times");
   T* dx = dx_t->mutable_data<T>(logits->dims());
   const T* gd = g->data<T>();
   const Tensor* logits_len = ctx.Input("LogitsLength");
   if (logits_len != nullptr && logits_len->initialized()) {
-    if (logits->numel() != g->numel()) return absl::InvalidArgumentError("warpctc_grad: Logits and WarpCTCGrad differ in size");
+    if (logits->numel() != g->numel())
+      return absl::InvalidArgumentError("warpctc_grad: Logits and WarpCTCGrad differ in size");
     for (int64_t t = 0; t < max_frames; ++t) {
       for (int64_t b = 0; b < batch; ++b) {
         T s = dloss->data<T>()[b];
@@ -227,15 +231,28 @@ absl::Status WarpCtcGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterWarpCtcOps(OpRegistry* r) {
-  r->Register("warpctc").Input("Logits").Input("Label").Input("LogitsLength", kDispensable)
-      .Input("LabelLength", kDispensable).Output("Loss").Output("WarpCTCGrad", kDispensable)
-      .Attr("blank", int32_t{0}).Attr("norm_by_times", false).SetInferShape(NoShapeInference)
+  r->Register("warpctc")
+      .Input("Logits")
+      .Input("Label")
+      .Input("LogitsLength", kDispensable)
+      .Input("LabelLength", kDispensable)
+      .Output("Loss")
+      .Output("WarpCTCGrad", kDispensable)
+      .Attr("blank", int32_t{0})
+      .Attr("norm_by_times", false)
+      .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Logits"); })
       .SetGradMaker(GradOpMaker({"Logits", "LogitsLength"}, {"WarpCTCGrad"}, {"Loss"}, {"Logits"}))
       .OAR_FLOATS(WarpCtcKernel);
-  r->Register("warpctc_grad").Input("WarpCTCGrad").Input("Logits").Input(GradVarName("Loss"))
-      .Input("LogitsLength", kDispensable).Output(GradVarName("Logits"), kDispensable)
-      .Attr("blank", int32_t{0}).Attr("norm_by_times", false).SetInferShape(NoShapeInference)
+  r->Register("warpctc_grad")
+      .Input("WarpCTCGrad")
+      .Input("Logits")
+      .Input(GradVarName("Loss"))
+      .Input("LogitsLength", kDispensable)
+      .Output(GradVarName("Logits"), kDispensable)
+      .Attr("blank", int32_t{0})
+      .Attr("norm_by_times", false)
+      .SetInferShape(NoShapeInference)
       .SetKernelDtype(+[](const ExecutionContext& ctx) { return InputDtypeOf(ctx, "Logits"); })
       .OAR_FLOATS(WarpCtcGradKernel);
 }

@@ -33,8 +33,8 @@ constexpr char kCopySuffix[] = "@TMP_COPY";
 absl::StatusOr<bool> Condition(const ExecutionContext& ctx) {
   const Tensor* c = ctx.Input("Condition");
   if (c == nullptr || !c->initialized() || c->numel() != 1 || c->dtype() != DataType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat("while: Condition (", InputLabel(ctx.op(), "Condition"),
-                                                   ") must be one bool"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("while: Condition (", InputLabel(ctx.op(), "Condition"), ") must be one bool"));
   }
   if (c->place().is_host()) return c->data<bool>()[0];
   Tensor host;
@@ -135,9 +135,14 @@ absl::Status Accumulate(const std::string& name, const Tensor& g, Tensor* acc) {
                                                    " in one step and ", acc->dims().ToString(), " in another"));
   }
   switch (g.dtype()) {
-    case DataType::kFloat32: AddTo<float>(g, acc); break;
-    case DataType::kFloat64: AddTo<double>(g, acc); break;
-    default: return absl::UnimplementedError(absl::StrCat("while_grad: gradient '", name, "' is not float"));
+    case DataType::kFloat32:
+      AddTo<float>(g, acc);
+      break;
+    case DataType::kFloat64:
+      AddTo<double>(g, acc);
+      break;
+    default:
+      return absl::UnimplementedError(absl::StrCat("while_grad: gradient '", name, "' is not float"));
   }
   return absl::OkStatus();
 }
@@ -157,8 +162,8 @@ absl::Status Link(const std::string& outer_name, Variable* outer, Scope* step, c
   } else if (outer->IsType<TensorList>()) {
     *in->GetMutable<TensorList>() = outer->Get<TensorList>();
   } else {
-    return absl::UnimplementedError(absl::StrCat("while_grad: output gradient '", outer_name,
-                                                 "' is neither a tensor nor a tensor array"));
+    return absl::UnimplementedError(
+        absl::StrCat("while_grad: output gradient '", outer_name, "' is neither a tensor nor a tensor array"));
   }
   return absl::OkStatus();
 }
@@ -191,8 +196,8 @@ absl::Status WhileGradKernel(const ExecutionContext& ctx) {
   const std::vector<std::string>& xs = ctx.op().Input("X");
   const std::vector<std::string>& xgs = ctx.op().Output(GradVarName("X"));
   if (xs.size() != xgs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("while_grad: ", xs.size(), " inputs X but ", xgs.size(),
-                                                   " gradients X@GRAD"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("while_grad: ", xs.size(), " inputs X but ", xgs.size(), " gradients X@GRAD"));
   }
   for (size_t i = 0; i < xgs.size(); ++i) {  // each step adds into a fresh sum
     const bool io = std::find(og_out.begin(), og_out.end(), xgs[i]) != og_out.end();
@@ -222,8 +227,10 @@ absl::Status WhileGradKernel(const ExecutionContext& ctx) {
       const bool io = std::find(og_out.begin(), og_out.end(), xgs[i]) != og_out.end();
       if (io) {  // the step's value is the gradient so far
         if (const Variable* now = step->FindLocalVar(xgs[i])) {
-          if (now->IsType<TensorList>()) *outer->GetMutable<TensorList>() = now->Get<TensorList>();
-          else if (now->IsType<Tensor>() && now->Get<Tensor>().initialized()) *outer->GetMutable<Tensor>() = now->Get<Tensor>();
+          if (now->IsType<TensorList>())
+            *outer->GetMutable<TensorList>() = now->Get<TensorList>();
+          else if (now->IsType<Tensor>() && now->Get<Tensor>().initialized())
+            *outer->GetMutable<Tensor>() = now->Get<Tensor>();
         }
         continue;
       }
@@ -235,9 +242,10 @@ absl::Status WhileGradKernel(const ExecutionContext& ctx) {
         if (acc->size() < g.size()) acc->resize(g.size());
         for (size_t k = 0; k < g.size(); ++k) OAR_RETURN_IF_ERROR(Accumulate(xgs[i], g[k], &(*acc)[k]));
       } else if (inner->IsInitialized()) {
-        return absl::UnimplementedError(absl::StrCat(
-            "while_grad: the gradient of '", xs[i], "' inside the loop is sparse (SelectedRows); Oar sums only "
-            "dense gradients across steps: make the lookup inside the loop is_sparse=False"));
+        return absl::UnimplementedError(
+            absl::StrCat("while_grad: the gradient of '", xs[i],
+                         "' inside the loop is sparse (SelectedRows); Oar sums only "
+                         "dense gradients across steps: make the lookup inside the loop is_sparse=False"));
       }
     }
     scope->DeleteScope(step);
@@ -259,18 +267,30 @@ absl::Status WhileGradKernel(const ExecutionContext& ctx) {
 }  // namespace
 
 void RegisterWhileOps(OpRegistry* r) {
-  r->Register("while").Input("X", kDuplicable | kDispensable | kReadAnywhere)
-      .Input("Condition", kDuplicable | kReadAnywhere).Output("Out", kDuplicable | kDispensable)
-      .Output("StepScopes").Attr("sub_block", BlockRef{0}).Attr("is_test", false)
+  r->Register("while")
+      .Input("X", kDuplicable | kDispensable | kReadAnywhere)
+      .Input("Condition", kDuplicable | kReadAnywhere)
+      .Output("Out", kDuplicable | kDispensable)
+      .Output("StepScopes")
+      .Attr("sub_block", BlockRef{0})
+      .Attr("is_test", false)
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WhileKernel);
-  r->Register("while_grad").Input("X", kDuplicable | kDispensable | kReadAnywhere)
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(WhileKernel);
+  r->Register("while_grad")
+      .Input("X", kDuplicable | kDispensable | kReadAnywhere)
       .Input("Out", kDuplicable | kDispensable | kReadAnywhere)
       .Input(GradVarName("Out"), kDuplicable | kDispensable | kReadAnywhere)
-      .Input("StepScopes", kReadAnywhere).Output(GradVarName("X"), kDuplicable | kDispensable)
-      .Attr("sub_block", BlockRef{0}).Attr("is_test", false).Attr("original_output_grad", std::vector<std::string>{})
+      .Input("StepScopes", kReadAnywhere)
+      .Output(GradVarName("X"), kDuplicable | kDispensable)
+      .Attr("sub_block", BlockRef{0})
+      .Attr("is_test", false)
+      .Attr("original_output_grad", std::vector<std::string>{})
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{})
-      .SetInferShape(NoShapeInference).SetKernelDtype(AnyKernelDtype).Kernel<float>(WhileGradKernel);
+      .SetInferShape(NoShapeInference)
+      .SetKernelDtype(AnyKernelDtype)
+      .Kernel<float>(WhileGradKernel);
 }
 
 }  // namespace oar

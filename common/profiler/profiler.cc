@@ -44,10 +44,10 @@ Profiler::~Profiler() {
 }
 
 absl::Status Profiler::ParseSortedKey(const std::string& s, SortedKey* key) {
-  static const std::map<std::string, SortedKey> kKeys = {
-      {"", SortedKey::kNone},         {"default", SortedKey::kNone}, {"calls", SortedKey::kCalls},
-      {"total", SortedKey::kTotal},   {"max", SortedKey::kMax},      {"min", SortedKey::kMin},
-      {"ave", SortedKey::kAve}};
+  static const std::map<std::string, SortedKey> kKeys = {{"", SortedKey::kNone},       {"default", SortedKey::kNone},
+                                                         {"calls", SortedKey::kCalls}, {"total", SortedKey::kTotal},
+                                                         {"max", SortedKey::kMax},     {"min", SortedKey::kMin},
+                                                         {"ave", SortedKey::kAve}};
   auto it = kKeys.find(s);
   if (it == kKeys.end()) {
     return absl::InvalidArgumentError(absl::StrCat("sorted_key '", s, "' is not one of calls, total, max, min, ave"));
@@ -114,24 +114,34 @@ std::string Profiler::Report(SortedKey key) const {
   for (auto& [name, r] : rows) sorted.push_back(r);
   auto value = [key](const Row& r) -> double {
     switch (key) {
-      case SortedKey::kCalls: return static_cast<double>(r.calls);
-      case SortedKey::kTotal: return r.total;
-      case SortedKey::kMax: return r.max;
-      case SortedKey::kMin: return r.min;
-      case SortedKey::kAve: return r.total / static_cast<double>(r.calls);
-      case SortedKey::kNone: return 0;
+      case SortedKey::kCalls:
+        return static_cast<double>(r.calls);
+      case SortedKey::kTotal:
+        return r.total;
+      case SortedKey::kMax:
+        return r.max;
+      case SortedKey::kMin:
+        return r.min;
+      case SortedKey::kAve:
+        return r.total / static_cast<double>(r.calls);
+      case SortedKey::kNone:
+        return 0;
     }
     return 0;
   };
   if (key != SortedKey::kNone) {
     std::stable_sort(sorted.begin(), sorted.end(), [&](const Row& a, const Row& b) { return value(a) > value(b); });
   }
-  static const char* kOrder[] = {"in the order of names", "by number of calls in descending order",
-                                 "by total time in descending order", "by max time in descending order",
-                                 "by min time in descending order", "by average time in descending order"};
+  static const char* kOrder[] = {"in the order of names",
+                                 "by number of calls in descending order",
+                                 "by total time in descending order",
+                                 "by max time in descending order",
+                                 "by min time in descending order",
+                                 "by average time in descending order"};
   std::string out = absl::StrCat(
       "------------------------->     Profiling Report     <-------------------------\n\n"
-      "Place: CPU\nTime unit: ms\nSorted ", kOrder[static_cast<int>(key)], "\n\n");
+      "Place: CPU\nTime unit: ms\nSorted ",
+      kOrder[static_cast<int>(key)], "\n\n");
   absl::StrAppendFormat(&out, "%-32s %10s %12s %12s %12s %12s %10s\n", "Event", "Calls", "Total", "Min.", "Max.",
                         "Ave.", "Ratio.");
   for (const Row& r : sorted) {

@@ -36,7 +36,7 @@ namespace oar {
 class Profiler {
  public:
   struct Event {
-    std::string name;  // an op's type ("mul", "send"), or "rpc:GetVariable", ...
+    std::string name;      // an op's type ("mul", "send"), or "rpc:GetVariable", ...
     std::string category;  // "op", "rpc"
     int64_t start_us = 0;  // since the Unix epoch
     int64_t dur_us = 0;

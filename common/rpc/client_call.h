@@ -28,11 +28,18 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
  public:
   ClientCall(Transport* transport, RpcKind kind, std::string ep, std::shared_ptr<const OutgoingMessage> request,
              Variable* out, absl::Time deadline, int retry_times)
-      : transport_(transport), kind_(kind), ep_(std::move(ep)), name_(request->header.name()),
+      : transport_(transport),
+        kind_(kind),
+        ep_(std::move(ep)),
+        name_(request->header.name()),
         // A prefetch is answered with the rows, named as the request's out_varname (Fluid's).
         reply_name_(kind == RpcKind::kPrefetch ? request->header.meta.out_varname() : name_),
-        request_(std::move(request)), out_(out), deadline_(deadline), retry_times_(retry_times),
-        method_(MethodLabel(kind, name_)), started_(absl::Now()) {}
+        request_(std::move(request)),
+        out_(out),
+        deadline_(deadline),
+        retry_times_(retry_times),
+        method_(MethodLabel(kind, name_)),
+        started_(absl::Now()) {}
 
   // How the call recovers from a restarted pserver (see StepJournal).
   struct Recovery {
@@ -60,15 +67,14 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
       reply_.reset();
     }
     auto self = shared_from_this();  // alive until the attempt ended
-    std::unique_ptr<ReplyReader> reader =
-        transport_->CallForWaiter(kind_, ep_, request_, deadline_,
-                                  [self](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
-                                    absl::MutexLock l(&self->mu_);
-                                    self->status_ = std::move(s);
-                                    self->reply_ = std::move(reply);
-                                    self->done_ = true;
-                                    self->answered_.store(true, std::memory_order_release);
-                                  });
+    std::unique_ptr<ReplyReader> reader = transport_->CallForWaiter(
+        kind_, ep_, request_, deadline_, [self](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
+          absl::MutexLock l(&self->mu_);
+          self->status_ = std::move(s);
+          self->reply_ = std::move(reply);
+          self->done_ = true;
+          self->answered_.store(true, std::memory_order_release);
+        });
     absl::MutexLock l(&mu_);
     reader_ = std::move(reader);
   }
@@ -156,8 +162,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
 
   absl::Status Done(const absl::Status& s, int attempt) {
     finished_ = true;
-    RecordClientCall(method_, ep_, absl::ToDoubleSeconds(absl::Now() - started_), request_->header.payload_bytes, attempt,
-                     s);
+    RecordClientCall(method_, ep_, absl::ToDoubleSeconds(absl::Now() - started_), request_->header.payload_bytes,
+                     attempt, s);
     request_.reset();  // the payload is free for its writer again
     if (s.ok() && recovery_.client != nullptr && recovery_.ends_step) {
       recovery_.client->journal_.StepDone(recovery_.trainer, ep_);
@@ -196,7 +202,7 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<IncomingMessage> reply_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ReplyReader> reader_ ABSL_GUARDED_BY(mu_);  // the attempt's, if its transport offers one
-  bool finished_ = false;  // Wait's own state (one waiting thread)
+  bool finished_ = false;                                     // Wait's own state (one waiting thread)
   absl::Status final_;
   Recovery recovery_;
   int64_t* reply_step_ = nullptr;

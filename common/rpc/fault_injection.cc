@@ -56,13 +56,20 @@ absl::StatusOr<FaultSpec> FaultSpec::Parse(const std::string& text) {
       continue;
     }
     if (!absl::SimpleAtod(kv.second, &p) || p < 0 || p > 1) return bad();
-    if (kv.first == "drop_request") spec.drop_request = p;
-    else if (kv.first == "drop_reply") spec.drop_reply = p;
-    else if (kv.first == "duplicate") spec.duplicate = p;
-    else if (kv.first == "delay") spec.delay = p;
-    else if (kv.first == "reorder") spec.reorder = p;
-    else if (kv.first == "fail") spec.fail = p;
-    else return bad();
+    if (kv.first == "drop_request")
+      spec.drop_request = p;
+    else if (kv.first == "drop_reply")
+      spec.drop_reply = p;
+    else if (kv.first == "duplicate")
+      spec.duplicate = p;
+    else if (kv.first == "delay")
+      spec.delay = p;
+    else if (kv.first == "reorder")
+      spec.reorder = p;
+    else if (kv.first == "fail")
+      spec.fail = p;
+    else
+      return bad();
   }
   return spec;
 }
@@ -157,8 +164,8 @@ std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind
   };
   if (Draw(m, kFail) < spec_.fail) {
     count(&FaultStats::failed);
-    done(absl::InternalError(absl::StrCat("injected fault: ", KindName(kind), " '", meta.varname(), "' to ", ep,
-                                          " failed")),
+    done(absl::InternalError(
+             absl::StrCat("injected fault: ", KindName(kind), " '", meta.varname(), "' to ", ep, " failed")),
          nullptr);
     ReleaseHeld(ep);
     return nullptr;
@@ -186,7 +193,8 @@ std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind
       copy = std::move(own);
     }
     timer_.At(absl::Now() + after, [this, kind, ep, copy, deadline] {
-      Forward(kind, ep, copy, deadline, [](absl::Status, std::unique_ptr<IncomingMessage>) {}, false);
+      Forward(
+          kind, ep, copy, deadline, [](absl::Status, std::unique_ptr<IncomingMessage>) {}, false);
       --in_flight_;
     });
   }

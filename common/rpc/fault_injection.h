@@ -67,7 +67,9 @@ class FaultInjectingTransport final : public Transport {
   std::unique_ptr<ReplyReader> CallForWaiter(RpcKind kind, const std::string& ep,
                                              std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
                                              CallDone done) override;
-  absl::Status WaitReady(const std::string& ep, absl::Time deadline) override { return inner_->WaitReady(ep, deadline); }
+  absl::Status WaitReady(const std::string& ep, absl::Time deadline) override {
+    return inner_->WaitReady(ep, deadline);
+  }
   // What the inner transport claims, although this one may reorder calls:
   // that is the fault the barrier's count (oar_sent) must survive.
   bool KeepsOrder(const std::string& ep) override { return inner_->KeepsOrder(ep); }
@@ -81,8 +83,8 @@ class FaultInjectingTransport final : public Transport {
   struct Held;
   // A uniform draw in [0, 1) for `what` of this message.
   double Draw(uint64_t message, int what) const;
-  void Forward(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,
-               absl::Time deadline, CallDone done, bool lose_reply, std::unique_ptr<ReplyReader>* reader = nullptr);
+  void Forward(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+               CallDone done, bool lose_reply, std::unique_ptr<ReplyReader>* reader = nullptr);
   void ReleaseHeld(const std::string& ep);
 
   Transport* inner_;

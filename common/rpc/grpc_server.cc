@@ -58,8 +58,7 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       }
       if (!impl_->token_.empty()) {
         auto it = ctx->client_metadata().find(kAuthMetadataKey);
-        if (it == ctx->client_metadata().end() ||
-            std::string(it->second.data(), it->second.size()) != impl_->token_) {
+        if (it == ctx->client_metadata().end() || std::string(it->second.data(), it->second.size()) != impl_->token_) {
           Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                               "missing or wrong auth token (the server has OAR_AUTH_TOKEN set)"));
           return;
@@ -100,9 +99,10 @@ class GrpcServer::Impl : public grpc::CallbackGenericService {
       if (!impl_->pools_.TrySchedule(kind, [this] { Serve(); })) {
         request_.Clear();
         ReleaseSlot();
-        Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            absl::StrCat(impl_->endpoint, ": ", impl_->pools_.max_queued(), " ", KindName(kind),
-                                         " requests are already waiting (FLAGS_rpc_max_queued_requests); retry later")));
+        Finish(
+            grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                         absl::StrCat(impl_->endpoint, ": ", impl_->pools_.max_queued(), " ", KindName(kind),
+                                      " requests are already waiting (FLAGS_rpc_max_queued_requests); retry later")));
       }
     }
     void OnWriteDone(bool) override {}
@@ -190,8 +190,8 @@ std::string WhyNotBindable(const std::string& endpoint) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), endpoint.substr(colon + 1).c_str(), &hints,
-                                 &found);
+  if (const int rc =
+          getaddrinfo(host.empty() ? nullptr : host.c_str(), endpoint.substr(colon + 1).c_str(), &hints, &found);
       rc != 0) {
     return gai_strerror(rc);
   }
@@ -262,10 +262,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const ServerOption
       if (s->impl_->server == nullptr || s->port_ == 0) why = WhyNotBindable(options.endpoint);
     }
     if (s->impl_->server == nullptr || s->port_ == 0) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on ", options.endpoint, ": ",
-                                                 why.empty() ? "gRPC refused it (see its log above)" : why,
-                                                 why == std::strerror(EADDRINUSE) ? " (something else listens there)"
-                                                                                   : ""));
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on ", options.endpoint, ": ", why.empty() ? "gRPC refused it (see its log above)" : why,
+          why == std::strerror(EADDRINUSE) ? " (something else listens there)" : ""));
     }
   }
   s->endpoint_ = absl::StrCat(options.endpoint.substr(0, options.endpoint.rfind(':')), ":", s->port_);

@@ -15,7 +15,7 @@ HandlerPools::HandlerPools(const ServerOptions& o) {
       std::make_unique<ThreadPool>(n(o.prefetch_threads, FLAGS_rpc_prefetch_thread_num));
   pools_[static_cast<int>(RpcKind::kCheckpointNotify)] = std::make_unique<ThreadPool>(1);
   max_queued_ = static_cast<size_t>(o.max_queued_requests > 0 ? o.max_queued_requests
-                                                               : std::max(1, FLAGS_rpc_max_queued_requests));
+                                                              : std::max(1, FLAGS_rpc_max_queued_requests));
 }
 
 bool HandlerPools::TrySchedule(RpcKind kind, std::function<void()> fn) {
@@ -60,8 +60,8 @@ uint64_t MaxRequestBytes(const ServerOptions& o, const RpcHandler& handler) {
 }
 
 int ReadSlots(const ServerOptions& o, uint64_t max_request_bytes) {
-  const int64_t budget = o.max_inflight_request_bytes > 0 ? o.max_inflight_request_bytes
-                                                          : FLAGS_rpc_max_inflight_request_bytes;
+  const int64_t budget =
+      o.max_inflight_request_bytes > 0 ? o.max_inflight_request_bytes : FLAGS_rpc_max_inflight_request_bytes;
   if (budget <= 0 || max_request_bytes == 0) return 0;
   return static_cast<int>(std::clamp<uint64_t>(static_cast<uint64_t>(budget) / max_request_bytes, 2, 1 << 20));
 }

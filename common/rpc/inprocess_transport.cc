@@ -46,7 +46,11 @@ struct Outcome {
 class InProcessTransport::Server : public Listener {
  public:
   Server(InProcessTransport* net, std::string endpoint, RpcHandler* handler, const ServerOptions& o)
-      : net_(net), endpoint_(std::move(endpoint)), handler_(handler), pools_(o), max_bytes_(MaxRequestBytes(o, *handler)) {}
+      : net_(net),
+        endpoint_(std::move(endpoint)),
+        handler_(handler),
+        pools_(o),
+        max_bytes_(MaxRequestBytes(o, *handler)) {}
   ~Server() override { Shutdown(); }
   const std::string& endpoint() const override { return endpoint_; }
   void Shutdown() override {
@@ -60,10 +64,10 @@ class InProcessTransport::Server : public Listener {
 
   void Serve(RpcKind kind, std::shared_ptr<const OutgoingMessage> request, std::shared_ptr<Outcome> outcome) {
     if (max_bytes_ > 0 && request->header.payload_bytes > max_bytes_) {
-      outcome->Fire(absl::ResourceExhaustedError(absl::StrCat(endpoint_, ": a message of ",
-                                                              request->header.payload_bytes,
-                                                              " bytes is larger than the limit of ", max_bytes_)),
-                    nullptr);
+      outcome->Fire(
+          absl::ResourceExhaustedError(absl::StrCat(endpoint_, ": a message of ", request->header.payload_bytes,
+                                                    " bytes is larger than the limit of ", max_bytes_)),
+          nullptr);
       return;
     }
     auto work = [this, kind, request, outcome] {
@@ -159,10 +163,10 @@ absl::Status InProcessTransport::WaitReady(const std::string& ep, absl::Time dea
     InProcessTransport* t;
     const std::string* ep;
   } s{this, &ep};
-  if (mu_.AwaitWithDeadline(absl::Condition(
-                                +[](Served* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->t->servers_.count(*s->ep) > 0; },
-                                &s),
-                            deadline)) {
+  if (mu_.AwaitWithDeadline(
+          absl::Condition(
+              +[](Served* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->t->servers_.count(*s->ep) > 0; }, &s),
+          deadline)) {
     return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat(ep, " accepted no connection"));

@@ -11,30 +11,57 @@ namespace {
 
 absl::StatusOr<sendrecv::VariableMessage::Type> WireType(DataType t) {
   switch (t) {
-    case DataType::kBool: return sendrecv::VariableMessage::BOOL;
-    case DataType::kInt16: return sendrecv::VariableMessage::INT16;
-    case DataType::kInt32: return sendrecv::VariableMessage::INT32;
-    case DataType::kInt64: return sendrecv::VariableMessage::INT64;
-    case DataType::kFloat16: return sendrecv::VariableMessage::FP16;
-    case DataType::kFloat32: return sendrecv::VariableMessage::FP32;
-    case DataType::kFloat64: return sendrecv::VariableMessage::FP64;
-    case DataType::kUInt8: return sendrecv::VariableMessage::UINT8;
-    case DataType::kInt8: return sendrecv::VariableMessage::INT8;
+    case DataType::kBool:
+      return sendrecv::VariableMessage::BOOL;
+    case DataType::kInt16:
+      return sendrecv::VariableMessage::INT16;
+    case DataType::kInt32:
+      return sendrecv::VariableMessage::INT32;
+    case DataType::kInt64:
+      return sendrecv::VariableMessage::INT64;
+    case DataType::kFloat16:
+      return sendrecv::VariableMessage::FP16;
+    case DataType::kFloat32:
+      return sendrecv::VariableMessage::FP32;
+    case DataType::kFloat64:
+      return sendrecv::VariableMessage::FP64;
+    case DataType::kUInt8:
+      return sendrecv::VariableMessage::UINT8;
+    case DataType::kInt8:
+      return sendrecv::VariableMessage::INT8;
   }
   return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int>(t), " cannot be sent"));
 }
 
 bool FromWireType(int t, DataType* out) {
   switch (t) {
-    case sendrecv::VariableMessage::BOOL: *out = DataType::kBool; return true;
-    case sendrecv::VariableMessage::INT16: *out = DataType::kInt16; return true;
-    case sendrecv::VariableMessage::INT32: *out = DataType::kInt32; return true;
-    case sendrecv::VariableMessage::INT64: *out = DataType::kInt64; return true;
-    case sendrecv::VariableMessage::FP16: *out = DataType::kFloat16; return true;
-    case sendrecv::VariableMessage::FP32: *out = DataType::kFloat32; return true;
-    case sendrecv::VariableMessage::FP64: *out = DataType::kFloat64; return true;
-    case sendrecv::VariableMessage::UINT8: *out = DataType::kUInt8; return true;
-    case sendrecv::VariableMessage::INT8: *out = DataType::kInt8; return true;
+    case sendrecv::VariableMessage::BOOL:
+      *out = DataType::kBool;
+      return true;
+    case sendrecv::VariableMessage::INT16:
+      *out = DataType::kInt16;
+      return true;
+    case sendrecv::VariableMessage::INT32:
+      *out = DataType::kInt32;
+      return true;
+    case sendrecv::VariableMessage::INT64:
+      *out = DataType::kInt64;
+      return true;
+    case sendrecv::VariableMessage::FP16:
+      *out = DataType::kFloat16;
+      return true;
+    case sendrecv::VariableMessage::FP32:
+      *out = DataType::kFloat32;
+      return true;
+    case sendrecv::VariableMessage::FP64:
+      *out = DataType::kFloat64;
+      return true;
+    case sendrecv::VariableMessage::UINT8:
+      *out = DataType::kUInt8;
+      return true;
+    case sendrecv::VariableMessage::INT8:
+      *out = DataType::kInt8;
+      return true;
   }
   return false;
 }
@@ -104,24 +131,27 @@ absl::StatusOr<uint64_t> CheckedBytes(const DDim& dims, DataType dtype) {
   for (int64_t d : dims) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in ", dims.ToString()));
     if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) {
-      return absl::InvalidArgumentError(absl::StrCat("shape ", dims.ToString(), " of ", DataTypeName(dtype),
-                                                     " overflows 64 bits"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", dims.ToString(), " of ", DataTypeName(dtype), " overflows 64 bits"));
     }
     n *= static_cast<uint64_t>(d);
   }
   // Sizes stay within what int64 element counts and size_t byte counts hold.
   if (n > (uint64_t{1} << 62)) {
-    return absl::InvalidArgumentError(absl::StrCat("shape ", dims.ToString(), " of ", DataTypeName(dtype),
-                                                   " is larger than any tensor can be"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", dims.ToString(), " of ", DataTypeName(dtype), " is larger than any tensor can be"));
   }
   return n;
 }
 
 std::string MessageHeader::Describe() const {
   switch (kind) {
-    case PayloadKind::kNone: return "no value";
-    case PayloadKind::kTensor: return absl::StrCat(DataTypeName(dtype), dims.ToString());
-    case PayloadKind::kRawBytes: return absl::StrCat("raw bytes[", payload_bytes, "]");
+    case PayloadKind::kNone:
+      return "no value";
+    case PayloadKind::kTensor:
+      return absl::StrCat(DataTypeName(dtype), dims.ToString());
+    case PayloadKind::kRawBytes:
+      return absl::StrCat("raw bytes[", payload_bytes, "]");
     case PayloadKind::kSelectedRows:
       return absl::StrCat("SelectedRows ", DataTypeName(dtype), dims.ToString(), " of height ", height);
   }
@@ -145,14 +175,19 @@ absl::StatusOr<MessageHeader> ParseHeader(sendrecv::VariableMessage meta, bool h
     h.dims.push_back(d);
   }
   switch (meta.type()) {
-    case sendrecv::LOD_TENSOR: h.kind = PayloadKind::kTensor; break;
-    case sendrecv::SELECTED_ROWS: h.kind = PayloadKind::kSelectedRows; break;
+    case sendrecv::LOD_TENSOR:
+      h.kind = PayloadKind::kTensor;
+      break;
+    case sendrecv::SELECTED_ROWS:
+      h.kind = PayloadKind::kSelectedRows;
+      break;
     case sendrecv::NCCL_ID:
       h.kind = PayloadKind::kRawBytes;
       h.dtype = DataType::kUInt8;
       if (h.dims.size() == 0) h.dims.push_back(static_cast<int64_t>(payload_len));
       break;
-    default: return bad(absl::StrCat("unknown type ", meta.type()));
+    default:
+      return bad(absl::StrCat("unknown type ", meta.type()));
   }
   auto bytes = CheckedBytes(h.dims, h.dtype);
   if (!bytes.ok()) return bad(std::string(bytes.status().message()));
@@ -169,8 +204,8 @@ absl::StatusOr<MessageHeader> ParseHeader(sendrecv::VariableMessage meta, bool h
     }
     h.lod.push_back(std::move(l));
   }
-  if (!h.lod.empty() && (h.dims.size() == 0 || h.lod.back().empty() ||
-                         h.lod.back().back() != static_cast<size_t>(h.dims[0]))) {
+  if (!h.lod.empty() &&
+      (h.dims.size() == 0 || h.lod.back().empty() || h.lod.back().back() != static_cast<size_t>(h.dims[0]))) {
     return bad("LoD does not end at the tensor's first dimension");
   }
   if (h.kind == PayloadKind::kSelectedRows) {
@@ -260,10 +295,18 @@ absl::Status IncomingMessage::AddPayloadInto(Tensor* dst, const std::shared_ptr<
                                                    DataTypeName(dst->dtype()), dst->dims().ToString()));
   }
   switch (h.dtype) {
-    case DataType::kFloat32: AddInto<float>(*this, dst, pool); break;
-    case DataType::kFloat64: AddInto<double>(*this, dst, pool); break;
-    case DataType::kInt32: AddInto<int32_t>(*this, dst, pool); break;
-    case DataType::kInt64: AddInto<int64_t>(*this, dst, pool); break;
+    case DataType::kFloat32:
+      AddInto<float>(*this, dst, pool);
+      break;
+    case DataType::kFloat64:
+      AddInto<double>(*this, dst, pool);
+      break;
+    case DataType::kInt32:
+      AddInto<int32_t>(*this, dst, pool);
+      break;
+    case DataType::kInt64:
+      AddInto<int64_t>(*this, dst, pool);
+      break;
     default:
       return absl::UnimplementedError(absl::StrCat("adding ", DataTypeName(h.dtype), " payloads ('", h.name(), "')"));
   }

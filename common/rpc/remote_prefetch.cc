@@ -11,14 +11,13 @@
 
 namespace oar::rpc {
 
-absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std::vector<int64_t>& ids,
-                          Tensor* rows) {
+absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows) {
   const size_t blocks = table.table_names.size();
   if (blocks == 0 || table.epmap.size() != blocks || table.height_sections.size() != blocks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "remote prefetch: ", table.table_names.size(), " table blocks (", absl::StrJoin(table.table_names, ", "),
-        "), ", table.epmap.size(), " endpoints and ", table.height_sections.size(),
-        " height sections: one of each per block"));
+    return absl::InvalidArgumentError(absl::StrCat("remote prefetch: ", table.table_names.size(), " table blocks (",
+                                                   absl::StrJoin(table.table_names, ", "), "), ", table.epmap.size(),
+                                                   " endpoints and ", table.height_sections.size(),
+                                                   " height sections: one of each per block"));
   }
   std::vector<int64_t> start(blocks + 1, 0);
   for (size_t b = 0; b < blocks; ++b) start[b + 1] = start[b] + table.height_sections[b];
@@ -43,8 +42,8 @@ absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std
     std::copy(local[b].begin(), local[b].end(),
               t->mutable_data<int64_t>(DDim{static_cast<int64_t>(local[b].size()), 1}));
     const std::string& name = table.table_names[b];
-    calls.push_back(client->AsyncPrefetchVar(table.epmap[b], name + "@PREFETCH_IDS", name + "@PREFETCH_ROWS",
-                                             &asked[b], name, &got[b], table.trainer_id));
+    calls.push_back(client->AsyncPrefetchVar(table.epmap[b], name + "@PREFETCH_IDS", name + "@PREFETCH_ROWS", &asked[b],
+                                             name, &got[b], table.trainer_id));
     called.push_back(b);
   }
   OAR_RETURN_IF_ERROR(WaitAll(calls));
@@ -52,8 +51,8 @@ absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std
   DataType dtype = DataType::kFloat32;
   for (size_t b : called) {
     if (!got[b].IsType<Tensor>()) {
-      return absl::InternalError(absl::StrCat("remote prefetch: ", table.epmap[b], " sent no rows of ",
-                                              table.table_names[b]));
+      return absl::InternalError(
+          absl::StrCat("remote prefetch: ", table.epmap[b], " sent no rows of ", table.table_names[b]));
     }
     const Tensor& r = got[b].Get<Tensor>();
     const int64_t w = r.dims().size() == 2 ? r.dims()[1] : -1;

@@ -22,7 +22,6 @@ class RpcClient;
 // rows = [ids.size(), width] of the table's rows ids; InvalidArgument naming
 // the id and the table when an id is outside it, the pserver's error (with
 // its endpoint) when a call fails.
-absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std::vector<int64_t>& ids,
-                          Tensor* rows);
+absl::Status PrefetchRows(RpcClient* client, const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows);
 
 }  // namespace oar::rpc

@@ -35,7 +35,9 @@ class FailedCall : public RpcCall {
 }  // namespace
 
 RpcClient::RpcClient(Transport* transport, Options options)
-    : transport_(transport), options_(options), incarnation_(options.incarnation != 0 ? options.incarnation : NewIncarnation()) {
+    : transport_(transport),
+      options_(options),
+      incarnation_(options.incarnation != 0 ? options.incarnation : NewIncarnation()) {
   if (options_.deadline_ms <= 0) options_.deadline_ms = FLAGS_rpc_deadline;
   if (options_.retry_times < 0) options_.retry_times = FLAGS_rpc_retry_times;
 }
@@ -135,8 +137,7 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const st
 
 std::shared_ptr<RpcCall> RpcClient::AsyncGetVar(const std::string& ep, const std::string& name, Variable* out,
                                                 int64_t trainer_id, bool no_barrier) {
-  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, nullptr, {.trainer_id = trainer_id},
-               out);
+  return Start(no_barrier ? RpcKind::kGetNoBarrier : RpcKind::kGet, ep, name, nullptr, {.trainer_id = trainer_id}, out);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncGetView(const std::string& ep, const std::string& name, Variable* out,
@@ -178,16 +179,15 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendComplete(const std::string& ep, int
   return AsyncSendVar(ep, kComplete, nullptr, {.trainer_id = trainer_id});
 }
 
-std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id,
-                                                   const std::string& why) {
+std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id, const std::string& why) {
   return AsyncSendVar(ep, kAbort, nullptr,
                       {.trainer_id = trainer_id, .out_varname = why, .deadline_ms = 2000, .retry_times = 0});
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep, const std::string& dir,
                                                           int64_t trainer_id) {
-  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, nullptr,
-               {.trainer_id = trainer_id, .out_varname = dir}, nullptr);
+  return Start(RpcKind::kCheckpointNotify, ep, kCheckpointSave, nullptr, {.trainer_id = trainer_id, .out_varname = dir},
+               nullptr);
 }
 
 absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms) {
@@ -201,8 +201,8 @@ absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoint
     if (!transport_->WaitReady(ep, until).ok()) missing.push_back(ep);
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat("not reachable after ", timeout_ms, " ms: ",
-                                                  absl::StrJoin(missing, ", ")));
+  return absl::DeadlineExceededError(
+      absl::StrCat("not reachable after ", timeout_ms, " ms: ", absl::StrJoin(missing, ", ")));
 }
 
 void RpcClient::AddPending(int64_t trainer_id, std::shared_ptr<RpcCall> call) {

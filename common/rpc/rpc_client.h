@@ -40,8 +40,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/step_journal.h"
-#include "common/run_env.h"
 #include "common/rpc/transport.h"
+#include "common/run_env.h"
 
 namespace oar::rpc {
 
@@ -131,9 +131,9 @@ class RpcClient {
                                         int64_t trainer_id);
   // The rows of `ids` (sent as `name`) from the pserver's prefetch block
   // for `name`, which computes `out_name`; into `*out`.
-  std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name,
-                                            const std::string& out_name, const Variable* ids,
-                                            const std::string& table, Variable* out, int64_t trainer_id = 0);
+  std::shared_ptr<RpcCall> AsyncPrefetchVar(const std::string& ep, const std::string& name, const std::string& out_name,
+                                            const Variable* ids, const std::string& table, Variable* out,
+                                            int64_t trainer_id = 0);
   std::shared_ptr<RpcCall> AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendComplete(const std::string& ep, int64_t trainer_id);

@@ -71,8 +71,8 @@ const std::string& MethodPath(RpcKind kind) {
 }
 
 const char* KindName(RpcKind kind) {
-  static const char* kNames[kNumRpcKinds] = {"SendVariable", "GetVariable", "GetVariableNoBarrier",
-                                             "PrefetchVariable", "CheckpointNotify"};
+  static const char* kNames[kNumRpcKinds] = {"SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable",
+                                             "CheckpointNotify"};
   return kNames[static_cast<int>(kind)];
 }
 
@@ -87,8 +87,7 @@ bool Retryable(const absl::Status& s) {
 }
 
 bool IsRefusal(const absl::Status& s) {
-  return !s.ok() && !Retryable(s) && s.code() != absl::StatusCode::kAborted &&
-         s.code() != absl::StatusCode::kCancelled;
+  return !s.ok() && !Retryable(s) && s.code() != absl::StatusCode::kAborted && s.code() != absl::StatusCode::kCancelled;
 }
 
 absl::Status CheckEndpoint(const std::string& endpoint) {

@@ -46,8 +46,8 @@ int64_t StepJournal::Resyncs(int64_t trainer, const std::string& ep) {
   return Get(trainer, ep).resyncs;
 }
 
-absl::Status StepJournal::Resync(int64_t trainer, const std::string& ep, int64_t resyncs_seen,
-                                 const ResyncFn& resync, const SendFn& send) {
+absl::Status StepJournal::Resync(int64_t trainer, const std::string& ep, int64_t resyncs_seen, const ResyncFn& resync,
+                                 const SendFn& send) {
   Journal* j;
   {
     absl::MutexLock l(&mu_);
@@ -72,8 +72,9 @@ absl::Status StepJournal::Resync(int64_t trainer, const std::string& ep, int64_t
   } else {
     LOG(WARNING) << "pserver " << ep << " restarted at step " << restored << "; trainer " << trainer << " is at step "
                  << fetches - 1
-                 << (replay ? absl::StrCat(": resending ", sends.size(), " gradient(s)", batch ? " and BATCH_BARRIER" : "")
-                            : ": nothing to resend");
+                 << (replay
+                         ? absl::StrCat(": resending ", sends.size(), " gradient(s)", batch ? " and BATCH_BARRIER" : "")
+                         : ": nothing to resend");
   }
   for (const auto& [name, var] : replay ? sends : decltype(sends){}) {
     if (absl::Status s = send(name, &var); !s.ok()) return Annotate(s, "resending the step");

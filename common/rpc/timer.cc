@@ -43,7 +43,8 @@ void Timer::Loop() {
       } c{this, next};
       mu_.AwaitWithDeadline(absl::Condition(
                                 +[](Changed* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                  return c->t->stopping_ || (!c->t->due_.empty() && c->t->due_.begin()->first.first < c->next);
+                                  return c->t->stopping_ ||
+                                         (!c->t->due_.empty() && c->t->due_.begin()->first.first < c->next);
                                 },
                                 &c),
                             next);

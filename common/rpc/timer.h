@@ -10,11 +10,11 @@
 // Thread-safety: At is safe for concurrent use.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"

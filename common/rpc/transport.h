@@ -35,7 +35,7 @@ class SharedRegion;  // stream/shared_region.h
 // What a handler answers: a variable (Get, Prefetch) or nothing.
 struct Reply {
   std::string name;
-  Variable var;       // may share the served tensor's buffer (its writer then allocates a new one)
+  Variable var;  // may share the served tensor's buffer (its writer then allocates a new one)
   // The handler vouches that var's payload is not written before the
   // requester has read this reply (a sync pserver's barrier Get: a
   // parameter is next written by an optimize block that needs this
@@ -43,7 +43,7 @@ struct Reply {
   // it has read its Gets): a transport may then let the requester read it
   // in place (ServerOptions::lend) rather than copy it into the reply.
   bool stable = false;
-  int64_t step = 0;   // VariableMessage.oar_step of the reply (RESYNC@RECV)
+  int64_t step = 0;  // VariableMessage.oar_step of the reply (RESYNC@RECV)
 };
 
 // Answers one request: exactly once, from any thread (a deferred answer).
@@ -85,8 +85,8 @@ class RpcHandler {
 struct ServerOptions {
   std::string endpoint = {};  // host:port; port 0 picks a free one; binds to host only
   int send_threads = 0, get_threads = 0, prefetch_threads = 0;  // 0: the flags
-  std::string auth_token = {};        // "": no check
-  std::string tls_cert = {}, tls_key = {};  // PEM file paths; TLS when both are set
+  std::string auth_token = {};                                  // "": no check
+  std::string tls_cert = {}, tls_key = {};                      // PEM file paths; TLS when both are set
   // Requests larger than this are refused unread (RESOURCE_EXHAUSTED);
   // 0: FLAGS_rpc_max_message_bytes, or else the handler's MaxRequestBytes().
   uint64_t max_message_bytes = 0;

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
-#include "common/rpc/stream/stream_server.h"
 #include "common/flag_refusal.h"
+#include "common/rpc/stream/stream_server.h"
 #include "common/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -82,10 +82,14 @@ absl::StatusOr<TransportMode> ParseTransportMode(const std::string& s) {
 
 const char* TransportModeName(TransportMode m) {
   switch (m) {
-    case TransportMode::kAuto: return "auto";
-    case TransportMode::kGrpc: return "grpc";
-    case TransportMode::kTcp: return "tcp";
-    case TransportMode::kShm: return "shm";
+    case TransportMode::kAuto:
+      return "auto";
+    case TransportMode::kGrpc:
+      return "grpc";
+    case TransportMode::kTcp:
+      return "tcp";
+    case TransportMode::kShm:
+      return "shm";
   }
   return "?";
 }
@@ -119,17 +123,17 @@ absl::StatusOr<SelectingTransport::Choice> SelectingTransport::Negotiate(const s
   absl::Notification answered;
   absl::Status status;
   std::string offer;
-  grpc_.Call(RpcKind::kGetNoBarrier, ep, request, deadline,
-             [&](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
-               if (s.ok() && reply->header().kind == PayloadKind::kTensor && reply->header().dtype == DataType::kUInt8) {
-                 offer.resize(reply->header().payload_bytes);
-                 reply->CopyPayload(offer.data());
-               } else if (s.ok()) {
-                 s = absl::InvalidArgumentError("not an offer");
-               }
-               status = s;
-               answered.Notify();
-             });
+  grpc_.Call(
+      RpcKind::kGetNoBarrier, ep, request, deadline, [&](absl::Status s, std::unique_ptr<IncomingMessage> reply) {
+        if (s.ok() && reply->header().kind == PayloadKind::kTensor && reply->header().dtype == DataType::kUInt8) {
+          offer.resize(reply->header().payload_bytes);
+          reply->CopyPayload(offer.data());
+        } else if (s.ok()) {
+          s = absl::InvalidArgumentError("not an offer");
+        }
+        status = s;
+        answered.Notify();
+      });
   answered.WaitForNotification();
   if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsUnauthenticated(status)) {
     return status;  // not up yet, or not ours to talk to: decide later
@@ -147,7 +151,8 @@ absl::StatusOr<SelectingTransport::Choice> SelectingTransport::Negotiate(const s
   const std::string host = ep.substr(0, ep.rfind(':'));
   std::string why = status.ok() ? "" : absl::StrCat("it offers no stream transport (", status.message(), ")");
   if (tcp_port > 0 && tls != tls_) {  // both ends TLS, or neither
-    why = tls ? "its stream port is TLS and --rpc_tls_ca is not set" : "its stream port is not TLS and --rpc_tls_ca is set";
+    why = tls ? "its stream port is TLS and --rpc_tls_ca is not set"
+              : "its stream port is not TLS and --rpc_tls_ca is set";
     tcp_port = 0;
   }
   if (mode_ == TransportMode::kAuto || mode_ == TransportMode::kShm) {

@@ -62,7 +62,8 @@ TEST_F(AsyncTrainTest, AMalformedLineStopsTheRunOrIsSkipped) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("async-train: 80 instances"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped 1 malformed line(s)"), std::string::npos) << r.out;
-  EXPECT_NE(Oar(Args() + " --pservers 127.0.0.1:6174").out.find("--pservers"), std::string::npos) << "not read: refused";
+  EXPECT_NE(Oar(Args() + " --pservers 127.0.0.1:6174").out.find("--pservers"), std::string::npos)
+      << "not read: refused";
 }
 
 }  // namespace

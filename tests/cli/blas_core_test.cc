@@ -13,7 +13,8 @@ namespace {
 
 // The kernels an `oar` process reports with GLOG_v=1; "" if none.
 std::string KernelsOf(const std::string& env) {
-  const Result r = RunCommand(env + " GLOG_v=1 " + OarBinary() + " inspect " + SourceDir() + "/tests/testdata/paddle/mlp/main.pb");
+  const Result r =
+      RunCommand(env + " GLOG_v=1 " + OarBinary() + " inspect " + SourceDir() + "/tests/testdata/paddle/mlp/main.pb");
   const std::string key = "OpenBLAS kernels: ";
   const size_t at = r.out.find(key);
   if (r.code != 0 || at == std::string::npos) return "";
@@ -38,9 +39,7 @@ TEST(BlasCoreTest, OarRunsKernelsAsWideAsTheCpuHas) {
       << "oar runs " << kernels << " kernels on a CPU that supports " << CpuBlasCore() << "'s";
 }
 
-TEST(BlasCoreTest, AUsersCoreTypeIsKept) {
-  EXPECT_EQ(KernelsOf("OPENBLAS_CORETYPE=Prescott"), "Prescott");
-}
+TEST(BlasCoreTest, AUsersCoreTypeIsKept) { EXPECT_EQ(KernelsOf("OPENBLAS_CORETYPE=Prescott"), "Prescott"); }
 
 }  // namespace
 }  // namespace oar

@@ -112,8 +112,9 @@ TEST(OarCliTest, APserverOnAPortInUseSaysSoInOneLine) {
   ASSERT_EQ(listen(fd, 1), 0);
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string ep = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  Result r = RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_PSERVER_ENDPOINTS=" + ep + " PADDLE_CURRENT_ENDPOINT=" +
-                        ep + " PADDLE_TRAINERS_NUM=1 " + OarBinary() + " run --limit 100");
+  Result r =
+      RunCommand("PADDLE_TRAINING_ROLE=PSERVER PADDLE_PSERVER_ENDPOINTS=" + ep + " PADDLE_CURRENT_ENDPOINT=" + ep +
+                 " PADDLE_TRAINERS_NUM=1 " + OarBinary() + " run --limit 100");
   close(fd);
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("cannot listen on " + ep + ": Address already in use (something else listens there)"),
@@ -130,16 +131,21 @@ Result PserverAndTrainer(const HandedSocket& ps, const std::string& trainers_num
   const std::vector<std::string> run = {OarBinary(), "run", "--limit=256", "--rpc_deadline=3000"};
   std::vector<std::string> trainer = run;
   if (!trainer_flag.empty()) trainer.push_back(trainer_flag);
-  std::vector<ChildRun> runs = RunTogether(
-      {{"pserver", run,
-        {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", ps.endpoint()},
-         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}, {"PADDLE_TRAINERS_NUM", "2"}},
-        {},
-        {ps.fd}},
-       {"trainer.0", trainer,
-        {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", trainers_num},
-         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}}},
-      60);
+  std::vector<ChildRun> runs = RunTogether({{"pserver",
+                                             run,
+                                             {{"PADDLE_TRAINING_ROLE", "PSERVER"},
+                                              {"PADDLE_CURRENT_ENDPOINT", ps.endpoint()},
+                                              {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()},
+                                              {"PADDLE_TRAINERS_NUM", "2"}},
+                                             {},
+                                             {ps.fd}},
+                                            {"trainer.0",
+                                             trainer,
+                                             {{"PADDLE_TRAINING_ROLE", "TRAINER"},
+                                              {"PADDLE_TRAINER_ID", "0"},
+                                              {"PADDLE_TRAINERS_NUM", trainers_num},
+                                              {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}}},
+                                           60);
   return {runs[1].code, runs[1].out};
 }
 
@@ -151,7 +157,8 @@ TEST(OarCliTest, ATrainerCountingOtherTrainersThanItsPserverFailsAtOnce) {
   const std::string ep = ps.endpoint();
   Result r = PserverAndTrainer(ps, "1", "");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("pserver " + ep + " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1 in the job; "
+  EXPECT_NE(r.out.find("pserver " + ep +
+                       " serves 2 trainer(s) (its Fanin) but trainer 0 counts 1 in the job; "
                        "start every trainer and pserver with the same PADDLE_TRAINERS_NUM"),
             std::string::npos)
       << r.out;

@@ -17,7 +17,6 @@
 namespace oar {
 namespace {
 
-
 TEST(CtrTest, GeneratedDataTrainsCtrDnnAndReportsTheTestAuc) {
   const std::string dir = ::testing::TempDir() + "/ctr_test_data";
   std::filesystem::remove_all(dir);
@@ -55,9 +54,10 @@ TEST(CtrTest, APserverJobTrainsCtrDnnWithItsTableOnThePservers) {
   const std::string dir = ::testing::TempDir() + "/ctr_dist_test_data";
   std::filesystem::remove_all(dir);
   ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 20000 --files 4 --seed 5").code, 0);
-  Result r = Oar("launch --pservers 2 --trainers 2 --async --model ctr_dnn_dist --optimizer lazy_adam --lr 0.003 "
-                 "--data_feed " + dir + "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir +
-                 "/test/*' --threads 2");
+  Result r =
+      Oar("launch --pservers 2 --trainers 2 --async --model ctr_dnn_dist --optimizer lazy_adam --lr 0.003 "
+          "--data_feed " +
+          dir + "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir + "/test/*' --threads 2");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("trained on 20000 examples"), std::string::npos) << r.out;
   // The same data, model and optimizer in one process (the local table's
@@ -84,13 +84,19 @@ TEST(CtrTest, DataFeedTrainersGivenDifferentFilesAreRefusedNamingTheDifference) 
   const std::string dir = TempDir("ctr_files_differ");
   ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 4000 --files 4 --seed 5").code, 0);
   const HandedSocket ps = ListenForChild();
-  const std::vector<std::string> run = {OarBinary(), "run", "--async", "--model=ctr_dnn_dist", "--optimizer=adagrad",
-                                        "--threads=1", "--rpc_deadline=20000",
+  const std::vector<std::string> run = {OarBinary(),
+                                        "run",
+                                        "--async",
+                                        "--model=ctr_dnn_dist",
+                                        "--optimizer=adagrad",
+                                        "--threads=1",
+                                        "--rpc_deadline=20000",
                                         "--data_feed=" + dir + "/data_feed.prototxt"};
   auto role = [&](const std::string& who, const std::string& role, const std::string& id, const std::string& files) {
-    cli::ChildSpec spec{who, run,
-                        {{"PADDLE_TRAINING_ROLE", role}, {"PADDLE_TRAINERS_NUM", "2"},
-                         {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}};
+    cli::ChildSpec spec{
+        who,
+        run,
+        {{"PADDLE_TRAINING_ROLE", role}, {"PADDLE_TRAINERS_NUM", "2"}, {"PADDLE_PSERVER_ENDPOINTS", ps.endpoint()}}};
     spec.argv.push_back("--files=" + files);
     if (role == "PSERVER") {
       spec.env.push_back({"PADDLE_CURRENT_ENDPOINT", ps.endpoint()});
@@ -100,10 +106,10 @@ TEST(CtrTest, DataFeedTrainersGivenDifferentFilesAreRefusedNamingTheDifference) 
     }
     return spec;
   };
-  std::vector<ChildRun> runs = RunTogether({role("pserver", "PSERVER", "", dir + "/train/*"),
-                                            role("trainer0", "TRAINER", "0", dir + "/train/*"),
-                                            role("trainer1", "TRAINER", "1", dir + "/train/part-0000[01]")},
-                                           120);
+  std::vector<ChildRun> runs =
+      RunTogether({role("pserver", "PSERVER", "", dir + "/train/*"), role("trainer0", "TRAINER", "0", dir + "/train/*"),
+                   role("trainer1", "TRAINER", "1", dir + "/train/part-0000[01]")},
+                  120);
   Result r{0, ""};
   for (const ChildRun& c : runs) r.out += c.out;
   ASSERT_NE(runs[0].code, -1) << "the pserver did not stop: " << r.out;

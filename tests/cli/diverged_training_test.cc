@@ -29,7 +29,8 @@ TEST(DivergedTrainingTest, CheckNanInfNamesTheFirstOpThatWroteOne) {
                              : RunCommand("FLAGS_check_nan_inf=1 " + OarBinary() + " train " + kDiverging);
     EXPECT_EQ(r.code, 1) << how << ":\n" << r.out;
     EXPECT_NE(r.out.find("FLAGS_check_nan_inf: op 'mul' wrote Inf to 'fc_1.tmp_0' (Out)"), std::string::npos)
-        << how << ":\n" << r.out;
+        << how << ":\n"
+        << r.out;
   }
 }
 

@@ -21,10 +21,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/model_build.h"
-#include "common/device/gpu_info.h"
-#include "common/op_registry.h"
 #include "common/api/unique_name.h"
+#include "common/device/gpu_info.h"
 #include "common/executor.h"
+#include "common/op_registry.h"
 #include "common/run_env.h"
 #include "gtest/gtest.h"
 #include "tests/common/api/lr_schedules.h"
@@ -122,7 +122,8 @@ TEST(GpuCoverageTest, EveryOpOfTheFashionModelsHasAGpuKernelOrRunsOnTheHost) {
       auto built = cli::BuildModel(o);
       ASSERT_TRUE(built.ok()) << built.status();
       std::vector<std::string> missing;
-      for (const Program* p : {&(*built)->main, &(*built)->startup, &(*built)->test}) CollectMissing(p->desc(), &missing);
+      for (const Program* p : {&(*built)->main, &(*built)->startup, &(*built)->test})
+        CollectMissing(p->desc(), &missing);
       ChosenKernels kernels;
       RunOnCpu(**built, &kernels);
       EXPECT_GT(kernels.size(), 10u);  // the CPU run reported its kernels

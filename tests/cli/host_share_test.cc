@@ -21,7 +21,7 @@ namespace {
 using Lists = std::vector<std::vector<int>>;
 
 TEST(HostShareTest, AutoBindsOnlyWhenTheProcessesOutnumberTheCpus) {
-  EXPECT_EQ(*TrainerCpus({0, 1}, 2, 4, -1), (Lists{{0}, {1}}));  // 2 pservers x 2 trainers on 2 cores
+  EXPECT_EQ(*TrainerCpus({0, 1}, 2, 4, -1), (Lists{{0}, {1}}));      // 2 pservers x 2 trainers on 2 cores
   EXPECT_EQ(*TrainerCpus({0, 1, 2, 3}, 2, 4, -1), (Lists{{}, {}}));  // a core each already
   EXPECT_EQ(*TrainerCpus({0, 1}, 3, 4, -1), (Lists{{}, {}, {}})) << "more trainers than CPUs: no binding";
   EXPECT_EQ(*TrainerCpus({0, 1}, 2, 4, 0), (Lists{{}, {}}));

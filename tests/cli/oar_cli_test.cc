@@ -12,8 +12,8 @@
 #include "absl/strings/str_split.h"
 #include "common/program_desc.h"
 #include "gtest/gtest.h"
-#include "tests/util/oar_process.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/oar_process.h"
 
 namespace oar {
 namespace {
@@ -41,8 +41,8 @@ TEST(OarCliTest, TrainsOnASliceOfFashionMnistAndReportsAccuracy) {
 }
 
 TEST(OarCliTest, BadInputIsAOneLineErrorAndNonZeroExit) {
-  for (const char* args : {"train --model nope", "train --data_dir /nonexistent/dir",
-                           "train --optimizer rmsprop", "train --epochs 0", "frobnicate"}) {
+  for (const char* args : {"train --model nope", "train --data_dir /nonexistent/dir", "train --optimizer rmsprop",
+                           "train --epochs 0", "frobnicate"}) {
     Result r = Oar(args);
     EXPECT_NE(r.code, 0) << args;
     EXPECT_NE(r.out.find("error"), std::string::npos) << args << ": " << r.out;
@@ -74,8 +74,9 @@ TEST(OarCliTest, DeviceGpuWithoutAGpuIsAOneLineError) {
   EXPECT_NE(launch.code, 0);
   EXPECT_NE(launch.out.find("--device gpu: no GPU is visible to this process"), std::string::npos) << launch.out;
   EXPECT_EQ(std::count(launch.out.begin(), launch.out.end(), '\n'), 1) << launch.out;
-  Result run = RunCommand("PADDLE_TRAINING_ROLE=TRAINER " + OarBinary() +
-                          " run --device gpu --trainers 1 --trainer_id 0 --pservers 127.0.0.1:1 --data_dir /nonexistent/dir");
+  Result run =
+      RunCommand("PADDLE_TRAINING_ROLE=TRAINER " + OarBinary() +
+                 " run --device gpu --trainers 1 --trainer_id 0 --pservers 127.0.0.1:1 --data_dir /nonexistent/dir");
   EXPECT_NE(run.code, 0);
   EXPECT_NE(run.out.find("no GPU is visible"), std::string::npos) << run.out;
 }
@@ -120,12 +121,13 @@ TEST(OarCliTest, InspectRejectsMalformedFilesAndUnknownOps) {
   std::ofstream(dir + "/unknown.pb", std::ios::binary) << p.Serialize();
   Result unknown = Oar("inspect " + dir + "/unknown.pb");
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_NE(unknown.out.find("unknown.pb: Oar cannot run 5 op(s) of this program, for 3 reason(s):\n"
-                             "  warp_drive (x3, first at block 0, op #0): Oar has no such op\n"
-                             "  relu (x1, first at block 0, op #2): input slot 'Gain' is bound to 'g', and Oar's relu "
-                             "has no such slot (it reads: X)\n"
-                             "  pool2d (x1, first at block 0, op #3): attribute data_format=\"NHWC\" is not implemented"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.out.find("unknown.pb: Oar cannot run 5 op(s) of this program, for 3 reason(s):\n"
+                       "  warp_drive (x3, first at block 0, op #0): Oar has no such op\n"
+                       "  relu (x1, first at block 0, op #2): input slot 'Gain' is bound to 'g', and Oar's relu "
+                       "has no such slot (it reads: X)\n"
+                       "  pool2d (x1, first at block 0, op #3): attribute data_format=\"NHWC\" is not implemented"),
+      std::string::npos)
       << unknown.out;
   // --ops: the op types it uses, their kernels, and why each is refused.
   Result ops = Oar("inspect --ops " + dir + "/unknown.pb");
@@ -289,8 +291,9 @@ TEST(OarCliTest, TranspilesProgramFilesAndNamesBadArguments) {
   EXPECT_NE(ep.out.find("'127.0.0.1' is not host:port"), std::string::npos) << ep.out;
   Result missing = Oar("transpile --program /nonexistent/main.pb --startup x --json");
   EXPECT_NE(missing.out.find("cannot open /nonexistent/main.pb"), std::string::npos) << missing.out;
-  Result nccl = Oar("transpile --mode nccl2 --trainer-endpoints 10.0.0.1:6170,10.0.0.2:6170 --current-endpoint "
-                    "10.0.0.2:6170 --trainer-id 1 --json");
+  Result nccl =
+      Oar("transpile --mode nccl2 --trainer-endpoints 10.0.0.1:6170,10.0.0.2:6170 --current-endpoint "
+          "10.0.0.2:6170 --trainer-id 1 --json");
   ASSERT_EQ(nccl.code, 0) << nccl.out;
   const auto startup = JsonOps(nlohmann::json::parse(nccl.out)["trainer"]["startup"]);
   EXPECT_EQ(startup.back(), "gen_nccl_id");

@@ -27,7 +27,8 @@ std::string MlpArgs() {
 std::string CtrArgs() {
   return "train --program " + kCtr + "/main.pb --startup " + kCtr + "/startup.pb --params " + kCtr +
          "/params --feed_names slot0,slot1,slot2,slot3,dense,label --loss_name mean_3.tmp_0 --batch_size 16 "
-         "--epochs 5 --data_feed " + kCtrData + "/data.desc --files '" + kCtrData + "/part-*' ";
+         "--epochs 5 --data_feed " +
+         kCtrData + "/data.desc --files '" + kCtrData + "/part-*' ";
 }
 
 // Runs `args` with a step log; expects Paddle's 20 recorded losses.
@@ -83,7 +84,7 @@ TEST(OwnDataTest, AsyncTrainStartsFromPaddlesValuesAndLogsEveryBatch) {
   const std::vector<double> got = ReadSteps(log), want = ReadSteps(kCtr + "/losses.txt");
   ASSERT_EQ(got.size(), 4u) << r.out;  // 64 lines, batch 16
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "batch " << i;
-  EXPECT_GT(ValueAfter(r.out, "test_loss="), 0.3) << r.out;  // ln 2 = 0.69 untrained
+  EXPECT_GT(ValueAfter(r.out, "test_loss="), 0.3) << r.out;                    // ln 2 = 0.69 untrained
   EXPECT_NEAR(ValueAfter(r.out, "mean_3.tmp_0="), got.back(), 1e-4) << r.out;  // the fetched value (4 digits read)
 }
 

@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status.h"
 #include "cli/pserver_params.h"
 #include "common/op_registry.h"
+#include "common/status.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/pserver_runtime.h"
@@ -123,7 +123,9 @@ TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureDistTest,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
                                            "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
-                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec"));
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec",
+                                           "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn",
+                                           "fluid18_word2vec"));
 
 }  // namespace
 }  // namespace oar

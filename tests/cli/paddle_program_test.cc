@@ -21,7 +21,6 @@ const std::string kFixture = TestdataDir() + "/paddle/fashion_mlp";
 const std::string kArgs = "train --program " + kFixture + "/main.pb --startup " + kFixture +
                           "/startup.pb --feed_names x,label --loss_name mean_1.tmp_0 ";
 
-
 // Spelt as the README and Paddle users write it: --feed, --loss, --data.
 TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
   Result r = Oar("train --program " + kFixture + "/main.pb --startup " + kFixture +
@@ -31,7 +30,7 @@ TEST(PaddleProgramTest, TrainsAPaddleWrittenProgramFromPaddlesParameters) {
   EXPECT_NE(r.out.find("from " + kFixture + "/params"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("6000 examples"), std::string::npos) << r.out;
   EXPECT_GT(ValueAfter(r.out, "test_accuracy_0.tmp_2="), 0.6) << r.out;  // chance is 0.1
-  EXPECT_LT(ValueAfter(r.out, "test_loss="), 1.5) << r.out;               // ln 10 = 2.30 untrained
+  EXPECT_LT(ValueAfter(r.out, "test_loss="), 1.5) << r.out;              // ln 10 = 2.30 untrained
   // The first step starts from the saved values (trained three steps), not
   // from the startup program's draws: its loss differs from a fresh start's.
   const std::string dir = TempDir("params_first_step");
@@ -85,7 +84,8 @@ TEST(PaddleProgramTest, StaticSaveFilesConvertedTrainLikeSavePersistables) {
   const std::string py = PythonWithNumpy();
   OAR_NEED_TOOL(!py.empty(), "python3 with numpy (python3-numpy)");
   const std::string dir = TempDir("converted");
-  Result conv = RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
+  Result conv =
+      RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + kFixture + "/model --out " + dir);
   ASSERT_EQ(conv.code, 0) << conv.out;
   EXPECT_NE(conv.out.find("wrote 9 variables"), std::string::npos) << conv.out;  // 4 params, 4 velocities, lr
   Result a = Oar(kArgs + "--params " + dir + " --epochs 1 --limit 1000");
@@ -105,10 +105,13 @@ TEST(PaddleProgramTest, ConverterRefusesAPickleThatIsNotArrays) {
   OAR_NEED_TOOL(!py.empty(), "python3 with numpy (python3-numpy)");
   const std::string dir = TempDir("evil_pickle");
   // A pickle that would call os.system when loaded by plain pickle.load.
-  Result make = RunCommand(py + " -c \"import os, pickle; "
-                           "open('" + dir + "/m.pdparams', 'wb').write(pickle.dumps({'w': os.system}))\"");
+  Result make = RunCommand(py +
+                           " -c \"import os, pickle; "
+                           "open('" +
+                           dir + "/m.pdparams', 'wb').write(pickle.dumps({'w': os.system}))\"");
   ASSERT_EQ(make.code, 0) << make.out;
-  Result r = RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + dir + "/m.pdparams --out " + dir + "/out");
+  Result r =
+      RunCommand(py + " " + SourceDir() + "/scripts/pdparams_to_fluid.py " + dir + "/m.pdparams --out " + dir + "/out");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("refusing posix.system"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out")) << r.out;
@@ -143,13 +146,16 @@ TEST(PaddleProgramTest, MisuseIsAClearError) {
       {kArgs + "--params " + kFixture + "/model", "is paddle.static.save's pickled format"},
       {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb",
        "--program needs --loss_name LOSS and --feed_names VAR,..."},
-      {kArgs + "--data cifar10", "--data cifar10: give fashion_mnist, npy:DIR (one <variable>.npy per feed) or "
-                                 "npy:FILE.npz"},
+      {kArgs + "--data cifar10",
+       "--data cifar10: give fashion_mnist, npy:DIR (one <variable>.npy per feed) or "
+       "npy:FILE.npz"},
       {kArgs + "--data_feed x.desc", "--data_feed needs the training files: --files"},
       {kArgs + "--shuffle sometimes", "--shuffle sometimes: give none, local or global"},
       {kArgs + "--dataset in_memory", "--dataset applies to --data_feed"},
-      {"train --program " + kFixture + "/main.pb --startup " + kFixture + "/startup.pb --feed_names x --loss_name "
-       "mean_1.tmp_0", "--data fashion_mnist feeds two variables (the image, then the label); --feed_names names 1"},
+      {"train --program " + kFixture + "/main.pb --startup " + kFixture +
+           "/startup.pb --feed_names x --loss_name "
+           "mean_1.tmp_0",
+       "--data fashion_mnist feeds two variables (the image, then the label); --feed_names names 1"},
   };
   for (const auto& c : cases) {
     Result r = Oar(c.args + " --limit 100 --epochs 1");

@@ -29,8 +29,10 @@ std::map<std::string, std::pair<double, double>> Rows(const std::string& out) {
 
 TEST(ProfileCliTest, TheTableCountsEveryOpAndAddsUpToTheStepTime) {
   const std::string dir = TempDir("profile_cli");
-  const Result r = Oar("train --model fashion_mlp --limit 2560 --batch_size 64 --epochs 1 --profile "
-                       "--profile_sorted_key calls --metrics_file " + dir + "/m.prom");
+  const Result r =
+      Oar("train --model fashion_mlp --limit 2560 --batch_size 64 --epochs 1 --profile "
+          "--profile_sorted_key calls --metrics_file " +
+          dir + "/m.prom");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Profiling Report"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Sorted by number of calls in descending order"), std::string::npos) << r.out;

@@ -78,7 +78,9 @@ TEST(RoleEnvTest, EndpointListsAreTrimmed) {
 }
 
 TEST(RoleEnvTest, FlagsOverrideTheEnvironment) {
-  FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "2"},
+  FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"},
+             {"PADDLE_TRAINER_ID", "0"},
+             {"PADDLE_TRAINERS_NUM", "2"},
              {"PADDLE_PSERVER_ENDPOINTS", "a:1"}}};
   RoleOverrides o;
   o.trainer_id = 1;
@@ -128,8 +130,11 @@ TEST(RoleEnvTest, MissingOrContradictoryValuesNameTheVariable) {
 }
 
 TEST(RoleEnvTest, Nccl2ReadsTheTrainerEndpoints) {
-  FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "2"},
-             {"PADDLE_TRAINER_ENDPOINTS", "a:1,b:2"}, {"PADDLE_CURRENT_ENDPOINT", "b:2"}}};
+  FakeEnv e{{{"PADDLE_TRAINING_ROLE", "TRAINER"},
+             {"PADDLE_TRAINER_ID", "1"},
+             {"PADDLE_TRAINERS_NUM", "2"},
+             {"PADDLE_TRAINER_ENDPOINTS", "a:1,b:2"},
+             {"PADDLE_CURRENT_ENDPOINT", "b:2"}}};
   auto t = ResolveRole(e.Get(), {}, /*nccl2=*/true);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->trainer_endpoints, (std::vector<std::string>{"a:1", "b:2"}));

@@ -207,7 +207,7 @@ TEST(ExecutorTest, RegressionScopeDestroyedBeforeExecutor) {
     auto out = exe.Run(net.program, scope.get(), {{"x", MakeTensor<float>({1, 2}, {1, 1})}}, {"y"});
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].data<float>()[0], 1.0f + round);  // not a stale binding to the old scope
-  }  // each scope dies while the Executor keeps its cache
+  }                                                       // each scope dies while the Executor keeps its cache
 }
 
 }  // namespace
@@ -219,7 +219,9 @@ namespace {
 // A program of one in-place op, `type`(X = v, Out = v), over a persistable
 // float vector v of `n` elements; `kernel` registered for it in `registry`.
 ProgramDesc InPlaceProgram(OpRegistry& registry, const std::string& type, KernelFn kernel, int64_t n) {
-  registry.Register(type).Input("X").Output("Out")
+  registry.Register(type)
+      .Input("X")
+      .Output("Out")
       .SetInferShape([](InferShapeContext& c) {
         c.SetOutputDim("Out", c.InputDim("X"));
         return absl::OkStatus();
@@ -246,7 +248,7 @@ absl::Status ReleasingAddOne(const ExecutionContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const float* in = x->data<float>();
   float* out = ctx.Output("Out")->mutable_data<float>(x->dims());  // shared: a fresh buffer
-  *g_other_owner = Tensor();                                      // the other owner lets go
+  *g_other_owner = Tensor();                                       // the other owner lets go
   for (int64_t i = 0; i < x->numel(); ++i) out[i] = in[i] + 1;
   return absl::OkStatus();
 }
@@ -275,14 +277,16 @@ absl::Status ReleasingSparseAddOne(const ExecutionContext& ctx) {
   const float* in = x.value.data<float>();
   SelectedRows* out = ctx.OutputVar("Out")->GetMutable<SelectedRows>();
   float* o = out->value.mutable_data<float>(x.value.dims());  // shared: a fresh buffer
-  *g_other_owner = Tensor();                                   // the other owner lets go
+  *g_other_owner = Tensor();                                  // the other owner lets go
   for (int64_t i = 0; i < out->value.numel(); ++i) o[i] = in[i] + 1;
   return absl::OkStatus();
 }
 
 TEST(ExecutorTest, InPlaceSparseKernelsReadTheirInputEvenWhenItsOtherOwnerLetsGo) {
   OpRegistry registry;
-  registry.Register("releasing_sparse_add_one").Input("X").Output("Out")
+  registry.Register("releasing_sparse_add_one")
+      .Input("X")
+      .Output("Out")
       .SetInferShape([](InferShapeContext&) { return absl::OkStatus(); })
       .Kernel<float>(ReleasingSparseAddOne);
   ProgramDesc p;

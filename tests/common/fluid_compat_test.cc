@@ -96,7 +96,8 @@ TEST(FluidCompatTest, BackwardAndOptimizerMatchPaddleBelowTheLoss) {
   const BlockDesc& t = theirs->Block(0);
   const BlockDesc& o = ours->main.desc().Block(0);
   auto find = [](const BlockDesc& b, const std::string& type) {
-    for (size_t i = 0; i < b.OpSize(); ++i) if (b.Op(i).type == type) return i;
+    for (size_t i = 0; i < b.OpSize(); ++i)
+      if (b.Op(i).type == type) return i;
     return b.OpSize();
   };
   size_t ti = find(t, "softmax_grad"), oi = find(o, "softmax_grad");

@@ -56,7 +56,7 @@ TEST(MallocTuningTest, ATrainerKeepsLargeFreedBlocksInItsHeap) {
         if (MappedBlocks() != mapped) std::_Exit(3);  // given a mapping of its own
         const size_t heap = HeapBytes();
         std::free(p);
-        if (HeapBytes() < heap) std::_Exit(4);  // the heap was trimmed back to the system
+        if (HeapBytes() < heap) std::_Exit(4);     // the heap was trimmed back to the system
         if (MapLargeAllocations()) std::_Exit(5);  // the first policy stays
         std::_Exit(0);
       },

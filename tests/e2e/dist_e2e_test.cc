@@ -129,8 +129,10 @@ TEST(DistE2eTest, SyncTrainersOnTwoPlacesEachMatchTheSingleProcess) {
 
 TEST(DistE2eTest, AsyncTwoByTwoTrains) {
   const std::string dir = TempDir("async");
-  Result r = Oar("launch --pservers 2 --trainers 2 --async --model fashion_mlp --limit 6000 --epochs 1 "
-                 "--batch_size 64 --step_log_dir " + dir);
+  Result r =
+      Oar("launch --pservers 2 --trainers 2 --async --model fashion_mlp --limit 6000 --epochs 1 "
+          "--batch_size 64 --step_log_dir " +
+          dir);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("async"), std::string::npos) << r.out;
   for (int t = 0; t < 2; ++t) {
@@ -148,8 +150,10 @@ TEST(DistE2eTest, AsyncTwoByTwoTrains) {
 // gradient's adam failed: "input LearningRate ('tmp_3') has no value").
 TEST(DistE2eTest, AsyncWithALearningRateScheduleTrains) {
   const std::string dir = TempDir("async_lr");
-  Result r = Oar("launch --pservers 1 --trainers 2 --async --model fashion_cnn --limit 1280 --epochs 1 "
-                 "--batch_size 64 --step_log_dir " + dir);
+  Result r =
+      Oar("launch --pservers 1 --trainers 2 --async --model fashion_cnn --limit 1280 --epochs 1 "
+          "--batch_size 64 --step_log_dir " +
+          dir);
   ASSERT_EQ(r.code, 0) << r.out;
   for (int t = 0; t < 2; ++t) {
     const auto steps = ReadSteps(dir + "/trainer." + std::to_string(t) + ".steps");
@@ -164,8 +168,10 @@ TEST(DistE2eTest, UnevenShardsTheShortTrainerCompletesAndTheOtherFinishes) {
   // 201 examples, a global batch of 200: trainer 0 holds 101 (two steps),
   // trainer 1 holds 100 (one step) and says COMPLETE while trainer 0 goes on.
   const std::string dir = TempDir("uneven");
-  Result r = Oar("launch --pservers 1 --trainers 2 --model fashion_mlp --limit 201 --batch_size 200 --epochs 1 "
-                 "--rpc_deadline 10000 --step_log_dir " + dir);
+  Result r =
+      Oar("launch --pservers 1 --trainers 2 --model fashion_mlp --limit 201 --batch_size 200 --epochs 1 "
+          "--rpc_deadline 10000 --step_log_dir " +
+          dir);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(ReadSteps(dir + "/trainer.0.steps").size(), 2u);
   EXPECT_EQ(ReadSteps(dir + "/trainer.1.steps").size(), 1u);
@@ -215,8 +221,8 @@ TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
     std::vector<std::string> out;
     ASSERT_TRUE(launcher
                     .Start({{"launcher",
-                             {OarBinary(), "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp", "--epochs=5",
-                              marker},
+                             {OarBinary(), "launch", "--pservers=2", "--trainers=2", "--model=fashion_mlp",
+                              "--epochs=5", marker},
                              {}}},
                            [&](size_t, const std::string& line, bool) {
                              absl::MutexLock l(&mu);
@@ -257,8 +263,9 @@ TEST(DistE2eTest, InterruptingTheLauncherStopsTheWholeCluster) {
 TEST(DistE2eTest, ANewJobGivenAnEarlierJobsCheckpointDirResumesItWhereItStopped) {
   const std::string dir = TempDir("resume_job");
   // Seeded random initial values (a constant one barely trains in 10 steps).
-  const std::string job = "launch --pservers 2 --trainers 2 --model fashion_mlp --limit 640 --batch_size 64 --seed 3 "
-                          "--shuffle none --optimizer sgd --lr 0.05 ";
+  const std::string job =
+      "launch --pservers 2 --trainers 2 --model fashion_mlp --limit 640 --batch_size 64 --seed 3 "
+      "--shuffle none --optimizer sgd --lr 0.05 ";
   const std::string ckpt = "--max_steps 10 --checkpoint_every 10 --checkpoint_dir " + dir + "/ckpt --step_log_dir ";
   Result straight = Oar(job + "--max_steps 20 --step_log_dir " + dir + "/straight");
   ASSERT_EQ(straight.code, 0) << straight.out;
@@ -266,7 +273,7 @@ TEST(DistE2eTest, ANewJobGivenAnEarlierJobsCheckpointDirResumesItWhereItStopped)
   ASSERT_EQ(first.code, 0) << first.out;
   Result again = Oar(job + ckpt + dir + "/again");
   ASSERT_EQ(again.code, 0) << again.out;
-  for (const char* said : {"restored from " , "(step 10): the job goes on from there",
+  for (const char* said : {"restored from ", "(step 10): the job goes on from there",
                            "trainer 1 starts from this pserver's checkpoint of step 10",
                            "holds a checkpoint of step 10: trainer 0 starts from it"}) {
     EXPECT_NE(again.out.find(said), std::string::npos) << said << "\n" << again.out;
@@ -279,8 +286,9 @@ TEST(DistE2eTest, ANewJobGivenAnEarlierJobsCheckpointDirResumesItWhereItStopped)
     ASSERT_EQ(a.size(), 10u);
     ASSERT_EQ(b.size(), 10u);
     EXPECT_EQ(a, std::vector<double>(whole.begin(), whole.begin() + 10)) << t;
-    EXPECT_EQ(b, std::vector<double>(whole.begin() + 10, whole.end())) << t << ": the resumed job did not go on "
-                                                                           "from the first one's parameters";
+    EXPECT_EQ(b, std::vector<double>(whole.begin() + 10, whole.end())) << t
+                                                                       << ": the resumed job did not go on "
+                                                                          "from the first one's parameters";
   }
 }
 

@@ -43,31 +43,42 @@ struct Cluster {
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<cli::ChildSpec> specs;
     for (int i = 0; i < 2; ++i) {
-      specs.push_back({"pserver." + std::to_string(i), args,
-                       {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_TRAINERS_NUM", "2"},
-                        {"PADDLE_PSERVER_ENDPOINTS", list}, {"PADDLE_CURRENT_ENDPOINT", eps[i]}},
+      specs.push_back({"pserver." + std::to_string(i),
+                       args,
+                       {{"PADDLE_TRAINING_ROLE", "PSERVER"},
+                        {"PADDLE_TRAINERS_NUM", "2"},
+                        {"PADDLE_PSERVER_ENDPOINTS", list},
+                        {"PADDLE_CURRENT_ENDPOINT", eps[i]}},
                        {},
                        {sockets[i].fd}});
     }
     for (int i = 0; i < 2; ++i) {
       auto a = args;
       a.push_back("--report");
-      specs.push_back({"trainer." + std::to_string(i), a,
-                       {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"},
-                        {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_PSERVER_ENDPOINTS", list}}});
+      specs.push_back({"trainer." + std::to_string(i),
+                       a,
+                       {{"PADDLE_TRAINING_ROLE", "TRAINER"},
+                        {"PADDLE_TRAINERS_NUM", "2"},
+                        {"PADDLE_TRAINER_ID", std::to_string(i)},
+                        {"PADDLE_PSERVER_ENDPOINTS", list}}});
     }
     // The callback runs as long as the group: what it keeps lives in the
     // Cluster (a local here was read after the constructor returned).
-    EXPECT_TRUE(group.Start(std::move(specs), [this](size_t c, const std::string& line, bool) {
-                  absl::MutexLock l(&mu);
-                  logs[c].push_back(line);
-                  if (c >= 2 && line.rfind("@oar progress", 0) == 0 && !seen[c - 2]) {
-                    seen[c - 2] = true;
-                    ++stepped;
-                  }
-                }).ok());
+    EXPECT_TRUE(group
+                    .Start(std::move(specs),
+                           [this](size_t c, const std::string& line, bool) {
+                             absl::MutexLock l(&mu);
+                             logs[c].push_back(line);
+                             if (c >= 2 && line.rfind("@oar progress", 0) == 0 && !seen[c - 2]) {
+                               seen[c - 2] = true;
+                               ++stepped;
+                             }
+                           })
+                    .ok());
     absl::MutexLock l(&mu);
-    mu.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n == 2; }, &stepped), absl::Seconds(60));
+    mu.AwaitWithTimeout(absl::Condition(
+                            +[](int* n) { return *n == 2; }, &stepped),
+                        absl::Seconds(60));
     EXPECT_EQ(stepped, 2) << "the trainers never started training";
   }
 
@@ -110,7 +121,7 @@ TEST(FailureE2eTest, AKilledPserverFailsEveryTrainerNamingItsEndpoint) {
 TEST(FailureE2eTest, AKilledTrainerFailsThePserversBarrierNamingItsId) {
   Cluster c(/*deadline_ms=*/4000);
   c.group.SignalOne(3, SIGKILL);  // trainer 1
-  auto codes = c.WaitAll(30);  // bounded: a process still running after 30 s counts as hung
+  auto codes = c.WaitAll(30);     // bounded: a process still running after 30 s counts as hung
   for (size_t p : {0u, 1u}) {
     ASSERT_TRUE(codes.count(p)) << "pserver " << p << " hung";
     EXPECT_NE(codes[p], 0) << c.Log(p);
@@ -128,8 +139,8 @@ TEST(FailureE2eTest, AFailedTrainerStopsTheJobAtOnceWithItsReason) {
   const std::string dir = TempDir("abort");
   const std::string blocked = dir + "/a_file";
   std::ofstream(blocked) << "not a directory\n";
-  Cluster c(/*deadline_ms=*/60000, {"--epochs=5", "--rpc_retry_times=1", "--checkpoint_every=3",
-                                    "--checkpoint_dir=" + blocked + "/ckpt"});
+  Cluster c(/*deadline_ms=*/60000,
+            {"--epochs=5", "--rpc_retry_times=1", "--checkpoint_every=3", "--checkpoint_dir=" + blocked + "/ckpt"});
   auto codes = c.WaitAll(30);
   const std::string why = "trainer 0 failed, so the job stops: checkpoint after step 3";
   for (size_t i = 0; i < 4; ++i) {
@@ -174,10 +185,13 @@ TEST(FailureE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
   // (the socket it was handed died with it).
   cli::ChildSpec restart = c.group.spec(0);
   restart.listen_fds.clear();
-  ASSERT_TRUE(again.Start({restart}, [&](size_t, const std::string& line, bool) {
-                     absl::MutexLock l(&mu);
-                     log.push_back(line);
-                   }).ok());
+  ASSERT_TRUE(again
+                  .Start({restart},
+                         [&](size_t, const std::string& line, bool) {
+                           absl::MutexLock l(&mu);
+                           log.push_back(line);
+                         })
+                  .ok());
   auto codes = c.WaitAll(120);
   for (size_t t : {1u, 2u, 3u}) {
     ASSERT_TRUE(codes.count(t)) << c.group.spec(t).name << " hung";

@@ -46,9 +46,9 @@ std::vector<double> ValuesOf(const std::map<std::string, double>& s, const std::
 TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
   const std::string dir = TempDir("metrics_e2e");
   const int64_t examples = 2560, batch = 64;
-  const Result r = Oar("launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --limit " +
-                       std::to_string(examples) + " --batch_size " + std::to_string(batch) +
-                       " --metrics --metrics_dir " + dir);
+  const Result r =
+      Oar("launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --limit " + std::to_string(examples) +
+          " --batch_size " + std::to_string(batch) + " --metrics --metrics_dir " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("oar launch: metrics: pserver.0 http://127.0.0.1:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trainer 1: metrics at http://127.0.0.1:"), std::string::npos) << r.out;
@@ -73,8 +73,7 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
   // Trainer i's gradient bytes to the two pservers are the two pservers'
   // bytes from trainer i (the pairing by endpoint aside).
   for (int i = 0; i < 2; ++i) {
-    const std::vector<double> sent =
-        ValuesOf(t[i], "oar_rpc_client_sent_bytes_total{method=\"SendVariable\"");
+    const std::vector<double> sent = ValuesOf(t[i], "oar_rpc_client_sent_bytes_total{method=\"SendVariable\"");
     const std::string key = "oar_pserver_received_bytes_total{trainer=\"" + std::to_string(i) + "\"}";
     std::vector<double> received = {p[0][key], p[1][key]};
     std::sort(received.begin(), received.end());
@@ -153,9 +152,9 @@ TEST(MetricsE2eTest, ATwoByTwoJobsMetricsAgreeWithWhatItTrained) {
 TEST(MetricsE2eTest, Nccl2TrainersReportTheirAllReduceTime) {
   const std::string dir = TempDir("metrics_e2e_nccl2");
   const int64_t examples = 1280, batch = 64;
-  const Result r = Oar("launch --mode nccl2 --trainers 2 --model fashion_mlp --epochs 1 --limit " +
-                       std::to_string(examples) + " --batch_size " + std::to_string(batch) +
-                       " --metrics --metrics_dir " + dir);
+  const Result r =
+      Oar("launch --mode nccl2 --trainers 2 --model fashion_mlp --epochs 1 --limit " + std::to_string(examples) +
+          " --batch_size " + std::to_string(batch) + " --metrics --metrics_dir " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
   for (int i = 0; i < 2; ++i) {
     auto t = Samples(dir + "/trainer." + std::to_string(i) + ".prom");

@@ -25,14 +25,13 @@ namespace {
 const std::string& kSmall = kSmallRun;
 
 void CheckAgainstPlaces(int trainers, int places, const std::string& transport) {
-  const std::string dir =
-      TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places) + "_" + transport);
-  Result ref = Oar("train " + kSmall + " --places " + std::to_string(trainers * places) + " --max_steps 10 --step_log " +
-                   dir + "/ref.steps");
+  const std::string dir = TempDir("nccl2_" + std::to_string(trainers) + "x" + std::to_string(places) + "_" + transport);
+  Result ref = Oar("train " + kSmall + " --places " + std::to_string(trainers * places) +
+                   " --max_steps 10 --step_log " + dir + "/ref.steps");
   ASSERT_EQ(ref.code, 0) << ref.out;
-  Result r = Oar("launch --mode nccl2 --trainers " + std::to_string(trainers) + " --cpu_num " +
-                 std::to_string(places) + " " + kSmall + " --max_steps 10 --step_log_dir " + dir +
-                 " --collective_transport=" + transport + " --log_dir " + dir);
+  Result r = Oar("launch --mode nccl2 --trainers " + std::to_string(trainers) + " --cpu_num " + std::to_string(places) +
+                 " " + kSmall + " --max_steps 10 --step_log_dir " + dir + " --collective_transport=" + transport +
+                 " --log_dir " + dir);
   ASSERT_EQ(r.code, 0) << r.out;
   // Each trainer says how it joined the others.
   std::ifstream log(dir + "/trainer.0.log");
@@ -62,8 +61,12 @@ void CheckAgainstPlaces(int trainers, int places, const std::string& transport) 
 
 class Nccl2TransportTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Nccl2TransportTest, TwoTrainersOnOnePlaceMatchOneProcessOnTwoStepByStep) { CheckAgainstPlaces(2, 1, GetParam()); }
-TEST_P(Nccl2TransportTest, TwoTrainersOnTwoPlacesMatchOneProcessOnFourStepByStep) { CheckAgainstPlaces(2, 2, GetParam()); }
+TEST_P(Nccl2TransportTest, TwoTrainersOnOnePlaceMatchOneProcessOnTwoStepByStep) {
+  CheckAgainstPlaces(2, 1, GetParam());
+}
+TEST_P(Nccl2TransportTest, TwoTrainersOnTwoPlacesMatchOneProcessOnFourStepByStep) {
+  CheckAgainstPlaces(2, 2, GetParam());
+}
 
 TEST(Nccl2E2eTest, UnevenShardsEndTogetherAndSayWhatWasLeft) {
   // 201 examples, a global batch of 200: trainer 0 has 2 batches, trainer 1 one.
@@ -101,21 +104,28 @@ struct Trainers {
     logs.resize(static_cast<size_t>(n));
     std::vector<cli::ChildSpec> specs;
     for (int i = 0; i < n; ++i) {
-      std::vector<std::string> args = {OarBinary(), "run", "--mode=nccl2", "--batch_size=64", "--report",
-                                       "--rpc_deadline=" + std::to_string(deadline_ms)};
+      std::vector<std::string> args = {OarBinary(),       "run",      "--mode=nccl2",
+                                       "--batch_size=64", "--report", "--rpc_deadline=" + std::to_string(deadline_ms)};
       for (const auto& a : extra(i)) args.push_back(a);
-      specs.push_back({"trainer." + std::to_string(i), args,
-                       {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", std::to_string(n)},
-                        {"PADDLE_TRAINER_ID", std::to_string(i)}, {"PADDLE_TRAINER_ENDPOINTS", absl::StrJoin(eps, ",")},
-                        {"PADDLE_CURRENT_ENDPOINT", eps[i]}, {"OPENBLAS_NUM_THREADS", "1"}},
+      specs.push_back({"trainer." + std::to_string(i),
+                       args,
+                       {{"PADDLE_TRAINING_ROLE", "TRAINER"},
+                        {"PADDLE_TRAINERS_NUM", std::to_string(n)},
+                        {"PADDLE_TRAINER_ID", std::to_string(i)},
+                        {"PADDLE_TRAINER_ENDPOINTS", absl::StrJoin(eps, ",")},
+                        {"PADDLE_CURRENT_ENDPOINT", eps[i]},
+                        {"OPENBLAS_NUM_THREADS", "1"}},
                        {},
                        {sockets[static_cast<size_t>(i)].fd}});
     }
-    EXPECT_TRUE(group.Start(std::move(specs), [this](size_t c, const std::string& line, bool) {
-                  absl::MutexLock l(&mu);
-                  logs[c].push_back(line);
-                  if (line.rfind("@oar progress", 0) == 0) ++stepped;
-                }).ok());
+    EXPECT_TRUE(group
+                    .Start(std::move(specs),
+                           [this](size_t c, const std::string& line, bool) {
+                             absl::MutexLock l(&mu);
+                             logs[c].push_back(line);
+                             if (line.rfind("@oar progress", 0) == 0) ++stepped;
+                           })
+                    .ok());
   }
   bool AwaitSteps(int n, absl::Duration d) {
     absl::MutexLock l(&mu);
@@ -123,7 +133,9 @@ struct Trainers {
       Trainers* t;
       int n;
     } w{this, n};
-    return mu.AwaitWithTimeout(absl::Condition(+[](Want* w) ABSL_NO_THREAD_SAFETY_ANALYSIS { return w->t->stepped >= w->n; }, &w), d);
+    return mu.AwaitWithTimeout(absl::Condition(
+                                   +[](Want* w) ABSL_NO_THREAD_SAFETY_ANALYSIS { return w->t->stepped >= w->n; }, &w),
+                               d);
   }
   void WaitAll(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -181,8 +193,11 @@ TEST_P(Nccl2TransportTest, TrainersWithDifferentProgramsFailNamingTheVariableAnd
 // as they join, naming both settings and both trainers.
 TEST_P(Nccl2TransportTest, TrainersWithDifferentSettingsFailNamingEachDifference) {
   Trainers t(2, 20000, [](int i) {
-    return std::vector<std::string>{"--model=fashion_mlp", "--epochs=1", "--limit=2000",
-                                    i == 0 ? "--seed=3" : "--seed=4", i == 0 ? "--batch_size=64" : "--batch_size=32",
+    return std::vector<std::string>{"--model=fashion_mlp",
+                                    "--epochs=1",
+                                    "--limit=2000",
+                                    i == 0 ? "--seed=3" : "--seed=4",
+                                    i == 0 ? "--batch_size=64" : "--batch_size=32",
                                     "--collective_transport=" + GetParam()};
   });
   t.WaitAll(60);

@@ -39,7 +39,8 @@ std::string Ctr(const std::string& dir) {
   for (const char* part : {"/part-0", "/part-1"}) all << std::ifstream(kCtrData + part).rdbuf();
   return "--program " + kCtr + "/main.pb --startup " + kCtr + "/startup.pb --params " + kCtr +
          "/params --feed_names slot0,slot1,slot2,slot3,dense,label --loss_name mean_3.tmp_0 --batch_size 16 "
-         "--epochs 5 --data_feed " + kCtrData + "/data.desc --files " + dir + "/all ";
+         "--epochs 5 --data_feed " +
+         kCtrData + "/data.desc --files " + dir + "/all ";
 }
 
 Result ExpectMeanIsPaddles(const std::string& args, const std::string& fixture, const std::string& tag) {
@@ -125,8 +126,11 @@ TEST(OwnDataE2eTest, UnevenFileSharesKeepTheJobsGuarantees) {
   }
   const std::string args = "--program " + kCtr + "/main.pb --startup " + kCtr + "/startup.pb --params " + kCtr +
                            "/params --feed_names slot0,slot1,slot2,slot3,dense,label --loss_name mean_3.tmp_0 "
-                           "--batch_size 24 --epochs 2 --data_feed " + kCtrData + "/data.desc --dataset in_memory "
-                           "--files '" + dir + "/part-*' --step_log_dir " + dir;
+                           "--batch_size 24 --epochs 2 --data_feed " +
+                           kCtrData +
+                           "/data.desc --dataset in_memory "
+                           "--files '" +
+                           dir + "/part-*' --step_log_dir " + dir;
   // Sync pserver: trainer 0 takes 4 steps an epoch, the others 2; the job
   // completes (the pservers stop counting a trainer that said COMPLETE).
   Result sync = Oar("launch --pservers 1 --trainers 3 " + args);

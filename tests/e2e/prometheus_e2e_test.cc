@@ -91,7 +91,8 @@ TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
   const std::string dir = TempDir("prometheus_e2e");
   std::ofstream(dir + "/prometheus.yml") << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
                                             "scrape_configs:\n  - job_name: oar\n    file_sd_configs:\n"
-                                            "      - files: ['" << dir << "/targets.json']\n";
+                                            "      - files: ['"
+                                         << dir << "/targets.json']\n";
   std::ofstream(dir + "/targets.json") << "[]";
   Background prometheus = Start("exec prometheus --config.file=" + dir + "/prometheus.yml --storage.tsdb.path=" + dir +
                                     "/data --web.listen-address=127.0.0.1:0",
@@ -110,7 +111,8 @@ TEST(PrometheusE2eTest, APrometheusServerScrapesALaunchedJobsExampleCount) {
   const int64_t examples = 6400;
   Background job = Start("exec " + OarBinary() +
                              " launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --batch_size 64 "
-                             "--limit " + std::to_string(examples) + " --metrics --metrics_linger_s 10",
+                             "--limit " +
+                             std::to_string(examples) + " --metrics --metrics_linger_s 10",
                          dir + "/launch.log");
   // The launcher prints every process's address first: they become the
   // server's targets (file_sd; the server watches the file, but applies new

@@ -19,8 +19,10 @@ namespace {
 
 TEST(TimelineE2eTest, ATwoByTwoJobIsOneTraceWithALanePerProcess) {
   const std::string dir = TempDir("timeline_e2e");
-  const Result r = Oar("launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --limit 1280 "
-                       "--batch_size 64 --timeline " + dir + "/job.json");
+  const Result r =
+      Oar("launch --pservers 2 --trainers 2 --model fashion_mlp --epochs 1 --limit 1280 "
+          "--batch_size 64 --timeline " +
+          dir + "/job.json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("timeline of 4 processes in " + dir + "/job.json"), std::string::npos) << r.out;
   std::ifstream in(dir + "/job.json");
@@ -28,8 +30,8 @@ TEST(TimelineE2eTest, ATwoByTwoJobIsOneTraceWithALanePerProcess) {
   ASSERT_FALSE(trace.is_discarded()) << "not JSON";
   ASSERT_TRUE(trace.contains("traceEvents"));
 
-  std::map<int, std::string> lane;                 // pid -> process name
-  std::map<int, std::set<std::string>> names;      // pid -> span names
+  std::map<int, std::string> lane;                                                // pid -> process name
+  std::map<int, std::set<std::string>> names;                                     // pid -> span names
   std::map<std::pair<int, int>, std::vector<std::pair<int64_t, int64_t>>> spans;  // (pid, tid) -> [start, end)
   for (const auto& e : trace["traceEvents"]) {
     const int pid = e["pid"].get<int>();
@@ -63,7 +65,8 @@ TEST(TimelineE2eTest, ATwoByTwoJobIsOneTraceWithALanePerProcess) {
   // In one thread, spans are disjoint or nested (an op inside a block op),
   // never overlapping half-way (1 us of rounding allowed).
   for (auto& [key, list] : spans) {
-    std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::sort(list.begin(), list.end(),
+              [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
     std::vector<int64_t> open;  // ends of the enclosing spans
     for (const auto& [start, end] : list) {
       while (!open.empty() && open.back() <= start + 1) open.pop_back();

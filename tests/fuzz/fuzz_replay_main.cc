@@ -7,9 +7,9 @@
 //   build/tests/fuzz/var_message_fuzzer tests/fuzz/corpus/var_message tests/fuzz/regressions/var_message
 //
 // Thread-safety: a program's main.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

@@ -90,11 +90,11 @@ std::unique_ptr<Pserver> Make(bool sync) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Pserver* servers[2] = {[] {
-                                        oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
-                                        oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
-                                        return Make(true).release();
-                                      }(),
-                                      Make(false).release()};
+                                  oar::OpRegistry::ExtendGlobal(oar::RegisterDistOps);
+                                  oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
+                                  return Make(true).release();
+                                }(),
+                                Make(false).release()};
   if (size < 1) return 0;
   const bool sync = (data[0] & 1) == 0;
   auto kind = static_cast<oar::rpc::RpcKind>((data[0] >> 1) % oar::rpc::kNumRpcKinds);

@@ -18,7 +18,8 @@ TEST(CudaKernelTest, MulAndGradWithFlattening) {
   OpDesc grad = MakeOp("mul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
                        {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"x_num_col_dims", int32_t{2}}});
   Check({fwd, grad},
-        {{"x", RandomTensor<float>({3, 5, 7}, -1, 1, 1)}, {"y", RandomTensor<float>({7, 9}, -1, 1, 2)},
+        {{"x", RandomTensor<float>({3, 5, 7}, -1, 1, 1)},
+         {"y", RandomTensor<float>({7, 9}, -1, 1, 2)},
          {"g", RandomTensor<float>({3, 5, 9}, -1, 1, 3)}},
         {"o", "dx", "dy"});
 }
@@ -42,7 +43,8 @@ TEST(CudaKernelTest, BatchedMatmulWithTransposesAndGrad) {
                            {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, attrs);
       SCOPED_TRACE(::testing::Message() << "tx=" << tx << " ty=" << ty);
       Check({fwd, grad},
-            {{"x", RandomTensor<float>(xd, -1, 1, 6)}, {"y", RandomTensor<float>(yd, -1, 1, 7)},
+            {{"x", RandomTensor<float>(xd, -1, 1, 6)},
+             {"y", RandomTensor<float>(yd, -1, 1, 7)},
              {"g", RandomTensor<float>({2, 3, 5}, -1, 1, 8)}},
             {"o", "dx", "dy"});
     }
@@ -55,8 +57,8 @@ TEST(CudaKernelTest, ElementwiseOpsAndGradsOverBroadcastLayouts) {
     DDim x, y;
     int axis;
   };
-  const std::vector<Layout> layouts = {{{6, 5}, {6, 5}, -1}, {{7, 3}, {3}, 1}, {{2, 3, 4}, {3}, 1},
-                                       {{2, 3, 4}, {3, 1}, 1}, {{5, 1, 3}, {5}, 0}};
+  const std::vector<Layout> layouts = {
+      {{6, 5}, {6, 5}, -1}, {{7, 3}, {3}, 1}, {{2, 3, 4}, {3}, 1}, {{2, 3, 4}, {3, 1}, 1}, {{5, 1, 3}, {5}, 0}};
   for (const std::string type : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"}) {
     for (const Layout& l : layouts) {
       SCOPED_TRACE(type + " X" + l.x.ToString() + " Y" + l.y.ToString());
@@ -64,7 +66,8 @@ TEST(CudaKernelTest, ElementwiseOpsAndGradsOverBroadcastLayouts) {
       OpDesc grad = MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
                            {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"axis", int32_t{l.axis}}});
       Check({fwd, grad},
-            {{"x", RandomTensor<float>(l.x, 0.5, 2, 9)}, {"y", RandomTensor<float>(l.y, 0.5, 2, 10)},
+            {{"x", RandomTensor<float>(l.x, 0.5, 2, 9)},
+             {"y", RandomTensor<float>(l.y, 0.5, 2, 10)},
              {"g", RandomTensor<float>(l.x, -1, 1, 11)}},
             {"o", "dx", "dy"});
     }
@@ -73,15 +76,15 @@ TEST(CudaKernelTest, ElementwiseOpsAndGradsOverBroadcastLayouts) {
 
 TEST(CudaKernelTest, ScaleMeanSum) {
   REQUIRE_GPU();
-  Check({MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"scale", 2.5f}, {"bias", 1.f}}),
-         MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"b"}}},
-                {{"scale", -0.5f}, {"bias", 3.f}, {"bias_after_scale", false}}),
-         MakeOp("mean", {{"X", {"x"}}}, {{"Out", {"m"}}}),
-         MakeOp("mean_grad", {{"X", {"x"}}, {"Out@GRAD", {"mg"}}}, {{"X@GRAD", {"dx"}}}),
-         MakeOp("sum", {{"X", {"a", "b", "x"}}}, {{"Out", {"s"}}}),
-         MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"a"}}})},
-        {{"x", RandomTensor<float>({1001}, -1, 1, 14)}, {"mg", MakeTensor<float>({1}, {0.75f})}},
-        {"b", "m", "dx", "s", "a"});
+  Check(
+      {MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"scale", 2.5f}, {"bias", 1.f}}),
+       MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"b"}}},
+              {{"scale", -0.5f}, {"bias", 3.f}, {"bias_after_scale", false}}),
+       MakeOp("mean", {{"X", {"x"}}}, {{"Out", {"m"}}}),
+       MakeOp("mean_grad", {{"X", {"x"}}, {"Out@GRAD", {"mg"}}}, {{"X@GRAD", {"dx"}}}),
+       MakeOp("sum", {{"X", {"a", "b", "x"}}}, {{"Out", {"s"}}}), MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"a"}}})},
+      {{"x", RandomTensor<float>({1001}, -1, 1, 14)}, {"mg", MakeTensor<float>({1}, {0.75f})}},
+      {"b", "m", "dx", "s", "a"});
 }
 
 TEST(CudaKernelTest, SoftmaxAndGradOverShortAndLongRows) {
@@ -112,8 +115,8 @@ TEST(CudaKernelTest, CrossEntropyNamesALabelOutOfRange) {
   Scope gpu;
   SetTensor(&gpu, "x", RandomTensor<float>({3, 4}, 0.1, 1, 22));
   SetTensor(&gpu, "l", MakeTensor<int64_t>({3, 1}, {1, 7, 2}));
-  absl::Status s = RunOpsOn({MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"l"}}}, {{"Y", {"y"}}})}, &gpu,
-                            CUDAPlace(0));
+  absl::Status s =
+      RunOpsOn({MakeOp("cross_entropy", {{"X", {"x"}}, {"Label", {"l"}}}, {{"Y", {"y"}}})}, &gpu, CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("label 7 of row 1"), std::string::npos) << s;
 }
@@ -128,9 +131,9 @@ TEST(CudaKernelTest, SoftmaxWithCrossEntropyHardIgnoredAndSoftWithGrads) {
   // Paddle 2.x's cross_entropy(use_softmax=False): the input is already probabilities.
   std::map<std::string, Attribute> no_softmax = {{"use_softmax", false}};
   std::map<std::string, Attribute> soft_no_softmax = {{"use_softmax", false}, {"soft_label", true}};
-  for (const auto& [attrs, label] : {std::pair{hard, labels}, std::pair{soft, RandomTensor<float>({9, 10}, 0, 1, 82)},
-                                     std::pair{no_softmax, labels},
-                                     std::pair{soft_no_softmax, RandomTensor<float>({9, 10}, 0, 1, 82)}}) {
+  for (const auto& [attrs, label] :
+       {std::pair{hard, labels}, std::pair{soft, RandomTensor<float>({9, 10}, 0, 1, 82)}, std::pair{no_softmax, labels},
+        std::pair{soft_no_softmax, RandomTensor<float>({9, 10}, 0, 1, 82)}}) {
     const bool probs = attrs.count("use_softmax") > 0;
     if (probs) logits = RandomTensor<float>({9, 10}, 0.05, 1, 80);
     Check({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
@@ -154,8 +157,8 @@ TEST(CudaKernelTest, SoftmaxFamilyAlongAMiddleAxis) {
   std::vector<int64_t> hard;
   for (int64_t i = 0; i < r.numel(); ++i) hard.push_back(static_cast<int64_t>(r.data<float>()[i]) % 5);
   std::map<std::string, Attribute> soft = {{"axis", int32_t{1}}, {"soft_label", true}};
-  for (const auto& [attrs, label] : {std::pair{axis, MakeTensor<int64_t>({3, 1, 4}, hard)},
-                                     std::pair{soft, RandomTensor<float>(x, 0, 1, 123)}}) {
+  for (const auto& [attrs, label] :
+       {std::pair{axis, MakeTensor<int64_t>({3, 1, 4}, hard)}, std::pair{soft, RandomTensor<float>(x, 0, 1, 123)}}) {
     Check({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
                   {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, attrs),
            MakeOp("softmax_with_cross_entropy_grad", {{"Label", {"l"}}, {"Softmax", {"sm"}}, {"Loss@GRAD", {"g"}}},
@@ -179,8 +182,10 @@ TEST(CudaKernelTest, ReduceSumAndMeanOverAxesWithGrads) {
         for (int i = 0; i < x.size(); ++i) {
           bool folded = dim.empty();
           for (int d : dim) folded = folded || (d < 0 ? d + x.size() : d) == i;
-          if (!folded) out.push_back(x[i]);
-          else if (keep) out.push_back(1);
+          if (!folded)
+            out.push_back(x[i]);
+          else if (keep)
+            out.push_back(1);
         }
         if (out.size() == 0) out = DDim{1};
         std::map<std::string, Attribute> attrs = {{"dim", dim}, {"keep_dim", keep}, {"reduce_all", dim.empty()}};
@@ -223,9 +228,9 @@ TEST(CudaKernelTest, TopKWithTiesAndAccuracy) {
 TEST(CudaKernelTest, OptimizerUpdates) {
   REQUIRE_GPU();
   const DDim d{37, 11};
-  Inputs in = {{"p", RandomTensor<float>(d, -1, 1, 23)},  {"g", RandomTensor<float>(d, -1, 1, 24)},
-               {"v", RandomTensor<float>(d, -1, 1, 25)},  {"m1", RandomTensor<float>(d, -1, 1, 26)},
-               {"m2", RandomTensor<float>(d, 0, 1, 27)},  {"lr", MakeTensor<float>({1}, {0.01f})},
+  Inputs in = {{"p", RandomTensor<float>(d, -1, 1, 23)}, {"g", RandomTensor<float>(d, -1, 1, 24)},
+               {"v", RandomTensor<float>(d, -1, 1, 25)}, {"m1", RandomTensor<float>(d, -1, 1, 26)},
+               {"m2", RandomTensor<float>(d, 0, 1, 27)}, {"lr", MakeTensor<float>({1}, {0.01f})},
                {"b1p", MakeTensor<float>({1}, {0.81f})}, {"b2p", MakeTensor<float>({1}, {0.998f})}};
   Check({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"ps"}}})}, in,
         {"ps"});
@@ -235,30 +240,41 @@ TEST(CudaKernelTest, OptimizerUpdates) {
           in, {"pm", "vm"});
   }
   Check({MakeOp("adam",
-                {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
-                 {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
-                {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}, {"Beta1PowOut", {"b1p"}},
+                {{"Param", {"p"}},
+                 {"Grad", {"g"}},
+                 {"LearningRate", {"lr"}},
+                 {"Moment1", {"m1"}},
+                 {"Moment2", {"m2"}},
+                 {"Beta1Pow", {"b1p"}},
+                 {"Beta2Pow", {"b2p"}}},
+                {{"ParamOut", {"p"}},
+                 {"Moment1Out", {"m1"}},
+                 {"Moment2Out", {"m2"}},
+                 {"Beta1PowOut", {"b1p"}},
                  {"Beta2PowOut", {"b2p"}}})},
         in, {"p", "m1", "m2", "b1p", "b2p"});
 }
 
 TEST(CudaKernelTest, FillAndRandomInitializers) {
   REQUIRE_GPU();
-  Check({MakeOp("fill_constant", {}, {{"Out", {"f"}}},
-                {{"shape", std::vector<int64_t>{3, 7}}, {"value", 2.5f}}),
-         MakeOp("fill_constant", {}, {{"Out", {"n"}}},
-                {{"shape", std::vector<int64_t>{5}}, {"value", 9.f}, {"dtype", static_cast<int32_t>(DataType::kInt64)}}),
-         // Paddle 2.x writes the value as text as well; the text wins.
-         MakeOp("fill_constant", {}, {{"Out", {"s"}}},
-                {{"shape", std::vector<int64_t>{4}}, {"value", 0.0f}, {"str_value", std::string("0.999")}}),
-         MakeOp("fill_constant", {}, {{"Out", {"big"}}},
-                {{"shape", std::vector<int64_t>{2}}, {"value", 0.0f}, {"str_value", std::string("9007199254740993")},
-                 {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
-        {}, {"f", "s"}, {"n", "big"});
+  Check(
+      {MakeOp("fill_constant", {}, {{"Out", {"f"}}}, {{"shape", std::vector<int64_t>{3, 7}}, {"value", 2.5f}}),
+       MakeOp("fill_constant", {}, {{"Out", {"n"}}},
+              {{"shape", std::vector<int64_t>{5}}, {"value", 9.f}, {"dtype", static_cast<int32_t>(DataType::kInt64)}}),
+       // Paddle 2.x writes the value as text as well; the text wins.
+       MakeOp("fill_constant", {}, {{"Out", {"s"}}},
+              {{"shape", std::vector<int64_t>{4}}, {"value", 0.0f}, {"str_value", std::string("0.999")}}),
+       MakeOp("fill_constant", {}, {{"Out", {"big"}}},
+              {{"shape", std::vector<int64_t>{2}},
+               {"value", 0.0f},
+               {"str_value", std::string("9007199254740993")},
+               {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
+      {}, {"f", "s"}, {"n", "big"});
   {  // exactly 2^53 + 1, which a float (or a double) value cannot carry
     Scope gpu;
     ASSERT_TRUE(RunOpsOn({MakeOp("fill_constant", {}, {{"Out", {"big"}}},
-                                 {{"shape", std::vector<int64_t>{2}}, {"str_value", std::string("9007199254740993")},
+                                 {{"shape", std::vector<int64_t>{2}},
+                                  {"str_value", std::string("9007199254740993")},
                                   {"dtype", static_cast<int32_t>(DataType::kInt64)}})},
                          &gpu, CUDAPlace(0))
                     .ok());
@@ -270,11 +286,13 @@ TEST(CudaKernelTest, FillAndRandomInitializers) {
   // moments, and that a seed repeats its draw.
   for (int run = 0; run < 2; ++run) {
     Scope gpu;
-    ASSERT_TRUE(RunOpsOn({MakeOp("uniform_random", {}, {{"Out", {"u"}}},
-                                 {{"shape", std::vector<int64_t>{10001}}, {"min", -2.f}, {"max", 3.f}, {"seed", int32_t{7}}}),
-                          MakeOp("gaussian_random", {}, {{"Out", {"z"}}},
-                                 {{"shape", std::vector<int64_t>{10001}}, {"mean", 1.f}, {"std", 2.f}, {"seed", int32_t{7}}})},
-                         &gpu, CUDAPlace(0)).ok());
+    ASSERT_TRUE(
+        RunOpsOn({MakeOp("uniform_random", {}, {{"Out", {"u"}}},
+                         {{"shape", std::vector<int64_t>{10001}}, {"min", -2.f}, {"max", 3.f}, {"seed", int32_t{7}}}),
+                  MakeOp("gaussian_random", {}, {{"Out", {"z"}}},
+                         {{"shape", std::vector<int64_t>{10001}}, {"mean", 1.f}, {"std", 2.f}, {"seed", int32_t{7}}})},
+                 &gpu, CUDAPlace(0))
+            .ok());
     Tensor u, z;
     ASSERT_TRUE(GetTensor(gpu, "u").CopyTo(CPUPlace(), &u).ok());
     ASSERT_TRUE(GetTensor(gpu, "z").CopyTo(CPUPlace(), &z).ok());
@@ -308,8 +326,9 @@ TEST(CudaKernelTest, ConcatSplitAndConcatGradAlongEachAxis) {
     Check({MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, attr),
            MakeOp("concat_grad", {{"X", {"a", "b"}}, {"Out@GRAD", {"c"}}}, {{"X@GRAD", {"da", "db"}}}, attr),
            MakeOp("split", {{"X", {"c"}}}, {{"Out", {"s0", "s1"}}},
-                  {{"axis", int32_t{axis}}, {"sections", std::vector<int32_t>{static_cast<int32_t>(a[axis < 0 ? 2 : axis]),
-                                                                               static_cast<int32_t>(b[axis < 0 ? 2 : axis])}}})},
+                  {{"axis", int32_t{axis}},
+                   {"sections", std::vector<int32_t>{static_cast<int32_t>(a[axis < 0 ? 2 : axis]),
+                                                     static_cast<int32_t>(b[axis < 0 ? 2 : axis])}}})},
           {{"a", RandomTensor<float>(a, -1, 1, 60)}, {"b", RandomTensor<float>(b, -1, 1, 61)}},
           {"c", "da", "db", "s0", "s1"});
   }
@@ -321,8 +340,8 @@ TEST(CudaKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
   SetTensor(&gpu, "w", RandomTensor<float>({4, 3}, -1, 1, 28));
   SetTensor(&gpu, "ids", MakeTensor<int64_t>({2, 1}, {1, 3}));
   // A pserver's op (its prefetch block runs on the host): no GPU kernel.
-  absl::Status s = RunOpsOn({MakeOp("lookup_sparse_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu,
-                            CUDAPlace(0));
+  absl::Status s =
+      RunOpsOn({MakeOp("lookup_sparse_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu, CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_NE(s.message().find("no GPU kernel"), std::string::npos) << s;
 }

@@ -27,16 +27,15 @@ TEST(CudaMathKernelTest, UnaryMathAndActivationsWithTheirGradients) {
     bool grad_from_x;
     double lo, hi;
   };
-  const std::vector<Case> cases = {
-      {"relu", false, -3, 3}, {"sigmoid", false, -3, 3}, {"tanh", false, -3, 3}, {"exp", false, -3, 3},
-      {"sqrt", false, 0.1, 4}, {"square", true, -3, 3},  {"cos", true, -3, 3},    {"abs", true, -3, 3},
-      {"floor", true, -3, 3},  {"ceil", true, -3, 3},    {"sign", true, -3, 3}};
+  const std::vector<Case> cases = {{"relu", false, -3, 3}, {"sigmoid", false, -3, 3}, {"tanh", false, -3, 3},
+                                   {"exp", false, -3, 3},  {"sqrt", false, 0.1, 4},   {"square", true, -3, 3},
+                                   {"cos", true, -3, 3},   {"abs", true, -3, 3},      {"floor", true, -3, 3},
+                                   {"ceil", true, -3, 3},  {"sign", true, -3, 3}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);
     const std::string src = c.grad_from_x ? "X" : "Out";
     Check({MakeOp(c.type, {{"X", {"x"}}}, {{"Out", {"o"}}}),
-           MakeOp(c.type + "_grad", {{src, {c.grad_from_x ? "x" : "o"}}, {"Out@GRAD", {"g"}}},
-                  {{"X@GRAD", {"dx"}}})},
+           MakeOp(c.type + "_grad", {{src, {c.grad_from_x ? "x" : "o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
           {{"x", RandomTensor<float>({13, 17}, c.lo, c.hi, 40)}, {"g", RandomTensor<float>({13, 17}, -1, 1, 41)}},
           {"o", "dx"});
   }
@@ -48,8 +47,8 @@ TEST(CudaMathKernelTest, ElementwiseMaxMinOverBroadcastLayoutsAndTies) {
     DDim x, y;
     int axis;
   };
-  const std::vector<Layout> layouts = {{{6, 5}, {6, 5}, -1}, {{7, 3}, {3}, 1}, {{2, 3, 4}, {3, 1}, 1},
-                                       {{5, 1, 3}, {5}, 0}};
+  const std::vector<Layout> layouts = {
+      {{6, 5}, {6, 5}, -1}, {{7, 3}, {3}, 1}, {{2, 3, 4}, {3, 1}, 1}, {{5, 1, 3}, {5}, 0}};
   for (const std::string type : {"elementwise_max", "elementwise_min"}) {
     for (const Layout& l : layouts) {
       SCOPED_TRACE(type + " X" + l.x.ToString() + " Y" + l.y.ToString());
@@ -57,7 +56,8 @@ TEST(CudaMathKernelTest, ElementwiseMaxMinOverBroadcastLayoutsAndTies) {
       Check({MakeOp(type, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}, axis),
              MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
                     {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, axis)},
-            {{"x", RandomTensor<float>(l.x, -1, 1, 42)}, {"y", RandomTensor<float>(l.y, -1, 1, 43)},
+            {{"x", RandomTensor<float>(l.x, -1, 1, 42)},
+             {"y", RandomTensor<float>(l.y, -1, 1, 43)},
              {"g", RandomTensor<float>(l.x, -1, 1, 44)}},
             {"o", "dx", "dy"});
     }
@@ -65,7 +65,8 @@ TEST(CudaMathKernelTest, ElementwiseMaxMinOverBroadcastLayoutsAndTies) {
     Check({MakeOp(type, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}),
            MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
                   {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}})},
-          {{"x", MakeTensor<float>({4}, {1, 2, 3, -1})}, {"y", MakeTensor<float>({4}, {1, 0, 3, 2})},
+          {{"x", MakeTensor<float>({4}, {1, 2, 3, -1})},
+           {"y", MakeTensor<float>({4}, {1, 0, 3, 2})},
            {"g", MakeTensor<float>({4}, {0.5f, 0.25f, 2, 4})}},
           {"o", "dx", "dy"});
   }
@@ -100,7 +101,8 @@ TEST(CudaMathKernelTest, FusedElemwiseActivationAndItsGradient) {
              // What the pass binds: no X@GRAD when X needs none.
              MakeOp("fused_elemwise_activation_grad", {{"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
                     {{"IntermediateOut@GRAD", {"di2"}}, {"Y@GRAD", {"dy2"}}}, bwd)},
-            {{"x", RandomTensor<float>(l.x, -2, 2, 48)}, {"y", RandomTensor<float>(l.y, -2, 2, 49)},
+            {{"x", RandomTensor<float>(l.x, -2, 2, 48)},
+             {"y", RandomTensor<float>(l.y, -2, 2, 49)},
              {"g", RandomTensor<float>(l.x, -1, 1, 50)}},
             {"o", "i", "dx", "dy", "di", "dy_only", "di2", "dy2"});
     }
@@ -128,10 +130,16 @@ TEST(CudaMathKernelTest, ComparisonsOfEachDtypeAgainstATensorOrOneValue) {
                                      MakeOp(type, {{"X", {"xf2"}}, {"Y", {"sf"}}}, {{"Out", {"xf2"}}})};
     Scope cpu, gpu;
     absl::Status s = RunBoth(ops,
-                             {{"xf", xf}, {"yf", yf}, {"sf", MakeTensor<float>({1}, {3})},
-                              {"xl", xl}, {"yl", yl}, {"sl", MakeTensor<int64_t>({1}, {2})},
-                              {"xi", xi}, {"si", MakeTensor<int32_t>({1}, {3})},
-                              {"yd", yd}, {"yd2", MakeTensor<double>({2, 4}, {2, 3, 2, 1, 0, 5, 3, 7})},
+                             {{"xf", xf},
+                              {"yf", yf},
+                              {"sf", MakeTensor<float>({1}, {3})},
+                              {"xl", xl},
+                              {"yl", yl},
+                              {"sl", MakeTensor<int64_t>({1}, {2})},
+                              {"xi", xi},
+                              {"si", MakeTensor<int32_t>({1}, {3})},
+                              {"yd", yd},
+                              {"yd2", MakeTensor<double>({2, 4}, {2, 3, 2, 1, 0, 5, 3, 7})},
                               {"xf2", RandomTensor<float>({2, 64}, 0, 4, 47)}},
                              &cpu, &gpu);
     ASSERT_TRUE(s.ok()) << s;
@@ -168,9 +176,9 @@ TEST(CudaMathKernelTest, AssignCopiesDenseOfAnyDtypeAndSparse) {
   Tensor ids = MakeTensor<int64_t>({4, 1}, {7, -2, 0, 9});
   ids.set_lod({{0, 1, 4}});
   Scope cpu, gpu;
-  absl::Status s = RunBoth({MakeOp("assign", {{"X", {"f"}}}, {{"Out", {"f2"}}}),
-                            MakeOp("assign", {{"X", {"ids"}}}, {{"Out", {"ids2"}}})},
-                           {{"f", RandomTensor<float>({3, 5}, -1, 1, 45)}, {"ids", ids}}, &cpu, &gpu);
+  absl::Status s = RunBoth(
+      {MakeOp("assign", {{"X", {"f"}}}, {{"Out", {"f2"}}}), MakeOp("assign", {{"X", {"ids"}}}, {{"Out", {"ids2"}}})},
+      {{"f", RandomTensor<float>({3, 5}, -1, 1, 45)}, {"ids", ids}}, &cpu, &gpu);
   ASSERT_TRUE(s.ok()) << s;
   ExpectClose<float>(cpu, gpu, "f2", 0, 0);
   ExpectSame<int64_t>(cpu, gpu, "ids2");

@@ -15,8 +15,8 @@ namespace {
 const DDim kShape{12, 5};
 
 Inputs State() {
-  return {{"p", RandomTensor<float>(kShape, -1, 1, 90)},   {"g", RandomTensor<float>(kShape, -1, 1, 91)},
-          {"m", RandomTensor<float>(kShape, 0, 1, 92)},    {"m2", RandomTensor<float>(kShape, 0.1, 1, 93)},
+  return {{"p", RandomTensor<float>(kShape, -1, 1, 90)},      {"g", RandomTensor<float>(kShape, -1, 1, 91)},
+          {"m", RandomTensor<float>(kShape, 0, 1, 92)},       {"m2", RandomTensor<float>(kShape, 0.1, 1, 93)},
           {"mg", RandomTensor<float>(kShape, -0.1, 0.1, 94)}, {"lr", MakeTensor<float>({1}, {0.02f})},
           {"b1p", MakeTensor<float>({1}, {0.729f})}};
 }

@@ -20,13 +20,13 @@ TEST(CudaPaddleOpsKernelTest, MatmulV2OverBatchesSharedMatricesVectorsAndTranspo
     bool tx = false, ty = false;
   };
   const std::vector<Case> cases = {
-      {{3, 4, 6}, {3, 6, 5}, {3, 4, 5}},               // equal batches
-      {{3, 4, 6}, {6, 5}, {3, 4, 5}},                  // Y shared by the batch
-      {{4, 6}, {3, 6, 5}, {3, 4, 5}},                  // X shared
-      {{3, 6, 4}, {5, 6}, {3, 4, 5}, true, true},      // shared, both transposed
-      {{3, 4, 6}, {6}, {3, 4}},                        // Y a vector
-      {{6}, {6, 5}, {5}},                              // X a vector
-      {{6}, {6}, {}},                                  // two vectors: a scalar
+      {{3, 4, 6}, {3, 6, 5}, {3, 4, 5}},           // equal batches
+      {{3, 4, 6}, {6, 5}, {3, 4, 5}},              // Y shared by the batch
+      {{4, 6}, {3, 6, 5}, {3, 4, 5}},              // X shared
+      {{3, 6, 4}, {5, 6}, {3, 4, 5}, true, true},  // shared, both transposed
+      {{3, 4, 6}, {6}, {3, 4}},                    // Y a vector
+      {{6}, {6, 5}, {5}},                          // X a vector
+      {{6}, {6}, {}},                              // two vectors: a scalar
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.x.ToString() + " x " + c.y.ToString());
@@ -43,8 +43,8 @@ TEST(CudaPaddleOpsKernelTest, MatmulV2OverBatchesSharedMatricesVectorsAndTranspo
 
 TEST(CudaPaddleOpsKernelTest, Transpose2AndItsGradient) {
   REQUIRE_GPU();
-  for (const std::vector<int32_t>& axis : {std::vector<int32_t>{1, 0}, std::vector<int32_t>{0, 2, 3, 1},
-                                           std::vector<int32_t>{3, 1, 0, 2}}) {
+  for (const std::vector<int32_t>& axis :
+       {std::vector<int32_t>{1, 0}, std::vector<int32_t>{0, 2, 3, 1}, std::vector<int32_t>{3, 1, 0, 2}}) {
     const DDim x = axis.size() == 2 ? DDim{5, 7} : DDim{2, 3, 4, 5};
     DDim out;
     for (int32_t a : axis) out.push_back(x[a]);
@@ -64,7 +64,9 @@ TEST(CudaPaddleOpsKernelTest, CrossEntropy2WithAnIgnoredRowAndItsGradient) {
                 {{"Y", {"y"}}, {"MatchX", {"m"}}, {"XShape", {"xs"}}}, attrs),
          MakeOp("cross_entropy_grad2", {{"Label", {"l"}}, {"MatchX", {"m"}}, {"XShape", {"xs"}}, {"Y@GRAD", {"g"}}},
                 {{"X@GRAD", {"dx"}}}, attrs)},
-        {{"x", RandomTensor<float>({9, 10}, 0.01, 1, 106)}, {"l", labels}, {"g", RandomTensor<float>({9, 1}, -1, 1, 107)}},
+        {{"x", RandomTensor<float>({9, 10}, 0.01, 1, 106)},
+         {"l", labels},
+         {"g", RandomTensor<float>({9, 1}, -1, 1, 107)}},
         {"y", "m", "dx"});
   Scope gpu;
   SetTensor(&gpu, "x", RandomTensor<float>({3, 4}, 0.1, 1, 108));

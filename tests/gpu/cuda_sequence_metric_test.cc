@@ -28,11 +28,10 @@ TEST(CudaSequenceKernelTest, SequencePoolOfEachTypeAndItsGradient) {
     SCOPED_TRACE(type);
     const std::map<std::string, Attribute> attrs = {{"pooltype", type}, {"pad_value", -1.5f}};
     Scope cpu, gpu;
-    absl::Status s = RunBoth(
-        {MakeOp("sequence_pool", {{"X", {"x"}}}, {{"Out", {"o"}}, {"MaxIndex", {"mi"}}}, attrs),
-         MakeOp("sequence_pool_grad", {{"X", {"x"}}, {"MaxIndex", {"mi"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},
-                attrs)},
-        {{"x", Sequences()}, {"g", RandomTensor<float>({4, 2, 3}, -1, 1, 61)}}, &cpu, &gpu);
+    absl::Status s = RunBoth({MakeOp("sequence_pool", {{"X", {"x"}}}, {{"Out", {"o"}}, {"MaxIndex", {"mi"}}}, attrs),
+                              MakeOp("sequence_pool_grad", {{"X", {"x"}}, {"MaxIndex", {"mi"}}, {"Out@GRAD", {"g"}}},
+                                     {{"X@GRAD", {"dx"}}}, attrs)},
+                             {{"x", Sequences()}, {"g", RandomTensor<float>({4, 2, 3}, -1, 1, 61)}}, &cpu, &gpu);
     ASSERT_TRUE(s.ok()) << s;
     ExpectClose<float>(cpu, gpu, "o");
     ExpectClose<float>(cpu, gpu, "dx");
@@ -74,16 +73,18 @@ TEST(CudaSequenceKernelTest, AucRunsOnTheHostInAGpuProgram) {
   };
   // As a program would: the counts zeroed by fill_constant, each Predict
   // made by an op (scale by 1, exact) on the GPU.
-  const std::map<std::string, Attribute> zeros = {{"shape", std::vector<int64_t>{1, 201}},
-                                                  {"dtype", static_cast<int32_t>(DataType::kInt64)}, {"value", 0.f}};
+  const std::map<std::string, Attribute> zeros = {
+      {"shape", std::vector<int64_t>{1, 201}}, {"dtype", static_cast<int32_t>(DataType::kInt64)}, {"value", 0.f}};
   const std::map<std::string, Attribute> one = {{"scale", 1.f}};
   const std::vector<OpDesc> make = {MakeOp("fill_constant", {}, {{"Out", {"pos"}}}, zeros),
                                     MakeOp("fill_constant", {}, {{"Out", {"neg"}}}, zeros),
                                     MakeOp("scale", {{"X", {"z1"}}}, {{"Out", {"p1"}}}, one),
                                     MakeOp("scale", {{"X", {"z2"}}}, {{"Out", {"p2"}}}, one)};
   const std::vector<OpDesc> metric = {auc("p1", "y1", "a1"), auc("p2", "y2", "a2")};
-  const Inputs inputs = {{"z1", RandomTensor<float>({16, 2}, 0, 1, 63)}, {"y1", Labels(16, 2, 64)},
-                         {"z2", RandomTensor<float>({16, 2}, 0, 1, 65)}, {"y2", Labels(16, 2, 66)}};
+  const Inputs inputs = {{"z1", RandomTensor<float>({16, 2}, 0, 1, 63)},
+                         {"y1", Labels(16, 2, 64)},
+                         {"z2", RandomTensor<float>({16, 2}, 0, 1, 65)},
+                         {"y2", Labels(16, 2, 66)}};
   Scope cpu, gpu;
   std::vector<OpDesc> all = make;
   all.insert(all.end(), metric.begin(), metric.end());
@@ -135,8 +136,7 @@ TEST(CudaSequenceKernelTest, SplitAndMergeIdsRunOnTheHostInAGpuProgram) {
   ASSERT_TRUE(dw0.value.place() == CPUPlace()) << dw0.value.place().ToString();
   EXPECT_EQ(TensorToVector<float>(dw0.value), (std::vector<float>{2, 2, 4, 4}));
   EXPECT_EQ(TensorToVector<float>(dw1.value), (std::vector<float>{1, 1, 3, 3}));
-  EXPECT_EQ(TensorToVector<float>(GpuResult(gpu, "emb2")),
-            (std::vector<float>{60, 62, 80, 82, 60, 62, 120, 122}));
+  EXPECT_EQ(TensorToVector<float>(GpuResult(gpu, "emb2")), (std::vector<float>{60, 62, 80, 82, 60, 62, 120, 122}));
 }
 
 }  // namespace

@@ -119,7 +119,9 @@ TEST(CudaSparseKernelTest, LookupTableAndItsDenseGradWithPaddingAndRepeatedIds) 
       Check({MakeOp(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}}, negative),
              MakeOp(type + "_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}},
                     negative)},
-            {{"w", RandomTensor<float>({10, 5}, -1, 1, 70)}, {"ids", neg_ids}, {"g", RandomTensor<float>(out, -1, 1, 71)}},
+            {{"w", RandomTensor<float>({10, 5}, -1, 1, 70)},
+             {"ids", neg_ids},
+             {"g", RandomTensor<float>(out, -1, 1, 71)}},
             sparse ? std::vector<std::string>{"o"} : std::vector<std::string>{"o", "dw"});
     }
     Check({MakeOp(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}}, attrs),
@@ -156,17 +158,18 @@ TEST(CudaSparseKernelTest, IdsOnTheHostOrMadeOnTheGpu) {
   REQUIRE_GPU();
   const std::map<std::string, Attribute> sparse = {{"is_sparse", true}};
   Scope cpu, gpu;
-  absl::Status s = RunBoth(
-      {MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"fed"}}}, {{"Out", {"o1"}}}),
-       // scale moves its X to the GPU: a copy of the ids, so `fed` shows where lookup_table left it.
-       MakeOp("scale", {{"X", {"fed_copy"}}}, {{"Out", {"made"}}}, {{"scale", 1.f}, {"bias", 1.f}}),
-       MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"made"}}}, {{"Out", {"o2"}}}),
-       MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"made"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}},
-              sparse)},
-      {{"w", RandomTensor<float>({10, 3}, -1, 1, 75)}, {"fed", Ids({4, 1}, {0, 5, 2, 5})},
-       {"fed_copy", Ids({4, 1}, {0, 5, 2, 5})},
-       {"g", RandomTensor<float>({4, 3}, -1, 1, 76)}},
-      &cpu, &gpu);
+  absl::Status s =
+      RunBoth({MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"fed"}}}, {{"Out", {"o1"}}}),
+               // scale moves its X to the GPU: a copy of the ids, so `fed` shows where lookup_table left it.
+               MakeOp("scale", {{"X", {"fed_copy"}}}, {{"Out", {"made"}}}, {{"scale", 1.f}, {"bias", 1.f}}),
+               MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"made"}}}, {{"Out", {"o2"}}}),
+               MakeOp("lookup_table_grad", {{"W", {"w"}}, {"Ids", {"made"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}},
+                      sparse)},
+              {{"w", RandomTensor<float>({10, 3}, -1, 1, 75)},
+               {"fed", Ids({4, 1}, {0, 5, 2, 5})},
+               {"fed_copy", Ids({4, 1}, {0, 5, 2, 5})},
+               {"g", RandomTensor<float>({4, 3}, -1, 1, 76)}},
+              &cpu, &gpu);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_TRUE(GetTensor(gpu, "fed").place() == CPUPlace()) << "fed ids were moved to the GPU";
   EXPECT_TRUE(GetTensor(gpu, "made").place() == CUDAPlace(0));
@@ -180,8 +183,8 @@ TEST(CudaSparseKernelTest, AnIdOutsideTheTableIsNamed) {
   Scope gpu;
   SetTensor(&gpu, "w", RandomTensor<float>({10, 5}, -1, 1, 74));
   SetTensor(&gpu, "ids", Ids({3, 1}, {1, 2, 12}));
-  absl::Status s = RunOpsOn({MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu,
-                            CUDAPlace(0));
+  absl::Status s =
+      RunOpsOn({MakeOp("lookup_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu, CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("id 12 at position 2 is outside the table's 10 rows"), std::string::npos) << s;
 }
@@ -201,9 +204,17 @@ TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
   grad.value = RandomTensor<float>({4, 4}, -1, 1, 79);
   auto adam = [](bool lazy) {
     return MakeOp("adam",
-                  {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
-                   {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
-                  {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}, {"Beta1PowOut", {"b1p"}},
+                  {{"Param", {"p"}},
+                   {"Grad", {"g"}},
+                   {"LearningRate", {"lr"}},
+                   {"Moment1", {"m1"}},
+                   {"Moment2", {"m2"}},
+                   {"Beta1Pow", {"b1p"}},
+                   {"Beta2Pow", {"b2p"}}},
+                  {{"ParamOut", {"p"}},
+                   {"Moment1Out", {"m1"}},
+                   {"Moment2Out", {"m2"}},
+                   {"Beta1PowOut", {"b1p"}},
                    {"Beta2PowOut", {"b2p"}}},
                   {{"lazy_mode", lazy}});
   };
@@ -218,10 +229,14 @@ TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
       {adam(true), {"p", "m1", "m2", "b1p", "b2p"}},
       // Lazy and out of place: the outputs start as copies of the state.
       {MakeOp("adam",
-              {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
-               {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
-              {{"ParamOut", {"po"}}, {"Moment1Out", {"m1o"}}, {"Moment2Out", {"m2o"}}},
-              {{"lazy_mode", true}}),
+              {{"Param", {"p"}},
+               {"Grad", {"g"}},
+               {"LearningRate", {"lr"}},
+               {"Moment1", {"m1"}},
+               {"Moment2", {"m2"}},
+               {"Beta1Pow", {"b1p"}},
+               {"Beta2Pow", {"b2p"}}},
+              {{"ParamOut", {"po"}}, {"Moment1Out", {"m1o"}}, {"Moment2Out", {"m2o"}}}, {{"lazy_mode", true}}),
        {"po", "m1o", "m2o"}},
   };
   // Each case from the gradient above, and from one with no rows (a step

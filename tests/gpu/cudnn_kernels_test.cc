@@ -21,8 +21,8 @@ struct ConvCase {
 };
 
 std::map<std::string, Attribute> ConvAttrs(const ConvCase& c, bool exhaustive) {
-  return {{"strides", c.strides},     {"paddings", c.paddings},         {"dilations", c.dilations},
-          {"groups", c.groups},       {"exhaustive_search", exhaustive}, {"use_cudnn", true}};
+  return {{"strides", c.strides}, {"paddings", c.paddings},          {"dilations", c.dilations},
+          {"groups", c.groups},   {"exhaustive_search", exhaustive}, {"use_cudnn", true}};
 }
 
 // Each output of a convolution sums K products of values in [-1, 1]: K =
@@ -36,15 +36,16 @@ double ConvAtol(int64_t terms) { return 4e-6 * static_cast<double>(terms); }
 TEST(CudnnKernelTest, Conv2dAndGradsOverShapesAndAttributes) {
   REQUIRE_GPU();
   const std::vector<ConvCase> cases = {
-      {{4, 1, 28, 28}, {20, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},   // fashion_cnn's first conv
-      {{3, 20, 14, 14}, {50, 20, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1}, // and its second
-      {{2, 6, 9, 7}, {4, 3, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},      // odd sizes, groups, dilation
+      {{4, 1, 28, 28}, {20, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},    // fashion_cnn's first conv
+      {{3, 20, 14, 14}, {50, 20, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},  // and its second
+      {{2, 6, 9, 7}, {4, 3, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},       // odd sizes, groups, dilation
   };
   for (const ConvCase& c : cases) {
     for (bool exhaustive : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "Input" << c.in.ToString() << " Filter" << c.filter.ToString()
                                         << " exhaustive=" << exhaustive);
-      OpDesc fwd = MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}}, ConvAttrs(c, exhaustive));
+      OpDesc fwd =
+          MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}}, ConvAttrs(c, exhaustive));
       Scope shape_scope;
       SetTensor(&shape_scope, "x", RandomTensor<float>(c.in, -1, 1, 1));
       SetTensor(&shape_scope, "w", RandomTensor<float>(c.filter, -1, 1, 2));
@@ -76,17 +77,15 @@ TEST(CudnnKernelTest, Pool2dMaxAvgGlobalAndGrads) {
   };
   const std::vector<PoolCase> cases = {
       {"max", {2, 2}, {2, 2}, {0, 0}, true, false},  // fashion_cnn's
-      {"max", {3, 3}, {2, 2}, {1, 1}, true, false},
-      {"avg", {3, 3}, {2, 2}, {1, 1}, true, false},
-      {"avg", {3, 2}, {1, 2}, {1, 0}, false, false},
-      {"avg", {1, 1}, {1, 1}, {0, 0}, true, true},
+      {"max", {3, 3}, {2, 2}, {1, 1}, true, false},  {"avg", {3, 3}, {2, 2}, {1, 1}, true, false},
+      {"avg", {3, 2}, {1, 2}, {1, 0}, false, false}, {"avg", {1, 1}, {1, 1}, {0, 0}, true, true},
   };
   const DDim in{2, 3, 9, 8};
   for (const PoolCase& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.type << " ksize " << c.ksize[0] << "x" << c.ksize[1] << " pad "
                                       << c.paddings[0] << " exclusive=" << c.exclusive << " global=" << c.global);
-    std::map<std::string, Attribute> attrs = {{"pooling_type", c.type}, {"ksize", c.ksize},
-                                              {"strides", c.strides},   {"paddings", c.paddings},
+    std::map<std::string, Attribute> attrs = {{"pooling_type", c.type},   {"ksize", c.ksize},
+                                              {"strides", c.strides},     {"paddings", c.paddings},
                                               {"exclusive", c.exclusive}, {"global_pooling", c.global}};
     OpDesc fwd = MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}}, attrs);
     Scope shape_scope;
@@ -94,8 +93,8 @@ TEST(CudnnKernelTest, Pool2dMaxAvgGlobalAndGrads) {
     SetTensor(&shape_scope, "x", RandomTensor<float>(in, -1, 1, 4));
     ASSERT_TRUE(RunOpsOn({fwd}, &shape_scope, CPUPlace()).ok());
     const DDim out = GetTensor(shape_scope, "y").dims();
-    OpDesc grad = MakeOp("pool2d_grad", {{"X", {"x"}}, {"Out", {"y"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},
-                         attrs);
+    OpDesc grad =
+        MakeOp("pool2d_grad", {{"X", {"x"}}, {"Out", {"y"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, attrs);
     Check({fwd, grad}, {{"x", RandomTensor<float>(in, -1, 1, 4)}, {"g", RandomTensor<float>(out, -1, 1, 5)}},
           {"y", "dx"});
   }
@@ -105,32 +104,35 @@ TEST(CudnnKernelTest, Pool2dCeilModeThatAddsACellIsRefusedByName) {
   REQUIRE_GPU();
   Scope gpu;
   SetTensor(&gpu, "x", RandomTensor<float>({1, 1, 5, 5}, -1, 1, 6));
-  absl::Status s = RunOpsOn({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
-                                    {{"ksize", std::vector<int32_t>{2, 2}}, {"strides", std::vector<int32_t>{2, 2}},
-                                     {"ceil_mode", true}})},
-                            &gpu, CUDAPlace(0));
+  absl::Status s = RunOpsOn(
+      {MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
+              {{"ksize", std::vector<int32_t>{2, 2}}, {"strides", std::vector<int32_t>{2, 2}}, {"ceil_mode", true}})},
+      &gpu, CUDAPlace(0));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_NE(s.message().find("ceil_mode"), std::string::npos) << s;
 }
 
 Inputs BatchNormInputs(const DDim& x, uint64_t seed) {
   const int64_t c = x[1];
-  return {{"x", RandomTensor<float>(x, -2, 3, seed)},         {"scale", RandomTensor<float>({c}, 0.5, 1.5, seed + 1)},
+  return {{"x", RandomTensor<float>(x, -2, 3, seed)},          {"scale", RandomTensor<float>({c}, 0.5, 1.5, seed + 1)},
           {"bias", RandomTensor<float>({c}, -1, 1, seed + 2)}, {"mean", RandomTensor<float>({c}, -0.5, 0.5, seed + 3)},
           {"var", RandomTensor<float>({c}, 0.5, 2, seed + 4)}, {"g", RandomTensor<float>(x, -1, 1, seed + 5)}};
 }
 
 std::vector<OpDesc> BatchNormOps(bool is_test, bool global) {
-  std::map<std::string, Attribute> attrs = {{"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", is_test},
-                                            {"use_global_stats", global}};
-  OpDesc fwd = MakeOp("batch_norm",
-                      {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
-                      {{"Y", {"y"}}, {"MeanOut", {"mean"}}, {"VarianceOut", {"var"}}, {"SavedMean", {"sm"}},
-                       {"SavedVariance", {"sv"}}},
-                      attrs);
+  std::map<std::string, Attribute> attrs = {
+      {"momentum", 0.9f}, {"epsilon", 1e-5f}, {"is_test", is_test}, {"use_global_stats", global}};
+  OpDesc fwd = MakeOp(
+      "batch_norm", {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
+      {{"Y", {"y"}}, {"MeanOut", {"mean"}}, {"VarianceOut", {"var"}}, {"SavedMean", {"sm"}}, {"SavedVariance", {"sv"}}},
+      attrs);
   OpDesc grad = MakeOp("batch_norm_grad",
-                       {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"SavedMean", {"sm"}},
-                        {"SavedVariance", {"sv"}}, {"Y@GRAD", {"g"}}},
+                       {{"X", {"x"}},
+                        {"Scale", {"scale"}},
+                        {"Bias", {"bias"}},
+                        {"SavedMean", {"sm"}},
+                        {"SavedVariance", {"sv"}},
+                        {"Y@GRAD", {"g"}}},
                        {{"X@GRAD", {"dx"}}, {"Scale@GRAD", {"dscale"}}, {"Bias@GRAD", {"dbias"}}}, attrs);
   if (is_test) return {fwd};
   return {fwd, grad};
@@ -168,8 +170,11 @@ TEST(CudnnKernelTest, BatchNormWithGlobalStatisticsAndInference) {
 }
 
 std::vector<OpDesc> DropoutOps(float p, bool is_test, const std::string& impl) {
-  std::map<std::string, Attribute> attrs = {{"dropout_prob", p},    {"is_test", is_test}, {"fix_seed", true},
-                                            {"seed", int32_t{11}},  {"dropout_implementation", impl}};
+  std::map<std::string, Attribute> attrs = {{"dropout_prob", p},
+                                            {"is_test", is_test},
+                                            {"fix_seed", true},
+                                            {"seed", int32_t{11}},
+                                            {"dropout_implementation", impl}};
   return {MakeOp("dropout", {{"X", {"x"}}}, {{"Out", {"y"}}, {"Mask", {"mask"}}}, attrs),
           MakeOp("dropout_grad", {{"Mask", {"mask"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}}, attrs)};
 }
@@ -183,8 +188,8 @@ TEST(CudnnKernelTest, DropoutMaskRuleRateSeedAndInference) {
   const DDim d{100, 100};
   for (const std::string impl : {"upscale_in_train", "downgrade_in_infer"}) {
     SCOPED_TRACE(impl);
-    Check(DropoutOps(0.3f, true, impl), {{"x", RandomTensor<float>(d, -1, 1, 40)}, {"g", RandomTensor<float>(d, -1, 1, 41)}},
-          {"y", "dx"});
+    Check(DropoutOps(0.3f, true, impl),
+          {{"x", RandomTensor<float>(d, -1, 1, 40)}, {"g", RandomTensor<float>(d, -1, 1, 41)}}, {"y", "dx"});
     std::vector<float> first_mask;
     for (int run = 0; run < 2; ++run) {
       Scope gpu;
@@ -216,9 +221,11 @@ TEST(CudnnKernelTest, CastIncrementFloorAndPow) {
   REQUIRE_GPU();
   const Tensor x = RandomTensor<float>({7, 9}, -5, 5, 50);
   Check({MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"i"}}},
-                {{"in_dtype", static_cast<int32_t>(DataType::kFloat32)}, {"out_dtype", static_cast<int32_t>(DataType::kInt64)}}),
+                {{"in_dtype", static_cast<int32_t>(DataType::kFloat32)},
+                 {"out_dtype", static_cast<int32_t>(DataType::kInt64)}}),
          MakeOp("cast", {{"X", {"i"}}}, {{"Out", {"f"}}},
-                {{"in_dtype", static_cast<int32_t>(DataType::kInt64)}, {"out_dtype", static_cast<int32_t>(DataType::kFloat32)}}),
+                {{"in_dtype", static_cast<int32_t>(DataType::kInt64)},
+                 {"out_dtype", static_cast<int32_t>(DataType::kFloat32)}}),
          MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"fl"}}}),
          MakeOp("floor_grad", {{"X", {"x"}}, {"Out@GRAD", {"x"}}}, {{"X@GRAD", {"dfl"}}})},
         {{"x", x}}, {"f", "fl", "dfl"}, {"i"});
@@ -229,7 +236,8 @@ TEST(CudnnKernelTest, CastIncrementFloorAndPow) {
                   {{"in_dtype", static_cast<int32_t>(from)}, {"out_dtype", static_cast<int32_t>(to)}});
   };
   Check({MakeOp("cast", {{"X", {"big"}}}, {{"Out", {"w"}}},
-                {{"in_dtype", static_cast<int32_t>(DataType::kFloat32)}, {"out_dtype", static_cast<int32_t>(DataType::kInt64)}}),
+                {{"in_dtype", static_cast<int32_t>(DataType::kFloat32)},
+                 {"out_dtype", static_cast<int32_t>(DataType::kInt64)}}),
          cast("w", DataType::kInt64, DataType::kFloat32), cast("big", DataType::kFloat32, DataType::kFloat64),
          cast("big", DataType::kFloat64, DataType::kFloat32)},
         {{"big", RandomTensor<float>({1 << 20}, -1000, 1000, 54)}}, {"w", "big"});
@@ -241,7 +249,8 @@ TEST(CudnnKernelTest, CastIncrementFloorAndPow) {
   OpDesc pow_grad = MakeOp("elementwise_pow_grad", {{"X", {"b"}}, {"Y", {"e"}}, {"Out@GRAD", {"g"}}},
                            {{"X@GRAD", {"db"}}, {"Y@GRAD", {"de"}}}, {{"axis", int32_t{-1}}});
   Check({pow, pow_grad},
-        {{"b", RandomTensor<float>({6, 4}, 0.5, 2, 51)}, {"e", RandomTensor<float>({4}, -2, 2, 52)},
+        {{"b", RandomTensor<float>({6, 4}, 0.5, 2, 51)},
+         {"e", RandomTensor<float>({4}, -2, 2, 52)},
          {"g", RandomTensor<float>({6, 4}, -1, 1, 53)}},
         {"o", "db", "de"});
 }

@@ -53,8 +53,7 @@ inline Tensor GpuResult(const Scope& gpu, const std::string& name) {
 }
 
 template <typename T>
-void ExpectClose(const Scope& cpu, const Scope& gpu, const std::string& name, double atol = 1e-5,
-                 double rtol = 1e-4) {
+void ExpectClose(const Scope& cpu, const Scope& gpu, const std::string& name, double atol = 1e-5, double rtol = 1e-4) {
   const Tensor& want = GetTensor(cpu, name);
   Tensor got = GpuResult(gpu, name);
   ASSERT_EQ(want.dims(), got.dims()) << name;

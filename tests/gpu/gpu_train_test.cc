@@ -16,10 +16,10 @@
 
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
-#include "trainer/collective/nccl_collective.h"
 #include "tests/gpu/require_gpu.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/step_log.h"
+#include "trainer/collective/nccl_collective.h"
 
 namespace oar {
 namespace {
@@ -29,12 +29,12 @@ std::string DataDir() {
   return env != nullptr && *env != '\0' ? env : "/usr/share/datasets/fashion-mnist";
 }
 
-#define REQUIRE_GPU_AND_DATA()                                                                   \
-  do {                                                                                           \
-    REQUIRE_GPU();                                                                               \
-    if (!std::filesystem::exists(DataDir() + "/train-images-idx3-ubyte.gz")) {                   \
-      GTEST_SKIP() << "no Fashion-MNIST in " << DataDir() << " (set OAR_FASHION_MNIST_DIR)";     \
-    }                                                                                            \
+#define REQUIRE_GPU_AND_DATA()                                                               \
+  do {                                                                                       \
+    REQUIRE_GPU();                                                                           \
+    if (!std::filesystem::exists(DataDir() + "/train-images-idx3-ubyte.gz")) {               \
+      GTEST_SKIP() << "no Fashion-MNIST in " << DataDir() << " (set OAR_FASHION_MNIST_DIR)"; \
+    }                                                                                        \
   } while (0)
 
 // `got` makes `want` step for step, to float32 rounding (TF32 off): 1e-4

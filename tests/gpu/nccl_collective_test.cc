@@ -66,8 +66,8 @@ TEST(NcclCollectiveTest, TwoRanksOnTwoGpusSum) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
-      auto c = CreateNcclCollective(
-          {.unique_id = reinterpret_cast<const uint8_t*>(&id), .rank = r, .size = 2, .device = r});
+      auto c =
+          CreateNcclCollective({.unique_id = reinterpret_cast<const uint8_t*>(&id), .rank = r, .size = 2, .device = r});
       if (!c.ok()) {
         status[r] = c.status();
         return;

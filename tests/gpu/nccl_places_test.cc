@@ -28,7 +28,8 @@ std::vector<Tensor> OnEveryGpu(const std::vector<float>& base) {
   for (size_t i = 0; i < out.size(); ++i) {
     std::vector<float> v;
     for (float b : base) v.push_back(b * static_cast<float>(i + 1));
-    EXPECT_TRUE(MakeTensor<float>({static_cast<int64_t>(v.size())}, v).CopyTo(CUDAPlace(static_cast<int>(i)), &out[i]).ok());
+    EXPECT_TRUE(
+        MakeTensor<float>({static_cast<int64_t>(v.size())}, v).CopyTo(CUDAPlace(static_cast<int>(i)), &out[i]).ok());
   }
   return out;
 }

@@ -38,8 +38,7 @@ TEST_P(PaddleFixtureGpuTest, TrainsToPaddlesOwnLossesOnTheGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureGpuTest,
-                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive",
-                                           "axis"));
+                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "axis"));
 
 }  // namespace
 }  // namespace oar

@@ -36,9 +36,9 @@ std::vector<Place> AllGpus() {
 }
 
 // Several GPUs sum through NCCL, which a CUDA build may lack.
-#define REQUIRE_GPUS_AND_NCCL()                                                                 \
-  do {                                                                                          \
-    REQUIRE_GPU();                                                                              \
+#define REQUIRE_GPUS_AND_NCCL()                                                                   \
+  do {                                                                                            \
+    REQUIRE_GPU();                                                                                \
     if (Gpus() > 1 && !NcclAvailable()) GTEST_SKIP() << "several GPUs and no NCCL in this build"; \
   } while (0)
 

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/api/layers.h"

@@ -4,8 +4,8 @@
 #include "pserver/parameter_server.h"
 
 #include <filesystem>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -60,7 +60,8 @@ TEST(ParameterServerTest, BadMessagesAreInvalidArgumentAndServingGoesOn) {
   };
   std::vector<Case> cases;
   cases.push_back({"nope@GRAD", Dense(DataType::kFloat32, {4, 1}), 0, "this pserver receives no such variable"});
-  cases.push_back({wg, Dense(DataType::kInt64, {4, 1}), 1, "sent '" + wg + "' as int64[4, 1]: the pserver's dtype is float32"});
+  cases.push_back(
+      {wg, Dense(DataType::kInt64, {4, 1}), 1, "sent '" + wg + "' as int64[4, 1]: the pserver's dtype is float32"});
   cases.push_back({wg, Dense(DataType::kFloat32, {3, 1}), 0, "as float32[3, 1]: the pserver's shape is [4, 1]"});
   cases.push_back({wg, Dense(DataType::kFloat32, {4, 1}), 2, "trainer_id 2 is not in [0, 2) (Fanin)"});
   cases.push_back({w, Dense(DataType::kFloat32, {4, 1}), 0, "is a parameter here"});
@@ -103,7 +104,8 @@ TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
     absl::Status st = c.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = tid})->Wait();
     EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
     EXPECT_NE(st.message().find(absl::StrCat("pserver ", s.ep, " serves 2 trainer(s) (its Fanin) but trainer ", tid,
-                                             " counts ", trainers, " in the job; start every trainer and pserver "
+                                             " counts ", trainers,
+                                             " in the job; start every trainer and pserver "
                                              "with the same PADDLE_TRAINERS_NUM")),
               std::string::npos)
         << st;
@@ -115,7 +117,8 @@ TEST(ParameterServerTest, ATrainerCountThatDiffersFromFaninIsRefusedAtOnce) {
   rpc::RpcClient async(&s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .sync_mode = 2});
   absl::Status st = async.AsyncSendVar(s.ep, wg, &grad, {.trainer_id = 0})->Wait();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
-  EXPECT_NE(st.message().find("pserver " + s.ep + " trains sync but trainer 0 trains async; start every trainer "
+  EXPECT_NE(st.message().find("pserver " + s.ep +
+                              " trains sync but trainer 0 trains async; start every trainer "
                               "and pserver with the same --async (or --sync)"),
             std::string::npos)
       << st;
@@ -135,12 +138,14 @@ TEST(ParameterServerTest, ATrainerWithOtherSettingsThanTheFirstIsRefused) {
     return std::make_unique<rpc::RpcClient>(
         &s.transport, rpc::ClientOptions{.deadline_ms = 5000, .retry_times = 0, .job_settings = settings});
   };
-  auto first = client("batch_size=64 seed=3"), same = client("batch_size=64 seed=3"), other = client("batch_size=64 seed=4");
+  auto first = client("batch_size=64 seed=3"), same = client("batch_size=64 seed=3"),
+       other = client("batch_size=64 seed=4");
   Variable w;
   ASSERT_TRUE(first->AsyncGetVar(s.ep, "fc_0.w_0", &w, 0, /*no_barrier=*/true)->Wait().ok());
   absl::Status st = other->AsyncGetVar(s.ep, "fc_0.w_0", &w, 1, /*no_barrier=*/true)->Wait();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
-  EXPECT_NE(st.message().find("pserver " + s.ep + ": trainer 1 trains with --seed 4 but trainer 0 with --seed 3; "
+  EXPECT_NE(st.message().find("pserver " + s.ep +
+                              ": trainer 1 trains with --seed 4 but trainer 0 with --seed 3; "
                               "start every trainer with the same --batch_size, --seed"),
             std::string::npos)
       << st;
@@ -212,7 +217,8 @@ TEST(ParameterServerTest, CheckpointNotifySavesAWholeCheckpoint) {
   Executor exe;
   ASSERT_TRUE(exe.Run(s.d.startup.desc(), &fresh).ok());
   PserverConfig config;
-  config.grad_to_block_id = *ParseGradToBlockId(s.d.pserver.Block(0).Op(0).GetAttr<std::vector<std::string>>("grad_to_block_id"));
+  config.grad_to_block_id =
+      *ParseGradToBlockId(s.d.pserver.Block(0).Op(0).GetAttr<std::vector<std::string>>("grad_to_block_id"));
   auto loaded = LoadPserverCheckpoint(exe, &fresh, own, s.d.pserver, config);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(*loaded, 0);  // no optimize pass yet
@@ -264,8 +270,8 @@ TEST(ParameterServerTest, AGradientFromARunThatRestartedIsRefused) {
   ASSERT_TRUE(earlier.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 0})->Wait().ok());
   ASSERT_TRUE(now.AsyncSendBatchBarrier(s.ep, 0)->Wait().ok());  // trainer 0's new run
   for (const char* name : {"fc_0.w_0@GRAD", rpc::kBatchBarrier}) {
-    absl::Status st = earlier.AsyncSendVar(s.ep, name, name == rpc::kBatchBarrier ? nullptr : &g, {.trainer_id = 0})
-                          ->Wait();
+    absl::Status st =
+        earlier.AsyncSendVar(s.ep, name, name == rpc::kBatchBarrier ? nullptr : &g, {.trainer_id = 0})->Wait();
     EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << name << ": " << st;
     EXPECT_NE(st.message().find("an earlier run of trainer 0, which has restarted since"), std::string::npos) << st;
   }

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "common/rpc/rpc_client.h"
-#include "tests/util/trainer_net.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
+#include "tests/util/trainer_net.h"
 
 DECLARE_string(pserver_port_file);
 

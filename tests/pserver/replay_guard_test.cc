@@ -123,8 +123,8 @@ TEST(ReplayGuardTest, NumbersOlderThanTheWindowCountAsFinishedDuplicates) {
     ASSERT_FALSE(g.Begin(0, kInc | i, Soon())->duplicate) << i;
     g.End(0, kInc | i, absl::OkStatus());
   }
-  EXPECT_TRUE(g.Begin(0, kInc | 2, Soon())->duplicate);   // evicted: long finished
-  EXPECT_TRUE(g.Begin(0, kInc | 9, Soon())->duplicate);   // still kept
+  EXPECT_TRUE(g.Begin(0, kInc | 2, Soon())->duplicate);    // evicted: long finished
+  EXPECT_TRUE(g.Begin(0, kInc | 9, Soon())->duplicate);    // still kept
   EXPECT_FALSE(g.Begin(0, kInc | 11, Soon())->duplicate);  // new
 }
 

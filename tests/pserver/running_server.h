@@ -38,7 +38,8 @@ struct RunningServer {
     if (wire == "grpc") {
       transport = std::make_unique<rpc::GrpcTransport>();
     } else {
-      transport = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire), rpc::GrpcTransport::Options{});
+      transport =
+          std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire), rpc::GrpcTransport::Options{});
     }
     EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
     PserverConfig config = PserverConfigOf(d, 2, timeout_ms, transport.get());

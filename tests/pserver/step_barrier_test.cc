@@ -143,8 +143,14 @@ TEST(StepBarrierTest, ATrainerThatNeverArrivesFailsTheBarrierNamingIt) {
   absl::Status loop;
   std::thread server([&] { loop = Loop(&b, &optimizes); });
   // Trainers 0 and 2 pull and push once; trainer 1 never shows up.
-  std::thread t0([&] { (void)b.BeforeGet(0); (void)b.FetchBarrier(0); });
-  std::thread t2([&] { (void)b.BeforeGet(2); (void)b.FetchBarrier(2); });
+  std::thread t0([&] {
+    (void)b.BeforeGet(0);
+    (void)b.FetchBarrier(0);
+  });
+  std::thread t2([&] {
+    (void)b.BeforeGet(2);
+    (void)b.FetchBarrier(2);
+  });
   t0.join();
   t2.join();
   server.join();
@@ -293,7 +299,7 @@ TEST(StepBarrierTest, ARestartedTrainersCountStartsAfresh) {
   StepBarrier b(1, absl::Seconds(20));
   ASSERT_TRUE(b.FetchBarrier(0).ok());
   ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
-  for (int i = 0; i < 2; ++i) {  // the old run's two gradients; then it died
+  for (int i = 0; i < 2; ++i) {     // the old run's two gradients; then it died
     ASSERT_TRUE(b.BeginReceive(0).ok());
     b.EndReceive(0, true, kOld);
   }
@@ -314,7 +320,7 @@ TEST(StepBarrierTest, AReplacedRunsFetchBarrierAndCompleteAreRefused) {
   StepBarrier b(2, absl::Seconds(20));
   ASSERT_TRUE(b.FetchBarrier(0, kOld).ok());
   ASSERT_TRUE(b.FetchBarrier(1).ok());
-  ASSERT_TRUE(*b.AwaitPhaseEnd());  // kServe -> kRecv
+  ASSERT_TRUE(*b.AwaitPhaseEnd());               // kServe -> kRecv
   ASSERT_TRUE(b.BatchBarrier(0, 0, kNew).ok());  // trainer 0 restarted: its new run is the one counted
   // The old run's late COMPLETE would stop trainer 0 counting while its new
   // run trains; its late FETCH_BARRIER would end a serve phase for it.

@@ -27,8 +27,8 @@ class TrainerAbortTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   RunningServer s(GetParam(), kTimeoutMs);
-  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
-                                                         .sync_mode = 1});
+  rpc::RpcClient c(s.transport.get(),
+                   rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2, .sync_mode = 1});
   Variable w;
   for (int t = 0; t < 2; ++t) ASSERT_TRUE(c.AsyncSendFetchBarrier(s.ep, t)->Wait().ok());  // the initial pull ends
   // Trainer 1 pushes its step and waits for the parameters, which need
@@ -72,8 +72,8 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
 // as the deadline), and ends on it.
 TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
   RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false, /*abort_echo_grace_ms=*/kTimeoutMs);
-  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
-                                                         .sync_mode = 2});
+  rpc::RpcClient c(s.transport.get(),
+                   rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2, .sync_mode = 2});
   Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
   ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
   rpc::RpcClient failed(s.transport.get());  // trainer 0 failed before its first call
@@ -133,12 +133,14 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
 // trainer 0 as the one that failed, not trainer 1.
 TEST_P(TrainerAbortTest, AnEchoedAbortStopsTheJobNamingTheTrainerThatFailed) {
   RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
-  rpc::RpcClient c(s.transport.get(), rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2,
-                                                         .sync_mode = 2});
+  rpc::RpcClient c(s.transport.get(),
+                   rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2, .sync_mode = 2});
   Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
   ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 0})->Wait().ok());
-  const std::string heard = absl::StrCat("send 'fc_0.w_0@GRAD' to 127.0.0.1:1 failed: pserver 127.0.0.1:1: "
-                                         "trainer 0 failed, so the job stops: ", kReason);
+  const std::string heard = absl::StrCat(
+      "send 'fc_0.w_0@GRAD' to 127.0.0.1:1 failed: pserver 127.0.0.1:1: "
+      "trainer 0 failed, so the job stops: ",
+      kReason);
   rpc::RpcClient echo(s.transport.get(), {.incarnation = c.incarnation()});
   ASSERT_TRUE(echo.AsyncSendAbort(s.ep, 1, heard)->Wait().ok());
   Variable w;

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "common/rpc/rpc_client.h"
-#include "tests/util/build_paths.h"
-#include "tests/util/trainer_net.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
+#include "tests/util/build_paths.h"
+#include "tests/util/trainer_net.h"
 
 extern char** environ;
 
@@ -62,7 +62,8 @@ struct Process {
 void Train(const std::string& ep, int id, absl::Status* result) {
   DistPrograms d(ep, 2, true);
   for (auto* p : {&d.trainer, &d.trainer_startup}) {
-    for (size_t i = 0; i < p->Block(0).OpSize(); ++i) p->MutableBlock(0)->MutableOp(i)->SetAttr("trainer_id", int32_t{id});
+    for (size_t i = 0; i < p->Block(0).OpSize(); ++i)
+      p->MutableBlock(0)->MutableOp(i)->SetAttr("trainer_id", int32_t{id});
   }
   TrainerNet net;
   Executor exe(CPUPlace(), net.options());

@@ -18,10 +18,10 @@ namespace oar {
 namespace {
 
 DataFeedDesc MlpFeed(int batch) {
-  auto d = DataFeedDesc::Parse(absl::StrCat(
-      "batch_size: ", batch,
-      " multi_slot_desc { slots { name: 'x' type: 'float' is_dense: true is_used: true shape: [-1, 6] }"
-      " slots { name: 'label' type: 'uint64' is_used: true } }"));
+  auto d = DataFeedDesc::Parse(
+      absl::StrCat("batch_size: ", batch,
+                   " multi_slot_desc { slots { name: 'x' type: 'float' is_dense: true is_used: true shape: [-1, 6] }"
+                   " slots { name: 'label' type: 'uint64' is_used: true } }"));
   EXPECT_TRUE(d.ok()) << d.status();
   return *d;
 }

@@ -36,7 +36,8 @@ Run10 Train(const std::string& act, size_t places, BuildStrategy build, Executio
     for (float v : TensorToVector<float>((*r)[0])) mean += v / static_cast<float>(places);
     out.losses.push_back(mean);
   }
-  out.w = TensorToVector<float>(compiled.parallel_executor()->place_scope(places - 1)->FindVar("fc_0.w_0")->Get<Tensor>());
+  out.w =
+      TensorToVector<float>(compiled.parallel_executor()->place_scope(places - 1)->FindVar("fc_0.w_0")->Get<Tensor>());
   return out;
 }
 
@@ -44,7 +45,7 @@ TEST(FuseElewiseAddActTest, RewritesForwardAndBackwardPairsAsFluidDoes) {
   Mlp m;
   ProgramDesc p = m.main.desc();
   FuseCounts n = FuseElewiseAddAct(p.MutableBlock(0));
-  EXPECT_EQ(n.forward, 1);   // fc_0's add+relu (fc_1's softmax is not fusable)
+  EXPECT_EQ(n.forward, 1);  // fc_0's add+relu (fc_1's softmax is not fusable)
   EXPECT_EQ(n.backward, 1);
   const OpDesc* fwd = nullptr;
   const OpDesc* bwd = nullptr;
@@ -57,7 +58,8 @@ TEST(FuseElewiseAddActTest, RewritesForwardAndBackwardPairsAsFluidDoes) {
   }
   ASSERT_NE(fwd, nullptr);
   ASSERT_NE(bwd, nullptr);
-  EXPECT_EQ(fwd->GetAttr<std::vector<std::string>>("functor_list"), (std::vector<std::string>{"relu", "elementwise_add"}));
+  EXPECT_EQ(fwd->GetAttr<std::vector<std::string>>("functor_list"),
+            (std::vector<std::string>{"relu", "elementwise_add"}));
   EXPECT_TRUE(fwd->GetAttr<bool>("save_intermediate_out"));
   EXPECT_EQ(fwd->Input("Y"), (std::vector<std::string>{"fc_0.b_0"}));
   EXPECT_EQ(bwd->GetAttr<std::vector<std::string>>("functor_list"),

@@ -25,8 +25,8 @@ struct TrainerRun {
   std::vector<double> losses;
 };
 
-TrainerRun Train(const std::string& model, const paddle_fixture::Fixture& f, const std::vector<FeedMap>& batches, int rank,
-          Collective* c) {
+TrainerRun Train(const std::string& model, const paddle_fixture::Fixture& f, const std::vector<FeedMap>& batches,
+                 int rank, Collective* c) {
   TrainerRun r;
   const std::string dir = paddle_fixture::kDir + model + "/";
   Executor exe;
@@ -45,8 +45,8 @@ TrainerRun Train(const std::string& model, const paddle_fixture::Fixture& f, con
     return r;
   }
   for (int step = 0; step < f.steps; ++step) {
-    auto out = (*pe)->Run({f.loss}, paddle_fixture::Share(batches[static_cast<size_t>(step % f.batches)], rank,
-                                                          kTrainers));
+    auto out =
+        (*pe)->Run({f.loss}, paddle_fixture::Share(batches[static_cast<size_t>(step % f.batches)], rank, kTrainers));
     if (!out.ok()) {
       r.status = out.status();
       return r;
@@ -85,7 +85,9 @@ TEST_P(PaddleFixtureNccl2Test, TwoTrainersMakePaddlesWholeBatchLosses) {
 INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureNccl2Test,
                          ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "adaptive", "axis", "resnet18",
                                            "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
-                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec"));
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec",
+                                           "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn",
+                                           "fluid18_word2vec"));
 
 }  // namespace
 }  // namespace oar

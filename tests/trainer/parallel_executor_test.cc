@@ -9,10 +9,10 @@
 #include "common/api/unique_name.h"
 #include "common/device/gpu_info.h"
 #include "gtest/gtest.h"
+#include "tests/trainer/mlp_fixture.h"
 #include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
 #include "trainer/places.h"
-#include "tests/trainer/mlp_fixture.h"
 
 namespace oar {
 namespace {
@@ -54,8 +54,7 @@ TEST(FeedSplitTest, FetchesThatDisagreePastDim0AreAnErrorNotAnOverflow) {
   Tensor b = MakeTensor<float>({2, 5}, std::vector<float>(10, 7.0f));
   auto merged = MergeFetched({{a}, {b}});
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("place 1 returned float32[2, 5], place 0 float32[2, 3]"),
-            std::string::npos)
+  EXPECT_NE(merged.status().message().find("place 1 returned float32[2, 5], place 0 float32[2, 3]"), std::string::npos)
       << merged.status();
   EXPECT_FALSE(MergeFetched({{a}, {Tensor()}}).ok());  // a place that fetched nothing
 }
@@ -160,7 +159,8 @@ TEST(ParallelExecutorErrorsTest, PlacesAreCpusOrDistinctGpus) {
   auto mixed = ParallelExecutor::Create({CPUPlace(), CUDAPlace(0)}, m.loss.name(), m.main.desc(), &scope);
   EXPECT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(mixed.status().message().find("places mix CPUPlace and CUDAPlace(0)"), std::string::npos) << mixed.status();
-  auto twice = ParallelExecutor::Create({CUDAPlace(1), CUDAPlace(0), CUDAPlace(1)}, m.loss.name(), m.main.desc(), &scope);
+  auto twice =
+      ParallelExecutor::Create({CUDAPlace(1), CUDAPlace(0), CUDAPlace(1)}, m.loss.name(), m.main.desc(), &scope);
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(twice.status().message().find("CUDAPlace(1) is given twice"), std::string::npos) << twice.status();
   EXPECT_EQ(NcclPlaces::Create({0, 0}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -186,10 +186,12 @@ TEST(SsaGraphTest, AllReducesEachGradientAfterItsLastWriterOnEveryPlace) {
     const OpHandle& h = g.ops[i];
     if (h.kind != OpHandle::Kind::kAllReduce) continue;
     std::set<size_t> places;
-    for (size_t d : h.deps) if (g.ops[d].kind == OpHandle::Kind::kCompute) places.insert(g.ops[d].place);
+    for (size_t d : h.deps)
+      if (g.ops[d].kind == OpHandle::Kind::kCompute) places.insert(g.ops[d].place);
     EXPECT_EQ(places, (std::set<size_t>{0, 1})) << h.label;
     for (size_t d : h.dependents) {  // the optimizer ops wait for it
-      if (g.ops[d].kind == OpHandle::Kind::kCompute) EXPECT_EQ(m.main.desc().Block(0).Op(g.ops[d].op_index).role() & 2, 2);
+      if (g.ops[d].kind == OpHandle::Kind::kCompute)
+        EXPECT_EQ(m.main.desc().Block(0).Op(g.ops[d].op_index).role() & 2, 2);
     }
   }
   // Compute handles of different places never depend on each other.

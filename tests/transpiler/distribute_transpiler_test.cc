@@ -11,9 +11,9 @@ namespace {
 
 using Ops = std::vector<std::string>;
 
-const Ops kForwardBackward = {"mul",          "elementwise_add",      "elementwise_sub",     "square", "mean",
-                              "fill_constant", "mean_grad",            "square_grad",         "elementwise_sub_grad",
-                              "elementwise_add_grad"};
+const Ops kForwardBackward = {
+    "mul",         "elementwise_add",      "elementwise_sub",     "square", "mean", "fill_constant", "mean_grad",
+    "square_grad", "elementwise_sub_grad", "elementwise_add_grad"};
 
 // A filler's "shape", whichever integer width the op keeps it in.
 std::vector<int64_t> ShapeAttr(const OpDesc& op) {
@@ -50,7 +50,7 @@ TEST(DistributeTranspilerTest, SyncTrainerProgramIsFluidsLayout) {
   EXPECT_EQ(t.Op(18).Output("Out"), (Ops{"fc_w"}));
   ASSERT_NE(t.FindVar("fc_w.block1"), nullptr);
   EXPECT_EQ(t.FindVar("fc_w.block1")->shape, (std::vector<int64_t>{500, 1000}));
-  EXPECT_EQ(t.FindVar("fc_b@GRAD"), nullptr);       // renamed
+  EXPECT_EQ(t.FindVar("fc_b@GRAD"), nullptr);        // renamed
   EXPECT_EQ(t.FindVar("learning_rate_0"), nullptr);  // only the optimizer read it
   for (size_t i = 0; i < t.OpSize(); ++i) EXPECT_NE(t.Op(i).type, "sgd");
   // The startup pulls every parameter from the pservers.
@@ -101,7 +101,8 @@ TEST(DistributeTranspilerTest, AsyncHasNoBarriersMergesOrRenames) {
   auto set = TranspileNet({}, {}, 1, 2, /*sync=*/false);
   ASSERT_TRUE(set.ok()) << set.status();
   const BlockDesc& t = set->trainer.Block(0);
-  EXPECT_EQ(OpTypes(t), Concat(kForwardBackward, {"send", "mul_grad", "split_byref", "send", "recv", "recv", "concat"}));
+  EXPECT_EQ(OpTypes(t),
+            Concat(kForwardBackward, {"send", "mul_grad", "split_byref", "send", "recv", "recv", "concat"}));
   EXPECT_EQ(t.Op(10).Input("X"), (Ops{"fc_b@GRAD"}));
   EXPECT_EQ(t.Op(12).Output("Out"), (Ops{"fc_w@GRAD.block0", "fc_w@GRAD.block1"}));
   // Each recv waits on its own parameter's send.
@@ -197,8 +198,8 @@ TEST(DistributeTranspilerTest, L2DecayAndClipRunOnThePserverBeforeTheOptimizer) 
   EXPECT_EQ(OpTypes(ps.Block(1)), (Ops{"sum", "scale", "sgd"}));  // fc_b
   const BlockDesc& w = ps.Block(2);                               // fc_w.block0
   EXPECT_EQ(OpTypes(w), (Ops{"sum", "scale", "clip", "scale", "sum", "sgd"}));
-  EXPECT_EQ(w.Op(2).Input("X"), (Ops{"fc_w@GRAD.block0"}));       // clips the merged block
-  EXPECT_EQ(w.Op(3).Input("X"), (Ops{"fc_w.block0"}));            // decays the block
+  EXPECT_EQ(w.Op(2).Input("X"), (Ops{"fc_w@GRAD.block0"}));  // clips the merged block
+  EXPECT_EQ(w.Op(3).Input("X"), (Ops{"fc_w.block0"}));       // decays the block
   // The optimizer reads the clipped and decayed gradient.
   EXPECT_EQ(w.Op(5).Input("Grad"), w.Op(4).Output("Out"));
   EXPECT_EQ(w.Op(5).Input("Grad"), w.Op(2).Output("Out"));
@@ -289,8 +290,8 @@ TEST(DistributeTranspilerTest, RuntimeSplitSendsWholeVariablesWithSections) {
   auto set = TranspileNet({}, c);
   ASSERT_TRUE(set.ok()) << set.status();
   const BlockDesc& t = set->trainer.Block(0);
-  EXPECT_EQ(OpTypes(t), Concat(kForwardBackward, {"send", "mul_grad", "send", "send_barrier", "recv", "recv",
-                                                  "fetch_barrier"}));
+  EXPECT_EQ(OpTypes(t),
+            Concat(kForwardBackward, {"send", "mul_grad", "send", "send_barrier", "recv", "recv", "fetch_barrier"}));
   const OpDesc& send = t.Op(12);
   EXPECT_EQ(send.Input("X"), (Ops{"fc_w@GRAD"}));
   EXPECT_EQ(send.GetAttr<std::vector<int32_t>>("sections"), (std::vector<int32_t>{500, 500}));

@@ -19,9 +19,9 @@
 #include "tests/transpiler/table_net.h"
 #include "tests/util/listen_socket.h"
 #include "tests/util/trainer_net.h"
+#include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 #include "transpiler/program_edit.h"
-#include "trainer/dist_ops.h"
 
 namespace oar {
 namespace {
@@ -39,7 +39,8 @@ FeedMap Batch(int step, int begin = 0, int end = kBatch) {
     y.push_back(std::cos(0.01f * static_cast<float>(a.back())) + 0.1f * static_cast<float>(i % 3));
   }
   const int64_t n = end - begin;
-  return {{"ids", MakeTensor<int64_t>({n, 1}, a)}, {"ids2", MakeTensor<int64_t>({n, 1}, b)},
+  return {{"ids", MakeTensor<int64_t>({n, 1}, a)},
+          {"ids2", MakeTensor<int64_t>({n, 1}, b)},
           {"y", MakeTensor<float>({n, 1}, y)}};
 }
 
@@ -72,8 +73,7 @@ std::map<int64_t, std::vector<float>> TableRows(Scope* scope, const std::string&
 // With several (sync) trainers, each trains on its share of every batch;
 // Fluid sums the trainers' table gradients on the pservers (the dense ones
 // are averaged), so the reference gives the table `trainers` times the rate.
-void RunJob(const std::string& opt, int pservers, bool sync, const std::string& checkpoint_dir = "",
-            int trainers = 1) {
+void RunJob(const std::string& opt, int pservers, bool sync, const std::string& checkpoint_dir = "", int trainers = 1) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
   FLAGS_rpc_deadline = 20000;
@@ -150,7 +150,8 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
     });
   }
   for (auto& th : threads) th.join();
-  for (int k = 0; k < trainers; ++k) ASSERT_TRUE(trainer_status[k].ok()) << "trainer " << k << ": " << trainer_status[k];
+  for (int k = 0; k < trainers; ++k)
+    ASSERT_TRUE(trainer_status[k].ok()) << "trainer " << k << ": " << trainer_status[k];
   for (int p = 0; p < pservers; ++p) ASSERT_TRUE(ps_status[p].ok()) << "pserver " << p << ": " << ps_status[p];
   for (int p = 0; p < pservers && !checkpoint_dir.empty(); ++p) {
     auto tables = PrepareSparseTables(ps[p], &ps_scope[p]);  // the names only: they exist already

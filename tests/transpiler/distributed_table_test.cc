@@ -99,7 +99,8 @@ TEST(DistributedTableTest, TrainerPrefetchesTheRowsAndSendsTheGradientSplitById)
   EXPECT_NE(std::find(deps.begin(), deps.end(), send.Output("Out")[0]), deps.end());
   // The table is prefetched, never received whole; its optimizer is gone.
   for (size_t i = 0; i < b.OpSize(); ++i) {
-    if (b.Op(i).type == "recv") EXPECT_EQ(std::count(b.Op(i).Output("Out").begin(), b.Op(i).Output("Out").end(), "emb"), 0);
+    if (b.Op(i).type == "recv")
+      EXPECT_EQ(std::count(b.Op(i).Output("Out").begin(), b.Op(i).Output("Out").end(), "emb"), 0);
     if (b.Op(i).type == "sgd") EXPECT_NE(b.Op(i).Input("Param")[0], "emb");
   }
   // Nor drawn in the trainer's startup: Fluid 1.6's fake_init, with the

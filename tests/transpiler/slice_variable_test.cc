@@ -27,16 +27,14 @@ TEST_P(SliceVariableTest, FollowsFluidsRule) {
   EXPECT_EQ(sizes, r.sizes);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, SliceVariableTest,
-    ::testing::Values(Row{{1000, 100}, 3, 8192, {33400, 33400, 33200}},  // rows of 100, rounded up
-                      Row{{10}, 2, 8192, {10}},                           // below min_block_size: one block
-                      Row{{20000}, 3, 8192, {10000, 10000}},              // at most numel / min blocks
-                      Row{{100, 200}, 2, 8192, {10000, 10000}},
-                      Row{{3, 5000}, 2, 8192, {15000}},
-                      Row{{7, 3000}, 2, 8192, {12000, 9000}},            // whole rows: 4 + 3
-                      Row{{100000}, 4, 8192, {25000, 25000, 25000, 25000}},
-                      Row{{784, 256}, 2, 1048576, {200704}}));
+INSTANTIATE_TEST_SUITE_P(Table, SliceVariableTest,
+                         ::testing::Values(Row{{1000, 100}, 3, 8192, {33400, 33400, 33200}},  // rows of 100, rounded up
+                                           Row{{10}, 2, 8192, {10}},               // below min_block_size: one block
+                                           Row{{20000}, 3, 8192, {10000, 10000}},  // at most numel / min blocks
+                                           Row{{100, 200}, 2, 8192, {10000, 10000}}, Row{{3, 5000}, 2, 8192, {15000}},
+                                           Row{{7, 3000}, 2, 8192, {12000, 9000}},  // whole rows: 4 + 3
+                                           Row{{100000}, 4, 8192, {25000, 25000, 25000, 25000}},
+                                           Row{{784, 256}, 2, 1048576, {200704}}));
 
 TEST(SliceVariableTest, NamesAsFluidWritesThem) {
   EXPECT_EQ(BlockName("fc_w", 0), "fc_w.block0");

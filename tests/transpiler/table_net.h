@@ -33,8 +33,10 @@ struct TableNet {
     };
     ParamAttr table = attr("emb");
     table.learning_rate = table_lr;
-    Var a = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {kTableRows, 8}, true, distributed, -1, table);
-    Var b = layers::embedding(layers::data("ids2", {1}, DataType::kInt64), {kTableRows, 8}, true, distributed, -1, table);
+    Var a =
+        layers::embedding(layers::data("ids", {1}, DataType::kInt64), {kTableRows, 8}, true, distributed, -1, table);
+    Var b =
+        layers::embedding(layers::data("ids2", {1}, DataType::kInt64), {kTableRows, 8}, true, distributed, -1, table);
     Var pred = layers::fc(layers::elementwise_add(a, b), 1, "", attr("w"), attr("b"));
     loss = layers::mean(layers::square_error_cost(pred, layers::data("y", {1})));
     if (opt == "adagrad") {

@@ -47,8 +47,8 @@ struct MlpNet {
       params = {"b2", "emb", "w2"};
       Var ids = layers::data("x", {1}, DataType::kInt64);
       Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, false, -1, attr("emb"));
-      loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1, "", attr("w2"), attr("b2")),
-                                                    layers::data("y", {1})));
+      loss = layers::mean(
+          layers::square_error_cost(layers::fc(emb, 1, "", attr("w2"), attr("b2")), layers::data("y", {1})));
       optimizer::SGD(0.5f).minimize(loss);
       EXPECT_TRUE(main.status().ok()) << main.status();
       return;

@@ -17,7 +17,8 @@ TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
     ProgramGuard g(&main, &startup);
     ParamAttr emb;
     emb.name = "emb";
-    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, /*is_sparse=*/true, false, -1, emb);
+    Var e =
+        layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, /*is_sparse=*/true, false, -1, emb);
     optimizer::SGD(0.1f).minimize(layers::mean(e));
   }
   DistributeTranspiler t;
@@ -77,7 +78,8 @@ TEST(DistributeTranspilerTest, RefusesWhatItCannotDistribute) {
     DistributeTranspilerConfig c;
     c.enable_dc_asgd = true;
     c.sync_mode = false;
-    absl::Status s = DistributeTranspiler(c).transpile(0, &net.main.desc(), kTwoPservers, 2, false, &net.startup.desc());
+    absl::Status s =
+        DistributeTranspiler(c).transpile(0, &net.main.desc(), kTwoPservers, 2, false, &net.startup.desc());
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   }
   {  // GradientClipByGlobalNorm mixes every gradient: no pserver can compute it alone

@@ -36,9 +36,9 @@
 #include "common/executor.h"
 #include "common/rpc/fault_injection.h"
 #include "common/rpc/grpc_transport.h"
-#include "common/rpc/transport_select.h"
 #include "common/rpc/inprocess_transport.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/transport_select.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
 #include "pserver/parameter_server.h"
@@ -61,7 +61,7 @@ struct JobSpec {
   // The wire: "inprocess" (no sockets), or on loopback "grpc", "tcp" or
   // "shm" (SelectingTransport in that mode, as --rpc_transport makes it).
   std::string wire = "inprocess";
-  rpc::FaultSpec faults;          // on the trainers' calls
+  rpc::FaultSpec faults;  // on the trainers' calls
   int deadline_ms = 20000;
   int retry_times = 10;
   // Called by each trainer's thread after each of its steps (0-based).
@@ -70,7 +70,7 @@ struct JobSpec {
 
 struct JobResult {
   std::vector<absl::Status> pserver_status, trainer_status;
-  std::vector<std::vector<float>> losses;                               // per trainer, per step
+  std::vector<std::vector<float>> losses;                                 // per trainer, per step
   std::vector<std::map<std::string, std::vector<float>>> initial, final;  // per trainer
   std::vector<PserverStats> pserver_stats;
   rpc::FaultStats faults;
@@ -187,17 +187,19 @@ inline JobResult RunJob(const JobSpec& spec) {
       EXPECT_TRUE(s.ok()) << s;
       trainer[t] = *tr.get_trainer_program();
       trainer_startup[t] = *tr.get_trainer_startup_program();
-      for (size_t p = 0; p < eps.size() && t == 0; ++p) std::tie(pserver[p], pserver_startup[p]) = *tr.get_pserver_programs(eps[p]);
+      for (size_t p = 0; p < eps.size() && t == 0; ++p)
+        std::tie(pserver[p], pserver_startup[p]) = *tr.get_pserver_programs(eps[p]);
     }
   };
   transpile();
   for (size_t i = 0; i < trainer[0].Block(0).OpSize(); ++i) {
-    if (trainer[0].Block(0).Op(i).type == "send") out.grad_blocks += static_cast<int>(trainer[0].Block(0).Op(i).Input("X").size());
+    if (trainer[0].Block(0).Op(i).type == "send")
+      out.grad_blocks += static_cast<int>(trainer[0].Block(0).Op(i).Input("X").size());
   }
   std::unique_ptr<rpc::Transport> base;
   if (spec.wire != "inprocess") {
-    base = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(spec.wire),
-                                                     rpc::GrpcTransport::Options{});
+    base =
+        std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(spec.wire), rpc::GrpcTransport::Options{});
   } else {
     base = std::make_unique<rpc::InProcessTransport>();
   }
@@ -221,13 +223,14 @@ inline JobResult RunJob(const JobSpec& spec) {
     ps[p].scope = std::make_unique<Scope>();
     Executor exe;
     OAR_RETURN_IF_ERROR(exe.Run(pserver_startup[p], ps[p].scope.get()).status());
-    OAR_ASSIGN_OR_RETURN(PserverConfig c, ListenAndServConfig(pserver[p].Block(0).Op(pserver[p].Block(0).OpSize() - 1)));
+    OAR_ASSIGN_OR_RETURN(PserverConfig c,
+                         ListenAndServConfig(pserver[p].Block(0).Op(pserver[p].Block(0).OpSize() - 1)));
     c.transport = base.get();
     c.timeout_ms = spec.deadline_ms;
     if (!restore_dir.empty()) {
-      OAR_ASSIGN_OR_RETURN(c.restored_step, LoadPserverCheckpoint(exe, ps[p].scope.get(),
-                                                                  PserverCheckpointDir(restore_dir, c.pserver_id),
-                                                                  pserver[p], c));
+      OAR_ASSIGN_OR_RETURN(c.restored_step,
+                           LoadPserverCheckpoint(exe, ps[p].scope.get(),
+                                                 PserverCheckpointDir(restore_dir, c.pserver_id), pserver[p], c));
       c.restored = true;
     }
     OAR_ASSIGN_OR_RETURN(ps[p].server, ParameterServer::Create(c, pserver[p], ps[p].scope.get()));

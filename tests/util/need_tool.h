@@ -21,11 +21,13 @@ inline bool InCi() {
 
 }  // namespace oar
 
-#define OAR_NEED_TOOL(present, what)                                                                     \
-  do {                                                                                                   \
-    if (!(present)) {                                                                                    \
-      if (::oar::InCi()) GTEST_FAIL() << (what) << " is missing under CI=true: scripts/install-deps.sh " \
-                                                    "installs it";                                       \
-      GTEST_SKIP() << (what) << " is not installed (scripts/install-deps.sh installs it)";               \
-    }                                                                                                    \
+#define OAR_NEED_TOOL(present, what)                                                       \
+  do {                                                                                     \
+    if (!(present)) {                                                                      \
+      if (::oar::InCi())                                                                   \
+        GTEST_FAIL() << (what)                                                             \
+                     << " is missing under CI=true: scripts/install-deps.sh "              \
+                        "installs it";                                                     \
+      GTEST_SKIP() << (what) << " is not installed (scripts/install-deps.sh installs it)"; \
+    }                                                                                      \
   } while (0)

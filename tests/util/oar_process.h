@@ -55,10 +55,10 @@ inline std::string TempDir(const std::string& tag) {
   static std::vector<std::filesystem::path> made;
   static const pid_t owner = getpid();
   static const bool cleanup = std::atexit([] {
-    if (getpid() != owner) return;
-    std::error_code ec;
-    for (const auto& d : made) std::filesystem::remove_all(d, ec);
-  }) == 0;
+                                if (getpid() != owner) return;
+                                std::error_code ec;
+                                for (const auto& d : made) std::filesystem::remove_all(d, ec);
+                              }) == 0;
   (void)cleanup;
   auto d = std::filesystem::temp_directory_path() / ("oar_" + tag + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(d);

@@ -12,9 +12,9 @@
 
 namespace oar {
 
-inline const std::string kMlp = TestdataDir() + "/paddle/mlp";                   // x [16, 64] per batch, label
-inline const std::string kMlpData = TestdataDir() + "/paddle_data/mlp";          // npy/, arrays.npz
-inline const std::string kCtr = TestdataDir() + "/paddle/fluid18_ctr_dnn";       // slot0..3 (LoD), dense, label
+inline const std::string kMlp = TestdataDir() + "/paddle/mlp";                       // x [16, 64] per batch, label
+inline const std::string kMlpData = TestdataDir() + "/paddle_data/mlp";              // npy/, arrays.npz
+inline const std::string kCtr = TestdataDir() + "/paddle/fluid18_ctr_dnn";           // slot0..3 (LoD), dense, label
 inline const std::string kCtrData = TestdataDir() + "/paddle_data/fluid18_ctr_dnn";  // data.desc, part-0, part-1
 
 }  // namespace oar

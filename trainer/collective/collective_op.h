@@ -16,10 +16,14 @@ enum CollectiveOp : uint8_t { kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kB
 
 inline const char* CollectiveOpName(uint8_t op) {
   switch (op) {
-    case kAllReduce: return "AllReduce";
-    case kBroadcast: return "Broadcast";
-    case kAllGather: return "AllGather";
-    case kBarrier: return "Barrier";
+    case kAllReduce:
+      return "AllReduce";
+    case kBroadcast:
+      return "Broadcast";
+    case kAllGather:
+      return "AllGather";
+    case kBarrier:
+      return "Barrier";
   }
   return "?";
 }

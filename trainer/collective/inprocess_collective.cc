@@ -27,7 +27,9 @@ void CopySlice(const std::vector<Tensor*>& bufs, size_t from, int64_t lo, int64_
   const size_t es = SizeOf(bufs[from]->dtype());
   const char* src = static_cast<const char*>(bufs[from]->raw_data()) + static_cast<size_t>(lo) * es;
   for (size_t p = 0; p < bufs.size(); ++p) {
-    if (p != from) std::memcpy(static_cast<char*>(bufs[p]->raw_data()) + static_cast<size_t>(lo) * es, src, static_cast<size_t>(hi - lo) * es);
+    if (p != from)
+      std::memcpy(static_cast<char*>(bufs[p]->raw_data()) + static_cast<size_t>(lo) * es, src,
+                  static_cast<size_t>(hi - lo) * es);
   }
 }
 
@@ -85,9 +87,9 @@ absl::Status InProcessGroup::Await(int rank, const char* what, const std::string
     for (int q = 0; q < size_; ++q) {
       if (arrivals_[static_cast<size_t>(q)] < target) missing.push_back(q);
     }
-    broken_ = absl::DeadlineExceededError(absl::StrCat(what, " '", name, "': ", missing.size() == 1 ? "rank " : "ranks ",
-                                                       absl::StrJoin(missing, ", "), " did not arrive within ",
-                                                       absl::FormatDuration(timeout_)));
+    broken_ = absl::DeadlineExceededError(
+        absl::StrCat(what, " '", name, "': ", missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
+                     " did not arrive within ", absl::FormatDuration(timeout_)));
     return broken_;
   }
   return absl::OkStatus();

@@ -29,7 +29,7 @@ struct JoinOptions {
   std::vector<std::string> endpoints;  // every trainer's, in id order
   bool gpu = false;                    // the trainer trains on CUDA places: NCCL
   int device = 0;
-  std::string transport;  // CPUs: auto | tcp | shm; empty: --collective_transport
+  std::string transport;                          // CPUs: auto | tcp | shm; empty: --collective_transport
   absl::Duration timeout = absl::ZeroDuration();  // 0: FLAGS_rpc_deadline
 };
 

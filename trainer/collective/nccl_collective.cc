@@ -36,7 +36,8 @@ class NcclCollective : public Collective {
 
   absl::Status Init() {
     OAR_RETURN_IF_ERROR(Cuda(cudaSetDevice(o_.device), "cudaSetDevice", o_.device));
-    OAR_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", o_.device));
+    OAR_RETURN_IF_ERROR(
+        Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", o_.device));
     ncclUniqueId id;
     std::memcpy(&id, o_.unique_id, sizeof(id));
     return NcclStatus(ncclCommInitRank(&comm_, o_.size, id, o_.rank), "ncclCommInitRank");
@@ -50,7 +51,7 @@ class NcclCollective : public Collective {
     OAR_ASSIGN_OR_RETURN(ncclDataType_t type, NcclSumType(t->dtype(), name));
     return Staged(t, name, "AllReduce", [&](void* buf) {
       return NcclStatus(ncclAllReduce(buf, buf, static_cast<size_t>(t->numel()), type, ncclSum, comm_, stream_),
-                  "ncclAllReduce");
+                        "ncclAllReduce");
     });
   }
 
@@ -86,7 +87,7 @@ class NcclCollective : public Collective {
     OAR_RETURN_IF_ERROR(Staged(&all, name, "AllGather", [&](void* buf) {
       char* b = static_cast<char*>(buf);
       return NcclStatus(ncclAllGather(b + most * o_.rank, b, static_cast<size_t>(most), ncclUint8, comm_, stream_),
-                  "ncclAllGather");
+                        "ncclAllGather");
     }));
     // Blocks share every dimension but the first (rows of a sparse
     // gradient); the first follows from each block's bytes.
@@ -114,14 +115,16 @@ class NcclCollective : public Collective {
   template <typename Fn>
   absl::Status Staged(Tensor* t, const std::string& name, const char* what, Fn collective) {
     if (broken_) return absl::FailedPreconditionError("the NCCL communicator was aborted by an earlier failure");
-    auto fail = [&](const absl::Status& s) { return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank)); };
+    auto fail = [&](const absl::Status& s) {
+      return Annotate(s, absl::StrCat(what, " '", name, "' on rank ", o_.rank));
+    };
     // The caller may be any thread (the ordered-collectives thread too):
     // every CUDA call below is for the communicator's GPU.
     if (absl::Status s = Cuda(cudaSetDevice(o_.device), "cudaSetDevice", o_.device); !s.ok()) return fail(s);
     if (t->place().is_gpu()) {  // in place on the device, once the ops that wrote it are done
       if (t->place().device != o_.device) {
-        return fail(absl::InvalidArgumentError(absl::StrCat("the tensor is on ", t->place().ToString(),
-                                                            ", the communicator on GPU ", o_.device)));
+        return fail(absl::InvalidArgumentError(
+            absl::StrCat("the tensor is on ", t->place().ToString(), ", the communicator on GPU ", o_.device)));
       }
       if (absl::Status s = SyncPlace(t->place()); !s.ok()) return fail(s);
       if (absl::Status s = collective(t->raw_data()); !s.ok()) return fail(s);
@@ -143,14 +146,14 @@ class NcclCollective : public Collective {
     }
     if (bytes > 0) {
       std::memcpy(pinned_, t->raw_data(), bytes);
-      absl::Status s = Cuda(cudaMemcpyAsync(buffer_, pinned_, bytes, cudaMemcpyHostToDevice, stream_),
-                            "cudaMemcpyAsync", o_.device);
+      absl::Status s =
+          Cuda(cudaMemcpyAsync(buffer_, pinned_, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync", o_.device);
       if (!s.ok()) return fail(s);
     }
     if (absl::Status s = collective(buffer_); !s.ok()) return fail(s);
     if (bytes > 0) {
-      absl::Status s = Cuda(cudaMemcpyAsync(pinned_, buffer_, bytes, cudaMemcpyDeviceToHost, stream_),
-                            "cudaMemcpyAsync", o_.device);
+      absl::Status s =
+          Cuda(cudaMemcpyAsync(pinned_, buffer_, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", o_.device);
       if (!s.ok()) return fail(s);
     }
     OAR_RETURN_IF_ERROR(WaitForStream(fail));
@@ -172,10 +175,10 @@ class NcclCollective : public Collective {
         ncclCommAbort(comm_);
         comm_ = nullptr;
         broken_ = true;
-        return fail(async_error != ncclSuccess
-                        ? NcclStatus(async_error, "NCCL")
-                        : absl::DeadlineExceededError(absl::StrCat("not finished after ", absl::FormatDuration(o_.timeout),
-                                                                   " (a peer died or hangs; FLAGS_rpc_deadline)")));
+        return fail(async_error != ncclSuccess ? NcclStatus(async_error, "NCCL")
+                                               : absl::DeadlineExceededError(absl::StrCat(
+                                                     "not finished after ", absl::FormatDuration(o_.timeout),
+                                                     " (a peer died or hangs; FLAGS_rpc_deadline)")));
       }
       absl::SleepFor(absl::Microseconds(20));
     }
@@ -198,7 +201,8 @@ bool NcclAvailable() {
 }
 
 absl::StatusOr<std::unique_ptr<Collective>> CreateNcclCollective(const NcclOptions& options) {
-  if (!NcclAvailable()) return absl::FailedPreconditionError("the NCCL backend needs a GPU; this host has none visible");
+  if (!NcclAvailable())
+    return absl::FailedPreconditionError("the NCCL backend needs a GPU; this host has none visible");
   if (options.unique_id == nullptr) return absl::InvalidArgumentError("the NCCL backend needs the ncclUniqueId");
   auto c = std::make_unique<NcclCollective>(options);
   OAR_RETURN_IF_ERROR(c->Init());

@@ -82,13 +82,14 @@ class NcclPlacesImpl : public NcclPlaces {
         access.location.type = cudaMemLocationTypeDevice;
         access.location.id = devices_[j];
         access.flags = cudaMemAccessFlagsProtReadWrite;
-        OAR_RETURN_IF_ERROR(CudaStatus(cudaMemPoolSetAccess(pools_[i], &access, 1),
-                                       absl::StrCat("opening GPU ", devices_[i], "'s memory pool to GPU ", devices_[j])));
+        OAR_RETURN_IF_ERROR(
+            CudaStatus(cudaMemPoolSetAccess(pools_[i], &access, 1),
+                       absl::StrCat("opening GPU ", devices_[i], "'s memory pool to GPU ", devices_[j])));
       }
     }
     comms_.assign(devices_.size(), nullptr);
     absl::Status s = NcclStatus(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()),
-                          absl::StrCat("ncclCommInitAll over ", devices_.size(), " GPUs"));
+                                absl::StrCat("ncclCommInitAll over ", devices_.size(), " GPUs"));
     if (!s.ok()) comms_.clear();
     return s;
   }
@@ -127,8 +128,8 @@ class NcclPlacesImpl : public NcclPlaces {
  private:
   absl::Status Check(const std::vector<Tensor*>& bufs, const std::string& name, const char* what) const {
     if (bufs.size() != devices_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "': ", bufs.size(), " tensors for ",
-                                                     devices_.size(), " GPUs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", name, "': ", bufs.size(), " tensors for ", devices_.size(), " GPUs"));
     }
     for (size_t i = 0; i < bufs.size(); ++i) {
       const Tensor& t = *bufs[i];

@@ -27,11 +27,16 @@ inline absl::Status NcclStatus(ncclResult_t r, absl::string_view what) {
 // <dtype> tensors" for a dtype that does not add (bool, int8, uint8, ...).
 inline absl::StatusOr<ncclDataType_t> NcclSumType(DataType t, absl::string_view name) {
   switch (t) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
     default:
       return absl::InvalidArgumentError(absl::StrCat("'", name, "': NCCL cannot sum ", DataTypeName(t), " tensors"));
   }

@@ -61,9 +61,8 @@ void OrderedCollectives::Loop() {
   absl::MutexLock l(&mu_);
   while (true) {
     mu_.Await(absl::Condition(
-        +[](OrderedCollectives* o) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return o->stopping_ || (!o->busy_ && o->waiting_.count(o->next_) > 0);
-        },
+        +[](OrderedCollectives* o)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS { return o->stopping_ || (!o->busy_ && o->waiting_.count(o->next_) > 0); },
         this));
     if (stopping_) return;
     Call call = std::move(waiting_[next_]);

@@ -23,8 +23,8 @@ void AddOf(void* dst, const void* a, const void* b, size_t n) {
 }
 
 absl::Status NotSummable(DataType t) {
-  return absl::InvalidArgumentError(absl::StrCat("cannot sum ", DataTypeName(t),
-                                                 " tensors (float32, float64, float16, int32 and int64 add)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("cannot sum ", DataTypeName(t), " tensors (float32, float64, float16, int32 and int64 add)"));
 }
 
 }  // namespace
@@ -36,23 +36,45 @@ bool Summable(DataType t) {
 
 absl::Status SumInto(DataType t, void* dst, const void* src, size_t n) {
   switch (t) {
-    case DataType::kFloat32: Add<float>(dst, src, n); return absl::OkStatus();
-    case DataType::kFloat64: Add<double>(dst, src, n); return absl::OkStatus();
-    case DataType::kFloat16: Add<Eigen::half>(dst, src, n); return absl::OkStatus();
-    case DataType::kInt32: Add<int32_t>(dst, src, n); return absl::OkStatus();
-    case DataType::kInt64: Add<int64_t>(dst, src, n); return absl::OkStatus();
-    default: return NotSummable(t);
+    case DataType::kFloat32:
+      Add<float>(dst, src, n);
+      return absl::OkStatus();
+    case DataType::kFloat64:
+      Add<double>(dst, src, n);
+      return absl::OkStatus();
+    case DataType::kFloat16:
+      Add<Eigen::half>(dst, src, n);
+      return absl::OkStatus();
+    case DataType::kInt32:
+      Add<int32_t>(dst, src, n);
+      return absl::OkStatus();
+    case DataType::kInt64:
+      Add<int64_t>(dst, src, n);
+      return absl::OkStatus();
+    default:
+      return NotSummable(t);
   }
 }
 
 absl::Status SumOf(DataType t, void* dst, const void* a, const void* b, size_t n) {
   switch (t) {
-    case DataType::kFloat32: AddOf<float>(dst, a, b, n); return absl::OkStatus();
-    case DataType::kFloat64: AddOf<double>(dst, a, b, n); return absl::OkStatus();
-    case DataType::kFloat16: AddOf<Eigen::half>(dst, a, b, n); return absl::OkStatus();
-    case DataType::kInt32: AddOf<int32_t>(dst, a, b, n); return absl::OkStatus();
-    case DataType::kInt64: AddOf<int64_t>(dst, a, b, n); return absl::OkStatus();
-    default: return NotSummable(t);
+    case DataType::kFloat32:
+      AddOf<float>(dst, a, b, n);
+      return absl::OkStatus();
+    case DataType::kFloat64:
+      AddOf<double>(dst, a, b, n);
+      return absl::OkStatus();
+    case DataType::kFloat16:
+      AddOf<Eigen::half>(dst, a, b, n);
+      return absl::OkStatus();
+    case DataType::kInt32:
+      AddOf<int32_t>(dst, a, b, n);
+      return absl::OkStatus();
+    case DataType::kInt64:
+      AddOf<int64_t>(dst, a, b, n);
+      return absl::OkStatus();
+    default:
+      return NotSummable(t);
   }
 }
 

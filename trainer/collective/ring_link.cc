@@ -41,7 +41,8 @@ std::string Handshake(const std::string& token, int rank, int size) {
 
 absl::StatusOr<tcp::endpoint> Resolve(asio::io_context& io, const std::string& ep) {
   const size_t colon = ep.rfind(':');
-  if (colon == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("endpoint '", ep, "' is not host:port"));
+  if (colon == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("endpoint '", ep, "' is not host:port"));
   boost::system::error_code ec;
   tcp::resolver resolver(io);
   auto results = resolver.resolve(ep.substr(0, colon), ep.substr(colon + 1), ec);
@@ -76,8 +77,8 @@ class RingLink::Impl {
   // state) before returning.
   // `cancel_more` cancels the caller's other pending operations (an
   // acceptor, a timer) so that none outlives the call.
-  absl::Status RunUntil(const std::function<bool()>& done, absl::Time deadline, const std::function<std::string()>& late,
-                        const std::function<void()>& cancel_more = nullptr) {
+  absl::Status RunUntil(const std::function<bool()>& done, absl::Time deadline,
+                        const std::function<std::string()>& late, const std::function<void()>& cancel_more = nullptr) {
     io.restart();
     while (error.ok() && !done()) {
       if (absl::Now() >= deadline || io.run_one_until(Steady(deadline)) == 0) {
@@ -104,16 +105,15 @@ class RingLink::Impl {
     if (writing || queue.empty() || !error.ok()) return;
     writing = true;
     const Piece p = queue.front();
-    asio::async_write(to_next, asio::buffer(p.data, p.size),
-                      [this, why](const boost::system::error_code& ec, size_t) {
-                        writing = false;
-                        if (ec) {
-                          Fail(absl::UnavailableError(why(ec)));
-                          return;
-                        }
-                        queue.pop_front();
-                        StartWrite(why);
-                      });
+    asio::async_write(to_next, asio::buffer(p.data, p.size), [this, why](const boost::system::error_code& ec, size_t) {
+      writing = false;
+      if (ec) {
+        Fail(absl::UnavailableError(why(ec)));
+        return;
+      }
+      queue.pop_front();
+      StartWrite(why);
+    });
   }
 };
 
@@ -145,8 +145,8 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return absl::UnavailableError(absl::StrCat("rank ", o.rank, " cannot listen on ", o.endpoints[o.rank], ": ",
-                                               ec.message()));
+    return absl::UnavailableError(
+        absl::StrCat("rank ", o.rank, " cannot listen on ", o.endpoints[o.rank], ": ", ec.message()));
   }
   const absl::Time deadline = absl::Now() + o.timeout;
   const std::string mine = Handshake(o.token, o.rank, n);
@@ -164,9 +164,9 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
         std::memcpy(&r, theirs + 8 + kTokenBytes, 4);
         std::memcpy(&size, theirs + 12 + kTokenBytes, 4);
         const Verdict v = e2 || std::memcmp(theirs, mine.data(), 8 + kTokenBytes) != 0 ? kOtherJob
-                          : size != n                                                    ? kWrongSize
-                          : r != prev                                                    ? kWrongRank
-                                                                                         : kWelcome;
+                          : size != n                                                  ? kWrongSize
+                          : r != prev                                                  ? kWrongRank
+                                                                                       : kWelcome;
         const bool good = v == kWelcome;
         if (v == kWrongSize) {
           refused = absl::StrCat("; it refused a rank ", r, " whose ring has ", size, " ranks, not ", n,
@@ -183,15 +183,15 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
         std::memcpy(verdict + 8, &own_size, 4);
         asio::async_write(m.from_prev, asio::buffer(verdict, kAckBytes),
                           [&, good](const boost::system::error_code&, size_t) {
-          if (good) {
-            accepted = true;
-            Tune(m.from_prev);
-            return;
-          }
-          boost::system::error_code ignored;
-          m.from_prev.close(ignored);
-          accept();
-        });
+                            if (good) {
+                              accepted = true;
+                              Tune(m.from_prev);
+                              return;
+                            }
+                            boost::system::error_code ignored;
+                            m.from_prev.close(ignored);
+                            accept();
+                          });
       });
     });
   };
@@ -227,12 +227,12 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
             std::memcpy(&their_size, ack + 8, 4);
             const std::string why =
                 ack[7] == kWrongSize
-                    ? absl::StrCat("its ring has ", their_size, " ranks, this one ", n,
-                                   "; start every trainer with the same PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ENDPOINTS")
-                : ack[7] == kWrongRank
-                    ? absl::StrCat("it expects another rank before it, not ", o.rank,
-                                   "; check PADDLE_TRAINER_ID and PADDLE_TRAINER_ENDPOINTS")
-                    : std::string("it belongs to another job (its token differs)");
+                    ? absl::StrCat(
+                          "its ring has ", their_size, " ranks, this one ", n,
+                          "; start every trainer with the same PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ENDPOINTS")
+                : ack[7] == kWrongRank ? absl::StrCat("it expects another rank before it, not ", o.rank,
+                                                      "; check PADDLE_TRAINER_ID and PADDLE_TRAINER_ENDPOINTS")
+                                       : std::string("it belongs to another job (its token differs)");
             return m.Fail(absl::PermissionDeniedError(absl::StrCat(link->Peer(next), " refused this rank: ", why)));
           }
           connected = true;
@@ -308,24 +308,27 @@ absl::Status RingLink::Exchange(const std::vector<Piece>& out, char* in_header, 
     });
   };
   if (header_len > 0) {
-    asio::async_read(m.from_prev, asio::buffer(in_header, header_len), [&](const boost::system::error_code& ec, size_t) {
-      if (ec) return m.Fail(absl::UnavailableError(peer_error(prev_, ec)));
-      if (absl::Status s = check(in_header); !s.ok()) return m.Fail(s);
-      if (in_len == 0) {
-        reads_done = true;
-      } else {
-        read_piece();
-      }
-    });
+    asio::async_read(m.from_prev, asio::buffer(in_header, header_len),
+                     [&](const boost::system::error_code& ec, size_t) {
+                       if (ec) return m.Fail(absl::UnavailableError(peer_error(prev_, ec)));
+                       if (absl::Status s = check(in_header); !s.ok()) return m.Fail(s);
+                       if (in_len == 0) {
+                         reads_done = true;
+                       } else {
+                         read_piece();
+                       }
+                     });
   } else if (in_len > 0) {
     read_piece();
   }
   const absl::Time started = absl::Now();
-  return m.RunUntil([&] { return reads_done && m.queue.empty() && !m.writing; }, deadline, [&] {
-    return reads_done ? absl::StrCat(Peer(next_), " took no data for ", absl::FormatDuration(absl::Now() - started))
-                      : absl::StrCat(Peer(prev_), " sent nothing for ", absl::FormatDuration(absl::Now() - started),
-                                     " (FLAGS_rpc_deadline; it died, hangs or the network is cut)");
-  });
+  return m.RunUntil(
+      [&] { return reads_done && m.queue.empty() && !m.writing; }, deadline,
+      [&] {
+        return reads_done ? absl::StrCat(Peer(next_), " took no data for ", absl::FormatDuration(absl::Now() - started))
+                          : absl::StrCat(Peer(prev_), " sent nothing for ", absl::FormatDuration(absl::Now() - started),
+                                         " (FLAGS_rpc_deadline; it died, hangs or the network is cut)");
+      });
 }
 
 }  // namespace oar

@@ -24,7 +24,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
 struct alignas(64) ShmBarrier::RankState {
   std::atomic<uint64_t> arrived;  // barriers entered
   std::atomic<int32_t> pid;
-  std::atomic<uint32_t> gone;     // 1 once its communicator was destroyed
+  std::atomic<uint32_t> gone;  // 1 once its communicator was destroyed
 };
 
 struct ShmBarrier::Control {
@@ -40,9 +40,9 @@ struct ShmBarrier::Control {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x314c4c4f43524141ULL;  // "AARCOLL1"
-constexpr int kSpins = 200;                         // checks before sleeping (about 10 microseconds)
-constexpr absl::Duration kNap = absl::Milliseconds(20);  // longest sleep between checks of the deadline
+constexpr uint64_t kMagic = 0x314c4c4f43524141ULL;             // "AARCOLL1"
+constexpr int kSpins = 200;                                    // checks before sleeping (about 10 microseconds)
+constexpr absl::Duration kNap = absl::Milliseconds(20);        // longest sleep between checks of the deadline
 constexpr absl::Duration kPidEvery = absl::Milliseconds(100);  // how often missing ranks' processes are looked up
 
 void FutexWake(std::atomic<uint32_t>* word) {
@@ -95,8 +95,7 @@ absl::Status ShmBarrier::Check(const char* at, int n, uint64_t nonce) {
   return absl::OkStatus();
 }
 
-ShmBarrier::ShmBarrier(char* at, ShmRankOptions options)
-    : c_(reinterpret_cast<Control*>(at)), o_(std::move(options)) {
+ShmBarrier::ShmBarrier(char* at, ShmRankOptions options) : c_(reinterpret_cast<Control*>(at)), o_(std::move(options)) {
   State(o_.rank).pid.store(static_cast<int32_t>(::getpid()));
 }
 

@@ -34,7 +34,7 @@ namespace oar {
 
 struct ShmRankOptions {
   int rank = 0;
-  std::vector<std::string> endpoints;  // every rank's, for messages
+  std::vector<std::string> endpoints;          // every rank's, for messages
   absl::Duration timeout = absl::Seconds(30);  // each Wait
 };
 

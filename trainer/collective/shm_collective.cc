@@ -43,12 +43,12 @@ absl::StatusOr<std::unique_ptr<ShmCollective>> ShmCollective::Create(std::unique
                                                                      size_t slot_bytes) {
   const int n = static_cast<int>(options.endpoints.size());
   if (n < 1 || options.rank < 0 || options.rank >= n || slot_bytes < 64 || slot_bytes > (size_t{1} << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat("shm collective: rank ", options.rank, " of ", n, ", slots of ",
-                                                   slot_bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shm collective: rank ", options.rank, " of ", n, ", slots of ", slot_bytes, " bytes"));
   }
   if (segment->size() != SegmentBytes(n, slot_bytes)) {
-    return absl::FailedPreconditionError(absl::StrCat("the shared segment has ", segment->size(), " bytes, not ",
-                                                      SegmentBytes(n, slot_bytes)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the shared segment has ", segment->size(), " bytes, not ", SegmentBytes(n, slot_bytes)));
   }
   OAR_RETURN_IF_ERROR(ShmBarrier::Check(segment->data(), n, nonce));
   return std::unique_ptr<ShmCollective>(new ShmCollective(std::move(segment), std::move(options), slot_bytes));
@@ -59,8 +59,8 @@ ShmCollective::ShmCollective(std::unique_ptr<ShmSegment> segment, ShmRankOptions
 
 ShmCollective::Header* ShmCollective::HeaderAt(int parity, int rank) const {
   const size_t n = static_cast<size_t>(size());
-  char* headers = segment_->data() + Aligned(ShmBarrier::Bytes(size())) +
-                  static_cast<size_t>(parity) * Aligned(sizeof(Header) * n);
+  char* headers =
+      segment_->data() + Aligned(ShmBarrier::Bytes(size())) + static_cast<size_t>(parity) * Aligned(sizeof(Header) * n);
   return reinterpret_cast<Header*>(headers) + rank;
 }
 
@@ -80,8 +80,8 @@ absl::Status ShmCollective::CheckHeaders(int parity) const {
   const Header& zero = *HeaderAt(parity, 0);
   auto describe = [](const Header& h) {
     return absl::StrCat(CollectiveOpName(h.op), " '", std::string(h.name, strnlen(h.name, sizeof(h.name))), "' (",
-                        DataTypeName(static_cast<DataType>(h.dtype)), h.op == kAllGather ? "" : absl::StrCat("[", h.count, "]"),
-                        ")");
+                        DataTypeName(static_cast<DataType>(h.dtype)),
+                        h.op == kAllGather ? "" : absl::StrCat("[", h.count, "]"), ")");
   };
   for (int q = 1; q < size(); ++q) {
     const Header& h = *HeaderAt(parity, q);
@@ -200,16 +200,18 @@ absl::Status ShmCollective::AllReduceSpans(const std::vector<Span>& spans, DataT
       auto cut = [&](int r) { return len * r / n; };
       for (int q = 0; q < n; ++q) {
         if (q == me) continue;
-        const absl::Status added = SumInto(dt, at(me, cut(me)), at(q, cut(me)), static_cast<size_t>(cut(me + 1) - cut(me)));
+        const absl::Status added =
+            SumInto(dt, at(me, cut(me)), at(q, cut(me)), static_cast<size_t>(cut(me + 1) - cut(me)));
         if (!added.ok()) return Fail(added, "AllReduce", name);
       }
       s = barrier_.Wait("AllReduce", name);
       if (!s.ok()) return Fail(s, "AllReduce", name);
       for (int q = 0; q < n; ++q) {
-        OAR_RETURN_IF_ERROR(ForPieces(spans, es, lo + cut(q), cut(q + 1) - cut(q), [&](char* piece, int64_t off, int64_t k) {
-          std::memcpy(piece, at(q, cut(q) + off), static_cast<size_t>(k) * es);
-          return absl::OkStatus();
-        }));
+        OAR_RETURN_IF_ERROR(
+            ForPieces(spans, es, lo + cut(q), cut(q + 1) - cut(q), [&](char* piece, int64_t off, int64_t k) {
+              std::memcpy(piece, at(q, cut(q) + off), static_cast<size_t>(k) * es);
+              return absl::OkStatus();
+            }));
       }
     }
     lo += len;
@@ -269,7 +271,8 @@ absl::Status ShmCollective::AllGather(const Tensor& in, std::vector<Tensor>* out
       bool overflow = false;
       for (uint32_t d = 0; d < std::min<uint32_t>(theirs.ndims, 8); ++d) {
         dims.push_back(theirs.dims[d]);
-        overflow |= theirs.dims[d] < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(std::max<int64_t>(theirs.dims[d], 0)), &bytes);
+        overflow |= theirs.dims[d] < 0 ||
+                    __builtin_mul_overflow(bytes, static_cast<uint64_t>(std::max<int64_t>(theirs.dims[d], 0)), &bytes);
       }
       if (theirs.ndims > 8 || overflow || bytes != theirs.count) {
         s = absl::InvalidArgumentError(absl::StrCat(barrier_.Peer(q), " sent a malformed block header"));

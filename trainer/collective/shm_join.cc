@@ -57,7 +57,8 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
   if (n == 1) return std::unique_ptr<Collective>(std::move(ring));
   // Every rank keeps the ring, saying why; with transport "shm", an error.
   auto keep_ring = [&](const std::string& why) -> absl::StatusOr<std::unique_ptr<Collective>> {
-    if (o.transport == "shm") return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
+    if (o.transport == "shm")
+      return absl::FailedPreconditionError(absl::StrCat("--collective_transport=shm, but ", why));
     LOG(INFO) << "nccl2: the " << n << " trainers all-reduce over the TCP ring: " << why;
     return std::unique_ptr<Collective>(std::move(ring));
   };
@@ -67,8 +68,9 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
   Tensor willing = Int64s({o.transport != "tcp" && local ? 1 : 0});
   OAR_RETURN_IF_ERROR(Annotate(ring->AllReduce(&willing, "shm: willing"), "joining over shared memory"));
   if (willing.data<int64_t>()[0] < n) {
-    return keep_ring(local ? "a trainer runs with --collective_transport=tcp"
-                           : absl::StrCat("the trainers are not all on this host (", absl::StrJoin(endpoints, ","), ")"));
+    return keep_ring(local
+                         ? "a trainer runs with --collective_transport=tcp"
+                         : absl::StrCat("the trainers are not all on this host (", absl::StrJoin(endpoints, ","), ")"));
   }
   // 2. Rank 0 makes the segment and says where it is: PID, descriptor, nonce.
   const size_t bytes = ShmCollective::SegmentBytes(n, o.slot_bytes);
@@ -102,11 +104,12 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
     mine = absl::UnavailableError("rank 0 could not make the shared segment");
   }
   std::vector<Tensor> all;
-  OAR_RETURN_IF_ERROR(Annotate(ring->AllGather(Int64s({mine.ok() ? 1 : 0}), &all, "shm: joined"),
-                               "joining over shared memory"));
+  OAR_RETURN_IF_ERROR(
+      Annotate(ring->AllGather(Int64s({mine.ok() ? 1 : 0}), &all, "shm: joined"), "joining over shared memory"));
   std::vector<std::string> failed;
   for (int q = 0; q < n; ++q) {
-    if (all[static_cast<size_t>(q)].data<int64_t>()[0] != 1) failed.push_back(absl::StrCat("rank ", q, " (", endpoints[q], ")"));
+    if (all[static_cast<size_t>(q)].data<int64_t>()[0] != 1)
+      failed.push_back(absl::StrCat("rank ", q, " (", endpoints[q], ")"));
   }
   if (!failed.empty()) {
     // This rank's own reason where it failed; rank 0's failure is everyone's.

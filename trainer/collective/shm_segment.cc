@@ -29,8 +29,8 @@ absl::StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Make(size_t bytes) {
     err = errno;
   }
   if (data == MAP_FAILED) {
-    absl::Status s = absl::UnavailableError(
-        absl::StrCat("cannot make ", bytes, " bytes of shared memory: ", std::strerror(err)));
+    absl::Status s =
+        absl::UnavailableError(absl::StrCat("cannot make ", bytes, " bytes of shared memory: ", std::strerror(err)));
     if (fd >= 0) ::close(fd);
     return s;
   }

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "gflags/gflags_declare.h"
 #include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"
 #include "trainer/collective/ring_link.h"
-#include "gflags/gflags_declare.h"
 
 DECLARE_int32(rpc_deadline);
 
@@ -98,9 +98,10 @@ class TcpRing::Impl {
       std::vector<Piece> out;
       if (s == 0) out.push_back({reinterpret_cast<const char*>(&h), sizeof(h)});
       out.push_back({blocks.data() + bytes * static_cast<size_t>(send), bytes});
-      OAR_RETURN_IF_ERROR(link->Exchange(out, in_header, s == 0 ? sizeof(Header) : 0, Check(h, name),
-                                         blocks.data() + bytes * static_cast<size_t>(recv), bytes, bytes + 1,
-                                         [](size_t, const char*, size_t) { return absl::OkStatus(); }, Deadline()));
+      OAR_RETURN_IF_ERROR(link->Exchange(
+          out, in_header, s == 0 ? sizeof(Header) : 0, Check(h, name),
+          blocks.data() + bytes * static_cast<size_t>(recv), bytes, bytes + 1,
+          [](size_t, const char*, size_t) { return absl::OkStatus(); }, Deadline()));
     }
     if (bytes == 0) return absl::OkStatus();
     std::memcpy(t->raw_data(), blocks.data(), bytes);  // in rank order: the same bits everywhere
@@ -120,9 +121,9 @@ class TcpRing::Impl {
     char in_header[sizeof(Header)];
     const std::vector<Piece> out = {{reinterpret_cast<const char*>(&h), sizeof(h)},
                                     {static_cast<const char*>(t->raw_data()), bytes}};
-    OAR_RETURN_IF_ERROR(link->Exchange(out, in_header, sizeof(Header), Check(h, name), blocks.data(), bytes,
-                                       bytes + 1, [](size_t, const char*, size_t) { return absl::OkStatus(); },
-                                       Deadline()));
+    OAR_RETURN_IF_ERROR(link->Exchange(
+        out, in_header, sizeof(Header), Check(h, name), blocks.data(), bytes, bytes + 1,
+        [](size_t, const char*, size_t) { return absl::OkStatus(); }, Deadline()));
     if (bytes == 0) return absl::OkStatus();
     return SumInto(t->dtype(), t->raw_data(), blocks.data(), static_cast<size_t>(t->numel()));
   }
@@ -151,9 +152,9 @@ class TcpRing::Impl {
     // All-gather the summed slices.
     for (int s = 0; s < n() - 1; ++s) {
       const int send = mod(o.rank - s + 1), recv = mod(o.rank - s);
-      OAR_RETURN_IF_ERROR(link->Exchange({{data + lo(send), len(send)}}, nullptr, 0, nullptr, data + lo(recv),
-                                         len(recv), o.chunk_bytes,
-                                         [](size_t, const char*, size_t) { return absl::OkStatus(); }, Deadline()));
+      OAR_RETURN_IF_ERROR(link->Exchange(
+          {{data + lo(send), len(send)}}, nullptr, 0, nullptr, data + lo(recv), len(recv), o.chunk_bytes,
+          [](size_t, const char*, size_t) { return absl::OkStatus(); }, Deadline()));
     }
     return absl::OkStatus();
   }
@@ -170,8 +171,10 @@ absl::StatusOr<std::unique_ptr<TcpRing>> TcpRing::Create(TcpRingOptions options)
   if (options.timeout <= absl::ZeroDuration()) options.timeout = absl::Milliseconds(FLAGS_rpc_deadline);
   auto impl = std::make_unique<Impl>();
   impl->o = options;
-  OAR_ASSIGN_OR_RETURN(impl->link, RingLink::Connect({.rank = options.rank, .endpoints = options.endpoints,
-                                                      .token = options.token, .timeout = options.timeout}));
+  OAR_ASSIGN_OR_RETURN(
+      impl->link,
+      RingLink::Connect(
+          {.rank = options.rank, .endpoints = options.endpoints, .token = options.token, .timeout = options.timeout}));
   return std::unique_ptr<TcpRing>(new TcpRing(std::move(impl)));
 }
 
@@ -186,13 +189,14 @@ absl::Status TcpRing::AllReduce(Tensor* t, const std::string& name) {
   // Two ranks move the same bytes either way, and gathering takes one
   // exchange where the ring takes two: gather up to pair_bytes.
   const size_t small = size() == 2 ? std::max(impl_->o.small_bytes, impl_->o.pair_bytes) : impl_->o.small_bytes;
-  absl::Status s = t->nbytes() < small || t->numel() < size() ? impl_->SmallAllReduce(t, h, name)
-                                                              : impl_->RingAllReduce(t, h, name);
+  absl::Status s =
+      t->nbytes() < small || t->numel() < size() ? impl_->SmallAllReduce(t, h, name) : impl_->RingAllReduce(t, h, name);
   return s.ok() ? s : impl_->Fail(s, kAllReduce, name);
 }
 
 absl::Status TcpRing::Broadcast(Tensor* t, int root, const std::string& name) {
-  if (root < 0 || root >= size()) return absl::InvalidArgumentError(absl::StrCat("Broadcast root ", root, " is not a rank"));
+  if (root < 0 || root >= size())
+    return absl::InvalidArgumentError(absl::StrCat("Broadcast root ", root, " is not a rank"));
   if (size() == 1) return absl::OkStatus();
   Impl& m = *impl_;
   const Header h = m.Make(kBroadcast, t, name, root);
@@ -255,9 +259,9 @@ absl::Status TcpRing::AllGather(const Tensor& in, std::vector<Tensor>* out, cons
     for (uint32_t d = 0; d < theirs.ndims; ++d) dims.push_back(theirs.dims[d]);
     dst.Resize(dims);
     char* into = static_cast<char*>(dst.mutable_data(in.dtype()));
-    st = m.link->Exchange({{static_cast<const char*>(block.raw_data()), block.nbytes()}}, nullptr, 0, nullptr, into,
-                          dst.nbytes(), m.o.chunk_bytes, [](size_t, const char*, size_t) { return absl::OkStatus(); },
-                          m.Deadline());
+    st = m.link->Exchange(
+        {{static_cast<const char*>(block.raw_data()), block.nbytes()}}, nullptr, 0, nullptr, into, dst.nbytes(),
+        m.o.chunk_bytes, [](size_t, const char*, size_t) { return absl::OkStatus(); }, m.Deadline());
     if (!st.ok()) return m.Fail(st, kAllGather, name);
   }
   return absl::OkStatus();

@@ -33,8 +33,12 @@ class ClientConn::Reader final : public ReplyReader {
 
 ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts,
                        std::shared_ptr<LentSends> lent)
-    : stream_(std::move(stream)), name_(std::move(name)), debts_(std::move(debts)), lent_(std::move(lent)),
-      can_hand_over_(stream_->CanWaitReadable()), defers_(debts_ != nullptr && stream_->DefersWakeups()) {}
+    : stream_(std::move(stream)),
+      name_(std::move(name)),
+      debts_(std::move(debts)),
+      lent_(std::move(lent)),
+      can_hand_over_(stream_->CanWaitReadable()),
+      defers_(debts_ != nullptr && stream_->DefersWakeups()) {}
 
 ClientConn::~ClientConn() {
   if (reader_.joinable()) reader_.detach();  // only when dropped without Join (never, see StreamClient)
@@ -93,17 +97,16 @@ std::unique_ptr<ReplyReader> ClientConn::Call(RpcKind kind, std::shared_ptr<cons
   Variable in_slot;
   if (lent_ != nullptr && request->lend_payload && request->header.kind == PayloadKind::kTensor &&
       request->var.IsType<Tensor>()) {
-    std::optional<Tensor> t = lent_->CopyIn(
-        absl::StrCat(name_, "|", request->header.trainer_id(), "|", var), request->var.Get<Tensor>());
+    std::optional<Tensor> t =
+        lent_->CopyIn(absl::StrCat(name_, "|", request->header.trainer_id(), "|", var), request->var.Get<Tensor>());
     if (t.has_value()) *in_slot.GetMutable<Tensor>() = *std::move(t);
   }
   const bool lending = in_slot.IsInitialized();
   absl::Status st;
   {
     absl::MutexLock l(&write_mu_);
-    st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms,
-                      request->header, lending ? &in_slot : &request->var, deadline, more,
-                      lending ? &lent_->region() : nullptr);
+    st = WriteMessage(stream_.get(), FrameType::kRequest, static_cast<uint8_t>(kind), id, timeout_ms, request->header,
+                      lending ? &in_slot : &request->var, deadline, more, lending ? &lent_->region() : nullptr);
   }
   if (!st.ok()) Break(absl::UnavailableError(absl::StrCat(name_, ": sending '", var, "' failed: ", st.message())));
   if (st.ok() && more) debts_->Owe(weak_from_this());

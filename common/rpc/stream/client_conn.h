@@ -67,8 +67,8 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   // Writes the request. `claim`: the caller will wait for this call, and
   // gets the ReplyReader to do it with (null when the stream cannot hand
   // its reading over; its reader thread then reads the reply).
-  std::unique_ptr<ReplyReader> Call(RpcKind kind, std::shared_ptr<const OutgoingMessage> request,
-                                    absl::Time deadline, CallDone done, bool claim);
+  std::unique_ptr<ReplyReader> Call(RpcKind kind, std::shared_ptr<const OutgoingMessage> request, absl::Time deadline,
+                                    CallDone done, bool claim);
   // Ends the calls whose deadline passed (DEADLINE_EXCEEDED), and wakes
   // the reader thread when nobody reads and there are bytes to read.
   void Sweep(absl::Time now);

@@ -56,15 +56,16 @@ absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time
   if (hello.flags & Hello::kMapsRegions) asked |= Welcome::kLentRegion;
   if (hello.flags & Hello::kLendsRegion) asked |= Welcome::kMapsClientRegion;
   if (w.flags & ~asked) {
-    return absl::UnavailableError(absl::StrCat(s->peer(), " answered with flags ", w.flags, " that were not asked for"));
+    return absl::UnavailableError(
+        absl::StrCat(s->peer(), " answered with flags ", w.flags, " that were not asked for"));
   }
   if (server_maps != nullptr) *server_maps = (w.flags & Welcome::kMapsClientRegion) != 0;
   if (w.flags & Welcome::kLentRegion) return s->MapLentRegion(deadline);
   return absl::OkStatus();
 }
 
-absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
-                             const SharedRegion* region, bool* lent, bool map_client_region) {
+absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time deadline, const SharedRegion* region,
+                             bool* lent, bool map_client_region) {
   if (lent != nullptr) *lent = false;
   Hello hello;
   absl::Status st = s->Read(&hello, sizeof(hello), deadline);
@@ -183,7 +184,8 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
   sendrecv::VariableMessage meta;
   absl::StatusOr<MessageHeader> h = absl::InvalidArgumentError(
       absl::StrCat("malformed VariableMessage from ", s->peer(), ": its header does not parse"));
-  if (meta.ParseFromString(bytes) && meta.serialized().empty()) h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
+  if (meta.ParseFromString(bytes) && meta.serialized().empty())
+    h = ParseHeader(std::move(meta), f.has_payload != 0, f.payload_len);
   // A payload in the lent region: its offset is what the stream carries.
   const bool in_region = (f.flags & FrameHeader::kInRegion) != 0;
   std::shared_ptr<const SharedRegion> region;
@@ -195,11 +197,11 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
     region = s->lent_region();
     lent = region != nullptr ? region->At(offset, f.payload_len) : nullptr;
     if (h.ok() && lent == nullptr) {
-      h = absl::InvalidArgumentError(absl::StrCat(
-          s->peer(), f.type == FrameType::kRequest ? " sent '" : " answered '", h->name(), "' with ", f.payload_len,
-          " bytes at offset ", offset,
-          region != nullptr ? absl::StrCat(" of the ", region->size(), "-byte region it lent")
-                            : " of a region it never lent"));
+      h = absl::InvalidArgumentError(absl::StrCat(s->peer(), f.type == FrameType::kRequest ? " sent '" : " answered '",
+                                                  h->name(), "' with ", f.payload_len, " bytes at offset ", offset,
+                                                  region != nullptr
+                                                      ? absl::StrCat(" of the ", region->size(), "-byte region it lent")
+                                                      : " of a region it never lent"));
     }
   }
   absl::StatusOr<Destination> to = h.ok() ? admit(*h) : h.status();

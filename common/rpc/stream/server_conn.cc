@@ -130,10 +130,11 @@ void ServerConn::ReadLoop() {
         })) {
       if (holds_slot) ctx_->gate->Leave();
       ctx_->in_flight.fetch_sub(1);
-      Answer(id, absl::ResourceExhaustedError(absl::StrCat(ctx_->endpoint, ": ", ctx_->pools->max_queued(), " ",
-                                                            KindName(kind),
-                                                            " requests are already waiting "
-                                                            "(FLAGS_rpc_max_queued_requests); retry later")),
+      Answer(id,
+             absl::ResourceExhaustedError(absl::StrCat(ctx_->endpoint, ": ", ctx_->pools->max_queued(), " ",
+                                                       KindName(kind),
+                                                       " requests are already waiting "
+                                                       "(FLAGS_rpc_max_queued_requests); retry later")),
              nullptr);
     }
   }
@@ -232,11 +233,12 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
   if (only_if_room) {
     constexpr size_t kSlack = 64;  // the tags and lengths around what is counted
     // A payload in the lent region travels as its 8-byte offset.
-    const uint64_t payload = header.ok() && InRegion(*reply) ? sizeof(uint64_t) : header.ok() ? header->payload_bytes : 0;
-    const size_t bytes =
-        sizeof(FrameHeader) + kSlack +
-        (header.ok() ? header->meta.ByteSizeLong() + payload + header->rows.size() * sizeof(int64_t)
-                     : header.status().message().size());
+    const uint64_t payload = header.ok() && InRegion(*reply) ? sizeof(uint64_t)
+                             : header.ok()                   ? header->payload_bytes
+                                                             : 0;
+    const size_t bytes = sizeof(FrameHeader) + kSlack +
+                         (header.ok() ? header->meta.ByteSizeLong() + payload + header->rows.size() * sizeof(int64_t)
+                                      : header.status().message().size());
     if (!stream_->WritableNow(bytes)) return false;
   }
   // The reader thread with the next request already in: the client is
@@ -244,11 +246,10 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
   // wait), not once per reply. Only where wake-ups are batched: elsewhere
   // (TCP) asking whether more is in would cost a system call per reply.
   const bool more = stream_->DefersWakeups() && std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
-  const absl::Status w =
-      header.ok()
-          ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var, IoDeadline(), more,
-                         lent_ && reply->stable ? ctx_->region : nullptr)
-          : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
+  const absl::Status w = header.ok()
+                             ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var,
+                                            IoDeadline(), more, lent_ && reply->stable ? ctx_->region : nullptr)
+                             : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
   if (!w.ok()) {
     LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;
     stream_->Close();  // a half-written frame: the connection cannot go on

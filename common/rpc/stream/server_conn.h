@@ -40,7 +40,7 @@ namespace oar::rpc::stream {
 struct ServerContext {
   RpcHandler* handler = nullptr;
   std::string token;
-  std::string endpoint;     // for messages: "127.0.0.1:6174 (tcp)"
+  std::string endpoint;      // for messages: "127.0.0.1:6174 (tcp)"
   uint64_t max_request = 0;  // bytes; 0: no cap
   HandlerPools* pools = nullptr;
   ReadGate* gate = nullptr;

@@ -22,8 +22,8 @@ namespace oar::rpc::stream {
 
 // Each side's words on its own cache line.
 struct ShmRing::Control {
-  alignas(64) std::atomic<uint64_t> head;  // bytes published by the producer
-  alignas(64) std::atomic<uint64_t> tail;  // bytes consumed
+  alignas(64) std::atomic<uint64_t> head;       // bytes published by the producer
+  alignas(64) std::atomic<uint64_t> tail;       // bytes consumed
   alignas(64) std::atomic<uint32_t> data_word;  // bumped when bytes are published to a waiting consumer
   std::atomic<uint32_t> consumer_waiting;
   alignas(64) std::atomic<uint32_t> space_word;  // bumped when bytes are consumed for a waiting producer
@@ -49,7 +49,8 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 size_t ShmRing::BytesFor(size_t capacity) { return sizeof(Control) + (capacity + 63) / 64 * 64; }
 
 ShmRing::ShmRing(void* memory, size_t capacity, bool init)
-    : control_(static_cast<Control*>(memory)), data_(static_cast<char*>(memory) + sizeof(Control)),
+    : control_(static_cast<Control*>(memory)),
+      data_(static_cast<char*>(memory) + sizeof(Control)),
       capacity_(capacity),
       publish_bytes_(std::clamp<size_t>(capacity / 16, 4096, kMaxPublishBytes)) {
   if (init) new (control_) Control{};
@@ -200,8 +201,7 @@ bool ShmRing::Readable() const {
 }
 
 size_t ShmRing::Writable() const {
-  const uint64_t used =
-      control_->head.load(std::memory_order_relaxed) - control_->tail.load(std::memory_order_acquire);
+  const uint64_t used = control_->head.load(std::memory_order_relaxed) - control_->tail.load(std::memory_order_acquire);
   return capacity_ - static_cast<size_t>(used);
 }
 

@@ -118,7 +118,8 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::
   };
   if (got != static_cast<ssize_t>(sizeof(offer)) || mem < 0) return bad("no ring descriptor");
   if (offer.magic != kOfferMagic || offer.version != kVersion) return bad("unknown offer");
-  if (offer.ring_bytes < kMinRing || offer.ring_bytes > kMaxRing) return bad(absl::StrCat(offer.ring_bytes, "-byte rings"));
+  if (offer.ring_bytes < kMinRing || offer.ring_bytes > kMaxRing)
+    return bad(absl::StrCat(offer.ring_bytes, "-byte rings"));
   const size_t per = ShmRing::BytesFor(offer.ring_bytes);
   struct stat st {};
   // Sealed against shrinking, or the peer could cut the pages under us (SIGBUS).
@@ -204,7 +205,8 @@ absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time 
 bool ShmStream::DefersWakeups() const { return FLAGS_rpc_shm_batch_wakeups > 0; }
 
 absl::Status ShmStream::WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
-  return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }, /*defer_wake=*/true));
+  return Named(out_->Write(
+      pieces, deadline, [this] { return PeerAlive(); }, /*defer_wake=*/true));
 }
 
 }  // namespace oar::rpc::stream

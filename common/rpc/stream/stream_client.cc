@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_common.h"
 #include "common/rpc/stream/client_conn.h"
 #include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/lent_sends.h"
@@ -9,7 +10,6 @@
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/stream/tls_stream.h"
 #include "common/rpc/stream/wire.h"
-#include "common/rpc/rpc_common.h"
 #include "common/status.h"
 #include "glog/logging.h"
 

@@ -52,7 +52,8 @@ class StreamServer::Impl {
     tcp_acceptor_.open(ep.protocol(), ec);
     if (!ec) tcp_acceptor_.bind(ep, ec);
     if (!ec) tcp_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return absl::UnavailableError(absl::StrCat("cannot listen on ", host, " (stream transport): ", ec.message()));
+    if (ec)
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", host, " (stream transport): ", ec.message()));
     port_ = tcp_acceptor_.local_endpoint().port();
     ctx_.endpoint = absl::StrCat(host, ":", port_, " (stream)");
     if (shm) {

@@ -43,8 +43,7 @@ void TcpStream::Tune(tcp::socket& socket) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string& host, int port,
-                                                             absl::Time deadline) {
+absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string& host, int port, absl::Time deadline) {
   const std::string where = absl::StrCat(host, ":", port);
   asio::io_context io;
   tcp::resolver resolver(io);
@@ -180,7 +179,8 @@ absl::Status TcpStream::Write(const std::vector<ConstPiece>& pieces, absl::Time 
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        if (closed_.load(std::memory_order_relaxed)) return absl::CancelledError(absl::StrCat(peer_, ": stream closed"));
+        if (closed_.load(std::memory_order_relaxed))
+          return absl::CancelledError(absl::StrCat(peer_, ": stream closed"));
         return absl::UnavailableError(absl::StrCat(peer_, ": send failed: ", std::strerror(errno)));
       }
       absl::Status s = Wait(POLLOUT, deadline, "sending");

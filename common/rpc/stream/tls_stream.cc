@@ -99,7 +99,7 @@ TlsStream::TlsStream(std::unique_ptr<Impl> impl, std::string peer, bool server)
 TlsStream::~TlsStream() = default;
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const std::string& host, int port,
-                                                             const std::string& ca_pem, absl::Time deadline) {
+                                                              const std::string& ca_pem, absl::Time deadline) {
   const std::string where = absl::StrCat(host, ":", port);
   ssl::context ctx = MakeContext();
   boost::system::error_code ec;
@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const std::string&
 }
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Accepted(tcp::socket socket, const std::string& cert_pem,
-                                                              const std::string& key_pem) {
+                                                               const std::string& key_pem) {
   ssl::context ctx = MakeContext();
   boost::system::error_code ec;
   ctx.use_certificate_chain(asio::buffer(cert_pem), ec);
@@ -148,8 +148,8 @@ absl::Status TlsStream::Open(absl::Time deadline) {
   if (!server_) return absl::OkStatus();
   Impl* p = impl_.get();
   bool timed_out = false;
-  auto ec = p->Run([p](auto done) { p->stream_.async_handshake(ssl::stream_base::server, done); }, deadline,
-                   &timed_out);
+  auto ec =
+      p->Run([p](auto done) { p->stream_.async_handshake(ssl::stream_base::server, done); }, deadline, &timed_out);
   if (timed_out) return absl::DeadlineExceededError(absl::StrCat(peer_, ": the TLS handshake took too long"));
   if (ec) return absl::UnauthenticatedError(absl::StrCat(peer_, ": TLS handshake failed: ", ec.message()));
   return absl::OkStatus();

@@ -27,8 +27,8 @@ class TlsStream final : public ByteStream {
   // Connects to host:port and completes the TLS handshake within
   // `deadline`, trusting `ca_pem`; Unavailable naming the address (and
   // what TLS said) otherwise.
-  static absl::StatusOr<std::unique_ptr<TlsStream>> Connect(const std::string& host, int port, const std::string& ca_pem,
-                                                            absl::Time deadline);
+  static absl::StatusOr<std::unique_ptr<TlsStream>> Connect(const std::string& host, int port,
+                                                            const std::string& ca_pem, absl::Time deadline);
   // Server side: takes an accepted socket; the handshake runs in Open, on
   // the connection's own thread. InvalidArgument when the certificate or
   // key does not load.

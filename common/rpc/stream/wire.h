@@ -71,7 +71,7 @@ struct Welcome {
   uint32_t magic = kWelcomeMagic;
   uint32_t code = 0;  // absl::StatusCode; 0 = accepted
   uint32_t text_len = 0;
-  uint32_t flags = 0;  // kLentRegion, kMapsClientRegion
+  uint32_t flags = 0;                               // kLentRegion, kMapsClientRegion
   static constexpr uint32_t kLentRegion = 1;        // the region's fd is on the socket
   static constexpr uint32_t kMapsClientRegion = 2;  // the server mapped the client's region
 };

@@ -34,11 +34,11 @@ TEST(AppendBackwardTest, BuildsReverseGradOpsWithRolesAndRoleVars) {
   ASSERT_TRUE(main.status().ok()) << main.status();
   const BlockDesc& b = main.desc().Block(0);
   EXPECT_EQ(Types(b, forward_ops),
-            (Args{"fill_constant", "mean_grad", "cross_entropy_grad", "softmax_grad",
-                  "elementwise_add_grad", "mul_grad", "relu_grad", "elementwise_add_grad", "mul_grad"}));
+            (Args{"fill_constant", "mean_grad", "cross_entropy_grad", "softmax_grad", "elementwise_add_grad",
+                  "mul_grad", "relu_grad", "elementwise_add_grad", "mul_grad"}));
   const OpDesc& fill = b.Op(forward_ops);
   EXPECT_EQ(fill.Output("Out"), Args{"mean_0.tmp_0@GRAD"});
-  EXPECT_EQ(fill.GetAttr<int32_t>("op_role"), 257);           // Backward | Loss
+  EXPECT_EQ(fill.GetAttr<int32_t>("op_role"), 257);                   // Backward | Loss
   EXPECT_EQ(b.Op(forward_ops - 1).GetAttr<int32_t>("op_role"), 256);  // the loss op: Forward | Loss
   for (size_t i = forward_ops + 1; i < b.OpSize(); ++i) EXPECT_EQ(b.Op(i).GetAttr<int32_t>("op_role"), 1);
 
@@ -71,8 +71,7 @@ TEST(AppendBackwardTest, SumsGradientsOfAVariableUsedTwice) {
   }
   ASSERT_TRUE(main.status().ok()) << main.status();
   const BlockDesc& b = main.desc().Block(0);
-  EXPECT_EQ(Types(b, forward_ops),
-            (Args{"fill_constant", "mean_grad", "elementwise_mul_grad", "sum", "mul_grad"}));
+  EXPECT_EQ(Types(b, forward_ops), (Args{"fill_constant", "mean_grad", "elementwise_mul_grad", "sum", "mul_grad"}));
   const OpDesc& mul_grad = b.Op(forward_ops + 2);
   EXPECT_EQ(mul_grad.Output("X@GRAD"), Args{"fc_0.tmp_0@GRAD@RENAME@0"});
   EXPECT_EQ(mul_grad.Output("Y@GRAD"), Args{"fc_0.tmp_0@GRAD@RENAME@1"});
@@ -83,10 +82,8 @@ TEST(AppendBackwardTest, SumsGradientsOfAVariableUsedTwice) {
   // And the summed gradient is right: d/dW mean((xW)^2) = 2/n · xᵀ(xW).
   Executor exe;
   Scope scope;
-  *scope.Var("fc_0.w_0")->GetMutable<Tensor>() =
-      MakeTensor<float>({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
-  auto out = exe.Run(main.desc(), &scope, {{"x", MakeTensor<float>({1, 3}, {1, 2, 3})}},
-                     {"fc_0.w_0@GRAD"});
+  *scope.Var("fc_0.w_0")->GetMutable<Tensor>() = MakeTensor<float>({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  auto out = exe.Run(main.desc(), &scope, {{"x", MakeTensor<float>({1, 3}, {1, 2, 3})}}, {"fc_0.w_0@GRAD"});
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> g = TensorToVector<float>((*out)[0]);
   EXPECT_NEAR(g[0], 2.0f / 3 * 1 * 1, 1e-6);  // row x0=1, col h0=1

@@ -15,9 +15,8 @@ namespace {
 class IoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("oar_io_" + std::to_string(getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir_ = (std::filesystem::temp_directory_path() / ("oar_io_" + std::to_string(getpid()) + "_" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     std::filesystem::remove_all(dir_);
     {
@@ -137,7 +136,7 @@ TEST_F(IoTest, ACheckpointOfAnotherModelIsToldAsSuchAndWhatItHoldsBeyondTheProgr
   absl::Status st = load_checkpoint(exe_, &fresh, dir_, deeper.desc());
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find(dir_ + " is not a checkpoint of this program: it lacks 2 of the program's 6 variables "
-                              "(fc_2.b_0, fc_2.w_0) and holds 17 it does not (fc_0.b_0_beta1_pow_acc_0, "),
+                                     "(fc_2.b_0, fc_2.w_0) and holds 17 it does not (fc_0.b_0_beta1_pow_acc_0, "),
             std::string::npos)
       << st;
   EXPECT_EQ(fresh.FindVar("fc_0.w_0"), nullptr) << "nothing is read from a checkpoint that does not fit";
@@ -146,7 +145,8 @@ TEST_F(IoTest, ACheckpointOfAnotherModelIsToldAsSuchAndWhatItHoldsBeyondTheProgr
     Program startup;
     ProgramGuard g(&sgd, &startup);
     Var pred = layers::fc(layers::fc(layers::data("x", {4}), 8, "relu"), 3, "softmax");
-    optimizer::SGD(0.1f).minimize(layers::mean(layers::cross_entropy(pred, layers::data("label", {1}, DataType::kInt64))));
+    optimizer::SGD(0.1f).minimize(
+        layers::mean(layers::cross_entropy(pred, layers::data("label", {1}, DataType::kInt64))));
   }
   std::vector<std::string> left_out;
   st = load_checkpoint(exe_, &fresh, dir_, sgd.desc(), &left_out);

@@ -77,8 +77,8 @@ TEST_F(LayersTest, LossAndMetricLayersUseFluidOpsAndNames) {
   std::vector<std::string> types;
   const BlockDesc& b = main_.desc().Block(0);
   for (size_t i = 0; i < b.OpSize(); ++i) types.push_back(b.Op(i).type);
-  EXPECT_EQ(types, (Args{"mul", "elementwise_add", "softmax", "cross_entropy", "mean", "top_k",
-                         "accuracy", "elementwise_sub", "square"}));
+  EXPECT_EQ(types, (Args{"mul", "elementwise_add", "softmax", "cross_entropy", "mean", "top_k", "accuracy",
+                         "elementwise_sub", "square"}));
   EXPECT_EQ(b.Op(3).Output("Y"), Args{"cross_entropy_0.tmp_0"});
   EXPECT_EQ(b.Op(5).Output("Indices"), Args{"top_k_0.tmp_1"});
   EXPECT_EQ(acc.name(), "accuracy_0.tmp_0");

@@ -35,16 +35,29 @@ inline std::vector<Schedule> Schedules() {
       {"inverse_time", [] { return layers::inverse_time_decay(0.1f, 2, 0.5f, true); },
        [](int s) { return 0.1 / (1 + 0.5 * (s / 2)); }},
       {"polynomial", [] { return layers::polynomial_decay(0.1f, 5, 0.01f, 2.0f); },
-       [](int s) { double r = std::min(s, 5) / 5.0; return 0.09 * (1 - r) * (1 - r) + 0.01; }},
+       [](int s) {
+         double r = std::min(s, 5) / 5.0;
+         return 0.09 * (1 - r) * (1 - r) + 0.01;
+       }},
       {"polynomial_cycle", [] { return layers::polynomial_decay(0.1f, 4, 0.0f, 1.0f, true); },
-       [](int s) { double steps = 4.0 * std::max(1.0, std::ceil(s / 4.0)); return 0.1 * (1 - s / steps); }},
-      {"piecewise", [] { return layers::piecewise_decay({3, 6}, {1.0f, 0.5f, 0.1f}); },
+       [](int s) {
+         double steps = 4.0 * std::max(1.0, std::ceil(s / 4.0));
+         return 0.1 * (1 - s / steps);
+       }},
+      {"piecewise",
+       [] {
+         return layers::piecewise_decay({3, 6}, {1.0f, 0.5f, 0.1f});
+       },
        [](int s) { return s < 3 ? 1.0 : (s < 6 ? 0.5 : 0.1); }},
       {"noam", [] { return layers::noam_decay(64, 4); },
-       [](int s) { double t = s + 1; return std::pow(64.0, -0.5) * std::min(std::pow(t, -0.5), t * std::pow(4.0, -1.5)); }},
+       [](int s) {
+         double t = s + 1;
+         return std::pow(64.0, -0.5) * std::min(std::pow(t, -0.5), t * std::pow(4.0, -1.5));
+       }},
       {"cosine", [] { return layers::cosine_decay(0.2f, 2, 5); },
        [](int s) { return 0.2 * 0.5 * (std::cos(std::floor(s / 2.0) * M_PI / 5) + 1); }},
-      {"linear_warmup", [] { return layers::linear_lr_warmup(layers::exponential_decay(0.5f, 100, 0.5f, true), 4, 0.0f, 0.5f); },
+      {"linear_warmup",
+       [] { return layers::linear_lr_warmup(layers::exponential_decay(0.5f, 100, 0.5f, true), 4, 0.0f, 0.5f); },
        [](int s) { return s < 4 ? 0.5 * s / 4.0 : 0.5; }},
   };
 }

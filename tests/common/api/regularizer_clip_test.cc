@@ -42,7 +42,8 @@ struct Net {
   std::vector<std::string> OptimizeOpTypes() const {
     std::vector<std::string> t;
     const BlockDesc& b = main.desc().Block(0);
-    for (size_t i = 0; i < b.OpSize(); ++i) if (b.Op(i).role() == 2) t.push_back(b.Op(i).type);
+    for (size_t i = 0; i < b.OpSize(); ++i)
+      if (b.Op(i).role() == 2) t.push_back(b.Op(i).type);
     return t;
   }
 };
@@ -69,7 +70,8 @@ TEST(RegularizerTest, ParamAttrL1DecayOverridesTheOptimizers) {
   EXPECT_NEAR(w[1], 2 - 0.1f * (3 + 0.25f), 1e-6);
   const OpDesc* sum = nullptr;
   const BlockDesc& b = n.main.desc().Block(0);
-  for (size_t i = 0; i < b.OpSize(); ++i) if (b.Op(i).type == "sum") sum = &b.Op(i);
+  for (size_t i = 0; i < b.OpSize(); ++i)
+    if (b.Op(i).type == "sum") sum = &b.Op(i);
   ASSERT_NE(sum, nullptr);
   EXPECT_EQ(sum->GetAttr<std::vector<std::string>>("op_role_var"), (std::vector<std::string>{"w", "w@GRAD"}));
 }

@@ -32,9 +32,7 @@ multi_slot_desc {
 
 TEST(DataFeedDescTest, FluidsExampleLoadsAndRoundTrips) {
   const std::string path = ::testing::TempDir() + "/data_feed_desc_test.proto";
-  {
-    std::ofstream(path) << kFluidExample;
-  }
+  { std::ofstream(path) << kFluidExample; }
   auto feed = DataFeedDesc::Load(path);
   ASSERT_TRUE(feed.ok()) << feed.status();
   EXPECT_EQ(feed->proto().name(), "MultiSlotDataFeed");
@@ -53,17 +51,23 @@ TEST(DataFeedDescTest, FieldNumbersAreFluids) {
       "multi_slot_desc { slots { name: 's' type: 'float' is_dense: true is_used: true shape: [-1, 2] } }");
   ASSERT_TRUE(feed.ok()) << feed.status();
   // The wire bytes by hand, (field << 3 | wire type) with Fluid's numbers.
-  const std::string slot = std::string("\x0a\x01s", 3) +                              // name = 1
-                           std::string("\x12\x05" "float", 7) +                        // type = 2
-                           std::string("\x18\x01\x20\x01", 4) +                       // is_dense = 3, is_used = 4
-                           std::string("\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11) +  // shape = 5: -1
-                           std::string("\x28\x02", 2);                                 // shape = 5: 2
-  const std::string slots = std::string("\x0a", 1) + static_cast<char>(slot.size()) + slot;  // slots = 1
-  const std::string want = std::string("\x0a\x01n", 3) +                               // name = 1
-                           std::string("\x10\x03", 2) +                                // batch_size = 2
+  const std::string slot = std::string("\x0a\x01s", 3) +  // name = 1
+                           std::string(
+                               "\x12\x05"
+                               "float",
+                               7) +                              // type = 2
+                           std::string("\x18\x01\x20\x01", 4) +  // is_dense = 3, is_used = 4
+                           std::string("\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11) +   // shape = 5: -1
+                           std::string("\x28\x02", 2);                                         // shape = 5: 2
+  const std::string slots = std::string("\x0a", 1) + static_cast<char>(slot.size()) + slot;    // slots = 1
+  const std::string want = std::string("\x0a\x01n", 3) +                                       // name = 1
+                           std::string("\x10\x03", 2) +                                        // batch_size = 2
                            std::string("\x1a", 1) + static_cast<char>(slots.size()) + slots +  // multi_slot_desc = 3
-                           std::string("\x22\x03" "cat", 5) +                          // pipe_command = 4
-                           std::string("\x28\x04", 2);                                 // thread_num = 5
+                           std::string(
+                               "\x22\x03"
+                               "cat",
+                               5) +                     // pipe_command = 4
+                           std::string("\x28\x04", 2);  // thread_num = 5
   EXPECT_EQ(feed->proto().SerializeAsString(), want);
 }
 

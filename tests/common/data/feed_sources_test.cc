@@ -97,13 +97,15 @@ TEST(ArraySourceTest, GlobalShuffleWalksTheDataAsBatcherDoes) {
   for (int i = 0; i < 30; ++i) x[i] = static_cast<float>(i), y[i] = i;
   for (int64_t shard : {0, 1}) {
     Batcher b(d, 4, /*shuffle=*/true, /*seed=*/3, shard, 2);
-    auto a = ArraySource::Make("a", {{"id", d.labels}}, {.batch_size = 4, .shuffle = ArrayShuffle::kGlobal, .seed = 3,
-                                                         .shard = shard, .shards = 2});
+    auto a =
+        ArraySource::Make("a", {{"id", d.labels}},
+                          {.batch_size = 4, .shuffle = ArrayShuffle::kGlobal, .seed = 3, .shard = shard, .shards = 2});
     ASSERT_TRUE(a.ok());
     for (int epoch = 0; epoch < 3; ++epoch) {
       b.Reset();
       std::vector<int64_t> want;
-      for (Tensor bx, by; b.Next(&bx, &by);) want.insert(want.end(), by.data<int64_t>(), by.data<int64_t>() + by.numel());
+      for (Tensor bx, by; b.Next(&bx, &by);)
+        want.insert(want.end(), by.data<int64_t>(), by.data<int64_t>() + by.numel());
       EXPECT_EQ(Epoch(a->get(), epoch), want) << "shard " << shard << " epoch " << epoch;
     }
   }
@@ -173,8 +175,9 @@ TEST(FeedCheckTest, ReshapesToTheVariableAndNamesEveryMismatch) {
   Tensor wide;
   wide.mutable_data<float>(DDim{3, 5});
   absl::Status s = FitFeedToVar(img, "array x.npy", &wide);
-  EXPECT_EQ(s.message(), "array x.npy for variable 'img': the data is [3, 5] (5 values per example); the variable is "
-                         "[-1, 1, 2, 2] (4 per example)");
+  EXPECT_EQ(s.message(),
+            "array x.npy for variable 'img': the data is [3, 5] (5 values per example); the variable is "
+            "[-1, 1, 2, 2] (4 per example)");
   Tensor d;
   d.mutable_data<double>(DDim{3, 4});
   s = FitFeedToVar(img, "array x.npy", &d);
@@ -199,7 +202,8 @@ class MultiSlotSourceTest : public ::testing::Test {
       std::ofstream f(dir_ + "/" + file);
       for (int i = lo; i < hi; ++i) f << "1 " << i << "\n";
     }
-    auto d = DataFeedDesc::Parse(R"(batch_size: 4 multi_slot_desc { slots { name: "id" type: "uint64" is_used: true } })");
+    auto d =
+        DataFeedDesc::Parse(R"(batch_size: 4 multi_slot_desc { slots { name: "id" type: "uint64" is_used: true } })");
     ASSERT_TRUE(d.ok()) << d.status();
     desc_ = std::make_unique<DataFeedDesc>(*d);
   }
@@ -236,7 +240,7 @@ TEST_F(MultiSlotSourceTest, InMemoryShufflesItsLinesEachEpoch) {
   EXPECT_NE(e0, queue);
   EXPECT_NE(e0, e1);
   std::sort(e0.begin(), e0.end());
-  EXPECT_EQ(e0, queue);  // the same lines
+  EXPECT_EQ(e0, queue);                                        // the same lines
   EXPECT_EQ(Read({.files = both, .in_memory = true}), queue);  // no shuffle: the files' order
 }
 

@@ -16,13 +16,13 @@ namespace oar {
 namespace {
 
 DataFeedDesc Desc(int batch, const std::string& pipe = "") {
-  auto d = DataFeedDesc::Parse(absl::StrCat(
-      "batch_size: ", batch, pipe.empty() ? "" : " pipe_command: '" + pipe + "'",
-      " multi_slot_desc {"
-      "  slots { name: 'words' type: 'uint64' is_used: true }"
-      "  slots { name: 'skip' type: 'float' }"
-      "  slots { name: 'dense' type: 'float' is_dense: true is_used: true shape: [-1, 2] }"
-      "  slots { name: 'label' type: 'uint64' is_used: true } }"));
+  auto d = DataFeedDesc::Parse(
+      absl::StrCat("batch_size: ", batch, pipe.empty() ? "" : " pipe_command: '" + pipe + "'",
+                   " multi_slot_desc {"
+                   "  slots { name: 'words' type: 'uint64' is_used: true }"
+                   "  slots { name: 'skip' type: 'float' }"
+                   "  slots { name: 'dense' type: 'float' is_dense: true is_used: true shape: [-1, 2] }"
+                   "  slots { name: 'label' type: 'uint64' is_used: true } }"));
   EXPECT_TRUE(d.ok()) << d.status();
   return *d;
 }

@@ -61,15 +61,14 @@ TEST(NpyTest, NpzMembersEqualTheNpyFiles) {
 }
 
 TEST(NpyTest, FormatTwoHeadersAndFortranOrder) {
-  auto v2 = ParseNpy(Npy("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", Bytes<int32_t>({7, 8, 9}), 2),
-                     "v2");
+  auto v2 =
+      ParseNpy(Npy("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", Bytes<int32_t>({7, 8, 9}), 2), "v2");
   ASSERT_TRUE(v2.ok()) << v2.status();
   EXPECT_EQ(v2->dims(), DDim({3}));
   EXPECT_EQ(v2->data<int32_t>()[2], 9);
   // [[1, 2, 3], [4, 5, 6]] stored column by column.
-  auto f = ParseNpy(Npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }",
-                        Bytes<double>({1, 4, 2, 5, 3, 6})),
-                    "fortran");
+  auto f = ParseNpy(
+      Npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", Bytes<double>({1, 4, 2, 5, 3, 6})), "fortran");
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->dims(), DDim({2, 3}));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(f->data<double>()[i], i + 1);

@@ -46,8 +46,8 @@ TEST(NumberScanTest, Uint64EqualsFromChars) {
   for (int i = 0; i < 200000; ++i) {
     std::string s = std::to_string(rng() >> (rng() % 64));
     if (i % 5 == 0) s = std::string(rng() % 6, '0') + s;  // leading zeros
-    if (i % 3 == 0) s += i % 2 ? " 17" : "\t";             // a separator after it
-    if (i % 11 == 0) s += "x";                              // a bad byte after it
+    if (i % 3 == 0) s += i % 2 ? " 17" : "\t";            // a separator after it
+    if (i % 11 == 0) s += "x";                            // a bad byte after it
     ExpectSameUint(s);
   }
   for (const char* s : {"18446744073709551615", "18446744073709551616", "99999999999999999999", "0", "00000000",

@@ -15,9 +15,7 @@
 namespace oar::metrics {
 namespace {
 
-bool Has(const std::string& text, const std::string& line) {
-  return text.find(line + "\n") != std::string::npos;
-}
+bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
 
 // The value of the sample line that starts "name " in `text`; -1 if none.
 double Sample(const std::string& text, const std::string& name) {

@@ -9,10 +9,11 @@ namespace {
 TEST(ActivationOpsTest, ComputeExpectedValues) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({4}, {-2, -0.5f, 0.5f, 2}));
-  ASSERT_TRUE(RunOps({MakeOp("relu", {{"X", {"x"}}}, {{"Out", {"r"}}}),
-                      MakeOp("sigmoid", {{"X", {"x"}}}, {{"Out", {"s"}}}),
-                      MakeOp("tanh", {{"X", {"x"}}}, {{"Out", {"t"}}}),
-                      MakeOp("square", {{"X", {"x"}}}, {{"Out", {"q"}}})}, &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("relu", {{"X", {"x"}}}, {{"Out", {"r"}}}), MakeOp("sigmoid", {{"X", {"x"}}}, {{"Out", {"s"}}}),
+              MakeOp("tanh", {{"X", {"x"}}}, {{"Out", {"t"}}}), MakeOp("square", {{"X", {"x"}}}, {{"Out", {"q"}}})},
+             &s)
+          .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "r")), (std::vector<float>{0, 0, 0.5f, 2}));
   EXPECT_NEAR(GetTensor(s, "s").data<float>()[3], 1 / (1 + std::exp(-2.f)), 1e-6);
   EXPECT_NEAR(GetTensor(s, "t").data<float>()[0], std::tanh(-2.f), 1e-6);

@@ -98,13 +98,13 @@ TEST(AucOpTest, CountsSharedWithAnotherOwnerAreKept) {
   testing::SetTensor(&s, "neg", MakeTensor<int64_t>({1, 11}, std::vector<int64_t>(11, 0)));
   testing::SetTensor(&s, "p", MakeTensor<float>({2, 2}, {0.05f, 0.95f, 0.6f, 0.4f}));
   testing::SetTensor(&s, "y", MakeTensor<int64_t>({2, 1}, {1, 0}));
-  ASSERT_TRUE(testing::RunOps({testing::MakeOp("auc",
-                                               {{"Predict", {"p"}}, {"Label", {"y"}}, {"StatPos", {"pos"}},
-                                                {"StatNeg", {"neg"}}},
-                                               {{"AUC", {"a"}}, {"StatPosOut", {"pos"}}, {"StatNegOut", {"neg"}}},
-                                               {{"num_thresholds", int32_t{10}}, {"slide_steps", int32_t{0}}})},
-                              &s)
-                  .ok());
+  ASSERT_TRUE(
+      testing::RunOps(
+          {testing::MakeOp("auc", {{"Predict", {"p"}}, {"Label", {"y"}}, {"StatPos", {"pos"}}, {"StatNeg", {"neg"}}},
+                           {{"AUC", {"a"}}, {"StatPosOut", {"pos"}}, {"StatNegOut", {"neg"}}},
+                           {{"num_thresholds", int32_t{10}}, {"slide_steps", int32_t{0}}})},
+          &s)
+          .ok());
   std::vector<int64_t> want = start;
   want[9] += 1;  // the positive at 0.95
   EXPECT_EQ(TensorToVector<int64_t>(testing::GetTensor(s, "pos")), want);

@@ -4,8 +4,8 @@
 // executor's own path (PreparedBlock: check, bind, infer, run) and must be an
 // error (or a correct result), not a write through a bad pointer.
 #include "common/executor.h"
-#include "common/prepared_block.h"
 #include "common/op_registry.h"
+#include "common/prepared_block.h"
 #include "common/selected_rows.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
@@ -78,9 +78,8 @@ TEST(PreparedBlockTest, InPlaceOutputWithTheSameShapeStillRuns) {
 TEST(PreparedBlockTest, InPlaceReshapeOfAViewOpStillRuns) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
-  absl::Status st = RunOps({MakeOp("reshape2", {{"X", {"x"}}}, {{"Out", {"x"}}},
-                                   {{"shape", std::vector<int32_t>{3, 2}}})},
-                           &s);
+  absl::Status st =
+      RunOps({MakeOp("reshape2", {{"X", {"x"}}}, {{"Out", {"x"}}}, {{"shape", std::vector<int32_t>{3, 2}}})}, &s);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(GetTensor(s, "x").dims(), (DDim{3, 2}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "x")), (std::vector<float>{1, 2, 3, 4, 5, 6}));
@@ -171,8 +170,7 @@ TEST(PreparedBlockTest, RequiredOutputGivenAsEmptyIsAnErrorAtCheckTime) {
     auto prepared = Executor().Prepare(p, 0);
     ASSERT_FALSE(prepared.ok()) << op.type;
     EXPECT_EQ(prepared.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(prepared.status().message().find(op.type + ": required output slot 'Out' has @EMPTY@"),
-              std::string::npos)
+    EXPECT_NE(prepared.status().message().find(op.type + ": required output slot 'Out' has @EMPTY@"), std::string::npos)
         << prepared.status();
   }
 }

@@ -16,8 +16,7 @@ class Conv2dTest : public ::testing::TestWithParam<ConvCase> {};
 
 OpDesc ConvOp(const ConvCase& c) {
   return MakeOp("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"y"}}},
-                {{"strides", c.strides}, {"paddings", c.paddings}, {"dilations", c.dilations},
-                 {"groups", c.groups}});
+                {{"strides", c.strides}, {"paddings", c.paddings}, {"dilations", c.dilations}, {"groups", c.groups}});
 }
 
 TEST_P(Conv2dTest, ShapeAndGradientsMatch) {
@@ -72,9 +71,14 @@ class Pool2dTest : public ::testing::TestWithParam<PoolCase> {};
 
 OpDesc PoolOp(const PoolCase& c) {
   return MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
-                {{"pooling_type", c.type}, {"ksize", c.ksize}, {"strides", c.strides},
-                 {"paddings", c.paddings}, {"global_pooling", c.global}, {"ceil_mode", c.ceil_mode},
-                 {"exclusive", c.exclusive}, {"adaptive", c.adaptive}});
+                {{"pooling_type", c.type},
+                 {"ksize", c.ksize},
+                 {"strides", c.strides},
+                 {"paddings", c.paddings},
+                 {"global_pooling", c.global},
+                 {"ceil_mode", c.ceil_mode},
+                 {"exclusive", c.exclusive},
+                 {"adaptive", c.adaptive}});
 }
 
 TEST_P(Pool2dTest, ShapeAndGradientMatch) {
@@ -89,22 +93,29 @@ TEST_P(Pool2dTest, ShapeAndGradientMatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, Pool2dTest,
-    ::testing::Values(PoolCase{"max", "max", {2, 2, 4, 4}, {2, 2}, {2, 2}, {0, 0}, false, false, true, {2, 2, 2, 2}},
-                      PoolCase{"avg_padded_exclusive", "avg", {1, 2, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, true, {1, 2, 3, 3}},
-                      PoolCase{"avg_padded_inclusive", "avg", {1, 1, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, false, {1, 1, 3, 3}},
-                      PoolCase{"max_ceil", "max", {1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0}, false, true, true, {1, 1, 3, 3}},
-                      PoolCase{"global_avg", "avg", {2, 3, 4, 3}, {1, 1}, {1, 1}, {0, 0}, true, false, true, {2, 3, 1, 1}},
-                      // Adaptive: windows of unequal sizes (5 rows into 3, 7 columns into 2), and equal ones.
-                      PoolCase{"adaptive_avg_uneven", "avg", {2, 2, 5, 7}, {3, 2}, {1, 1}, {0, 0}, false, false, true, {2, 2, 3, 2}, true},
-                      PoolCase{"adaptive_max_uneven", "max", {1, 2, 5, 5}, {2, 3}, {1, 1}, {0, 0}, false, false, true, {1, 2, 2, 3}, true},
-                      PoolCase{"adaptive_avg_even", "avg", {1, 2, 4, 6}, {2, 3}, {1, 1}, {0, 0}, false, false, false, {1, 2, 2, 3}, true}),
+    ::testing::Values(
+        PoolCase{"max", "max", {2, 2, 4, 4}, {2, 2}, {2, 2}, {0, 0}, false, false, true, {2, 2, 2, 2}},
+        PoolCase{"avg_padded_exclusive", "avg", {1, 2, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, true, {1, 2, 3, 3}},
+        PoolCase{
+            "avg_padded_inclusive", "avg", {1, 1, 5, 5}, {3, 3}, {2, 2}, {1, 1}, false, false, false, {1, 1, 3, 3}},
+        PoolCase{"max_ceil", "max", {1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0}, false, true, true, {1, 1, 3, 3}},
+        PoolCase{"global_avg", "avg", {2, 3, 4, 3}, {1, 1}, {1, 1}, {0, 0}, true, false, true, {2, 3, 1, 1}},
+        // Adaptive: windows of unequal sizes (5 rows into 3, 7 columns into 2), and equal ones.
+        PoolCase{
+            "adaptive_avg_uneven", "avg", {2, 2, 5, 7}, {3, 2}, {1, 1}, {0, 0}, false, false, true, {2, 2, 3, 2}, true},
+        PoolCase{
+            "adaptive_max_uneven", "max", {1, 2, 5, 5}, {2, 3}, {1, 1}, {0, 0}, false, false, true, {1, 2, 2, 3}, true},
+        PoolCase{
+            "adaptive_avg_even", "avg", {1, 2, 4, 6}, {2, 3}, {1, 1}, {0, 0}, false, false, false, {1, 2, 2, 3}, true}),
     [](const ::testing::TestParamInfo<PoolCase>& i) { return i.param.name; });
 
 TEST(Pool2dTest, MaxPicksWindowMaxima) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({1, 1, 2, 4}, {1, 5, 2, 0, 3, 4, 8, 7}));
   ASSERT_TRUE(RunOps({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}},
-                             {{"ksize", std::vector<int32_t>{2, 2}}, {"strides", std::vector<int32_t>{2, 2}}})}, &s).ok());
+                             {{"ksize", std::vector<int32_t>{2, 2}}, {"strides", std::vector<int32_t>{2, 2}}})},
+                     &s)
+                  .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "y")), (std::vector<float>{5, 8}));
 }
 
@@ -112,7 +123,9 @@ TEST(Pool2dTest, ABadPoolingTypeIsAnError) {
   Scope s;
   SetTensor(&s, "x", RandomTensor<float>({1, 1, 4, 4}, -1, 1, 1));
   EXPECT_NE(RunOps({MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}}, {{"pooling_type", std::string("min")}})}, &s)
-                .message().find("'min'"), std::string::npos);
+                .message()
+                .find("'min'"),
+            std::string::npos);
 }
 
 // Paddle's adaptive windows: output cell i of n over a size-H axis covers

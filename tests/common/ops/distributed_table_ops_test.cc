@@ -68,9 +68,8 @@ TEST(MergeIdsOpTest, RowsGoBackInEachInputsOrderWithItsLoD) {
   EXPECT_EQ(GetTensor(s, "oa").lod(), a.lod());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "ob")), (std::vector<float>{40, 41}));
   SetTensor(&s, "c", MakeTensor<int64_t>({1, 1}, {9}));
-  absl::Status st = RunOps({MakeOp("merge_ids", {{"Ids", {"c"}}, {"Rows", {"r0", "r1"}}, {"X", {"x0", "x1"}}},
-                                   {{"Out", {"oc"}}})},
-                           &s);
+  absl::Status st = RunOps(
+      {MakeOp("merge_ids", {{"Ids", {"c"}}, {"Rows", {"r0", "r1"}}, {"X", {"x0", "x1"}}}, {{"Out", {"oc"}}})}, &s);
   EXPECT_NE(st.message().find("id 9"), std::string::npos) << st;
 }
 
@@ -111,11 +110,13 @@ TEST(LookupSparseTableOpTest, AbsentRowsAreMadeWithTheInitializerOrReadAsZeros) 
 TEST(InitializerOpTest, AnInitializerOfATableSetsItsRowsRuleInsteadOfFillingRows) {
   Scope s;
   SparseTable* t = MakeTable(&s, "t", 4);
-  ASSERT_TRUE(RunOps({MakeOp("uniform_random", {}, {{"Out", {"t"}}},
-                             {{"shape", std::vector<int64_t>{1000000000, 4}}, {"min", -2.0f}, {"max", 2.0f},
-                              {"seed", int32_t{5}}})},
-                     &s)
-                  .ok());
+  ASSERT_TRUE(
+      RunOps(
+          {MakeOp(
+              "uniform_random", {}, {{"Out", {"t"}}},
+              {{"shape", std::vector<int64_t>{1000000000, 4}}, {"min", -2.0f}, {"max", 2.0f}, {"seed", int32_t{5}}})},
+          &s)
+          .ok());
   EXPECT_EQ(t->size(), 0);  // a billion rows declared, none made
   EXPECT_EQ(t->declared_height(), 1000000000);
   const float* r = t->FindOrCreate(123);
@@ -180,9 +181,8 @@ TEST(TableUpdateTest, ATableIsUpdatedInPlaceOnly) {
   MakeTable(&s, "t", 2);
   SetTensor(&s, "lr", MakeTensor<float>({1}, {0.1f}));
   *s.Var("g")->GetMutable<SelectedRows>() = Rows({1}, 4, {1, 1}, 2);
-  absl::Status st = RunOps({MakeOp("sgd", {{"Param", {"t"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
-                                   {{"ParamOut", {"other"}}})},
-                           &s);
+  absl::Status st = RunOps(
+      {MakeOp("sgd", {{"Param", {"t"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"other"}}})}, &s);
   EXPECT_NE(st.message().find("updated in place"), std::string::npos) << st.ToString();
 }
 

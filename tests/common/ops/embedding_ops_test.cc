@@ -22,10 +22,9 @@ TEST(LookupTableOpTest, GathersRowsAndZeroesPadding) {
 TEST(LookupTableOpTest, DenseAndSparseGradientsMatchNumeric) {
   for (bool sparse : {false, true}) {
     SCOPED_TRACE(sparse);
-    ExpectGradientsMatch<double>(Lookup(sparse, 3),
-                                 {{"w", RandomTensor<double>({5, 3}, -1, 1, 1)},
-                                  {"ids", MakeTensor<int64_t>({4, 1}, {1, 4, 1, 3})}},
-                                 {"w"});
+    ExpectGradientsMatch<double>(
+        Lookup(sparse, 3),
+        {{"w", RandomTensor<double>({5, 3}, -1, 1, 1)}, {"ids", MakeTensor<int64_t>({4, 1}, {1, 4, 1, 3})}}, {"w"});
   }
 }
 
@@ -75,7 +74,9 @@ TEST(SumOpTest, SparseInputsGiveSparseOutputAndMergeCombinesRows) {
   *s.Var("a")->GetMutable<SelectedRows>() = Sparse({1}, {1, 2}, 4, 2);
   *s.Var("b")->GetMutable<SelectedRows>() = Sparse({3, 1}, {3, 4, 5, 6}, 4, 2);
   ASSERT_TRUE(RunOps({MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"o"}}}),
-                      MakeOp("merge_selected_rows", {{"X", {"o"}}}, {{"Out", {"m"}}})}, &s).ok());
+                      MakeOp("merge_selected_rows", {{"X", {"o"}}}, {{"Out", {"m"}}})},
+                     &s)
+                  .ok());
   const SelectedRows& o = s.FindVar("o")->Get<SelectedRows>();
   EXPECT_EQ(o.rows, (std::vector<int64_t>{1, 3, 1}));
   const SelectedRows& m = s.FindVar("m")->Get<SelectedRows>();

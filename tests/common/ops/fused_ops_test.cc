@@ -30,12 +30,12 @@ TEST_P(FusedElemwiseActivationTest, EqualsAddThenActivationForwardAndBackward) {
   const std::vector<OpDesc> fused = {
       MakeOp("fused_elemwise_activation", {{"X", {"x"}}, {"Y", {"y"}}},
              {{"Out", {"out2"}}, {"IntermediateOut", {"t2"}}},
-             {{"axis", c.axis}, {"save_intermediate_out", true},
+             {{"axis", c.axis},
+              {"save_intermediate_out", true},
               {"functor_list", std::vector<std::string>{c.act, "elementwise_add"}}}),
       MakeOp("fused_elemwise_activation_grad", {{"Y", {"y"}}, {"Out", {"out2"}}, {"Out@GRAD", {"g"}}},
              {{"X@GRAD", {"dx2"}}, {"Y@GRAD", {"dy2"}}, {"IntermediateOut@GRAD", {"dt2"}}},
-             {{"axis", c.axis},
-              {"functor_list", std::vector<std::string>{c.act + "_grad", "elementwise_add_grad"}}}),
+             {{"axis", c.axis}, {"functor_list", std::vector<std::string>{c.act + "_grad", "elementwise_add_grad"}}}),
   };
   ASSERT_TRUE(RunOps(unfused, &scope).ok());
   auto s = RunOps(fused, &scope);

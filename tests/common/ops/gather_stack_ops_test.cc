@@ -14,7 +14,8 @@ TEST(GatherTest, PicksAlongAnAxisAndScattersBackTheGradient) {
   Tensor x = RandomTensor<double>({3, 4, 2}, -1, 1, 1);
   SetTensor(&s, "x", x);
   SetTensor(&s, "i", MakeTensor<int64_t>({3}, {3, 0, 3}));
-  OpDesc op = MakeOp("gather", {{"X", {"x"}}, {"Index", {"i"}}, {"Axis", {}}}, {{"Out", {"o"}}}, {{"axis", int32_t{1}}});
+  OpDesc op =
+      MakeOp("gather", {{"X", {"x"}}, {"Index", {"i"}}, {"Axis", {}}}, {{"Out", {"o"}}}, {{"axis", int32_t{1}}});
   ASSERT_TRUE(RunOps({op}, &s).ok());
   EXPECT_EQ(GetTensor(s, "o").dims(), (DDim{3, 3, 2}));
   EXPECT_EQ(GetTensor(s, "o").data<double>()[2 * 6 + 1 * 2 + 1], x.data<double>()[2 * 8 + 0 * 2 + 1]);

@@ -6,9 +6,7 @@
 namespace oar::testing {
 namespace {
 
-Tensor Labels(std::vector<int64_t> v) {
-  return MakeTensor<int64_t>({static_cast<int64_t>(v.size()), 1}, v);
-}
+Tensor Labels(std::vector<int64_t> v) { return MakeTensor<int64_t>({static_cast<int64_t>(v.size()), 1}, v); }
 
 TEST(SoftmaxOpTest, RowsSumToOneAndGradientMatches) {
   Scope s;
@@ -61,7 +59,8 @@ TEST(SoftmaxWithCrossEntropyOpTest, MiddleAxisLossAndGradients) {
   SetTensor(&s, "l", MakeTensor<int64_t>({2, 1, 4}, labels));
   ASSERT_TRUE(RunOps({MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
                              {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{1}}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   const Tensor& x = GetTensor(s, "x");
   const Tensor& loss = GetTensor(s, "loss");
   EXPECT_EQ(loss.dims(), (DDim{2, 1, 4}));
@@ -77,8 +76,8 @@ TEST(SoftmaxWithCrossEntropyOpTest, MiddleAxisLossAndGradients) {
   ExpectGradientsMatch<double>(
       MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
              {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}, {{"axis", int32_t{1}}}),
-      {{"x", RandomTensor<double>({2, 3, 4}, -2, 2, 4)}, {"l", MakeTensor<int64_t>({2, 1, 4}, labels)}},
-      {"x"}, {.loss_outputs = {"loss"}});
+      {{"x", RandomTensor<double>({2, 3, 4}, -2, 2, 4)}, {"l", MakeTensor<int64_t>({2, 1, 4}, labels)}}, {"x"},
+      {.loss_outputs = {"loss"}});
   // Soft labels along axis 0 (2 classes), each fibre summing to 1 as the
   // gradient softmax - label assumes.
   Tensor soft = RandomTensor<double>({2, 3, 4}, 0, 1, 6);
@@ -111,13 +110,11 @@ TEST(CrossEntropyOpTest, HardLabelLossIsNegativeLogProbability) {
 }
 
 TEST(CrossEntropyOpTest, HardAndSoftGradientsMatch) {
-  ExpectGradientsMatch<double>(
-      MakeOp("cross_entropy", {{"X", {"p"}}, {"Label", {"l"}}}, {{"Y", {"y"}}}),
-      {{"p", RandomTensor<double>({4, 3}, 0.1, 1, 1)}, {"l", Labels({0, 2, 1, 2})}}, {"p"});
+  ExpectGradientsMatch<double>(MakeOp("cross_entropy", {{"X", {"p"}}, {"Label", {"l"}}}, {{"Y", {"y"}}}),
+                               {{"p", RandomTensor<double>({4, 3}, 0.1, 1, 1)}, {"l", Labels({0, 2, 1, 2})}}, {"p"});
   ExpectGradientsMatch<double>(
       MakeOp("cross_entropy", {{"X", {"p"}}, {"Label", {"l"}}}, {{"Y", {"y"}}}, {{"soft_label", true}}),
-      {{"p", RandomTensor<double>({2, 3}, 0.1, 1, 1)}, {"l", RandomTensor<double>({2, 3}, 0, 1, 2)}},
-      {"p"});
+      {{"p", RandomTensor<double>({2, 3}, 0.1, 1, 1)}, {"l", RandomTensor<double>({2, 3}, 0, 1, 2)}}, {"p"});
 }
 
 TEST(CrossEntropyOpTest, LabelOutOfRangeIsAnErrorNotACrash) {
@@ -145,18 +142,18 @@ TEST(SoftmaxWithCrossEntropyOpTest, MatchesSoftmaxThenCrossEntropy) {
                              {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}),
                       MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"sm2"}}}),
                       MakeOp("cross_entropy", {{"X", {"sm2"}}, {"Label", {"l"}}}, {{"Y", {"loss2"}}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   for (int i = 0; i < 4; ++i) {
     EXPECT_NEAR(GetTensor(s, "loss").data<float>()[i], GetTensor(s, "loss2").data<float>()[i], 1e-5);
   }
 }
 
 TEST(SoftmaxWithCrossEntropyOpTest, GradientMatches) {
-  ExpectGradientsMatch<double>(
-      MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
-             {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}),
-      {{"x", RandomTensor<double>({3, 4}, -2, 2, 1)}, {"l", Labels({3, 0, 1})}}, {"x"},
-      {.loss_outputs = {"loss"}});
+  ExpectGradientsMatch<double>(MakeOp("softmax_with_cross_entropy", {{"Logits", {"x"}}, {"Label", {"l"}}},
+                                      {{"Softmax", {"sm"}}, {"Loss", {"loss"}}}),
+                               {{"x", RandomTensor<double>({3, 4}, -2, 2, 1)}, {"l", Labels({3, 0, 1})}}, {"x"},
+                               {.loss_outputs = {"loss"}});
 }
 
 // Fluid's in-place pair for this grad op is Logits@GRAD on Softmax: bound
@@ -174,8 +171,8 @@ TEST(SoftmaxWithCrossEntropyOpTest, GradientBoundInPlaceOnSoftmaxMatches) {
       const Tensor label = soft ? MakeTensor<float>({3, 4}, {0, 0, 1, 0, 0.5f, 0.5f, 0, 0, 0, 0, 0, 1})
                                 : MakeTensor<int64_t>({3, 1}, {2, -100, 3});
       auto grad_op = [&](const std::string& dx) {
-        return MakeOp("softmax_with_cross_entropy_grad",
-                      {{"Label", {"l"}}, {"Softmax", {"p"}}, {"Loss@GRAD", {"g"}}}, {{"Logits@GRAD", {dx}}},
+        return MakeOp("softmax_with_cross_entropy_grad", {{"Label", {"l"}}, {"Softmax", {"p"}}, {"Loss@GRAD", {"g"}}},
+                      {{"Logits@GRAD", {dx}}},
                       {{"soft_label", soft}, {"use_softmax", use_softmax}, {"ignore_index", int32_t{-100}}});
       };
       Scope apart, in_place;
@@ -191,7 +188,8 @@ TEST(SoftmaxWithCrossEntropyOpTest, GradientBoundInPlaceOnSoftmaxMatches) {
       const std::vector<float> got = TensorToVector<float>(GetTensor(in_place, "p"));
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_FLOAT_EQ(got[i], want[i]) << "soft_label " << soft << ", use_softmax " << use_softmax << ", [" << i << "]";
+        EXPECT_FLOAT_EQ(got[i], want[i]) << "soft_label " << soft << ", use_softmax " << use_softmax << ", [" << i
+                                         << "]";
       }
     }
   }

@@ -23,9 +23,11 @@ INSTANTIATE_TEST_SUITE_P(Ops, UnaryMathGradTest,
 TEST(UnaryMathOpTest, Values) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({3}, {-1.5f, 0.0f, 2.25f}));
-  ASSERT_TRUE(RunOps({MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"f"}}}), MakeOp("ceil", {{"X", {"x"}}}, {{"Out", {"c"}}}),
-                      MakeOp("sign", {{"X", {"x"}}}, {{"Out", {"s"}}}), MakeOp("abs", {{"X", {"x"}}}, {{"Out", {"a"}}})},
-                     &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("floor", {{"X", {"x"}}}, {{"Out", {"f"}}}), MakeOp("ceil", {{"X", {"x"}}}, {{"Out", {"c"}}}),
+              MakeOp("sign", {{"X", {"x"}}}, {{"Out", {"s"}}}), MakeOp("abs", {{"X", {"x"}}}, {{"Out", {"a"}}})},
+             &s)
+          .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "f")), (std::vector<float>{-2, 0, 2}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "c")), (std::vector<float>{-1, 0, 3}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "s")), (std::vector<float>{-1, 0, 1}));
@@ -35,23 +37,26 @@ TEST(UnaryMathOpTest, Values) {
 class BinaryMathGradTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BinaryMathGradTest, GradientMatchesNumeric) {
-  ExpectGradientsMatch<double>(MakeOp(GetParam(), {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}),
-                               {{"x", RandomTensor<double>({3, 4}, 0.5, 2, 1)}, {"y", RandomTensor<double>({3, 4}, 0.5, 2, 2)}},
-                               {"x", "y"});
-  ExpectGradientsMatch<double>(MakeOp(GetParam(), {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}),
-                               {{"x", RandomTensor<double>({3, 4}, 0.5, 2, 3)}, {"y", RandomTensor<double>({4}, 0.5, 2, 4)}},
-                               {"x", "y"});
+  ExpectGradientsMatch<double>(
+      MakeOp(GetParam(), {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}),
+      {{"x", RandomTensor<double>({3, 4}, 0.5, 2, 1)}, {"y", RandomTensor<double>({3, 4}, 0.5, 2, 2)}}, {"x", "y"});
+  ExpectGradientsMatch<double>(
+      MakeOp(GetParam(), {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}),
+      {{"x", RandomTensor<double>({3, 4}, 0.5, 2, 3)}, {"y", RandomTensor<double>({4}, 0.5, 2, 4)}}, {"x", "y"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, BinaryMathGradTest, ::testing::Values("elementwise_max", "elementwise_min", "elementwise_pow"));
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryMathGradTest,
+                         ::testing::Values("elementwise_max", "elementwise_min", "elementwise_pow"));
 
 TEST(ReduceOpTest, SumsAndAveragesOverDims) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
   ASSERT_TRUE(RunOps({MakeOp("reduce_sum", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"dim", std::vector<int32_t>{1}}}),
-                      MakeOp("reduce_mean", {{"X", {"x"}}}, {{"Out", {"b"}}}, {{"dim", std::vector<int32_t>{0}}, {"keep_dim", true}}),
+                      MakeOp("reduce_mean", {{"X", {"x"}}}, {{"Out", {"b"}}},
+                             {{"dim", std::vector<int32_t>{0}}, {"keep_dim", true}}),
                       MakeOp("reduce_sum", {{"X", {"x"}}}, {{"Out", {"c"}}}, {{"reduce_all", true}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "a")), (std::vector<float>{6, 15}));
   EXPECT_EQ(GetTensor(s, "b").dims(), (DDim{1, 3}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "b")), (std::vector<float>{2.5f, 3.5f, 4.5f}));
@@ -69,7 +74,9 @@ TEST(ClipOpTest, ClipsAndPassesGradientInside) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({4}, {-3, -0.5f, 0.5f, 3}));
   ASSERT_TRUE(RunOps({MakeOp("clip", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"min", -1.0f}, {"max", 1.0f}}),
-                      MakeOp("clip_by_norm", {{"X", {"x"}}}, {{"Out", {"n"}}}, {{"max_norm", 1.0f}})}, &s).ok());
+                      MakeOp("clip_by_norm", {{"X", {"x"}}}, {{"Out", {"n"}}}, {{"max_norm", 1.0f}})},
+                     &s)
+                  .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "o")), (std::vector<float>{-1, -0.5f, 0.5f, 1}));
   double norm = 0;
   for (float v : TensorToVector<float>(GetTensor(s, "n"))) norm += v * v;
@@ -83,12 +90,14 @@ TEST(ControlOpsTest, CastIncrementCompareAndLogic) {
   SetTensor(&s, "i", MakeTensor<int64_t>({1}, {4}));
   SetTensor(&s, "x", MakeTensor<float>({3}, {1, 5, 2}));
   SetTensor(&s, "y", MakeTensor<float>({1}, {2}));
-  ASSERT_TRUE(RunOps({MakeOp("increment", {{"X", {"i"}}}, {{"Out", {"i"}}}, {{"step", 3.0f}}),
-                      MakeOp("cast", {{"X", {"i"}}}, {{"Out", {"f"}}}, {{"in_dtype", int32_t{3}}, {"out_dtype", int32_t{5}}}),
-                      MakeOp("less_than", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"lt"}}}),
-                      MakeOp("logical_not", {{"X", {"lt"}}}, {{"Out", {"nlt"}}}),
-                      MakeOp("logical_and", {{"X", {"lt"}}, {"Y", {"nlt"}}}, {{"Out", {"none"}}})},
-                     &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("increment", {{"X", {"i"}}}, {{"Out", {"i"}}}, {{"step", 3.0f}}),
+              MakeOp("cast", {{"X", {"i"}}}, {{"Out", {"f"}}}, {{"in_dtype", int32_t{3}}, {"out_dtype", int32_t{5}}}),
+              MakeOp("less_than", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"lt"}}}),
+              MakeOp("logical_not", {{"X", {"lt"}}}, {{"Out", {"nlt"}}}),
+              MakeOp("logical_and", {{"X", {"lt"}}, {"Y", {"nlt"}}}, {{"Out", {"none"}}})},
+             &s)
+          .ok());
   EXPECT_EQ(GetTensor(s, "i").data<int64_t>()[0], 7);
   EXPECT_EQ(GetTensor(s, "f").dtype(), DataType::kFloat32);
   EXPECT_EQ(GetTensor(s, "f").data<float>()[0], 7.0f);

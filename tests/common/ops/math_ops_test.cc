@@ -18,8 +18,9 @@ TEST(MulOpTest, InfersShapeWithNumColDims) {
   Scope s;
   SetTensor(&s, "x", RandomTensor<float>({2, 3, 4}, -1, 1, 1));
   SetTensor(&s, "y", RandomTensor<float>({4, 5}, -1, 1, 2));
-  ASSERT_TRUE(RunOps({MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
-                             {{"x_num_col_dims", int32_t{2}}})}, &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, {{"x_num_col_dims", int32_t{2}}})}, &s)
+          .ok());
   EXPECT_EQ(GetTensor(s, "out").dims(), (DDim{2, 3, 5}));
 }
 
@@ -36,16 +37,16 @@ TEST(MulOpTest, RejectsMismatchedInnerDimensionNamingShapes) {
 TEST(MulOpTest, GradientMatchesNumericFp64) {
   OpDesc op = MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}},
                      {{"x_num_col_dims", int32_t{1}}, {"y_num_col_dims", int32_t{1}}});
-  ExpectGradientsMatch<double>(op, {{"x", RandomTensor<double>({3, 2, 2}, -1, 1, 1)},
-                                    {"y", RandomTensor<double>({4, 5}, -1, 1, 2)}},
-                               {"x", "y"});
+  ExpectGradientsMatch<double>(
+      op, {{"x", RandomTensor<double>({3, 2, 2}, -1, 1, 1)}, {"y", RandomTensor<double>({4, 5}, -1, 1, 2)}},
+      {"x", "y"});
 }
 
 TEST(MulOpTest, GradientMatchesNumericFp32) {
   OpDesc op = MakeOp("mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
-  ExpectGradientsMatch<float>(op, {{"x", RandomTensor<float>({3, 4}, -1, 1, 1)},
-                                   {"y", RandomTensor<float>({4, 2}, -1, 1, 2)}},
-                              {"x", "y"}, {.eps = 1e-2, .tolerance = 1e-3});
+  ExpectGradientsMatch<float>(
+      op, {{"x", RandomTensor<float>({3, 4}, -1, 1, 1)}, {"y", RandomTensor<float>({4, 2}, -1, 1, 2)}}, {"x", "y"},
+      {.eps = 1e-2, .tolerance = 1e-3});
 }
 
 struct MatmulCase {
@@ -74,20 +75,16 @@ TEST_P(MatmulOpTest, ShapeAndGradientMatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, MatmulOpTest,
-    ::testing::Values(MatmulCase{{2, 3}, {3, 4}, false, false, {2, 4}},
-                      MatmulCase{{3, 2}, {3, 4}, true, false, {2, 4}},
-                      MatmulCase{{2, 3}, {4, 3}, false, true, {2, 4}},
-                      MatmulCase{{3, 2}, {4, 3}, true, true, {2, 4}},
+    ::testing::Values(MatmulCase{{2, 3}, {3, 4}, false, false, {2, 4}}, MatmulCase{{3, 2}, {3, 4}, true, false, {2, 4}},
+                      MatmulCase{{2, 3}, {4, 3}, false, true, {2, 4}}, MatmulCase{{3, 2}, {4, 3}, true, true, {2, 4}},
                       MatmulCase{{5, 2, 3}, {5, 3, 4}, false, false, {5, 2, 4}},
                       MatmulCase{{5, 2, 3}, {3, 4}, false, false, {5, 2, 4}},
                       MatmulCase{{2, 3}, {5, 4, 3}, false, true, {5, 2, 4}},
                       // Vectors: the dimension a vector gains is dropped again
                       // unless it was transposed (matmul); matmul_v2 ignores
                       // trans on vectors and makes a scalar of two.
-                      MatmulCase{{3}, {3, 4}, false, false, {4}},
-                      MatmulCase{{3}, {1, 4}, true, false, {3, 4}},
-                      MatmulCase{{5, 2, 3}, {3}, false, false, {5, 2}},
-                      MatmulCase{{3}, {3}, false, false, {1}},
+                      MatmulCase{{3}, {3, 4}, false, false, {4}}, MatmulCase{{3}, {1, 4}, true, false, {3, 4}},
+                      MatmulCase{{5, 2, 3}, {3}, false, false, {5, 2}}, MatmulCase{{3}, {3}, false, false, {1}},
                       MatmulCase{{3}, {3, 4}, true, false, {4}, true},
                       MatmulCase{{5, 2, 3}, {3}, false, true, {5, 2}, true},
                       MatmulCase{{3}, {3}, false, false, {}, true}),
@@ -105,7 +102,8 @@ TEST(MatmulOpTest, VectorTimesMatrixIsTheRowProduct) {
   ASSERT_TRUE(RunOps({MakeOp("matmul_v2", {{"X", {"v"}}, {"Y", {"m"}}}, {{"Out", {"a"}}}),
                       MakeOp("matmul_v2", {{"X", {"m"}}, {"Y", {"v"}}}, {{"Out", {"b"}}}, {{"trans_x", true}}),
                       MakeOp("matmul_v2", {{"X", {"v"}}, {"Y", {"v"}}}, {{"Out", {"dot"}}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   EXPECT_EQ(GetTensor(s, "a").dims(), (DDim{3}));
   EXPECT_EQ(GetTensor(s, "b").dims(), (DDim{3}));
   for (const char* out : {"a", "b"}) {

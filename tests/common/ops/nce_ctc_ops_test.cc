@@ -32,12 +32,11 @@ OpDesc Nce(int32_t classes, int32_t negs, int32_t sampler, int32_t seed, OpDesc:
 }
 
 TEST(NceOpTest, UniformNegativesAreThoseOfPaddle) {
-  const std::vector<int64_t> got =
-      SampleLabels(Nce(100, 5, 0, 1), {{"x", RandomTensor<float>({4, 8}, -1, 1, 1)},
-                                       {"y", Of<int64_t>({4, 1}, {0, 1, 2, 3})},
-                                       {"w", RandomTensor<float>({100, 8}, -1, 1, 2)},
-                                       {"b", RandomTensor<float>({100}, -1, 1, 3)}});
-  const std::vector<int64_t> paddle = {0, 13, 13, 45, 2, 35, 1, 91, 47, 7, 56, 63,
+  const std::vector<int64_t> got = SampleLabels(Nce(100, 5, 0, 1), {{"x", RandomTensor<float>({4, 8}, -1, 1, 1)},
+                                                                    {"y", Of<int64_t>({4, 1}, {0, 1, 2, 3})},
+                                                                    {"w", RandomTensor<float>({100, 8}, -1, 1, 2)},
+                                                                    {"b", RandomTensor<float>({100}, -1, 1, 3)}});
+  const std::vector<int64_t> paddle = {0, 13, 13, 45, 2,  35, 1, 91, 47, 7,  56, 63,
                                        2, 8,  55, 78, 22, 41, 3, 24, 29, 80, 47, 26};
   EXPECT_EQ(got, paddle);
 }

@@ -10,15 +10,20 @@ namespace {
 OpDesc BatchNorm(bool is_test) {
   return MakeOp("batch_norm",
                 {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
-                {{"Y", {"y"}}, {"MeanOut", {"mean"}}, {"VarianceOut", {"var"}},
-                 {"SavedMean", {"saved_mean"}}, {"SavedVariance", {"saved_var"}}},
+                {{"Y", {"y"}},
+                 {"MeanOut", {"mean"}},
+                 {"VarianceOut", {"var"}},
+                 {"SavedMean", {"saved_mean"}},
+                 {"SavedVariance", {"saved_var"}}},
                 {{"is_test", is_test}, {"momentum", 0.9f}, {"epsilon", 1e-5f}});
 }
 
 template <typename T>
 std::map<std::string, Tensor> BatchNormInputs() {
-  return {{"x", RandomTensor<T>({3, 2, 2, 2}, -2, 2, 1)}, {"scale", RandomTensor<T>({2}, 0.5, 1.5, 2)},
-          {"bias", RandomTensor<T>({2}, -1, 1, 3)}, {"mean", MakeTensor<T>({2}, {0.5, -0.5})},
+  return {{"x", RandomTensor<T>({3, 2, 2, 2}, -2, 2, 1)},
+          {"scale", RandomTensor<T>({2}, 0.5, 1.5, 2)},
+          {"bias", RandomTensor<T>({2}, -1, 1, 3)},
+          {"mean", MakeTensor<T>({2}, {0.5, -0.5})},
           {"var", MakeTensor<T>({2}, {1.0, 2.0})}};
 }
 
@@ -32,13 +37,15 @@ TEST(BatchNormOpTest, NormalizesPerChannelAndUpdatesRunningStats) {
   const Tensor& y = GetTensor(s, "y");
   for (int c = 0; c < 2; ++c) {
     double m = 0, v = 0, bm = 0;
-    for (int n = 0; n < 3; ++n) for (int i = 0; i < 4; ++i) {
-      m += y.data<float>()[(n * 2 + c) * 4 + i];
-      bm += x[(n * 2 + c) * 4 + i];
-    }
+    for (int n = 0; n < 3; ++n)
+      for (int i = 0; i < 4; ++i) {
+        m += y.data<float>()[(n * 2 + c) * 4 + i];
+        bm += x[(n * 2 + c) * 4 + i];
+      }
     m /= 12;
     bm /= 12;
-    for (int n = 0; n < 3; ++n) for (int i = 0; i < 4; ++i) v += std::pow(y.data<float>()[(n * 2 + c) * 4 + i] - m, 2);
+    for (int n = 0; n < 3; ++n)
+      for (int i = 0; i < 4; ++i) v += std::pow(y.data<float>()[(n * 2 + c) * 4 + i] - m, 2);
     EXPECT_NEAR(m, 0.0, 1e-5);
     EXPECT_NEAR(v / 12, 1.0, 1e-3);
     EXPECT_NEAR(GetTensor(s, "mean").data<float>()[c], 0.9 * (c == 0 ? 0.5 : -0.5) + 0.1 * bm, 1e-5);
@@ -71,7 +78,10 @@ TEST(BatchNormOpTest, WrongScaleShapeIsAnError) {
 
 OpDesc Dropout(const std::string& impl, bool is_test) {
   return MakeOp("dropout", {{"X", {"x"}}}, {{"Out", {"y"}}, {"Mask", {"mask"}}},
-                {{"dropout_prob", 0.3f}, {"fix_seed", true}, {"seed", int32_t{11}}, {"is_test", is_test},
+                {{"dropout_prob", 0.3f},
+                 {"fix_seed", true},
+                 {"seed", int32_t{11}},
+                 {"is_test", is_test},
                  {"dropout_implementation", impl}});
 }
 
@@ -85,8 +95,10 @@ TEST_P(DropoutTest, TrainDropsAboutPAndTestScales) {
   std::vector<float> y = TensorToVector<float>(GetTensor(s, "y"));
   int dropped = 0;
   for (float v : y) {
-    if (v == 0) ++dropped;
-    else EXPECT_NEAR(v, upscale ? 2.0f / 0.7f : 2.0f, 1e-5);
+    if (v == 0)
+      ++dropped;
+    else
+      EXPECT_NEAR(v, upscale ? 2.0f / 0.7f : 2.0f, 1e-5);
   }
   EXPECT_NEAR(dropped / 10000.0, 0.3, 0.02);
   ASSERT_TRUE(RunOps({Dropout(GetParam(), true)}, &s).ok());
@@ -94,8 +106,8 @@ TEST_P(DropoutTest, TrainDropsAboutPAndTestScales) {
 }
 
 TEST_P(DropoutTest, GradientMatchesWithFixedSeed) {
-  ExpectGradientsMatch<double>(Dropout(GetParam(), false), {{"x", RandomTensor<double>({4, 5}, -1, 1, 1)}},
-                               {"x"}, {.loss_outputs = {"y"}});
+  ExpectGradientsMatch<double>(Dropout(GetParam(), false), {{"x", RandomTensor<double>({4, 5}, -1, 1, 1)}}, {"x"},
+                               {.loss_outputs = {"y"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Impl, DropoutTest, ::testing::Values("downgrade_in_infer", "upscale_in_train"));

@@ -33,9 +33,7 @@ OpDesc MakeOp(const std::string& type, OpDesc::VarMap inputs, OpDesc::VarMap out
   return op;
 }
 
-void SetTensor(Scope* scope, const std::string& name, const Tensor& t) {
-  *scope->Var(name)->GetMutable<Tensor>() = t;
-}
+void SetTensor(Scope* scope, const std::string& name, const Tensor& t) { *scope->Var(name)->GetMutable<Tensor>() = t; }
 
 const Tensor& GetTensor(const Scope& scope, const std::string& name) {
   static const Tensor kEmpty;
@@ -81,7 +79,8 @@ double Loss(const OpDesc& op, const std::map<std::string, Tensor>& inputs,
   double loss = 0;
   for (const auto& [name, w] : weights) {
     const Tensor& out = GetTensor(scope, name);
-    for (int64_t i = 0; i < out.numel(); ++i) loss += static_cast<double>(out.template data<T>()[i]) * static_cast<double>(w.template data<T>()[i]);
+    for (int64_t i = 0; i < out.numel(); ++i)
+      loss += static_cast<double>(out.template data<T>()[i]) * static_cast<double>(w.template data<T>()[i]);
   }
   return loss;
 }
@@ -152,8 +151,8 @@ void ExpectGradientsMatch(const OpDesc& fwd, const std::map<std::string, Tensor>
       double err = std::abs(a - numeric) / std::max(1.0, std::abs(numeric));
       if (err > o.tolerance) {
         ++mismatches;
-        ADD_FAILURE() << fwd.type << ": d/d" << name << "[" << i << "] analytic " << a
-                      << " vs numeric " << numeric << " (relative error " << err << ")";
+        ADD_FAILURE() << fwd.type << ": d/d" << name << "[" << i << "] analytic " << a << " vs numeric " << numeric
+                      << " (relative error " << err << ")";
       }
     }
   }

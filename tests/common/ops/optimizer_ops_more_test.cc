@@ -16,8 +16,8 @@ using State = std::map<std::string, std::vector<double>>;
 
 struct OptCase {
   std::string name;
-  OpDesc op;           // reads vars by the names in `init`, "g" and "lr"
-  State init;          // accumulators besides "p"
+  OpDesc op;   // reads vars by the names in `init`, "g" and "lr"
+  State init;  // accumulators besides "p"
   // One reference step: updates `s` given gradient g and rate lr.
   std::function<void(State& s, const std::vector<double>& g, double lr)> step;
 };
@@ -35,21 +35,25 @@ double F(float v) { return static_cast<double>(v); }  // attrs travel as float
 
 std::vector<OptCase> Cases() {
   std::vector<OptCase> c;
-  c.push_back({"adagrad", Op("adagrad", {{"Moment", {"m"}}}, {{"MomentOut", {"m"}}}, {{"epsilon", 1e-6f}}),
-               {{"m", Fill(0.1)}}, [](State& s, const std::vector<double>& g, double lr) {
+  c.push_back({"adagrad",
+               Op("adagrad", {{"Moment", {"m"}}}, {{"MomentOut", {"m"}}}, {{"epsilon", 1e-6f}}),
+               {{"m", Fill(0.1)}},
+               [](State& s, const std::vector<double>& g, double lr) {
                  for (int i = 0; i < kN; ++i) {
                    s["m"][i] += g[i] * g[i];
                    s["p"][i] -= lr * g[i] / (std::sqrt(s["m"][i]) + F(1e-6f));
                  }
                }});
-  c.push_back({"decayed_adagrad",
-               Op("decayed_adagrad", {{"Moment", {"m"}}}, {{"MomentOut", {"m"}}}, {{"decay", 0.9f}, {"epsilon", 1e-6f}}),
-               {{"m", Fill(0.1)}}, [](State& s, const std::vector<double>& g, double lr) {
-                 for (int i = 0; i < kN; ++i) {
-                   s["m"][i] = F(0.9f) * s["m"][i] + (1 - F(0.9f)) * g[i] * g[i];
-                   s["p"][i] -= lr * g[i] / (std::sqrt(s["m"][i]) + F(1e-6f));
-                 }
-               }});
+  c.push_back(
+      {"decayed_adagrad",
+       Op("decayed_adagrad", {{"Moment", {"m"}}}, {{"MomentOut", {"m"}}}, {{"decay", 0.9f}, {"epsilon", 1e-6f}}),
+       {{"m", Fill(0.1)}},
+       [](State& s, const std::vector<double>& g, double lr) {
+         for (int i = 0; i < kN; ++i) {
+           s["m"][i] = F(0.9f) * s["m"][i] + (1 - F(0.9f)) * g[i] * g[i];
+           s["p"][i] -= lr * g[i] / (std::sqrt(s["m"][i]) + F(1e-6f));
+         }
+       }});
   c.push_back({"adamax",
                Op("adamax", {{"Moment", {"m"}}, {"InfNorm", {"u"}}, {"Beta1Pow", {"b1p"}}},
                   {{"MomentOut", {"m"}}, {"InfNormOut", {"u"}}}),
@@ -67,7 +71,8 @@ std::vector<OptCase> Cases() {
     OpDesc op = Op("rmsprop", {{"MeanSquare", {"ms"}}, {"Moment", {"mom"}}, {"MeanGrad", {"mg"}}},
                    {{"MeanSquareOut", {"ms"}}, {"MomentOut", {"mom"}}, {"MeanGradOut", {"mg"}}},
                    {{"decay", 0.9f}, {"momentum", 0.5f}, {"epsilon", 1e-6f}, {"centered", centered}});
-    c.push_back({centered ? "rmsprop_centered" : "rmsprop", op,
+    c.push_back({centered ? "rmsprop_centered" : "rmsprop",
+                 op,
                  {{"ms", Fill(0.5)}, {"mom", Fill(0)}, {"mg", Fill(0)}},
                  [centered](State& s, const std::vector<double>& g, double lr) {
                    const double rho = F(0.9f), mu = F(0.5f), eps = F(1e-6f);
@@ -87,7 +92,9 @@ std::vector<OptCase> Cases() {
     OpDesc op = Op("ftrl", {{"SquaredAccumulator", {"sq"}}, {"LinearAccumulator", {"lin"}}},
                    {{"SquaredAccumOut", {"sq"}}, {"LinearAccumOut", {"lin"}}},
                    {{"l1", 0.01f}, {"l2", 0.1f}, {"lr_power", power}});
-    c.push_back({power == -0.5f ? "ftrl" : "ftrl_lr_power", op, {{"sq", Fill(0.1)}, {"lin", Fill(0)}},
+    c.push_back({power == -0.5f ? "ftrl" : "ftrl_lr_power",
+                 op,
+                 {{"sq", Fill(0.1)}, {"lin", Fill(0)}},
                  [power](State& s, const std::vector<double>& g, double lr) {
                    const double l1 = F(0.01f), l2 = F(0.1f), pw = F(power);
                    for (int i = 0; i < kN; ++i) {
@@ -104,7 +111,8 @@ std::vector<OptCase> Cases() {
   c.push_back({"lars_momentum",
                Op("lars_momentum", {{"Velocity", {"v"}}}, {{"VelocityOut", {"v"}}},
                   {{"mu", 0.9f}, {"lars_coeff", 0.001f}, {"lars_weight_decay", 0.0005f}}),
-               {{"v", Fill(0)}}, [](State& s, const std::vector<double>& g, double lr) {
+               {{"v", Fill(0)}},
+               [](State& s, const std::vector<double>& g, double lr) {
                  double pn = 0, gn = 0;
                  for (int i = 0; i < kN; ++i) {
                    pn += s["p"][i] * s["p"][i];
@@ -165,11 +173,14 @@ struct SparseCase {
 std::vector<SparseCase> SparseCases() {
   std::vector<SparseCase> c;
   c.push_back({"sgd", Op("sgd", {}, {}), {}});
-  c.push_back({"momentum", Op("momentum", {{"Velocity", {"v"}}}, {{"VelocityOut", {"v"}}}, {{"mu", 0.9f}}), {{"v", Fill(0)}}});
-  c.push_back({"momentum_nesterov", Op("momentum", {{"Velocity", {"v"}}}, {{"VelocityOut", {"v"}}},
-                                       {{"mu", 0.9f}, {"use_nesterov", true}}), {{"v", Fill(0)}}});
-  c.push_back({"adam", Op("adam", {{"Moment1", {"m1"}}, {"Moment2", {"m2"}}, {"Beta1Pow", {"b1"}}, {"Beta2Pow", {"b2"}}},
-                          {{"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}}),
+  c.push_back(
+      {"momentum", Op("momentum", {{"Velocity", {"v"}}}, {{"VelocityOut", {"v"}}}, {{"mu", 0.9f}}), {{"v", Fill(0)}}});
+  c.push_back({"momentum_nesterov",
+               Op("momentum", {{"Velocity", {"v"}}}, {{"VelocityOut", {"v"}}}, {{"mu", 0.9f}, {"use_nesterov", true}}),
+               {{"v", Fill(0)}}});
+  c.push_back({"adam",
+               Op("adam", {{"Moment1", {"m1"}}, {"Moment2", {"m2"}}, {"Beta1Pow", {"b1"}}, {"Beta2Pow", {"b2"}}},
+                  {{"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}}),
                {{"m1", Fill(0)}, {"m2", Fill(0)}, {"b1", {0.9}}, {"b2", {0.999}}}});
   for (const auto& oc : Cases()) c.push_back({oc.name, oc.op, oc.init});
   return c;
@@ -226,8 +237,10 @@ TEST(SparseOptimizerTest, LazyAdamLeavesRowsWithoutGradientAlone) {
   ASSERT_TRUE(RunOps({op}, &s).ok());
   std::vector<double> out = TensorToVector<double>(GetTensor(s, "p"));
   for (int i = 0; i < kN; ++i) {
-    if (i / kWidth == 2) EXPECT_NE(out[i], p[i]);
-    else EXPECT_EQ(out[i], p[i]) << i;
+    if (i / kWidth == 2)
+      EXPECT_NE(out[i], p[i]);
+    else
+      EXPECT_EQ(out[i], p[i]) << i;
   }
 }
 

@@ -28,8 +28,10 @@ TEST(SgdOpTest, MatchesReference) {
   for (int t = 0; t < kSteps; ++t) {
     std::vector<double> g = Grad(t);
     SetTensor(&s, "g", MakeTensor<double>({kN}, g));
-    ASSERT_TRUE(RunOps({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
-                               {{"ParamOut", {"p"}}})}, &s).ok());
+    ASSERT_TRUE(
+        RunOps({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}})},
+               &s)
+            .ok());
     for (int64_t i = 0; i < kN; ++i) p[i] -= 0.1 * g[i];
   }
   Expect(TensorToVector<double>(GetTensor(s, "p")), p);
@@ -49,10 +51,11 @@ TEST_P(MomentumOpTest, MatchesReference) {
   for (int t = 0; t < kSteps; ++t) {
     std::vector<double> g = Grad(t);
     SetTensor(&s, "g", MakeTensor<double>({kN}, g));
-    ASSERT_TRUE(RunOps({MakeOp("momentum",
-                               {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
-                               {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}},
-                               {{"mu", float(mu)}, {"use_nesterov", nesterov}})}, &s).ok());
+    ASSERT_TRUE(
+        RunOps({MakeOp("momentum", {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
+                       {{"ParamOut", {"p"}}, {"VelocityOut", {"v"}}}, {{"mu", float(mu)}, {"use_nesterov", nesterov}})},
+               &s)
+            .ok());
     for (int64_t i = 0; i < kN; ++i) {
       v[i] = float(mu) * v[i] + g[i];
       p[i] -= nesterov ? (g[i] + float(mu) * v[i]) * lr : lr * v[i];
@@ -81,14 +84,19 @@ TEST(AdamOpTest, MatchesReference) {
     SetTensor(&s, "g", MakeTensor<double>({kN}, g));
     // The update, then the beta-power scales minimize() appends after it.
     ASSERT_TRUE(RunOps({MakeOp("adam",
-                               {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}},
-                                {"Moment1", {"m1"}}, {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}},
+                               {{"Param", {"p"}},
+                                {"Grad", {"g"}},
+                                {"LearningRate", {"lr"}},
+                                {"Moment1", {"m1"}},
+                                {"Moment2", {"m2"}},
+                                {"Beta1Pow", {"b1p"}},
                                 {"Beta2Pow", {"b2p"}}},
                                {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}},
                                {{"beta1", float(b1)}, {"beta2", float(b2)}, {"epsilon", float(eps)}}),
                         MakeOp("scale", {{"X", {"b1p"}}}, {{"Out", {"b1p"}}}, {{"scale", float(b1)}}),
                         MakeOp("scale", {{"X", {"b2p"}}}, {{"Out", {"b2p"}}}, {{"scale", float(b2)}})},
-                       &s).ok());
+                       &s)
+                    .ok());
     const double fb1 = float(b1), fb2 = float(b2), feps = float(eps);
     const double lr_t = lr * std::sqrt(1 - b2p) / (1 - b1p);
     for (int64_t i = 0; i < kN; ++i) {
@@ -108,8 +116,8 @@ TEST(SgdOpTest, GradShapeMismatchNamesBothVariables) {
   SetTensor(&s, "p", MakeTensor<float>({3}, {1, 2, 3}));
   SetTensor(&s, "g", MakeTensor<float>({2}, {1, 2}));
   SetTensor(&s, "lr", MakeTensor<float>({1}, {0.1f}));
-  absl::Status st = RunOps({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
-                                   {{"ParamOut", {"p"}}})}, &s);
+  absl::Status st =
+      RunOps({MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"p"}}})}, &s);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("'g'"), std::string::npos) << st;
   EXPECT_NE(st.message().find("'p'"), std::string::npos) << st;

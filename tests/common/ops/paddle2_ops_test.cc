@@ -40,12 +40,14 @@ INSTANTIATE_TEST_SUITE_P(
     Ops, AttrActivationTest,
     ::testing::Values(
         ActCase{"gelu", {}, +[](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-        ActCase{"gelu", {{"approximate", true}},
+        ActCase{"gelu",
+                {{"approximate", true}},
                 +[](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
         ActCase{"leaky_relu", {{"alpha", 0.1f}}, +[](double x) { return x > 0 ? x : 0.1f * x; }},
         ActCase{"elu", {{"alpha", 0.5f}}, +[](double x) { return x > 0 ? x : 0.5 * (std::exp(x) - 1); }},
         ActCase{"relu6", {{"threshold", 2.0f}}, +[](double x) { return std::min(std::max(x, 0.0), 2.0); }},
-        ActCase{"softplus", {{"beta", 2.0f}, {"threshold", 20.0f}},
+        ActCase{"softplus",
+                {{"beta", 2.0f}, {"threshold", 20.0f}},
                 +[](double x) { return std::log1p(std::exp(2 * x)) / 2; }},
         ActCase{"silu", {}, +[](double x) { return x / (1 + std::exp(-x)); }},
         ActCase{"swish", {{"beta", 1.5f}}, +[](double x) { return x / (1 + std::exp(-1.5 * x)); }},
@@ -79,8 +81,7 @@ TEST(LayerNormTest, NormalizesEachRowAndItsGradientsMatch) {
       EXPECT_NEAR(GetTensor(s, "y").data<double>()[r * 12 + j], want, 1e-9);
     }
   }
-  ExpectGradientsMatch<double>(op, {{"x", x}, {"s", scale}, {"b", bias}}, {"x", "s", "b"},
-                               {.loss_outputs = {"y"}});
+  ExpectGradientsMatch<double>(op, {{"x", x}, {"s", scale}, {"b", bias}}, {"x", "s", "b"}, {.loss_outputs = {"y"}});
   // begin_norm_axis 2: rows of 4, no Scale or Bias.
   OpDesc plain = MakeOp("layer_norm", {{"X", {"x"}}}, {{"Y", {"y"}}, {"Mean", {"m"}}, {"Variance", {"v"}}},
                         {{"begin_norm_axis", int32_t{2}}});
@@ -107,21 +108,25 @@ TEST(SliceTest, PythonBoundsDecreaseAxisAndGradient) {
   SetTensor(&s, "x", x);
   // x[:, 1:-1, -2:] and x[:, 0] (decrease_axis 1)
   ASSERT_TRUE(RunOps({MakeOp("slice", {{"Input", {"x"}}, {"StartsTensorList", {}}}, {{"Out", {"a"}}},
-                             {{"axes", std::vector<int32_t>{1, 2}}, {"starts", std::vector<int32_t>{1, -2}},
+                             {{"axes", std::vector<int32_t>{1, 2}},
+                              {"starts", std::vector<int32_t>{1, -2}},
                               {"ends", std::vector<int32_t>{-1, 100}}}),
                       MakeOp("slice", {{"Input", {"x"}}}, {{"Out", {"b"}}},
-                             {{"axes", std::vector<int32_t>{1}}, {"starts", std::vector<int32_t>{0}},
-                              {"ends", std::vector<int32_t>{1}}, {"decrease_axis", std::vector<int32_t>{1}}})},
+                             {{"axes", std::vector<int32_t>{1}},
+                              {"starts", std::vector<int32_t>{0}},
+                              {"ends", std::vector<int32_t>{1}},
+                              {"decrease_axis", std::vector<int32_t>{1}}})},
                      &s)
                   .ok());
   EXPECT_EQ(GetTensor(s, "a").dims(), (DDim{3, 2, 2}));
   EXPECT_EQ(GetTensor(s, "b").dims(), (DDim{3, 5}));
   const double* xp = x.data<double>();
-  EXPECT_EQ(GetTensor(s, "a").data<double>()[0], xp[1 * 5 + 3]);           // x[0][1][3]
+  EXPECT_EQ(GetTensor(s, "a").data<double>()[0], xp[1 * 5 + 3]);            // x[0][1][3]
   EXPECT_EQ(GetTensor(s, "a").data<double>()[11], xp[2 * 20 + 2 * 5 + 4]);  // x[2][2][4]
-  EXPECT_EQ(GetTensor(s, "b").data<double>()[7], xp[1 * 20 + 2]);            // x[1][0][2]
+  EXPECT_EQ(GetTensor(s, "b").data<double>()[7], xp[1 * 20 + 2]);           // x[1][0][2]
   ExpectGradientsMatch<double>(MakeOp("slice", {{"Input", {"x"}}}, {{"Out", {"a"}}},
-                                      {{"axes", std::vector<int32_t>{1, 2}}, {"starts", std::vector<int32_t>{1, -2}},
+                                      {{"axes", std::vector<int32_t>{1, 2}},
+                                       {"starts", std::vector<int32_t>{1, -2}},
                                        {"ends", std::vector<int32_t>{-1, 100}}}),
                                {{"x", x}}, {"x"});
 }
@@ -167,8 +172,13 @@ TEST(AdamWTest, DecaysThenStepsAsPaddle) {
   SetTensor(&s, "b1p", MakeTensor<double>({1}, {0.81}));
   SetTensor(&s, "b2p", MakeTensor<double>({1}, {0.998}));
   ASSERT_TRUE(RunOps({MakeOp("adamw",
-                             {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
-                              {"Moment2", {"m2"}}, {"Beta1Pow", {"b1p"}}, {"Beta2Pow", {"b2p"}}},
+                             {{"Param", {"p"}},
+                              {"Grad", {"g"}},
+                              {"LearningRate", {"lr"}},
+                              {"Moment1", {"m1"}},
+                              {"Moment2", {"m2"}},
+                              {"Beta1Pow", {"b1p"}},
+                              {"Beta2Pow", {"b2p"}}},
                              {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}},
                              {{"coeff", 0.01f}, {"lr_ratio", 0.5f}, {"with_decay", true}})},
                      &s)
@@ -219,10 +229,11 @@ TEST(FluidElementwiseGradTest, AddSubDivGradsWithoutXMatchThoseWithIt) {
     SetTensor(&s, "g", g);
     ASSERT_TRUE(RunOps({MakeOp(type, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}})}, &s).ok());
     const std::map<std::string, std::vector<std::string>> out = {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}};
-    ASSERT_TRUE(RunOps({MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, out)},
-                       &s)
-                    .ok());
-    const std::vector<double> dx = TensorToVector<double>(GetTensor(s, "dx")), dy = TensorToVector<double>(GetTensor(s, "dy"));
+    ASSERT_TRUE(
+        RunOps({MakeOp(type + "_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, out)}, &s)
+            .ok());
+    const std::vector<double> dx = TensorToVector<double>(GetTensor(s, "dx")),
+                              dy = TensorToVector<double>(GetTensor(s, "dy"));
     ASSERT_TRUE(RunOps({MakeOp(type + "_grad", {{"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, out)}, &s).ok())
         << type;
     EXPECT_EQ(TensorToVector<double>(GetTensor(s, "dx")), dx) << type;
@@ -232,7 +243,8 @@ TEST(FluidElementwiseGradTest, AddSubDivGradsWithoutXMatchThoseWithIt) {
   Scope s;
   SetTensor(&s, "y", y);
   SetTensor(&s, "g", g);
-  absl::Status st = RunOps({MakeOp("elementwise_mul_grad", {{"Y", {"y"}}, {"Out@GRAD", {"g"}}}, {{"Y@GRAD", {"dy"}}})}, &s);
+  absl::Status st =
+      RunOps({MakeOp("elementwise_mul_grad", {{"Y", {"y"}}, {"Out@GRAD", {"g"}}}, {{"Y@GRAD", {"dy"}}})}, &s);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("X"), std::string::npos) << st;
 }

@@ -26,9 +26,17 @@ TEST(SparseAdamTest, StepsAsPaddlesCpuKernel) {
   SetTensor(&s, "b1", MakeTensor<float>({1}, {0.9f}));
   SetTensor(&s, "b2", MakeTensor<float>({1}, {0.999f}));
   OpDesc op = MakeOp("adam",
-                     {{"Param", {"p"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}, {"Moment1", {"m1"}},
-                      {"Moment2", {"m2"}}, {"Beta1Pow", {"b1"}}, {"Beta2Pow", {"b2"}}},
-                     {{"ParamOut", {"p"}}, {"Moment1Out", {"m1"}}, {"Moment2Out", {"m2"}}, {"Beta1PowOut", {"b1"}},
+                     {{"Param", {"p"}},
+                      {"Grad", {"g"}},
+                      {"LearningRate", {"lr"}},
+                      {"Moment1", {"m1"}},
+                      {"Moment2", {"m2"}},
+                      {"Beta1Pow", {"b1"}},
+                      {"Beta2Pow", {"b2"}}},
+                     {{"ParamOut", {"p"}},
+                      {"Moment1Out", {"m1"}},
+                      {"Moment2Out", {"m2"}},
+                      {"Beta1PowOut", {"b1"}},
                       {"Beta2PowOut", {"b2"}}});
   const float want[2] = {-0.07441342f, -0.16025907f};
   for (int step = 0; step < 2; ++step) {
@@ -60,11 +68,11 @@ TEST(ShapeTensorTest, CreationOpsTakeTheirShapeFromTensors) {
   SetTensor(&s, "two", MakeTensor<int32_t>({1}, {2}));
   SetTensor(&s, "batch", MakeTensor<int64_t>({1}, {5}));
   SetTensor(&s, "whole", MakeTensor<int64_t>({2}, {3, 4}));
-  ASSERT_TRUE(RunOps({MakeOp("fill_constant", {{"ShapeTensorList", {"two", "batch"}}}, {{"Out", {"a"}}},
-                             {{"value", 1.5f}}),
-                      MakeOp("uniform_random", {{"ShapeTensor", {"whole"}}}, {{"Out", {"b"}}}, {{"seed", int32_t{3}}})},
-                     &s)
-                  .ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("fill_constant", {{"ShapeTensorList", {"two", "batch"}}}, {{"Out", {"a"}}}, {{"value", 1.5f}}),
+              MakeOp("uniform_random", {{"ShapeTensor", {"whole"}}}, {{"Out", {"b"}}}, {{"seed", int32_t{3}}})},
+             &s)
+          .ok());
   EXPECT_EQ(GetTensor(s, "a").dims(), (DDim{2, 5}));
   EXPECT_EQ(GetTensor(s, "a").data<float>()[9], 1.5f);
   EXPECT_EQ(GetTensor(s, "b").dims(), (DDim{3, 4}));
@@ -102,7 +110,10 @@ TEST_P(RnnGradTest, GradientsMatchNumeric) {
   if (mode == "LSTM") state_out.push_back("cT");
   OpDesc op = MakeOp("rnn", {{"Input", {"x"}}, {"PreState", states}, {"WeightList", weights}, {"SequenceLength", {}}},
                      {{"Out", {"y"}}, {"State", state_out}, {"Reserve", {"r"}}, {"DropoutState", {"d"}}},
-                     {{"mode", mode}, {"num_layers", int32_t{2}}, {"is_bidirec", true}, {"hidden_size", int32_t(H)},
+                     {{"mode", mode},
+                      {"num_layers", int32_t{2}},
+                      {"is_bidirec", true},
+                      {"hidden_size", int32_t(H)},
                       {"input_size", int32_t(I)}});
   std::vector<std::string> check = {"x"};
   check.insert(check.end(), states.begin(), states.end());
@@ -156,10 +167,18 @@ TEST(LambTest, TwoStepsMatchPaddle) {
     }
     auto lamb = [&](const std::string& p, const std::string& m) {
       return MakeOp("lamb",
-                    {{"Param", {p}}, {"Grad", {p + "_g"}}, {"LearningRate", {"lr"}}, {"Moment1", {m + "1"}},
-                     {"Moment2", {m + "2"}}, {"Beta1Pow", {p + "_b1p"}}, {"Beta2Pow", {p + "_b2p"}}},
-                    {{"ParamOut", {p}}, {"Moment1Out", {m + "1"}}, {"Moment2Out", {m + "2"}},
-                     {"Beta1PowOut", {p + "_b1p"}}, {"Beta2PowOut", {p + "_b2p"}}},
+                    {{"Param", {p}},
+                     {"Grad", {p + "_g"}},
+                     {"LearningRate", {"lr"}},
+                     {"Moment1", {m + "1"}},
+                     {"Moment2", {m + "2"}},
+                     {"Beta1Pow", {p + "_b1p"}},
+                     {"Beta2Pow", {p + "_b2p"}}},
+                    {{"ParamOut", {p}},
+                     {"Moment1Out", {m + "1"}},
+                     {"Moment2Out", {m + "2"}},
+                     {"Beta1PowOut", {p + "_b1p"}},
+                     {"Beta2PowOut", {p + "_b2p"}}},
                     {{"weight_decay", c.wd}});
     };
     for (int step = 0; step < 2; ++step) {
@@ -179,8 +198,10 @@ TEST(LambTest, TwoStepsMatchPaddle) {
       SetTensor(&s, "b_g", MakeTensor<float>({2}, gb));
       ASSERT_TRUE(RunOps({lamb("w", "mw"), lamb("b", "mb")}, &s).ok());
     }
-    for (int i = 0; i < 6; ++i) EXPECT_NEAR(GetTensor(s, "w").data<float>()[i], c.w2[i], 2e-6) << "wd " << c.wd << " w" << i;
-    for (int i = 0; i < 2; ++i) EXPECT_NEAR(GetTensor(s, "b").data<float>()[i], c.b2[i], 2e-6) << "wd " << c.wd << " b" << i;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_NEAR(GetTensor(s, "w").data<float>()[i], c.w2[i], 2e-6) << "wd " << c.wd << " w" << i;
+    for (int i = 0; i < 2; ++i)
+      EXPECT_NEAR(GetTensor(s, "b").data<float>()[i], c.b2[i], 2e-6) << "wd " << c.wd << " b" << i;
   }
 }
 

@@ -34,9 +34,13 @@ TEST(RandomMoreOps, RandpermIsAPermutationAndRandintStaysInRange) {
   Scope scope;
   ASSERT_TRUE(RunOps({MakeOp("randperm", {}, {{"Out", {"perm"}}}, {{"n", int32_t{50}}, {"dtype", int32_t{3}}}),
                       MakeOp("randint", {}, {{"Out", {"ints"}}},
-                             {{"shape", std::vector<int64_t>{4000}}, {"low", int32_t{-3}}, {"high", int32_t{5}},
-                              {"dtype", int32_t{3}}, {"seed", int32_t{7}}})},
-                     &scope).ok());
+                             {{"shape", std::vector<int64_t>{4000}},
+                              {"low", int32_t{-3}},
+                              {"high", int32_t{5}},
+                              {"dtype", int32_t{3}},
+                              {"seed", int32_t{7}}})},
+                     &scope)
+                  .ok());
   const Tensor& perm = GetTensor(scope, "perm");
   std::vector<int64_t> v(perm.data<int64_t>(), perm.data<int64_t>() + perm.numel());
   std::sort(v.begin(), v.end());
@@ -60,7 +64,8 @@ TEST(RandomMoreOps, MultinomialWithoutReplacementDrawsDistinctPossibleIds) {
   SetTensor(&scope, "w", w);
   ASSERT_TRUE(RunOps({MakeOp("multinomial", {{"X", {"w"}}}, {{"Out", {"ids"}}},
                              {{"num_samples", int32_t{4}}, {"replacement", false}})},
-                     &scope).ok());
+                     &scope)
+                  .ok());
   const Tensor& ids = GetTensor(scope, "ids");
   ASSERT_EQ(ids.dims(), (DDim{100, 4}));
   for (int r = 0; r < 100; ++r) {

@@ -18,8 +18,8 @@ TEST(RnnActivationTest, ExpIsWithinTwoUlpOverItsRange) {
   float at = 0;
   for (float x = -87.0f; x <= 87.9f; x += 0.000731f * std::max(1.0f, std::fabs(x))) {
     const double exact = std::exp(static_cast<double>(x));
-    const double ulp = std::nextafter(static_cast<float>(exact), std::numeric_limits<float>::infinity()) -
-                       static_cast<float>(exact);
+    const double ulp =
+        std::nextafter(static_cast<float>(exact), std::numeric_limits<float>::infinity()) - static_cast<float>(exact);
     const double err = std::fabs(ExpF(x) - exact) / ulp;
     if (err > worst) worst = err, at = x;
   }

@@ -40,10 +40,11 @@ TEST_P(SequencePoolTest, GradientMatchesNumeric) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, SequencePoolTest,
-    ::testing::Values(PoolCase{"SUM", {4, 11, -1, -1, 18, 13}}, PoolCase{"AVERAGE", {2, 5.5f, -1, -1, 6, 13.f / 3}},
-                      PoolCase{"SQRT", {4 / std::sqrt(2.f), 11 / std::sqrt(2.f), -1, -1, 18 / std::sqrt(3.f), 13 / std::sqrt(3.f)}},
-                      PoolCase{"MAX", {3, 9, -1, -1, 7, 8}}, PoolCase{"FIRST", {1, 9, -1, -1, 5, 4}},
-                      PoolCase{"LAST", {3, 2, -1, -1, 6, 8}}),
+    ::testing::Values(
+        PoolCase{"SUM", {4, 11, -1, -1, 18, 13}}, PoolCase{"AVERAGE", {2, 5.5f, -1, -1, 6, 13.f / 3}},
+        PoolCase{"SQRT", {4 / std::sqrt(2.f), 11 / std::sqrt(2.f), -1, -1, 18 / std::sqrt(3.f), 13 / std::sqrt(3.f)}},
+        PoolCase{"MAX", {3, 9, -1, -1, 7, 8}}, PoolCase{"FIRST", {1, 9, -1, -1, 5, 4}},
+        PoolCase{"LAST", {3, 2, -1, -1, 6, 8}}),
     [](const ::testing::TestParamInfo<PoolCase>& i) { return i.param.type; });
 
 TEST(SequencePoolOpTest, MissingOrBadLoDAndTypeAreErrors) {

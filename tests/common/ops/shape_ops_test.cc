@@ -65,18 +65,19 @@ TEST(ConcatSplitOpTest, ConcatAndSplitAreInverse) {
   ASSERT_TRUE(RunOps({MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, {{"axis", int32_t{1}}}),
                       MakeOp("split", {{"X", {"c"}}}, {{"Out", {"p", "q"}}},
                              {{"axis", int32_t{1}}, {"sections", std::vector<int32_t>{1, -1}}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "c")), (std::vector<float>{1, 3, 4, 2, 5, 6}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "q")), (std::vector<float>{3, 4, 5, 6}));
 }
 
 TEST(ConcatSplitOpTest, GradientsMatch) {
-  ExpectGradientsMatch<double>(MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, {{"axis", int32_t{0}}}),
-                               {{"a", RandomTensor<double>({1, 3}, -1, 1, 1)}, {"b", RandomTensor<double>({2, 3}, -1, 1, 2)}},
-                               {"a", "b"});
-  ExpectGradientsMatch<double>(MakeOp("split", {{"X", {"x"}}}, {{"Out", {"p", "q", "r"}}},
-                                      {{"axis", int32_t{1}}, {"num", int32_t{3}}}),
-                               {{"x", RandomTensor<double>({2, 6}, -1, 1, 1)}}, {"x"});
+  ExpectGradientsMatch<double>(
+      MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, {{"axis", int32_t{0}}}),
+      {{"a", RandomTensor<double>({1, 3}, -1, 1, 1)}, {"b", RandomTensor<double>({2, 3}, -1, 1, 2)}}, {"a", "b"});
+  ExpectGradientsMatch<double>(
+      MakeOp("split", {{"X", {"x"}}}, {{"Out", {"p", "q", "r"}}}, {{"axis", int32_t{1}}, {"num", int32_t{3}}}),
+      {{"x", RandomTensor<double>({2, 6}, -1, 1, 1)}}, {"x"});
 }
 
 TEST(ConcatSplitOpTest, MismatchedShapesAreErrors) {
@@ -84,8 +85,11 @@ TEST(ConcatSplitOpTest, MismatchedShapesAreErrors) {
   SetTensor(&s, "a", RandomTensor<float>({2, 3}, -1, 1, 1));
   SetTensor(&s, "b", RandomTensor<float>({3, 2}, -1, 1, 2));
   EXPECT_FALSE(RunOps({MakeOp("concat", {{"X", {"a", "b"}}}, {{"Out", {"c"}}}, {{"axis", int32_t{0}}})}, &s).ok());
-  EXPECT_NE(RunOps({MakeOp("split", {{"X", {"a"}}}, {{"Out", {"p", "q"}}}, {{"axis", int32_t{1}}, {"num", int32_t{2}}})}, &s)
-                .message().find("does not split evenly"), std::string::npos);
+  EXPECT_NE(
+      RunOps({MakeOp("split", {{"X", {"a"}}}, {{"Out", {"p", "q"}}}, {{"axis", int32_t{1}}, {"num", int32_t{2}}})}, &s)
+          .message()
+          .find("does not split evenly"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -11,7 +11,9 @@ TEST(FillConstantOpTest, FillsShapeAndDtype) {
   ASSERT_TRUE(RunOps({MakeOp("fill_constant", {}, {{"Out", {"o"}}},
                              {{"shape", std::vector<int64_t>{2, 3}},
                               {"dtype", static_cast<int32_t>(DataType::kInt64)},
-                              {"value", 7.0f}})}, &s).ok());
+                              {"value", 7.0f}})},
+                     &s)
+                  .ok());
   const Tensor& o = GetTensor(s, "o");
   EXPECT_EQ(o.dtype(), DataType::kInt64);
   EXPECT_EQ(TensorToVector<int64_t>(o), (std::vector<int64_t>(6, 7)));
@@ -19,15 +21,15 @@ TEST(FillConstantOpTest, FillsShapeAndDtype) {
 
 TEST(FillConstantOpTest, AcceptsInt32ShapeAttribute) {
   Scope s;  // Fluid before 1.5 wrote `shape` as INTS
-  ASSERT_TRUE(RunOps({MakeOp("fill_constant", {}, {{"Out", {"o"}}},
-                             {{"shape", std::vector<int32_t>{4}}, {"value", 1.0f}})}, &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("fill_constant", {}, {{"Out", {"o"}}}, {{"shape", std::vector<int32_t>{4}}, {"value", 1.0f}})}, &s)
+          .ok());
   EXPECT_EQ(GetTensor(s, "o").dims(), (DDim{4}));
 }
 
 TEST(FillConstantOpTest, WrongAttributeTypeIsAnError) {
   Scope s;
-  absl::Status st = RunOps({MakeOp("fill_constant", {}, {{"Out", {"o"}}},
-                                   {{"shape", std::string("2,3")}})}, &s);
+  absl::Status st = RunOps({MakeOp("fill_constant", {}, {{"Out", {"o"}}}, {{"shape", std::string("2,3")}})}, &s);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("'shape'"), std::string::npos) << st;
 }
@@ -36,8 +38,9 @@ TEST(RandomOpsTest, UniformIsInRangeAndSeeded) {
   auto run = [](int32_t seed) {
     Scope s;
     EXPECT_TRUE(RunOps({MakeOp("uniform_random", {}, {{"Out", {"o"}}},
-                               {{"shape", std::vector<int64_t>{1000}}, {"min", -2.0f},
-                                {"max", 3.0f}, {"seed", seed}})}, &s).ok());
+                               {{"shape", std::vector<int64_t>{1000}}, {"min", -2.0f}, {"max", 3.0f}, {"seed", seed}})},
+                       &s)
+                    .ok());
     return TensorToVector<float>(GetTensor(s, "o"));
   };
   std::vector<float> a = run(5), b = run(5), c = run(6);
@@ -51,9 +54,11 @@ TEST(RandomOpsTest, UniformIsInRangeAndSeeded) {
 
 TEST(RandomOpsTest, GaussianHasRequestedMoments) {
   Scope s;
-  ASSERT_TRUE(RunOps({MakeOp("gaussian_random", {}, {{"Out", {"o"}}},
-                             {{"shape", std::vector<int64_t>{20000}}, {"mean", 1.0f},
-                              {"std", 2.0f}, {"seed", int32_t{3}}})}, &s).ok());
+  ASSERT_TRUE(
+      RunOps({MakeOp("gaussian_random", {}, {{"Out", {"o"}}},
+                     {{"shape", std::vector<int64_t>{20000}}, {"mean", 1.0f}, {"std", 2.0f}, {"seed", int32_t{3}}})},
+             &s)
+          .ok());
   std::vector<float> v = TensorToVector<float>(GetTensor(s, "o"));
   double m = 0, var = 0;
   for (float x : v) m += x;
@@ -73,10 +78,9 @@ TEST(SumOpTest, AddsInputsEvenWhenOutputAliasesOne) {
 }
 
 TEST(SumOpTest, GradientMatches) {
-  ExpectGradientsMatch<double>(MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"o"}}}),
-                               {{"a", RandomTensor<double>({2, 3}, -1, 1, 1)},
-                                {"b", RandomTensor<double>({2, 3}, -1, 1, 2)}},
-                               {"a", "b"});
+  ExpectGradientsMatch<double>(
+      MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"o"}}}),
+      {{"a", RandomTensor<double>({2, 3}, -1, 1, 1)}, {"b", RandomTensor<double>({2, 3}, -1, 1, 2)}}, {"a", "b"});
 }
 
 TEST(SumOpTest, RejectsMismatchedShapes) {
@@ -92,7 +96,8 @@ TEST(ScaleOpTest, AppliesScaleAndBiasInBothOrders) {
   ASSERT_TRUE(RunOps({MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"scale", 3.0f}, {"bias", 1.0f}}),
                       MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"b"}}},
                              {{"scale", 3.0f}, {"bias", 1.0f}, {"bias_after_scale", false}})},
-                     &s).ok());
+                     &s)
+                  .ok());
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "a")), (std::vector<float>{4, 7}));
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "b")), (std::vector<float>{6, 9}));
   ExpectGradientsMatch<double>(MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"o"}}}, {{"scale", 3.0f}}),
@@ -111,8 +116,9 @@ TEST(OpRegistryTest, AnUnknownSlotBoundToAVariableIsRefusedNamingOpSlotAndVariab
   SetTensor(&s, "x", MakeTensor<float>({1}, {1}));
   absl::Status st = RunOps({MakeOp("relu", {{"X", {"x"}}, {"Scale", {"x"}}}, {{"Out", {"o"}}})}, &s);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(st.message().find("relu: input slot 'Scale' is bound to 'x', and Oar's relu has no such slot (it reads: X)"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find("relu: input slot 'Scale' is bound to 'x', and Oar's relu has no such slot (it reads: X)"),
+      std::string::npos)
       << st;
 }
 
@@ -122,9 +128,9 @@ TEST(OpRegistryTest, AnUnknownSlotBoundToAVariableIsRefusedNamingOpSlotAndVariab
 TEST(OpRegistryTest, AnUnknownSlotWithNoVariableIsNotGiven) {
   Scope s;
   SetTensor(&s, "x", MakeTensor<float>({2}, {-1, 2}));
-  absl::Status st = RunOps(
-      {MakeOp("relu", {{"X", {"x"}}, {"ScaleTensor", {}}, {"AxisTensor", {"@EMPTY@"}}}, {{"Out", {"o"}}, {"XShape", {}}})},
-      &s);
+  absl::Status st = RunOps({MakeOp("relu", {{"X", {"x"}}, {"ScaleTensor", {}}, {"AxisTensor", {"@EMPTY@"}}},
+                                   {{"Out", {"o"}}, {"XShape", {}}})},
+                           &s);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(GetTensor(s, "o").data<float>()[0], 0.0f);
   EXPECT_EQ(GetTensor(s, "o").data<float>()[1], 2.0f);

@@ -38,14 +38,29 @@ std::string Cell(std::string s) {
 std::vector<double> Values(const Tensor& t) {
   std::vector<double> v(t.numel());
   switch (t.dtype()) {
-    case DataType::kFloat32: std::copy_n(t.data<float>(), v.size(), v.begin()); break;
-    case DataType::kFloat64: std::copy_n(t.data<double>(), v.size(), v.begin()); break;
-    case DataType::kInt32: std::copy_n(t.data<int32_t>(), v.size(), v.begin()); break;
-    case DataType::kInt64: std::copy_n(t.data<int64_t>(), v.size(), v.begin()); break;
-    case DataType::kBool: std::copy_n(t.data<bool>(), v.size(), v.begin()); break;
-    case DataType::kUInt8: std::copy_n(t.data<uint8_t>(), v.size(), v.begin()); break;
-    case DataType::kInt8: std::copy_n(t.data<int8_t>(), v.size(), v.begin()); break;
-    default: break;
+    case DataType::kFloat32:
+      std::copy_n(t.data<float>(), v.size(), v.begin());
+      break;
+    case DataType::kFloat64:
+      std::copy_n(t.data<double>(), v.size(), v.begin());
+      break;
+    case DataType::kInt32:
+      std::copy_n(t.data<int32_t>(), v.size(), v.begin());
+      break;
+    case DataType::kInt64:
+      std::copy_n(t.data<int64_t>(), v.size(), v.begin());
+      break;
+    case DataType::kBool:
+      std::copy_n(t.data<bool>(), v.size(), v.begin());
+      break;
+    case DataType::kUInt8:
+      std::copy_n(t.data<uint8_t>(), v.size(), v.begin());
+      break;
+    case DataType::kInt8:
+      std::copy_n(t.data<int8_t>(), v.size(), v.begin());
+      break;
+    default:
+      break;
   }
   return v;
 }

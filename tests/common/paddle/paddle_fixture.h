@@ -7,9 +7,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -156,8 +156,7 @@ inline bool HasBatchNorm(const ProgramDesc& p) {
 // equal Paddle's recorded loss within 1e-5 at each step. A model with batch
 // norm (each trainer's own statistics) must only run: finite losses.
 inline void ExpectMeanLossesMatch(const Fixture& f, const std::vector<std::vector<double>>& losses) {
-  const std::vector<double>& want =
-      losses.size() == 2 && !f.losses_2trainers.empty() ? f.losses_2trainers : f.losses;
+  const std::vector<double>& want = losses.size() == 2 && !f.losses_2trainers.empty() ? f.losses_2trainers : f.losses;
   for (const auto& l : losses) ASSERT_EQ(l.size(), want.size());
   std::vector<double> mean(want.size(), 0.0);
   for (size_t i = 0; i < want.size(); ++i) {

@@ -4,8 +4,8 @@
 // files or one combined file), trains on the same fixed batches, and its
 // losses equal the ones Paddle recorded, step for step.
 #include <cmath>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,9 +44,12 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
                                          std::vector<double>(f.losses.begin(), f.losses.begin() + exact_steps));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18", "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
-                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec", "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec",
-                                                                      "axis"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest,
+                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18",
+                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
+                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec",
+                                           "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec",
+                                           "axis"));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
@@ -82,8 +85,8 @@ TEST(PaddleFixtureErrors, UnimplementedInputsAndAttributeValuesAreRefused) {
        [](OpDesc* op) { op->inputs["MomentumTensor"] = {"zoo_b"}; }, "zoo"},
       {"reduce_sum", "reduce_sum: attribute out_dtype=6 is not implemented",
        [](OpDesc* op) { op->attrs["out_dtype"] = int32_t{6}; }, "zoo"},
-      {"dropout", "dropout: input slot 'Seed' is bound to 'label'",
-       [](OpDesc* op) { op->inputs["Seed"] = {"label"}; }, "probs"},
+      {"dropout", "dropout: input slot 'Seed' is bound to 'label'", [](OpDesc* op) { op->inputs["Seed"] = {"label"}; },
+       "probs"},
       {"reshape2", "reshape2: input slot 'Shape' is bound to 'zoo_b'",
        [](OpDesc* op) { op->inputs["Shape"] = {"zoo_b"}; }, "zoo"},
   };

@@ -6,9 +6,9 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/api/layers.h"
@@ -42,12 +42,12 @@ TEST(ProfilerTest, RecordsFromEveryThreadEachInItsOwnLane) {
 
 TEST(ProfilerTest, TheTableHasFluidsColumnsAndOrders) {
   Profiler p;
-  p.Record("mul", "op", At(0), At(3000));       // 3 ms
-  p.Record("mul", "op", At(5000), At(6000));    // 1 ms
-  p.Record("relu", "op", At(7000), At(7500));   // 0.5 ms, once
-  p.Record("sgd", "op", At(8000), At(8200));    // 0.2 ms
+  p.Record("mul", "op", At(0), At(3000));      // 3 ms
+  p.Record("mul", "op", At(5000), At(6000));   // 1 ms
+  p.Record("relu", "op", At(7000), At(7500));  // 0.5 ms, once
+  p.Record("sgd", "op", At(8000), At(8200));   // 0.2 ms
   p.Record("sgd", "op", At(9000), At(9200));
-  p.Record("sgd", "op", At(9500), At(9700));    // 3 calls, 0.6 ms
+  p.Record("sgd", "op", At(9500), At(9700));  // 3 calls, 0.6 ms
   const std::string total = p.Report(Profiler::SortedKey::kTotal);
   EXPECT_NE(total.find("Event"), std::string::npos) << total;
   for (const char* col : {"Calls", "Total", "Min.", "Max.", "Ave.", "Ratio."}) {

@@ -128,13 +128,15 @@ class OvertakenHandler : public RpcHandler {
     if (req.header().name() == kBatchBarrier) {
       ++barriers_seen_;
       if (stored_ < req.header().meta.oar_sent()) {
-        return absl::UnavailableError(absl::StrCat("the barrier came before ", req.header().meta.oar_sent() - stored_,
-                                                   " gradient(s)"));
+        return absl::UnavailableError(
+            absl::StrCat("the barrier came before ", req.header().meta.oar_sent() - stored_, " gradient(s)"));
       }
       ++counted_;
       return absl::OkStatus();
     }
-    mu_.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n > 0; }, &barriers_seen_), absl::Seconds(5));
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](int* n) { return *n > 0; }, &barriers_seen_),
+                         absl::Seconds(5));
     ++stored_;
     return absl::OkStatus();
   }

@@ -81,9 +81,18 @@ class HoldingHandler : public RpcHandler {
     auto reached = [this, n] { return active_ >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(20));
   }
-  int large() { absl::MutexLock l(&mu_); return large_; }
-  int small() { absl::MutexLock l(&mu_); return small_; }
-  int max_active() { absl::MutexLock l(&mu_); return max_active_; }
+  int large() {
+    absl::MutexLock l(&mu_);
+    return large_;
+  }
+  int small() {
+    absl::MutexLock l(&mu_);
+    return small_;
+  }
+  int max_active() {
+    absl::MutexLock l(&mu_);
+    return max_active_;
+  }
 
   static constexpr int64_t kBlock = 512 * 1024;
 

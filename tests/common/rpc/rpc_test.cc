@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <map>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/grpc_server.h"

@@ -73,8 +73,8 @@ TEST_P(SerdeDtypeTest, LoDTensorRoundTripsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, SerdeDtypeTest,
                          ::testing::Values(DataType::kBool, DataType::kInt16, DataType::kInt32, DataType::kInt64,
-                                           DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                                           DataType::kUInt8, DataType::kInt8));
+                                           DataType::kFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kUInt8,
+                                           DataType::kInt8));
 
 TEST(SerdeTest, SelectedRowsRoundTrip) {
   Variable v;

@@ -64,13 +64,11 @@ TEST_P(CollectiveTest, BroadcastAllGatherAndBarrier) {
   for (int r = 0; r < n; ++r) EXPECT_TRUE(status[r].ok()) << status[r];
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveTest,
-                         ::testing::Combine(::testing::Values(Backend::kRing, Backend::kInProcess, Backend::kShm,
-                                                              Backend::kShmSmallSlots),
-                                            ::testing::Values(1, 2, 3, 4, 5)),
-                         [](const auto& info) {
-                           return absl::StrCat(BackendName(std::get<0>(info.param)), std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, CollectiveTest,
+    ::testing::Combine(::testing::Values(Backend::kRing, Backend::kInProcess, Backend::kShm, Backend::kShmSmallSlots),
+                       ::testing::Values(1, 2, 3, 4, 5)),
+    [](const auto& info) { return absl::StrCat(BackendName(std::get<0>(info.param)), std::get<1>(info.param)); });
 
 TEST(CollectiveTest, RingAllReducesSixtyFourMiB) {
   for (int n : {2, 4}) CheckAllReduce<float>(Backend::kRing, n, int64_t{16} << 20);
@@ -101,15 +99,18 @@ TEST(CollectiveTest, Fp16AddsOnEveryBackend) {
 // a wrong sum) on every other.
 TEST(CollectiveTest, DisagreeingProgramsFailNamingTheVariableAndBothRanks) {
   for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
-    auto status = OnRanks(b, 2, [](int r, Collective* c) -> absl::Status {
-      Tensor t = Values<float>(r, r == 0 ? 1000 : 999);
-      return c->AllReduce(&t, "fc_0.w_0@GRAD");
-    }, absl::Seconds(5));
+    auto status = OnRanks(
+        b, 2,
+        [](int r, Collective* c) -> absl::Status {
+          Tensor t = Values<float>(r, r == 0 ? 1000 : 999);
+          return c->AllReduce(&t, "fc_0.w_0@GRAD");
+        },
+        absl::Seconds(5));
     bool named = false;
     for (const auto& s : status) {
       EXPECT_FALSE(s.ok());
-      named |= s.message().find("fc_0.w_0@GRAD") != std::string::npos && s.message().find("rank 0") != std::string::npos &&
-               s.message().find("rank 1") != std::string::npos;
+      named |= s.message().find("fc_0.w_0@GRAD") != std::string::npos &&
+               s.message().find("rank 0") != std::string::npos && s.message().find("rank 1") != std::string::npos;
     }
     EXPECT_TRUE(named) << status[0] << " / " << status[1];
   }
@@ -117,11 +118,14 @@ TEST(CollectiveTest, DisagreeingProgramsFailNamingTheVariableAndBothRanks) {
 
 // A rank whose process dies: its neighbours fail at once, naming it.
 TEST(CollectiveTest, APeerThatDiesFailsItsNeighboursNamingIt) {
-  auto status = OnRanks(Backend::kRing, 3, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 200000);
-    if (r == 2) return absl::AbortedError("rank 2 leaves");  // its ring is destroyed: connections close
-    return c->AllReduce(&t, "g");
-  }, absl::Seconds(20));
+  auto status = OnRanks(
+      Backend::kRing, 3,
+      [](int r, Collective* c) -> absl::Status {
+        Tensor t = Values<float>(r, 200000);
+        if (r == 2) return absl::AbortedError("rank 2 leaves");  // its ring is destroyed: connections close
+        return c->AllReduce(&t, "g");
+      },
+      absl::Seconds(20));
   // Rank 0 reads from rank 2; rank 1 then sees rank 0 give up.
   EXPECT_FALSE(status[1].ok());
   EXPECT_NE(status[0].message().find("rank 2"), std::string::npos) << status[0];
@@ -133,16 +137,19 @@ TEST(CollectiveTest, APeerThatDiesFailsItsNeighboursNamingIt) {
 TEST(CollectiveTest, APeerThatNeverAnswersTimesOutNamingIt) {
   for (Backend b : {Backend::kRing, Backend::kInProcess, Backend::kShm}) {
     absl::Notification done;
-    auto status = OnRanks(b, 2, [&](int r, Collective* c) -> absl::Status {
-      if (r == 1) {
-        done.WaitForNotification();  // silent until rank 0 gave up
-        return absl::OkStatus();
-      }
-      Tensor t = Values<float>(r, 10);
-      absl::Status s = c->AllReduce(&t, "g");
-      done.Notify();
-      return s;
-    }, absl::Milliseconds(500));
+    auto status = OnRanks(
+        b, 2,
+        [&](int r, Collective* c) -> absl::Status {
+          if (r == 1) {
+            done.WaitForNotification();  // silent until rank 0 gave up
+            return absl::OkStatus();
+          }
+          Tensor t = Values<float>(r, 10);
+          absl::Status s = c->AllReduce(&t, "g");
+          done.Notify();
+          return s;
+        },
+        absl::Milliseconds(500));
     EXPECT_EQ(status[0].code(), absl::StatusCode::kDeadlineExceeded) << status[0];
     EXPECT_NE(status[0].message().find("rank 1"), std::string::npos) << status[0];
   }
@@ -151,8 +158,12 @@ TEST(CollectiveTest, APeerThatNeverAnswersTimesOutNamingIt) {
 TEST(CollectiveTest, ARingRefusesAnotherJobsToken) {
   std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint()};
   absl::Status s0, s1;
-  std::thread t0([&] { s0 = TcpRing::Create({.rank = 0, .endpoints = eps, .token = "job-a", .timeout = absl::Seconds(2)}).status(); });
-  std::thread t1([&] { s1 = TcpRing::Create({.rank = 1, .endpoints = eps, .token = "job-b", .timeout = absl::Seconds(2)}).status(); });
+  std::thread t0([&] {
+    s0 = TcpRing::Create({.rank = 0, .endpoints = eps, .token = "job-a", .timeout = absl::Seconds(2)}).status();
+  });
+  std::thread t1([&] {
+    s1 = TcpRing::Create({.rank = 1, .endpoints = eps, .token = "job-b", .timeout = absl::Seconds(2)}).status();
+  });
   t0.join();
   t1.join();
   EXPECT_FALSE(s0.ok());
@@ -171,11 +182,16 @@ TEST(CollectiveTest, ARingRefusesARankThatCountsAnotherSizeAndSaysSo) {
   std::vector<std::string> three = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   std::vector<std::string> two = {three[0], three[1]};
   absl::Status s0, s1;
-  std::thread t0([&] { s0 = TcpRing::Create({.rank = 0, .endpoints = two, .token = "job", .timeout = absl::Seconds(1)}).status(); });
-  std::thread t1([&] { s1 = TcpRing::Create({.rank = 1, .endpoints = three, .token = "job", .timeout = absl::Seconds(1)}).status(); });
+  std::thread t0([&] {
+    s0 = TcpRing::Create({.rank = 0, .endpoints = two, .token = "job", .timeout = absl::Seconds(1)}).status();
+  });
+  std::thread t1([&] {
+    s1 = TcpRing::Create({.rank = 1, .endpoints = three, .token = "job", .timeout = absl::Seconds(1)}).status();
+  });
   t0.join();
   t1.join();
-  EXPECT_NE(s0.message().find(absl::StrCat("rank 1 (", three[1], ") refused this rank: its ring has 3 ranks, this one 2; "
+  EXPECT_NE(s0.message().find(absl::StrCat("rank 1 (", three[1],
+                                           ") refused this rank: its ring has 3 ranks, this one 2; "
                                            "start every trainer with the same PADDLE_TRAINERS_NUM")),
             std::string::npos)
       << s0;

@@ -32,8 +32,8 @@ struct Run {
 std::vector<std::string> Params(const ProgramDesc& p) {
   std::vector<std::string> out;
   for (const auto& [name, v] : p.Block(0).vars()) {
-    if (v.persistable && name.find("learning_rate") == std::string::npos && name.find("velocity") == std::string::npos &&
-        name != "feed" && name != "fetch") {
+    if (v.persistable && name.find("learning_rate") == std::string::npos &&
+        name.find("velocity") == std::string::npos && name != "feed" && name != "fetch") {
       out.push_back(name);
     }
   }
@@ -58,8 +58,8 @@ Run Train(int trainers, int places, int rank, Collective* c, bool sparse, bool f
   env.collective = c;
   BuildStrategy build;
   build.fuse_all_reduce_ops = fuse;
-  auto pe = ParallelExecutor::Create(CpuPlaces(places), m.loss.name(), m.main.desc(), &scope, build, {}, trainers,
-                                     rank, nullptr, &env);
+  auto pe = ParallelExecutor::Create(CpuPlaces(places), m.loss.name(), m.main.desc(), &scope, build, {}, trainers, rank,
+                                     nullptr, &env);
   if (!pe.ok()) {
     r.status = pe.status();
     return r;

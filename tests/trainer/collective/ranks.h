@@ -26,10 +26,14 @@ enum class Backend { kRing, kInProcess, kShm, kShmSmallSlots };
 
 inline std::string BackendName(Backend b) {
   switch (b) {
-    case Backend::kRing: return "Ring";
-    case Backend::kInProcess: return "InProcess";
-    case Backend::kShm: return "Shm";
-    case Backend::kShmSmallSlots: return "ShmSmallSlots";
+    case Backend::kRing:
+      return "Ring";
+    case Backend::kInProcess:
+      return "InProcess";
+    case Backend::kShm:
+      return "Shm";
+    case Backend::kShmSmallSlots:
+      return "ShmSmallSlots";
   }
   return "?";
 }
@@ -38,17 +42,17 @@ inline bool OverRing(Backend b) { return b != Backend::kInProcess; }
 
 // The rings of n ranks made on n threads, each on an endpoint that listens
 // already (ReservedEndpoint: no other test can take its port first).
-inline std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout, const std::string& token,
-                                                               std::vector<std::string>* endpoints = nullptr) {
+inline std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, absl::Duration timeout,
+                                                                      const std::string& token,
+                                                                      std::vector<std::string>* endpoints = nullptr) {
   std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
   std::vector<std::string> eps;
   for (int r = 0; r < n; ++r) eps.push_back(ReservedEndpoint());
   for (int r = 0; r < n; ++r) rings.emplace_back(absl::UnknownError("not made"));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout});
-    });
+    threads.emplace_back(
+        [&, r] { rings[r] = TcpRing::Create({.rank = r, .endpoints = eps, .token = token, .timeout = timeout}); });
   }
   for (auto& t : threads) t.join();
   if (endpoints != nullptr) *endpoints = eps;
@@ -56,8 +60,9 @@ inline std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> MakeRing(int n, abs
 }
 
 // Runs fn(rank, collective) on n threads; returns each rank's status.
-inline std::vector<absl::Status> OnRanks(Backend backend, int n, const std::function<absl::Status(int, Collective*)>& fn,
-                                  absl::Duration timeout = absl::Seconds(30), const std::string& token = "job") {
+inline std::vector<absl::Status> OnRanks(Backend backend, int n,
+                                         const std::function<absl::Status(int, Collective*)>& fn,
+                                         absl::Duration timeout = absl::Seconds(30), const std::string& token = "job") {
   InProcessGroup group(n, timeout);
   std::vector<absl::StatusOr<std::unique_ptr<TcpRing>>> rings;
   std::vector<std::string> eps;

@@ -52,7 +52,8 @@ TEST(ShmCollectiveTest, BucketsEqualTheAllReduceOfTheirConcatenation) {
         const std::vector<float> v = TensorToVector<float>(t);
         joined.insert(joined.end(), v.begin(), v.end());
       }
-      if (joined != TensorToVector<float>(whole)) return absl::InternalError(absl::StrCat("rank ", r, ": bucket differs"));
+      if (joined != TensorToVector<float>(whole))
+        return absl::InternalError(absl::StrCat("rank ", r, ": bucket differs"));
       return absl::OkStatus();
     });
     for (const auto& s : status) EXPECT_TRUE(s.ok()) << BackendName(b) << ": " << s;
@@ -69,14 +70,17 @@ TEST(ShmCollectiveTest, BucketsEqualTheAllReduceOfTheirConcatenation) {
 // with the job unfinished) fails the ranks waiting for it at once, naming
 // it, well before the deadline; and so every later call.
 TEST(ShmCollectiveTest, PeerThatLeavesFailsTheOthersAtOnceNamingIt) {
-  auto status = OnRanks(Backend::kShm, 3, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 200000);
-    if (r == 2) return absl::AbortedError("rank 2 leaves");
-    absl::Status s = c->AllReduce(&t, "g");
-    if (s.ok()) return absl::InternalError("the all-reduce finished without rank 2");
-    if (c->Barrier().ok()) return absl::InternalError("a broken communicator went on");
-    return s;
-  }, absl::Seconds(20));
+  auto status = OnRanks(
+      Backend::kShm, 3,
+      [](int r, Collective* c) -> absl::Status {
+        Tensor t = Values<float>(r, 200000);
+        if (r == 2) return absl::AbortedError("rank 2 leaves");
+        absl::Status s = c->AllReduce(&t, "g");
+        if (s.ok()) return absl::InternalError("the all-reduce finished without rank 2");
+        if (c->Barrier().ok()) return absl::InternalError("a broken communicator went on");
+        return s;
+      },
+      absl::Seconds(20));
   for (int r : {0, 1}) {  // told that rank 2 left, not timed out waiting for it
     EXPECT_FALSE(absl::IsDeadlineExceeded(status[r])) << status[r];
     EXPECT_NE(status[r].message().find("rank 2 ("), std::string::npos) << status[r];
@@ -87,10 +91,13 @@ TEST(ShmCollectiveTest, PeerThatLeavesFailsTheOthersAtOnceNamingIt) {
 // Shared memory: a rank's own bad call (a root that is no rank) fails it and
 // tells the others at once, instead of leaving them to their deadline.
 TEST(ShmCollectiveTest, LocalErrorEndsThePeersWaitAtOnce) {
-  auto status = OnRanks(Backend::kShm, 2, [](int r, Collective* c) -> absl::Status {
-    Tensor t = Values<float>(r, 100);
-    return c->Broadcast(&t, r == 0 ? 5 : 0, "w");
-  }, absl::Seconds(20));
+  auto status = OnRanks(
+      Backend::kShm, 2,
+      [](int r, Collective* c) -> absl::Status {
+        Tensor t = Values<float>(r, 100);
+        return c->Broadcast(&t, r == 0 ? 5 : 0, "w");
+      },
+      absl::Seconds(20));
   EXPECT_FALSE(absl::IsDeadlineExceeded(status[1])) << status[1];  // told at once, not timed out
   EXPECT_NE(status[0].message().find("root 5 is not a rank"), std::string::npos) << status[0];
   EXPECT_NE(status[1].message().find("rank 0 ("), std::string::npos) << status[1];
@@ -114,7 +121,8 @@ TEST(ShmCollectiveTest, NeedsEveryRankElseTheRingServes) {
           return;
         }
         const std::string transport = r == 1 ? "tcp" : r == 0 ? required : "auto";
-        auto c = JoinOverSharedMemory(*std::move(rings[r]), eps, {.transport = transport, .timeout = absl::Seconds(20)});
+        auto c =
+            JoinOverSharedMemory(*std::move(rings[r]), eps, {.transport = transport, .timeout = absl::Seconds(20)});
         if (!c.ok()) {
           status[r] = c.status();
           return;

@@ -22,10 +22,10 @@
 #include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/transport_select.h"
-#include "tests/common/rpc/stream/region_test_values.h"
-#include "tests/common/rpc/stream/shm_pair.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "tests/common/rpc/stream/region_test_values.h"
+#include "tests/common/rpc/stream/shm_pair.h"
 
 namespace oar::rpc::stream {
 namespace {
@@ -220,7 +220,8 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   f.meta_len = static_cast<uint32_t>(bytes.size());
   f.payload_len = w.nbytes();
   const uint64_t past = (*region)->size() - 64;
-  ASSERT_TRUE(pair.server->Write({{&f, sizeof(f)}, {bytes.data(), bytes.size()}, {&past, sizeof(past)}}, deadline).ok());
+  ASSERT_TRUE(
+      pair.server->Write({{&f, sizeof(f)}, {bytes.data(), bytes.size()}, {&past, sizeof(past)}}, deadline).ok());
   ReadResult bad = read_one();
   EXPECT_TRUE(bad.stream.ok()) << bad.stream;
   ASSERT_FALSE(bad.message.ok());
@@ -228,7 +229,8 @@ TEST(LentRegionTest, AnOffsetOutsideTheRegionFailsThatReplyAndTheConnectionGoesO
   EXPECT_NE(bad.message.status().message().find("offset"), std::string::npos) << bad.message.status();
 
   // The same connection then carries a good one, written as a server does.
-  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 2, 0, h, &var, deadline, false, region->get()).ok());
+  ASSERT_TRUE(
+      WriteMessage(pair.server.get(), FrameType::kReply, 0, 2, 0, h, &var, deadline, false, region->get()).ok());
   ReadResult good = read_one();
   ASSERT_TRUE(good.stream.ok()) << good.stream;
   ASSERT_TRUE(good.message.ok()) << good.message.status();
@@ -250,7 +252,8 @@ TEST(LentRegionTest, AnOffsetIntoARegionNeverLentFailsThatReply) {
   auto [var, h] = MessageOf(w, "w");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   // A server that writes an offset anyway.
-  ASSERT_TRUE(WriteMessage(pair.server.get(), FrameType::kReply, 0, 1, 0, h, &var, deadline, false, region->get()).ok());
+  ASSERT_TRUE(
+      WriteMessage(pair.server.get(), FrameType::kReply, 0, 1, 0, h, &var, deadline, false, region->get()).ok());
   FrameHeader f;
   ASSERT_TRUE(pair.client->Read(&f, sizeof(f), deadline).ok());
   ASSERT_TRUE(CheckFrame(f, /*expect_request=*/false, "test server").ok());

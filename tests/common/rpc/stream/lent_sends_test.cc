@@ -192,7 +192,8 @@ TEST(LentSendsTest, AnOffsetOutsideTheClientsRegionFailsThatRequestAndTheConnect
   f.meta_len = static_cast<uint32_t>(bytes.size());
   f.payload_len = g.nbytes();
   const uint64_t past = (*lent)->region().size() - 16;
-  ASSERT_TRUE(pair.client->Write({{&f, sizeof(f)}, {bytes.data(), bytes.size()}, {&past, sizeof(past)}}, deadline).ok());
+  ASSERT_TRUE(
+      pair.client->Write({{&f, sizeof(f)}, {bytes.data(), bytes.size()}, {&past, sizeof(past)}}, deadline).ok());
   ReadResult bad = read_one();
   EXPECT_TRUE(bad.stream.ok()) << bad.stream;
   ASSERT_FALSE(bad.message.ok());
@@ -200,9 +201,8 @@ TEST(LentSendsTest, AnOffsetOutsideTheClientsRegionFailsThatRequestAndTheConnect
   EXPECT_NE(bad.message.status().message().find("sent 'g'"), std::string::npos) << bad.message.status();
 
   // Then a good one, written as a client does: a read-only view of the slot.
-  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 2, 0, h, &var, deadline, false,
-                           &(*lent)->region())
-                  .ok());
+  ASSERT_TRUE(
+      WriteMessage(pair.client.get(), FrameType::kRequest, 0, 2, 0, h, &var, deadline, false, &(*lent)->region()).ok());
   ReadResult good = read_one();
   ASSERT_TRUE(good.stream.ok()) << good.stream;
   ASSERT_TRUE(good.message.ok()) << good.message.status();
@@ -224,9 +224,8 @@ TEST(LentSendsTest, AServerThatDidNotMapTheRegionRefusesItsOffsets) {
   auto [var, h] = MessageOf(*in_slot, "g");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   // A client that writes an offset anyway.
-  ASSERT_TRUE(WriteMessage(pair.client.get(), FrameType::kRequest, 0, 1, 0, h, &var, deadline, false,
-                           &(*lent)->region())
-                  .ok());
+  ASSERT_TRUE(
+      WriteMessage(pair.client.get(), FrameType::kRequest, 0, 1, 0, h, &var, deadline, false, &(*lent)->region()).ok());
   FrameHeader f;
   ASSERT_TRUE(pair.server->Read(&f, sizeof(f), deadline).ok());
   ASSERT_TRUE(CheckFrame(f, /*expect_request=*/true, "test client").ok());

@@ -97,8 +97,8 @@ TEST_P(ReplyReaderTest, AWaitingCallerReadsItsOwnReply) {
   for (int i = 0; i < kCalls; ++i) {
     Outcome out;
     const absl::Time deadline = Deadline();
-    auto reader = client_.CallForWaiter(RpcKind::kGet, ep_, Get(absl::StrCat("v", i, "_", 1000)), deadline,
-                                        out.Callback());
+    auto reader =
+        client_.CallForWaiter(RpcKind::kGet, ep_, Get(absl::StrCat("v", i, "_", 1000)), deadline, out.Callback());
     ASSERT_NE(reader, nullptr) << "the stream transport offers no reader";
     reader->Await(deadline);
     ASSERT_TRUE(out.Holds(i, 1000)) << "call " << i << ": " << out.status;
@@ -153,8 +153,8 @@ TEST_P(ReplyReaderTest, CallersOnManyThreadsTakeTurnsAndGetTheirOwnValues) {
         // Two in flight, waited for in the opposite order; every fourth
         // thread's second call is one nobody waits for.
         Outcome a, b;
-        auto ra = client_.CallForWaiter(RpcKind::kGet, ep_, Get(absl::StrCat("v", base, "_", n)), Deadline(),
-                                        a.Callback());
+        auto ra =
+            client_.CallForWaiter(RpcKind::kGet, ep_, Get(absl::StrCat("v", base, "_", n)), Deadline(), a.Callback());
         std::unique_ptr<ReplyReader> rb;
         if (t == 3) {
           client_.Call(RpcKind::kGet, ep_, Get(absl::StrCat("v", base + 1, "_", 3)), Deadline(), b.Callback());

@@ -47,9 +47,7 @@ struct ShmPair {
     client = *std::move(c);
     server = *std::move(s);
     absl::Status server_side;
-    std::thread t([&] {
-      server_side = ServerHandshake(server.get(), "", deadline, region, &lent, map_client_region);
-    });
+    std::thread t([&] { server_side = ServerHandshake(server.get(), "", deadline, region, &lent, map_client_region); });
     const absl::Status client_side = ClientHandshake(client.get(), "", deadline, client_region, &server_maps);
     t.join();
     EXPECT_TRUE(server_side.ok() && client_side.ok()) << server_side << " / " << client_side;

@@ -14,9 +14,7 @@ namespace oar::rpc::stream {
 namespace {
 
 struct Memory {
-  explicit Memory(size_t capacity) : bytes(ShmRing::BytesFor(capacity)) {
-    ptr = std::aligned_alloc(64, bytes);
-  }
+  explicit Memory(size_t capacity) : bytes(ShmRing::BytesFor(capacity)) { ptr = std::aligned_alloc(64, bytes); }
   ~Memory() { std::free(ptr); }
   size_t bytes;
   void* ptr;
@@ -80,9 +78,8 @@ TEST(ShmRingTest, AFullWriteGivesUpWhenThePeerIsGone) {
   ShmRing ring(m.ptr, kCapacity, true);
   std::vector<char> big(2 * kCapacity);
   int checks = 0;
-  absl::Status s = ring.Write({{big.data(), big.size()}}, absl::InfiniteFuture(), [&] {
-    return ++checks < 3 ? absl::OkStatus() : absl::UnavailableError("peer died");
-  });
+  absl::Status s = ring.Write({{big.data(), big.size()}}, absl::InfiniteFuture(),
+                              [&] { return ++checks < 3 ? absl::OkStatus() : absl::UnavailableError("peer died"); });
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_EQ(checks, 3);
 }
@@ -159,8 +156,9 @@ TEST(ShmRingTest, ADeferredBurstLargerThanTheRingDoesNotStall) {
       return absl::OkStatus();
     };
     for (size_t at = 0; at < total; at += message) {
-      ASSERT_TRUE(producer.Write({{data.data() + at, message}}, absl::Now() + absl::Seconds(60), count,
-                                 /*defer_wake=*/true)
+      ASSERT_TRUE(producer
+                      .Write({{data.data() + at, message}}, absl::Now() + absl::Seconds(60), count,
+                             /*defer_wake=*/true)
                       .ok());
     }
     producer.WakeDeferred();

@@ -99,8 +99,7 @@ class PipeStream final : public ByteStream {
   std::shared_ptr<Pipe> in_, out_;
   std::string peer_ = "pipe";
   absl::Mutex mu_;
-  bool stalled_ ABSL_GUARDED_BY(mu_) = false, tight_ ABSL_GUARDED_BY(mu_) = false,
-       closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false, tight_ ABSL_GUARDED_BY(mu_) = false, closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Parks every Get; AnswerAll answers them, oldest first, on the caller's
@@ -149,8 +148,8 @@ void SendGet(Connection& c, const std::string& name, uint64_t call_id) {
   meta.set_varname(name);
   auto h = HeaderOf(std::move(meta), nullptr);
   ASSERT_TRUE(h.ok()) << h.status();
-  ASSERT_TRUE(WriteMessage(&c.client, FrameType::kRequest, static_cast<uint8_t>(RpcKind::kGet), call_id, 0, *h,
-                           nullptr, absl::Now() + absl::Seconds(10))
+  ASSERT_TRUE(WriteMessage(&c.client, FrameType::kRequest, static_cast<uint8_t>(RpcKind::kGet), call_id, 0, *h, nullptr,
+                           absl::Now() + absl::Seconds(10))
                   .ok());
 }
 
@@ -219,7 +218,7 @@ TEST(StalledPeerTest, APeerThatStoppedReadingHoldsUpNoOtherAnswer) {
   ASSERT_TRUE(got_b.ok()) << got_b.status() << " (B's answer waited behind A's)";
   EXPECT_EQ(*got_b, 100u);
   EXPECT_TRUE(a.down->Empty());  // nothing reached A yet
-  a.server->Stall(false);  // A reads again: every answer comes
+  a.server->Stall(false);        // A reads again: every answer comes
   std::vector<uint64_t> got_a;
   for (int i = 0; i < kParkedForA; ++i) {
     absl::StatusOr<uint64_t> id = ReadReply(a, absl::Seconds(20));
@@ -228,7 +227,8 @@ TEST(StalledPeerTest, APeerThatStoppedReadingHoldsUpNoOtherAnswer) {
   }
   std::sort(got_a.begin(), got_a.end());
   EXPECT_EQ(got_a, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
-  for (int i = 0; i < 1000 && ctx.in_flight.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && ctx.in_flight.load() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(ctx.in_flight.load(), 0);  // each answer counted out once
 }
 

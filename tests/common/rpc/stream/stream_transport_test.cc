@@ -105,8 +105,7 @@ Variable Floats(int64_t n, float base) {
 bool SameFloats(const Variable& a, const Variable& b) {
   const Tensor& x = a.Get<Tensor>();
   const Tensor& y = b.Get<Tensor>();
-  return x.dims() == y.dims() && x.dtype() == y.dtype() &&
-         std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+  return x.dims() == y.dims() && x.dtype() == y.dtype() && std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
 }
 
 class StreamModeTest : public ::testing::TestWithParam<TransportMode> {};
@@ -200,10 +199,12 @@ TEST_P(StreamModeTest, ManyCallsInFlightFromManyThreadsGetTheirOwnReplies) {
       std::vector<Variable> sent, got(kVars);
       for (int i = 0; i < kVars; ++i) sent.push_back(Floats(1 + (i * 7919 + t) % 70000, t * 1000.0f + i));
       std::vector<std::shared_ptr<RpcCall>> calls;
-      for (int i = 0; i < kVars; ++i) calls.push_back(client.rpc.AsyncSendVar(ep, absl::StrCat("v", t, "_", i), &sent[i]));
+      for (int i = 0; i < kVars; ++i)
+        calls.push_back(client.rpc.AsyncSendVar(ep, absl::StrCat("v", t, "_", i), &sent[i]));
       for (auto& c : calls) wrong += !c->Wait().ok();
       calls.clear();
-      for (int i = 0; i < kVars; ++i) calls.push_back(client.rpc.AsyncGetVar(ep, absl::StrCat("v", t, "_", i), &got[i]));
+      for (int i = 0; i < kVars; ++i)
+        calls.push_back(client.rpc.AsyncGetVar(ep, absl::StrCat("v", t, "_", i), &got[i]));
       for (auto& c : calls) wrong += !c->Wait().ok();
       for (int i = 0; i < kVars; ++i) wrong += !SameFloats(got[i], sent[i]);
     });
@@ -350,7 +351,8 @@ TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
   s = plain.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5));
   EXPECT_FALSE(s.ok());
   stream::StreamClient trusting("", cert);
-  EXPECT_TRUE(trusting.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5)).ok());
+  EXPECT_TRUE(
+      trusting.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5)).ok());
 }
 
 // A reply read straight into the caller's tensor (OutgoingMessage::
@@ -385,9 +387,10 @@ TEST(StreamTransportTest, AReplyCutHalfWayFailsTheCallThatReadItInPlace) {
     reply.meta_len = static_cast<uint32_t>(bytes.size());
     reply.payload_len = kFloats * sizeof(float);
     std::vector<float> half(kFloats / 2, 42.0f);
-    ASSERT_TRUE(s.Write({{&reply, sizeof(reply)}, {bytes.data(), bytes.size()}, {half.data(), half.size() * sizeof(float)}},
-                        deadline)
-                    .ok());
+    ASSERT_TRUE(
+        s.Write({{&reply, sizeof(reply)}, {bytes.data(), bytes.size()}, {half.data(), half.size() * sizeof(float)}},
+                deadline)
+            .ok());
     s.Close();
   });
   Variable got = Floats(kFloats, -1.0f);
