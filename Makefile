@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja,))
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test demo bench format clean
 
 all: build
 
@@ -28,6 +28,11 @@ test: build
 demo: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target oar
 	@$(BUILD_DIR)/cli/oar launch --pservers 2 --trainers 2 --model fashion_mlp
+
+# The C++ lines changed since the tree was formatted, rewritten to .clang-format
+# (CI checks them: scripts/check-format.sh).
+format:
+	@bash scripts/check-format.sh --fix
 
 bench: build
 	@$(BUILD_DIR)/bench/executor_bench

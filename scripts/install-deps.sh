@@ -19,6 +19,7 @@ PACKAGES=(
   graphviz nlohmann-json3-dev python3-yaml python3-numpy
   prometheus libyaml-cpp-dev
   python3-venv
+  clang-format
 )
 if [ "${1:-}" = "sanitize" ]; then
   PACKAGES+=(clang libclang-rt-14-dev)
