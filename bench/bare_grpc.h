@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
 #include "common/rpc/fd_acceptor.h"
 
 namespace oar::bench {
@@ -60,7 +60,7 @@ class BareService : public grpc::CallbackGenericService {
 };
 
 // A bare gRPC server, and what accepts for it on a socket handed to the
-// process (common/listen_sockets.h).
+// process (common/base/listen_sockets.h).
 struct BareServer {
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<rpc::FdAcceptor> acceptor;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "pserver/parameter_server.h"
 
 namespace oar::bench {

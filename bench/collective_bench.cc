@@ -33,7 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
-#include "common/blas_core.h"
+#include "common/base/blas_core.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "google/protobuf/struct.pb.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "common/blas_core.h"
-#include "common/executor.h"
+#include "common/base/blas_core.h"
+#include "common/framework/executor.h"
 #include "common/ops/im2col.h"
 #include "glog/logging.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/blas_core.h"
+#include "common/base/blas_core.h"
 #include "common/data/multi_slot_feed.h"
 #include "glog/logging.h"
 

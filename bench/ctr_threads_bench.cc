@@ -15,7 +15,7 @@
 #include "bench/ctr_files.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "examples/model_zoo.h"
 #include "glog/logging.h"
 #include "trainer/async_executor.h"

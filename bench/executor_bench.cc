@@ -27,11 +27,11 @@
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
-#include "common/blas_core.h"
-#include "common/executor.h"
+#include "common/base/blas_core.h"
+#include "common/framework/executor.h"
+#include "common/framework/run_env.h"
 #include "common/metrics/training_metrics.h"
 #include "common/profiler/profiler.h"
-#include "common/run_env.h"
 #include "glog/logging.h"
 
 namespace oar {

@@ -27,7 +27,7 @@
 #include "common/data/array_source.h"
 #include "common/data/multi_slot_source.h"
 #include "common/data/npy.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "examples/model_zoo.h"
 #include "glog/logging.h"
 

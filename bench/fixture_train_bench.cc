@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_split.h"
 #include "common/api/io.h"
-#include "common/blas.h"
-#include "common/executor.h"
-#include "common/tensor_io.h"
+#include "common/base/blas.h"
+#include "common/framework/executor.h"
+#include "common/framework/tensor_io.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

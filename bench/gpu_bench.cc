@@ -26,7 +26,7 @@
 #include "common/device/cuda_context.h"
 #include "common/device/device_memory.h"
 #include "common/device/gpu_info.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "common/ops/cuda_launch.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"

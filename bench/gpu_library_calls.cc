@@ -6,9 +6,9 @@
 #include <cudnn.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/device/cuda_context.h"
 #include "common/ops/cudnn_util.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::bench {

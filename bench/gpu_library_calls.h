@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar::bench {
 

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
 
 namespace oar::bench {
 
@@ -52,7 +52,7 @@ inline void NoDelay(int fd) {
 
 // Listens on 127.0.0.1, `port` (0: any); returns the port. Serves forever.
 inline int StartRawTcpServer(int port = 0) {
-  int ls = TakeListenSocket(port);  // handed to this process (common/listen_sockets.h), else bound here
+  int ls = TakeListenSocket(port);  // handed to this process (common/base/listen_sockets.h), else bound here
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
-#include "common/host_cpus.h"
+#include "common/base/host_cpus.h"
+#include "common/framework/tensor.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/rpc/transport_select.h"
-#include "common/tensor.h"
 #include "glog/logging.h"
 
 namespace oar::bench {

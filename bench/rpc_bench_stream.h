@@ -16,7 +16,7 @@
 #include <string>
 
 #include "bench/raw_tcp.h"
-#include "common/variable.h"
+#include "common/framework/variable.h"
 
 namespace oar::bench {
 

@@ -24,8 +24,8 @@
 #include "cli/progress_bar.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
-#include "common/executor.h"
-#include "common/status.h"
+#include "common/base/status.h"
+#include "common/framework/executor.h"
 #include "gflags/gflags.h"
 #include "trainer/async_executor.h"
 

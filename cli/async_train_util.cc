@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/status.h"
 #include "common/data/exact_auc.h"
 #include "common/data/multi_slot_feed.h"
-#include "common/status.h"
 
 namespace oar::cli {
 

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "cli/model_build.h"
 #include "common/data/data_feed_desc.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 
 namespace oar::cli {
 

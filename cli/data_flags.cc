@@ -7,13 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "cli/async_train_util.h"
 #include "cli/command.h"
+#include "common/base/status.h"
 #include "common/data/array_source.h"
 #include "common/data/data_feed_desc.h"
 #include "common/data/fashion_mnist.h"
 #include "common/data/feed_check.h"
 #include "common/data/multi_slot_source.h"
 #include "common/data/prefetch_source.h"
-#include "common/status.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(test_data, "",

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/data/feed_source.h"
 #include "common/data/global_shuffle.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar::cli {
 

@@ -10,7 +10,7 @@
 #include "cli/command.h"
 #include "cli/k8s_manifests.h"
 #include "cli/model_build.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "examples/model_zoo.h"
 #include "gflags/gflags.h"
 

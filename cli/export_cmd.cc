@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/model_build.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(out, "", "directory to write the programs into (created if missing)");

@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/flag_refusal.h"
+#include "common/base/flag_refusal.h"
 #include "gflags/gflags.h"
 
 namespace oar::cli {

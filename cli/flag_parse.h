@@ -5,7 +5,7 @@
 // tried before gflags parses the line, so a mistake ends the run with one
 // line a person can act on: an unknown flag with the nearest name the
 // command reads, a flag missing its value, or a value the flag's type or
-// validator refuses, with the validator's reason (common/flag_refusal.h).
+// validator refuses, with the validator's reason (common/base/flag_refusal.h).
 //
 // Thread-safety: used from main() only, before other threads start.
 #pragma once

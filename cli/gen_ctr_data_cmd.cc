@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command.h"
+#include "common/base/status.h"
 #include "common/data/exact_auc.h"
-#include "common/status.h"
 #include "examples/model_zoo.h"
 #include "gflags/gflags.h"
 

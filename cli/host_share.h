@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/process_group.h"
-#include "common/host_cpus.h"
+#include "common/base/host_cpus.h"
 
 namespace oar::cli {
 

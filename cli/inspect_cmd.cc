@@ -11,9 +11,9 @@
 #include <map>
 
 #include "cli/command.h"
-#include "common/op_registry.h"
-#include "common/program_check.h"
-#include "common/program_desc.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/program_check.h"
+#include "common/framework/program_desc.h"
 #include "gflags/gflags.h"
 
 DEFINE_bool(ops, false,

@@ -7,9 +7,9 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/command.h"
 #include "cli/flag_parse.h"
-#include "common/blas_core.h"
-#include "common/listen_sockets.h"
-#include "common/op_registry.h"
+#include "common/base/blas_core.h"
+#include "common/base/listen_sockets.h"
+#include "common/framework/op_registry.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "pserver/pserver_ops.h"
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   oar::OpRegistry::ExtendGlobal(oar::RegisterPserverOps);
   FLAGS_logtostderr = true;
   // Sockets a launcher handed over (LISTEN_FDS): servers serve them rather
-  // than bind their ports (common/listen_sockets.h).
+  // than bind their ports (common/base/listen_sockets.h).
   if (absl::Status s = oar::AdoptInheritedListenSockets(); !s.ok()) return oar::cli::Fail(std::string(s.message()));
   VLOG(1) << "OpenBLAS kernels: " << oar::BlasCoreName()
           << (std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
+#include "common/base/status.h"
 #include "common/data/batcher.h"
-#include "common/status.h"
 
 namespace oar::cli {
 

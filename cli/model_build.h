@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/api/program.h"
 #include "common/data/fashion_mnist.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "examples/model_zoo.h"
 
 namespace oar::cli {

@@ -38,7 +38,7 @@ struct ChildSpec {
   std::vector<std::pair<std::string, std::string>> env;  // added to the launcher's environment
   std::vector<int> cpus = {};                            // the CPUs it runs on; empty: the launcher's
   // Listening sockets handed to the child as fds 3, 4, ... with LISTEN_FDS
-  // and LISTEN_PID set (common/listen_sockets.h); Start closes the
+  // and LISTEN_PID set (common/base/listen_sockets.h); Start closes the
   // launcher's copies once the child has them.
   std::vector<int> listen_fds = {};
 };

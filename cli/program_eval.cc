@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/async_train_util.h"
+#include "common/base/status.h"
 #include "common/data/feed_check.h"
 #include "common/data/multi_slot_source.h"
-#include "common/status.h"
 
 namespace oar::cli {
 

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/data/data_feed_desc.h"
 #include "common/data/feed_source.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 
 namespace oar::cli {
 

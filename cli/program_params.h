@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 
 namespace oar::cli {
 

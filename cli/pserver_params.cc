@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/api/io.h"
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar::cli {
 namespace {

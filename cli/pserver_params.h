@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "transpiler/transpile_state.h"
 
 namespace oar::cli {

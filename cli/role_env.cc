@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar::cli {
 namespace {

@@ -43,7 +43,7 @@
 #include "cli/trainer_role.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "gflags/gflags.h"
 #include "pserver/pserver_runtime.h"
 #include "transpiler/distribute_transpiler.h"

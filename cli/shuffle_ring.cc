@@ -4,7 +4,7 @@
 #include "cli/shuffle_ring.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "trainer/collective/join_trainers.h"
 
 namespace oar::cli {

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/role_env.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "trainer/collective/collective.h"
 
 namespace oar::cli {

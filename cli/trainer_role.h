@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "cli/model_build.h"
 #include "cli/role_env.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "transpiler/distribute_transpiler.h"
 
 namespace oar {

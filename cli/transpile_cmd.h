@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/model_build.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "transpiler/transpiler_config.h"
 
 namespace oar::cli {

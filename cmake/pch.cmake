@@ -1,6 +1,6 @@
 # Precompiled headers for GCC builds (make build/test/demo): the standard,
 # Abseil, glog and protobuf headers nearly every source includes through
-# common/op_registry.h and friends -- some 170k lines per source -- are parsed
+# common/framework/op_registry.h and friends -- some 170k lines per source -- are parsed
 # once per PCH instead of once per source. The libraries share one PCH, the
 # test binaries another (with GoogleTest); a target whose flags differ from its
 # PCH's only loses the speed (-Winvalid-pch warns), never correctness.

@@ -72,13 +72,13 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/executor.h"
-#include "common/job_settings.h"
-#include "common/prepared_block.h"
+#include "common/base/job_settings.h"
+#include "common/base/thread_pool.h"
+#include "common/framework/executor.h"
+#include "common/framework/prepared_block.h"
+#include "common/framework/run_env.h"
 #include "common/profiler/profiler.h"
 #include "common/rpc/transport.h"
-#include "common/run_env.h"
-#include "common/thread_pool.h"
 #include "pserver/replay_guard.h"
 #include "pserver/step_barrier.h"
 #include "pserver/var_store.h"

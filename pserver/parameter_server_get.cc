@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/stream/shared_region.h"
-#include "common/status.h"
 #include "glog/logging.h"
 #include "pserver/parameter_server.h"
 

@@ -3,9 +3,9 @@
 // trainer id, a restarted pserver's resync, the replay guard) and the
 // metrics each is timed into. Gets are answered in parameter_server_get.cc.
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_metrics.h"
-#include "common/status.h"
 #include "glog/logging.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_metrics.h"

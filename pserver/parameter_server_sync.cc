@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_metrics.h"
 

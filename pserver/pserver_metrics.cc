@@ -1,7 +1,7 @@
 #include "pserver/pserver_metrics.h"
 
-#include "common/data_type.h"
-#include "common/tensor.h"
+#include "common/framework/data_type.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

@@ -15,9 +15,9 @@
 // Thread-safety: safe for concurrent use.
 #pragma once
 
+#include "common/framework/program_desc.h"
+#include "common/framework/scope.h"
 #include "common/metrics/metrics.h"
-#include "common/program_desc.h"
-#include "common/scope.h"
 
 namespace oar {
 

@@ -5,7 +5,7 @@
 // Thread-safety: call at start-up.
 #pragma once
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "pserver/parameter_server.h"
 
 namespace oar {

@@ -1,8 +1,8 @@
 #include "pserver/pserver_runtime.h"
 
-#include "common/executor.h"
+#include "common/base/status.h"
+#include "common/framework/executor.h"
 #include "common/rpc/transport_select.h"
-#include "common/status.h"
 #include "pserver/pserver_metrics.h"
 #include "pserver/sparse_tables.h"
 

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/executor.h"
-#include "common/program_desc.h"
+#include "common/framework/executor.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

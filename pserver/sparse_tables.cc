@@ -1,7 +1,7 @@
 #include "pserver/sparse_tables.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar {
 

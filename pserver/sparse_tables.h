@@ -15,8 +15,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/program_desc.h"
-#include "common/scope.h"
+#include "common/framework/program_desc.h"
+#include "common/framework/scope.h"
 
 namespace oar {
 

@@ -51,9 +51,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
+#include "common/framework/scope.h"
 #include "common/rpc/message.h"
-#include "common/scope.h"
 
 namespace oar {
 

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "common/blas.h"
+#include "common/base/blas.h"
+#include "common/base/status.h"
 #include "common/data/multi_slot_feed.h"
-#include "common/executor.h"
-#include "common/prepared_block.h"
-#include "common/status.h"
+#include "common/framework/executor.h"
+#include "common/framework/prepared_block.h"
 
 namespace oar {
 

@@ -36,11 +36,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/data/data_feed_desc.h"
-#include "common/place.h"
-#include "common/program_desc.h"
-#include "common/run_env.h"
-#include "common/scope.h"
-#include "common/tensor.h"
+#include "common/device/place.h"
+#include "common/framework/program_desc.h"
+#include "common/framework/run_env.h"
+#include "common/framework/scope.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

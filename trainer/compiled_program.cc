@@ -1,6 +1,6 @@
 #include "trainer/compiled_program.h"
 
-#include "common/status.h"
+#include "common/base/status.h"
 #include "trainer/places.h"
 
 namespace oar {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "trainer/build_strategy.h"
 #include "trainer/parallel_executor.h"
 

@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status.h"
+#include "common/framework/selected_rows_util.h"
 #include "common/metrics/metrics.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
-#include "common/selected_rows_util.h"
-#include "common/status.h"
 
 namespace oar {
 namespace {

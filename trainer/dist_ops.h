@@ -21,7 +21,7 @@
 // Thread-safety: call RegisterDistOps at start-up.
 #pragma once
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 
 namespace oar {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 
 namespace oar {
 

@@ -10,7 +10,7 @@
 // Thread-safety: mutates the given block; no shared state.
 #pragma once
 
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/status.h"
 #include "common/config.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/transport.h"
-#include "common/status.h"
 #if OAR_HAVE_NCCL
 #include <nccl.h>
 #endif

@@ -11,7 +11,7 @@
 // Thread-safety: register at start-up; the kernel is reentrant.
 #pragma once
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 
 namespace oar {
 

@@ -8,13 +8,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/blas.h"
+#include "common/base/blas.h"
+#include "common/base/status.h"
 #include "common/device/device_memory.h"
 #include "common/device/gpu_info.h"
+#include "common/framework/prepared_block.h"
+#include "common/framework/tensor_io.h"
 #include "common/metrics/metrics.h"
-#include "common/prepared_block.h"
-#include "common/status.h"
-#include "common/tensor_io.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
@@ -49,7 +49,7 @@ absl::Status CheckPlaces(const std::vector<Place>& places) {
 absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope, BuildStrategy build,
     ExecutionStrategy exec, int num_trainers, int trainer_id, const ParallelExecutor* share_vars_from,
-    const RunEnv* env) {
+    const RunEnv* env, Collective* collective) {
   if (places.empty()) return absl::InvalidArgumentError("ParallelExecutor needs at least one place");
   if (share_vars_from != nullptr) {
     if (share_vars_from->places_.size() != places.size()) {
@@ -96,10 +96,10 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   pe->trainer_id_ = trainer_id;
   pe->env_ = env;
   if (num_trainers > 1) {
-    Collective* c = env != nullptr ? env->collective : nullptr;
+    Collective* c = collective;
     if (c == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "ParallelExecutor: ", num_trainers, " trainers but no collective in the RunEnv to all-reduce across them"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("ParallelExecutor: ", num_trainers, " trainers but no collective to all-reduce across them"));
     }
     if (c->size() != num_trainers || c->rank() != trainer_id) {
       return absl::InvalidArgumentError(absl::StrCat("ParallelExecutor: trainer ", trainer_id, " of ", num_trainers,

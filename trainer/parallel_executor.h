@@ -16,8 +16,8 @@
 // one NCCL call over every GPU (collective/nccl_places.h), queued on the
 // GPUs' streams, so no host thread waits for it.
 //
-// Across trainers (nccl2 mode: num_trainers > 1, and the RunEnv's
-// collective): each gradient is reduced onto place 0, all-reduced among the
+// Across trainers (nccl2 mode: num_trainers > 1, and a `collective` among
+// them): each gradient is reduced onto place 0, all-reduced among the
 // trainers there — on a thread of its own, in one order on every trainer,
 // as soon as backward has written it (or its bucket, with
 // fuse_all_reduce_ops), while backward goes on — and broadcast back to the
@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/executor.h"
-#include "common/thread_pool.h"
+#include "common/base/thread_pool.h"
+#include "common/framework/executor.h"
 #include "trainer/build_strategy.h"
 #include "trainer/collective/collective.h"
 #include "trainer/collective/ordered_collectives.h"
@@ -58,7 +58,7 @@ class ParallelExecutor {
   static absl::StatusOr<std::unique_ptr<ParallelExecutor>> Create(
       std::vector<Place> places, const std::string& loss_name, const ProgramDesc& main, Scope* scope,
       BuildStrategy build = {}, ExecutionStrategy exec = {}, int num_trainers = 1, int trainer_id = 0,
-      const ParallelExecutor* share_vars_from = nullptr, const RunEnv* env = nullptr);
+      const ParallelExecutor* share_vars_from = nullptr, const RunEnv* env = nullptr, Collective* collective = nullptr);
   ~ParallelExecutor();
 
   // Splits `feed` across the places, runs one step, returns `fetch_list`

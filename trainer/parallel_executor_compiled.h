@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/prepared_block.h"
+#include "common/framework/prepared_block.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/ssa_graph.h"
 

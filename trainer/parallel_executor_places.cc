@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/device/device_memory.h"
-#include "common/status.h"
 #include "trainer/collective/inprocess_collective.h"
 #include "trainer/collective/nccl_places.h"
 #include "trainer/parallel_executor.h"

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/prepared_block.h"
-#include "common/status.h"
+#include "common/base/status.h"
+#include "common/framework/prepared_block.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/parallel_executor_compiled.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/place.h"
+#include "common/device/place.h"
 
 namespace oar {
 

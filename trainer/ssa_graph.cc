@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/ddim.h"
+#include "common/framework/ddim.h"
 
 namespace oar {
 namespace {

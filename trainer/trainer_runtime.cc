@@ -1,8 +1,8 @@
 #include "trainer/trainer_runtime.h"
 
+#include "common/base/status.h"
 #include "common/rpc/fault_injection.h"
 #include "common/rpc/transport_select.h"
-#include "common/status.h"
 #include "trainer/collective/join_trainers.h"
 
 namespace oar {
@@ -58,9 +58,10 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   rt->env_.profiler = o.profiler;  // from here on: the training steps
   if (o.places.size() > 1 || rt->collective_ != nullptr) {
     std::vector<Place> places = o.places.empty() ? std::vector<Place>{CPUPlace()} : o.places;
-    OAR_ASSIGN_OR_RETURN(rt->pe_, ParallelExecutor::Create(places, o.loss, rt->main_, &rt->scope_, o.build, {},
-                                                           rt->collective_ ? o.trainers : 1,
-                                                           rt->collective_ ? o.trainer_id : 0, nullptr, &rt->env_));
+    OAR_ASSIGN_OR_RETURN(
+        rt->pe_,
+        ParallelExecutor::Create(places, o.loss, rt->main_, &rt->scope_, o.build, {}, rt->collective_ ? o.trainers : 1,
+                                 rt->collective_ ? o.trainer_id : 0, nullptr, &rt->env_, rt->collective_.get()));
   }
   return rt;
 }
@@ -75,7 +76,6 @@ absl::Status TrainerRuntime::JoinCollective() {
   join.gpu = place.is_gpu();
   join.device = place.device;  // join.transport: --collective_transport
   OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers(join));
-  env_.collective = collective_.get();
   env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
   OAR_RETURN_IF_ERROR(AgreeOnSettings());
   // Every trainer starts from trainer 0's parameters and optimizer state,

@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/executor.h"
-#include "common/job_settings.h"
-#include "common/place.h"
+#include "common/base/job_settings.h"
+#include "common/device/place.h"
+#include "common/framework/executor.h"
+#include "common/framework/scope.h"
 #include "common/rpc/rpc_client.h"
-#include "common/scope.h"
 #include "trainer/parallel_executor.h"
 
 namespace oar {
@@ -51,7 +51,7 @@ class TrainerRuntime {
     int trainers = 1;
     int trainer_id = 0;
     std::vector<std::string> trainer_endpoints;
-    // What every trainer of the job must share (common/job_settings.h):
+    // What every trainer of the job must share (common/base/job_settings.h):
     // compared by the pservers at the first call (pserver mode) or among
     // the trainers when they join (nccl2 mode); a difference fails the
     // trainer, naming it. Empty: not compared.

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "transpiler/distributed_table.h"
 #include "transpiler/optimize_pass.h"
 #include "transpiler/optimizer_shapes.h"

@@ -46,7 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/api/program.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "transpiler/transpile_state.h"
 #include "transpiler/transpiler_config.h"
 

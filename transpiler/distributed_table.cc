@@ -20,7 +20,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "transpiler/distributed_table.h"
 #include "transpiler/program_edit.h"
 

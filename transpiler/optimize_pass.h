@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "transpiler/distributed_table.h"
 #include "transpiler/optimizer_shapes.h"
 #include "transpiler/program_edit.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "transpiler/transpiler_config.h"
 
 namespace oar {

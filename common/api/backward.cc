@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/api/layer_helper.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 
 namespace oar {
 namespace {

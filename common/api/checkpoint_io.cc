@@ -16,9 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/api/io.h"
-#include "common/sparse_table.h"
-#include "common/status.h"
-#include "common/tensor_io.h"
+#include "common/base/status.h"
+#include "common/framework/sparse_table.h"
+#include "common/framework/tensor_io.h"
 
 namespace oar {
 namespace {

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/prepared_block.h"
-#include "common/status.h"
-#include "common/tensor_io.h"
+#include "common/base/status.h"
+#include "common/framework/prepared_block.h"
+#include "common/framework/tensor_io.h"
 
 namespace oar {
 

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/api/unique_name.h"
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar {
 

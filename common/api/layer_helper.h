@@ -13,7 +13,7 @@
 
 #include "common/api/param_attr.h"
 #include "common/api/program.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 
 namespace oar {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

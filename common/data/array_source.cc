@@ -11,9 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status.h"
 #include "common/data/feed_check.h"
 #include "common/data/npy.h"
-#include "common/status.h"
 
 namespace oar {
 

@@ -1,8 +1,8 @@
 #include "common/data/fashion_mnist.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/data/idx_file.h"
-#include "common/status.h"
 
 namespace oar {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

@@ -18,8 +18,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/program_desc.h"
-#include "common/tensor.h"
+#include "common/framework/program_desc.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

@@ -31,7 +31,7 @@
 
 #include "absl/status/status.h"
 #include "common/data/data_feed_desc.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar {
 

@@ -28,7 +28,7 @@
 #include "common/data/feed_source.h"
 #include "common/data/global_shuffle.h"
 #include "common/data/multi_slot_feed.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/status.h"
+#include "common/base/status.h"
 
 namespace oar {
 namespace {

@@ -19,7 +19,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

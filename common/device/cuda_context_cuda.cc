@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/device/gpu_info.h"
-#include "common/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

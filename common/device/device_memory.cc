@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/config.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 #if OAR_HAVE_CUDA

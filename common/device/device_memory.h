@@ -19,7 +19,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
-#include "common/place.h"
+#include "common/device/place.h"
 
 namespace oar {
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
 #include "glog/logging.h"
 
 namespace oar::metrics {
@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(const Optio
     return absl::UnavailableError(
         absl::StrCat("metrics server: cannot ", what, " ", options.host, ":", options.port, ": ", ec.message()));
   };
-  if (const int handed = TakeListenSocket(options.port); handed >= 0) {  // common/listen_sockets.h
+  if (const int handed = TakeListenSocket(options.port); handed >= 0) {  // common/base/listen_sockets.h
     impl->acceptor.assign(ep.protocol(), handed, ec);
     if (ec) return fail("serve the socket handed for");
   } else {

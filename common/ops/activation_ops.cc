@@ -2,7 +2,7 @@
 // their gradient from Out (as Fluid does); square, cos, abs and sign from X.
 #include <cmath>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

@@ -3,7 +3,7 @@
 // SavedMean and SavedVariance (the batch mean and inverse std for the grad).
 #include <cmath>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

@@ -5,7 +5,7 @@
 // conditional_block_op.cc, while in while_op.cc.
 #include <functional>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/numpy_broadcast.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"

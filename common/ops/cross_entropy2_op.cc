@@ -5,7 +5,7 @@
 // Fluid. A row whose label is ignore_index has loss 0 and no gradient.
 //
 // Thread-safety: stateless kernels.
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/loss_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/device/cuda_context.h"
-#include "common/op_context.h"
-#include "common/op_registry.h"
+#include "common/framework/op_context.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
-#include "common/status.h"
 
 namespace oar {
 

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/device/cuda_context.h"
-#include "common/status.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 namespace cudnn {

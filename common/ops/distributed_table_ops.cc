@@ -16,11 +16,11 @@
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 #include "common/ops/sparse_table_update.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {

@@ -4,7 +4,7 @@
 // Mask holds the kept (1) / dropped (0) pattern for the gradient.
 #include <random>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/ddim.h"
+#include "common/framework/ddim.h"
 
 namespace oar {
 

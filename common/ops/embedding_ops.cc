@@ -8,11 +8,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/run_env.h"
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/run_env.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {

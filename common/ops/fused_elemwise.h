@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

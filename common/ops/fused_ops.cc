@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "absl/strings/str_join.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/elementwise_layout.h"
 #include "common/ops/fused_elemwise.h"
 #include "common/ops/op_util.h"

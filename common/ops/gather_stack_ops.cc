@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/numpy_broadcast.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/selected_rows.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/selected_rows.h"
 
 namespace oar {
 namespace {

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/sparse_table_io.h"
+#include "common/framework/tensor_io.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/sparse_table_io.h"
-#include "common/tensor_io.h"
 
 namespace oar {
 namespace {

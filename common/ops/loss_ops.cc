@@ -1,5 +1,5 @@
 // cross_entropy (hard int64 labels or soft labels) and mean, with gradients.
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/loss_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"

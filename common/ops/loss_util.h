@@ -9,8 +9,8 @@
 #include <cmath>
 #include <limits>
 
-#include "common/op_context.h"
-#include "common/status.h"
+#include "common/base/status.h"
+#include "common/framework/op_context.h"
 
 namespace oar::loss_util {
 

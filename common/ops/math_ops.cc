@@ -1,8 +1,8 @@
 // mul and matmul with their gradients; every product goes through Gemm.
 #include <cstring>
 
-#include "common/blas.h"
-#include "common/op_registry.h"
+#include "common/base/blas.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

@@ -16,7 +16,7 @@
 #include <Eigen/LU>
 
 #include "absl/strings/str_cat.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

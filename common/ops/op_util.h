@@ -13,9 +13,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/op_context.h"
-#include "common/op_registry.h"
-#include "common/status.h"
+#include "common/base/status.h"
+#include "common/framework/op_context.h"
+#include "common/framework/op_registry.h"
 
 namespace oar {
 

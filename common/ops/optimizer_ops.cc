@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "common/cpu_clones.h"
-#include "common/op_registry.h"
+#include "common/base/cpu_clones.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/ops.h"
 #include "common/ops/optimizer_util.h"
 #include "common/ops/sparse_table_update.h"
@@ -94,7 +94,7 @@ inline __attribute__((always_inline)) void AdamDenseBody(int64_t n, T b1, T b2, 
   }
 }
 
-// Cloned for AVX2 (common/cpu_clones.h).
+// Cloned for AVX2 (common/base/cpu_clones.h).
 OAR_AVX2_CLONES void AdamDense(int64_t n, float b1, float b2, float lr_t, float eps_t, const float* g, const float* p,
                                const float* m1, const float* m2, float* pout, float* m1out, float* m2out) {
   AdamDenseBody(n, b1, b2, lr_t, eps_t, g, p, m1, m2, pout, m1out, m2out);

@@ -4,7 +4,7 @@
 // densified, which is what their update means.
 #include <cmath>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/ops.h"
 #include "common/ops/optimizer_util.h"
 #include "common/ops/sparse_table_update.h"

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/op_context.h"
+#include "common/base/status.h"
+#include "common/framework/op_context.h"
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/op_util.h"
-#include "common/selected_rows_util.h"
-#include "common/status.h"
 
 namespace oar::optimizer_util {
 

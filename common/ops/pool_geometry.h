@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "common/ddim.h"
-#include "common/program_desc.h"
+#include "common/framework/ddim.h"
+#include "common/framework/program_desc.h"
 
 namespace oar {
 

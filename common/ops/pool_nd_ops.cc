@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

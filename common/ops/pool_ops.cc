@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_join.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 #include "common/ops/pool_geometry.h"

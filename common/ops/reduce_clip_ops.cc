@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

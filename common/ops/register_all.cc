@@ -1,7 +1,13 @@
-// The full built-in op set, as OpRegistry::Global() installs it.
+// The full built-in op set, and OpRegistry::Global() that installs it: the
+// registry is the framework's (common/framework/op_registry.h), the set of ops
+// this target's, so Global() is defined here and the framework names no op.
 #include "common/config.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/ops.h"
+
+#include <set>
+
+#include "absl/synchronization/mutex.h"
 
 namespace oar {
 
@@ -81,6 +87,23 @@ void RegisterAllOps(OpRegistry* r) {
 #if OAR_HAVE_CUDA
   RegisterCudaKernels(r);
 #endif
+}
+
+void OpRegistry::ExtendGlobal(void (*registrar)(OpRegistry*)) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* applied = new std::set<void (*)(OpRegistry*)>();
+  absl::MutexLock l(&mu);
+  if (!applied->insert(registrar).second) return;
+  registrar(const_cast<OpRegistry*>(&Global()));
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* global = [] {
+    auto* r = new OpRegistry();
+    RegisterAllOps(r);
+    return r;
+  }();
+  return *global;
 }
 
 }  // namespace oar

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar::rnn {
 

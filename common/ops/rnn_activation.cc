@@ -14,7 +14,7 @@
 #include <cstring>
 #include <limits>
 
-#include "common/cpu_clones.h"
+#include "common/base/cpu_clones.h"
 
 namespace oar::rnn_fused {
 namespace {

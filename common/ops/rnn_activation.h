@@ -3,7 +3,7 @@
 // clipped to [-40, 13] and tanh as 2/(1 + e^(min(-2x, 40))) − 1 (phi's
 // detail/activation_functions.h formulas). The float versions evaluate e^x
 // by range reduction and a polynomial in a loop the compiler vectorizes, in
-// a clone for AVX2 (common/cpu_clones.h): an LSTM step spends a third of its
+// a clone for AVX2 (common/base/cpu_clones.h): an LSTM step spends a third of its
 // time in these exponentials, and libm's expf is called one value at a time.
 // ExpF is within 2 ulp of e^x (tests/common/ops/rnn_activation_test.cc);
 // the double versions call std::exp.

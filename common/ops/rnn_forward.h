@@ -14,8 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/blas.h"
-#include "common/op_context.h"
+#include "common/base/blas.h"
+#include "common/framework/op_context.h"
 #include "common/ops/op_util.h"
 #include "common/ops/rnn_activation.h"
 

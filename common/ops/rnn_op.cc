@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/blas.h"
-#include "common/op_registry.h"
+#include "common/base/blas.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 #include "common/ops/rnn_forward.h"

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {

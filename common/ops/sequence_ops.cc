@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 #include "common/ops/sequence_pool.h"

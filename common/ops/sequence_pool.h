@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/op_context.h"
+#include "common/framework/op_context.h"
 #include "common/ops/sequence_pool_type.h"
 
 namespace oar {

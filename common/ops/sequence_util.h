@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/op_context.h"
+#include "common/framework/op_context.h"
 #include "common/ops/op_util.h"
 
 namespace oar {

@@ -3,7 +3,7 @@
 // gradient from Out: dx = dy − exp(out) · Σ dy (sums in double).
 #include <cmath>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/loss_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "common/op_context.h"
+#include "common/framework/op_context.h"
 
 namespace oar {
 

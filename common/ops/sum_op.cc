@@ -6,10 +6,10 @@
 // loop wrote) add element by element, an empty element adding nothing.
 #include <algorithm>
 
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/selected_rows_util.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/selected_rows_util.h"
 
 namespace oar {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "absl/strings/numbers.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
 

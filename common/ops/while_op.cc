@@ -20,10 +20,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "common/op_registry.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/scope.h"
 #include "common/ops/op_util.h"
 #include "common/ops/ops.h"
-#include "common/scope.h"
 
 namespace oar {
 namespace {

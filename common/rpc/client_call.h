@@ -16,9 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/base/status.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_metrics.h"
-#include "common/status.h"
 
 namespace oar::rpc {
 

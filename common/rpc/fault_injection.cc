@@ -5,8 +5,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/fingerprint.h"
-#include "common/status.h"
+#include "common/base/fingerprint.h"
+#include "common/base/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

@@ -1,5 +1,5 @@
 // FdAcceptor: accepts connections on a listening socket the process was
-// handed (common/listen_sockets.h) on a thread of its own, and passes each
+// handed (common/base/listen_sockets.h) on a thread of its own, and passes each
 // new connection to a callback — for servers, like gRPC's, that can serve a
 // connected descriptor but not adopt a listening one.
 //

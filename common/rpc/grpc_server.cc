@@ -15,14 +15,14 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
+#include "common/base/status.h"
+#include "common/base/thread_pool.h"
 #include "common/rpc/fd_acceptor.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/handler_pools.h"
 #include "common/rpc/read_gate.h"
 #include "common/rpc/var_serde.h"
-#include "common/status.h"
-#include "common/thread_pool.h"
 #include "glog/logging.h"
 
 namespace oar::rpc {

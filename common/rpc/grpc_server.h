@@ -37,7 +37,7 @@ namespace oar::rpc {
 class GrpcServer final : public Listener {
  public:
   // Binds and starts serving — or serves the socket handed to the process
-  // for the endpoint's port (common/listen_sockets.h; not with TLS);
+  // for the endpoint's port (common/base/listen_sockets.h; not with TLS);
   // Unavailable naming the endpoint when it cannot bind, NotFound naming
   // the flag when a TLS file cannot be read.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const ServerOptions& options, RpcHandler* handler);

@@ -6,10 +6,10 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/var_serde.h"
-#include "common/status.h"
 
 namespace oar::rpc {
 namespace {

@@ -17,8 +17,8 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
+#include "common/base/thread_pool.h"
 #include "common/rpc/transport.h"
-#include "common/thread_pool.h"
 
 namespace oar::rpc {
 

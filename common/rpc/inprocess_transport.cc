@@ -3,8 +3,8 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/handler_pools.h"
-#include "common/status.h"
 
 namespace oar::rpc {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
-#include "common/tsan.h"
+#include "common/base/status.h"
+#include "common/base/tsan.h"
 
 namespace oar::rpc {
 namespace {

@@ -25,9 +25,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/buffer_pool.h"
-#include "common/ddim.h"
-#include "common/variable.h"
+#include "common/base/buffer_pool.h"
+#include "common/framework/ddim.h"
+#include "common/framework/variable.h"
 #include "proto/send_recv.pb.h"
 
 namespace oar::rpc {

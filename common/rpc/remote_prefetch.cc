@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status.h"
+#include "common/framework/variable.h"
 #include "common/rpc/rpc_client.h"
-#include "common/status.h"
-#include "common/variable.h"
 
 namespace oar::rpc {
 

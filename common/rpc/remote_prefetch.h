@@ -1,6 +1,6 @@
 // The trainer's side of Fluid 1.5+'s remote_prefetch tables: the rows a
 // lookup needs, fetched from the pservers that keep the table as row blocks
-// (RemoteTable, common/run_env.h). Each id goes to the block whose rows it
+// (RemoteTable, common/framework/run_env.h). Each id goes to the block whose rows it
 // falls in, as a row index local to that block; each pserver gets one
 // PrefetchVariable call with its ids (table_name = the block's variable) and
 // answers with their rows, which are put back in the order asked.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/run_env.h"
-#include "common/tensor.h"
+#include "common/framework/run_env.h"
+#include "common/framework/tensor.h"
 
 namespace oar::rpc {
 

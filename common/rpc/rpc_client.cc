@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status.h"
 #include "common/rpc/client_call.h"
 #include "common/rpc/remote_prefetch.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::rpc {

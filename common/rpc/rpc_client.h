@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/framework/run_env.h"
 #include "common/rpc/step_journal.h"
 #include "common/rpc/transport.h"
-#include "common/run_env.h"
 
 namespace oar::rpc {
 
@@ -88,7 +88,7 @@ struct ClientOptions {
   // How this client's trainer trains, said in every message
   // (VariableMessage.oar_sync_mode): 1 sync, 2 async, 0 not said.
   int64_t sync_mode = 0;
-  // The settings the job's trainers must share (common/job_settings.h),
+  // The settings the job's trainers must share (common/base/job_settings.h),
   // said in the first call of each trainer id to each endpoint
   // (VariableMessage.oar_job_settings); "": not said.
   std::string job_settings = {};

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/flag_refusal.h"
+#include "common/base/flag_refusal.h"
 #include "gflags/gflags.h"
 
 DEFINE_int32(rpc_deadline, 180000, "deadline of one RPC and of every barrier wait, in ms");

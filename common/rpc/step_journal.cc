@@ -1,8 +1,8 @@
 #include "common/rpc/step_journal.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/rpc_common.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::rpc {

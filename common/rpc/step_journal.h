@@ -37,7 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/variable.h"
+#include "common/framework/variable.h"
 
 namespace oar::rpc {
 

@@ -7,7 +7,7 @@
 //   FaultInjectingTransport  a wrapper that drops, delays, duplicates and
 //                            fails calls by a seeded schedule (fault_injection.h)
 // Ops get the client (and through it the transport) from their executor's
-// RunEnv (common/run_env.h), never from a process-wide singleton.
+// RunEnv (common/framework/run_env.h), never from a process-wide singleton.
 //
 //   GrpcTransport grpc;
 //   auto listener = grpc.Listen({.endpoint = "127.0.0.1:0"}, &handler);   // serve

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
-#include "common/flag_refusal.h"
+#include "common/base/flag_refusal.h"
+#include "common/base/status.h"
 #include "common/rpc/stream/stream_server.h"
-#include "common/status.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
-#include "common/tsan.h"
+#include "common/base/status.h"
+#include "common/base/tsan.h"
 
 namespace oar::rpc {
 namespace {

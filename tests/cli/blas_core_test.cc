@@ -1,6 +1,6 @@
 // The `oar` binary runs OpenBLAS's best kernels for the CPU it is on, and
-// leaves a user's OPENBLAS_CORETYPE alone (common/blas_core.h).
-#include "common/blas_core.h"
+// leaves a user's OPENBLAS_CORETYPE alone (common/base/blas_core.h).
+#include "common/base/blas_core.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_split.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/util/oar_process.h"

@@ -2,11 +2,11 @@
 // pooled buffers (Tensor::mutable_data_pooled) return them when the last
 // tensor holding them lets go, and the next take of that size gets the same
 // memory; the pool's bounds hold; blocks outlive the pool's other owners.
-#include "common/buffer_pool.h"
+#include "common/base/buffer_pool.h"
 
 #include <memory>
 
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 #include "gtest/gtest.h"
 
 namespace oar {

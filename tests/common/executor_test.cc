@@ -1,4 +1,4 @@
-#include "common/executor.h"
+#include "common/framework/executor.h"
 
 #include <sys/mman.h>
 

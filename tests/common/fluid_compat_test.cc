@@ -9,7 +9,7 @@
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 #include "gtest/gtest.h"
 #include "tests/util/build_paths.h"
 

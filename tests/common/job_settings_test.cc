@@ -1,6 +1,6 @@
 // JobSettings: the text a trainer sends a pserver round-trips, and a
 // difference names each setting that differs with both values and ids.
-#include "common/job_settings.h"
+#include "common/base/job_settings.h"
 
 #include "gtest/gtest.h"
 

@@ -1,9 +1,9 @@
-// The two malloc policies a process takes by role (common/malloc_tuning.h),
+// The two malloc policies a process takes by role (common/base/malloc_tuning.h),
 // each checked in a child process of its own, started afresh (a policy is
 // set once per process, and a forked child would inherit the test
 // process's heap): whether a large block gets its own mapping, seen
 // through glibc's mallinfo2 counters.
-#include "common/malloc_tuning.h"
+#include "common/base/malloc_tuning.h"
 
 #include <malloc.h>
 #include <stdlib.h>

@@ -2,12 +2,12 @@
 // naming the op (numbered as in the program), its output variable and slot,
 // the counts and the first index; without the flag the same run goes
 // through (the check costs nothing unless asked for).
-#include "common/nan_inf_check.h"
+#include "common/framework/nan_inf_check.h"
 
 #include <cmath>
 #include <limits>
 
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 
 namespace oar {

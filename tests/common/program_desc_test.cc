@@ -1,4 +1,4 @@
-#include "common/program_desc.h"
+#include "common/framework/program_desc.h"
 
 #include "gtest/gtest.h"
 

@@ -1,12 +1,12 @@
 // SparseTable: rows made on first use from a (seed, id) initializer,
 // followers sharing the primary's rows, concurrent creation, and the
 // SelectedRows file layout round trip.
-#include "common/sparse_table.h"
+#include "common/framework/sparse_table.h"
 
 #include <sstream>
 #include <thread>
 
-#include "common/sparse_table_io.h"
+#include "common/framework/sparse_table_io.h"
 #include "gtest/gtest.h"
 
 namespace oar {

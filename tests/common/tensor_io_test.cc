@@ -1,4 +1,4 @@
-#include "common/tensor_io.h"
+#include "common/framework/tensor_io.h"
 
 #include <sstream>
 

@@ -1,12 +1,12 @@
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
 
-#include "common/buffer_pool.h"
-#include "common/scope.h"
+#include "common/base/buffer_pool.h"
+#include "common/framework/scope.h"
 #include "gtest/gtest.h"
 
 namespace oar {

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
+#include "common/framework/selected_rows.h"
+#include "common/framework/variable.h"
 #include "common/rpc/var_serde.h"
-#include "common/selected_rows.h"
-#include "common/variable.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

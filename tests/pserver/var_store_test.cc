@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 
 namespace oar {

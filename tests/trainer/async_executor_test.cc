@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data/multi_slot_feed.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/mlp_fixture.h"
 

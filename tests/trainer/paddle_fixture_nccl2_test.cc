@@ -37,9 +37,8 @@ TrainerRun Train(const std::string& model, const paddle_fixture::Fixture& f, con
                                : load_persistables(exe, &scope, dir, *f.main, "params");
   if (!r.status.ok()) return r;
   RunEnv env;
-  env.collective = c;
   auto pe = ParallelExecutor::Create(CpuPlaces(1), f.loss, *f.main, &scope, BuildStrategy{}, {}, kTrainers, rank,
-                                     nullptr, &env);
+                                     nullptr, &env, c);
   if (!pe.ok()) {
     r.status = pe.status();
     return r;

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "absl/strings/str_join.h"
-#include "common/executor.h"
-#include "common/op_registry.h"
-#include "common/sparse_table.h"
+#include "common/framework/executor.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/sparse_table.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"

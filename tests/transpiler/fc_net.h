@@ -19,7 +19,7 @@
 #include "common/api/optimizer.h"
 #include "common/api/regularizer.h"
 #include "common/api/unique_name.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "gtest/gtest.h"
 #include "transpiler/distribute_transpiler.h"
 

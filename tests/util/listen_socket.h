@@ -1,6 +1,6 @@
 // Endpoints for the servers a test starts, listening before anything is
 // told of them — no port is probed free and bound later, which another test
-// running beside it could win (common/listen_sockets.h).
+// running beside it could win (common/base/listen_sockets.h).
 //
 //   In this process:   std::string ep = ReservedEndpoint();  // then start a server on ep
 //   In a child:        HandedSocket s = ListenForChild();
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
 #include "glog/logging.h"
 
 namespace oar {

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"
 

@@ -29,7 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar {
 

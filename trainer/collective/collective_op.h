@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/fingerprint.h"
+#include "common/base/fingerprint.h"
 
 namespace oar {
 
@@ -28,7 +28,7 @@ inline const char* CollectiveOpName(uint8_t op) {
   return "?";
 }
 
-// 64-bit FNV-1a of `name` (common/fingerprint.h).
+// 64-bit FNV-1a of `name` (common/base/fingerprint.h).
 inline uint64_t NameHash(const std::string& name) { return Fingerprint(name); }
 
 }  // namespace oar

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/flag_refusal.h"
+#include "common/base/flag_refusal.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/nccl_collective.h"
 #include "trainer/collective/shm_collective.h"

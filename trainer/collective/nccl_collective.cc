@@ -1,9 +1,9 @@
 #include "trainer/collective/nccl_collective.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/config.h"
 #include "common/device/device_memory.h"
-#include "common/status.h"
 
 #if OAR_HAVE_NCCL
 #include <cuda_runtime.h>

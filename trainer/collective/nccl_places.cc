@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/status.h"
 #include "common/config.h"
 #include "common/device/gpu_info.h"
-#include "common/status.h"
 
 #if OAR_HAVE_NCCL
 #include <cuda_runtime.h>

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "common/data_type.h"
+#include "common/framework/data_type.h"
 
 namespace oar {
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
-#include "common/data_type.h"
+#include "common/framework/data_type.h"
 
 namespace oar {
 

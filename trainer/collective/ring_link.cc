@@ -6,8 +6,8 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "common/listen_sockets.h"
-#include "common/status.h"
+#include "common/base/listen_sockets.h"
+#include "common/base/status.h"
 
 namespace oar {
 namespace {
@@ -136,7 +136,7 @@ absl::StatusOr<std::unique_ptr<RingLink>> RingLink::Connect(const Options& o) {
   OAR_ASSIGN_OR_RETURN(tcp::endpoint succ, Resolve(m.io, o.endpoints[static_cast<size_t>(next)]));
   tcp::acceptor acceptor(m.io);
   boost::system::error_code ec;
-  if (const int handed = TakeListenSocket(self.port()); handed >= 0) {  // common/listen_sockets.h
+  if (const int handed = TakeListenSocket(self.port()); handed >= 0) {  // common/base/listen_sockets.h
     acceptor.assign(self.protocol(), handed, ec);
   } else {
     acceptor.open(self.protocol(), ec);

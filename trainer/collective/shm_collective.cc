@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "gflags/gflags_declare.h"
 #include "glog/logging.h"
 #include "trainer/collective/shm_collective.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "common/base/status.h"
 #include "gflags/gflags_declare.h"
 #include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"

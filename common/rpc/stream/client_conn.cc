@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/wire.h"
-#include "common/status.h"
 
 namespace oar::rpc::stream {
 namespace {

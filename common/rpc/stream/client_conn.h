@@ -36,7 +36,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "common/buffer_pool.h"
+#include "common/base/buffer_pool.h"
 #include "common/rpc/stream/byte_stream.h"
 #include "common/rpc/stream/lent_sends.h"
 #include "common/rpc/stream/wake_debts.h"

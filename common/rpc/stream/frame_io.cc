@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/tsan.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/rpc_metrics.h"
-#include "common/tsan.h"
 #include "glog/logging.h"
 
 namespace oar::rpc::stream {

@@ -32,8 +32,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/framework/tensor.h"
 #include "common/rpc/stream/shared_region.h"
-#include "common/tensor.h"
 
 namespace oar::rpc::stream {
 

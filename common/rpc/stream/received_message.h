@@ -1,6 +1,6 @@
 // What the stream transports receive: a message whose payload was read off
 // the connection straight into a tensor buffer of its own dtype and shape —
-// one from the connection's BufferPool (common/buffer_pool.h), or the
+// one from the connection's BufferPool (common/base/buffer_pool.h), or the
 // destination's own (a client reading a reply into the caller's tensor:
 // OutgoingMessage::reply_into).
 //
@@ -16,9 +16,9 @@
 
 #include <memory>
 
-#include "common/buffer_pool.h"
+#include "common/base/buffer_pool.h"
+#include "common/framework/tensor.h"
 #include "common/rpc/message.h"
-#include "common/tensor.h"
 
 namespace oar::rpc::stream {
 

@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/stream/fd_message.h"
 #include "common/rpc/stream/wire.h"
-#include "common/status.h"
 
 namespace oar::rpc::stream {
 namespace {

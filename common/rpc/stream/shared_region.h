@@ -35,7 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/tensor.h"
+#include "common/framework/tensor.h"
 
 namespace oar::rpc::stream {
 

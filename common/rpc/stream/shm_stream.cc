@@ -13,9 +13,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/stream/fd_message.h"
 #include "common/rpc/stream/wire.h"
-#include "common/status.h"
 #include "gflags/gflags.h"
 
 DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");

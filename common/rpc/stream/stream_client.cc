@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/stream/client_conn.h"
 #include "common/rpc/stream/frame_io.h"
@@ -10,7 +11,6 @@
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/stream/tls_stream.h"
 #include "common/rpc/stream/wire.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::rpc::stream {

@@ -11,13 +11,13 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/local/stream_protocol.hpp"
+#include "common/base/status.h"
 #include "common/rpc/handler_pools.h"
 #include "common/rpc/read_gate.h"
 #include "common/rpc/stream/server_conn.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/stream/tls_stream.h"
-#include "common/status.h"
 #include "glog/logging.h"
 
 namespace oar::rpc::stream {

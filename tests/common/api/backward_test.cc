@@ -2,7 +2,7 @@
 
 #include "common/api/layers.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 
 namespace oar {

@@ -8,7 +8,7 @@
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 #include "tests/common/api/lr_schedules.h"
 

@@ -13,7 +13,7 @@
 #include "common/api/layers.h"
 #include "common/api/learning_rate_scheduler.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 
 namespace oar::testing {

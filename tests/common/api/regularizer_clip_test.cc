@@ -7,7 +7,7 @@
 #include "common/api/optimizer.h"
 #include "common/api/regularizer.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 
 namespace oar {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/tensor_io.h"
+#include "common/framework/tensor_io.h"
 #include "gtest/gtest.h"
 #include "tests/util/build_paths.h"
 #include "tests/util/npy_bytes.h"

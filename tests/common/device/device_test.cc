@@ -3,10 +3,10 @@
 // refused by name), the inputs a GPU executor leaves where they lie, and
 // the one-line errors on a host without a GPU.
 #include "common/device/gpu_info.h"
-#include "common/device/place_transfer.h"
-#include "common/executor.h"
-#include "common/op_registry.h"
-#include "common/place.h"
+#include "common/device/place.h"
+#include "common/framework/executor.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/place_transfer.h"
 #include "gtest/gtest.h"
 
 namespace oar {

@@ -6,7 +6,7 @@
 
 #include "common/api/layers.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

@@ -3,10 +3,10 @@
 // output given as @EMPTY@, a sub-block that runs itself. Each goes through the
 // executor's own path (PreparedBlock: check, bind, infer, run) and must be an
 // error (or a correct result), not a write through a bad pointer.
-#include "common/executor.h"
-#include "common/op_registry.h"
-#include "common/prepared_block.h"
-#include "common/selected_rows.h"
+#include "common/framework/executor.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/prepared_block.h"
+#include "common/framework/selected_rows.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

@@ -2,7 +2,7 @@
 // answer with an InvalidArgument naming the op and the variable, never
 // write or read outside a buffer. One row per defect an audit found; each row
 // crashed or silently succeeded before its fix.
-#include "common/selected_rows.h"
+#include "common/framework/selected_rows.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

@@ -1,8 +1,8 @@
 // split_ids, merge_ids, lookup_sparse_table and the table updates of sgd,
 // adagrad and adam: against hand-built values and the dense ops on the same
 // rows.
-#include "common/selected_rows_util.h"
-#include "common/sparse_table.h"
+#include "common/framework/selected_rows_util.h"
+#include "common/framework/sparse_table.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

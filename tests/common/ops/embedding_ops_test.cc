@@ -1,4 +1,4 @@
-#include "common/selected_rows_util.h"
+#include "common/framework/selected_rows_util.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

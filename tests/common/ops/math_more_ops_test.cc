@@ -1,7 +1,7 @@
 // Gradient checks and values for the math ops schedules and clipping use.
 #include <cmath>
 
-#include "common/executor.h"
+#include "common/framework/executor.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

@@ -3,8 +3,8 @@
 #include <random>
 
 #include "common/device/device_memory.h"
-#include "common/prepared_block.h"
-#include "common/selected_rows_util.h"
+#include "common/framework/prepared_block.h"
+#include "common/framework/selected_rows_util.h"
 #include "gtest/gtest.h"
 
 namespace oar::testing {

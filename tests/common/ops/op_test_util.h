@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/op_registry.h"
-#include "common/program_desc.h"
-#include "common/scope.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/program_desc.h"
+#include "common/framework/scope.h"
 
 namespace oar::testing {
 

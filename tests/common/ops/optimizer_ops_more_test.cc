@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "common/selected_rows_util.h"
+#include "common/framework/selected_rows_util.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

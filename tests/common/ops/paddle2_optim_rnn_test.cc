@@ -4,7 +4,7 @@
 // gradients, and lamb (PaddlePaddle 2.6.2's recorded parameters).
 #include <cmath>
 
-#include "common/selected_rows.h"
+#include "common/framework/selected_rows.h"
 #include "gtest/gtest.h"
 #include "tests/common/ops/op_test_util.h"
 

@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/api/io.h"
-#include "common/executor.h"
-#include "common/op_registry.h"
-#include "common/program_check.h"
-#include "common/tensor_io.h"
+#include "common/framework/executor.h"
+#include "common/framework/op_registry.h"
+#include "common/framework/program_check.h"
+#include "common/framework/tensor_io.h"
 
 namespace oar::api_coverage {
 namespace {

@@ -19,8 +19,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/api/io.h"
-#include "common/executor.h"
-#include "common/tensor_io.h"
+#include "common/framework/executor.h"
+#include "common/framework/tensor_io.h"
 #include "gtest/gtest.h"
 #include "tests/util/build_paths.h"
 

@@ -14,8 +14,8 @@
 #include "common/api/layers.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
-#include "common/executor.h"
-#include "common/run_env.h"
+#include "common/framework/executor.h"
+#include "common/framework/run_env.h"
 #include "tests/util/oar_process.h"
 
 namespace oar {

@@ -1,4 +1,4 @@
-// Servers started on sockets handed to the process (common/listen_sockets.h):
+// Servers started on sockets handed to the process (common/base/listen_sockets.h):
 // a gRPC server serves the handed socket and nothing else binds the port; a
 // server on the same port after it binds afresh while the first one's
 // connections live (the nccl2 ring after gen_nccl_id's server); LISTEN_FDS
@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "common/listen_sockets.h"
+#include "common/base/listen_sockets.h"
 #include "common/rpc/grpc_server.h"
 #include "common/rpc/grpc_transport.h"
 #include "common/rpc/rpc_client.h"

@@ -55,11 +55,10 @@ Run Train(int trainers, int places, int rank, Collective* c, bool sparse, bool f
   r.status = exe.Run(m.startup.desc(), &scope).status();
   if (!r.status.ok()) return r;
   RunEnv env;
-  env.collective = c;
   BuildStrategy build;
   build.fuse_all_reduce_ops = fuse;
   auto pe = ParallelExecutor::Create(CpuPlaces(places), m.loss.name(), m.main.desc(), &scope, build, {}, trainers, rank,
-                                     nullptr, &env);
+                                     nullptr, &env, c);
   if (!pe.ok()) {
     r.status = pe.status();
     return r;

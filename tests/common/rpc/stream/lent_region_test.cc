@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/buffer_pool.h"
+#include "common/base/buffer_pool.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_metrics.h"
 #include "common/rpc/stream/frame_io.h"

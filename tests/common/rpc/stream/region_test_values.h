@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 
+#include "common/framework/tensor.h"
+#include "common/framework/variable.h"
 #include "common/rpc/message.h"
-#include "common/tensor.h"
-#include "common/variable.h"
 #include "gtest/gtest.h"
 
 namespace oar::rpc::stream {

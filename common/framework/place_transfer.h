@@ -1,0 +1,22 @@
+// Moving an op's inputs to the place its kernel runs on, as Fluid's data
+// transform does: on a GPU executor a fed batch (host) moves to the GPU
+// before the first GPU kernel reads it, and a gradient (GPU) moves to the
+// host before `send` reads it. The variable itself then holds the moved
+// tensor, so later ops on the same place find it there without a copy.
+//
+// Thread-safety: the caller runs the op, so it owns the op's variables.
+#pragma once
+
+#include "absl/status/status.h"
+#include "common/framework/op_context.h"
+
+namespace oar {
+
+// Every initialised dense input (and a SelectedRows input's value) of
+// `binding` that is not where a kernel on `place` can read it is copied
+// there and replaces the variable's tensor; a slot bound read_anywhere
+// (kReadAnywhere) stays where it lies. A CPU kernel reads any host memory
+// (plain or pinned). Errors name the op, the variable and both places.
+absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Place& place);
+
+}  // namespace oar

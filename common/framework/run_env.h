@@ -1,0 +1,65 @@
+// RunEnv: what ops that talk to other processes reach the network through.
+// A runtime (a trainer, a pserver, a test) owns the objects, hands an
+// Executor (ExecutorOptions::env) or a ParallelExecutor a RunEnv pointing at
+// them, and every op they run sees it in its ExecutionContext — there is no
+// process-wide client, so tests run several trainers and pservers in one
+// process, each with its own transport (gRPC, in-process, fault-injecting).
+//
+//   rpc::GrpcTransport grpc;
+//   rpc::RpcClient client(&grpc);
+//   RunEnv env = rpc::ClientEnv(&client);   // rpc_client.h: rpc, transport, on_close
+//   Executor exe(CPUPlace(), {.env = &env});
+//
+// Thread-safety: a plain struct; the objects it points at are safe for
+// concurrent use and must outlive every executor given the RunEnv.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/device/place.h"
+#include "common/framework/data_type.h"
+
+namespace oar {
+namespace rpc {
+class RpcClient;
+class Transport;
+}  // namespace rpc
+class Profiler;    // common/profiler/profiler.h
+class OpDesc;      // common/framework/program_desc.h
+class Tensor;      // common/framework/tensor.h
+
+// A table the pservers keep whole as row blocks (Fluid 1.5+'s remote_prefetch
+// lookup tables): block i is the pserver variable table_names[i] on
+// epmap[i], holding height_sections[i] consecutive rows of the table.
+struct RemoteTable {
+  std::vector<std::string> epmap, table_names;
+  std::vector<int64_t> height_sections;
+  int32_t trainer_id = 0;
+};
+
+struct RunEnv {
+  rpc::RpcClient* rpc = nullptr;        // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
+  rpc::Transport* transport = nullptr;  // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
+  // What Executor::Close() does: a trainer says COMPLETE to its pservers.
+  std::function<absl::Status()> on_close;
+  // Where executors record each op's span (oar train --profile, oar run
+  // --profile_path); null: nothing is timed.
+  Profiler* profiler = nullptr;
+  // Told when an executor chooses an op's kernel (once per op and dtype, not
+  // every step): the op, the dtype the kernel was chosen for and the place
+  // it runs on. What a tool or test reads to learn which kernels a program
+  // needs (GpuCoverageTest). Null: nobody is told. It may be called from
+  // several threads at once (a ParallelExecutor's).
+  std::function<void(const OpDesc& op, DataType dtype, const Place& where)> on_kernel_chosen;
+  // Reads rows of a RemoteTable from its pservers: `rows` becomes
+  // [ids.size(), width], row k the table's row ids[k]. What a trainer's
+  // lookup_table with remote_prefetch and an epmap calls; null where no
+  // pserver can be asked (such a lookup is then an error).
+  std::function<absl::Status(const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows)> prefetch_rows;
+};
+
+}  // namespace oar

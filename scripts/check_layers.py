@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Checks common/'s layering: each folder common/<c>/ is the CMake target
+oar_<c>, and its files may include only their own folder's headers and those
+of the components its target links (target_link_libraries in
+common/<c>/CMakeLists.txt, followed transitively); nothing in common/ may
+include trainer/, pserver/, cli/, transpiler/ or examples/. Run by every build
+(the check_layers target), so a wrong #include fails the build, naming the
+file, the line and what its component may use.
+
+    python3 scripts/check_layers.py [REPO_ROOT]
+"""
+import os
+import re
+import sys
+
+UPPER = ("trainer/", "pserver/", "cli/", "transpiler/", "examples/")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def component_deps(root):
+    deps = {}
+    common = os.path.join(root, "common")
+    for c in sorted(os.listdir(common)):
+        cmake = os.path.join(common, c, "CMakeLists.txt")
+        if not os.path.isfile(cmake):
+            continue
+        text = open(cmake).read()
+        own = set()
+        for m in re.finditer(r"target_link_libraries\(\s*oar_%s\b([^)]*)\)" % re.escape(c), text):
+            own.update(t[len("oar_"):] for t in m.group(1).split() if t.startswith("oar_"))
+        deps[c] = own
+    return deps
+
+
+def closure(deps, c):
+    seen, todo = set(), [c]
+    while todo:
+        for d in deps.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    deps = component_deps(root)
+    errors = []
+    for c in sorted(deps):
+        allowed = closure(deps, c) | {c}
+        folder = os.path.join(root, "common", c)
+        for dirpath, _, names in os.walk(folder):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cc", ".cu")):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                for no, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    inc = m.group(1)
+                    if inc.startswith(UPPER):
+                        errors.append("%s:%d: includes %s: common/ names nothing of the layers above it" % (rel, no, inc))
+                    elif inc.startswith("common/") and inc != "common/config.h":
+                        other = inc.split("/")[1]
+                        if other not in allowed:
+                            errors.append("%s:%d: includes %s, but oar_%s links only %s (common/%s/CMakeLists.txt)" %
+                                          (rel, no, inc, c, ", ".join("oar_" + a for a in sorted(allowed)), c))
+    for c in deps:  # a folder's target must not reach back up to itself
+        if c in closure(deps, c):
+            errors.append("common/%s/CMakeLists.txt: oar_%s depends on itself through its dependencies" % (c, c))
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        print("check_layers: %d include(s) break common/'s layering (docs/architecture.md)" % len(errors),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
