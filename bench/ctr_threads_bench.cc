@@ -15,6 +15,7 @@
 #include "bench/ctr_files.h"
 #include "common/api/optimizer.h"
 #include "common/api/unique_name.h"
+#include "common/base/blas.h"
 #include "common/framework/executor.h"
 #include "examples/model_zoo.h"
 #include "glog/logging.h"
@@ -38,10 +39,12 @@ int RunThreadsBench() {
   CHECK(main.status().ok()) << main.status();
   const DataFeedDesc feed = CtrDesc(64);
   std::vector<double> rate[3];
+  const int blas_default = GetBlasThreads();
   for (int round = 0; round < 3; ++round) {
     for (int threads : {1, 2}) {
       Scope root;
       CHECK(Executor().Run(startup.desc(), &root).ok());
+      SetBlasThreads(threads > 1 ? 1 : blas_default);  // as the role does (cli/process_settings.h)
       AsyncExecutor async(&root);
       const auto start = std::chrono::steady_clock::now();
       auto r = async.Run(main.desc(), feed, files, threads, {});

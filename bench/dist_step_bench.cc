@@ -38,6 +38,7 @@
 #include "common/base/blas.h"
 #include "common/base/blas_core.h"
 #include "common/base/host_cpus.h"
+#include "common/base/malloc_tuning.h"
 #include "common/metrics/metrics.h"
 #include "common/metrics/training_metrics.h"
 #include "common/rpc/grpc_transport.h"
@@ -91,6 +92,7 @@ std::unique_ptr<DistributeTranspiler> Transpile(cli::ModelPrograms* m, const std
 }
 
 int Pserver() {
+  MapLargeAllocations();  // as a pserver role does (cli/process_settings.h)
   CHECK(AdoptInheritedListenSockets().ok());
   BareService bare(8 << 20);
   int bare_port = FLAGS_bare_port;

@@ -42,6 +42,7 @@
 #include "bench/raw_tcp.h"
 #include "bench/rpc_bench_stream.h"
 #include "common/base/host_cpus.h"
+#include "common/base/malloc_tuning.h"
 #include "common/framework/executor.h"
 #include "common/framework/tensor_io.h"
 #include "common/rpc/grpc_server.h"
@@ -154,6 +155,7 @@ int Server() {
 }
 
 int MemoryServer() {
+  MapLargeAllocations();  // as a pserver role does (cli/process_settings.h)
   BenchPserver model = MakeBenchPserver(64, kMiB, /*adam=*/true, FLAGS_trainers);  // 64 x 4 MiB
   Scope scope;
   Executor exe;

@@ -19,6 +19,7 @@
 #include "cli/async_train_util.h"
 #include "cli/command.h"
 #include "cli/model_build.h"
+#include "cli/process_settings.h"
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
@@ -104,6 +105,7 @@ absl::Status AsyncTrain() {
       bar.Step(examples, v);
     };
   }
+  ComputeThreads(static_cast<size_t>(FLAGS_threads));
   AsyncExecutor async(&root);
   const auto start = std::chrono::steady_clock::now();
   OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, files, FLAGS_threads, run_fetch, options));

@@ -1,4 +1,5 @@
 #include "cli/async_trainer_role.h"
+#include "cli/process_settings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -92,6 +93,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));
   std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id, env.trainers,
                mine.size(), files.size(), FLAGS_threads);
+  ComputeThreads(static_cast<size_t>(FLAGS_threads));
   AsyncExecutor async(&root, CPUPlace(), &renv);
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   AsyncRunOptions options{.debug = FLAGS_debug, .skip_bad_lines = FLAGS_skip_bad_lines};

@@ -36,6 +36,7 @@
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
+#include "cli/process_settings.h"
 #include "cli/profile_export.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
@@ -170,6 +171,7 @@ absl::Status RunRole(const RoleEnv& env) {
       return absl::OkStatus();
     };
   }
+  PserverProcess();
   return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir, init, profile->profiler());
 }
 

@@ -18,6 +18,7 @@
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
+#include "cli/process_settings.h"
 #include "cli/profile_export.h"
 #include "cli/progress_bar.h"
 #include "common/api/io.h"
@@ -185,6 +186,7 @@ absl::Status Train(Profiler* profiler) {
 
   std::unique_ptr<ParallelExecutor> pe;
   if (FLAGS_places != 1) {
+    ComputeThreads(places.size());
     BuildStrategy build;
     build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
     if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;

@@ -17,6 +17,7 @@
 #include "cli/data_flags.h"
 #include "cli/loss_check.h"
 #include "cli/model_build.h"
+#include "cli/process_settings.h"
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
@@ -122,6 +123,7 @@ absl::Status TrainProgram(Profiler* profiler) {
 
   std::unique_ptr<ParallelExecutor> pe;  // --places N: data parallel, each batch split across the places
   if (FLAGS_places != 1) {
+    ComputeThreads(places.size());
     BuildStrategy build;
     build.fuse_elewise_add_act_ops = FLAGS_fuse_elewise_add_act_ops;
     if (FLAGS_reduce) build.reduce_strategy = BuildStrategy::ReduceStrategy::kReduce;

@@ -12,13 +12,13 @@
 #include "cli/command.h"
 #include "cli/data_flags.h"
 #include "cli/loss_check.h"
+#include "cli/process_settings.h"
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
 #include "cli/shuffle_ring.h"
 #include "cli/trainer_failure.h"
 #include "common/api/io.h"
-#include "common/base/malloc_tuning.h"
 #include "common/base/status.h"
 #include "common/data/fashion_mnist.h"
 #include "common/data/feed_check.h"
@@ -79,7 +79,6 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                         const ProgramDesc& origin, Profiler* profiler) {
   // The device first: a host without the GPU asked for hears so at once.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  KeepLargeAllocations();  // each step's fresh gradient buffers reuse the last step's memory
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
   OAR_ASSIGN_OR_RETURN(ProgramDesc startup, t.get_trainer_startup_program());
   TrainerRuntime::Options options;
@@ -124,6 +123,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   if (nccl2)
     options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
   options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
+  TrainerProcess(std::max<size_t>(1, options.places.size()));
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(DataConfig data, DataConfigFromFlags());

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/api/io.h"
-#include "common/base/malloc_tuning.h"
 #include "common/base/status.h"
 #include "common/base/thread_pool.h"
 #include "common/rpc/rpc_client.h"
@@ -78,7 +77,6 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
   if (config.timeout_ms <= 0) config.timeout_ms = FLAGS_rpc_deadline;
-  MapLargeAllocations();  // per-step gradient buffers go back to the system when freed
   const int nblocks = static_cast<int>(program.NumBlocks());
   auto check_block = [&](int id, const std::string& what) {
     if (id <= 0 || id >= nblocks) {

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "common/base/blas.h"
 #include "common/base/status.h"
 #include "common/data/multi_slot_feed.h"
 #include "common/framework/executor.h"
@@ -88,17 +87,6 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
   if (filelist.empty()) return absl::InvalidArgumentError("AsyncExecutor: the file list is empty");
   OAR_RETURN_IF_ERROR(CheckNames(program, feed, fetch));
   const int threads = std::min<int>(thread_num, static_cast<int>(filelist.size()));
-  // Several threads each computing: one BLAS thread each (as Fluid's
-  // AsyncExecutor), or their BLAS pools fight over the cores.
-  const int blas_before = GetBlasThreads();
-  if (threads > 1) SetBlasThreads(1);
-  struct RestoreBlas {
-    int n;
-    bool set;
-    ~RestoreBlas() {
-      if (set) SetBlasThreads(n);
-    }
-  } restore_blas{blas_before, threads > 1};
   FileQueue files(filelist);
   FeedStats stats;
   std::atomic<bool> stop{false};

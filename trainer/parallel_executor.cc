@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/base/blas.h"
 #include "common/base/status.h"
 #include "common/device/device_memory.h"
 #include "common/device/gpu_info.h"
@@ -144,7 +143,6 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   // The copies to the GPUs have landed before any step writes a source.
   for (const Place& p : pe->places_) OAR_RETURN_IF_ERROR(Annotate(SyncPlace(p), p.ToString()));
   pe->local_scopes_.assign(n, nullptr);
-  if (n > 1) SetBlasThreads(1);
   pe->pool_ = std::make_unique<ThreadPool>(exec.num_threads > 0 ? exec.num_threads : static_cast<int>(n));
   return pe;
 }
