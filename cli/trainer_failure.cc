@@ -5,9 +5,10 @@
 #include <memory>
 #include <vector>
 
-#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
+#include "common/rpc/status_payloads.h"
 #include "common/rpc/transport_select.h"
 
 namespace oar::cli {
@@ -29,14 +30,14 @@ void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) 
   std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport, TLS, OAR_AUTH_TOKEN
   rpc::RpcClient client(transport.get(), {.incarnation = ThisTrainersIncarnation()});
   std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-  for (const auto& ep : env.pservers)
-    calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, std::string(why.message())));
+  for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, why));
   int told = 0;
   for (auto& c : calls) told += c->Wait().ok() ? 1 : 0;
-  if (told > 0) {  // an echo of a pserver's "trainer N failed, so the job stops" passes that on
-    const bool echo = absl::StrContains(why.message(), rpc::kJobStops);
+  if (told > 0) {  // a pserver's answer naming another trainer's failure: this trainer passes that on
+    const std::optional<int> heard = rpc::JobStoppedBy(why);
     std::fprintf(stderr, "trainer %d: told %d of %zu pserver(s) that %s, so the job stops\n", env.trainer_id, told,
-                 env.pservers.size(), echo ? "another trainer failed" : "it failed");
+                 env.pservers.size(),
+                 heard.has_value() ? absl::StrCat("trainer ", *heard, " failed").c_str() : "it failed");
   }
 }
 

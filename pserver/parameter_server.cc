@@ -68,7 +68,12 @@ absl::StatusOr<int64_t> LoadPserverCheckpoint(Executor& exe, Scope* scope, const
 }
 
 ParameterServer::ParameterServer(PserverConfig config, const ProgramDesc& program, Scope* scope, Place place)
-    : config_(std::move(config)), program_(program), scope_(scope), place_(place) {}
+    : config_(std::move(config)),
+      program_(program),
+      scope_(scope),
+      place_(place),
+      abort_(config_.fanin),
+      resync_(config_.restored && config_.sync_mode, config_.restored_step, config_.fanin) {}
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(PserverConfig config,
                                                                          const ProgramDesc& program, Scope* scope,
@@ -144,7 +149,6 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   {
     absl::MutexLock l(&ps->state_mu_);
     ps->last_message_.assign(static_cast<size_t>(c.fanin), absl::Now());
-    for (int t = 0; c.restored && c.sync_mode && t < c.fanin; ++t) ps->unsynced_.insert(t);
   }
   return ps;
 }
@@ -176,6 +180,7 @@ void ParameterServer::Stop() {
     absl::MutexLock l(&state_mu_);
     stopped_ = true;
   }
+  abort_.Stop();
   if (barrier_) barrier_->Stop();
 }
 
@@ -199,8 +204,14 @@ std::string ParameterServer::Who(int trainer_id) const { return absl::StrCat(Nam
 absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
-  if (aborting_.load(std::memory_order_acquire)) {
-    absl::Status why = LingerAfterAbort();
+  if (abort_.aborting()) {
+    std::set<int> completed;
+    {
+      absl::MutexLock l(&state_mu_);
+      completed = completed_;
+    }
+    absl::Status why = abort_.Linger(completed, absl::Milliseconds(config_.timeout_ms),
+                                     absl::Milliseconds(config_.abort_echo_grace_ms));
     if (s.ok()) s = why;  // async: Run saw the job stop; a failure of its own (a timeout first) stays
   }
   return s.ok() ? s : Annotate(s, Name());
@@ -253,7 +264,7 @@ absl::Status ParameterServer::RunAsync() {
   const absl::Duration idle = absl::Milliseconds(config_.timeout_ms);
   while (true) {
     auto done = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return stopped_ || !aborted_.ok() || static_cast<int>(completed_.size()) == config_.fanin;
+      return stopped_ || abort_.aborting() || static_cast<int>(completed_.size()) == config_.fanin;
     };
     state_mu_.AwaitWithTimeout(absl::Condition(
                                    +[](decltype(done)* d) { return (*d)(); }, &done),

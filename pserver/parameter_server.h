@@ -49,12 +49,12 @@
 // runs, under each one's block lock in turn, one at a time) → block_mu_[id]
 // in ascending id (writer: the block runs; reader: serving a parameter it
 // writes). step_mu_ (which only schedules work on the pool) → StepBarrier's
-// lock; StepBarrier, VarStore, ReplayGuard and state_mu_ locks are leaves:
-// nothing is taken under them.
+// lock; StepBarrier, VarStore, ReplayGuard, AbortProtocol and state_mu_ locks
+// are leaves: nothing is taken under them.
 //
 // A trainer that fails says ABORT@RECV with its reason; the pserver then
 // answers every other call with that reason and Run fails with it
-// (parameter_server_abort.cc).
+// (abort_protocol.h; parameter_server_abort.cc checks the message).
 //
 // Shutdown order: Stop() (from any thread, e.g. on SIGTERM) → the step in
 // progress finishes, barrier waits are released → Run returns → the
@@ -79,7 +79,9 @@
 #include "common/framework/run_env.h"
 #include "common/profiler/profiler.h"
 #include "common/rpc/transport.h"
+#include "pserver/abort_protocol.h"
 #include "pserver/replay_guard.h"
+#include "pserver/resync_gate.h"
 #include "pserver/step_barrier.h"
 #include "pserver/var_store.h"
 
@@ -209,17 +211,11 @@ class ParameterServer : public rpc::RpcHandler {
   // "; it refused trainer N: <why>" for each of refused_, for a timeout's error.
   std::string RefusalsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   absl::Status HandleSend(const rpc::IncomingMessage& request, int trainer);
-  // parameter_server_abort.cc: a failed trainer's ABORT@RECV, and the job's
-  // end it brings: aborted_ for every later call (RefuseIfAborted; NoteTold
-  // for the waits it ended), and Run serving on until each live trainer was
-  // told, at most timeout_ms, and then until each told one said ABORT in
-  // turn (it stopped: nothing of it waits on this pserver's answers any
-  // more), at most abort_echo_grace_ms.
+  // parameter_server_abort.cc: a failed trainer's ABORT@RECV, checked and
+  // handed to abort_ (abort_protocol.h), which answers every later call
+  // with the reason; Run lingers in it (timeout_ms to tell each live
+  // trainer, abort_echo_grace_ms for their echoes) before it returns.
   absl::Status HandleAbort(const rpc::MessageHeader& h, int trainer);
-  absl::Status RefuseIfAborted(int trainer);
-  void NoteTold(int64_t trainer, const absl::Status& answer);
-  absl::Status LingerAfterAbort();
-  static constexpr size_t kMaxAbortReason = 2000;
   // parameter_server_get.cc: Gets.
   // A Get of `kind`: its reply is marked stable when StableGets(kind).
   absl::Status HandleGet(rpc::RpcKind kind, const rpc::IncomingMessage& request, int trainer, bool barrier,
@@ -262,9 +258,8 @@ class ParameterServer : public rpc::RpcHandler {
   // remote_prefetch tables): that block's rows at the ids, read under the
   // lock of the block that updates it.
   absl::Status PrefetchBlockRows(const rpc::IncomingMessage& request, int trainer, rpc::Reply* reply);
-  // Restored: ABORTED for a trainer that has not resynced; the resync
-  // itself; OK and *covered for a call made before the trainer's resync
-  // whose effect the replay or the checkpoint already carries.
+  // resync_'s verdict (resync_gate.h) for this call; a trainer's RESYNC is
+  // admitted to the barrier as fetched where the gate says so, and logged.
   absl::Status CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int trainer, rpc::Reply* reply,
                            bool* covered);
   // "pserver <endpoint>", and with " (trainer <id>)": how errors and logs
@@ -311,8 +306,6 @@ class ParameterServer : public rpc::RpcHandler {
   std::string bound_endpoint_ ABSL_GUARDED_BY(endpoint_mu_);
   mutable absl::Mutex state_mu_;
   std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
-  std::set<int> unsynced_ ABSL_GUARDED_BY(state_mu_);                // restored: trainers yet to resync
-  std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(state_mu_);   // their RESYNC's sequence number
   std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
   // The latest call refused per trainer id (a bad or misplaced variable,
   // another trainer count, an earlier run's call): told with a barrier's
@@ -323,11 +316,8 @@ class ParameterServer : public rpc::RpcHandler {
   bool stopped_ ABSL_GUARDED_BY(state_mu_) = false;
   JobSettings job_settings_ ABSL_GUARDED_BY(state_mu_);  // the first trainer's
   int settings_from_ ABSL_GUARDED_BY(state_mu_) = -1;    // that trainer
-  absl::Status aborted_ ABSL_GUARDED_BY(state_mu_);      // a trainer's ABORT: why the job stops
-  int aborter_ ABSL_GUARDED_BY(state_mu_) = -1;
-  std::set<int> told_ ABSL_GUARDED_BY(state_mu_);    // trainers answered aborted_ since
-  std::set<int> echoed_ ABSL_GUARDED_BY(state_mu_);  // trainers that said ABORT since (they stopped)
-  std::atomic<bool> aborting_{false};                // aborted_ is set (read without the lock)
+  AbortProtocol abort_;                                  // a trainer's ABORT: the job stops
+  ResyncGate resync_;                                    // restored (sync): who must resync first
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints
 };

@@ -59,7 +59,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   // A job stopped by a trainer's ABORT: refused there with the reason.
   // A trainer's first call (its settings to compare): the usual path too.
   if (!Defers(kind) || tid < 0 || tid >= config_.fanin || config_.restored || !CheckJobAgrees(h).ok() ||
-      aborting_.load(std::memory_order_acquire) || !h.meta.oar_job_settings().empty()) {
+      abort_.aborting() || !h.meta.oar_job_settings().empty()) {
     return false;
   }
   const int id = static_cast<int>(tid);
@@ -74,7 +74,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   }
   auto answer = [this, kind, request, start, respond, id](absl::Time began, absl::Status s, rpc::Reply reply) {
     RecordRequest(kind, *request, start, began);
-    NoteTold(id, s);  // a parked Get that a trainer's ABORT ended
+    abort_.NoteTold(id, s);  // a parked Get that a trainer's ABORT ended
     respond(std::move(s), std::move(reply));
   };
   if (ticket->duplicate) {

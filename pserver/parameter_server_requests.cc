@@ -17,7 +17,7 @@ absl::Status ParameterServer::Handle(rpc::RpcKind kind, const rpc::IncomingMessa
   absl::Status s = HandleRequest(kind, request, reply);
   RecordRequest(kind, request, start, start);
   NoteRefusal(request.header().trainer_id(), s);
-  NoteTold(request.header().trainer_id(), s);
+  abort_.NoteTold(request.header().trainer_id(), s);
   return s;
 }
 
@@ -85,7 +85,7 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   // Before the replay guard and a restored pserver's resync: the trainer's
   // last word, from whichever process of it failed.
   if (kind == rpc::RpcKind::kSend && h.name() == rpc::kAbort) return HandleAbort(h, id);
-  OAR_RETURN_IF_ERROR(RefuseIfAborted(id));
+  OAR_RETURN_IF_ERROR(abort_.Refusal());
   OAR_RETURN_IF_ERROR(CheckSettingsAgree(h, id));
   if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
   bool covered = false;
@@ -114,38 +114,16 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
 
 absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageHeader& h, int id, rpc::Reply* reply,
                                           bool* covered) {
-  if (!config_.restored || !config_.sync_mode) return absl::OkStatus();
-  const bool send = kind == rpc::RpcKind::kSend;
-  const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
-  absl::MutexLock l(&state_mu_);
-  if (unsynced_.count(id)) {
-    if (send && h.name() == rpc::kResync && h.meta.oar_replay()) {
-      unsynced_.erase(id);
-      resynced_at_[id] = seq;
-      // A trainer past this step's pull (F > S) has the parameters the
-      // checkpoint holds: it counts as fetched.
-      if (h.meta.oar_step() > config_.restored_step) barrier_->AdmitFetched(id);
-      reply->step = config_.restored_step;
-      *covered = true;
-      if (h.meta.oar_step() == 0) {  // a trainer that has not pulled yet: a new job resuming
-        LOG(INFO) << Name() << ": trainer " << id << " starts from this pserver's checkpoint of step "
-                  << config_.restored_step;
-      } else {
-        LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
-      }
-      return absl::OkStatus();
-    }
-    if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return absl::OkStatus();
-    return absl::AbortedError(absl::StrCat(Name(), " restarted from its checkpoint of step ", config_.restored_step,
-                                           ": trainer ", id, " resyncs first"));
-  }
-  // A gradient or BATCH_BARRIER sent before the trainer's resync: the
-  // replay carried it, or the checkpoint holds its step.
-  auto at = resynced_at_.find(id);
-  if (send && !h.meta.oar_replay() && at != resynced_at_.end() && seq != 0 &&
-      rpc::IncarnationOf(static_cast<int64_t>(seq)) == rpc::IncarnationOf(static_cast<int64_t>(at->second)) &&
-      seq < at->second && h.name() != rpc::kFetchBarrier && h.name() != rpc::kComplete) {
-    *covered = true;
+  OAR_ASSIGN_OR_RETURN(const ResyncGate::Passage p, resync_.Check(kind, h, id, Name()));
+  *covered = p.verdict == ResyncGate::Verdict::kCovered;
+  if (!p.resynced) return absl::OkStatus();
+  if (p.fetched) barrier_->AdmitFetched(id);
+  reply->step = resync_.restored_step();
+  if (h.meta.oar_step() == 0) {  // a trainer that has not pulled yet: a new job resuming
+    LOG(INFO) << Name() << ": trainer " << id << " starts from this pserver's checkpoint of step "
+              << resync_.restored_step();
+  } else {
+    LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
   }
   return absl::OkStatus();
 }

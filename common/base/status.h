@@ -39,10 +39,20 @@
 
 namespace oar {
 
-// Prefixes the message of a non-OK status with `context` ("op mul: ...").
+// `s` with its message replaced: the same code and payloads (the typed facts
+// an error carries, such as which trainer stopped the job:
+// common/rpc/status_payloads.h). Non-OK `s` only.
+inline absl::Status Rewrap(const absl::Status& s, absl::string_view message) {
+  absl::Status out(s.code(), message);
+  s.ForEachPayload([&out](absl::string_view url, const absl::Cord& value) { out.SetPayload(url, value); });
+  return out;
+}
+
+// Prefixes the message of a non-OK status with `context` ("op mul: ..."),
+// keeping its code and payloads.
 inline absl::Status Annotate(const absl::Status& s, absl::string_view context) {
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
+  return Rewrap(s, absl::StrCat(context, ": ", s.message()));
 }
 
 }  // namespace oar

@@ -180,9 +180,9 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
         before = absl::StrCat("; before that it answered: ", it->second);
       }
     }
-    final_ = absl::Status(s.code(), absl::StrCat(KindName(kind_), " '", name_, "' to ", ep_, " failed",
-                                                 attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "",
-                                                 ": ", s.message(), before));
+    final_ = Rewrap(s, absl::StrCat(KindName(kind_), " '", name_, "' to ", ep_, " failed",
+                                    attempt > 0 ? absl::StrCat(" after ", attempt + 1, " attempts") : "", ": ",
+                                    s.message(), before));
     return final_;
   }
 

@@ -9,17 +9,21 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/rpc/status_payloads.h"
 
 namespace oar::rpc {
 
+// The status's typed facts (status_payloads.h) travel in error_details.
 inline absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  absl::Status out(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  DecodePayloads(s.error_details(), &out);
+  return out;
 }
 
 inline grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()), EncodePayloads(s));
 }
 
 }  // namespace oar::rpc

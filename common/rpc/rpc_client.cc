@@ -1,4 +1,5 @@
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/status_payloads.h"
 
 #include <algorithm>
 #include <atomic>
@@ -64,6 +65,7 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   meta.set_table_name(options.table_name);
   meta.set_oar_replay(options.replay);
   meta.set_oar_step(options.step);
+  meta.set_oar_abort_origin(options.abort_origin);
   {
     absl::MutexLock l(&mu_);
     // A trainer's first call to `ep` says the job's settings (a retry of it too).
@@ -179,9 +181,14 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendComplete(const std::string& ep, int
   return AsyncSendVar(ep, kComplete, nullptr, {.trainer_id = trainer_id});
 }
 
-std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id, const std::string& why) {
+std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id, const absl::Status& why) {
+  const std::optional<int> heard = JobStoppedBy(why);
   return AsyncSendVar(ep, kAbort, nullptr,
-                      {.trainer_id = trainer_id, .out_varname = why, .deadline_ms = 2000, .retry_times = 0});
+                      {.trainer_id = trainer_id,
+                       .out_varname = std::string(why.message()),
+                       .abort_origin = heard.has_value() ? *heard + 1 : 0,
+                       .deadline_ms = 2000,
+                       .retry_times = 0});
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep, const std::string& dir,

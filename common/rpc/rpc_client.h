@@ -52,6 +52,7 @@ struct SendOptions {
   bool raw_bytes = false;  // send a uint8 tensor as NCCL_ID raw bytes
   bool replay = false;     // a replay of the step to a restarted pserver (StepJournal)
   int64_t step = 0;        // VariableMessage.oar_step (RESYNC@RECV)
+  int64_t abort_origin = 0;  // VariableMessage.oar_abort_origin (ABORT@RECV)
   // A BATCH_BARRIER written before its sends were answered
   // (SendBatchBarriers): a refusal for having overtaken one is retried once.
   bool ahead_of_sends = false;
@@ -141,7 +142,10 @@ class RpcClient {
   // the job. One short try (2 s, no retry): the pserver may be what failed.
   // It says neither the trainer count nor the mode, so that a trainer the
   // pservers refused for those can still stop them.
-  std::shared_ptr<RpcCall> AsyncSendAbort(const std::string& ep, int64_t trainer_id, const std::string& why);
+  // When `why` is a pserver's answer naming another trainer's failure
+  // (rpc::JobStoppedBy), the ABORT says so (oar_abort_origin): this trainer
+  // only passes that on.
+  std::shared_ptr<RpcCall> AsyncSendAbort(const std::string& ep, int64_t trainer_id, const absl::Status& why);
   std::shared_ptr<RpcCall> AsyncCheckpointNotify(const std::string& ep, const std::string& dir, int64_t trainer_id);
 
   // Waits until every endpoint accepts connections, for at most timeout_ms

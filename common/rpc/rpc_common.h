@@ -66,10 +66,6 @@ inline constexpr char kResync[] = "RESYNC@RECV";
 // Oar's: a trainer that failed tells its pservers why (the reason in
 // out_varname), so the job stops at once instead of at FLAGS_rpc_deadline.
 inline constexpr char kAbort[] = "ABORT@RECV";
-// How a pserver words the job's end an ABORT brought ("trainer 0 failed, so
-// the job stops: <reason>"): a trainer whose error holds it stopped because
-// it heard that, and its own ABORT only echoes it.
-inline constexpr char kJobStops[] = ", so the job stops: ";
 
 // The metadata key carrying OAR_AUTH_TOKEN.
 inline constexpr char kAuthMetadataKey[] = "oar-auth-token";

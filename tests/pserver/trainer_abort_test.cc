@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_client.h"
+#include "common/rpc/rpc_common.h"
+#include "common/rpc/status_payloads.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/running_server.h"
 
@@ -41,18 +43,20 @@ TEST_P(TrainerAbortTest, ASyncJobEndsAtOnceWithTheFailedTrainersReason) {
   // incarnation of the trainer's calls (as the failed process sends it,
   // cli/trainer_failure.h), and says neither the trainer count nor the mode.
   rpc::RpcClient failed(s.transport.get(), {.incarnation = c.incarnation()});
-  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
+  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, absl::InternalError(kReason))->Wait().ok());
   const std::string why = absl::StrCat("trainer 0 failed, so the job stops: ", kReason);
   absl::Status waited = get->Wait();
   EXPECT_EQ(waited.code(), absl::StatusCode::kFailedPrecondition) << waited;
   EXPECT_NE(waited.message().find(why), std::string::npos) << waited;
+  EXPECT_EQ(rpc::JobStoppedBy(waited), 0) << "the answer names the failed trainer as a typed payload";
   // Trainer 1's next call (one it sent before it read that answer) is
   // refused with the reason too; its own ABORT, an echo of trainer 0's, is
   // told the job was already stopping — and, every live trainer having
   // stopped, Run ends.
   absl::Status next = c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait();
   EXPECT_NE(next.message().find(why), std::string::npos) << next;
-  absl::Status echo = c.AsyncSendAbort(s.ep, 1, "its Get failed")->Wait();
+  EXPECT_EQ(rpc::JobStoppedBy(next), 0) << next;
+  absl::Status echo = c.AsyncSendAbort(s.ep, 1, waited)->Wait();
   EXPECT_EQ(echo.code(), absl::StatusCode::kAlreadyExists) << echo;
   EXPECT_NE(echo.message().find(why), std::string::npos) << echo;
   s.Join();
@@ -77,7 +81,7 @@ TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
   Variable g = Floats({4, 1}, {0.5f, -1.25f, 2.0f, 0.125f});
   ASSERT_TRUE(c.AsyncSendVar(s.ep, "fc_0.w_0@GRAD", &g, {.trainer_id = 1})->Wait().ok());
   rpc::RpcClient failed(s.transport.get());  // trainer 0 failed before its first call
-  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, kReason)->Wait().ok());
+  ASSERT_TRUE(failed.AsyncSendAbort(s.ep, 0, absl::InternalError(kReason))->Wait().ok());
   // Trainer 1's next call hears why; then the pserver, having told every
   // live trainer, stops serving.
   Variable w;
@@ -87,7 +91,7 @@ TEST_P(TrainerAbortTest, AnAsyncJobEndsWithTheFailedTrainersReason) {
       << get;
   EXPECT_FALSE(s.ended.load()) << "Run ended before trainer 1 stopped: " << s.result;
   const absl::Time echoed = absl::Now();
-  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 1, get.ToString())->Wait()));
+  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 1, get)->Wait()));
   s.Join();
   // Not the grace's 60 s: the echo ended it (the margin is for a loaded machine).
   EXPECT_LT(absl::Now() - echoed, absl::Seconds(30));
@@ -103,7 +107,7 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
   // Trainer 0 completes, then fails (say, writing its results): nothing
   // waits for it any more.
   ASSERT_TRUE(c.AsyncSendComplete(s.ep, 0)->Wait().ok());
-  absl::Status after = c.AsyncSendAbort(s.ep, 0, "writing its results")->Wait();
+  absl::Status after = c.AsyncSendAbort(s.ep, 0, absl::InternalError("writing its results"))->Wait();
   EXPECT_EQ(after.code(), absl::StatusCode::kAlreadyExists) << after;
   EXPECT_NE(after.message().find("trainer 0 had completed; the job goes on"), std::string::npos) << after;
   // Trainer 1 restarted: its earlier process's late ABORT is refused.
@@ -114,7 +118,7 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
   // Its ABORT, as the old process sends it: from a client of its own with
   // the old run's incarnation.
   rpc::RpcClient earlier_abort(s.transport.get(), {.incarnation = earlier.incarnation()});
-  absl::Status late = earlier_abort.AsyncSendAbort(s.ep, 1, "a process since replaced")->Wait();
+  absl::Status late = earlier_abort.AsyncSendAbort(s.ep, 1, absl::InternalError("a process since replaced"))->Wait();
   EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
   EXPECT_NE(late.message().find("an ABORT from an earlier process of trainer 1"), std::string::npos) << late;
   // The job goes on: trainer 1 ends its step alone and completes.
@@ -128,9 +132,11 @@ TEST_P(TrainerAbortTest, AnAbortFromACompletedTrainerOrAReplacedProcessLeavesThe
   EXPECT_EQ(s.ps->stats().steps, 1);
 }
 
-// Trainer 1 heard from another pserver that trainer 0 failed, and stopped;
-// its ABORT reaches this pserver before trainer 0's: the job stops, naming
-// trainer 0 as the one that failed, not trainer 1.
+// Trainer 1 heard from another pserver that trainer 0 failed (that answer
+// named trainer 0 as a typed payload), and stopped; its ABORT reaches this
+// pserver before trainer 0's and says whose failure it passes on
+// (oar_abort_origin): the job stops naming trainer 0 as the one that
+// failed, not trainer 1.
 TEST_P(TrainerAbortTest, AnEchoedAbortStopsTheJobNamingTheTrainerThatFailed) {
   RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
   rpc::RpcClient c(s.transport.get(),
@@ -142,14 +148,36 @@ TEST_P(TrainerAbortTest, AnEchoedAbortStopsTheJobNamingTheTrainerThatFailed) {
       "trainer 0 failed, so the job stops: ",
       kReason);
   rpc::RpcClient echo(s.transport.get(), {.incarnation = c.incarnation()});
-  ASSERT_TRUE(echo.AsyncSendAbort(s.ep, 1, heard)->Wait().ok());
+  ASSERT_TRUE(echo.AsyncSendAbort(s.ep, 1, rpc::JobStops(0, heard))->Wait().ok());
   Variable w;
   absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 0)->Wait();
   EXPECT_NE(get.message().find(absl::StrCat("the job stops, as trainer 1 heard: ", heard)), std::string::npos) << get;
   EXPECT_EQ(get.message().find("trainer 1 failed"), std::string::npos) << get;
-  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 0, get.ToString())->Wait()));  // trainer 0's echo
+  EXPECT_EQ(rpc::JobStoppedBy(get), 0) << get;
+  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 0, get)->Wait()));  // trainer 0's echo
   s.Join();
   EXPECT_NE(s.result.message().find("the job stops, as trainer 1 heard: "), std::string::npos) << s.result;
+}
+
+// Whose failure an ABORT reports is its typed field, not its wording: a
+// trainer's own error that quotes a pserver's words is its own failure, and
+// an origin naming no trainer of the job is refused, the job going on.
+TEST_P(TrainerAbortTest, AnAbortsOriginIsItsTypedFieldNotItsWording) {
+  RunningServer s(GetParam(), kTimeoutMs, /*sync=*/false);
+  rpc::RpcClient c(s.transport.get(),
+                   rpc::ClientOptions{.deadline_ms = kTimeoutMs, .retry_times = 0, .trainers = 2, .sync_mode = 2});
+  absl::Status bad = c.AsyncSendVar(s.ep, rpc::kAbort, nullptr, {.trainer_id = 1, .abort_origin = 3})->Wait();
+  EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
+  EXPECT_NE(bad.message().find("oar_abort_origin 3 names no trainer"), std::string::npos) << bad;
+  const std::string quoted = "my log said: trainer 0 failed, so the job stops: disk full";
+  ASSERT_TRUE(c.AsyncSendAbort(s.ep, 1, absl::InternalError(quoted))->Wait().ok());
+  Variable w;
+  absl::Status get = c.AsyncGetVar(s.ep, "fc_0.w_0", &w, 0)->Wait();
+  EXPECT_NE(get.message().find(absl::StrCat("trainer 1 failed, so the job stops: ", quoted)), std::string::npos) << get;
+  EXPECT_EQ(rpc::JobStoppedBy(get), 1) << get;
+  EXPECT_TRUE(absl::IsAlreadyExists(c.AsyncSendAbort(s.ep, 0, get)->Wait()));
+  s.Join();
+  EXPECT_EQ(rpc::JobStoppedBy(s.result), 1) << s.result;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TrainerAbortTest, ::testing::Values("grpc", "tcp"),

@@ -1,4 +1,6 @@
 #include "common/rpc/stream/frame_io.h"
+#include "common/base/status.h"
+#include "common/rpc/status_payloads.h"
 
 #include <algorithm>
 #include <cstring>
@@ -111,7 +113,7 @@ absl::Status ServerHandshake(ByteStream* s, const std::string& token, absl::Time
   const std::string text(verdict.message());
   w.text_len = static_cast<uint32_t>(text.size());
   st = s->Write({{&w, sizeof(w)}, {text.data(), text.size()}}, deadline);
-  if (!verdict.ok()) return absl::Status(verdict.code(), absl::StrCat(s->peer(), ": ", verdict.message()));
+  if (!verdict.ok()) return Rewrap(verdict, absl::StrCat(s->peer(), ": ", verdict.message()));
   return st;
 }
 
@@ -156,12 +158,14 @@ absl::Status WriteMessage(ByteStream* s, FrameType type, uint8_t kind, uint64_t 
 
 absl::Status WriteError(ByteStream* s, uint64_t call_id, const absl::Status& error, absl::Time deadline) {
   std::string text(error.message().substr(0, kMaxErrorTextBytes));
+  const std::string payloads = EncodePayloads(error);  // bounded: kMaxPayloads short lines
   FrameHeader f;
   f.type = FrameType::kError;
   f.kind = static_cast<uint8_t>(error.ok() ? absl::StatusCode::kUnknown : error.code());
   f.call_id = call_id;
   f.meta_len = static_cast<uint32_t>(text.size());
-  return s->Write({{&f, sizeof(f)}, {text.data(), text.size()}}, deadline);
+  f.payload_len = payloads.size();
+  return s->Write({{&f, sizeof(f)}, {text.data(), text.size()}, {payloads.data(), payloads.size()}}, deadline);
 }
 
 absl::Status Skip(ByteStream* s, uint64_t n, absl::Time deadline) {
@@ -242,10 +246,12 @@ ReadResult ReadMessage(ByteStream* s, const FrameHeader& f, const Admit& admit, 
 }
 
 absl::Status ReadError(ByteStream* s, const FrameHeader& f, absl::Status* error, absl::Time deadline) {
-  std::string text(f.meta_len, '\0');
+  std::string text(f.meta_len, '\0'), payloads(f.payload_len, '\0');  // CheckFrame bounded both
   absl::Status st = s->Read(text.data(), text.size(), deadline);
+  if (st.ok() && !payloads.empty()) st = s->Read(payloads.data(), payloads.size(), deadline);
   if (!st.ok()) return st;
   *error = absl::Status(static_cast<absl::StatusCode>(f.kind), text);
+  DecodePayloads(payloads, error);
   return absl::OkStatus();
 }
 

@@ -187,7 +187,7 @@ absl::Status ShmStream::Named(absl::Status s) const {
     return absl::UnavailableError(absl::StrCat(peer_, " closed the connection"));
   }
   if (s.message().find(peer_) == 0) return s;
-  return absl::Status(s.code(), absl::StrCat(peer_, ": ", s.message()));
+  return Rewrap(s, absl::StrCat(peer_, ": ", s.message()));
 }
 
 absl::Status ShmStream::Read(void* dst, size_t n, absl::Time deadline) {

@@ -26,7 +26,7 @@ absl::Status CheckFrame(const FrameHeader& h, bool expect_request, const std::st
       if (h.kind == 0 || h.kind > static_cast<uint8_t>(absl::StatusCode::kUnauthenticated)) {
         return bad(absl::StrCat("unknown status code ", h.kind));
       }
-      if (h.meta_len > kMaxErrorTextBytes || h.payload_len != 0) return bad("an oversized error");
+      if (h.meta_len > kMaxErrorTextBytes || h.payload_len > kMaxErrorTextBytes) return bad("an oversized error");
       return absl::OkStatus();
   }
   return bad(absl::StrCat("unknown frame type ", static_cast<int>(h.type)));

@@ -12,7 +12,8 @@
 //            dims, LoD, rows, trainer_id, oar_seq, ...), payload = the
 //            tensor's raw bytes, read straight from its memory on send;
 //   reply    the same for the answer of call `call_id`;
-//   error    `code` an absl::StatusCode, meta = the error's text.
+//   error    `code` an absl::StatusCode, meta = the error's text, payload =
+//            its typed facts (status_payloads.h; version 2 on).
 // Over shared memory a server may lend a region (shared_region.h) to a
 // client that asks (Hello kMapsRegions; Welcome kLentRegion: the region's
 // fd was sent on the stream's socket before the Welcome). A reply may then
@@ -49,7 +50,7 @@ constexpr uint32_t Magic(char a, char b, char c, char d) {
 inline constexpr uint32_t kHelloMagic = Magic('O', 'A', 'R', 'H');
 inline constexpr uint32_t kWelcomeMagic = Magic('O', 'A', 'R', 'W');
 inline constexpr uint32_t kFrameMagic = Magic('O', 'A', 'R', 'F');
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: error frames carry the status's payloads
 inline constexpr uint32_t kMaxTokenBytes = 4096;
 inline constexpr uint32_t kMaxErrorTextBytes = 64 * 1024;
 // Header protos carry names, dims, LoD and SelectedRows row ids (8 bytes
