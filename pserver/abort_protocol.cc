@@ -20,9 +20,9 @@ absl::Status AbortProtocol::Abort(int trainer, int origin, absl::string_view rea
   if (completed) {  // it had done its part: the others go on
     return absl::AlreadyExistsError(absl::StrCat("trainer ", trainer, " had completed; the job goes on"));
   }
-  why_ = rpc::JobStops(origin, origin == trainer
-                                   ? absl::StrCat("trainer ", trainer, " failed, so the job stops: ", said)
-                                   : absl::StrCat("the job stops, as trainer ", trainer, " heard: ", said));
+  why_ =
+      rpc::JobStops(origin, origin == trainer ? absl::StrCat("trainer ", trainer, " failed, so the job stops: ", said)
+                                              : absl::StrCat("the job stops, as trainer ", trainer, " heard: ", said));
   aborter_ = trainer;
   aborting_.store(true, std::memory_order_release);
   *why = why_;

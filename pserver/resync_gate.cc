@@ -29,8 +29,8 @@ absl::StatusOr<ResyncGate::Passage> ResyncGate::Check(rpc::RpcKind kind, const r
       return out;
     }
     if (h.meta.oar_replay() || (send && h.name() == rpc::kComplete)) return out;
-    return absl::AbortedError(absl::StrCat(who, " restarted from its checkpoint of step ", restored_step_,
-                                           ": trainer ", trainer, " resyncs first"));
+    return absl::AbortedError(absl::StrCat(who, " restarted from its checkpoint of step ", restored_step_, ": trainer ",
+                                           trainer, " resyncs first"));
   }
   // A gradient or BATCH_BARRIER sent before the trainer's resync, by the
   // same process: the replay carried it, or the checkpoint holds its step.

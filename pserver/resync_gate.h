@@ -20,9 +20,9 @@
 #include <set>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "common/rpc/message.h"
 #include "common/rpc/rpc_common.h"
 
@@ -56,7 +56,7 @@ class ResyncGate {
   const bool restored_;
   const int64_t restored_step_;
   absl::Mutex mu_;
-  std::set<int> unsynced_ ABSL_GUARDED_BY(mu_);                // trainers yet to resync
+  std::set<int> unsynced_ ABSL_GUARDED_BY(mu_);               // trainers yet to resync
   std::map<int, uint64_t> resynced_at_ ABSL_GUARDED_BY(mu_);  // their RESYNC's sequence number
 };
 

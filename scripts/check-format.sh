@@ -29,8 +29,13 @@ if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
   echo "check-format: base commit $base is not in this clone (a shallow clone? fetch more history)" >&2
   exit 1
 fi
-# Working-tree changes included, so a session sees its own lines before committing.
+# Working-tree changes included, so a session sees its own lines before
+# committing: tracked files against the base, new files whole.
 changes="$(git diff -U0 --no-color "$base" -- '*.cc' '*.h' '*.cu')"
+while IFS= read -r f; do
+  [ -n "$f" ] || continue
+  changes+=$'\n'"$(git diff --no-index -U0 --no-color /dev/null "$f" || true)"
+done < <(git ls-files --others --exclude-standard -- '*.cc' '*.h' '*.cu')
 binary="$(command -v clang-format-14 || command -v clang-format)"
 if [ "$fix" = 1 ]; then
   printf '%s\n' "$changes" | "$diff_tool" -p1 -i -binary "$binary"
