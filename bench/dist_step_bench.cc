@@ -35,6 +35,7 @@
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
 #include "cli/model_build.h"
+#include "cli/rpc_flags.h"
 #include "common/base/blas.h"
 #include "common/base/blas_core.h"
 #include "common/base/host_cpus.h"
@@ -105,7 +106,7 @@ int Pserver() {
   auto t = Transpile(m->get(), ep);
   auto ps = t->get_pserver_programs(ep);
   CHECK(ps.ok()) << ps.status();
-  absl::Status s = RunPserver(ps->first, ps->second);
+  absl::Status s = RunPserver(ps->first, ps->second, {.rpc = cli::RpcOptionsFromFlags()});
   return s.ok() ? 0 : 1;
 }
 
@@ -170,6 +171,7 @@ Pass MeasureOver(const char* self, const std::string& transport, int spin_us, st
   *trainer_program = *trainer;
   TrainerRuntime::Options options;
   options.loss = (*m)->vars.loss.name();
+  options.rpc = cli::RpcOptionsFromFlags();  // --rpc_transport as set above, --rpc_shm_spin_us
   auto rt = TrainerRuntime::Create(*trainer, *t->get_trainer_startup_program(), options);
   CHECK(rt.ok()) << rt.status();
 

@@ -23,6 +23,7 @@
 #include "bench/bench_util.h"
 #include "bench/gpu_library_calls.h"
 #include "cli/model_build.h"
+#include "cli/runtime_flags.h"
 #include "common/device/cuda_context.h"
 #include "common/device/device_memory.h"
 #include "common/device/gpu_info.h"
@@ -143,6 +144,7 @@ void LaunchOverhead() {
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  oar::cli::ApplyRuntimeFlags();  // --gpu_allow_tf32, as `oar` does
   if (oar::GpuCount() == 0) {
     std::printf("gpu_bench: no GPU: %s\n", oar::NoGpuReason().c_str());
     return 0;

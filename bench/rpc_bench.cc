@@ -41,6 +41,7 @@
 #include "bench/bench_util.h"
 #include "bench/raw_tcp.h"
 #include "bench/rpc_bench_stream.h"
+#include "cli/rpc_flags.h"
 #include "common/base/host_cpus.h"
 #include "common/base/malloc_tuning.h"
 #include "common/framework/executor.h"
@@ -60,7 +61,6 @@
 DEFINE_string(role, "client", "client (runs the benchmark), server or memory (spawned by the client)");
 DEFINE_string(port_file, "", "server roles: write the ports here");
 DEFINE_int32(trainers, 1, "memory role: the trainers (Fanin) of the 256 MiB model");
-DECLARE_int32(rpc_shm_spin_us);  // the server gets the client's
 DEFINE_bool(stream_only, false, "run only the stream transports' figures (7)");
 
 extern char** environ;
@@ -129,7 +129,7 @@ int Server() {
   Scope scope;
   Executor exe;
   CHECK(exe.Run(sync.startup, &scope).ok());
-  rpc::GrpcTransport grpc;
+  rpc::GrpcTransport grpc(cli::RpcOptionsFromFlags());
   sync.config.transport = &grpc;
   auto ps = ParameterServer::Create(sync.config, sync.main, &scope);
   CHECK(ps.ok()) << ps.status();
@@ -137,7 +137,7 @@ int Server() {
   CHECK(ps_ep.ok());
   std::thread loop([&] { CHECK((*ps)->Run().ok()); });
   StoreHandler streamed(/*checked=*/true);
-  rpc::SelectingTransport selecting(rpc::TransportMode::kAuto, {});
+  rpc::SelectingTransport selecting(rpc::TransportMode::kAuto, cli::RpcOptionsFromFlags());
   // gRPC + the stream transports; lent sends are read where the client
   // lent them. The store keeps such a view until the next push of the name
   // replaces it, but reads it only to answer a pull, which the bench's
@@ -160,7 +160,8 @@ int MemoryServer() {
   Scope scope;
   Executor exe;
   CHECK(exe.Run(model.startup, &scope).ok());
-  rpc::SelectingTransport transport(rpc::TransportMode::kAuto, {});  // gRPC and the stream transports
+  rpc::SelectingTransport transport(rpc::TransportMode::kAuto,
+                                    cli::RpcOptionsFromFlags());  // gRPC and the stream transports
   model.config.transport = &transport;
   auto ps = ParameterServer::Create(model.config, model.main, &scope);
   CHECK(ps.ok()) << ps.status();
@@ -236,7 +237,7 @@ int Client() {
     return 0;
   }
   BareClient bare(server.Ep(1));
-  rpc::GrpcTransport grpc;
+  rpc::GrpcTransport grpc(cli::RpcOptionsFromFlags());
   rpc::RpcClient ours(&grpc, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
   const std::string ep = server.Ep(2);
 
@@ -343,7 +344,7 @@ int Client() {
   // 5. Pserver memory with a 256 MiB model and Adam, pushed by 1 and by 4
   // trainers, over gRPC and over what auto picks (shared memory here: each
   // connection keeps received buffers in its BufferPool).
-  rpc::SelectingTransport chosen(rpc::TransportMode::kAuto, {});
+  rpc::SelectingTransport chosen(rpc::TransportMode::kAuto, cli::RpcOptionsFromFlags());
   for (auto [via, transport] : {std::pair<const char*, rpc::Transport*>{"grpc", &grpc}, {"auto", &chosen}})
     for (int trainers : {1, 4}) {
       Child mem("memory", 1, trainers);

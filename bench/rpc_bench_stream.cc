@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "cli/rpc_flags.h"
 #include "common/base/host_cpus.h"
 #include "common/framework/tensor.h"
 #include "common/rpc/rpc_client.h"
@@ -55,7 +56,7 @@ void StreamFigures(const std::string& ep, RawTcpClient& raw, pid_t server) {
   std::vector<Variable> blocks;
   for (int i = 0; i < 16; ++i) blocks.push_back(Floats(4 * kMiB));
   for (rpc::TransportMode mode : {rpc::TransportMode::kTcp, rpc::TransportMode::kShm}) {
-    rpc::SelectingTransport transport(mode, {});
+    rpc::SelectingTransport transport(mode, cli::RpcOptionsFromFlags());
     rpc::RpcClient c(&transport, rpc::ClientOptions{.deadline_ms = 60000, .retry_times = 0});
     const char* name = rpc::TransportModeName(mode);
     Variable got4;

@@ -12,6 +12,7 @@
 #include "cli/async_train_util.h"
 #include "cli/program_eval.h"
 #include "cli/progress_bar.h"
+#include "cli/rpc_flags.h"
 #include "cli/trainer_failure.h"
 #include "common/api/io.h"
 #include "common/base/fingerprint.h"
@@ -81,13 +82,13 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   } else if (!FLAGS_step_log.empty()) {
     return absl::InvalidArgumentError("--step_log with --program needs --loss_name (the loss to log)");
   }
-  std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport
+  OAR_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Transport> transport, rpc::MakeTransport(RpcOptionsFromFlags()));
   rpc::RpcClient client(transport.get(), {.trainers = env.trainers,
                                           .sync_mode = t.config().sync_mode ? 1 : 2,
                                           .job_settings = EncodeJobSettings(DataFeedJobSettings(feed, files)),
                                           .incarnation = ThisTrainersIncarnation()});
   RunEnv renv = rpc::ClientEnv(&client);
-  OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, FLAGS_rpc_deadline), "waiting for the pservers"));
+  OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, client.deadline_ms()), "waiting for the pservers"));
   Scope root;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));

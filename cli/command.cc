@@ -176,7 +176,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (a model's test_auc=; a program's "
          "test_loss= and test_<fetch>=)"}},
-       {"/common/rpc/", "/pserver/", "/trainer/"}},
+       {"/cli/rpc_flags.cc"}},
       {"launch",
        "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",
@@ -214,6 +214,7 @@ const std::vector<Command>& Commands() {
         "checkpoint_dir",
         "checkpoint_every",
         "fuse_all_reduce_ops",
+        "fuse_parameter_memory_size",
         "data_feed",
         "files",
         "threads",
@@ -250,7 +251,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (test_auc= for a model; test_loss= "
          "and test_<fetch>= for a program)"}},
-       {"/common/rpc/", "/trainer/"}},
+       {"/cli/rpc_flags.cc"}},
       {"async-train",
        "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
        "oar async-train (--program main.pb --startup startup.pb | --model ctr_dnn) --data_feed data.prototxt "

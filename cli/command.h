@@ -25,7 +25,7 @@ struct Command {
   // process exit code.
   int (*run)(const std::vector<std::string>& args) = nullptr;
   std::map<std::string, std::string> flag_help = {};  // what a shared flag means for this command, where it differs
-  // Source folders whose flags it also reads ("common/rpc/": the rpc flags).
+  // Source files or folders whose flags it also reads ("/cli/rpc_flags.cc": the rpc flags).
   std::vector<std::string> flag_dirs = {};
 };
 

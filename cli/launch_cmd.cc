@@ -30,6 +30,7 @@
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/process_group.h"
+#include "cli/runtime_flags.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
 #include "common/device/gpu_info.h"
@@ -183,7 +184,7 @@ absl::Status Launch() {
       {.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .async_executor = async_executor, .gpu = place.is_gpu()}));
   std::vector<int> gpus;
   if (place.is_gpu()) {
-    OAR_ASSIGN_OR_RETURN(gpus, SelectedGpus());
+    OAR_ASSIGN_OR_RETURN(gpus, SelectedGpusFromFlags());
     if (FLAGS_cpu_num > 1)
       return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
     if (async_executor) {

@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/command.h"
 #include "cli/flag_parse.h"
+#include "cli/runtime_flags.h"
 #include "common/base/blas_core.h"
 #include "common/base/listen_sockets.h"
 #include "common/framework/op_registry.h"
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
                             "--data_dir); a --program also reads npy:DIR and npy:FILE.npz; MultiSlot files go "
                             "through --data_feed and --files");
     }
+    oar::cli::ApplyRuntimeFlags();  // --check_nan_inf, --gpu_allow_tf32
     return cmd.run(args);
   }
   std::vector<std::string> names;

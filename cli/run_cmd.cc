@@ -40,10 +40,12 @@
 #include "cli/profile_export.h"
 #include "cli/pserver_params.h"
 #include "cli/role_env.h"
+#include "cli/rpc_flags.h"
 #include "cli/trainer_failure.h"
 #include "cli/trainer_role.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
+#include "common/base/flag_refusal.h"
 #include "common/base/status.h"
 #include "gflags/gflags.h"
 #include "pserver/pserver_runtime.h"
@@ -64,6 +66,16 @@ DEFINE_string(checkpoint_dir, "",
 DEFINE_bool(fuse_all_reduce_ops, true,
             "nccl2 mode: pack gradients into buckets of --fuse_parameter_memory_size MB, one all-reduce each "
             "(Fluid's BuildStrategy.fuse_all_reduce_ops)");
+DEFINE_string(collective_transport, "auto",
+              "nccl2 mode on CPUs, how the trainers all-reduce: auto (through shared memory when every trainer is on "
+              "this host, else over the TCP ring), tcp (the ring), or shm (shared memory, else fail)");
+DEFINE_validator(collective_transport, [](const char*, const std::string& v) {
+  if (v == "auto" || v == "tcp" || v == "shm") return true;
+  return oar::RefuseFlagValue("choose auto, tcp or shm");
+});
+DEFINE_double(fuse_parameter_memory_size, 16.0,
+              "with --fuse_all_reduce_ops: the most gradient memory (MB) one all-reduce across trainers packs");
+DEFINE_string(pserver_port_file, "", "pservers: write the bound port here once serving (useful with port 0)");
 DEFINE_int32(checkpoint_every, 0, "with --checkpoint_dir: trainer 0 checkpoints the pservers every N steps (0: never)");
 DECLARE_string(pservers);
 DECLARE_int32(trainers);
@@ -172,7 +184,12 @@ absl::Status RunRole(const RoleEnv& env) {
     };
   }
   PserverProcess();
-  return RunPserver(programs.first, programs.second, FLAGS_checkpoint_dir, init, profile->profiler());
+  return RunPserver(programs.first, programs.second,
+                    {.checkpoint_dir = FLAGS_checkpoint_dir,
+                     .init = init,
+                     .profiler = profile->profiler(),
+                     .rpc = RpcOptionsFromFlags(),
+                     .port_file = FLAGS_pserver_port_file});
 }
 
 }  // namespace

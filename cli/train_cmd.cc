@@ -21,6 +21,7 @@
 #include "cli/process_settings.h"
 #include "cli/profile_export.h"
 #include "cli/progress_bar.h"
+#include "cli/runtime_flags.h"
 #include "common/api/io.h"
 #include "common/base/flag_refusal.h"
 #include "common/base/status.h"
@@ -90,7 +91,7 @@ absl::StatusOr<Place> TrainPlaceFromFlags() {
   if (FLAGS_device != "gpu") {
     return absl::InvalidArgumentError(absl::StrCat("--device '", FLAGS_device, "': use cpu or gpu"));
   }
-  auto gpus = SelectedGpus();
+  auto gpus = SelectedGpusFromFlags();
   if (!gpus.ok()) return Annotate(gpus.status(), "--device gpu");
   return CUDAPlace(gpus->front());
 }
@@ -102,7 +103,7 @@ absl::StatusOr<std::vector<Place>> TrainPlacesFromFlags() {
     if (FLAGS_places == 0) return CpuPlacesFromEnv();
     return CpuPlaces(FLAGS_places);
   }
-  OAR_ASSIGN_OR_RETURN(std::vector<int> gpus, SelectedGpus());
+  OAR_ASSIGN_OR_RETURN(std::vector<int> gpus, SelectedGpusFromFlags());
   if (FLAGS_places > static_cast<int>(gpus.size())) {
     return absl::InvalidArgumentError(absl::StrCat("--places ", FLAGS_places, " --device gpu: ", gpus.size(),
                                                    " GPU(s) selected (--selected_gpus, CUDA_VISIBLE_DEVICES)"));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cli/rpc_flags.h"
 #include "common/rpc/rpc_client.h"
 #include "common/rpc/rpc_common.h"
 #include "common/rpc/status_payloads.h"
@@ -27,7 +28,9 @@ void NoteTrainerCompleted() { completed.store(true); }
 
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) {
   if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty() || completed.load()) return;
-  std::unique_ptr<rpc::Transport> transport = rpc::MakeTransport();  // --rpc_transport, TLS, OAR_AUTH_TOKEN
+  auto made = rpc::MakeTransport(RpcOptionsFromFlags());  // --rpc_transport, TLS, OAR_AUTH_TOKEN
+  if (!made.ok()) return;                                 // the flag was checked at parsing: never
+  std::unique_ptr<rpc::Transport> transport = *std::move(made);
   rpc::RpcClient client(transport.get(), {.incarnation = ThisTrainersIncarnation()});
   std::vector<std::shared_ptr<rpc::RpcCall>> calls;
   for (const auto& ep : env.pservers) calls.push_back(client.AsyncSendAbort(ep, env.trainer_id, why));

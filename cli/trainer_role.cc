@@ -16,6 +16,7 @@
 #include "cli/program_eval.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
+#include "cli/rpc_flags.h"
 #include "cli/shuffle_ring.h"
 #include "cli/trainer_failure.h"
 #include "common/api/io.h"
@@ -34,6 +35,8 @@ DECLARE_string(feed_names);
 DECLARE_string(fetch);
 DECLARE_string(checkpoint_dir);
 DECLARE_bool(fuse_all_reduce_ops);
+DECLARE_double(fuse_parameter_memory_size);
+DECLARE_string(collective_transport);
 DECLARE_int32(checkpoint_every);
 DECLARE_int32(epochs);
 DECLARE_int32(batch_size);
@@ -93,6 +96,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.sync_mode = t.config().sync_mode;
   options.nccl2 = nccl2;
   options.build.fuse_all_reduce_ops = FLAGS_fuse_all_reduce_ops;
+  options.build.fuse_parameter_memory_size = FLAGS_fuse_parameter_memory_size;
+  options.rpc = RpcOptionsFromFlags();
+  options.collective_transport = FLAGS_collective_transport;
   options.trainers = env.trainers;
   options.trainer_id = env.trainer_id;
   options.trainer_endpoints = env.trainer_endpoints;

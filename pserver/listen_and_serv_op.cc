@@ -1,14 +1,16 @@
 // listen_and_serv: the op that is a pserver program's block 0. It runs a
 // ParameterServer over the op's scope and program, serving through the
-// executor's RunEnv transport (gRPC when none is given), until every trainer
+// executor's RunEnv transport (one with default RpcOptions when none is
+// given; its options set the server's threads, bounds, TLS and deadline),
+// until every trainer
 // has completed, SIGTERM/SIGINT, or an error. With Oar's attribute
 // `oar_checkpoint_dir` (set by the pserver runtime from --checkpoint_dir)
 // and a checkpoint in <dir>/pserver_<id>, it first restores from it and
 // resumes the job (a restarted pserver). Fluid's attributes: endpoint,
 // Fanin, optimize_blocks, grad_to_block_id, sync_mode, distributed_mode
 // (0 sync, 1 async), lr_decay_block_id, checkpint_block_id (Fluid's
-// spelling), pserver_id. The bound port goes to the log and, when
-// --pserver_port_file names a file, into it (atomically).
+// spelling), pserver_id. The bound endpoint goes to the log and to the
+// RunEnv's on_serving (the runtime writes --pserver_port_file there).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -22,13 +24,10 @@
 #include "common/framework/tensor_io.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/transport_select.h"
-#include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_ops.h"
 #include "pserver/sparse_tables.h"
-
-DEFINE_string(pserver_port_file, "", "write the pserver's bound port here (useful with port 0)");
 
 namespace oar {
 namespace {
@@ -36,14 +35,15 @@ namespace {
 absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(PserverConfig config, ListenAndServConfig(ctx.op()));
   if (ctx.runner() == nullptr) return absl::FailedPreconditionError("listen_and_serv needs its program");
-  // The runtime's transport, or the one --rpc_transport asks for.
+  // The runtime's transport, or one of the default options.
   std::unique_ptr<rpc::Transport> own;
   config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
   config.profiler = ctx.env() != nullptr ? ctx.env()->profiler : nullptr;
   if (config.transport == nullptr) {
-    own = rpc::MakeTransport();
+    OAR_ASSIGN_OR_RETURN(own, rpc::MakeTransport(rpc::RpcOptions{}));
     config.transport = own.get();
   }
+  config.server = rpc::ServeOptions(config.transport->options(), config.endpoint);
   // The Executor gives ops a local scope; the persistables (what the
   // pserver updates, serves and checkpoints) live in an ancestor of it.
   Scope* scope = ctx.scope();
@@ -102,12 +102,9 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
     watcher.join();
   };
   OAR_ASSIGN_OR_RETURN(std::string bound, ps->Start());
-  const std::string port = bound.substr(bound.rfind(':') + 1);
   LOG(INFO) << name << " serving on " << bound << " (" << config.fanin << " trainers, "
             << (config.sync_mode ? "sync" : "async") << ")";
-  if (!FLAGS_pserver_port_file.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(WriteFileAtomically(FLAGS_pserver_port_file, port + "\n"), "--pserver_port_file"));
-  }
+  if (ctx.env() != nullptr && ctx.env()->on_serving) OAR_RETURN_IF_ERROR(ctx.env()->on_serving(bound));
   absl::Status s = ps->Run();
   std::move(stop_watching).Invoke();
   ps.reset();  // shuts the RPC server down
@@ -140,9 +137,6 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
   OAR_ASSIGN_OR_RETURN(config.prefetch_var_to_block_id,
                        ParseGradToBlockId(op.GetAttr<std::vector<std::string>>("prefetch_var_name_to_block_id", {})));
   config.pserver_id = op.GetAttr<int32_t>("pserver_id", 0);
-  config.server.auth_token = rpc::AuthTokenFromEnv();
-  config.server.tls_cert = FLAGS_rpc_tls_cert;
-  config.server.tls_key = FLAGS_rpc_tls_key;
   return config;
 }
 

@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.fanin < 1) return absl::InvalidArgumentError(absl::StrCat("Fanin must be >= 1, got ", config.fanin));
   if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
-  if (config.timeout_ms <= 0) config.timeout_ms = FLAGS_rpc_deadline;
+  if (config.timeout_ms <= 0) config.timeout_ms = config.transport->options().deadline_ms;
   const int nblocks = static_cast<int>(program.NumBlocks());
   auto check_block = [&](int id, const std::string& what) {
     if (id <= 0 || id >= nblocks) {
@@ -163,12 +163,13 @@ absl::StatusOr<std::string> ParameterServer::Start() {
   o.endpoint = config_.endpoint;
   // A TLS server offers no shared memory.
   const bool shm = config_.transport->LendsSharedMemory() && o.tls_cert.empty();
-  if (StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_params && shm) o.lend = LendParams();
+  const rpc::RpcOptions& rpc = config_.transport->options();
+  if (StableGets(rpc::RpcKind::kGet) && rpc.shm_lend_params && shm) o.lend = LendParams();
   // A trainer's next gradient for a parameter comes after its Gets of the
   // step, which wait for the optimize blocks that read this one (and a
   // batch barrier without it is refused): the sends a sync pserver gets
   // may be read where the trainer keeps them.
-  o.map_lent_sends = StableGets(rpc::RpcKind::kGet) && FLAGS_rpc_shm_lend_sends && shm;
+  o.map_lent_sends = StableGets(rpc::RpcKind::kGet) && rpc.shm_lend_sends && shm;
   OAR_ASSIGN_OR_RETURN(listener_, config_.transport->Listen(o, this));
   absl::MutexLock l(&endpoint_mu_);
   bound_endpoint_ = listener_->endpoint();

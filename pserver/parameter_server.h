@@ -24,7 +24,7 @@
 // scope of its own; Gets return current values. The LR-decay block runs once
 // per trainer step (on the gradient of the first optimize block). Run
 // returns when every trainer has completed, and fails naming the trainers
-// that sent nothing for FLAGS_rpc_deadline.
+// that sent nothing for timeout_ms (--rpc_deadline).
 //
 // Distributed lookup tables (sparse_tables.h): a PrefetchVariable of the
 // ids `prefetch_compress_in_tmp_<i>` runs that name's prefetch block
@@ -98,13 +98,15 @@ struct PserverConfig {
   // whose lookup_sparse_table answers PrefetchVariable for those ids.
   std::map<std::string, int> prefetch_var_to_block_id;
   int pserver_id = 0;
-  int timeout_ms = 0;  // barrier and idle bound; 0: FLAGS_rpc_deadline
+  int timeout_ms = 0;  // barrier and idle bound; 0: the transport's options().deadline_ms
   // Once a failed trainer's ABORT stopped the job and every live trainer
   // was told: how long to wait on for their own ABORTs (an `oar run`
   // trainer that heard the reason echoes it as it stops; a trainer that
   // does not, such as a library user's, costs the pserver this wait).
   int abort_echo_grace_ms = 2000;
-  rpc::ServerOptions server;            // endpoint filled from `endpoint`; auth/TLS as set
+  // Threads, bounds, auth and TLS (rpc::ServeOptions of the transport's
+  // options); the endpoint is filled from `endpoint`.
+  rpc::ServerOptions server;
   rpc::Transport* transport = nullptr;  // serves the requests; must outlive the server
   // The scope was restored from this pserver's checkpoint while the job
   // runs on: sync mode starts at the gradients of the trainers' current

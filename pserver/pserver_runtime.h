@@ -7,6 +7,8 @@
 // it and rejoins the running job. `init`, when given, runs after the
 // startup program on the pserver's scope (e.g. to load saved parameters).
 // `profiler`, when given, times the serving's optimize ops and requests.
+// `rpc` configures its transport; `port_file`, when set, gets the bound
+// port (written atomically) once it serves.
 //
 // Thread-safety: blocks the calling thread; one call per process.
 #pragma once
@@ -17,13 +19,22 @@
 #include "absl/status/status.h"
 #include "common/framework/executor.h"
 #include "common/framework/program_desc.h"
+#include "common/rpc/rpc_options.h"
 
 namespace oar {
 
 class Profiler;  // common/profiler/profiler.h
 
 using PserverInit = std::function<absl::Status(Executor& exe, Scope* scope)>;
-absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const std::string& checkpoint_dir = "",
-                        const PserverInit& init = nullptr, Profiler* profiler = nullptr);
+
+struct PserverRunOptions {
+  std::string checkpoint_dir = {};
+  PserverInit init = nullptr;
+  Profiler* profiler = nullptr;
+  rpc::RpcOptions rpc = {};
+  std::string port_file = {};
+};
+
+absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const PserverRunOptions& options = {});
 
 }  // namespace oar

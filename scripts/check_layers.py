@@ -3,9 +3,12 @@
 oar_<c>, and its files may include only their own folder's headers and those
 of the components its target links (target_link_libraries in
 common/<c>/CMakeLists.txt, followed transitively); nothing in common/ may
-include trainer/, pserver/, cli/, transpiler/ or examples/. Run by every build
-(the check_layers target), so a wrong #include fails the build, naming the
-file, the line and what its component may use.
+include trainer/, pserver/, cli/, transpiler/ or examples/. And the
+libraries (common/, trainer/, pserver/, transpiler/, examples/) define and
+read no command-line flag: configuration enters through options structs
+that cli/ fills (docs/architecture.md). Run by every build (the
+check_layers target), so a wrong #include or a flag read below cli/ fails
+the build, naming the file, the line and the rule.
 
     python3 scripts/check_layers.py [REPO_ROOT]
 """
@@ -15,6 +18,32 @@ import sys
 
 UPPER = ("trainer/", "pserver/", "cli/", "transpiler/", "examples/")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+LIBRARIES = ("common", "trainer", "pserver", "transpiler", "examples")
+# A gflags definition, declaration or read, in code (strings and comments
+# removed first: messages may name a flag for the person who sets it).
+FLAG_USE = re.compile(r"\b(?:DEFINE|DECLARE)_(?:bool|int32|int64|uint32|uint64|double|string|validator)\s*\(|"
+                      r"\bFLAGS_[a-z]|gflags/gflags")
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def flag_uses(root):
+    errors = []
+    for top in LIBRARIES:
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cc", ".cu")):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                for no, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                    code = line.split("//", 1)[0] if not line.lstrip().startswith("#") else line
+                    code = STRING.sub('""', code)
+                    if line.lstrip().startswith("#") and "gflags/gflags" in line:
+                        code = "gflags/gflags"
+                    if FLAG_USE.search(code):
+                        errors.append("%s:%d: a library defines or reads a command-line flag; take it in an "
+                                      "options struct that cli/ fills" % (rel, no))
+    return errors
 
 
 def component_deps(root):
@@ -67,12 +96,13 @@ def main():
                         if other not in allowed:
                             errors.append("%s:%d: includes %s, but oar_%s links only %s (common/%s/CMakeLists.txt)" %
                                           (rel, no, inc, c, ", ".join("oar_" + a for a in sorted(allowed)), c))
+    errors.extend(flag_uses(root))
     for c in deps:  # a folder's target must not reach back up to itself
         if c in closure(deps, c):
             errors.append("common/%s/CMakeLists.txt: oar_%s depends on itself through its dependencies" % (c, c))
     if errors:
         print("\n".join(errors), file=sys.stderr)
-        print("check_layers: %d include(s) break common/'s layering (docs/architecture.md)" % len(errors),
+        print("check_layers: %d line(s) break the layering (docs/architecture.md)" % len(errors),
               file=sys.stderr)
         return 1
     return 0

@@ -25,8 +25,10 @@ struct BuildStrategy {
   // fused_elemwise_activation ops (fuse_elewise_add_act_pass.h).
   bool fuse_elewise_add_act_ops = false;
   // Across trainers (nccl2 mode): pack small gradients into buckets of up to
-  // FLAGS_fuse_parameter_memory_size MB, one all-reduce each.
+  // fuse_parameter_memory_size MB (Fluid's FLAGS_fuse_parameter_memory_size),
+  // one all-reduce each.
   bool fuse_all_reduce_ops = false;
+  double fuse_parameter_memory_size = 16.0;
 };
 
 struct ExecutionStrategy {

@@ -89,11 +89,12 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
     return absl::FailedPreconditionError(
         "gen_nccl_id: no RPC client or transport; run the startup program with an executor given a RunEnv");
   }
+  const int deadline_ms = env->rpc->deadline_ms();
   Tensor* out = ctx.Output("NCCLID", 0);
   uint8_t* id = out->mutable_data<uint8_t>(DDim{kNcclIdBytes});
   if (tid == 0) {
     OAR_RETURN_IF_ERROR(MakeId(id));
-    OAR_RETURN_IF_ERROR(Annotate(env->rpc->WaitServerReady(others, FLAGS_rpc_deadline), "gen_nccl_id: trainers"));
+    OAR_RETURN_IF_ERROR(Annotate(env->rpc->WaitServerReady(others, deadline_ms), "gen_nccl_id: trainers"));
     Variable v;
     *v.GetMutable<Tensor>() = *out;
     std::vector<std::shared_ptr<rpc::RpcCall>> calls;
@@ -103,15 +104,13 @@ absl::Status GenNcclIdKernel(const ExecutionContext& ctx) {
     return rpc::WaitAll(calls);
   }
   IdReceiver receiver;
-  rpc::ServerOptions options;
-  options.endpoint = endpoint;
-  options.auth_token = rpc::AuthTokenFromEnv();
-  OAR_ASSIGN_OR_RETURN(auto server, env->transport->Listen(options, &receiver));
-  const std::vector<uint8_t> got = receiver.Wait(FLAGS_rpc_deadline);
+  OAR_ASSIGN_OR_RETURN(auto server,
+                       env->transport->Listen(rpc::ServeOptions(env->transport->options(), endpoint), &receiver));
+  const std::vector<uint8_t> got = receiver.Wait(deadline_ms);
   server->Shutdown();
   if (got.empty()) {
     return absl::DeadlineExceededError(absl::StrCat("gen_nccl_id: trainer ", tid, " on ", endpoint,
-                                                    " got no NCCL id from trainer 0 within ", FLAGS_rpc_deadline,
+                                                    " got no NCCL id from trainer 0 within ", deadline_ms,
                                                     " ms (FLAGS_rpc_deadline)"));
   }
   std::memcpy(id, got.data(), kNcclIdBytes);

@@ -4,7 +4,7 @@
 // Trainer 0 makes the id (ncclGetUniqueId when Oar is built with NCCL;
 // otherwise 128 random bytes, which only the CPU collectives can use) and
 // sends it, as an NCCL_ID message, to every endpoint in endpoint_list,
-// waiting (bounded by FLAGS_rpc_deadline) until each listens. Every other
+// waiting (bounded by the RPC client's deadline) until each listens. Every other
 // trainer serves `endpoint` until the id arrives (bounded the same way),
 // then stops serving. NCCLID holds the id as a uint8 tensor of 128 bytes.
 //

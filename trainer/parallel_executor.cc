@@ -14,13 +14,9 @@
 #include "common/framework/prepared_block.h"
 #include "common/framework/tensor_io.h"
 #include "common/metrics/metrics.h"
-#include "gflags/gflags.h"
 #include "trainer/collective/nccl_places.h"
 #include "trainer/feed_split.h"
 #include "trainer/fuse_elewise_add_act_pass.h"
-
-DEFINE_double(fuse_parameter_memory_size, 16.0,
-              "with fuse_all_reduce_ops: the most gradient memory (MB) one all-reduce across trainers packs");
 
 namespace oar {
 
@@ -210,7 +206,7 @@ absl::StatusOr<ParallelExecutor::Compiled*> ParallelExecutor::GetOrCompile(const
   CrossTrainer cross;
   cross.enabled = cross_ != nullptr;
   if (build_.fuse_all_reduce_ops) {
-    cross.bucket_bytes = static_cast<int64_t>(FLAGS_fuse_parameter_memory_size * (1 << 20));
+    cross.bucket_bytes = static_cast<int64_t>(build_.fuse_parameter_memory_size * (1 << 20));
   }
   c->graph = BuildSsaGraph(c->blocks[0]->block(), n, mode, cross);
   if (!build_.debug_graphviz_path.empty()) {

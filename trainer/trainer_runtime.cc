@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   rt->main_ = std::move(main);
   rpc::Transport* transport = rt->options_.transport;
   if (transport == nullptr) {
-    rt->own_transport_ = rpc::MakeTransport();
+    OAR_ASSIGN_OR_RETURN(rt->own_transport_, rpc::MakeTransport(rt->options_.rpc));
     transport = rt->own_transport_.get();
   }
   OAR_ASSIGN_OR_RETURN(transport, rpc::MaybeInjectFaults(transport, &rt->fault_transport_));
@@ -46,8 +46,8 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   const Place place = opts.places.size() == 1 || gpus ? opts.places[0] : CPUPlace();
   rt->exe_ = std::make_unique<Executor>(place, ExecutorOptions{.env = &rt->env_});
   if (!rt->options_.pservers.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, FLAGS_rpc_deadline),
-                                 "waiting for the pservers (FLAGS_rpc_deadline)"));
+    OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, rt->client_->deadline_ms()),
+                                 "waiting for the pservers (--rpc_deadline)"));
   }
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));
   if (rt->options_.after_startup) OAR_RETURN_IF_ERROR(rt->options_.after_startup(*rt->exe_, &rt->scope_));
@@ -74,7 +74,9 @@ absl::Status TrainerRuntime::JoinCollective() {
   join.rank = options_.trainer_id;
   join.endpoints = options_.trainer_endpoints;
   join.gpu = place.is_gpu();
-  join.device = place.device;  // join.transport: --collective_transport
+  join.device = place.device;
+  join.transport = options_.collective_transport;
+  join.timeout = absl::Milliseconds(client_->deadline_ms());
   OAR_ASSIGN_OR_RETURN(collective_, JoinTrainers(join));
   env_.on_close = nullptr;  // no pservers to say COMPLETE to (the client only sent the id to trainers)
   OAR_RETURN_IF_ERROR(AgreeOnSettings());

@@ -1,7 +1,7 @@
 // TrainerRuntime: what a trainer process does with its (transpiled)
-// programs: owns its network objects (a gRPC transport — wrapped by
-// --rpc_fault_injection when set — or the transport it is given, and the
-// RPC client over it), waits (bounded by FLAGS_rpc_deadline) until every
+// programs: owns its network objects (a transport made of Options::rpc —
+// wrapped by its fault schedule when one is set — or the one given, and the
+// RPC client over it), waits (bounded by the RPC deadline) until every
 // pserver accepts connections, runs the startup program (which pulls the
 // parameters), then one step per Step() call — on one CPU place with the
 // Executor, or data-parallel over several with the ParallelExecutor, whose
@@ -42,7 +42,10 @@ class TrainerRuntime {
     BuildStrategy build;
     std::vector<std::string> pservers;    // waited for before the startup program
     bool sync_mode = true;                // pserver mode: how the pservers train (told to them in every call)
-    rpc::Transport* transport = nullptr;  // null: gRPC (must outlive the runtime)
+    // Null: one the runtime makes of `rpc` (rpc::MakeTransport). Otherwise
+    // it must outlive the runtime, and `rpc` is not read.
+    rpc::Transport* transport = nullptr;
+    rpc::RpcOptions rpc;
     // nccl2 mode: no pservers; the startup program's gen_nccl_id gives every
     // trainer the same id, from which they join one collective (the TCP ring
     // among trainer_endpoints on CPUs), take trainer 0's parameters, and the
@@ -51,6 +54,8 @@ class TrainerRuntime {
     int trainers = 1;
     int trainer_id = 0;
     std::vector<std::string> trainer_endpoints;
+    // nccl2 on CPUs, how the trainers all-reduce (JoinOptions::transport).
+    std::string collective_transport = "auto";
     // What every trainer of the job must share (common/base/job_settings.h):
     // compared by the pservers at the first call (pserver mode) or among
     // the trainers when they join (nccl2 mode); a difference fails the

@@ -7,12 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
 #include "common/device/gpu_info.h"
-#include "gflags/gflags.h"
 #include "glog/logging.h"
-
-DEFINE_bool(gpu_allow_tf32, false,
-            "let cuBLAS use TF32 tensor cores for float32 products (faster on A100/H100, but results "
-            "then differ from the CPU's in the 4th significant digit)");
 
 namespace oar {
 
@@ -58,7 +53,7 @@ absl::Status MakeContext(int device, CudaContext* c) {
                                  where + ": cudaMemPoolSetAttribute(ReleaseThreshold)"));
   OAR_RETURN_IF_ERROR(CublasStatus(cublasCreate(&c->cublas), where + ": cublasCreate"));
   OAR_RETURN_IF_ERROR(CublasStatus(cublasSetStream(c->cublas, c->stream), where + ": cublasSetStream"));
-  c->allow_tf32 = FLAGS_gpu_allow_tf32;
+  c->allow_tf32 = GpuAllowTf32();
   OAR_RETURN_IF_ERROR(
       CublasStatus(cublasSetMathMode(c->cublas, c->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                    where + ": cublasSetMathMode"));

@@ -1,5 +1,6 @@
 #include "common/device/gpu_info.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
@@ -8,15 +9,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/config.h"
-#include "gflags/gflags.h"
 
 #if OAR_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
-
-DEFINE_string(selected_gpus, "",
-              "GPU ordinals this process uses, e.g. \"0,2\" (default: every GPU CUDA sees; "
-              "the FLAGS_selected_gpus environment variable is read when the flag is not given)");
 
 namespace oar {
 namespace {
@@ -99,12 +95,11 @@ absl::StatusOr<std::vector<int>> ParseSelectedGpus(const std::string& spec, int 
   return ids;
 }
 
-absl::StatusOr<std::vector<int>> SelectedGpus() {
-  std::string spec = FLAGS_selected_gpus;
-  if (spec.empty()) {
-    if (const char* env = std::getenv("FLAGS_selected_gpus")) spec = env;
-  }
-  return ParseSelectedGpus(spec, GpuCount());
-}
+namespace {
+std::atomic<bool> allow_tf32{false};
+}  // namespace
+
+void SetGpuAllowTf32(bool allow) { allow_tf32.store(allow, std::memory_order_relaxed); }
+bool GpuAllowTf32() { return allow_tf32.load(std::memory_order_relaxed); }
 
 }  // namespace oar

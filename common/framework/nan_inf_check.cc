@@ -1,5 +1,6 @@
 #include "common/framework/nan_inf_check.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -7,14 +8,11 @@
 #include "absl/strings/str_join.h"
 #include "common/framework/selected_rows.h"
 #include "common/framework/tensor.h"
-#include "gflags/gflags.h"
-
-DEFINE_bool(check_nan_inf, false,
-            "after every op, check its float outputs for NaN and Inf and fail at the first op that wrote one, naming "
-            "it and the variable (Fluid's FLAGS_check_nan_inf; slow: for finding where a training diverges)");
 
 namespace oar {
 namespace {
+
+std::atomic<bool> check_nan_inf{false};
 
 struct Count {
   int64_t nan = 0, inf = 0, first = -1;
@@ -65,6 +63,9 @@ absl::Status CheckTensor(const OpDesc& op, const std::string& slot, const std::s
 }
 
 }  // namespace
+
+void SetCheckNanInf(bool on) { check_nan_inf.store(on, std::memory_order_relaxed); }
+bool CheckNanInf() { return check_nan_inf.load(std::memory_order_relaxed); }
 
 absl::Status CheckOutputsFinite(const OpDesc& op, const OpBinding& binding) {
   for (const BoundSlot& slot : binding.outputs) {

@@ -1,4 +1,5 @@
-// FLAGS_check_nan_inf (Fluid's flag, and its environment variable): after
+// check_nan_inf (Fluid's FLAGS_check_nan_inf, a process-wide switch that
+// `oar` sets from --check_nan_inf or that environment variable): after
 // every op, its float outputs are scanned for NaN and Inf, and the first op
 // that writes one fails the run, naming the op, the output variable and
 // slot, how many values are not finite and where the first one is — the
@@ -8,17 +9,18 @@
 // for production runs.
 //
 // Thread-safety: CheckOutputsFinite reads only the op's own outputs; call
-// it from the thread that ran the op.
+// it from the thread that ran the op. The switch is an atomic.
 #pragma once
 
 #include "absl/status/status.h"
 #include "common/framework/op_context.h"
 #include "common/framework/program_desc.h"
-#include "gflags/gflags_declare.h"
-
-DECLARE_bool(check_nan_inf);
 
 namespace oar {
+
+// Whether executors check every op's outputs (off unless set).
+void SetCheckNanInf(bool on);
+bool CheckNanInf();
 
 // OK when every float32/float64 value `op` wrote (its Tensor and
 // SelectedRows outputs) is finite; else InvalidArgument naming the first

@@ -187,7 +187,7 @@ absl::Status PreparedBlock::RunOp(OpRuntime& op) {
     s = RunOpBody(op);
     profiler->Record(op.desc->type, "op", start, absl::Now());
   }
-  if (s.ok() && FLAGS_check_nan_inf) s = CheckOutputsFinite(*op.desc, op.binding);
+  if (s.ok() && CheckNanInf()) s = CheckOutputsFinite(*op.desc, op.binding);
   return s;
 }
 

@@ -46,6 +46,10 @@ struct RunEnv {
   rpc::Transport* transport = nullptr;  // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
   // What Executor::Close() does: a trainer says COMPLETE to its pservers.
   std::function<absl::Status()> on_close;
+  // Told the endpoint (host:port, the port bound) a serving op —
+  // listen_and_serv — listens on, before it serves; an error stops it.
+  // What writes --pserver_port_file. Null: nobody is told.
+  std::function<absl::Status(const std::string& endpoint)> on_serving;
   // Where executors record each op's span (oar train --profile, oar run
   // --profile_path); null: nothing is timed.
   Profiler* profiler = nullptr;

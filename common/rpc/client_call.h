@@ -95,9 +95,9 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
         // the reply's arrival, not by the thread that read it.
         reader->Await(deadline_);
         reader.reset();
-      } else if (const int spin_us = SpinMicros(FLAGS_rpc_wait_spin_us); spin_us > 0) {
+      } else if (const int spin_us = SpinMicros(transport_->options().wait_spin_us); spin_us > 0) {
         // A reply that comes within a few microseconds is taken without
-        // sleeping (--rpc_wait_spin_us): a sleeping thread's wake-up can
+        // sleeping (RpcOptions::wait_spin_us): a sleeping thread's wake-up can
         // cost more than the whole round trip.
         const absl::Time until = absl::Now() + absl::Microseconds(spin_us);
         for (int spin = 0; !answered_.load(std::memory_order_acquire); ++spin) {

@@ -7,12 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "common/base/fingerprint.h"
 #include "common/base/status.h"
-#include "gflags/gflags.h"
 #include "glog/logging.h"
-
-DEFINE_string(rpc_fault_injection, "",
-              "testing only: misbehave on this process's outgoing RPCs by a seeded schedule, e.g. "
-              "'seed=7,drop_reply=0.05,duplicate=0.05,delay=0.1,reorder=0.05,max_delay_ms=20'");
 
 namespace oar::rpc {
 namespace {
@@ -79,7 +74,8 @@ std::string FaultStats::ToString() const {
                       duplicated, " duplicated, ", delayed, " delayed, ", reordered, " reordered, ", failed, " failed");
 }
 
-FaultInjectingTransport::FaultInjectingTransport(Transport* inner, FaultSpec spec) : inner_(inner), spec_(spec) {}
+FaultInjectingTransport::FaultInjectingTransport(Transport* inner, FaultSpec spec)
+    : Transport(inner->options()), inner_(inner), spec_(spec) {}
 
 FaultInjectingTransport::~FaultInjectingTransport() {
   // Held and delayed calls still owe their callers an answer: let them go.
@@ -233,9 +229,10 @@ std::unique_ptr<ReplyReader> FaultInjectingTransport::CallForWaiter(RpcKind kind
 }
 
 absl::StatusOr<Transport*> MaybeInjectFaults(Transport* inner, std::unique_ptr<Transport>* holder) {
-  if (FLAGS_rpc_fault_injection.empty()) return inner;
-  OAR_ASSIGN_OR_RETURN(FaultSpec spec, FaultSpec::Parse(FLAGS_rpc_fault_injection));
-  LOG(WARNING) << "injecting RPC faults (--rpc_fault_injection=" << FLAGS_rpc_fault_injection << ")";
+  const std::string& schedule = inner->options().fault_injection;
+  if (schedule.empty()) return inner;
+  OAR_ASSIGN_OR_RETURN(FaultSpec spec, FaultSpec::Parse(schedule));
+  LOG(WARNING) << "injecting RPC faults (--rpc_fault_injection=" << schedule << ")";
   *holder = std::make_unique<FaultInjectingTransport>(inner, spec);
   return holder->get();
 }

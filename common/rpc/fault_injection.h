@@ -32,9 +32,6 @@
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/timer.h"
 #include "common/rpc/transport.h"
-#include "gflags/gflags_declare.h"
-
-DECLARE_string(rpc_fault_injection);
 
 namespace oar::rpc {
 
@@ -97,8 +94,9 @@ class FaultInjectingTransport final : public Transport {
   Timer timer_;
 };
 
-// `inner` wrapped by --rpc_fault_injection when that flag is set, else
-// `inner` itself (the wrapper, if any, is kept in `*holder`).
+// `inner` wrapped by the schedule of its options().fault_injection
+// (--rpc_fault_injection) when one is set, else `inner` itself (the
+// wrapper, if any, is kept in `*holder`).
 absl::StatusOr<Transport*> MaybeInjectFaults(Transport* inner, std::unique_ptr<Transport>* holder);
 
 }  // namespace oar::rpc

@@ -1,7 +1,7 @@
 // GrpcServer: Fluid's SendRecvService over gRPC's callback generic API, the
 // serving half of GrpcTransport (grpc_transport.h). Each call's request is
 // parsed and checked (var_serde.h) and handed to the handler on the thread
-// pool of its kind (FLAGS_rpc_send_thread_num, ...), or run on gRPC's own
+// pool of its kind (ServerOptions::send_threads, ...), or run on gRPC's own
 // thread when the handler says that kind never blocks. The handler's error
 // goes back to the caller as the gRPC status. SendVariable requests are read
 // only while a ReadGate (read_gate.h) has a slot: at most

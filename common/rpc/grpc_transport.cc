@@ -41,14 +41,7 @@ std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToCh
 
 }  // namespace
 
-GrpcTransport::Options GrpcTransport::Options::FromFlagsAndEnv() {
-  Options o;
-  o.auth_token = AuthTokenFromEnv();
-  o.tls_ca = FLAGS_rpc_tls_ca;
-  return o;
-}
-
-GrpcTransport::GrpcTransport(Options options) : options_(std::move(options)) {}
+GrpcTransport::GrpcTransport(RpcOptions options) : Transport(std::move(options)) {}
 GrpcTransport::~GrpcTransport() = default;
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcTransport::Channel(const std::string& ep) {
@@ -64,8 +57,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcTransport::Channel(const std:
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (!options_.tls_ca.empty()) {
-      auto ca = ReadTlsFile("rpc_tls_ca", options_.tls_ca);
+    if (!options().tls_ca.empty()) {
+      auto ca = ReadTlsFile("rpc_tls_ca", options().tls_ca);
       if (!ca.ok()) {
         channels_.erase(ep);
         return Annotate(ca.status(), absl::StrCat("TLS to ", ep));
@@ -95,7 +88,7 @@ void GrpcTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<co
   call->request = *std::move(bytes);
   call->done = std::move(done);
   call->ctx.set_deadline(ToChrono(deadline));
-  if (!options_.auth_token.empty()) call->ctx.AddMetadata(kAuthMetadataKey, options_.auth_token);
+  if (!options().auth_token.empty()) call->ctx.AddMetadata(kAuthMetadataKey, options().auth_token);
   grpc::GenericStub stub(*channel);
   stub.UnaryCall(&call->ctx, MethodPath(kind), grpc::StubOptions(), &call->request, &call->response,
                  [call](grpc::Status s) { call->Finish(s); });

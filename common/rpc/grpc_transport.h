@@ -4,7 +4,7 @@
 // call an async unary call through the generic stub with the auth token in
 // its metadata; serving is GrpcServer (grpc_server.h).
 //
-//   GrpcTransport grpc(GrpcTransport::Options::FromFlagsAndEnv());
+//   GrpcTransport grpc(options);   // RpcOptions: auth token, TLS roots, deadline...
 //   RpcClient client(&grpc);
 //
 // Thread-safety: safe for concurrent use.
@@ -25,13 +25,9 @@ namespace oar::rpc {
 
 class GrpcTransport final : public Transport {
  public:
-  struct Options {
-    std::string auth_token;  // sent with every call when set
-    std::string tls_ca;      // PEM root certificates file; TLS when set
-    // OAR_AUTH_TOKEN and --rpc_tls_ca.
-    static Options FromFlagsAndEnv();
-  };
-  explicit GrpcTransport(Options options = Options::FromFlagsAndEnv());
+  // options.auth_token is sent with every call when set; options.tls_ca
+  // (a PEM root certificates file) makes every channel TLS when set.
+  explicit GrpcTransport(RpcOptions options = {});
   ~GrpcTransport() override;
 
   std::string Name() const override { return "grpc"; }
@@ -46,7 +42,6 @@ class GrpcTransport final : public Transport {
   // error, never a silent fall back to the system's roots.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> Channel(const std::string& ep);
 
-  Options options_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
 };

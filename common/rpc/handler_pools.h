@@ -1,6 +1,5 @@
 // HandlerPools: a server's thread pools, one per RPC kind (sizes from
-// ServerOptions or the --rpc_*_thread_num flags), each with a bounded queue
-// (--rpc_max_queued_requests): a request that finds its queue full is
+// ServerOptions), each with a bounded queue (max_queued_requests): a request that finds its queue full is
 // refused rather than held. The serving halves of every transport
 // (GrpcServer, the in-process transport) share this, so they bound alike.
 //

@@ -130,7 +130,7 @@ class ServerHandle : public Listener {
 
 }  // namespace
 
-InProcessTransport::InProcessTransport() = default;
+InProcessTransport::InProcessTransport(RpcOptions options) : Transport(std::move(options)) {}
 InProcessTransport::~InProcessTransport() = default;
 
 void InProcessTransport::Call(RpcKind kind, const std::string& ep, std::shared_ptr<const OutgoingMessage> request,

@@ -30,7 +30,7 @@ namespace oar::rpc {
 
 class InProcessTransport final : public Transport {
  public:
-  InProcessTransport();
+  explicit InProcessTransport(RpcOptions options = {});
   ~InProcessTransport() override;
 
   std::string Name() const override { return "in-process"; }

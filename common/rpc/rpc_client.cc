@@ -39,8 +39,8 @@ RpcClient::RpcClient(Transport* transport, Options options)
     : transport_(transport),
       options_(options),
       incarnation_(options.incarnation != 0 ? options.incarnation : NewIncarnation()) {
-  if (options_.deadline_ms <= 0) options_.deadline_ms = FLAGS_rpc_deadline;
-  if (options_.retry_times < 0) options_.retry_times = FLAGS_rpc_retry_times;
+  if (options_.deadline_ms <= 0) options_.deadline_ms = transport->options().deadline_ms;
+  if (options_.retry_times < 0) options_.retry_times = transport->options().retry_times;
 }
 
 absl::Status WaitAll(const std::vector<std::shared_ptr<RpcCall>>& calls) {

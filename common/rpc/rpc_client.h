@@ -7,9 +7,10 @@
 //   OAR_RETURN_IF_ERROR(sent->Wait());
 //
 // Deadlines and retries: a call, all its attempts included, ends within
-// FLAGS_rpc_deadline ms of its start. An attempt that fails UNAVAILABLE
-// (connection refused, reset, an injected drop) or RESOURCE_EXHAUSTED (a busy
-// server) is retried, up to FLAGS_rpc_retry_times times, after a doubling
+// deadline_ms of its start (ClientOptions, else the transport's RpcOptions).
+// An attempt that fails UNAVAILABLE (connection refused, reset, an injected
+// drop) or RESOURCE_EXHAUSTED (a busy server) is retried, up to retry_times
+// times, after a doubling
 // backoff (50 ms to 2 s). A failure names the RPC, the variable and the
 // endpoint.
 //
@@ -80,8 +81,8 @@ class RpcCall {
 absl::Status WaitAll(const std::vector<std::shared_ptr<RpcCall>>& calls);
 
 struct ClientOptions {
-  int deadline_ms = 0;   // 0: FLAGS_rpc_deadline
-  int retry_times = -1;  // -1: FLAGS_rpc_retry_times
+  int deadline_ms = 0;   // 0: the transport's options().deadline_ms
+  int retry_times = -1;  // -1: the transport's options().retry_times
   // The trainers of the job as this client's trainer counts them, said in
   // every message (VariableMessage.oar_trainers) so a pserver started with
   // another count refuses at once; 0: not said.
@@ -108,6 +109,8 @@ class RpcClient {
 
   Transport* transport() const { return transport_; }
   uint64_t incarnation() const { return incarnation_; }
+  // Each call's deadline, all attempts included (resolved: never 0).
+  int deadline_ms() const { return options_.deadline_ms; }
 
   // `var` is shared (not copied) until the call ends: its writer then gets a
   // fresh buffer, so the variable may be reused at once.

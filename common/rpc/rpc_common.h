@@ -1,7 +1,8 @@
-// Names and options shared by the RPC client, servers and transports: the
-// RPC kinds and their method paths (Fluid's sendrecv.SendRecvService), the
-// reserved control-message variable names and the rpc flags. gRPC's own types
-// stay in grpc_status.h and the grpc_* files.
+// Names shared by the RPC client, servers and transports: the RPC kinds and
+// their method paths (Fluid's sendrecv.SendRecvService), the reserved
+// control-message variable names, how long a waiter spins (the options
+// themselves are rpc_options.h). gRPC's own types stay in grpc_status.h and
+// the grpc_* files.
 //
 // Thread-safety: constants and stateless functions.
 #pragma once
@@ -10,34 +11,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gflags/gflags_declare.h"
-
-DECLARE_int32(rpc_deadline);
-DECLARE_int32(rpc_retry_times);
-DECLARE_int32(rpc_send_thread_num);
-DECLARE_int32(rpc_get_thread_num);
-DECLARE_int32(rpc_prefetch_thread_num);
-DECLARE_string(rpc_tls_cert);
-DECLARE_string(rpc_tls_key);
-DECLARE_string(rpc_tls_ca);
-DECLARE_int64(rpc_max_message_bytes);
-DECLARE_int32(rpc_max_queued_requests);
-DECLARE_int64(rpc_max_inflight_request_bytes);
-DECLARE_int32(rpc_wait_spin_us);
-DECLARE_bool(rpc_shm_lend_params);
-DECLARE_bool(rpc_shm_lend_sends);
-DECLARE_int64(rpc_shm_send_region_bytes);
+#include "common/rpc/rpc_options.h"
 
 namespace oar::rpc {
 
 enum class RpcKind { kSend, kGet, kGetNoBarrier, kPrefetch, kCheckpointNotify };
 constexpr int kNumRpcKinds = 5;
 
-// Microseconds a waiting thread spins before it sleeps, for a spin flag's
+// Microseconds a waiting thread spins before it sleeps, for a spin option's
 // value: the value, or for -1 this host's default — 50 on hosts of 4 or
 // more cores, 0 on smaller ones (where a spinning waiter takes the core the
 // thread it waits for needs).
-int SpinMicros(int flag_value);
+int SpinMicros(int option_value);
 // The spin for the processes of one job that share this host's `cpus`
 // (`oar launch`, and the benches that stand in for it): 50 when each has a
 // CPU of its own — the one it waits for runs elsewhere, and a futex wake-up

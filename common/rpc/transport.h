@@ -84,19 +84,18 @@ class RpcHandler {
 
 struct ServerOptions {
   std::string endpoint = {};  // host:port; port 0 picks a free one; binds to host only
-  int send_threads = 0, get_threads = 0, prefetch_threads = 0;  // 0: the flags
-  std::string auth_token = {};                                  // "": no check
-  std::string tls_cert = {}, tls_key = {};                      // PEM file paths; TLS when both are set
+  int send_threads = 12, get_threads = 12, prefetch_threads = 12;  // handler threads per kind
+  std::string auth_token = {};                                     // "": no check
+  std::string tls_cert = {}, tls_key = {};                         // PEM file paths; TLS when both are set
   // Requests larger than this are refused unread (RESOURCE_EXHAUSTED);
-  // 0: FLAGS_rpc_max_message_bytes, or else the handler's MaxRequestBytes().
+  // 0: the handler's MaxRequestBytes().
   uint64_t max_message_bytes = 0;
   // Requests waiting for a handler thread, per RPC kind, beyond which new
-  // ones are answered RESOURCE_EXHAUSTED (clients back off and retry);
-  // 0: FLAGS_rpc_max_queued_requests.
-  int max_queued_requests = 0;
+  // ones are answered RESOURCE_EXHAUSTED (clients back off and retry).
+  int max_queued_requests = 256;
   // Bytes of gradient requests held read at once (ReadGate, grpc_server);
-  // 0: FLAGS_rpc_max_inflight_request_bytes.
-  int64_t max_inflight_request_bytes = 0;
+  // 0: no bound.
+  int64_t max_inflight_request_bytes = 32 << 20;
   // Shared memory holding values the handler serves (a sync pserver's
   // parameters), lent to the clients that reach this server over shared
   // memory: a stable Reply whose payload lies in it is answered with
@@ -111,6 +110,10 @@ struct ServerOptions {
   // blocks that read it; stream/lent_sends.h). Other transports ignore it.
   bool map_lent_sends = false;
 };
+
+// A server's options as `rpc` configures them (threads, bounds, TLS, the
+// auth token), serving `endpoint`.
+ServerOptions ServeOptions(const RpcOptions& rpc, std::string endpoint);
 
 // A served endpoint. Destroying it stops serving: no new calls; calls in
 // progress finish or are cancelled (their handlers must not wait forever:
@@ -177,6 +180,9 @@ class ReplyReader {
 class Transport {
  public:
   virtual ~Transport() = default;
+  // What this transport was configured with; its clients (RpcClient) and
+  // the servers started on it read their deadline, retries and bounds here.
+  const RpcOptions& options() const { return options_; }
   // "grpc", "in-process", "faulty(grpc)"...
   virtual std::string Name() const = 0;
   // Starts one attempt of `kind` to `ep` and returns; `done` runs exactly
@@ -208,6 +214,12 @@ class Transport {
   virtual absl::Status WaitReady(const std::string& ep, absl::Time deadline) = 0;
   // Serves `handler` (which must outlive the listener) on options.endpoint.
   virtual absl::StatusOr<std::unique_ptr<Listener>> Listen(const ServerOptions& options, RpcHandler* handler) = 0;
+
+ protected:
+  explicit Transport(RpcOptions options = {}) : options_(std::move(options)) {}
+
+ private:
+  const RpcOptions options_;
 };
 
 }  // namespace oar::rpc

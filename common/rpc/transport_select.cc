@@ -6,19 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
-#include "common/base/flag_refusal.h"
 #include "common/base/status.h"
 #include "common/rpc/stream/stream_server.h"
-#include "gflags/gflags.h"
 #include "glog/logging.h"
-
-DEFINE_string(rpc_transport, "auto",
-              "how tensors travel between Oar processes: auto (shared memory on one host, else a TCP stream, else "
-              "gRPC; whatever both ends speak), grpc, tcp or shm; gRPC always carries control and serves Fluid");
-DEFINE_validator(rpc_transport, [](const char*, const std::string& v) {
-  if (oar::rpc::ParseTransportMode(v).ok()) return true;
-  return oar::RefuseFlagValue("choose auto, grpc, tcp or shm");
-});
 
 namespace oar::rpc {
 namespace {
@@ -94,15 +84,15 @@ const char* TransportModeName(TransportMode m) {
   return "?";
 }
 
-SelectingTransport::SelectingTransport(TransportMode mode, GrpcTransport::Options options)
-    : mode_(mode), tls_(!options.tls_ca.empty()), grpc_(options), stream_(options.auth_token, options.tls_ca) {}
+SelectingTransport::SelectingTransport(TransportMode mode, RpcOptions options)
+    : Transport(options), mode_(mode), tls_(!options.tls_ca.empty()), grpc_(options), stream_(options) {}
 
 SelectingTransport::~SelectingTransport() = default;
 
 absl::StatusOr<std::unique_ptr<Listener>> SelectingTransport::Listen(const ServerOptions& options,
                                                                      RpcHandler* handler) {
   if (mode_ == TransportMode::kGrpc) return grpc_.Listen(options, handler);
-  OAR_ASSIGN_OR_RETURN(auto stream, stream::StreamServer::Start(options, handler, /*shm=*/true));
+  OAR_ASSIGN_OR_RETURN(auto stream, stream::StreamServer::Start(options, this->options(), handler, /*shm=*/true));
   std::string offer = absl::StrCat("tcp=", stream->tcp_port());
   if (stream->tls()) absl::StrAppend(&offer, " tls");
   if (!stream->shm_name().empty()) absl::StrAppend(&offer, " shm=", stream->shm_name());
@@ -252,10 +242,9 @@ absl::Status SelectingTransport::WaitReady(const std::string& ep, absl::Time dea
   }
 }
 
-std::unique_ptr<Transport> MakeTransport() {
-  auto mode = ParseTransportMode(FLAGS_rpc_transport);
-  return std::make_unique<SelectingTransport>(mode.ok() ? *mode : TransportMode::kAuto,
-                                              GrpcTransport::Options::FromFlagsAndEnv());
+absl::StatusOr<std::unique_ptr<Transport>> MakeTransport(const RpcOptions& options) {
+  OAR_ASSIGN_OR_RETURN(TransportMode mode, ParseTransportMode(options.transport));
+  return std::unique_ptr<Transport>(new SelectingTransport(mode, options));
 }
 
 }  // namespace oar::rpc

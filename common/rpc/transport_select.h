@@ -18,7 +18,7 @@
 // connection can be (re)made; when it cannot (the server died; a restarted
 // one offers another port), the next attempt asks again.
 //
-//   auto transport = MakeTransport();           // from the flags and OAR_AUTH_TOKEN
+//   OAR_ASSIGN_OR_RETURN(auto transport, MakeTransport(options));   // RpcOptions
 //   RpcClient client(transport.get());
 //
 // Thread-safety: safe for concurrent use.
@@ -33,8 +33,6 @@
 #include "common/rpc/stream/stream_client.h"
 #include "common/rpc/transport.h"
 
-DECLARE_string(rpc_transport);
-
 namespace oar::rpc {
 
 inline constexpr char kTransportOffer[] = "OAR_TRANSPORTS@RECV";
@@ -46,7 +44,8 @@ const char* TransportModeName(TransportMode m);
 
 class SelectingTransport final : public Transport {
  public:
-  SelectingTransport(TransportMode mode, GrpcTransport::Options options);
+  // `mode` rules; options.transport is not read.
+  SelectingTransport(TransportMode mode, RpcOptions options = {});
   ~SelectingTransport() override;
 
   std::string Name() const override { return TransportModeName(mode_); }
@@ -89,8 +88,8 @@ class SelectingTransport final : public Transport {
   std::map<std::string, Choice> chosen_ ABSL_GUARDED_BY(mu_);
 };
 
-// The transport --rpc_transport asks for (the flag's validator refused
-// unknown modes at parsing), with OAR_AUTH_TOKEN and the TLS flags.
-std::unique_ptr<Transport> MakeTransport();
+// The transport options.transport names, configured by `options`;
+// InvalidArgument for a mode it does not know.
+absl::StatusOr<std::unique_ptr<Transport>> MakeTransport(const RpcOptions& options);
 
 }  // namespace oar::rpc

@@ -23,8 +23,6 @@
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
 
-DECLARE_int32(rpc_deadline);
-
 namespace oar {
 namespace {
 
@@ -35,14 +33,16 @@ struct TrainerRun {
   std::vector<double> losses;
 };
 
+constexpr int kDeadlineMs = 60000;  // every call and barrier of the job
+
 // Trainer `id`: its startup (which pulls the pservers' values), then each
 // step on its half of the step's batch.
 void RunTrainer(const paddle_fixture::Fixture& f, const std::vector<FeedMap>& batches, const ProgramDesc& startup,
                 const ProgramDesc& main, int id, const std::vector<std::string>& eps, TrainerRun* out) {
-  TrainerNet net;
+  TrainerNet net(nullptr, {.deadline_ms = kDeadlineMs});
   Executor exe(CPUPlace(), net.options());
   Scope scope;
-  out->status = net.client.WaitServerReady(eps, FLAGS_rpc_deadline);
+  out->status = net.client.WaitServerReady(eps, kDeadlineMs);
   if (!out->status.ok()) return;
   if (auto st = exe.Run(startup, &scope); !st.ok()) {
     out->status = Annotate(st.status(), "the startup program");
@@ -65,7 +65,6 @@ class PaddleFixtureDistTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
-  FLAGS_rpc_deadline = 60000;
   const std::string model = GetParam(), dir = paddle_fixture::kDir + model + "/";
   const paddle_fixture::Fixture f = paddle_fixture::Load(model);
   ASSERT_TRUE(f.main && f.startup);
@@ -105,9 +104,11 @@ TEST_P(PaddleFixtureDistTest, TwoByTwoSyncJobMakesPaddlesWholeBatchLosses) {
   std::vector<std::thread> threads;
   for (int p = 0; p < kPservers; ++p) {
     threads.emplace_back([&, p] {
-      ps_status[p] = RunPserver(pserver[p].first, pserver[p].second, "", [&](Executor& exe, Scope* scope) {
+      auto init = [&](Executor& exe, Scope* scope) {
         return cli::LoadPserverParams(exe, params, *f.main, pserver[p].first, split, scope).status();
-      });
+      };
+      ps_status[p] =
+          RunPserver(pserver[p].first, pserver[p].second, {.init = init, .rpc = {.deadline_ms = kDeadlineMs}});
     });
   }
   for (int t = 0; t < kTrainers; ++t) {

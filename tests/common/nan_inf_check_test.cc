@@ -33,8 +33,8 @@ ProgramDesc ScaleThenRelu() {
 }
 
 struct FlagOn {
-  FlagOn() { FLAGS_check_nan_inf = true; }
-  ~FlagOn() { FLAGS_check_nan_inf = false; }
+  FlagOn() { SetCheckNanInf(true); }
+  ~FlagOn() { SetCheckNanInf(false); }
 };
 
 TEST(NanInfCheckTest, TheFirstOpThatWritesAnInfIsNamedWithTheVariableAndWhere) {

@@ -26,6 +26,7 @@
 #include "common/framework/op_registry.h"
 #include "pserver/parameter_server.h"
 #include "pserver/pserver_ops.h"
+#include "tests/util/serving_net.h"
 #include "trainer/dist_ops.h"
 
 namespace oar {

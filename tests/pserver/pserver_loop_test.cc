@@ -8,12 +8,9 @@
 #include <thread>
 
 #include "common/rpc/rpc_client.h"
-#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "tests/pserver/dist_fixture.h"
 #include "tests/util/trainer_net.h"
-
-DECLARE_string(pserver_port_file);
 
 namespace oar {
 namespace {
@@ -37,26 +34,21 @@ std::vector<float> ReferenceLosses(std::vector<float>* w = nullptr) {
   return out;
 }
 
-// Starts the pserver program on a thread; returns its endpoint (read from
-// the port file it writes).
+// Starts the pserver program on a thread; `endpoint` is where it serves.
 struct PserverThread {
+  ServingNet net;
   Scope scope;
   Executor exe;
   absl::Status result;
   std::thread thread;
   std::string endpoint;
 
-  PserverThread(int trainers, bool sync, int deadline_ms = 20000) {
-    const std::string port_file = ::testing::TempDir() + "/oar_pserver_port_" + std::to_string(::getpid());
-    std::remove(port_file.c_str());
-    FLAGS_pserver_port_file = port_file;
-    FLAGS_rpc_deadline = deadline_ms;
+  PserverThread(int trainers, bool sync, int deadline_ms = 20000) : net(deadline_ms), exe(CPUPlace(), net.options()) {
     auto d = std::make_shared<DistPrograms>("127.0.0.1:0", trainers, sync);
     EXPECT_TRUE(exe.Run(d->startup.desc(), &scope).ok());  // the same initial values as the reference
     thread = std::thread([this, d] { result = exe.Run(d->pserver, &scope).status(); });
-    endpoint = WaitForPortFile(port_file);
-    EXPECT_FALSE(endpoint.empty()) << "the pserver never wrote " << port_file;
-    std::remove(port_file.c_str());  // read: leave nothing in the temp folder
+    endpoint = net.WaitEndpoint();
+    EXPECT_FALSE(endpoint.empty()) << "the pserver never served";
   }
   absl::Status Join() {
     thread.join();
@@ -67,14 +59,14 @@ struct PserverThread {
 // One trainer: pulls the parameters, runs kSteps steps on its share of each
 // global batch, then says COMPLETE. Returns its per-step losses.
 std::vector<float> RunTrainer(const std::string& ep, int id, int trainers, bool sync, int steps = kSteps,
-                              absl::Status* error = nullptr) {
+                              absl::Status* error = nullptr, int deadline_ms = 20000) {
   DistPrograms d(ep, trainers, sync);
   for (auto* p : {&d.trainer, &d.trainer_startup}) {
     for (size_t i = 0; i < p->Block(0).OpSize(); ++i) {
       p->MutableBlock(0)->MutableOp(i)->SetAttr("trainer_id", int32_t{id});
     }
   }
-  TrainerNet net;
+  TrainerNet net(nullptr, {.deadline_ms = deadline_ms});
   Executor exe(CPUPlace(), net.options());
   Scope scope;
   std::vector<float> losses;
@@ -168,7 +160,7 @@ TEST(PserverLoopTest, ATrainerThatNeverArrivesFailsThePserverNamingIt) {
   PserverThread ps(2, true, /*deadline_ms=*/500);
   ASSERT_FALSE(ps.endpoint.empty());
   absl::Status trainer_error;
-  std::thread t0([&] { RunTrainer(ps.endpoint, 0, 2, true, 1, &trainer_error); });
+  std::thread t0([&] { RunTrainer(ps.endpoint, 0, 2, true, 1, &trainer_error, /*deadline_ms=*/500); });
   absl::Status s = ps.Join();
   t0.join();
   // The live trainer fails too, within its deadline, naming the pserver.
@@ -192,7 +184,7 @@ TEST(PserverLoopTest, ExecutorCloseCompletesAndCheckpointNotifyOpSaves) {
   PserverThread ps(1, true);
   ASSERT_FALSE(ps.endpoint.empty());
   DistPrograms d(ps.endpoint, 1, true);
-  TrainerNet net;
+  TrainerNet net(nullptr, {.deadline_ms = 20000});
   Executor exe(CPUPlace(), net.options());
   Scope scope;
   ASSERT_TRUE(exe.Run(d.trainer_startup, &scope).ok());
@@ -298,20 +290,16 @@ class LrBlockTest : public ::testing::TestWithParam<bool> {};
 TEST_P(LrBlockTest, TheLrDecayBlockRunsOncePerStep) {
   const bool sync = GetParam();
   const int trainers = sync ? 2 : 1;
-  FLAGS_rpc_deadline = 20000;
   auto d = std::make_shared<DistPrograms>("127.0.0.1:0", trainers, sync);
   AddLrBlock(&d->pserver);
-  const std::string port_file = ::testing::TempDir() + "/oar_lr_port_" + std::to_string(::getpid());
-  std::remove(port_file.c_str());
-  FLAGS_pserver_port_file = port_file;
+  ServingNet net(20000);
   Scope scope;
-  Executor exe;
+  Executor exe(CPUPlace(), net.options());
   ASSERT_TRUE(exe.Run(d->startup.desc(), &scope).ok());
   *scope.Var("lr_step")->GetMutable<Tensor>() = MakeTensor<float>({1}, {0});
   absl::Status result;
   std::thread server([&] { result = exe.Run(d->pserver, &scope).status(); });
-  const std::string ep = WaitForPortFile(port_file);
-  std::remove(port_file.c_str());
+  const std::string ep = net.WaitEndpoint();
   ASSERT_FALSE(ep.empty());
   std::vector<std::thread> ts;
   for (int t = 0; t < trainers; ++t) ts.emplace_back([&, t] { RunTrainer(ep, t, trainers, sync, 4); });

@@ -38,8 +38,7 @@ struct RunningServer {
     if (wire == "grpc") {
       transport = std::make_unique<rpc::GrpcTransport>();
     } else {
-      transport =
-          std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire), rpc::GrpcTransport::Options{});
+      transport = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(wire));
     }
     EXPECT_TRUE(exe.Run(d.startup.desc(), &scope).ok());
     PserverConfig config = PserverConfigOf(d, 2, timeout_ms, transport.get());

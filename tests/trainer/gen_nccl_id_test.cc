@@ -36,7 +36,6 @@ absl::StatusOr<ProgramDesc> Nccl2Startup(int id, const std::vector<std::string>&
 
 TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
-  FLAGS_rpc_deadline = 20000;
   const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   std::vector<std::vector<uint8_t>> ids(3);
   std::vector<absl::Status> status(3);
@@ -48,7 +47,7 @@ TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
         status[t] = startup.status();
         return;
       }
-      TrainerNet net;
+      TrainerNet net(nullptr, {.deadline_ms = 20000});
       Executor exe(CPUPlace(), net.options());
       Scope scope;
       status[t] = exe.Run(*startup, &scope).status();
@@ -65,17 +64,15 @@ TEST(GenNcclIdTest, EveryTrainerGetsTrainerZerosId) {
 
 TEST(GenNcclIdTest, AMissingTrainerZeroIsABoundedErrorNamingTheEndpoint) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
-  FLAGS_rpc_deadline = 500;
   const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   auto startup = Nccl2Startup(1, eps);
   ASSERT_TRUE(startup.ok()) << startup.status();
-  TrainerNet net;
+  TrainerNet net(nullptr, {.deadline_ms = 500});
   Executor exe(CPUPlace(), net.options());
   Scope scope;
   absl::Status s = exe.Run(*startup, &scope).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find(eps[1]), std::string::npos) << s;
-  FLAGS_rpc_deadline = 20000;
 }
 
 // Regression: a header-only message to a trainer waiting for the id threw
@@ -83,13 +80,12 @@ TEST(GenNcclIdTest, AMissingTrainerZeroIsABoundedErrorNamingTheEndpoint) {
 // and the receiver keeps waiting for the real id.
 TEST(GenNcclIdTest, AHeaderOnlyMessageIsAnErrorAnswerNotACrash) {
   OpRegistry::ExtendGlobal(RegisterGenNcclIdOp);
-  FLAGS_rpc_deadline = 20000;
   const std::vector<std::string> eps = {ReservedEndpoint(), ReservedEndpoint(), ReservedEndpoint()};
   absl::Status status;
   std::vector<uint8_t> id;
   std::thread t1([&] {
     auto startup = Nccl2Startup(1, eps);
-    TrainerNet net;
+    TrainerNet net(nullptr, {.deadline_ms = 20000});
     Executor exe(CPUPlace(), net.options());
     Scope scope;
     status = startup.ok() ? exe.Run(*startup, &scope).status() : startup.status();

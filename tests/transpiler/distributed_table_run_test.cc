@@ -18,6 +18,7 @@
 #include "pserver/sparse_tables.h"
 #include "tests/transpiler/table_net.h"
 #include "tests/util/listen_socket.h"
+#include "tests/util/serving_net.h"
 #include "tests/util/trainer_net.h"
 #include "trainer/dist_ops.h"
 #include "transpiler/distribute_transpiler.h"
@@ -76,7 +77,7 @@ std::map<int64_t, std::vector<float>> TableRows(Scope* scope, const std::string&
 void RunJob(const std::string& opt, int pservers, bool sync, const std::string& checkpoint_dir = "", int trainers = 1) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
-  FLAGS_rpc_deadline = 20000;
+  constexpr int kDeadlineMs = 20000;  // every call and barrier of the job
   std::vector<std::string> eps;
   for (int p = 0; p < pservers; ++p) eps.push_back(ReservedEndpoint());
   std::string loss;
@@ -97,7 +98,8 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
   std::vector<std::thread> threads;
   for (int p = 0; p < pservers; ++p) {
     threads.emplace_back([&, p] {
-      Executor exe;
+      ServingNet net(kDeadlineMs);
+      Executor exe(CPUPlace(), net.options());
       Scope& scope = ps_scope[p];
       auto tables = PrepareSparseTables(ps[p], &scope);
       if (!tables.ok()) {
@@ -114,11 +116,11 @@ void RunJob(const std::string& opt, int pservers, bool sync, const std::string& 
   const int share = kBatch / trainers;
   for (int k = 0; k < trainers; ++k) {
     threads.emplace_back([&, k] {
-      TrainerNet tn;
+      TrainerNet tn(nullptr, {.deadline_ms = kDeadlineMs});
       Executor exe(CPUPlace(), tn.options());
       Scope scope;
       absl::Status& status = trainer_status[k];
-      status = tn.client.WaitServerReady(eps, FLAGS_rpc_deadline);
+      status = tn.client.WaitServerReady(eps, kDeadlineMs);
       if (!status.ok()) return;
       auto st = exe.Run(trainer_startup[k], &scope);
       if (!st.ok()) {

@@ -18,6 +18,7 @@
 #include "pserver/pserver_ops.h"
 #include "tests/transpiler/fc_net.h"
 #include "tests/util/listen_socket.h"
+#include "tests/util/serving_net.h"
 #include "tests/util/trainer_net.h"
 #include "trainer/dist_ops.h"
 
@@ -99,13 +100,15 @@ struct TrainerResult {
   std::map<std::string, std::vector<float>> initial, final;
 };
 
+constexpr int kDeadlineMs = 30000;  // every call and barrier of the job
+
 void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::string& loss,
                 const std::vector<std::string>& param_names, const std::string& opt, int id, TrainerResult* out,
                 const std::vector<std::string>& pservers) {
-  TrainerNet net;
+  TrainerNet net(nullptr, {.deadline_ms = kDeadlineMs});
   Executor exe(CPUPlace(), net.options());
   Scope scope;
-  out->status = net.client.WaitServerReady(pservers, FLAGS_rpc_deadline);
+  out->status = net.client.WaitServerReady(pservers, kDeadlineMs);
   if (!out->status.ok()) return;
   auto params = [&] {
     std::map<std::string, std::vector<float>> m;
@@ -136,7 +139,6 @@ void RunTrainer(const ProgramDesc& startup, const ProgramDesc& main, const std::
 void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfig config = {}, int pservers = 2) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
-  FLAGS_rpc_deadline = 30000;
   std::vector<TrainerResult> results;
   std::string loss;
   std::vector<std::string> param_names;
@@ -165,7 +167,8 @@ void CheckAgainstSingleProcess(const std::string& opt, DistributeTranspilerConfi
     std::vector<std::thread> threads;
     for (int p = 0; p < pservers; ++p) {
       threads.emplace_back([&, p] {
-        Executor exe;
+        ServingNet net(kDeadlineMs);
+        Executor exe(CPUPlace(), net.options());
         Scope scope;
         auto s = exe.Run(pserver_startup[p], &scope);
         ps_status[p] = s.ok() ? exe.Run(pserver[p], &scope).status() : s.status();

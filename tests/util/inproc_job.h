@@ -15,8 +15,8 @@
 // error → mean, SGD 0.01 or Adam 0.002; w1 (16384 weights) is cut into two
 // blocks, one per pserver.
 //
-// Thread-safety: test-only; one RunJob at a time per process (it sets
-// FLAGS_rpc_*).
+// Thread-safety: test-only; RunJob's transports are its own (jobs on the
+// in-process transport share its endpoints: one at a time per process).
 #pragma once
 
 #include <cmath>
@@ -164,7 +164,6 @@ inline FeedMap JobBatch(int step, int begin, int end) {
 inline JobResult RunJob(const JobSpec& spec) {
   OpRegistry::ExtendGlobal(RegisterPserverOps);
   OpRegistry::ExtendGlobal(RegisterDistOps);
-  FLAGS_rpc_deadline = spec.deadline_ms;
   JobResult out;
   std::vector<int> steps = spec.steps;
   if (steps.empty()) steps.assign(static_cast<size_t>(spec.trainers), 10);
@@ -196,12 +195,14 @@ inline JobResult RunJob(const JobSpec& spec) {
     if (trainer[0].Block(0).Op(i).type == "send")
       out.grad_blocks += static_cast<int>(trainer[0].Block(0).Op(i).Input("X").size());
   }
+  // The pservers' barrier bound and every call's deadline.
+  rpc::RpcOptions rpc_options;
+  rpc_options.deadline_ms = spec.deadline_ms;
   std::unique_ptr<rpc::Transport> base;
   if (spec.wire != "inprocess") {
-    base =
-        std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(spec.wire), rpc::GrpcTransport::Options{});
+    base = std::make_unique<rpc::SelectingTransport>(*rpc::ParseTransportMode(spec.wire), rpc_options);
   } else {
-    base = std::make_unique<rpc::InProcessTransport>();
+    base = std::make_unique<rpc::InProcessTransport>(rpc_options);
   }
   std::unique_ptr<rpc::FaultInjectingTransport> faulty;
   rpc::Transport* trainer_transport = base.get();

@@ -12,7 +12,7 @@
 // the same dtype and element count (AllGather: any count). A call ends with
 // OK on every rank, or with an error that names the operation, the tensor
 // and the peer (rank and endpoint) that failed, disagreed or did not answer
-// within the communicator's timeout (FLAGS_rpc_deadline by default): never a
+// within the communicator's timeout (--rpc_deadline in `oar`): never a
 // hang, never an abort. After an error the communicator is broken: later
 // calls fail at once.
 //

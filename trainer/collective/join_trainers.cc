@@ -3,20 +3,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/base/flag_refusal.h"
-#include "gflags/gflags.h"
+#include "common/rpc/rpc_options.h"
 #include "trainer/collective/nccl_collective.h"
 #include "trainer/collective/shm_collective.h"
 #include "trainer/collective/tcp_ring.h"
-
-DECLARE_int32(rpc_deadline);
-DEFINE_string(collective_transport, "auto",
-              "nccl2 mode on CPUs, how the trainers all-reduce: auto (through shared memory when every trainer is on "
-              "this host, else over the TCP ring), tcp (the ring), or shm (shared memory, else fail)");
-DEFINE_validator(collective_transport, [](const char*, const std::string& v) {
-  if (v == "auto" || v == "tcp" || v == "shm") return true;
-  return oar::RefuseFlagValue("choose auto, tcp or shm");
-});
 
 namespace oar {
 
@@ -40,8 +30,12 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinTrainers(const JoinOptions& o) {
   if (o.rank < 0 || o.rank >= n) {
     return absl::InvalidArgumentError(absl::StrCat("trainer id ", o.rank, " is not in [0, ", n, ")"));
   }
-  const absl::Duration timeout = o.timeout > absl::ZeroDuration() ? o.timeout : absl::Milliseconds(FLAGS_rpc_deadline);
-  const std::string transport = o.transport.empty() ? FLAGS_collective_transport : o.transport;
+  const absl::Duration timeout =
+      o.timeout > absl::ZeroDuration() ? o.timeout : absl::Milliseconds(rpc::RpcOptions{}.deadline_ms);
+  const std::string transport = o.transport.empty() ? "auto" : o.transport;
+  if (transport != "auto" && transport != "tcp" && transport != "shm") {
+    return absl::InvalidArgumentError(absl::StrCat("--collective_transport=", transport, ": choose auto, tcp or shm"));
+  }
   if (o.gpu && transport != "auto") {
     return absl::InvalidArgumentError(absl::StrCat("--collective_transport=", transport,
                                                    " is for trainers on CPUs: on GPUs they all-reduce through NCCL"));

@@ -29,8 +29,8 @@ struct JoinOptions {
   std::vector<std::string> endpoints;  // every trainer's, in id order
   bool gpu = false;                    // the trainer trains on CUDA places: NCCL
   int device = 0;
-  std::string transport;                          // CPUs: auto | tcp | shm; empty: --collective_transport
-  absl::Duration timeout = absl::ZeroDuration();  // 0: FLAGS_rpc_deadline
+  std::string transport;                          // CPUs: auto | tcp | shm; empty: auto
+  absl::Duration timeout = absl::ZeroDuration();  // 0: RpcOptions' default deadline
 };
 
 absl::StatusOr<std::unique_ptr<Collective>> JoinTrainers(const JoinOptions& options);

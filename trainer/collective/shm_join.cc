@@ -9,11 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status.h"
-#include "gflags/gflags_declare.h"
+#include "common/rpc/rpc_options.h"
 #include "glog/logging.h"
 #include "trainer/collective/shm_collective.h"
-
-DECLARE_int32(rpc_deadline);
 
 namespace oar {
 namespace {
@@ -47,7 +45,7 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinOverSharedMemory(std::unique_ptr
                                                                  const ShmJoinOptions& options) {
   const int n = ring->size(), me = ring->rank();
   ShmJoinOptions o = options;
-  if (o.timeout <= absl::ZeroDuration()) o.timeout = absl::Milliseconds(FLAGS_rpc_deadline);
+  if (o.timeout <= absl::ZeroDuration()) o.timeout = absl::Milliseconds(rpc::RpcOptions{}.deadline_ms);
   if (o.transport != "auto" && o.transport != "tcp" && o.transport != "shm") {
     return absl::InvalidArgumentError(absl::StrCat("collective transport '", o.transport, "': auto, tcp or shm"));
   }

@@ -4,12 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
-#include "gflags/gflags_declare.h"
+#include "common/rpc/rpc_options.h"
 #include "trainer/collective/collective_op.h"
 #include "trainer/collective/reduce.h"
 #include "trainer/collective/ring_link.h"
-
-DECLARE_int32(rpc_deadline);
 
 namespace oar {
 namespace {
@@ -168,7 +166,7 @@ absl::StatusOr<std::unique_ptr<TcpRing>> TcpRing::Create(TcpRingOptions options)
   if (n < 1 || options.rank < 0 || options.rank >= n) {
     return absl::InvalidArgumentError(absl::StrCat("ring rank ", options.rank, " is not in [0, ", n, ")"));
   }
-  if (options.timeout <= absl::ZeroDuration()) options.timeout = absl::Milliseconds(FLAGS_rpc_deadline);
+  if (options.timeout <= absl::ZeroDuration()) options.timeout = absl::Milliseconds(rpc::RpcOptions{}.deadline_ms);
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   OAR_ASSIGN_OR_RETURN(

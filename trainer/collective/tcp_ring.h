@@ -44,7 +44,7 @@ struct TcpRingOptions {
   int rank = 0;
   std::vector<std::string> endpoints;             // host:port of every rank, in rank order
   std::string token;                              // the same for every rank of the job (the rendezvous id)
-  absl::Duration timeout = absl::ZeroDuration();  // connecting, and each operation; 0: FLAGS_rpc_deadline
+  absl::Duration timeout = absl::ZeroDuration();  // connecting, and each operation; 0: RpcOptions' default deadline
   size_t chunk_bytes = 512 << 10;                 // the pipelining unit
   size_t small_bytes = 32 << 10;                  // all-reduces below this all-gather instead
   size_t pair_bytes = 4 << 20;                    // with two ranks, below this

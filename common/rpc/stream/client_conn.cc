@@ -32,8 +32,9 @@ class ClientConn::Reader final : public ReplyReader {
 };
 
 ClientConn::ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts,
-                       std::shared_ptr<LentSends> lent)
-    : stream_(std::move(stream)),
+                       std::shared_ptr<LentSends> lent, absl::Duration io_timeout)
+    : io_timeout_(io_timeout),
+      stream_(std::move(stream)),
       name_(std::move(name)),
       debts_(std::move(debts)),
       lent_(std::move(lent)),
@@ -195,7 +196,7 @@ bool ClientConn::ReadFrame(absl::Time header_deadline) {
   FrameHeader f;
   absl::Status st = stream_->Read(&f, sizeof(f), header_deadline);
   if (st.ok()) st = CheckFrame(f, /*expect_request=*/false, peer);
-  const absl::Time io_deadline = IoDeadline();
+  const absl::Time io_deadline = IoDeadline(io_timeout_);
   if (st.ok() && f.type == FrameType::kError) {
     absl::Status error;
     st = ReadError(stream_.get(), f, &error, io_deadline);
@@ -254,7 +255,7 @@ void ClientConn::ReaderLoop() {
     mu_.Unlock();
     bool go_on = true, read = false;
     if (block || stream_->Readable()) {
-      go_on = ReadFrame(block ? absl::InfiniteFuture() : IoDeadline());
+      go_on = ReadFrame(block ? absl::InfiniteFuture() : IoDeadline(io_timeout_));
       read = true;
     }
     mu_.Lock();
@@ -286,7 +287,7 @@ void ClientConn::Await(uint64_t id, absl::Time until) {
     const absl::Status ready = stream_->WaitReadable(until);
     bool go_on = true;
     if (ready.ok()) {
-      go_on = ReadFrame(IoDeadline());
+      go_on = ReadFrame(IoDeadline(io_timeout_));
     } else if (!absl::IsDeadlineExceeded(ready)) {
       Break(absl::UnavailableError(absl::StrCat(name_, ": ", ready.message())));
       go_on = false;

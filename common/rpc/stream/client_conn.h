@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/buffer_pool.h"
 #include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/lent_sends.h"
 #include "common/rpc/stream/wake_debts.h"
 #include "common/rpc/transport.h"
@@ -53,8 +54,9 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   // client lent the server, which mapped it — a request that may lend its
   // payload (OutgoingMessage::lend_payload) is copied into its slot there
   // and sent as where it lies (lent_sends.h).
+  // `io_timeout`: how long the server may stall mid-frame (IoDeadline).
   ClientConn(std::unique_ptr<ByteStream> stream, std::string name, std::shared_ptr<WakeDebts> debts = nullptr,
-             std::shared_ptr<LentSends> lent = nullptr);
+             std::shared_ptr<LentSends> lent = nullptr, absl::Duration io_timeout = kDefaultIoTimeout);
   ~ClientConn();
 
   // Starts the reader thread.
@@ -103,6 +105,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   // A claimed call whose ReplyReader went: the reader thread reads it.
   void Unclaim(uint64_t id);
 
+  const absl::Duration io_timeout_;
   std::unique_ptr<ByteStream> stream_;
   const std::string name_;
   const std::shared_ptr<WakeDebts> debts_;

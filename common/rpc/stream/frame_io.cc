@@ -23,14 +23,14 @@ const Tensor* PayloadTensor(const MessageHeader& h, const Variable* var) {
 
 }  // namespace
 
-absl::Time IoDeadline() { return absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline); }
+absl::Time IoDeadline(absl::Duration io_timeout) { return absl::Now() + io_timeout; }
 
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline, const SharedRegion* own,
-                             bool* server_maps) {
+                             bool* server_maps, bool map_server_region) {
   if (server_maps != nullptr) *server_maps = false;
   Hello hello;
   hello.token_len = static_cast<uint32_t>(token.size());
-  if (s->CanLendRegions() && FLAGS_rpc_shm_lend_params) hello.flags |= Hello::kMapsRegions;
+  if (s->CanLendRegions() && map_server_region) hello.flags |= Hello::kMapsRegions;
   if (token.size() > kMaxTokenBytes) return absl::InvalidArgumentError("OAR_AUTH_TOKEN is longer than 4096 bytes");
   // Our region's fd goes first, on the socket: the server looks for it once
   // the Hello says so.

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/rpc/message.h"
 #include "common/rpc/stream/byte_stream.h"
 #include "common/rpc/stream/received_message.h"
@@ -24,18 +25,22 @@
 namespace oar::rpc::stream {
 
 // How long a peer may stall in the middle of a frame, a handshake or a
-// reply before the connection is given up: FLAGS_rpc_deadline from now.
-absl::Time IoDeadline();
+// reply before the connection is given up: `io_timeout` (the transport's
+// RpcOptions::deadline_ms) from now.
+absl::Time IoDeadline(absl::Duration io_timeout);
+inline constexpr absl::Duration kDefaultIoTimeout = absl::Milliseconds(180000);
 
 // Client side of the handshake: sends the token, waits for the verdict.
 // Unauthenticated (the server's text) when the token was refused. Over a
-// stream that can (CanLendRegions) and with --rpc_shm_lend_params, asks for
-// the server's region and maps what it lends (ByteStream::lent_region).
+// stream that can (CanLendRegions) and with `map_server_region`
+// (RpcOptions::shm_lend_params), asks for the server's region and maps what
+// it lends (ByteStream::lent_region).
 // `own` (may be null): offered to the server over such a stream (Hello
 // kLendsRegion); `*server_maps` (may be null) says whether it took it, so
 // that requests may name offsets in it.
 absl::Status ClientHandshake(ByteStream* s, const std::string& token, absl::Time deadline,
-                             const SharedRegion* own = nullptr, bool* server_maps = nullptr);
+                             const SharedRegion* own = nullptr, bool* server_maps = nullptr,
+                             bool map_server_region = true);
 // Server side: reads the Hello, checks version and token, answers.
 // Unauthenticated (after telling the client) when the token is wrong.
 // `region` (may be null): lent to a client that asks, over a stream that

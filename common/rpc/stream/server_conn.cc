@@ -61,9 +61,10 @@ bool ServerConn::EnterGate(absl::Time deadline) {
 }
 
 void ServerConn::ReadLoop() {
-  absl::Status st = stream_->Open(IoDeadline());  // TLS: its handshake
+  absl::Status st = stream_->Open(IoDeadline(ctx_->io_timeout));  // TLS: its handshake
   if (st.ok()) {
-    st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline(), ctx_->region, &lent_, ctx_->map_client_regions);
+    st = ServerHandshake(stream_.get(), ctx_->token, IoDeadline(ctx_->io_timeout), ctx_->region, &lent_,
+                         ctx_->map_client_regions);
   }
   if (!st.ok()) {
     if (!closing_) LOG(WARNING) << ctx_->endpoint << ": refused a connection: " << st;
@@ -106,7 +107,7 @@ void ServerConn::ReadLoop() {
       // A pooled buffer; a payload in the client's lent region is read there.
       return Destination{.view = true};
     };
-    ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, IoDeadline());
+    ReadResult r = ReadMessage(stream_.get(), f, admit, pool_, IoDeadline(ctx_->io_timeout));
     if (!r.stream.ok()) {
       if (holds_slot) ctx_->gate->Leave();
       if (!closing_) LOG(WARNING) << ctx_->endpoint << ": connection from " << peer << " broke: " << r.stream;
@@ -246,10 +247,10 @@ bool ServerConn::WriteAnswerLocked(uint64_t call_id, const absl::Status& s, cons
   // wait), not once per reply. Only where wake-ups are batched: elsewhere
   // (TCP) asking whether more is in would cost a system call per reply.
   const bool more = stream_->DefersWakeups() && std::this_thread::get_id() == reader_id_.load() && stream_->Readable();
-  const absl::Status w = header.ok()
-                             ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var,
-                                            IoDeadline(), more, lent_ && reply->stable ? ctx_->region : nullptr)
-                             : WriteError(stream_.get(), call_id, header.status(), IoDeadline());
+  const absl::Status w =
+      header.ok() ? WriteMessage(stream_.get(), FrameType::kReply, 0, call_id, 0, *header, &reply->var,
+                                 IoDeadline(ctx_->io_timeout), more, lent_ && reply->stable ? ctx_->region : nullptr)
+                  : WriteError(stream_.get(), call_id, header.status(), IoDeadline(ctx_->io_timeout));
   if (!w.ok()) {
     LOG(WARNING) << ctx_->endpoint << ": cannot answer " << stream_->peer() << ": " << w;
     stream_->Close();  // a half-written frame: the connection cannot go on

@@ -30,6 +30,7 @@
 #include "common/rpc/handler_pools.h"
 #include "common/rpc/read_gate.h"
 #include "common/rpc/stream/byte_stream.h"
+#include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/received_message.h"
 #include "common/rpc/stream/shared_region.h"
 #include "common/rpc/transport.h"
@@ -51,6 +52,8 @@ struct ServerContext {
   // lie there reach the handler as read-only views of it
   // (ServerOptions::map_lent_sends).
   bool map_client_regions = false;
+  // How long a peer may stall mid-frame (IoDeadline).
+  absl::Duration io_timeout = kDefaultIoTimeout;
   // Requests read and not yet answered, over all connections: shutdown
   // lets them finish (as gRPC's Shutdown does) before it closes them.
   mutable std::atomic<int> in_flight{0};

@@ -10,13 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_common.h"
-#include "gflags/gflags.h"
-
-DEFINE_int32(rpc_shm_spin_us, -1,
-             "how long a shared-memory reader or writer spins on an empty or full ring before it sleeps; -1: 50 on "
-             "hosts of 4 or more cores, 0 on smaller ones (where a spinning reader takes the core a peer computes "
-             "on); the processes of an `oar launch` get 50 when each has a CPU of its own, 0 when they outnumber "
-             "the CPUs");
 
 namespace oar::rpc::stream {
 
@@ -48,11 +41,12 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 
 size_t ShmRing::BytesFor(size_t capacity) { return sizeof(Control) + (capacity + 63) / 64 * 64; }
 
-ShmRing::ShmRing(void* memory, size_t capacity, bool init)
+ShmRing::ShmRing(void* memory, size_t capacity, bool init, int spin_us)
     : control_(static_cast<Control*>(memory)),
       data_(static_cast<char*>(memory) + sizeof(Control)),
       capacity_(capacity),
-      publish_bytes_(std::clamp<size_t>(capacity / 16, 4096, kMaxPublishBytes)) {
+      publish_bytes_(std::clamp<size_t>(capacity / 16, 4096, kMaxPublishBytes)),
+      spin_us_(SpinMicros(spin_us)) {
   if (init) new (control_) Control{};
 }
 
@@ -70,8 +64,7 @@ absl::Status ShmRing::WaitFor(std::atomic<uint32_t>* word, std::atomic<uint32_t>
   if (pay_first_ != nullptr) pay_first_->WakeDeferred();
   // Spin a little first: the other side is usually mid-copy of the next
   // chunk, and a futex sleep and wake cost more than that.
-  const int spin_us = SpinMicros(FLAGS_rpc_shm_spin_us);
-  const absl::Time spin_until = absl::Now() + absl::Microseconds(spin_us);
+  const absl::Time spin_until = absl::Now() + absl::Microseconds(spin_us_);
   for (int spin = 0;; ++spin) {
     if (ready()) return absl::OkStatus();
     SpinPause();

@@ -2,8 +2,8 @@
 // between two processes (a memfd both have mapped; shm_stream.h). The
 // producer copies bytes in and publishes them every publish_bytes_, so the
 // consumer copies a large message out on the other core while the rest is
-// still going in. An empty (full) ring is waited on by spinning briefly,
-// (--rpc_shm_spin_us), then sleeping on a futex in the shared page that the other side bumps and
+// still going in. An empty (full) ring is waited on by spinning briefly
+// (`spin_us`; RpcOptions::shm_spin_us), then sleeping on a futex in the shared page that the other side bumps and
 // wakes only when a waiter said so — no system call while both keep pace.
 //
 // Sleeps are sliced (kSliceMs) so that the owner's `check` (is the peer
@@ -45,8 +45,9 @@ class ShmRing {
   static size_t BytesFor(size_t capacity);
 
   // A ring over `memory` (BytesFor(capacity) bytes, 64-byte aligned). The
-  // creator passes init = true once, before the peer maps it.
-  ShmRing(void* memory, size_t capacity, bool init);
+  // creator passes init = true once, before the peer maps it. `spin_us`:
+  // how long a wait spins before it sleeps (-1: SpinMicros' default).
+  ShmRing(void* memory, size_t capacity, bool init, int spin_us = -1);
 
   // Returns OK to go on waiting, or why not (the peer is gone).
   using Check = std::function<absl::Status()>;
@@ -83,6 +84,7 @@ class ShmRing {
   char* data_;
   size_t capacity_;
   size_t publish_bytes_;
+  int spin_us_;
   std::atomic<bool> wake_owed_{false};  // this process's producer deferred a wake-up
   ShmRing* pay_first_ = nullptr;
 };

@@ -16,15 +16,6 @@
 #include "common/base/status.h"
 #include "common/rpc/stream/fd_message.h"
 #include "common/rpc/stream/wire.h"
-#include "gflags/gflags.h"
-
-DEFINE_int64(rpc_shm_ring_bytes, 2 << 20, "bytes of each of the two shared-memory rings of one shm connection");
-DEFINE_int32(rpc_shm_batch_wakeups, -1,
-             "whether a trainer's requests over shared memory leave the pserver asleep until the trainer waits for "
-             "an answer (one wake-up per burst of sends; a pserver's reader then answers a burst with one too): "
-             "1 yes, 0 no, -1: yes in the processes of an `oar launch` "
-             "that runs more of them than the host has cores (a woken pserver would take the core a trainer computes "
-             "on), else no (an idle core stores gradients while the trainer computes)");
 
 namespace oar::rpc::stream {
 namespace {
@@ -58,9 +49,9 @@ sockaddr_un AbstractAddress(const std::string& name, socklen_t* len) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Connect(const std::string& name, const std::string& peer,
-                                                              absl::Time deadline) {
+                                                              absl::Time deadline, const ShmOptions& o) {
   if (name.size() < 2 || name[0] != '@') return absl::InvalidArgumentError(absl::StrCat("bad shm socket '", name, "'"));
-  const uint64_t ring = static_cast<uint64_t>(FLAGS_rpc_shm_ring_bytes);
+  const uint64_t ring = o.ring_bytes;
   if (ring < kMinRing || ring > kMaxRing) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rpc_shm_ring_bytes=", ring, " is outside [", kMinRing, ", ", kMaxRing, "]"));
@@ -87,7 +78,7 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Connect(const std::string&
     ::close(fd);
     return s;
   }
-  std::unique_ptr<ShmStream> stream(new ShmStream(fd, memory, 2 * per, ring, /*client=*/true, peer));
+  std::unique_ptr<ShmStream> stream(new ShmStream(fd, memory, 2 * per, ring, /*client=*/true, peer, o));
   OfferMessage m;
   m.body.ring_bytes = ring;
   m.Attach(mem);
@@ -98,7 +89,8 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Connect(const std::string&
   return stream;
 }
 
-absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::string& peer, absl::Time deadline) {
+absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::string& peer, absl::Time deadline,
+                                                             const ShmOptions& o) {
   auto fail = [&](absl::Status s) {
     ::close(fd);
     return s;
@@ -130,15 +122,16 @@ absl::StatusOr<std::unique_ptr<ShmStream>> ShmStream::Accept(int fd, const std::
   void* memory = ::mmap(nullptr, 2 * per, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0);
   ::close(mem);
   if (memory == MAP_FAILED) return fail(Errno("mapping the peer's shared memory"));
-  return std::unique_ptr<ShmStream>(new ShmStream(fd, memory, 2 * per, offer.ring_bytes, /*client=*/false, peer));
+  return std::unique_ptr<ShmStream>(new ShmStream(fd, memory, 2 * per, offer.ring_bytes, /*client=*/false, peer, o));
 }
 
-ShmStream::ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer)
-    : socket_fd_(socket_fd), memory_(memory), mapped_(mapped), peer_(std::move(peer)) {
+ShmStream::ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer,
+                     const ShmOptions& o)
+    : socket_fd_(socket_fd), memory_(memory), mapped_(mapped), peer_(std::move(peer)), batch_wakeups_(o.batch_wakeups) {
   char* base = static_cast<char*>(memory);
   const size_t per = ShmRing::BytesFor(ring_bytes);
-  auto c2s = std::make_unique<ShmRing>(base, ring_bytes, client);
-  auto s2c = std::make_unique<ShmRing>(base + per, ring_bytes, client);
+  auto c2s = std::make_unique<ShmRing>(base, ring_bytes, client, o.spin_us);
+  auto s2c = std::make_unique<ShmRing>(base + per, ring_bytes, client, o.spin_us);
   if (client) {
     out_ = std::move(c2s);
     in_ = std::move(s2c);
@@ -201,8 +194,6 @@ absl::Status ShmStream::WaitReadable(absl::Time deadline) {
 absl::Status ShmStream::Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(pieces, deadline, [this] { return PeerAlive(); }));
 }
-
-bool ShmStream::DefersWakeups() const { return FLAGS_rpc_shm_batch_wakeups > 0; }
 
 absl::Status ShmStream::WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) {
   return Named(out_->Write(

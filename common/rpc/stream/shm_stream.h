@@ -28,24 +28,32 @@
 
 namespace oar::rpc::stream {
 
+// How one end of a shm connection behaves (from RpcOptions' shm_* fields).
+struct ShmOptions {
+  uint64_t ring_bytes = 2 << 20;  // each way; the client's choice, which the server takes
+  int spin_us = -1;               // a wait's spin before it sleeps; -1: SpinMicros' default
+  bool batch_wakeups = false;     // DefersWakeups()
+};
+
 class ShmStream final : public ByteStream {
  public:
   // Client side: connects to the abstract socket `name` ("@..."), creates
-  // and sends the rings (FLAGS_rpc_shm_ring_bytes each way). Unavailable
-  // when nobody listens there (another host, or no shm offered).
+  // and sends the rings (o.ring_bytes each way). Unavailable when nobody
+  // listens there (another host, or no shm offered).
   static absl::StatusOr<std::unique_ptr<ShmStream>> Connect(const std::string& name, const std::string& peer,
-                                                            absl::Time deadline);
+                                                            absl::Time deadline, const ShmOptions& o = {});
   // Server side: receives the rings on the accepted socket `fd` (owned from
   // here on) and maps them; InvalidArgument when what came is not a ring
   // pair of a sane size.
-  static absl::StatusOr<std::unique_ptr<ShmStream>> Accept(int fd, const std::string& peer, absl::Time deadline);
+  static absl::StatusOr<std::unique_ptr<ShmStream>> Accept(int fd, const std::string& peer, absl::Time deadline,
+                                                           const ShmOptions& o = {});
   ~ShmStream() override;
 
   absl::Status Read(void* dst, size_t n, absl::Time deadline) override;
   absl::Status Write(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   absl::Status WriteMore(const std::vector<ConstPiece>& pieces, absl::Time deadline) override;
   void Flush() override { out_->WakeDeferred(); }
-  bool DefersWakeups() const override;  // --rpc_shm_batch_wakeups
+  bool DefersWakeups() const override { return batch_wakeups_; }
   void Close() override;
   const std::string& peer() const override { return peer_; }
   bool CanWaitReadable() const override { return true; }
@@ -59,7 +67,8 @@ class ShmStream final : public ByteStream {
   std::shared_ptr<const SharedRegion> lent_region() const override { return borrowed_; }
 
  private:
-  ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer);
+  ShmStream(int socket_fd, void* memory, size_t mapped, size_t ring_bytes, bool client, std::string peer,
+            const ShmOptions& o);
   // OK while the peer's socket is open.
   absl::Status PeerAlive() const;
   absl::Status Named(absl::Status s) const;
@@ -69,6 +78,7 @@ class ShmStream final : public ByteStream {
   size_t mapped_;
   std::unique_ptr<ShmRing> in_, out_;
   std::string peer_;
+  const bool batch_wakeups_;
   std::atomic<bool> closed_{false};
   std::shared_ptr<const SharedRegion> borrowed_;  // this end's map of what the peer lent
 };

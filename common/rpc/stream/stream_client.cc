@@ -20,8 +20,7 @@ struct StreamClient::Slot {
   std::shared_ptr<ClientConn> conn ABSL_GUARDED_BY(mu);
 };
 
-StreamClient::StreamClient(std::string auth_token, std::string tls_ca)
-    : token_(std::move(auth_token)), tls_ca_(std::move(tls_ca)) {
+StreamClient::StreamClient(const RpcOptions& options) : options_(options) {
   sweeper_ = std::thread([this] {
     while (!stop_.WaitForNotificationWithTimeout(kSweep)) {
       std::vector<std::shared_ptr<Slot>> slots;
@@ -94,21 +93,27 @@ absl::StatusOr<std::shared_ptr<ClientConn>> StreamClient::Get(const Route& route
     if (colon == std::string::npos || !absl::SimpleAtoi(route.address.substr(colon + 1), &port)) {
       return absl::InvalidArgumentError(absl::StrCat("bad stream address '", route.address, "'"));
     }
-    if (tls_ca_.empty()) {
-      OAR_ASSIGN_OR_RETURN(s, TcpStream::Connect(route.address.substr(0, colon), port, deadline));
+    if (options_.tls_ca.empty()) {
+      OAR_ASSIGN_OR_RETURN(
+          s, TcpStream::Connect(route.address.substr(0, colon), port, deadline, options_.socket_buffer_bytes));
     } else {
-      OAR_ASSIGN_OR_RETURN(std::string ca, ReadTlsFile("rpc_tls_ca", tls_ca_));
+      OAR_ASSIGN_OR_RETURN(std::string ca, ReadTlsFile("rpc_tls_ca", options_.tls_ca));
       OAR_ASSIGN_OR_RETURN(s, TlsStream::Connect(route.address.substr(0, colon), port, ca, deadline));
     }
   } else {
-    OAR_ASSIGN_OR_RETURN(s, ShmStream::Connect(route.address, absl::StrCat("shm ", route.endpoint), deadline));
+    const ShmOptions shm{.ring_bytes = static_cast<uint64_t>(options_.shm_ring_bytes),
+                         .spin_us = options_.shm_spin_us,
+                         .batch_wakeups = options_.shm_batch_wakeups > 0};
+    OAR_ASSIGN_OR_RETURN(s, ShmStream::Connect(route.address, absl::StrCat("shm ", route.endpoint), deadline, shm));
   }
   std::shared_ptr<LentSends> lent = route.kind == Route::kShm ? LentMemory() : nullptr;
   bool server_maps = false;
-  absl::Status st = ClientHandshake(s.get(), token_, deadline, lent ? &lent->region() : nullptr, &server_maps);
+  absl::Status st = ClientHandshake(s.get(), options_.auth_token, deadline, lent ? &lent->region() : nullptr,
+                                    &server_maps, options_.shm_lend_params);
   if (!st.ok()) return Annotate(st, absl::StrCat("connecting to ", route.endpoint, " over ", route.Key()));
-  auto conn = std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()), debts_,
-                                           server_maps ? std::move(lent) : nullptr);
+  auto conn =
+      std::make_shared<ClientConn>(std::move(s), absl::StrCat(route.endpoint, " over ", route.Key()), debts_,
+                                   server_maps ? std::move(lent) : nullptr, absl::Milliseconds(options_.deadline_ms));
   conn->Start();
   slot->conn = conn;
   return conn;
@@ -116,10 +121,10 @@ absl::StatusOr<std::shared_ptr<ClientConn>> StreamClient::Get(const Route& route
 
 std::shared_ptr<LentSends> StreamClient::LentMemory() {
   absl::MutexLock l(&lent_mu_);
-  if (lent_tried_ || !FLAGS_rpc_shm_lend_sends || FLAGS_rpc_shm_send_region_bytes <= 0) return lent_;
+  if (lent_tried_ || !options_.shm_lend_sends || options_.shm_send_region_bytes <= 0) return lent_;
   lent_tried_ = true;
   absl::StatusOr<std::shared_ptr<LentSends>> made =
-      LentSends::Create(static_cast<size_t>(FLAGS_rpc_shm_send_region_bytes));
+      LentSends::Create(static_cast<size_t>(options_.shm_send_region_bytes));
   if (made.ok()) {
     lent_ = *std::move(made);
   } else {

@@ -15,7 +15,7 @@
 // business. Over shm, a Send that may lend its payload goes as where it
 // lies in memory this client lends the server (lent_sends.h).
 //
-//   StreamClient client(token);
+//   StreamClient client(options);   // RpcOptions: token, TLS roots, shm settings, I/O timeout
 //   OAR_RETURN_IF_ERROR(client.Call(RpcKind::kGet, {.kind = Route::kTcp, .address = "10.0.0.2:41234",
 //                                                   .endpoint = "10.0.0.2:6174"}, request, deadline, done));
 //
@@ -50,9 +50,9 @@ struct Route {
 
 class StreamClient {
  public:
-  // `tls_ca`: a PEM file of root certificates; when set, TCP routes are
-  // TLS (TlsStream) and the server's certificate is checked against it.
-  explicit StreamClient(std::string auth_token, std::string tls_ca = "");
+  // options.tls_ca: a PEM file of root certificates; when set, TCP routes
+  // are TLS (TlsStream) and the server's certificate is checked against it.
+  explicit StreamClient(const RpcOptions& options);
   ~StreamClient();
 
   // Starts the call on the route's connection (made first if need be) and
@@ -73,15 +73,14 @@ class StreamClient {
   absl::StatusOr<std::shared_ptr<ClientConn>> Get(const Route& route, absl::Time deadline);
 
   static constexpr absl::Duration kSweep = absl::Milliseconds(20);
-  const std::string token_;
-  const std::string tls_ca_;
+  const RpcOptions options_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::list<std::shared_ptr<ClientConn>> retired_ ABSL_GUARDED_BY(mu_);  // broken: joined later
   absl::Notification stop_;
   const std::shared_ptr<WakeDebts> debts_ = std::make_shared<WakeDebts>();
   // What this client lends the servers it reaches over shm (lent_sends.h):
-  // made with the first such connection (--rpc_shm_lend_sends).
+  // made with the first such connection (options_.shm_lend_sends).
   std::shared_ptr<LentSends> LentMemory();
   absl::Mutex lent_mu_;
   std::shared_ptr<LentSends> lent_ ABSL_GUARDED_BY(lent_mu_);

@@ -27,9 +27,17 @@ using unix_stream = asio::local::stream_protocol;
 
 class StreamServer::Impl {
  public:
-  Impl(const ServerOptions& o, RpcHandler* handler, uint64_t cap, int slots)
-      : pools_(o), gate_(slots), tcp_acceptor_(io_), unix_acceptor_(io_) {
+  Impl(const ServerOptions& o, const RpcOptions& rpc, RpcHandler* handler, uint64_t cap, int slots)
+      : pools_(o),
+        gate_(slots),
+        socket_buffer_bytes_(rpc.socket_buffer_bytes),
+        shm_{.ring_bytes = static_cast<uint64_t>(rpc.shm_ring_bytes),
+             .spin_us = rpc.shm_spin_us,
+             .batch_wakeups = rpc.shm_batch_wakeups > 0},
+        tcp_acceptor_(io_),
+        unix_acceptor_(io_) {
     ctx_.handler = handler;
+    ctx_.io_timeout = absl::Milliseconds(rpc.deadline_ms);
     ctx_.token = o.auth_token;
     ctx_.max_request = cap;
     ctx_.pools = &pools_;
@@ -132,10 +140,10 @@ class StreamServer::Impl {
         return;
       }
       if (tls_cert_.empty()) {
-        TcpStream::Tune(socket);
+        TcpStream::Tune(socket, socket_buffer_bytes_);
         Adopt(std::make_unique<TcpStream>(std::move(socket)));
       } else {
-        auto tls = TlsStream::Accepted(std::move(socket), tls_cert_, tls_key_);
+        auto tls = TlsStream::Accepted(std::move(socket), tls_cert_, tls_key_, socket_buffer_bytes_);
         if (tls.ok()) {
           Adopt(*std::move(tls));
         } else {
@@ -155,7 +163,8 @@ class StreamServer::Impl {
       const int fd = ::dup(socket.native_handle());
       socket.close(ec);
       // The client sends its rings right after connecting: a short wait.
-      auto s = ShmStream::Accept(fd, absl::StrCat("shm client of ", ctx_.endpoint), absl::Now() + absl::Seconds(1));
+      auto s =
+          ShmStream::Accept(fd, absl::StrCat("shm client of ", ctx_.endpoint), absl::Now() + absl::Seconds(1), shm_);
       if (s.ok()) {
         Adopt(*std::move(s));
       } else {
@@ -169,6 +178,8 @@ class StreamServer::Impl {
   ServerContext ctx_;
   HandlerPools pools_;
   ReadGate gate_;
+  const int socket_buffer_bytes_;
+  const ShmOptions shm_;
   asio::io_context io_;
   tcp::acceptor tcp_acceptor_;
   unix_stream::acceptor unix_acceptor_;
@@ -181,12 +192,12 @@ class StreamServer::Impl {
   std::list<std::shared_ptr<ServerConn>> conns_ ABSL_GUARDED_BY(mu_);
 };
 
-absl::StatusOr<std::unique_ptr<StreamServer>> StreamServer::Start(const ServerOptions& options, RpcHandler* handler,
-                                                                  bool shm) {
+absl::StatusOr<std::unique_ptr<StreamServer>> StreamServer::Start(const ServerOptions& options, const RpcOptions& rpc,
+                                                                  RpcHandler* handler, bool shm) {
   OAR_RETURN_IF_ERROR(CheckEndpoint(options.endpoint));
   std::unique_ptr<StreamServer> s(new StreamServer());
   const uint64_t cap = MaxRequestBytes(options, *handler);
-  s->impl_ = std::make_unique<Impl>(options, handler, cap, ReadSlots(options, cap));
+  s->impl_ = std::make_unique<Impl>(options, rpc, handler, cap, ReadSlots(options, cap));
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
   if (tls) {
     OAR_ASSIGN_OR_RETURN(std::string cert, ReadTlsFile("rpc_tls_cert", options.tls_cert));

@@ -41,9 +41,10 @@ class StreamServer final : public Listener {
  public:
   // Listens on options.endpoint's host, any free port, for TCP; and, with
   // `shm`, on an abstract Unix socket named after this process and that
-  // port. Unavailable naming the address when it cannot bind.
-  static absl::StatusOr<std::unique_ptr<StreamServer>> Start(const ServerOptions& options, RpcHandler* handler,
-                                                             bool shm);
+  // port. Unavailable naming the address when it cannot bind. `rpc`: the
+  // connections' I/O timeout, shm and socket settings.
+  static absl::StatusOr<std::unique_ptr<StreamServer>> Start(const ServerOptions& options, const RpcOptions& rpc,
+                                                             RpcHandler* handler, bool shm);
   ~StreamServer() override;
   // host:port of the TCP acceptor.
   const std::string& endpoint() const override { return endpoint_; }

@@ -14,10 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/connect.hpp"
 #include "boost/asio/io_context.hpp"
-#include "gflags/gflags.h"
-
-DEFINE_int32(rpc_socket_buffer_bytes, 0,
-             "SO_SNDBUF/SO_RCVBUF of the TCP stream transport's sockets; 0 leaves the kernel's autotuning");
 
 namespace oar::rpc::stream {
 namespace asio = boost::asio;
@@ -34,16 +30,17 @@ int PollMs(absl::Time deadline) {
 
 }  // namespace
 
-void TcpStream::Tune(tcp::socket& socket) {
+void TcpStream::Tune(tcp::socket& socket, int buffer_bytes) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
-  if (FLAGS_rpc_socket_buffer_bytes > 0) {
-    socket.set_option(asio::socket_base::send_buffer_size(FLAGS_rpc_socket_buffer_bytes), ec);
-    socket.set_option(asio::socket_base::receive_buffer_size(FLAGS_rpc_socket_buffer_bytes), ec);
+  if (buffer_bytes > 0) {
+    socket.set_option(asio::socket_base::send_buffer_size(buffer_bytes), ec);
+    socket.set_option(asio::socket_base::receive_buffer_size(buffer_bytes), ec);
   }
 }
 
-absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string& host, int port, absl::Time deadline) {
+absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string& host, int port, absl::Time deadline,
+                                                              int socket_buffer_bytes) {
   const std::string where = absl::StrCat(host, ":", port);
   asio::io_context io;
   tcp::resolver resolver(io);
@@ -63,7 +60,7 @@ absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Connect(const std::string&
     return absl::DeadlineExceededError(absl::StrCat("connecting to ", where, " took too long"));
   }
   if (ec) return absl::UnavailableError(absl::StrCat("cannot connect to ", where, ": ", ec.message()));
-  Tune(socket);
+  Tune(socket, socket_buffer_bytes);
   return std::make_unique<TcpStream>(std::move(socket));
 }
 

@@ -30,7 +30,8 @@ class TcpStream final : public ByteStream {
   // Connects to host:port within `deadline`; Unavailable naming the
   // address when refused or unreachable, DeadlineExceeded when it took too
   // long.
-  static absl::StatusOr<std::unique_ptr<TcpStream>> Connect(const std::string& host, int port, absl::Time deadline);
+  static absl::StatusOr<std::unique_ptr<TcpStream>> Connect(const std::string& host, int port, absl::Time deadline,
+                                                            int socket_buffer_bytes = 0);
   // Takes over an accepted or connected socket's descriptor (the socket is
   // released from its io_context, which may then go).
   explicit TcpStream(boost::asio::ip::tcp::socket socket);
@@ -44,14 +45,15 @@ class TcpStream final : public ByteStream {
   absl::Status WaitReadable(absl::Time deadline) override;
   bool Readable() override;
   // Room in the socket's send buffer: half its size (SO_SNDBUF: the
-  // kernel's autotuned limit, or twice --rpc_socket_buffer_bytes, both
+  // kernel's autotuned limit, or twice RpcOptions::socket_buffer_bytes, both
   // counting the kernel's overhead too) less the bytes queued unsent or
   // unacknowledged (SIOCOUTQ). A fresh connection's buffer is small, so
   // large writes report no room until autotuning has grown it.
   bool WritableNow(size_t n) override;
 
-  // Sets TCP_NODELAY and the socket buffers (FLAGS_rpc_socket_buffer_bytes).
-  static void Tune(boost::asio::ip::tcp::socket& socket);
+  // Sets TCP_NODELAY and, when `buffer_bytes` > 0, SO_SNDBUF/SO_RCVBUF
+  // (RpcOptions::socket_buffer_bytes; else the kernel autotunes them).
+  static void Tune(boost::asio::ip::tcp::socket& socket, int buffer_bytes);
 
  private:
   // Waits for `events` on the socket until `deadline`.

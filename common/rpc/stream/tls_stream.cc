@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const std::string&
 }
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Accepted(tcp::socket socket, const std::string& cert_pem,
-                                                               const std::string& key_pem) {
+                                                               const std::string& key_pem, int socket_buffer_bytes) {
   ssl::context ctx = MakeContext();
   boost::system::error_code ec;
   ctx.use_certificate_chain(asio::buffer(cert_pem), ec);
@@ -140,7 +140,7 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Accepted(tcp::socket socke
   auto impl = std::make_unique<Impl>(std::move(ctx));
   impl->stream_.lowest_layer().assign(protocol, fd, ec);
   if (ec) return absl::UnavailableError(absl::StrCat(peer, ": ", ec.message()));
-  TcpStream::Tune(impl->stream_.next_layer());
+  TcpStream::Tune(impl->stream_.next_layer(), socket_buffer_bytes);
   return std::unique_ptr<TlsStream>(new TlsStream(std::move(impl), peer, /*server=*/true));
 }
 

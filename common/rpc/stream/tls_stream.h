@@ -32,8 +32,10 @@ class TlsStream final : public ByteStream {
   // Server side: takes an accepted socket; the handshake runs in Open, on
   // the connection's own thread. InvalidArgument when the certificate or
   // key does not load.
+  // `socket_buffer_bytes`: as TcpStream::Tune.
   static absl::StatusOr<std::unique_ptr<TlsStream>> Accepted(boost::asio::ip::tcp::socket socket,
-                                                             const std::string& cert_pem, const std::string& key_pem);
+                                                             const std::string& cert_pem, const std::string& key_pem,
+                                                             int socket_buffer_bytes = 0);
   ~TlsStream() override;
 
   absl::Status Open(absl::Time deadline) override;

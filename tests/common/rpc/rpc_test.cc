@@ -78,7 +78,7 @@ std::unique_ptr<GrpcServer> Serve(MapHandler* h, const std::string& token = "", 
 
 // A client over its own gRPC transport.
 struct Client {
-  explicit Client(ClientOptions o, GrpcTransport::Options t = {}) : transport(t), rpc(&transport, o) {}
+  explicit Client(ClientOptions o, RpcOptions t = {}) : transport(t), rpc(&transport, o) {}
   RpcClient* operator->() { return &rpc; }
   GrpcTransport transport;
   RpcClient rpc;

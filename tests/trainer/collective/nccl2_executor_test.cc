@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "gflags/gflags_declare.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/mlp_fixture.h"
 #include "tests/util/listen_socket.h"
@@ -15,8 +14,6 @@
 #include "trainer/collective/tcp_ring.h"
 #include "trainer/parallel_executor.h"
 #include "trainer/places.h"
-
-DECLARE_double(fuse_parameter_memory_size);
 
 namespace oar {
 namespace {
@@ -47,6 +44,9 @@ FeedMap Rows(int step, int64_t begin, int64_t end) {
   return out;
 }
 
+// The bucket size of the runs with fuse (BuildStrategy::fuse_parameter_memory_size).
+double bucket_mb = 16;
+
 Run Train(int trainers, int places, int rank, Collective* c, bool sparse, bool fuse) {
   Run r;
   Mlp m(sparse);
@@ -57,6 +57,7 @@ Run Train(int trainers, int places, int rank, Collective* c, bool sparse, bool f
   RunEnv env;
   BuildStrategy build;
   build.fuse_all_reduce_ops = fuse;
+  build.fuse_parameter_memory_size = bucket_mb;
   auto pe = ParallelExecutor::Create(CpuPlaces(places), m.loss.name(), m.main.desc(), &scope, build, {}, trainers, rank,
                                      nullptr, &env, c);
   if (!pe.ok()) {
@@ -133,9 +134,9 @@ TEST(Nccl2ExecutorTest, TwoTrainersOnOnePlaceEqualOneProcessOnTwo) { Compare(2, 
 TEST(Nccl2ExecutorTest, TwoTrainersOnTwoPlacesEqualOneProcessOnFour) { Compare(2, 2, false, false); }
 TEST(Nccl2ExecutorTest, SparseEmbeddingRowsAreGatheredAcrossTrainers) { Compare(2, 2, true, false); }
 TEST(Nccl2ExecutorTest, BucketedGradientsGiveTheSameResult) {
-  FLAGS_fuse_parameter_memory_size = 0.0003;  // ~300 bytes: several buckets of small gradients
+  bucket_mb = 0.0003;  // ~300 bytes: several buckets of small gradients
   Compare(2, 1, false, true);
-  FLAGS_fuse_parameter_memory_size = 16;
+  bucket_mb = 16;
   Compare(4, 1, false, true);  // everything in one bucket
 }
 

@@ -22,7 +22,6 @@
 #include "common/rpc/stream/shared_region.h"
 #include "common/rpc/stream/shm_stream.h"
 #include "common/rpc/transport_select.h"
-#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "tests/common/rpc/stream/region_test_values.h"
 #include "tests/common/rpc/stream/shm_pair.h"
@@ -123,7 +122,7 @@ class LendingHandler : public RpcHandler {
 };
 
 struct LendingServer {
-  LendingServer() : transport(TransportMode::kAuto, GrpcTransport::Options{}) {
+  LendingServer() : transport(TransportMode::kAuto, RpcOptions{}) {
     ServerOptions o;
     o.endpoint = "127.0.0.1:0";
     o.lend = handler.region;
@@ -138,8 +137,10 @@ struct LendingServer {
 
 // One Get of `name` by a new client of `mode`: the value, and the bytes
 // the server answered from its lent region meanwhile.
-std::pair<Tensor, double> GetOnce(const LendingServer& server, TransportMode mode, const std::string& name) {
-  SelectingTransport transport(mode, GrpcTransport::Options{});
+// `take_loan`: the client's RpcOptions::shm_lend_params.
+std::pair<Tensor, double> GetOnce(const LendingServer& server, TransportMode mode, const std::string& name,
+                                  bool take_loan = true) {
+  SelectingTransport transport(mode, RpcOptions{.shm_lend_params = take_loan});
   RpcClient client(&transport, {.deadline_ms = 10000, .retry_times = 0});
   const double before = LentBytes();
   Variable got;
@@ -176,9 +177,7 @@ TEST(LentRegionTest, AStableReplyReachesAShmClientAsAnOffsetInTheLentRegion) {
 TEST(LentRegionTest, UnstableRepliesAndClientsThatDeclineGetTheBytes) {
   LendingServer server;
   {
-    gflags::FlagSaver saver;
-    FLAGS_rpc_shm_lend_params = false;
-    auto [got, lent] = GetOnce(server, TransportMode::kShm, "w");
+    auto [got, lent] = GetOnce(server, TransportMode::kShm, "w", /*take_loan=*/false);
     EXPECT_TRUE(Same(got, server.handler.copy));
     EXPECT_EQ(lent, 0);
   }
@@ -243,9 +242,7 @@ TEST(LentRegionTest, AnOffsetIntoARegionNeverLentFailsThatReply) {
   Tensor w = Floats(8, 8, 1.0f);
   auto region = SharedRegion::MoveInto({&w});
   ASSERT_TRUE(region.ok()) << region.status();
-  gflags::FlagSaver saver;
-  FLAGS_rpc_shm_lend_params = false;  // the client declines
-  ShmPair pair(region->get());
+  ShmPair pair(region->get(), nullptr, false, /*client_maps_server=*/false);  // the client declines
   ASSERT_NE(pair.client, nullptr);
   EXPECT_FALSE(pair.lent);
   EXPECT_EQ(pair.client->lent_region(), nullptr);

@@ -21,7 +21,6 @@
 #include "common/rpc/stream/frame_io.h"
 #include "common/rpc/stream/received_message.h"
 #include "common/rpc/transport_select.h"
-#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "tests/common/rpc/stream/region_test_values.h"
 #include "tests/common/rpc/stream/shm_pair.h"
@@ -81,7 +80,7 @@ class KeepingHandler : public RpcHandler {
 };
 
 struct KeepingServer {
-  explicit KeepingServer(bool map_lent_sends) : transport(TransportMode::kAuto, GrpcTransport::Options{}) {
+  explicit KeepingServer(bool map_lent_sends) : transport(TransportMode::kAuto, RpcOptions{}) {
     ServerOptions o;
     o.endpoint = "127.0.0.1:0";
     o.map_lent_sends = map_lent_sends;
@@ -107,7 +106,7 @@ std::pair<Tensor, double> SendOnce(RpcClient& client, KeepingServer& server, con
 
 TEST(LentSendsTest, AServerThatTookTheLoanReadsTheValueWhereTheClientLentIt) {
   KeepingServer server(/*map_lent_sends=*/true);
-  SelectingTransport transport(TransportMode::kShm, GrpcTransport::Options{});
+  SelectingTransport transport(TransportMode::kShm, RpcOptions{});
   RpcClient client(&transport, {.deadline_ms = 10000, .retry_times = 0});
   const Tensor a = Floats(256, 64, 0.25f), b = Floats(256, 64, -3.0f);
   const double viewed = ServerViewed();
@@ -129,7 +128,7 @@ TEST(LentSendsTest, WithoutAnAgreedLoanTheBytesTravel) {
   const Tensor a = Floats(64, 64, 2.0f);
   KeepingServer declines(/*map_lent_sends=*/false), takes(/*map_lent_sends=*/true);
   {
-    SelectingTransport shm(TransportMode::kShm, GrpcTransport::Options{});
+    SelectingTransport shm(TransportMode::kShm, RpcOptions{});
     RpcClient client(&shm, {.deadline_ms = 10000, .retry_times = 0});
     auto [kept, lent] = SendOnce(client, declines, a, /*lend=*/true);  // the server declines
     EXPECT_TRUE(Same(kept, a));
@@ -141,7 +140,7 @@ TEST(LentSendsTest, WithoutAnAgreedLoanTheBytesTravel) {
     EXPECT_EQ(lent, 0);
   }
   {
-    SelectingTransport tcp(TransportMode::kTcp, GrpcTransport::Options{});
+    SelectingTransport tcp(TransportMode::kTcp, RpcOptions{});
     RpcClient client(&tcp, {.deadline_ms = 10000, .retry_times = 0});
     auto [kept, lent] = SendOnce(client, takes, a, /*lend=*/true);
     EXPECT_TRUE(Same(kept, a));
@@ -149,9 +148,7 @@ TEST(LentSendsTest, WithoutAnAgreedLoanTheBytesTravel) {
     EXPECT_EQ(lent, 0);
   }
   {
-    gflags::FlagSaver saver;
-    FLAGS_rpc_shm_lend_sends = false;  // the client does not offer
-    SelectingTransport shm(TransportMode::kShm, GrpcTransport::Options{});
+    SelectingTransport shm(TransportMode::kShm, RpcOptions{.shm_lend_sends = false});  // the client does not offer
     RpcClient client(&shm, {.deadline_ms = 10000, .retry_times = 0});
     auto [kept, lent] = SendOnce(client, takes, a, /*lend=*/true);
     EXPECT_TRUE(Same(kept, a));

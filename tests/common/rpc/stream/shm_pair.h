@@ -27,8 +27,10 @@
 namespace oar::rpc::stream {
 
 struct ShmPair {
+  // `client_maps_server`: the client asks for the server's region
+  // (RpcOptions::shm_lend_params on the client).
   explicit ShmPair(const SharedRegion* region, const SharedRegion* client_region = nullptr,
-                   bool map_client_region = false) {
+                   bool map_client_region = false, bool client_maps_server = true) {
     const std::string name = absl::StrCat("@oar-shm-pair-test-", ::getpid());
     const int listening = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
@@ -48,7 +50,8 @@ struct ShmPair {
     server = *std::move(s);
     absl::Status server_side;
     std::thread t([&] { server_side = ServerHandshake(server.get(), "", deadline, region, &lent, map_client_region); });
-    const absl::Status client_side = ClientHandshake(client.get(), "", deadline, client_region, &server_maps);
+    const absl::Status client_side =
+        ClientHandshake(client.get(), "", deadline, client_region, &server_maps, client_maps_server);
     t.join();
     EXPECT_TRUE(server_side.ok() && client_side.ok()) << server_side << " / " << client_side;
   }

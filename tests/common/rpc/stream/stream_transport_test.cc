@@ -20,7 +20,6 @@
 #include "common/rpc/stream/stream_server.h"
 #include "common/rpc/stream/tcp_stream.h"
 #include "common/rpc/transport_select.h"
-#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "tests/util/build_paths.h"
 
@@ -66,8 +65,8 @@ class StoreHandler : public RpcHandler {
   std::map<std::string, int64_t> trainer_;
 };
 
-GrpcTransport::Options Token(const std::string& t) {
-  GrpcTransport::Options o;
+RpcOptions Token(const std::string& t) {
+  RpcOptions o;
   o.auth_token = t;
   return o;
 }
@@ -89,8 +88,13 @@ struct Server {
 };
 
 struct Client {
-  explicit Client(TransportMode mode, const std::string& token = "", int deadline_ms = 10000)
-      : transport(mode, Token(token)), rpc(&transport, {.deadline_ms = deadline_ms, .retry_times = 0}) {}
+  explicit Client(TransportMode mode, const std::string& token = "", int deadline_ms = 10000, int wait_spin_us = -1)
+      : transport(mode, WithSpin(Token(token), wait_spin_us)),
+        rpc(&transport, {.deadline_ms = deadline_ms, .retry_times = 0}) {}
+  static RpcOptions WithSpin(RpcOptions o, int wait_spin_us) {
+    o.wait_spin_us = wait_spin_us;
+    return o;
+  }
   SelectingTransport transport;
   RpcClient rpc;
 };
@@ -183,13 +187,11 @@ TEST_P(StreamModeTest, APullReusesAFittingBufferAndNeverWritesAShared) {
 }
 
 TEST_P(StreamModeTest, ManyCallsInFlightFromManyThreadsGetTheirOwnReplies) {
-  gflags::FlagSaver saver;
   // Over gRPC, waiters spin first (the default on hosts of 4+ cores), then
   // sleep; over the streams, the four threads take turns reading the one
   // connection, each ending the others' calls as their replies come.
-  FLAGS_rpc_wait_spin_us = 20;
   Server server(TransportMode::kAuto);
-  Client client(GetParam());
+  Client client(GetParam(), "", 10000, /*wait_spin_us=*/20);
   const std::string ep = server.ep();
   constexpr int kThreads = 4, kVars = 24;
   std::vector<std::thread> threads;
@@ -303,14 +305,14 @@ TEST(StreamTransportTest, TheTokenIsCheckedInTheStreamHandshake) {
   ServerOptions o;
   o.endpoint = "127.0.0.1:0";
   o.auth_token = "s3cret";
-  auto direct = stream::StreamServer::Start(o, &h, /*shm=*/true);
+  auto direct = stream::StreamServer::Start(o, RpcOptions{}, &h, /*shm=*/true);
   ASSERT_TRUE(direct.ok());
   for (auto kind : {stream::Route::kTcp, stream::Route::kShm}) {
-    stream::StreamClient intruder("guess");
+    stream::StreamClient intruder(Token("guess"));
     stream::Route route{kind, kind == stream::Route::kTcp ? (*direct)->endpoint() : (*direct)->shm_name(), "test"};
     s = intruder.Connect(route, absl::Now() + absl::Seconds(5));
     EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
-    stream::StreamClient friendly("s3cret");
+    stream::StreamClient friendly(Token("s3cret"));
     EXPECT_TRUE(friendly.Connect(route, absl::Now() + absl::Seconds(5)).ok());
   }
 }
@@ -326,7 +328,7 @@ TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
   auto listener = server.Listen(o, &h);
   ASSERT_TRUE(listener.ok()) << listener.status();
   const std::string ep = (*listener)->endpoint();
-  GrpcTransport::Options tls;
+  RpcOptions tls;
   tls.tls_ca = cert;
   for (TransportMode mode : {TransportMode::kAuto, TransportMode::kTcp}) {
     SelectingTransport transport(mode, tls);
@@ -343,14 +345,14 @@ TEST(StreamTransportTest, WithCertificatesTheStreamIsTlsAndValuesRoundTrip) {
   absl::Status s = shm_client.AsyncSendVar(ep, "w", &v)->Wait();
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   // Past gRPC, a plaintext client on the TLS stream port gets nowhere.
-  auto direct = stream::StreamServer::Start(o, &h, /*shm=*/true);
+  auto direct = stream::StreamServer::Start(o, RpcOptions{}, &h, /*shm=*/true);
   ASSERT_TRUE(direct.ok()) << direct.status();
   EXPECT_TRUE((*direct)->tls());
   EXPECT_EQ((*direct)->shm_name(), "");
-  stream::StreamClient plain("");
+  stream::StreamClient plain(RpcOptions{});
   s = plain.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5));
   EXPECT_FALSE(s.ok());
-  stream::StreamClient trusting("", cert);
+  stream::StreamClient trusting(RpcOptions{.tls_ca = cert});
   EXPECT_TRUE(
       trusting.Connect({stream::Route::kTcp, (*direct)->endpoint(), "test"}, absl::Now() + absl::Seconds(5)).ok());
 }
@@ -401,7 +403,7 @@ TEST(StreamTransportTest, AReplyCutHalfWayFailsTheCallThatReadItInPlace) {
   ASSERT_TRUE(header.ok());
   request->header = *header;
   request->reply_into = got.GetMutable<Tensor>();
-  stream::StreamClient client("");
+  stream::StreamClient client(RpcOptions{});
   absl::Notification done;
   absl::Status status;
   ASSERT_TRUE(client
@@ -427,7 +429,7 @@ TEST(StreamTransportTest, MalformedFramesAreAnsweredOrDropTheirConnectionOnly) {
   StoreHandler h;
   ServerOptions o;
   o.endpoint = "127.0.0.1:0";
-  auto server = stream::StreamServer::Start(o, &h, /*shm=*/false);
+  auto server = stream::StreamServer::Start(o, RpcOptions{}, &h, /*shm=*/false);
   ASSERT_TRUE(server.ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   auto s = stream::TcpStream::Connect("127.0.0.1", (*server)->tcp_port(), deadline);
@@ -471,7 +473,7 @@ TEST(StreamTransportTest, MalformedFramesAreAnsweredOrDropTheirConnectionOnly) {
   absl::Status gone = (*s)->Read(&c, 1, deadline);
   EXPECT_TRUE(absl::IsUnavailable(gone)) << gone;
   // ...and keeps serving others.
-  stream::StreamClient other("");
+  stream::StreamClient other(RpcOptions{});
   EXPECT_TRUE(other.Connect({stream::Route::kTcp, (*server)->endpoint(), "test"}, deadline).ok());
 }
 
