@@ -141,7 +141,16 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     const size_t threads =
         std::clamp<size_t>(c.optimize_blocks.size(), 1, std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
+    ps->early_ = std::make_unique<EarlyBlocks>(ps->optimize_pool_.get());
   }
+  ParameterServer* self = ps.get();
+  ps->lending_ = std::make_unique<ParamLending>(
+      scope,
+      [self](const std::string& param) -> absl::Mutex* {
+        auto owner = self->param_block_.find(param);
+        return owner == self->param_block_.end() ? nullptr : self->block_mu_.at(owner->second).get();
+      },
+      [self] { return self->Name(); });
   if (c.sync_mode) {
     ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms),
                                                  c.restored ? static_cast<int>(c.restored_step) : 0);

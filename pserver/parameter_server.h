@@ -45,12 +45,12 @@
 // Locks, in the order they are taken: optimize_mu_ (a sync optimize pass; a
 // checkpoint) → lr_once_mu_ (the step's one LR-decay run) → lr_mu_
 // (writer: the LR-decay block; reader: async optimize blocks, which read
-// the rate) → unlend_mu_ (the lent parameters moving out before a block
+// the rate) → ParamLending's (the lent parameters moving out before a block
 // runs, under each one's block lock in turn, one at a time) → block_mu_[id]
 // in ascending id (writer: the block runs; reader: serving a parameter it
-// writes). step_mu_ (which only schedules work on the pool) → StepBarrier's
-// lock; StepBarrier, VarStore, ReplayGuard, AbortProtocol and state_mu_ locks
-// are leaves: nothing is taken under them.
+// writes). EarlyBlocks' lock (which only starts work on the pool) →
+// StepBarrier's and VarStore's; StepBarrier, VarStore, ReplayGuard,
+// AbortProtocol and state_mu_ locks are leaves: nothing is taken under them.
 //
 // A trainer that fails says ABORT@RECV with its reason; the pserver then
 // answers every other call with that reason and Run fails with it
@@ -80,6 +80,8 @@
 #include "common/profiler/profiler.h"
 #include "common/rpc/transport.h"
 #include "pserver/abort_protocol.h"
+#include "pserver/early_blocks.h"
+#include "pserver/param_lending.h"
 #include "pserver/replay_guard.h"
 #include "pserver/resync_gate.h"
 #include "pserver/step_barrier.h"
@@ -186,9 +188,10 @@ class ParameterServer : public rpc::RpcHandler {
   absl::Status RunOptimizeBlocks();
   void MaybeRunEarly(const VarStore::Receivable& r);
   void ScheduleReady();
-  void TryScheduleLocked(const VarStore::Receivable& r, const std::set<int>& completed)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
-  void RunEarly(const VarStore::Receivable* r);
+  // Starts r's block early (EarlyBlocks) when it is fed by r alone, the
+  // step receives and every trainer not in `completed` has sent r.
+  void TryStartEarly(const VarStore::Receivable& r, const std::set<int>& completed);
+  absl::Status RunEarly(const VarStore::Receivable* r);
   absl::Status RunLrOnce();
   absl::Status HoldEarlyBlocks();
   void ResumeEarlyBlocks();
@@ -236,18 +239,10 @@ class ParameterServer : public rpc::RpcHandler {
   bool StableGets(rpc::RpcKind kind) const {
     return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored;
   }
-  // Moves the parameters the optimize blocks write (their ParamOut) into
-  // shared memory that the stream transport lends to trainers on this host
-  // (ServerOptions::lend); null (logged) when there are none or it fails.
+  // Lends the parameters the optimize blocks write (their ParamOut) to
+  // trainers on this host (ServerOptions::lend, param_lending.h); null
+  // (logged) when there are none or it fails.
   std::shared_ptr<const rpc::stream::SharedRegion> LendParams();
-  // Moves the lent parameters back into private memory, each under its
-  // block's lock, so the region keeps the values every trainer last read:
-  // trainers read a lent value in place (a read-only view) until their next
-  // gradient, and one that completes stops sending gradients while the
-  // others may train on. Due from a sync COMPLETE (set before it counts),
-  // done before the next optimize block runs (RunEarly, RunOptimizeBlocks);
-  // later Gets copy.
-  void UnlendIfDue();
   // The parameter `name` as this pserver serves it, or why not.
   absl::StatusOr<const Variable*> ServedVar(const std::string& name, int trainer) const;
   // Times a request into the metrics from `arrived` to now (waits included)
@@ -282,9 +277,7 @@ class ParameterServer : public rpc::RpcHandler {
   std::map<int, std::unique_ptr<PreparedBlock>> blocks_;
   std::map<int, std::unique_ptr<absl::Mutex>> block_mu_;       // one per block
   std::map<std::string, int> param_block_;                     // persistable output → block writing it
-  absl::Mutex unlend_mu_;                                      // held while the parameters move out
-  std::vector<std::string> lent_ ABSL_GUARDED_BY(unlend_mu_);  // LendParams moved them into the region
-  std::atomic<bool> unlend_due_{false};
+  std::unique_ptr<ParamLending> lending_;                      // a sync pserver's parameters lent over shm
   absl::Mutex optimize_mu_;
   absl::Mutex lr_once_mu_;
   bool lr_ran_ ABSL_GUARDED_BY(lr_once_mu_) = false;  // this step's LR-decay run
@@ -292,13 +285,8 @@ class ParameterServer : public rpc::RpcHandler {
   int64_t async_lr_due_ ABSL_GUARDED_BY(lr_mu_) = 0;   // first_grad_ arrivals (async)
   int64_t async_lr_runs_ ABSL_GUARDED_BY(lr_mu_) = 0;  // LR-decay runs (async)
   std::atomic<bool> async_lr_ran_{false};              // async_lr_runs_ > 0, read without the lock
-  // Sync: this step's blocks run before the barrier.
-  absl::Mutex step_mu_;
-  std::set<int> scheduled_ ABSL_GUARDED_BY(step_mu_);
-  int running_ ABSL_GUARDED_BY(step_mu_) = 0;
-  int holding_ ABSL_GUARDED_BY(step_mu_) = 0;  // checkpoints waiting for a step boundary
-  absl::Status early_error_ ABSL_GUARDED_BY(step_mu_);
-  std::map<int, int> receivables_of_;          // block → receivables feeding it
+  std::unique_ptr<EarlyBlocks> early_;                 // sync: this step's blocks that run before the barrier
+  std::map<int, int> receivables_of_;                  // block → receivables feeding it
   std::string first_grad_;                     // async: its arrival advances the LR schedule
   std::unique_ptr<ThreadPool> optimize_pool_;  // sync, several optimize blocks
   std::unique_ptr<rpc::Listener> listener_;

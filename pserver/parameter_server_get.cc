@@ -11,8 +11,7 @@
 // value lies and the trainer reads it there, until its next gradient for
 // it. When a trainer completes (and so stops sending gradients while others
 // may train on), the parameters move back into private memory before the
-// next optimize block runs (UnlendIfDue).
-#include <optional>
+// next optimize block runs (param_lending.h).
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -108,52 +107,7 @@ std::shared_ptr<const rpc::stream::SharedRegion> ParameterServer::LendParams() {
       for (const auto& p : b.Op(i).Output("ParamOut")) names.insert(p);
     }
   }
-  std::vector<Tensor*> params;
-  std::vector<std::string> moved;
-  for (const auto& name : names) {
-    Variable* v = scope_->FindVar(name);
-    if (v == nullptr || !v->IsType<Tensor>()) continue;
-    Tensor* t = v->GetMutable<Tensor>();
-    if (t->initialized() && t->place().is_cpu() && t->nbytes() > 0) {
-      params.push_back(t);
-      moved.push_back(name);
-    }
-  }
-  if (params.empty()) return nullptr;
-  absl::StatusOr<std::shared_ptr<rpc::stream::SharedRegion>> region = rpc::stream::SharedRegion::MoveInto(params);
-  if (!region.ok()) {
-    LOG(WARNING) << Name() << ": parameters stay in private memory (Gets over shm are copied): " << region.status();
-    return nullptr;
-  }
-  VLOG(1) << Name() << ": " << params.size() << " parameters (" << (*region)->size()
-          << " bytes) in shared memory, lent to trainers on this host";
-  {
-    absl::MutexLock l(&unlend_mu_);
-    lent_ = std::move(moved);
-  }
-  return *std::move(region);
-}
-
-void ParameterServer::UnlendIfDue() {
-  if (!unlend_due_.load()) return;
-  absl::MutexLock u(&unlend_mu_);  // a second block waits here until every parameter has moved
-  if (!unlend_due_.load()) return;
-  std::vector<std::string> names;
-  names.swap(lent_);
-  for (const std::string& name : names) {
-    Variable* v = scope_->FindVar(name);
-    if (v == nullptr || !v->IsType<Tensor>()) continue;
-    auto owner = param_block_.find(name);
-    std::optional<absl::MutexLock> l;
-    if (owner != param_block_.end()) l.emplace(block_mu_.at(owner->second).get());  // no block writes it meanwhile
-    Tensor* t = v->GetMutable<Tensor>();
-    if (!t->OverForeignMemory()) continue;  // it already left the region (an update gave it a buffer of its own)
-    Tensor own;
-    own.CopyFrom(*t);
-    *t = std::move(own);
-  }
-  unlend_due_.store(false);
-  if (!names.empty()) VLOG(1) << Name() << ": parameters back in private memory; Gets over shm now copy";
+  return lending_->Lend(names);
 }
 
 }  // namespace oar

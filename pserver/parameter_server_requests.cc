@@ -146,8 +146,8 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   const uint64_t incarnation = rpc::IncarnationOf(request.header().meta.oar_seq());
   if (name == rpc::kFetchBarrier) return barrier_ ? barrier_->FetchBarrier(id, incarnation) : absl::OkStatus();
   if (name == rpc::kComplete) {
-    // Before it stops counting: what it last read stays as it was (UnlendIfDue).
-    if (barrier_) unlend_due_.store(true);
+    // Before it stops counting: what it last read stays as it was (ParamLending).
+    if (barrier_) lending_->MarkDue();
     if (barrier_) OAR_RETURN_IF_ERROR(barrier_->Complete(id, incarnation));
     {
       absl::MutexLock l(&state_mu_);

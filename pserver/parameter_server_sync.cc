@@ -54,50 +54,34 @@ absl::Status ParameterServer::RunLrOnce() {
   return RunLrBlock();
 }
 
-void ParameterServer::MaybeRunEarly(const VarStore::Receivable& r) {
-  const std::set<int> completed = barrier_->completed();
-  absl::MutexLock l(&step_mu_);
-  if (holding_ > 0 || barrier_->phase() != StepBarrier::Phase::kRecv) return;
-  TryScheduleLocked(r, completed);
-}
+void ParameterServer::MaybeRunEarly(const VarStore::Receivable& r) { TryStartEarly(r, barrier_->completed()); }
 
 void ParameterServer::ScheduleReady() {
   const std::set<int> completed = barrier_->completed();
-  absl::MutexLock l(&step_mu_);
-  if (holding_ > 0 || barrier_->phase() != StepBarrier::Phase::kRecv) return;
-  for (const VarStore::Receivable* r : store_->receivables()) TryScheduleLocked(*r, completed);
+  for (const VarStore::Receivable* r : store_->receivables()) TryStartEarly(*r, completed);
 }
 
-void ParameterServer::TryScheduleLocked(const VarStore::Receivable& r, const std::set<int>& completed) {
+void ParameterServer::TryStartEarly(const VarStore::Receivable& r, const std::set<int>& completed) {
   const int block = store_->BlockOf(r);
-  // A block fed by several gradients waits for the barrier.
-  if (scheduled_.count(block) || receivables_of_[block] != 1 || !store_->Ready(r, completed)) return;
-  scheduled_.insert(block);
-  ++running_;
-  optimize_pool_->Schedule([this, rp = &r] { RunEarly(rp); });
+  auto feeds = receivables_of_.find(block);
+  if (feeds == receivables_of_.end() || feeds->second != 1) return;  // several gradients: the barrier runs it
+  early_->TryStart(
+      block, [&] { return barrier_->phase() == StepBarrier::Phase::kRecv && store_->Ready(r, completed); },
+      [this, rp = &r] { return RunEarly(rp); });
 }
 
-void ParameterServer::RunEarly(const VarStore::Receivable* r) {
-  UnlendIfDue();
+absl::Status ParameterServer::RunEarly(const VarStore::Receivable* r) {
+  lending_->UnlendIfDue();
   absl::Status s = RunLrOnce();
   if (s.ok()) s = store_->Finalize(*r, barrier_->completed());
   if (s.ok()) s = RunBlockLocked(store_->BlockOf(*r), scope_);
   store_->Release(*r);
-  absl::MutexLock l(&step_mu_);
-  early_error_.Update(s);
-  --running_;
+  return s;
 }
 
 absl::Status ParameterServer::RunOptimizeBlocks() {
-  std::set<int> done;
-  {
-    absl::MutexLock l(&step_mu_);
-    step_mu_.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &running_));
-    OAR_RETURN_IF_ERROR(early_error_);
-    done = scheduled_;
-  }
-  UnlendIfDue();
+  OAR_ASSIGN_OR_RETURN(const std::set<int> done, early_->Join());
+  lending_->UnlendIfDue();
   OAR_RETURN_IF_ERROR(RunLrOnce());
   const std::set<int> completed = barrier_->completed_at_optimize();
   std::vector<int> rest;
@@ -133,33 +117,14 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
     absl::MutexLock l(&lr_once_mu_);
     lr_ran_ = false;
   }
-  absl::MutexLock l(&step_mu_);
-  scheduled_.clear();
+  early_->EndStep();
   return first;
 }
 
-absl::Status ParameterServer::HoldEarlyBlocks() {
-  absl::MutexLock l(&step_mu_);
-  ++holding_;
-  // Until this step's early blocks (if any ran) are joined by the rest at
-  // the barrier: then the state is a step boundary again.
-  if (step_mu_.AwaitWithTimeout(absl::Condition(
-                                    +[](ParameterServer* ps) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                      return ps->running_ == 0 && ps->scheduled_.empty();
-                                    },
-                                    this),
-                                absl::Milliseconds(config_.timeout_ms))) {
-    return absl::OkStatus();
-  }
-  --holding_;
-  return absl::DeadlineExceededError("a checkpoint waited for the step in progress to end");
-}
+absl::Status ParameterServer::HoldEarlyBlocks() { return early_->Hold(absl::Milliseconds(config_.timeout_ms)); }
 
 void ParameterServer::ResumeEarlyBlocks() {
-  {
-    absl::MutexLock l(&step_mu_);
-    --holding_;
-  }
+  early_->Resume();
   ScheduleReady();
 }
 
