@@ -73,6 +73,7 @@ ParameterServer::ParameterServer(PserverConfig config, const ProgramDesc& progra
       scope_(scope),
       place_(place),
       abort_(config_.fanin),
+      activity_(config_.fanin),
       resync_(config_.restored && config_.sync_mode, config_.restored_step, config_.fanin) {}
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(PserverConfig config,
@@ -155,10 +156,6 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms),
                                                  c.restored ? static_cast<int>(c.restored_step) : 0);
   }
-  {
-    absl::MutexLock l(&ps->state_mu_);
-    ps->last_message_.assign(static_cast<size_t>(c.fanin), absl::Now());
-  }
   return ps;
 }
 
@@ -190,6 +187,7 @@ void ParameterServer::Stop() {
     absl::MutexLock l(&state_mu_);
     stopped_ = true;
   }
+  activity_.Wake();
   abort_.Stop();
   if (barrier_) barrier_->Stop();
 }
@@ -215,12 +213,7 @@ absl::Status ParameterServer::Run() {
   if (listener_ == nullptr) return absl::FailedPreconditionError("ParameterServer::Run before Start");
   absl::Status s = config_.sync_mode ? RunSync() : RunAsync();
   if (abort_.aborting()) {
-    std::set<int> completed;
-    {
-      absl::MutexLock l(&state_mu_);
-      completed = completed_;
-    }
-    absl::Status why = abort_.Linger(completed, absl::Milliseconds(config_.timeout_ms),
+    absl::Status why = abort_.Linger(activity_.completed(), absl::Milliseconds(config_.timeout_ms),
                                      absl::Milliseconds(config_.abort_echo_grace_ms));
     if (s.ok()) s = why;  // async: Run saw the job stop; a failure of its own (a timeout first) stays
   }
@@ -270,29 +263,14 @@ std::string ParameterServer::RefusalsLocked() const {
 }
 
 absl::Status ParameterServer::RunAsync() {
+  absl::Status s = activity_.AwaitAllCompleted(absl::Milliseconds(config_.timeout_ms), [this] {
+    if (abort_.aborting()) return true;
+    absl::MutexLock l(&state_mu_);
+    return stopped_;
+  });
+  if (s.ok()) return s;
   absl::MutexLock l(&state_mu_);
-  const absl::Duration idle = absl::Milliseconds(config_.timeout_ms);
-  while (true) {
-    auto done = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return stopped_ || abort_.aborting() || static_cast<int>(completed_.size()) == config_.fanin;
-    };
-    state_mu_.AwaitWithTimeout(absl::Condition(
-                                   +[](decltype(done)* d) { return (*d)(); }, &done),
-                               absl::Milliseconds(100));
-    if (done()) return absl::OkStatus();
-    // A trainer that went silent without completing has died or hangs.
-    std::vector<int> silent;
-    const absl::Time now = absl::Now();
-    for (int t = 0; t < config_.fanin; ++t) {
-      if (!completed_.count(t) && now - last_message_[static_cast<size_t>(t)] > idle) silent.push_back(t);
-    }
-    if (!silent.empty()) {
-      return absl::DeadlineExceededError(absl::StrCat("trainer(s) ", absl::StrJoin(silent, ", "), " sent nothing for ",
-                                                      absl::FormatDuration(idle),
-                                                      " and never completed (FLAGS_rpc_deadline; died or stuck?)",
-                                                      config_.restored ? RestoredHint() : "", RefusalsLocked()));
-    }
-  }
+  return absl::Status(s.code(), absl::StrCat(s.message(), config_.restored ? RestoredHint() : "", RefusalsLocked()));
 }
 
 absl::Status ParameterServer::HandleCheckpoint(const rpc::IncomingMessage& request) {

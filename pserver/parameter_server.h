@@ -1,7 +1,15 @@
-// ParameterServer: one pserver's loops, as Fluid's listen_and_serv op
-// defines them (the op is a thin wrapper, listen_and_serv_op.cc). What may be
-// received, served and reset is the VarStore's (var_store.h); which calls
-// were already applied is the ReplayGuard's (replay_guard.h).
+// ParameterServer: one pserver, as Fluid's listen_and_serv op defines it
+// (the op is a thin wrapper, listen_and_serv_op.cc): the handler that
+// validates each request and dispatches it to the protocol objects that
+// own the pserver's state, each with its own lock and tested alone —
+// what may be received, served and reset: VarStore (var_store.h); which
+// calls were already applied: ReplayGuard (replay_guard.h); the sync
+// step's phases: StepBarrier, driven by SyncLoop (sync_loop.h); blocks run
+// before the barrier: EarlyBlocks (early_blocks.h); parameters lent over
+// shared memory: ParamLending (param_lending.h); trainers heard and
+// completed, and the async loop: TrainerActivity (trainer_activity.h); a
+// trainer's ABORT: AbortProtocol (abort_protocol.h); a restored pserver's
+// resync: ResyncGate (resync_gate.h).
 //
 // sync: the first phase serves the trainers' initial parameter pull until
 // every trainer's FETCH_BARRIER; then each step receives gradients (merged
@@ -85,6 +93,7 @@
 #include "pserver/replay_guard.h"
 #include "pserver/resync_gate.h"
 #include "pserver/step_barrier.h"
+#include "pserver/trainer_activity.h"
 #include "pserver/var_store.h"
 
 namespace oar {
@@ -295,8 +304,6 @@ class ParameterServer : public rpc::RpcHandler {
   mutable absl::Mutex endpoint_mu_;
   std::string bound_endpoint_ ABSL_GUARDED_BY(endpoint_mu_);
   mutable absl::Mutex state_mu_;
-  std::set<int> completed_ ABSL_GUARDED_BY(state_mu_);
-  std::vector<absl::Time> last_message_ ABSL_GUARDED_BY(state_mu_);  // per trainer
   // The latest call refused per trainer id (a bad or misplaced variable,
   // another trainer count, an earlier run's call): told with a barrier's
   // timeout, as the likely reason a trainer never arrived. At most
@@ -307,6 +314,7 @@ class ParameterServer : public rpc::RpcHandler {
   JobSettings job_settings_ ABSL_GUARDED_BY(state_mu_);  // the first trainer's
   int settings_from_ ABSL_GUARDED_BY(state_mu_) = -1;    // that trainer
   AbortProtocol abort_;                                  // a trainer's ABORT: the job stops
+  TrainerActivity activity_;                             // heard and completed; the async loop waits on it
   ResyncGate resync_;                                    // restored (sync): who must resync first
   PserverStats stats_ ABSL_GUARDED_BY(state_mu_);
   Executor exe_;  // checkpoints

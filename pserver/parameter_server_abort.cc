@@ -24,20 +24,12 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
                                                    " names no trainer of this job (0, or 1 + a trainer id below ",
                                                    config_.fanin, ")"));
   }
-  bool completed;
-  {
-    absl::MutexLock l(&state_mu_);
-    completed = completed_.count(id) > 0;
-  }
+  const bool completed = activity_.completed(id);
   absl::Status why;
   absl::Status s =
       abort_.Abort(id, origin > 0 ? static_cast<int>(origin - 1) : id, h.meta.out_varname(), completed, &why);
   if (!s.ok()) return Annotate(s, Name());
-  {
-    // RunAsync waits on state_mu_ for a condition that reads
-    // abort_.aborting(): releasing the lock has it look again now.
-    absl::MutexLock l(&state_mu_);
-  }
+  activity_.Wake();  // an async Run looks at abort_.aborting() now
   LOG(ERROR) << Name() << ": " << why.message();
   if (barrier_) barrier_->End(why);  // every wait and parked Get hears why
   return absl::OkStatus();

@@ -67,10 +67,7 @@ bool ParameterServer::TryHandleDeferred(rpc::RpcKind kind, std::shared_ptr<const
   if (!ticket) return false;  // a retry whose first copy is still parked: it waits on a pool thread
   const absl::Time start = absl::Now();
   const std::thread::id reader = std::this_thread::get_id();
-  {
-    absl::MutexLock l(&state_mu_);
-    last_message_[static_cast<size_t>(id)] = start;
-  }
+  activity_.Heard(id);
   auto answer = [this, kind, request, start, respond, id](absl::Time began, absl::Status s, rpc::Reply reply) {
     RecordRequest(kind, *request, start, began);
     abort_.NoteTold(id, s);  // a parked Get that a trainer's ABORT ended

@@ -78,10 +78,7 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
         absl::StrCat(Name(), ": trainer_id ", tid, " is not in [0, ", config_.fanin, ") (Fanin)"));
   }
   const int id = static_cast<int>(tid);
-  {
-    absl::MutexLock l(&state_mu_);
-    last_message_[static_cast<size_t>(id)] = absl::Now();
-  }
+  activity_.Heard(id);
   // Before the replay guard and a restored pserver's resync: the trainer's
   // last word, from whichever process of it failed.
   if (kind == rpc::RpcKind::kSend && h.name() == rpc::kAbort) return HandleAbort(h, id);
@@ -149,10 +146,7 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
     // Before it stops counting: what it last read stays as it was (ParamLending).
     if (barrier_) lending_->MarkDue();
     if (barrier_) OAR_RETURN_IF_ERROR(barrier_->Complete(id, incarnation));
-    {
-      absl::MutexLock l(&state_mu_);
-      if (completed_.insert(id).second) LOG(INFO) << Name() << ": trainer " << id << " completed";
-    }
+    if (activity_.Complete(id)) LOG(INFO) << Name() << ": trainer " << id << " completed";
     if (barrier_) ScheduleReady();  // the blocks that waited only for this trainer
     return absl::OkStatus();
   }

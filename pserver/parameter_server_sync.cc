@@ -1,5 +1,5 @@
-// ParameterServer's sync step: the loop over StepBarrier's phases and the
-// optimize blocks of each step. A block runs as soon as every live trainer
+// ParameterServer's sync step: the optimize blocks of each step, run by
+// the SyncLoop (sync_loop.h) over StepBarrier's phases. A block runs as soon as every live trainer
 // has sent its gradient while the step receives (kRecv), on the optimize
 // pool; the others run at the batch barrier. Both run the LR-decay block
 // first, once per step, so every block sees the step's learning rate, and
@@ -12,39 +12,25 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
 #include "pserver/parameter_server.h"
-#include "pserver/pserver_metrics.h"
+#include "pserver/sync_loop.h"
 
 namespace oar {
 
 absl::Status ParameterServer::RunSync() {
-  while (true) {
-    absl::StatusOr<bool> more = barrier_->AwaitPhaseEnd();
-    if (!more.ok()) {
-      barrier_->End(more.status());  // the Gets waiting for this step learn why it never came
-      absl::MutexLock l(&state_mu_);
-      if (stopped_ && absl::IsCancelled(more.status())) return absl::OkStatus();  // SIGTERM: clean exit
-      if (absl::IsDeadlineExceeded(more.status()) && !refused_.empty()) {
-        return absl::Status(more.status().code(), absl::StrCat(more.status().message(), RefusalsLocked()));
-      }
-      return more.status();
-    }
-    if (!*more) return absl::OkStatus();                       // every trainer completed
-    if (barrier_->phase() != StepBarrier::Phase::kOptimize) {  // now kRecv: what completed while serving
-      ScheduleReady();
-      continue;
-    }
-    absl::Status s;
-    {
-      absl::MutexLock l(&optimize_mu_);
-      s = RunOptimizeBlocks();
-    }
-    if (!s.ok()) {
-      barrier_->End(s);  // every wait, parked Gets too, learns what failed
-      return s;
-    }
-    barrier_->OptimizeDone();  // answers the Gets parked for this step, on this thread
-    GetPserverMetrics().steps->Add();
+  SyncLoop loop(barrier_.get(), {.receiving = [this] { ScheduleReady(); },
+                                 .optimize =
+                                     [this] {
+                                       absl::MutexLock l(&optimize_mu_);
+                                       return RunOptimizeBlocks();
+                                     }});
+  absl::Status s = loop.Run();
+  if (s.ok()) return s;
+  absl::MutexLock l(&state_mu_);
+  if (stopped_ && absl::IsCancelled(s)) return absl::OkStatus();  // SIGTERM: clean exit
+  if (absl::IsDeadlineExceeded(s) && !refused_.empty()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), RefusalsLocked()));
   }
+  return s;
 }
 
 absl::Status ParameterServer::RunLrOnce() {

@@ -1,0 +1,56 @@
+// TrainerActivity: what a pserver knows of its trainers' liveness — when
+// it last heard from each and which have completed — and the async
+// pserver's loop, which is waiting on it: an async step has no phases to
+// drive (each gradient is applied by the handler it arrives on), so Run
+// waits until every trainer has completed, and fails naming the trainers
+// that went silent for the idle bound without completing (dead or hung).
+//
+//   TrainerActivity activity(fanin);
+//   activity.Heard(trainer);                       // every message
+//   if (activity.Complete(trainer)) LOG(INFO) << "trainer completed";
+//   absl::Status s = activity.AwaitAllCompleted(idle, [&] { return stopped(); });
+//
+// Thread-safety: all methods may be called concurrently; its lock is a
+// leaf, and `stop` is called without it.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace oar {
+
+class TrainerActivity {
+ public:
+  // Trainers 0..fanin-1, each heard from now.
+  explicit TrainerActivity(int fanin);
+
+  // A message from `trainer` (in range: the caller checked it).
+  void Heard(int trainer);
+  // Its COMPLETE; true the first time.
+  bool Complete(int trainer);
+  bool completed(int trainer) const;
+  std::set<int> completed() const;
+  // `stop` of a waiting AwaitAllCompleted may have turned true: look now
+  // rather than at the next poll.
+  void Wake();
+
+  // Returns OK once every trainer has completed or `stop()` is true
+  // (looked at on every Wake and at least every 100 ms);
+  // DeadlineExceeded "trainer(s) 1, 3 sent nothing for 3s and never
+  // completed ..." once some went silent for `idle` without completing.
+  absl::Status AwaitAllCompleted(absl::Duration idle, const std::function<bool()>& stop);
+
+ private:
+  const int fanin_;
+  mutable absl::Mutex mu_;
+  std::vector<absl::Time> last_ ABSL_GUARDED_BY(mu_);  // per trainer
+  std::set<int> completed_ ABSL_GUARDED_BY(mu_);
+  uint64_t wakes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace oar
