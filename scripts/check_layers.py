@@ -26,23 +26,29 @@ FLAG_USE = re.compile(r"\b(?:DEFINE|DECLARE)_(?:bool|int32|int64|uint32|uint64|d
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
+def source_lines(root, folder):
+    """(path relative to root, line number, line) of every C++/CUDA source under folder."""
+    for dirpath, _, names in os.walk(folder):
+        for name in sorted(names):
+            if not name.endswith((".h", ".cc", ".cu")):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            for no, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                yield rel, no, line
+
+
 def flag_uses(root):
     errors = []
     for top in LIBRARIES:
-        for dirpath, _, names in os.walk(os.path.join(root, top)):
-            for name in sorted(names):
-                if not name.endswith((".h", ".cc", ".cu")):
-                    continue
-                path = os.path.join(dirpath, name)
-                rel = os.path.relpath(path, root)
-                for no, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
-                    code = line.split("//", 1)[0] if not line.lstrip().startswith("#") else line
-                    code = STRING.sub('""', code)
-                    if line.lstrip().startswith("#") and "gflags/gflags" in line:
-                        code = "gflags/gflags"
-                    if FLAG_USE.search(code):
-                        errors.append("%s:%d: a library defines or reads a command-line flag; take it in an "
-                                      "options struct that cli/ fills" % (rel, no))
+        for rel, no, line in source_lines(root, os.path.join(root, top)):
+            code = line.split("//", 1)[0] if not line.lstrip().startswith("#") else line
+            code = STRING.sub('""', code)
+            if line.lstrip().startswith("#") and "gflags/gflags" in line:
+                code = "gflags/gflags"
+            if FLAG_USE.search(code):
+                errors.append("%s:%d: a library defines or reads a command-line flag; take it in an "
+                              "options struct that cli/ fills" % (rel, no))
     return errors
 
 
@@ -77,25 +83,18 @@ def main():
     errors = []
     for c in sorted(deps):
         allowed = closure(deps, c) | {c}
-        folder = os.path.join(root, "common", c)
-        for dirpath, _, names in os.walk(folder):
-            for name in sorted(names):
-                if not name.endswith((".h", ".cc", ".cu")):
-                    continue
-                path = os.path.join(dirpath, name)
-                rel = os.path.relpath(path, root)
-                for no, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    inc = m.group(1)
-                    if inc.startswith(UPPER):
-                        errors.append("%s:%d: includes %s: common/ names nothing of the layers above it" % (rel, no, inc))
-                    elif inc.startswith("common/") and inc != "common/config.h":
-                        other = inc.split("/")[1]
-                        if other not in allowed:
-                            errors.append("%s:%d: includes %s, but oar_%s links only %s (common/%s/CMakeLists.txt)" %
-                                          (rel, no, inc, c, ", ".join("oar_" + a for a in sorted(allowed)), c))
+        for rel, no, line in source_lines(root, os.path.join(root, "common", c)):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            inc = m.group(1)
+            if inc.startswith(UPPER):
+                errors.append("%s:%d: includes %s: common/ names nothing of the layers above it" % (rel, no, inc))
+            elif inc.startswith("common/") and inc != "common/config.h":
+                other = inc.split("/")[1]
+                if other not in allowed:
+                    errors.append("%s:%d: includes %s, but oar_%s links only %s (common/%s/CMakeLists.txt)" %
+                                  (rel, no, inc, c, ", ".join("oar_" + a for a in sorted(allowed)), c))
     errors.extend(flag_uses(root))
     for c in deps:  # a folder's target must not reach back up to itself
         if c in closure(deps, c):
