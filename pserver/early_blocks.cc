@@ -4,7 +4,7 @@
 
 namespace oar {
 
-bool EarlyBlocks::TryStart(int block, const std::function<bool()>& eligible, std::function<absl::Status()> run) {
+bool EarlyBlocks::TryStart(int block, absl::FunctionRef<bool()> eligible, std::function<absl::Status()> run) {
   absl::MutexLock l(&mu_);
   if (holding_ > 0 || started_.count(block) || !eligible()) return false;
   started_.insert(block);

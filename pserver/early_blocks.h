@@ -27,6 +27,7 @@
 #include <functional>
 #include <set>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -43,7 +44,7 @@ class EarlyBlocks {
   // Starts `run` for `block` on the pool and returns true, unless a
   // checkpoint holds the blocks, `block` was started already this step, or
   // `eligible()` (called under the lock) says no.
-  bool TryStart(int block, const std::function<bool()>& eligible, std::function<absl::Status()> run);
+  bool TryStart(int block, absl::FunctionRef<bool()> eligible, std::function<absl::Status()> run);
   // Waits for every started run to end; the first error among them, or the
   // blocks started this step (which the caller then need not run).
   absl::StatusOr<std::set<int>> Join();
