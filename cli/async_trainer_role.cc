@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
+#include "cli/communicator_flags.h"
 #include "cli/program_eval.h"
 #include "cli/progress_bar.h"
 #include "cli/rpc_flags.h"
@@ -92,8 +93,17 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   Scope root;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));
-  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)\n", env.trainer_id, env.trainers,
-               mine.size(), files.size(), FLAGS_threads);
+  std::unique_ptr<Communicator> communicator;
+  if (auto copts = CommunicatorOptionsFromFlags(t.config()); copts.has_value()) {
+    OAR_ASSIGN_OR_RETURN(communicator, Communicator::Create(main, &client, *copts));
+    renv.communicator = communicator.get();
+    communicator->Start(&root);
+  }
+  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)%s\n", env.trainer_id,
+               env.trainers, mine.size(), files.size(), FLAGS_threads,
+               communicator == nullptr ? ""
+               : t.config().half_async ? ", half-async communicator"
+                                       : ", communicator");
   ComputeThreads(static_cast<size_t>(FLAGS_threads));
   AsyncExecutor async(&root, CPUPlace(), &renv);
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
@@ -113,8 +123,17 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
       }
     };
   }
+  if (communicator != nullptr) {
+    options.on_start = [&](int threads) { communicator->SetThreads(threads); };
+    options.on_thread_done = [&] { communicator->ThreadDone(); };
+  }
   const auto start = std::chrono::steady_clock::now();
   OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch, options));
+  if (communicator != nullptr) {  // its queued gradients go; the pservers' last values land in the scope
+    OAR_RETURN_IF_ERROR(Annotate(communicator->Stop(), "the communicator's last sends"));
+    OAR_RETURN_IF_ERROR(communicator->InstallReceived(&root));
+    renv.communicator = nullptr;  // the test programs below pull for themselves
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double loss = 0;
   if (!r.last.empty() && r.last[0].initialized() && r.last[0].numel() > 0 && r.last[0].dtype() == DataType::kFloat32) {

@@ -138,6 +138,7 @@ const std::vector<Command>& Commands() {
         "no_slice",
         "split_method",
         "runtime_split_send_recv",
+        "half_async",
         "loss_name",
         "feed_names",
         "data_feed",
@@ -176,7 +177,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (a model's test_auc=; a program's "
          "test_loss= and test_<fetch>=)"}},
-       {"/cli/rpc_flags.cc"}},
+       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc"}},
       {"launch",
        "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",
@@ -207,6 +208,7 @@ const std::vector<Command>& Commands() {
         "no_slice",
         "split_method",
         "runtime_split_send_recv",
+        "half_async",
         "program",
         "startup",
         "loss_name",
@@ -251,7 +253,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (test_auc= for a model; test_loss= "
          "and test_<fetch>= for a program)"}},
-       {"/cli/rpc_flags.cc"}},
+       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc"}},
       {"async-train",
        "train a program on MultiSlot files with AsyncExecutor's lock-free threads",
        "oar async-train (--program main.pb --startup startup.pb | --model ctr_dnn) --data_feed data.prototxt "

@@ -1,4 +1,5 @@
 #include "cli/trainer_role.h"
+#include "cli/communicator_flags.h"
 
 #include <algorithm>
 #include <chrono>
@@ -94,6 +95,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.loss = io.loss;
   options.pservers = env.pservers;
   options.sync_mode = t.config().sync_mode;
+  options.communicator = CommunicatorOptionsFromFlags(t.config());
   options.nccl2 = nccl2;
   options.build.fuse_all_reduce_ops = FLAGS_fuse_all_reduce_ops;
   options.build.fuse_parameter_memory_size = FLAGS_fuse_parameter_memory_size;

@@ -35,7 +35,13 @@ DEFINE_string(current_endpoint, "", "this process's endpoint (nccl2 mode: one of
 DEFINE_int64(min_block_size, 8192, "smallest block, in elements, a variable is cut into (>= 8192)");
 DEFINE_bool(no_slice, false, "keep every variable whole (one pserver per variable)");
 DEFINE_string(split_method, "roundrobin", "how blocks are placed on pservers: roundrobin or hashname");
-DEFINE_bool(runtime_split_send_recv, false, "send whole variables and let send/recv cut them (no split_byref)");
+DEFINE_bool(runtime_split_send_recv, false,
+            "send whole variables and let send/recv cut them (no split_byref); with --async, trainers send through "
+            "Fluid's communicator (merged gradients from a background thread; the --communicator_* flags)");
+DEFINE_bool(half_async, false,
+            "Fluid 1.7+'s half-async: async pservers, but each step a trainer's threads meet at a "
+            "send_barrier(half_async) where its communicator sends their averaged gradients and pulls the parameters "
+            "(needs --async)");
 DEFINE_bool(json, false, "print a JSON summary of the programs on stdout");
 DECLARE_string(out);
 
@@ -93,11 +99,14 @@ absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   c.min_block_size = FLAGS_min_block_size;
   c.slice_var_up = !FLAGS_no_slice;
   c.runtime_split_send_recv = FLAGS_runtime_split_send_recv;
+  c.half_async = FLAGS_half_async;
   c.wait_port = false;  // nothing runs here: there is no one to wait for
   OAR_ASSIGN_OR_RETURN(c.split_method, ParseSplitMethod(FLAGS_split_method));
   if (FLAGS_async && FlagGiven("sync") && FLAGS_sync)
     return absl::InvalidArgumentError("--sync and --async contradict");
   c.sync_mode = FLAGS_sync && !FLAGS_async;
+  if (c.half_async && c.sync_mode)
+    return absl::InvalidArgumentError("--half_async is a mode of async training: add --async");
   OAR_RETURN_IF_ERROR(c.Validate());
   return c;
 }

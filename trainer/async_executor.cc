@@ -152,10 +152,12 @@ absl::StatusOr<AsyncRunResult> AsyncExecutor::Run(const ProgramDesc& program, co
     }
     return absl::OkStatus();
   };
+  if (options.on_start) options.on_start(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       absl::Status s = work(t);
+      if (options.on_thread_done) options.on_thread_done();
       if (s.ok()) return;
       stop.store(true);
       absl::MutexLock l(&mu);

@@ -52,6 +52,10 @@ struct AsyncRunOptions {
   // batch's examples and the thread's fetched values (a step log, a
   // progress display). Runs under the executor's lock: keep it short.
   std::function<void(int64_t examples, const std::vector<Tensor>& fetched)> on_batch = nullptr;
+  // Told how many threads run, before they start, and each time one ends
+  // (done or failed): what a half-async communicator's barrier counts.
+  std::function<void(int threads)> on_start = nullptr;
+  std::function<void()> on_thread_done = nullptr;
 };
 
 struct AsyncRunResult {

@@ -10,6 +10,8 @@
 #include "common/metrics/metrics.h"
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
+#include "trainer/communicator.h"
+#include "trainer/stack_rows.h"
 
 namespace oar {
 namespace {
@@ -47,6 +49,16 @@ absl::Status CheckSameLength(const ExecutionContext& ctx, size_t n, const std::s
 // one) is done with it before the trainer's next step.
 absl::Status SendKernel(const ExecutionContext& ctx) {
   const auto& names = ctx.op().Input("X");
+  if (ctx.env() != nullptr && ctx.env()->communicator != nullptr) {  // queued; sent merged, in the background
+    for (size_t i = 0; i < names.size(); ++i) {
+      const Variable* v = ctx.InputVar("X", i);
+      if (v == nullptr || !v->IsInitialized()) {
+        return absl::FailedPreconditionError(absl::StrCat("send: '", names[i], "' has no value"));
+      }
+      OAR_RETURN_IF_ERROR(ctx.env()->communicator->Send(names[i], *v));
+    }
+    return absl::OkStatus();
+  }
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
   const auto send_varnames = ctx.Attr<std::vector<std::string>>("send_varnames");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
@@ -92,34 +104,7 @@ absl::Status RecvAndConcat(const ExecutionContext& ctx, RpcClient* client, const
   std::vector<std::shared_ptr<RpcCall>> calls;
   for (size_t i = 0; i < remote.size(); ++i) calls.push_back(client->AsyncGetView(epmap[i], remote[i], &parts[i], tid));
   OAR_RETURN_IF_ERROR(WaitAll(calls));
-  // Every block a dense tensor of the first one's dtype and row shape.
-  DDim dims;
-  int64_t rows = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor* t = parts[i].IsType<Tensor>() ? &parts[i].Get<Tensor>() : nullptr;
-    if (i == 0 && t != nullptr) dims = t->dims();
-    bool same = t != nullptr && t->dims().size() == dims.size() && dims.size() > 0 &&
-                t->dtype() == parts[0].Get<Tensor>().dtype();
-    for (int d = 1; same && d < dims.size(); ++d) same = t->dims()[d] == dims[d];
-    if (!same) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "recv: block '", remote[i], "' from ", epmap[i], " (",
-          t != nullptr ? DataTypeName(t->dtype()) + t->dims().ToString() : "not a dense tensor",
-          ") does not stack with '", remote[0], "' (",
-          parts[0].IsType<Tensor>() ? DataTypeName(parts[0].Get<Tensor>().dtype()) + dims.ToString() : "?", ")"));
-    }
-    rows += t->dims()[0];
-  }
-  dims[0] = rows;
-  Tensor* out = ctx.Output("Out", 0);
-  out->Resize(dims);
-  char* dst = static_cast<char*>(out->mutable_data(parts[0].Get<Tensor>().dtype()));
-  for (const auto& p : parts) {
-    const Tensor& t = p.Get<Tensor>();
-    std::memcpy(dst, t.raw_data(), t.nbytes());
-    dst += t.nbytes();
-  }
-  return absl::OkStatus();
+  return StackRows(parts, remote, epmap, ctx.Output("Out", 0));
 }
 
 // Whether recv's output `out` is a slice of a parameter (`w.block0`, which
@@ -136,6 +121,13 @@ bool IsSlice(const ExecutionContext& ctx, const std::vector<std::string>& role_v
 
 absl::Status RecvKernel(const ExecutionContext& ctx) {
   const auto& outs = ctx.op().Output("Out");
+  if (ctx.env() != nullptr && ctx.env()->communicator != nullptr) {  // what its recv thread pulled last, if new
+    for (size_t i = 0; i < outs.size(); ++i) {
+      OAR_RETURN_IF_ERROR(ctx.env()->communicator->TakeReceived(outs[i], ctx.OutputVar("Out", i)));
+    }
+    return absl::OkStatus();
+  }
+  if (ctx.op().GetAttr<bool>("do_not_run", false)) return absl::OkStatus();  // a communicator's program, run without
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
   OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
@@ -186,6 +178,14 @@ absl::Status PrefetchKernel(const ExecutionContext& ctx) {
 template <bool kBatch>
 absl::Status BarrierKernel(const ExecutionContext& ctx) {
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
+  if (kBatch && ctx.op().GetAttr<bool>("half_async", false)) {  // Fluid 1.7+: the trainer's threads meet
+    if (ctx.env() == nullptr || ctx.env()->communicator == nullptr) {
+      return absl::FailedPreconditionError(
+          "send_barrier(half_async=true) meets the trainer's threads in its communicator, and this trainer has none: "
+          "run the program as a half-async job (oar run --half_async)");
+    }
+    return ctx.env()->communicator->Barrier();
+  }
   OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
   if (kBatch) return client->SendBatchBarriers(tid, ctx.Attr<std::vector<std::string>>("endpoints"));
   OAR_RETURN_IF_ERROR(client->WaitPending(tid));  // this trainer's recvs first
@@ -318,6 +318,8 @@ void RegisterDistOps(OpRegistry* r) {
       .Attr("sections", std::vector<int32_t>{})
       .Attr("trainer_id", int32_t{0})
       .Attr("sync_mode", true)
+      .Attr("merge_add", false)  // Fluid 1.7+: the communicator sums (else by is_sgd_optimizer)
+      .Attr("use_send_handler", true)
       .SetInferShape(NoShapeInference)
       .SetKernelDtype(AnyKernelDtype)
       .Kernel<float>(Timed<SendKernel>);
@@ -330,6 +332,8 @@ void RegisterDistOps(OpRegistry* r) {
       .Attr("recv_varnames", std::vector<std::string>{})
       .Attr("trainer_id", int32_t{0})
       .Attr("sync_mode", true)
+      .Attr("do_not_run", false)  // Fluid 1.7+: the communicator receives instead
+      .Attr("with_barrier", true)
       .SetInferShape(NoShapeInference)
       .SetKernelDtype(AnyKernelDtype)
       .Kernel<float>(Timed<RecvKernel>);

@@ -56,6 +56,11 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
     OAR_RETURN_IF_ERROR(rt->JoinCollective());
   }
   rt->env_.profiler = o.profiler;  // from here on: the training steps
+  if (o.communicator.has_value()) {
+    OAR_ASSIGN_OR_RETURN(rt->communicator_, Communicator::Create(rt->main_, rt->client_.get(), *o.communicator));
+    rt->env_.communicator = rt->communicator_.get();
+    rt->communicator_->Start(&rt->scope_);
+  }
   if (o.places.size() > 1 || rt->collective_ != nullptr) {
     std::vector<Place> places = o.places.empty() ? std::vector<Place>{CPUPlace()} : o.places;
     OAR_ASSIGN_OR_RETURN(
@@ -136,7 +141,13 @@ absl::StatusOr<float> TrainerRuntime::Step(const FeedMap& feed) {
 absl::Status TrainerRuntime::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
-  absl::Status s = exe_->Close();
+  absl::Status s;
+  if (communicator_ != nullptr) {  // what is queued goes before COMPLETE; the last pull lands in the scope
+    s = Annotate(communicator_->Stop(), "the communicator's last sends");
+    if (s.ok()) s = communicator_->InstallReceived(&scope_);
+    if (!s.ok()) return s;
+  }
+  s = exe_->Close();
   if (collective_ != nullptr) s.Update(Annotate(collective_->Barrier(), "the trainers' closing barrier"));
   return s;
 }

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "common/framework/executor.h"
 #include "common/framework/scope.h"
 #include "common/rpc/rpc_client.h"
+#include "trainer/communicator.h"
 #include "trainer/parallel_executor.h"
 
 namespace oar {
@@ -69,6 +71,11 @@ class TrainerRuntime {
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.
     std::function<absl::Status(Executor& exe, Scope* scope)> after_startup;
+    // Async pserver mode with Fluid's communicator (a program transpiled
+    // with sync_mode=false and runtime_split_send_recv, or half_async): its
+    // send ops queue, a background thread merges and sends, and Close()
+    // sends what is queued before COMPLETE. Unset: the ops call the pservers.
+    std::optional<CommunicatorOptions> communicator;
     // Times every op of the training steps (not the startup); null: none.
     Profiler* profiler = nullptr;
   };
@@ -90,6 +97,8 @@ class TrainerRuntime {
   Scope* scope() { return &scope_; }
   Executor& executor() { return *exe_; }
   rpc::RpcClient* client() { return client_.get(); }
+  // The communicator, when Options::communicator asked for one.
+  Communicator* communicator() { return communicator_.get(); }
   size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
   // nccl2 mode: the backend the trainers all-reduce through ("shm",
   // "tcp-ring", "nccl"); empty without a collective.
@@ -108,7 +117,8 @@ class TrainerRuntime {
   ProgramDesc main_;
   std::unique_ptr<rpc::Transport> own_transport_, fault_transport_;
   std::unique_ptr<rpc::RpcClient> client_;
-  std::unique_ptr<Collective> collective_;  // nccl2 mode
+  std::unique_ptr<Collective> collective_;      // nccl2 mode
+  std::unique_ptr<Communicator> communicator_;  // async pserver mode, when asked
   RunEnv env_;
   std::unique_ptr<Executor> exe_;
   Scope scope_;

@@ -42,6 +42,10 @@ absl::Status DistributeTranspiler::transpile(int trainer_id, ProgramDesc* progra
   OAR_RETURN_IF_ERROR(state_.config.Validate());
   if (program == nullptr) return absl::InvalidArgumentError("transpile: no program");
   TranspileState& s = state_;
+  if (sync_mode && state_.config.half_async) {
+    return absl::InvalidArgumentError(
+        "transpile: half_async is async training; call transpile with sync_mode=false (as Fluid's fleet does)");
+  }
   s.trainer_id = trainer_id;
   s.sync = sync_mode;
   s.origin = *program;

@@ -176,7 +176,7 @@ absl::Status TranspileTableTrainer(TranspileState* s) {
       {"sync_mode", !s->sync},
   };
   OpDesc::VarMap outs;
-  if (s->sync) outs["Out"] = {t.send_out};
+  if (s->sync || s->config.half_async) outs["Out"] = {t.send_out};  // what a barrier waits for
   *main->InsertOp(pos++) = MakeOp("send", {{"X", parts}}, outs, attrs, OpRole::kRPC);
   return absl::OkStatus();
 }

@@ -180,6 +180,13 @@ void AppendRecvs(TranspileState* s) {
     *main->AppendOp() = MakeOp("send_barrier", {{"X", deps}}, {{"Out", {barrier_out}}},
                                {{"endpoints", s->pservers}, {"trainer_id", tid}, {"half_async", false}}, kRPC);
   }
+  if (!s->sync && s->config.half_async) {  // Fluid 1.7+: the trainer's threads meet in its communicator
+    std::vector<std::string> deps;
+    for (const auto& sp : s->split) deps.push_back(sp.send_out);
+    if (s->table) deps.push_back(s->table->send_out);
+    *main->AppendOp() = MakeOp("send_barrier", {{"X", deps}}, {{"Out", {s->NewControlVar(main)}}},
+                               {{"endpoints", s->pservers}, {"trainer_id", tid}, {"half_async", true}}, kRPC);
+  }
   std::vector<std::string> all_recv;
   for (const auto& sp : s->split) {
     if (sp.remote_prefetch) continue;  // its lookups read their rows from the pservers

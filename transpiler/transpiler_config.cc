@@ -15,6 +15,9 @@ absl::Status DistributeTranspilerConfig::Validate() const {
   if (enable_dc_asgd && sync_mode) {
     return absl::InvalidArgumentError("enable_dc_asgd applies to async training: set sync_mode to false");
   }
+  if (half_async && sync_mode) {
+    return absl::InvalidArgumentError("half_async applies to async training: set sync_mode to false");
+  }
   return absl::OkStatus();
 }
 

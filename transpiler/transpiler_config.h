@@ -22,6 +22,10 @@ struct DistributeTranspilerConfig {
   std::string mode = "pserver";   // "pserver" | "nccl2"
   bool sync_mode = true;
   bool runtime_split_send_recv = false;
+  // Fluid 1.7+'s HalfAsync: async pservers, but a trainer's threads meet at
+  // a send_barrier(half_async=true) each step, where its communicator
+  // sends their merged gradients and pulls the parameters.
+  bool half_async = false;
   bool wait_port = true;  // Fluid's; ignored (the transpiler does no network I/O)
   bool enable_dc_asgd = false;
 

@@ -28,9 +28,10 @@ namespace rpc {
 class RpcClient;
 class Transport;
 }  // namespace rpc
-class Profiler;    // common/profiler/profiler.h
-class OpDesc;      // common/framework/program_desc.h
-class Tensor;      // common/framework/tensor.h
+class Profiler;      // common/profiler/profiler.h
+class Communicator;  // trainer/communicator.h
+class OpDesc;        // common/framework/program_desc.h
+class Tensor;        // common/framework/tensor.h
 
 // A table the pservers keep whole as row blocks (Fluid 1.5+'s remote_prefetch
 // lookup tables): block i is the pserver variable table_names[i] on
@@ -50,6 +51,10 @@ struct RunEnv {
   // listen_and_serv — listens on, before it serves; an error stops it.
   // What writes --pserver_port_file. Null: nobody is told.
   std::function<absl::Status(const std::string& endpoint)> on_serving;
+  // Async pserver training with Fluid's communicator: the send ops queue
+  // their gradients with it and the recv ops install what it pulled, rather
+  // than calling the pservers themselves. Null: they call them.
+  Communicator* communicator = nullptr;
   // Where executors record each op's span (oar train --profile, oar run
   // --profile_path); null: nothing is timed.
   Profiler* profiler = nullptr;

@@ -1,0 +1,302 @@
+// The communicator (async and half-async pserver training, Fluid 1.5+)
+// through the user's path: JobModel's network transpiled with
+// sync_mode=false and runtime_split_send_recv (or half_async) for 2
+// pservers, the pservers run as ParameterServers on the in-process
+// transport, the trainer's programs run by Executors whose RunEnv carries
+// the communicator. Each test checks values: the pservers' final parameters
+// against a reference that applies the same merged updates in one process.
+#include "trainer/communicator.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "tests/util/inproc_job.h"
+
+namespace oar {
+namespace {
+
+constexpr float kLr = 0.01f;  // JobModel's SGD
+const std::vector<std::string> kGrads = {"b1@GRAD", "b2@GRAD", "w1@GRAD", "w2@GRAD"};
+
+std::string ParamOf(const std::string& grad) { return grad.substr(0, grad.find('@')); }
+
+// Two pservers serving JobModel's async programs in-process, and the
+// trainer's programs.
+struct AsyncJob {
+  rpc::InProcessTransport transport{rpc::RpcOptions{.deadline_ms = 20000}};
+  std::vector<std::string> eps = {"127.0.0.1:7300", "127.0.0.1:7301"};
+  ProgramDesc trainer, trainer_startup;
+  std::string loss;
+  std::vector<std::unique_ptr<ProgramDesc>> programs;
+  std::vector<std::unique_ptr<Scope>> scopes;
+  std::vector<std::unique_ptr<ParameterServer>> servers;
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results;
+
+  explicit AsyncJob(bool half_async) {
+    OpRegistry::ExtendGlobal(RegisterPserverOps);
+    OpRegistry::ExtendGlobal(RegisterDistOps);
+    DistributeTranspilerConfig config;
+    config.sync_mode = false;
+    config.runtime_split_send_recv = true;
+    config.half_async = half_async;
+    JobModel m("sgd");
+    loss = m.loss.name();
+    DistributeTranspiler t(config);
+    const absl::Status s = t.transpile(0, &m.main, absl::StrJoin(eps, ","), 1, /*sync_mode=*/false, &m.startup);
+    EXPECT_TRUE(s.ok()) << s;
+    trainer = *t.get_trainer_program();
+    trainer_startup = *t.get_trainer_startup_program();
+    results.assign(eps.size(), absl::OkStatus());
+    for (size_t p = 0; p < eps.size(); ++p) {
+      auto [program, startup] = *t.get_pserver_programs(eps[p]);
+      programs.push_back(std::make_unique<ProgramDesc>(std::move(program)));  // the server reads it while it runs
+      scopes.push_back(std::make_unique<Scope>());
+      EXPECT_TRUE(Executor().Run(startup, scopes.back().get()).ok());
+      const BlockDesc& b0 = programs.back()->Block(0);
+      auto c = ListenAndServConfig(b0.Op(b0.OpSize() - 1));
+      EXPECT_TRUE(c.ok()) << c.status();
+      c->transport = &transport;
+      c->timeout_ms = 20000;
+      auto server = ParameterServer::Create(*c, *programs.back(), scopes.back().get());
+      EXPECT_TRUE(server.ok()) << server.status();
+      EXPECT_TRUE((*server)->Start().ok());
+      servers.push_back(std::move(*server));
+      threads.emplace_back([this, p] { results[p] = servers[p]->Run(); });
+    }
+  }
+  ~AsyncJob() {
+    for (auto& th : threads) th.join();
+  }
+};
+
+std::map<std::string, std::vector<float>> Params(const Scope& scope) {
+  std::map<std::string, std::vector<float>> m;
+  for (const auto& g : kGrads) m[ParamOf(g)] = TensorToVector<float>(scope.FindVar(ParamOf(g))->Get<Tensor>());
+  return m;
+}
+
+void ExpectNear(const std::map<std::string, std::vector<float>>& got,
+                const std::map<std::string, std::vector<float>>& want, float tol) {
+  for (const auto& [name, w] : want) {
+    const auto& g = got.at(name);
+    ASSERT_EQ(g.size(), w.size()) << name;
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], tol) << name << "[" << i << "]";
+  }
+}
+
+// Ten steps' gradients queued before the sender starts, at most 4 merged:
+// the pservers receive them as 4 + 4 + 2, summed (SGD) or averaged, and
+// apply each merged gradient once.
+class MergedSendsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MergedSendsTest, QueuedGradientsReachThePserversMergedFourAtATime) {
+  const bool sum = GetParam();
+  AsyncJob job(/*half_async=*/false);
+  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
+  RunEnv env = rpc::ClientEnv(&client);
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
+  Scope scope;
+  ASSERT_TRUE(exe.Run(job.trainer_startup, &scope).ok());
+  const auto initial = Params(scope);
+  std::map<std::string, std::vector<int>> merged_counts;
+  absl::Mutex mu;
+  auto comm = Communicator::Create(job.trainer, &client,
+                                   {.max_merge_var_num = 4,
+                                    .send_wait_times = 0,
+                                    .is_sgd_optimizer = sum,
+                                    .on_merged = [&](const std::string& var, const Variable&, int values) {
+                                      absl::MutexLock l(&mu);
+                                      merged_counts[var].push_back(values);
+                                    }});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  env.communicator = comm->get();
+  // Every step's gradient, fetched beside the loss (the parameters do not
+  // move until the sender starts: nothing is pulled before).
+  std::vector<std::map<std::string, std::vector<float>>> grads;
+  std::vector<std::string> fetch = {job.loss};
+  fetch.insert(fetch.end(), kGrads.begin(), kGrads.end());
+  for (int step = 0; step < 10; ++step) {
+    auto r = exe.Run(job.trainer, &scope, JobBatch(step, 0, 8), fetch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    grads.emplace_back();
+    for (size_t k = 0; k < kGrads.size(); ++k) grads.back()[kGrads[k]] = TensorToVector<float>((*r)[k + 1]);
+  }
+  EXPECT_EQ(Params(scope), initial);
+  (*comm)->Start(&scope);
+  ASSERT_TRUE((*comm)->Stop().ok());
+  ASSERT_TRUE((*comm)->InstallReceived(&scope).ok());
+  env.communicator = nullptr;
+  ASSERT_TRUE(exe.Close().ok());
+  for (const auto& g : kGrads) EXPECT_EQ(merged_counts[g], (std::vector<int>{4, 4, 2})) << g;
+  // The reference: each group of steps' gradients merged, applied by SGD.
+  auto want = initial;
+  for (const auto& [first, last] : std::vector<std::pair<int, int>>{{0, 4}, {4, 8}, {8, 10}}) {
+    for (const auto& g : kGrads) {
+      auto& p = want[ParamOf(g)];
+      for (size_t i = 0; i < p.size(); ++i) {
+        float merged = 0;
+        for (int s = first; s < last; ++s) merged += grads[static_cast<size_t>(s)][g][i];
+        if (!sum) merged /= static_cast<float>(last - first);
+        p[i] -= kLr * merged;
+      }
+    }
+  }
+  ExpectNear(Params(scope), want, 1e-5f);
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(SumOrMean, MergedSendsTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Sum" : "Mean"; });
+
+// Training with the sender and the recv thread live: whatever the timing
+// merged and pulled, the pservers' parameters are the initial ones minus
+// the learning rate times every merged gradient sent (SGD is linear), and
+// no step's gradient is lost.
+TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
+  AsyncJob job(/*half_async=*/false);
+  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
+  RunEnv env = rpc::ClientEnv(&client);
+  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
+  Scope scope;
+  ASSERT_TRUE(exe.Run(job.trainer_startup, &scope).ok());
+  auto want = Params(scope);
+  std::map<std::string, int> values_sent;
+  absl::Mutex mu;
+  auto comm = Communicator::Create(job.trainer, &client,
+                                   {.max_merge_var_num = 3,
+                                    .min_send_grad_num_before_recv = 2,
+                                    .is_sgd_optimizer = false,  // means: steady steps whatever the timing merged
+                                    .on_merged = [&](const std::string& var, const Variable& merged, int values) {
+                                      const std::vector<float> g = TensorToVector<float>(merged.Get<Tensor>());
+                                      absl::MutexLock l(&mu);
+                                      values_sent[var] += values;
+                                      auto& p = want[ParamOf(var)];
+                                      for (size_t i = 0; i < p.size(); ++i) p[i] -= kLr * g[i];
+                                    }});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  env.communicator = comm->get();
+  (*comm)->Start(&scope);
+  constexpr int kSteps = 40;
+  std::vector<float> losses;
+  for (int step = 0; step < kSteps; ++step) {
+    auto r = exe.Run(job.trainer, &scope, JobBatch(step % 5, 0, 8), {job.loss});
+    ASSERT_TRUE(r.ok()) << r.status();
+    losses.push_back(TensorToVector<float>((*r)[0])[0]);
+  }
+  ASSERT_TRUE((*comm)->Stop().ok());
+  ASSERT_TRUE((*comm)->InstallReceived(&scope).ok());
+  EXPECT_GT((*comm)->counts().pulls, 1);
+  env.communicator = nullptr;
+  ASSERT_TRUE(exe.Close().ok());
+  for (const auto& g : kGrads) EXPECT_EQ(values_sent[g], kSteps) << g;
+  ExpectNear(Params(scope), want, 1e-4f);
+  for (float l : losses) EXPECT_TRUE(std::isfinite(l));
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
+}
+
+// Half-async with two threads of one trainer, each on half of every global
+// batch: they meet at the send_barrier, their gradients are averaged and
+// applied, and the parameters pulled while they wait — so the run is the
+// single process's SGD on the whole batch, step for step.
+TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
+  constexpr int kSteps = 6;
+  constexpr int kThreads = 2;
+  AsyncJob job(/*half_async=*/true);
+  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
+  RunEnv env = rpc::ClientEnv(&client);
+  Scope root;
+  ASSERT_TRUE(Executor(CPUPlace(), ExecutorOptions{.env = &env}).Run(job.trainer_startup, &root).ok());
+  // The reference: one process from the values the pservers start from
+  // (their startup programs draw each block's values for themselves).
+  std::map<std::string, std::vector<float>> want;
+  {
+    JobModel ref("sgd");
+    Executor exe;
+    Scope scope;
+    ASSERT_TRUE(exe.Run(ref.startup.desc(), &scope).ok());
+    for (const auto& [name, values] : Params(root)) {
+      Tensor* p = scope.FindVar(name)->GetMutable<Tensor>();
+      std::copy(values.begin(), values.end(), p->data<float>());
+    }
+    for (int step = 0; step < kSteps; ++step) {
+      ASSERT_TRUE(exe.Run(ref.main.desc(), &scope, JobBatch(step, 0, 8), {ref.loss.name()}).ok());
+    }
+    want = Params(scope);
+  }
+  auto comm = Communicator::Create(job.trainer, &client, {.half_async = true});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  env.communicator = comm->get();
+  (*comm)->SetThreads(kThreads);
+  (*comm)->Start(&root);
+  absl::Status status[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // As an AsyncExecutor thread: the parameters in the shared root, the
+      // rest in a scope of its own.
+      Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
+      Scope& mine = root.NewScope();
+      auto block = exe.Prepare(job.trainer, 0);
+      status[t] = block.status();
+      if (status[t].ok()) status[t] = (*block)->Bind(&root, &mine);
+      for (int step = 0; step < kSteps && status[t].ok(); ++step) {
+        for (auto& [name, value] : JobBatch(step, 8 / kThreads * t, 8 / kThreads * (t + 1)))
+          *mine.Var(name)->GetMutable<Tensor>() = value;
+        status[t] = (*block)->Run();
+      }
+      if (block.ok()) (*block)->Unbind();
+      (*comm)->ThreadDone();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE((*comm)->Stop().ok());
+  ASSERT_TRUE((*comm)->InstallReceived(&root).ok());
+  env.communicator = nullptr;
+  ASSERT_TRUE(Executor(CPUPlace(), ExecutorOptions{.env = &env}).Close().ok());
+  ExpectNear(Params(root), want, 1e-5f);
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
+}
+
+// A queue that stays full makes the send op wait, then fail naming the
+// variable, its queue's size and Fluid's flag.
+TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
+  AsyncJob job(/*half_async=*/false);
+  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
+  auto comm = Communicator::Create(job.trainer, &client, {.send_queue_size = 1, .queue_wait = absl::Milliseconds(50)});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  Variable g;
+  *g.GetMutable<Tensor>() = MakeTensor<float>({1}, {1.0f});
+  EXPECT_TRUE((*comm)->Send("b2@GRAD", g).ok());
+  const absl::Status s = (*comm)->Send("b2@GRAD", g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("'b2@GRAD'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("FLAGS_communicator_send_queue_size"), std::string::npos) << s;
+  EXPECT_EQ((*comm)->Send("nope@GRAD", g).code(), absl::StatusCode::kInvalidArgument);
+  // The pservers were never told anything: end them.
+  for (auto& server : job.servers) server->Stop();
+}
+
+TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {
+  AsyncJob job(/*half_async=*/false);
+  auto c = ContextsOf(job.trainer);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const VarContext& w1 = c->send.at("w1@GRAD");
+  EXPECT_EQ(w1.blocks, (std::vector<std::string>{"w1@GRAD.block0", "w1@GRAD.block1"}));
+  EXPECT_EQ(w1.sections, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(w1.epmap, job.eps);
+  EXPECT_EQ(c->recv.at("w1").blocks, (std::vector<std::string>{"w1.block0", "w1.block1"}));
+  EXPECT_TRUE(c->send.at("b2@GRAD").sections.empty());
+  EXPECT_EQ(c->send.size(), 4u);
+  EXPECT_EQ(c->recv.size(), 4u);
+  for (auto& server : job.servers) server->Stop();
+}
+
+}  // namespace
+}  // namespace oar
