@@ -99,6 +99,12 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     renv.communicator = communicator.get();
     communicator->Start(&root);
   }
+  std::unique_ptr<GeoCommunicator> geo;
+  if (auto params = GeoParamsOf(t, env.trainer_id); !params.empty()) {
+    geo = std::make_unique<GeoCommunicator>(std::move(params), &client, GeoOptionsOf(t.config(), env.trainers));
+    renv.geo = geo.get();
+    OAR_RETURN_IF_ERROR(geo->Start(&root));
+  }
   std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)%s\n", env.trainer_id,
                env.trainers, mine.size(), files.size(), FLAGS_threads,
                communicator == nullptr ? ""
@@ -133,6 +139,10 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     OAR_RETURN_IF_ERROR(Annotate(communicator->Stop(), "the communicator's last sends"));
     OAR_RETURN_IF_ERROR(communicator->InstallReceived(&root));
     renv.communicator = nullptr;  // the test programs below pull for themselves
+  }
+  if (geo != nullptr) {  // what changed since the last exchange
+    OAR_RETURN_IF_ERROR(Annotate(geo->Flush(), "GEO-SGD's last exchange"));
+    renv.geo = nullptr;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double loss = 0;

@@ -23,7 +23,8 @@ DEFINE_bool(communicator_fake_rpc, false, "communicator, for measuring: merge th
 namespace oar::cli {
 
 std::optional<CommunicatorOptions> CommunicatorOptionsFromFlags(const DistributeTranspilerConfig& config) {
-  if (config.mode != "pserver" || config.sync_mode || (!config.runtime_split_send_recv && !config.half_async)) {
+  if (config.mode != "pserver" || config.sync_mode || config.geo_sgd_mode ||
+      (!config.runtime_split_send_recv && !config.half_async)) {
     return std::nullopt;
   }
   CommunicatorOptions o;
@@ -39,6 +40,28 @@ std::optional<CommunicatorOptions> CommunicatorOptionsFromFlags(const Distribute
   o.half_async = config.half_async;
   o.queue_wait = absl::Milliseconds(RpcOptionsFromFlags().deadline_ms);
   return o;
+}
+
+std::vector<GeoParam> GeoParamsOf(const DistributeTranspiler& t, int trainer_id) {
+  std::vector<GeoParam> out;
+  if (!t.config().geo_sgd_mode) return out;
+  for (const SplitParam& sp : t.split_params()) {
+    GeoParam p;
+    p.name = sp.param;
+    for (const auto& b : sp.param_blocks) {
+      p.blocks.push_back(b.name);
+      p.rows.push_back(b.shape.empty() ? 0 : b.shape[0]);
+    }
+    p.epmap = sp.endpoints;
+    p.sparse = sp.grad_blocks[0].type == paddle::framework::proto::VarType::SELECTED_ROWS;
+    p.trainer_id = trainer_id;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+GeoOptions GeoOptionsOf(const DistributeTranspilerConfig& config, int trainers) {
+  return {.need_push_nums = config.geo_sgd_need_push_nums, .trainers = trainers};
 }
 
 }  // namespace oar::cli

@@ -10,8 +10,11 @@
 
 #include <optional>
 
+#include <vector>
+
 #include "trainer/communicator.h"
-#include "transpiler/transpiler_config.h"
+#include "trainer/geo_communicator.h"
+#include "transpiler/distribute_transpiler.h"
 
 namespace oar::cli {
 
@@ -19,5 +22,10 @@ namespace oar::cli {
 // `config`'s trainers use a communicator; nullopt when they call the
 // pservers from their ops (sync training; async without runtime split).
 std::optional<CommunicatorOptions> CommunicatorOptionsFromFlags(const DistributeTranspilerConfig& config);
+
+// GEO-SGD (geo_sgd_mode): every parameter the transpiler placed, as the
+// trainer's GeoCommunicator exchanges it; empty in any other mode.
+std::vector<GeoParam> GeoParamsOf(const DistributeTranspiler& t, int trainer_id);
+GeoOptions GeoOptionsOf(const DistributeTranspilerConfig& config, int trainers);
 
 }  // namespace oar::cli

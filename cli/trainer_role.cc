@@ -96,6 +96,8 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   options.pservers = env.pservers;
   options.sync_mode = t.config().sync_mode;
   options.communicator = CommunicatorOptionsFromFlags(t.config());
+  options.geo_params = GeoParamsOf(t, env.trainer_id);
+  options.geo = GeoOptionsOf(t.config(), env.trainers);
   options.nccl2 = nccl2;
   options.build.fuse_all_reduce_ops = FLAGS_fuse_all_reduce_ops;
   options.build.fuse_parameter_memory_size = FLAGS_fuse_parameter_memory_size;

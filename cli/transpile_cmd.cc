@@ -42,6 +42,11 @@ DEFINE_bool(half_async, false,
             "Fluid 1.7+'s half-async: async pservers, but each step a trainer's threads meet at a "
             "send_barrier(half_async) where its communicator sends their averaged gradients and pulls the parameters "
             "(needs --async)");
+DEFINE_bool(geo_sgd_mode, false,
+            "Fluid 1.6+'s GEO-SGD: trainers train with their own optimizers and every --geo_sgd_need_push_nums steps "
+            "send each parameter's change (a sparse table's touched rows) divided by the trainer count, which the "
+            "pservers add (needs --async)");
+DEFINE_int32(geo_sgd_need_push_nums, 100, "GEO-SGD: steps between a trainer's exchanges with the pservers");
 DEFINE_bool(json, false, "print a JSON summary of the programs on stdout");
 DECLARE_string(out);
 
@@ -100,6 +105,8 @@ absl::StatusOr<DistributeTranspilerConfig> TranspilerConfigFromFlags() {
   c.slice_var_up = !FLAGS_no_slice;
   c.runtime_split_send_recv = FLAGS_runtime_split_send_recv;
   c.half_async = FLAGS_half_async;
+  c.geo_sgd_mode = FLAGS_geo_sgd_mode;
+  c.geo_sgd_need_push_nums = FLAGS_geo_sgd_need_push_nums;
   c.wait_port = false;  // nothing runs here: there is no one to wait for
   OAR_ASSIGN_OR_RETURN(c.split_method, ParseSplitMethod(FLAGS_split_method));
   if (FLAGS_async && FlagGiven("sync") && FLAGS_sync)

@@ -123,9 +123,12 @@ absl::StatusOr<PserverConfig> ListenAndServConfig(const OpDesc& op) {
   config.fanin = op.GetAttr<int32_t>("Fanin", 1);
   const int mode = op.GetAttr<int32_t>("distributed_mode", 0);
   config.sync_mode = op.GetAttr<bool>("sync_mode", true) && mode == 0;
-  if (mode > 1) {
-    return absl::UnimplementedError(
-        absl::StrCat("listen_and_serv: distributed_mode ", mode, " (half-async/geo) is not supported"));
+  // 1 async, 2 half-async (Fluid 1.8 writes it for async without runtime
+  // split), 3 GEO-SGD (its blocks add the trainers' deltas): each applies a
+  // received variable's block at once.
+  if (mode < 0 || mode > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("listen_and_serv: distributed_mode ", mode,
+                                                   " is none of Fluid's (0 sync, 1 async, 2 half-async, 3 geo)"));
   }
   config.optimize_blocks = op.GetAttr<BlockRefs>("optimize_blocks", BlockRefs{}).idx;
   OAR_ASSIGN_OR_RETURN(config.grad_to_block_id,

@@ -141,6 +141,12 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
                                               std::max<uint64_t>(merged_bytes, uint64_t{32} << 20));
   for (size_t b = 1; b < program.NumBlocks(); ++b) {
     for (size_t i = 0; i < program.Block(b).OpSize(); ++i) {
+      const OpDesc& op = program.Block(b).Op(i);
+      // GEO-SGD's update: sum(X=[param, param.delta]) -> param.
+      if (op.type == "sum" && !op.Input("X").empty() &&
+          op.Output("Out") == std::vector<std::string>{op.Input("X")[0]}) {
+        s->servable_.insert(op.Input("X")[0]);
+      }
       for (const auto& p : program.Block(b).Op(i).Input("Param")) {
         const Variable* v = scope->FindVar(p);
         if (v != nullptr && v->IsType<SparseTable>()) continue;  // a distributed table: read by prefetch

@@ -9,7 +9,6 @@
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
 #include "trainer/grad_merge.h"
-#include "trainer/stack_rows.h"
 
 namespace oar {
 namespace {
@@ -45,20 +44,6 @@ std::unique_ptr<Variable> DeepCopy(const Variable& v) {
     if (s.value.initialized()) d->value.CopyFrom(s.value);
   }
   return copy;
-}
-
-// `from` into `*to`: the values into its buffer when it has room of the same
-// shape and dtype (Hogwild threads may hold it), else a fresh one.
-void Install(Variable& from, Variable* to) {
-  if (from.IsType<Tensor>() && to->IsType<Tensor>()) {
-    const Tensor& src = from.Get<Tensor>();
-    Tensor* dst = to->GetMutable<Tensor>();
-    if (dst->initialized() && dst->dtype() == src.dtype() && dst->dims() == src.dims() && dst->Writable()) {
-      std::memcpy(dst->raw_data(), src.raw_data(), src.nbytes());
-      return;
-    }
-  }
-  *to = std::move(from);
 }
 
 }  // namespace
@@ -107,71 +92,6 @@ void Communicator::Start(Scope* params) {
   }
   send_thread_ = std::thread([this] { SendLoop(); });
   if (options_.independent_recv_thread && !contexts_.recv.empty()) recv_thread_ = std::thread([this] { RecvLoop(); });
-}
-
-void Communicator::SetThreads(int threads) {
-  absl::MutexLock lock(&mu_);
-  threads_ = threads;
-}
-
-void Communicator::ThreadDone() {
-  absl::MutexLock lock(&mu_);
-  if (threads_ > 0) --threads_;
-}
-
-bool Communicator::RoundDue() const { return (arrived_ > 0 && arrived_ >= threads_) || stopping_ || !error_.ok(); }
-
-absl::Status Communicator::Barrier() {
-  if (!options_.half_async) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  OAR_RETURN_IF_ERROR(error_);
-  const int64_t round = rounds_;
-  ++arrived_;
-  auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return rounds_ > round || !error_.ok() || stopping_; };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&released), options_.queue_wait)) {
-    return absl::DeadlineExceededError(absl::StrCat("half-async barrier: ", arrived_, " of ", threads_,
-                                                    " training threads arrived in ",
-                                                    absl::FormatDuration(options_.queue_wait)));
-  }
-  return error_;
-}
-
-// One round per meeting of the threads: what they queued, merged by mean
-// (Fluid's HalfAsyncCommunicator averages), sent; the parameters pulled and,
-// while the threads are parked, installed; then they go on.
-void Communicator::HalfAsyncLoop() {
-  while (true) {
-    std::vector<std::string> ready;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &Communicator::RoundDue));
-      if (!error_.ok()) break;
-      for (const auto& [name, q] : queues_) {
-        if (!q.values.empty()) ready.push_back(name);
-      }
-      if (stopping_ && ready.empty() && arrived_ == 0) break;
-    }
-    absl::BlockingCounter done(static_cast<int>(ready.size()));
-    for (const std::string& name : ready) {
-      pool_->Schedule([this, &name, &done] {
-        const absl::Status s = MergeAndSend(name);
-        if (!s.ok()) Fail(s);
-        done.DecrementCount();
-      });
-    }
-    done.Wait();
-    absl::Status s = contexts_.recv.empty() ? absl::OkStatus() : PullAll();
-    if (s.ok() && params_ != nullptr) s = InstallReceived(params_);
-    if (!s.ok()) Fail(s);
-    absl::MutexLock lock(&mu_);
-    arrived_ = 0;
-    ++rounds_;
-    if (stopping_) {
-      bool left = false;
-      for (const auto& [name, q] : queues_) left = left || !q.values.empty();
-      if (!left) break;
-    }
-  }
 }
 
 absl::Status Communicator::Send(const std::string& name, const Variable& value) {
@@ -267,33 +187,16 @@ absl::Status Communicator::SendMerged(const VarContext& c, const Variable& merge
   return Annotate(rpc::WaitAll(calls), absl::StrCat("communicator: sending '", c.name, "'"));
 }
 
-absl::Status Communicator::PullAll() {
-  // Every block of every variable at once, then each variable stacked.
-  std::map<std::string, std::vector<Variable>> got;
-  std::vector<std::shared_ptr<rpc::RpcCall>> calls;
-  for (const auto& [name, c] : contexts_.recv) {
-    auto& parts = got[name];
-    parts.resize(c.blocks.size());
-    for (size_t i = 0; i < c.blocks.size(); ++i) {
-      calls.push_back(client_->AsyncGetVar(c.epmap[i], c.blocks[i], &parts[i], c.trainer_id, /*no_barrier=*/true));
-    }
+void Communicator::SendRound(const std::vector<std::string>& ready) {
+  absl::BlockingCounter done(static_cast<int>(ready.size()));
+  for (const std::string& name : ready) {
+    pool_->Schedule([this, &name, &done] {
+      const absl::Status s = MergeAndSend(name);
+      if (!s.ok()) Fail(s);
+      done.DecrementCount();
+    });
   }
-  OAR_RETURN_IF_ERROR(Annotate(rpc::WaitAll(calls), "communicator: pulling the parameters"));
-  std::map<std::string, std::unique_ptr<Variable>> stacked;
-  for (auto& [name, parts] : got) {
-    auto value = std::make_unique<Variable>();
-    if (parts.size() == 1) {
-      *value = std::move(parts[0]);
-    } else {
-      const VarContext& c = contexts_.recv.at(name);
-      OAR_RETURN_IF_ERROR(StackRows(parts, c.blocks, c.epmap, value->GetMutable<Tensor>()));
-    }
-    stacked[name] = std::move(value);
-  }
-  absl::MutexLock lock(&mu_);
-  for (auto& [name, v] : stacked) received_[name] = std::move(v);
-  ++counts_.pulls;
-  return absl::OkStatus();
+  done.Wait();
 }
 
 void Communicator::SendLoop() {
@@ -315,35 +218,11 @@ void Communicator::SendLoop() {
       }
       if (ready.empty()) break;  // stopping, and nothing left
     }
-    absl::BlockingCounter done(static_cast<int>(ready.size()));
-    for (const std::string& name : ready) {
-      pool_->Schedule([this, &name, &done] {
-        const absl::Status s = MergeAndSend(name);
-        if (!s.ok()) Fail(s);
-        done.DecrementCount();
-      });
-    }
-    done.Wait();
+    SendRound(ready);
     if (!options_.independent_recv_thread && !contexts_.recv.empty()) {
       const absl::Status s = PullAll();
       if (!s.ok()) Fail(s);
     }
-  }
-}
-
-void Communicator::RecvLoop() {
-  auto due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || !error_.ok() || sent_since_pull_ > options_.min_send_grad_num_before_recv;
-  };
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&due));
-      if (stopping_ || !error_.ok()) return;
-      sent_since_pull_ = 0;
-    }
-    const absl::Status s = PullAll();
-    if (!s.ok()) Fail(s);
   }
 }
 
@@ -373,31 +252,6 @@ absl::Status Communicator::Stop() {
   }
   if (!contexts_.recv.empty()) OAR_RETURN_IF_ERROR(PullAll());
   return error();
-}
-
-absl::Status Communicator::TakeReceived(const std::string& name, Variable* out) {
-  if (!HasRecvVar(name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("communicator: '", name, "' is not a variable a recv op of its program receives"));
-  }
-  std::unique_ptr<Variable> v;
-  {
-    absl::MutexLock lock(&mu_);
-    OAR_RETURN_IF_ERROR(error_);
-    auto it = received_.find(name);
-    if (it == received_.end()) return absl::OkStatus();
-    v = std::move(it->second);
-    received_.erase(it);
-  }
-  Install(*v, out);
-  return absl::OkStatus();
-}
-
-absl::Status Communicator::InstallReceived(Scope* scope) {
-  for (const auto& [name, c] : contexts_.recv) {
-    OAR_RETURN_IF_ERROR(TakeReceived(name, scope->Var(name)));
-  }
-  return absl::OkStatus();
 }
 
 Communicator::Counts Communicator::counts() const {

@@ -122,6 +122,8 @@ class Communicator {
   struct Queue {
     std::deque<std::unique_ptr<Variable>> values;
   };
+  // Merges and sends each of `ready` on the pool; returns when all went.
+  void SendRound(const std::vector<std::string>& ready);
   void SendLoop();
   void HalfAsyncLoop();
   bool RoundDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -11,6 +11,7 @@
 #include "common/ops/op_util.h"
 #include "common/rpc/rpc_client.h"
 #include "trainer/communicator.h"
+#include "trainer/geo_communicator.h"
 #include "trainer/stack_rows.h"
 
 namespace oar {
@@ -49,6 +50,19 @@ absl::Status CheckSameLength(const ExecutionContext& ctx, size_t n, const std::s
 // one) is done with it before the trainer's next step.
 absl::Status SendKernel(const ExecutionContext& ctx) {
   const auto& names = ctx.op().Input("X");
+  const auto send_varnames = ctx.Attr<std::vector<std::string>>("send_varnames");
+  if (send_varnames == std::vector<std::string>{"param_init"}) {
+    return absl::OkStatus();  // GEO-SGD's startup: its communicator snapshots the parameters when it starts
+  }
+  if (ctx.env() != nullptr && ctx.env()->geo != nullptr) {  // GEO-SGD: a step; the ids of the sparse tables
+    OAR_RETURN_IF_ERROR(CheckSameLength(ctx, names.size(), "send_varnames", send_varnames.size()));
+    std::map<std::string, const Tensor*> ids;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const Variable* v = ctx.InputVar("X", i);
+      ids[send_varnames[i]] = v != nullptr && v->IsType<Tensor>() ? &v->Get<Tensor>() : nullptr;
+    }
+    return ctx.env()->geo->Step(ids);
+  }
   if (ctx.env() != nullptr && ctx.env()->communicator != nullptr) {  // queued; sent merged, in the background
     for (size_t i = 0; i < names.size(); ++i) {
       const Variable* v = ctx.InputVar("X", i);
@@ -60,7 +74,6 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     return absl::OkStatus();
   }
   const auto epmap = ctx.Attr<std::vector<std::string>>("epmap");
-  const auto send_varnames = ctx.Attr<std::vector<std::string>>("send_varnames");
   const int64_t tid = ctx.Attr<int32_t>("trainer_id");
   OAR_ASSIGN_OR_RETURN(RpcClient * client, Client(ctx));
   std::vector<std::shared_ptr<RpcCall>> calls;
@@ -311,7 +324,7 @@ void RegisterDistOps(OpRegistry* r) {
       .Kernel<float>(SplitSelectedRowsKernel);
   r->Register("send")
       .HostSide()
-      .Input("X", kDuplicable)
+      .Input("X", kDuplicable | kDispensable)  // GEO-SGD's startup sends param_init, which has no value
       .Output("Out", kDuplicable | kDispensable)
       .Attr("epmap", std::vector<std::string>{})
       .Attr("send_varnames", std::vector<std::string>{})

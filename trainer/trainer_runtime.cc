@@ -61,6 +61,16 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
     rt->env_.communicator = rt->communicator_.get();
     rt->communicator_->Start(&rt->scope_);
   }
+  if (!o.geo_params.empty()) {
+    if (o.places.size() > 1) {
+      return absl::UnimplementedError(absl::StrCat("GEO-SGD exchanges one copy of the parameters; this trainer has ",
+                                                   o.places.size(),
+                                                   " places (--cpu_num): train each GEO-SGD trainer on one"));
+    }
+    rt->geo_ = std::make_unique<GeoCommunicator>(o.geo_params, rt->client_.get(), o.geo);
+    rt->env_.geo = rt->geo_.get();
+    OAR_RETURN_IF_ERROR(rt->geo_->Start(&rt->scope_));
+  }
   if (o.places.size() > 1 || rt->collective_ != nullptr) {
     std::vector<Place> places = o.places.empty() ? std::vector<Place>{CPUPlace()} : o.places;
     OAR_ASSIGN_OR_RETURN(
@@ -147,6 +157,7 @@ absl::Status TrainerRuntime::Close() {
     if (s.ok()) s = communicator_->InstallReceived(&scope_);
     if (!s.ok()) return s;
   }
+  if (geo_ != nullptr) OAR_RETURN_IF_ERROR(Annotate(geo_->Flush(), "GEO-SGD's last exchange"));
   s = exe_->Close();
   if (collective_ != nullptr) s.Update(Annotate(collective_->Barrier(), "the trainers' closing barrier"));
   return s;

@@ -30,6 +30,7 @@
 #include "common/framework/scope.h"
 #include "common/rpc/rpc_client.h"
 #include "trainer/communicator.h"
+#include "trainer/geo_communicator.h"
 #include "trainer/parallel_executor.h"
 
 namespace oar {
@@ -76,6 +77,10 @@ class TrainerRuntime {
     // send ops queue, a background thread merges and sends, and Close()
     // sends what is queued before COMPLETE. Unset: the ops call the pservers.
     std::optional<CommunicatorOptions> communicator;
+    // GEO-SGD (a program transpiled with geo_sgd_mode): the parameters the
+    // trainer exchanges with the pservers, and how often. Empty: none.
+    std::vector<GeoParam> geo_params;
+    GeoOptions geo;
     // Times every op of the training steps (not the startup); null: none.
     Profiler* profiler = nullptr;
   };
@@ -119,6 +124,7 @@ class TrainerRuntime {
   std::unique_ptr<rpc::RpcClient> client_;
   std::unique_ptr<Collective> collective_;      // nccl2 mode
   std::unique_ptr<Communicator> communicator_;  // async pserver mode, when asked
+  std::unique_ptr<GeoCommunicator> geo_;        // GEO-SGD
   RunEnv env_;
   std::unique_ptr<Executor> exe_;
   Scope scope_;

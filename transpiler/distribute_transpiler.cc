@@ -76,6 +76,11 @@ absl::Status DistributeTranspiler::transpile(int trainer_id, ProgramDesc* progra
         "enable_dc_asgd: DC-ASGD needs per-trainer parameter backups on the pservers (ref_by_trainer_id), which "
         "Oar does not have yet; train without it");
   }
+  if (s.config.geo_sgd_mode) {  // the trainers keep their optimizers; the pservers add deltas
+    OAR_RETURN_IF_ERROR(TranspileGeoTrainer(&s));
+    transpiled_ = true;
+    return absl::OkStatus();
+  }
   for (size_t i : FindOptimizePass(s.origin.Block(0)).optimize_ops) {
     const OpDesc& op = s.origin.Block(0).Op(i);
     if (!op.inputs.count("Param") || !op.inputs.count("LearningRate")) continue;
@@ -96,7 +101,7 @@ absl::Status DistributeTranspiler::CheckTranspiled(const char* what) const {
 absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_program(bool /*wait_port*/) {
   OAR_RETURN_IF_ERROR(CheckTranspiled("get_trainer_program"));
   if (state_.config.mode == "nccl2") return *state_.program;
-  if (!trainer_program_made_) {
+  if (!trainer_program_made_ && !state_.config.geo_sgd_mode) {
     StripOptimizer(&state_);
     trainer_program_made_ = true;
   }
@@ -120,6 +125,7 @@ absl::StatusOr<ProgramDesc> DistributeTranspiler::get_trainer_startup_program() 
 absl::StatusOr<ProgramDesc> DistributeTranspiler::get_pserver_program(const std::string& endpoint) const {
   OAR_RETURN_IF_ERROR(CheckTranspiled("get_pserver_program"));
   if (state_.config.mode != "pserver") return absl::FailedPreconditionError("nccl2 mode has no pserver programs");
+  if (state_.config.geo_sgd_mode) return BuildGeoPserverProgram(state_, endpoint);
   return BuildPserverProgram(state_, endpoint);
 }
 

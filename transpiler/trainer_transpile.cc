@@ -49,6 +49,8 @@ absl::Status CheckShape(const VarDesc* v, const std::string& name, const char* w
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // Cuts every (param, grad) pair into blocks and names them as Fluid does.
 absl::Status SliceAndName(TranspileState* s, const std::vector<std::pair<std::string, std::string>>& params_grads) {
   std::vector<VarShape> params, grads;
@@ -120,6 +122,8 @@ absl::Status SliceAndName(TranspileState* s, const std::vector<std::pair<std::st
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status InsertSends(TranspileState* s) {
   BlockDesc* main = s->program->MutableBlock(0);

@@ -65,6 +65,15 @@ struct TranspileState {
 // and places them, inserts the RPC ops into *state->program and the
 // parameter pull into *state->startup (when given).
 absl::Status TranspileTrainer(TranspileState* state);
+// Cuts every (param, grad) pair into blocks, places them on the pservers
+// and declares the blocks in the trainer program (trainer_transpile.cc).
+absl::Status SliceAndName(TranspileState* state, const std::vector<std::pair<std::string, std::string>>& params_grads);
+// GEO-SGD (geo_sgd_transpile.cc): the trainer keeps its optimizer, declares
+// `<param or block>.delta`, appends the send of its sparse ids, and its
+// startup pulls the dense parameters and ends with send(param_init).
+absl::Status TranspileGeoTrainer(TranspileState* state);
+// A GEO pserver: each block it holds updated by sum(block, block.delta).
+absl::StatusOr<ProgramDesc> BuildGeoPserverProgram(const TranspileState& state, const std::string& endpoint);
 // Removes the optimize and LR ops (and variables only they read) from the
 // trainer program and the initializers of those variables from its startup.
 void StripOptimizer(TranspileState* state);

@@ -15,6 +15,13 @@ absl::Status DistributeTranspilerConfig::Validate() const {
   if (enable_dc_asgd && sync_mode) {
     return absl::InvalidArgumentError("enable_dc_asgd applies to async training: set sync_mode to false");
   }
+  if (geo_sgd_mode && (sync_mode || half_async)) {
+    return absl::InvalidArgumentError("geo_sgd_mode is a mode of async training: set sync_mode (and half_async) false");
+  }
+  if (geo_sgd_need_push_nums < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("geo_sgd_need_push_nums must be at least 1, got ", geo_sgd_need_push_nums));
+  }
   if (half_async && sync_mode) {
     return absl::InvalidArgumentError("half_async applies to async training: set sync_mode to false");
   }

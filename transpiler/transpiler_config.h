@@ -26,6 +26,12 @@ struct DistributeTranspilerConfig {
   // a send_barrier(half_async=true) each step, where its communicator
   // sends their merged gradients and pulls the parameters.
   bool half_async = false;
+  // Fluid 1.6+'s GEO-SGD (GeoSgdTranspiler): each trainer trains with its
+  // own optimizer and every geo_sgd_need_push_nums steps sends each
+  // parameter's change since the last exchange (a sparse table's: the rows
+  // it touched), divided by the trainer count; the pservers add it.
+  bool geo_sgd_mode = false;
+  int geo_sgd_need_push_nums = 100;
   bool wait_port = true;  // Fluid's; ignored (the transpiler does no network I/O)
   bool enable_dc_asgd = false;
 

@@ -28,10 +28,11 @@ namespace rpc {
 class RpcClient;
 class Transport;
 }  // namespace rpc
-class Profiler;      // common/profiler/profiler.h
-class Communicator;  // trainer/communicator.h
-class OpDesc;        // common/framework/program_desc.h
-class Tensor;        // common/framework/tensor.h
+class Profiler;         // common/profiler/profiler.h
+class Communicator;     // trainer/communicator.h
+class GeoCommunicator;  // trainer/geo_communicator.h
+class OpDesc;           // common/framework/program_desc.h
+class Tensor;           // common/framework/tensor.h
 
 // A table the pservers keep whole as row blocks (Fluid 1.5+'s remote_prefetch
 // lookup tables): block i is the pserver variable table_names[i] on
@@ -55,6 +56,9 @@ struct RunEnv {
   // their gradients with it and the recv ops install what it pulled, rather
   // than calling the pservers themselves. Null: they call them.
   Communicator* communicator = nullptr;
+  // GEO-SGD: the program's send op (of the sparse tables' ids) is a step of
+  // it, every geo_sgd_need_push_nums-th of which exchanges the parameters.
+  GeoCommunicator* geo = nullptr;
   // Where executors record each op's span (oar train --profile, oar run
   // --profile_path); null: nothing is timed.
   Profiler* profiler = nullptr;

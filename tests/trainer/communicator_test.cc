@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "tests/util/inproc_job.h"
+#include "tests/util/ps_job.h"
 
 namespace oar {
 namespace {
@@ -25,55 +25,14 @@ const std::vector<std::string> kGrads = {"b1@GRAD", "b2@GRAD", "w1@GRAD", "w2@GR
 
 std::string ParamOf(const std::string& grad) { return grad.substr(0, grad.find('@')); }
 
-// Two pservers serving JobModel's async programs in-process, and the
-// trainer's programs.
-struct AsyncJob {
-  rpc::InProcessTransport transport{rpc::RpcOptions{.deadline_ms = 20000}};
-  std::vector<std::string> eps = {"127.0.0.1:7300", "127.0.0.1:7301"};
-  ProgramDesc trainer, trainer_startup;
-  std::string loss;
-  std::vector<std::unique_ptr<ProgramDesc>> programs;
-  std::vector<std::unique_ptr<Scope>> scopes;
-  std::vector<std::unique_ptr<ParameterServer>> servers;
-  std::vector<std::thread> threads;
-  std::vector<absl::Status> results;
-
-  explicit AsyncJob(bool half_async) {
-    OpRegistry::ExtendGlobal(RegisterPserverOps);
-    OpRegistry::ExtendGlobal(RegisterDistOps);
-    DistributeTranspilerConfig config;
-    config.sync_mode = false;
-    config.runtime_split_send_recv = true;
-    config.half_async = half_async;
-    JobModel m("sgd");
-    loss = m.loss.name();
-    DistributeTranspiler t(config);
-    const absl::Status s = t.transpile(0, &m.main, absl::StrJoin(eps, ","), 1, /*sync_mode=*/false, &m.startup);
-    EXPECT_TRUE(s.ok()) << s;
-    trainer = *t.get_trainer_program();
-    trainer_startup = *t.get_trainer_startup_program();
-    results.assign(eps.size(), absl::OkStatus());
-    for (size_t p = 0; p < eps.size(); ++p) {
-      auto [program, startup] = *t.get_pserver_programs(eps[p]);
-      programs.push_back(std::make_unique<ProgramDesc>(std::move(program)));  // the server reads it while it runs
-      scopes.push_back(std::make_unique<Scope>());
-      EXPECT_TRUE(Executor().Run(startup, scopes.back().get()).ok());
-      const BlockDesc& b0 = programs.back()->Block(0);
-      auto c = ListenAndServConfig(b0.Op(b0.OpSize() - 1));
-      EXPECT_TRUE(c.ok()) << c.status();
-      c->transport = &transport;
-      c->timeout_ms = 20000;
-      auto server = ParameterServer::Create(*c, *programs.back(), scopes.back().get());
-      EXPECT_TRUE(server.ok()) << server.status();
-      EXPECT_TRUE((*server)->Start().ok());
-      servers.push_back(std::move(*server));
-      threads.emplace_back([this, p] { results[p] = servers[p]->Run(); });
-    }
-  }
-  ~AsyncJob() {
-    for (auto& th : threads) th.join();
-  }
-};
+// Two pservers serving JobModel's async programs for one trainer.
+DistributeTranspilerConfig AsyncConfig(bool half_async) {
+  DistributeTranspilerConfig c;
+  c.sync_mode = false;
+  c.runtime_split_send_recv = true;
+  c.half_async = half_async;
+  return c;
+}
 
 std::map<std::string, std::vector<float>> Params(const Scope& scope) {
   std::map<std::string, std::vector<float>> m;
@@ -97,16 +56,14 @@ class MergedSendsTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(MergedSendsTest, QueuedGradientsReachThePserversMergedFourAtATime) {
   const bool sum = GetParam();
-  AsyncJob job(/*half_async=*/false);
-  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
-  RunEnv env = rpc::ClientEnv(&client);
-  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
-  Scope scope;
-  ASSERT_TRUE(exe.Run(job.trainer_startup, &scope).ok());
+  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  TrainerSide trainer(job);
+  ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
+  auto& [client, env, exe, scope] = trainer;
   const auto initial = Params(scope);
   std::map<std::string, std::vector<int>> merged_counts;
   absl::Mutex mu;
-  auto comm = Communicator::Create(job.trainer, &client,
+  auto comm = Communicator::Create(job.trainer[0], &client,
                                    {.max_merge_var_num = 4,
                                     .send_wait_times = 0,
                                     .is_sgd_optimizer = sum,
@@ -122,7 +79,7 @@ TEST_P(MergedSendsTest, QueuedGradientsReachThePserversMergedFourAtATime) {
   std::vector<std::string> fetch = {job.loss};
   fetch.insert(fetch.end(), kGrads.begin(), kGrads.end());
   for (int step = 0; step < 10; ++step) {
-    auto r = exe.Run(job.trainer, &scope, JobBatch(step, 0, 8), fetch);
+    auto r = exe.Run(job.trainer[0], &scope, JobBatch(step, 0, 8), fetch);
     ASSERT_TRUE(r.ok()) << r.status();
     grads.emplace_back();
     for (size_t k = 0; k < kGrads.size(); ++k) grads.back()[kGrads[k]] = TensorToVector<float>((*r)[k + 1]);
@@ -159,16 +116,14 @@ INSTANTIATE_TEST_SUITE_P(SumOrMean, MergedSendsTest, ::testing::Values(true, fal
 // the learning rate times every merged gradient sent (SGD is linear), and
 // no step's gradient is lost.
 TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
-  AsyncJob job(/*half_async=*/false);
-  rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
-  RunEnv env = rpc::ClientEnv(&client);
-  Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
-  Scope scope;
-  ASSERT_TRUE(exe.Run(job.trainer_startup, &scope).ok());
+  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  TrainerSide trainer(job);
+  ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
+  auto& [client, env, exe, scope] = trainer;
   auto want = Params(scope);
   std::map<std::string, int> values_sent;
   absl::Mutex mu;
-  auto comm = Communicator::Create(job.trainer, &client,
+  auto comm = Communicator::Create(job.trainer[0], &client,
                                    {.max_merge_var_num = 3,
                                     .min_send_grad_num_before_recv = 2,
                                     .is_sgd_optimizer = false,  // means: steady steps whatever the timing merged
@@ -185,7 +140,7 @@ TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
   constexpr int kSteps = 40;
   std::vector<float> losses;
   for (int step = 0; step < kSteps; ++step) {
-    auto r = exe.Run(job.trainer, &scope, JobBatch(step % 5, 0, 8), {job.loss});
+    auto r = exe.Run(job.trainer[0], &scope, JobBatch(step % 5, 0, 8), {job.loss});
     ASSERT_TRUE(r.ok()) << r.status();
     losses.push_back(TensorToVector<float>((*r)[0])[0]);
   }
@@ -207,11 +162,11 @@ TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
 TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
   constexpr int kSteps = 6;
   constexpr int kThreads = 2;
-  AsyncJob job(/*half_async=*/true);
+  PserverJob job(AsyncConfig(/*half_async=*/true), 1);
   rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
   RunEnv env = rpc::ClientEnv(&client);
   Scope root;
-  ASSERT_TRUE(Executor(CPUPlace(), ExecutorOptions{.env = &env}).Run(job.trainer_startup, &root).ok());
+  ASSERT_TRUE(Executor(CPUPlace(), ExecutorOptions{.env = &env}).Run(job.trainer_startup[0], &root).ok());
   // The reference: one process from the values the pservers start from
   // (their startup programs draw each block's values for themselves).
   std::map<std::string, std::vector<float>> want;
@@ -229,7 +184,7 @@ TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
     }
     want = Params(scope);
   }
-  auto comm = Communicator::Create(job.trainer, &client, {.half_async = true});
+  auto comm = Communicator::Create(job.trainer[0], &client, {.half_async = true});
   ASSERT_TRUE(comm.ok()) << comm.status();
   env.communicator = comm->get();
   (*comm)->SetThreads(kThreads);
@@ -242,7 +197,7 @@ TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
       // rest in a scope of its own.
       Executor exe(CPUPlace(), ExecutorOptions{.env = &env});
       Scope& mine = root.NewScope();
-      auto block = exe.Prepare(job.trainer, 0);
+      auto block = exe.Prepare(job.trainer[0], 0);
       status[t] = block.status();
       if (status[t].ok()) status[t] = (*block)->Bind(&root, &mine);
       for (int step = 0; step < kSteps && status[t].ok(); ++step) {
@@ -267,9 +222,10 @@ TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
 // A queue that stays full makes the send op wait, then fail naming the
 // variable, its queue's size and Fluid's flag.
 TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
-  AsyncJob job(/*half_async=*/false);
+  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
   rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
-  auto comm = Communicator::Create(job.trainer, &client, {.send_queue_size = 1, .queue_wait = absl::Milliseconds(50)});
+  auto comm =
+      Communicator::Create(job.trainer[0], &client, {.send_queue_size = 1, .queue_wait = absl::Milliseconds(50)});
   ASSERT_TRUE(comm.ok()) << comm.status();
   Variable g;
   *g.GetMutable<Tensor>() = MakeTensor<float>({1}, {1.0f});
@@ -280,12 +236,12 @@ TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
   EXPECT_NE(s.message().find("FLAGS_communicator_send_queue_size"), std::string::npos) << s;
   EXPECT_EQ((*comm)->Send("nope@GRAD", g).code(), absl::StatusCode::kInvalidArgument);
   // The pservers were never told anything: end them.
-  for (auto& server : job.servers) server->Stop();
+  job.Stop();
 }
 
 TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {
-  AsyncJob job(/*half_async=*/false);
-  auto c = ContextsOf(job.trainer);
+  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  auto c = ContextsOf(job.trainer[0]);
   ASSERT_TRUE(c.ok()) << c.status();
   const VarContext& w1 = c->send.at("w1@GRAD");
   EXPECT_EQ(w1.blocks, (std::vector<std::string>{"w1@GRAD.block0", "w1@GRAD.block1"}));
@@ -295,7 +251,7 @@ TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {
   EXPECT_TRUE(c->send.at("b2@GRAD").sections.empty());
   EXPECT_EQ(c->send.size(), 4u);
   EXPECT_EQ(c->recv.size(), 4u);
-  for (auto& server : job.servers) server->Stop();
+  job.Stop();
 }
 
 }  // namespace
