@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/communicator_flags.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
@@ -31,6 +32,7 @@
 #include "cli/model_build.h"
 #include "cli/process_group.h"
 #include "cli/runtime_flags.h"
+#include "cli/transpile_cmd.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
 #include "common/device/gpu_info.h"
@@ -180,8 +182,19 @@ absl::Status Launch() {
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores(
-      {.nccl2 = nccl2, .data_feed = FlagGiven("data_feed"), .async_executor = async_executor, .gpu = place.is_gpu()}));
+  // nccl2 mode has neither communicator nor GEO-SGD (and no slicing flags
+  // to parse); pserver mode's are as the children will read them.
+  DistributeTranspilerConfig config;
+  config.mode = "nccl2";
+  if (!nccl2) {
+    OAR_ASSIGN_OR_RETURN(config, TranspilerConfigFromFlags());
+  }
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2,
+                                                 .data_feed = FlagGiven("data_feed"),
+                                                 .async_executor = async_executor,
+                                                 .gpu = place.is_gpu(),
+                                                 .communicator = CommunicatorOptionsFromFlags(config).has_value(),
+                                                 .geo = config.geo_sgd_mode}));
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpusFromFlags());

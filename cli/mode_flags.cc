@@ -8,7 +8,7 @@ namespace oar::cli {
 absl::Status RefuseFlagsTheModeIgnores(const JobMode& mode) {
   struct Rule {
     bool applies;
-    const char* flags[6];
+    const char* flags[9];
     const char* why;
   };
   const Rule rules[] = {
@@ -28,6 +28,14 @@ absl::Status RefuseFlagsTheModeIgnores(const JobMode& mode) {
        "applies to trainers that read through the data layer (a program in sync or nccl2 mode); AsyncExecutor "
        "threads stream the files"},
       {!mode.gpu, {"selected_gpus", "gpu_allow_tf32", nullptr}, "goes with --device gpu"},
+      {!mode.communicator,
+       {"communicator_send_queue_size", "communicator_max_merge_var_num", "communicator_send_wait_times",
+        "communicator_thread_pool_size", "communicator_independent_recv_thread",
+        "communicator_min_send_grad_num_before_recv", "communicator_merge_sparse_grad", "communicator_is_sgd_optimizer",
+        "communicator_fake_rpc"},
+       "tunes the communicator of async trainers: use it with --async and --runtime_split_send_recv or "
+       "--half_async"},
+      {!mode.geo, {"geo_sgd_need_push_nums", nullptr}, "goes with --geo_sgd_mode"},
   };
   for (const Rule& r : rules) {
     if (!r.applies) continue;

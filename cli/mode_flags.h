@@ -1,7 +1,8 @@
 // Flags a job's mode never reads, refused rather than silently ignored:
 // the pserver slicing flags in nccl2 mode, --collective_transport in pserver
 // mode, the MultiSlot reader's flags without --data_feed, the GPU flags
-// without --device gpu. Each rule looks only at flags given on the command
+// without --device gpu, the --communicator_* flags without a communicator,
+// --geo_sgd_need_push_nums without --geo_sgd_mode. Each rule looks only at flags given on the command
 // line or as FLAGS_<name> (FlagGiven), so defaults never trip it.
 //
 // Thread-safety: reads gflags; call from main()'s thread.
@@ -16,6 +17,8 @@ struct JobMode {
   bool data_feed = false;       // trainers read MultiSlot files (--data_feed)
   bool async_executor = false;  // ... with AsyncExecutor threads (a model's, or async)
   bool gpu = false;             // --device gpu
+  bool communicator = true;     // async trainers with Fluid's communicator (--runtime_split_send_recv, --half_async)
+  bool geo = true;              // --geo_sgd_mode
 };
 
 // InvalidArgument naming the first given flag that `mode` does not read

@@ -33,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
+#include "cli/communicator_flags.h"
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
@@ -143,8 +144,12 @@ absl::Status RunRole(const RoleEnv& env) {
   if (async_executor && FLAGS_device != "cpu") {
     return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
   }
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores(
-      {.nccl2 = nccl2, .data_feed = from_files, .async_executor = async_executor, .gpu = FLAGS_device == "gpu"}));
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2,
+                                                 .data_feed = from_files,
+                                                 .async_executor = async_executor,
+                                                 .gpu = FLAGS_device == "gpu",
+                                                 .communicator = CommunicatorOptionsFromFlags(config).has_value(),
+                                                 .geo = config.geo_sgd_mode}));
   TrainerIo io;
   if (env.role == RoleEnv::Role::kTrainer && !async_executor) {
     OAR_ASSIGN_OR_RETURN(io, IoFor(model.get(), main));

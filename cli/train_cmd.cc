@@ -138,7 +138,8 @@ absl::Status Train(Profiler* profiler) {
                                                      "it does nothing: add --places N, or drop it"));
     }
   }
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.gpu = FLAGS_device == "gpu"}));  // --selected_gpus on a CPU
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores(
+      {.gpu = FLAGS_device == "gpu", .communicator = false, .geo = false}));  // --selected_gpus on a CPU
   if (!FLAGS_save.empty()) {  // a folder it cannot write is said now, not after the first epoch
     std::error_code ec;
     std::filesystem::create_directories(FLAGS_save, ec);
