@@ -28,6 +28,26 @@ absl::Status DistributeTranspilerConfig::Validate() const {
   return absl::OkStatus();
 }
 
+DistributeTranspilerConfig DistributeTranspilerConfig::AsyncStrategy() {
+  DistributeTranspilerConfig c;
+  c.sync_mode = false;
+  c.runtime_split_send_recv = true;
+  return c;
+}
+
+DistributeTranspilerConfig DistributeTranspilerConfig::HalfAsyncStrategy() {
+  DistributeTranspilerConfig c = AsyncStrategy();
+  c.half_async = true;
+  return c;
+}
+
+DistributeTranspilerConfig DistributeTranspilerConfig::GeoStrategy(int update_frequency) {
+  DistributeTranspilerConfig c = AsyncStrategy();
+  c.geo_sgd_mode = true;
+  c.geo_sgd_need_push_nums = update_frequency;
+  return c;
+}
+
 std::unique_ptr<PSDispatcher> DistributeTranspilerConfig::MakeDispatcher(std::vector<std::string> endpoints) const {
   if (split_method == SplitMethod::kHashName) return std::make_unique<HashName>(std::move(endpoints));
   return std::make_unique<RoundRobin>(std::move(endpoints));

@@ -35,6 +35,13 @@ struct DistributeTranspilerConfig {
   bool wait_port = true;  // Fluid's; ignored (the transpiler does no network I/O)
   bool enable_dc_asgd = false;
 
+  // Fluid 1.7+ fleet's strategies (StrategyFactory.create_async_strategy,
+  // create_half_async_strategy, create_geo_strategy) as configs: async
+  // training through the communicator, half-async, GEO-SGD.
+  static DistributeTranspilerConfig AsyncStrategy();
+  static DistributeTranspilerConfig HalfAsyncStrategy();
+  static DistributeTranspilerConfig GeoStrategy(int update_frequency = 100);
+
   // InvalidArgument naming the field for a value Fluid would reject.
   absl::Status Validate() const;
   std::unique_ptr<PSDispatcher> MakeDispatcher(std::vector<std::string> endpoints) const;

@@ -18,15 +18,6 @@
 namespace oar {
 namespace {
 
-DistributeTranspilerConfig GeoConfig(int push_nums) {
-  DistributeTranspilerConfig c;
-  c.sync_mode = false;
-  c.runtime_split_send_recv = true;  // as Fluid's GeoStrategy sets it
-  c.geo_sgd_mode = true;
-  c.geo_sgd_need_push_nums = push_nums;
-  return c;
-}
-
 std::vector<float> Values(const Scope& scope, const std::string& name) {
   return TensorToVector<float>(scope.FindVar(name)->Get<Tensor>());
 }
@@ -56,7 +47,7 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, c
 }
 
 TEST(GeoSgdTest, TheTranspilerWritesFluidsGeoPrograms) {
-  PserverJob job(GeoConfig(5), 1);
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(5), 1);
   const BlockDesc& main = job.trainer[0].Block(0);
   EXPECT_EQ(main.Op(main.OpSize() - 1).type, "send");  // the optimizer stays, the send ends the program
   EXPECT_EQ(main.Op(main.OpSize() - 2).type, "sgd");
@@ -82,7 +73,7 @@ TEST(GeoSgdTest, TheTranspilerWritesFluidsGeoPrograms) {
 // trainer trains as one process would, and the pservers end where it ends.
 TEST(GeoSgdTest, OneTrainerTrainsAsOneProcessAndThePserversFollow) {
   constexpr int kSteps = 10;
-  PserverJob job(GeoConfig(3), 1);
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(3), 1);
   TrainerSide t(job);
   {
     auto s = t.exe.Run(job.trainer_startup[0], &t.scope);
@@ -127,7 +118,7 @@ TEST(GeoSgdTest, OneTrainerTrainsAsOneProcessAndThePserversFollow) {
 // Two trainers taking turns, exchanging every 2 steps: each pserver block
 // ends as its initial value plus the sum of every delta sent to it.
 TEST(GeoSgdTest, ThePserversAddEveryTrainersDeltas) {
-  PserverJob job(GeoConfig(2), 2);
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(2), 2);
   std::vector<std::unique_ptr<TrainerSide>> trainers;
   std::vector<std::unique_ptr<GeoCommunicator>> geos;
   std::map<std::string, std::vector<float>> want;  // by pserver block
@@ -183,7 +174,7 @@ TEST(GeoSgdTest, ASparseTableExchangesTheRowsItsLookupsTouched) {
     optimizer::SGD(0.5f).minimize(loss);
     return loss.name();
   };
-  PserverJob job(GeoConfig(2), 1, build);
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(2), 1, build);
   TrainerSide t(job);
   {
     auto s = t.exe.Run(job.trainer_startup[0], &t.scope);

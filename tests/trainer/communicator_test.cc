@@ -25,15 +25,6 @@ const std::vector<std::string> kGrads = {"b1@GRAD", "b2@GRAD", "w1@GRAD", "w2@GR
 
 std::string ParamOf(const std::string& grad) { return grad.substr(0, grad.find('@')); }
 
-// Two pservers serving JobModel's async programs for one trainer.
-DistributeTranspilerConfig AsyncConfig(bool half_async) {
-  DistributeTranspilerConfig c;
-  c.sync_mode = false;
-  c.runtime_split_send_recv = true;
-  c.half_async = half_async;
-  return c;
-}
-
 std::map<std::string, std::vector<float>> Params(const Scope& scope) {
   std::map<std::string, std::vector<float>> m;
   for (const auto& g : kGrads) m[ParamOf(g)] = TensorToVector<float>(scope.FindVar(ParamOf(g))->Get<Tensor>());
@@ -56,7 +47,7 @@ class MergedSendsTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(MergedSendsTest, QueuedGradientsReachThePserversMergedFourAtATime) {
   const bool sum = GetParam();
-  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
   TrainerSide trainer(job);
   ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
   auto& [client, env, exe, scope] = trainer;
@@ -116,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(SumOrMean, MergedSendsTest, ::testing::Values(true, fal
 // the learning rate times every merged gradient sent (SGD is linear), and
 // no step's gradient is lost.
 TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
-  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
   TrainerSide trainer(job);
   ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
   auto& [client, env, exe, scope] = trainer;
@@ -162,7 +153,7 @@ TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
 TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
   constexpr int kSteps = 6;
   constexpr int kThreads = 2;
-  PserverJob job(AsyncConfig(/*half_async=*/true), 1);
+  PserverJob job(DistributeTranspilerConfig::HalfAsyncStrategy(), 1);
   rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
   RunEnv env = rpc::ClientEnv(&client);
   Scope root;
@@ -222,7 +213,7 @@ TEST(CommunicatorTest, HalfAsyncThreadsMakeTheSingleProcessSteps) {
 // A queue that stays full makes the send op wait, then fail naming the
 // variable, its queue's size and Fluid's flag.
 TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
-  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
   rpc::RpcClient client(&job.transport, {.deadline_ms = 20000});
   auto comm =
       Communicator::Create(job.trainer[0], &client, {.send_queue_size = 1, .queue_wait = absl::Milliseconds(50)});
@@ -240,7 +231,7 @@ TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
 }
 
 TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {
-  PserverJob job(AsyncConfig(/*half_async=*/false), 1);
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
   auto c = ContextsOf(job.trainer[0]);
   ASSERT_TRUE(c.ok()) << c.status();
   const VarContext& w1 = c->send.at("w1@GRAD");

@@ -17,28 +17,16 @@ namespace {
 
 using Ops = std::vector<std::string>;
 
-const Ops kForwardBackward = {
-    "mul",         "elementwise_add",      "elementwise_sub",     "square", "mean", "fill_constant", "mean_grad",
-    "square_grad", "elementwise_sub_grad", "elementwise_add_grad"};
-
-DistributeTranspilerConfig Async(bool half_async) {
-  DistributeTranspilerConfig c;
-  c.sync_mode = false;
-  c.runtime_split_send_recv = true;
-  c.half_async = half_async;
-  return c;
-}
-
 Ops With(Ops a, const Ops& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 
 TEST(AsyncModesTest, TheCommunicatorsProgramSendsWholeGradientsAndStacksParameters) {
-  auto set = TranspileNet({}, Async(false), 1, 2, /*sync=*/false);
+  auto set = TranspileNet({}, DistributeTranspilerConfig::AsyncStrategy(), 1, 2, /*sync=*/false);
   ASSERT_TRUE(set.ok()) << set.status();
   const BlockDesc& t = set->trainer.Block(0);
-  EXPECT_EQ(OpTypes(t), With(kForwardBackward, {"send", "mul_grad", "send", "recv", "recv"}));
+  EXPECT_EQ(OpTypes(t), With(FcNetForwardBackward(), {"send", "mul_grad", "send", "recv", "recv"}));
   const OpDesc& send_w = t.Op(12);
   EXPECT_EQ(send_w.Input("X"), (Ops{"fc_w@GRAD"}));
   EXPECT_EQ(send_w.GetAttr<Ops>("send_varnames"), (Ops{"fc_w@GRAD.block0", "fc_w@GRAD.block1"}));
@@ -56,10 +44,10 @@ TEST(AsyncModesTest, TheCommunicatorsProgramSendsWholeGradientsAndStacksParamete
 }
 
 TEST(AsyncModesTest, HalfAsyncAddsTheThreadsBarrierBeforeTheRecvs) {
-  auto set = TranspileNet({}, Async(true), 0, 2, /*sync=*/false);
+  auto set = TranspileNet({}, DistributeTranspilerConfig::HalfAsyncStrategy(), 0, 2, /*sync=*/false);
   ASSERT_TRUE(set.ok()) << set.status();
   const BlockDesc& t = set->trainer.Block(0);
-  EXPECT_EQ(OpTypes(t), With(kForwardBackward, {"send", "mul_grad", "send", "send_barrier", "recv", "recv"}));
+  EXPECT_EQ(OpTypes(t), With(FcNetForwardBackward(), {"send", "mul_grad", "send", "send_barrier", "recv", "recv"}));
   const OpDesc& barrier = t.Op(13);
   EXPECT_TRUE(barrier.GetAttr<bool>("half_async"));
   EXPECT_EQ(barrier.Input("X"), (Ops{t.Op(10).Output("Out")[0], t.Op(12).Output("Out")[0]}));
@@ -67,12 +55,10 @@ TEST(AsyncModesTest, HalfAsyncAddsTheThreadsBarrierBeforeTheRecvs) {
 }
 
 TEST(AsyncModesTest, GeoSgdKeepsTheOptimizerAndThePserversAddDeltas) {
-  DistributeTranspilerConfig c = Async(false);
-  c.geo_sgd_mode = true;
-  auto set = TranspileNet({}, c, 0, 2, /*sync=*/false);
+  auto set = TranspileNet({}, DistributeTranspilerConfig::GeoStrategy(), 0, 2, /*sync=*/false);
   ASSERT_TRUE(set.ok()) << set.status();
   const BlockDesc& t = set->trainer.Block(0);
-  EXPECT_EQ(OpTypes(t), With(kForwardBackward, {"mul_grad", "sgd", "sgd", "send"}));
+  EXPECT_EQ(OpTypes(t), With(FcNetForwardBackward(), {"mul_grad", "sgd", "sgd", "send"}));
   EXPECT_TRUE(t.Op(t.OpSize() - 1).Input("X").empty());  // no sparse table: a step, with no ids
   for (const char* v : {"fc_w.delta", "fc_w.block0.delta", "fc_w.block1.delta", "fc_b.delta"}) {
     EXPECT_TRUE(t.HasVar(v)) << v;
@@ -101,7 +87,7 @@ TEST(AsyncModesTest, TheModesOfAsyncTrainingRefuseSyncMode) {
   c.sync_mode = false;
   c.geo_sgd_need_push_nums = 0;
   EXPECT_EQ(c.Validate().code(), absl::StatusCode::kInvalidArgument);
-  auto sync_call = TranspileNet({}, Async(true), 0, 2, /*sync=*/true);
+  auto sync_call = TranspileNet({}, DistributeTranspilerConfig::HalfAsyncStrategy(), 0, 2, /*sync=*/true);
   EXPECT_EQ(sync_call.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -11,9 +11,7 @@ namespace {
 
 using Ops = std::vector<std::string>;
 
-const Ops kForwardBackward = {
-    "mul",         "elementwise_add",      "elementwise_sub",     "square", "mean", "fill_constant", "mean_grad",
-    "square_grad", "elementwise_sub_grad", "elementwise_add_grad"};
+const Ops& kForwardBackward = FcNetForwardBackward();
 
 // A filler's "shape", whichever integer width the op keeps it in.
 std::vector<int64_t> ShapeAttr(const OpDesc& op) {

@@ -99,6 +99,15 @@ inline const OpDesc& OnlyOp(const BlockDesc& b, const std::string& type) {
   return none;
 }
 
+// FcNet's forward and backward ops (up to fc_b's gradient), as Fluid's
+// Python layers write them.
+inline const std::vector<std::string>& FcNetForwardBackward() {
+  static const std::vector<std::string> ops = {
+      "mul",         "elementwise_add",      "elementwise_sub",     "square", "mean", "fill_constant", "mean_grad",
+      "square_grad", "elementwise_sub_grad", "elementwise_add_grad"};
+  return ops;
+}
+
 inline std::vector<std::string> OpTypes(const BlockDesc& block) {
   std::vector<std::string> out;
   for (size_t i = 0; i < block.OpSize(); ++i) out.push_back(block.Op(i).type);
