@@ -197,9 +197,18 @@ void SgdRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T*
 template <typename T>
 void AdagradRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, T eps, T* p, T* mom,
                  cudaStream_t s);
+// With `advanced`, Adam's step reads the powers times β1/β2 (see
+// AdamBiasCorrected).
 template <typename T>
 void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
-              const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s);
+              const T* beta2_pow, T b1, T b2, T eps, bool advanced, T* p, T* m1, T* m2, cudaStream_t s);
+// Non-lazy Adam from a sparse gradient, the rows it does not name (of
+// `height`): moments decay, and the parameter steps by them with ε unscaled,
+// as Paddle's CPU kernel. `mask` is scratch of `height` bytes on the device.
+template <typename T>
+void AdamRowsWithoutGrad(const int64_t* rows, int64_t n, int64_t height, int64_t width, const T* lr, const T* beta1_pow,
+                         const T* beta2_pow, T b1, T b2, T eps, bool advanced, uint8_t* mask, T* p, T* m1, T* m2,
+                         cudaStream_t s);
 
 // ---- sequence_pool over a LoD level (cuda_sequence.cu) ----
 // Sequence s is rows [offsets[s], offsets[s + 1]) of x [rows, width]:

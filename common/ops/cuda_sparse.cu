@@ -2,7 +2,8 @@
 // lookup_table's row gather, the zeroing of padding rows, the scatter-add
 // that builds its dense gradient, densifies a sparse one or merges its
 // repeated rows, and the rows-only updates (sgd, adagrad, lazy Adam) over
-// the rows a merged sparse gradient names. Launch functions are declared
+// the rows a merged sparse gradient names (and non-lazy Adam's step on the
+// rows it does not name). Launch functions are declared
 // in cuda_launch.h.
 #include <cstdint>
 
@@ -49,11 +50,34 @@ __global__ void ZeroPaddedRowsKernel(T* v, const int64_t* ids, int64_t n, int64_
 // place on the given rows only.
 template <typename T>
 __global__ void AdamRowsKernel(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr,
-                               const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2) {
-  const AdamRate<T> r = AdamBiasCorrected(lr, beta1_pow, beta2_pow, eps);
+                               const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, bool advanced, T* p, T* m1,
+                               T* m2) {
+  const AdamRate<T> r =
+      AdamBiasCorrected(lr, beta1_pow, beta2_pow, eps, advanced ? b1 : T(1), advanced ? b2 : T(1));
   OAR_GRID_STRIDE(e, n * width) {
     const int64_t i = rows[e / width] * width + e % width;
     AdamUpdate(r, b1, b2, g[e], p[i], m1[i], m2[i], &p[i], &m1[i], &m2[i]);
+  }
+}
+
+__global__ void MarkRowsKernel(const int64_t* rows, int64_t n, uint8_t* mask) {
+  OAR_GRID_STRIDE(i, n) mask[rows[i]] = 1;
+}
+
+// Every element of a row the mask does not mark: a zero gradient's Adam step
+// with ε unscaled.
+template <typename T>
+__global__ void AdamUnmarkedRowsKernel(const uint8_t* mask, int64_t height, int64_t width, const T* lr,
+                                       const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, bool advanced, T* p,
+                                       T* m1, T* m2) {
+  const AdamRate<T> r =
+      AdamBiasCorrected(lr, beta1_pow, beta2_pow, eps, advanced ? b1 : T(1), advanced ? b2 : T(1));
+  OAR_GRID_STRIDE(i, height * width) {
+    if (mask[i / width] != 0) continue;
+    const T a = b1 * m1[i], b = b2 * m2[i];
+    m1[i] = a;
+    m2[i] = b;
+    p[i] -= r.lr * (a / (sqrt(b) + eps));
   }
 }
 
@@ -99,11 +123,22 @@ void ZeroPaddedRows(T* v, const int64_t* ids, int64_t n, int64_t width, int64_t 
 
 template <typename T>
 void AdamRows(const int64_t* rows, int64_t n, int64_t width, const T* g, const T* lr, const T* beta1_pow,
-              const T* beta2_pow, T b1, T b2, T eps, T* p, T* m1, T* m2, cudaStream_t s) {
+              const T* beta2_pow, T b1, T b2, T eps, bool advanced, T* p, T* m1, T* m2, cudaStream_t s) {
   if (n * width > 0) {
-    AdamRowsKernel<T>
-        <<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, beta1_pow, beta2_pow, b1, b2, eps, p, m1, m2);
+    AdamRowsKernel<T><<<GridFor(n * width), kThreads, 0, s>>>(rows, n, width, g, lr, beta1_pow, beta2_pow, b1, b2,
+                                                              eps, advanced, p, m1, m2);
   }
+}
+
+template <typename T>
+void AdamRowsWithoutGrad(const int64_t* rows, int64_t n, int64_t height, int64_t width, const T* lr,
+                         const T* beta1_pow, const T* beta2_pow, T b1, T b2, T eps, bool advanced, uint8_t* mask, T* p,
+                         T* m1, T* m2, cudaStream_t s) {
+  if (height * width == 0) return;
+  cudaMemsetAsync(mask, 0, static_cast<size_t>(height), s);
+  if (n > 0) MarkRowsKernel<<<GridFor(n), kThreads, 0, s>>>(rows, n, mask);
+  AdamUnmarkedRowsKernel<T><<<GridFor(height * width), kThreads, 0, s>>>(mask, height, width, lr, beta1_pow, beta2_pow,
+                                                                         b1, b2, eps, advanced, p, m1, m2);
 }
 
 template void GatherRows<float>(const float*, const int64_t*, float*, int64_t, int64_t, int64_t, cudaStream_t);
@@ -126,7 +161,10 @@ template void SgdRows<float>(const int64_t*, int64_t, int64_t, const float*, con
 template void AdagradRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, float, float*, float*,
                                  cudaStream_t);
 template void AdamRows<float>(const int64_t*, int64_t, int64_t, const float*, const float*, const float*, const float*,
-                              float, float, float, float*, float*, float*, cudaStream_t);
+                              float, float, float, bool, float*, float*, float*, cudaStream_t);
+template void AdamRowsWithoutGrad<float>(const int64_t*, int64_t, int64_t, int64_t, const float*, const float*,
+                                         const float*, float, float, float, bool, uint8_t*, float*, float*, float*,
+                                         cudaStream_t);
 
 }  // namespace cuda
 }  // namespace oar

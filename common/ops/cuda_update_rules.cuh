@@ -17,10 +17,14 @@ struct AdamRate {
   T lr, eps;
 };
 
+// advance1/advance2 multiply the powers first: 1 for the powers as read, or
+// β1/β2 for the step that reads them already advanced (Paddle's CPU kernel
+// for a sparse gradient with the powers bound in place).
 template <typename T>
-__device__ AdamRate<T> AdamBiasCorrected(const T* lr, const T* beta1_pow, const T* beta2_pow, T eps) {
-  const T corr2 = sqrt(T(1) - beta2_pow[0]);
-  return {lr[0] * corr2 / (T(1) - beta1_pow[0]), eps * corr2};
+__device__ AdamRate<T> AdamBiasCorrected(const T* lr, const T* beta1_pow, const T* beta2_pow, T eps, T advance1 = T(1),
+                                         T advance2 = T(1)) {
+  const T corr2 = sqrt(T(1) - beta2_pow[0] * advance2);
+  return {lr[0] * corr2 / (T(1) - beta1_pow[0] * advance1), eps * corr2};
 }
 
 // One element: the moments' new values into *m1, *m2 and the parameter's

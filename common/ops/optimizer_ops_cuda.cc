@@ -2,7 +2,8 @@
 // adagrad, decayed_adagrad, adamax, rmsprop (plain and centered), ftrl and
 // lars_momentum, with the learning rate and beta powers read on the
 // device. From a sparse gradient, sgd, adagrad and lazy adam move only its
-// rows (merged on the GPU: GpuMergedSparseGrad), as the CPU kernels do; the
+// rows (merged on the GPU: GpuMergedSparseGrad), as the CPU kernels do, and
+// adam follows the CPU kernel's sparse rules (AdamKernel); the
 // others sum it into a dense buffer first (GpuOptimizerGrad), so a row
 // without gradient gets the update of a zero gradient, which is what their
 // CPU kernels compute.
@@ -62,21 +63,26 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   return LaunchStatus(ctx);
 }
 
+// adam from a dense gradient, or from a sparse one as the CPU kernel (and
+// Paddle's) computes it: no rows, no step and the powers kept; powers bound
+// in place, the step reads them already advanced; not lazy, the rows
+// without gradient step by their decayed moments with ε unscaled.
 absl::Status AdamKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* p, GpuIn<float>(ctx, "Param"));
-  const int64_t n = ctx.Input("Param")->numel();
+  const Tensor& param = *ctx.Input("Param");
+  const int64_t n = param.numel();
   // The gradient first, as on the CPU: a bad one is an error before any
   // output buffer is taken (an in-place output over a shared buffer would
   // get a fresh one and lose the parameter).
-  const bool lazy = ctx.Attr<bool>("lazy_mode") && SparseGrad(ctx);
+  const bool sparse = SparseGrad(ctx);
   GpuMergedGrad merged;
   Tensor dense;
   const float* g = nullptr;
-  if (lazy) {
-    OAR_ASSIGN_OR_RETURN(merged, GpuMergedSparseGrad(ctx, *ctx.Input("Param")));
+  if (sparse) {
+    OAR_ASSIGN_OR_RETURN(merged, GpuMergedSparseGrad(ctx, param));
   } else {
-    OAR_ASSIGN_OR_RETURN(g, GpuOptimizerGrad(ctx, *ctx.Input("Param"), &dense));
+    OAR_ASSIGN_OR_RETURN(g, GpuOptimizerGrad(ctx, param, &dense));
   }
   OAR_ASSIGN_OR_RETURN(const float* lr, GpuIn<float>(ctx, "LearningRate"));
   OAR_ASSIGN_OR_RETURN(const float* m1, GpuIn<float>(ctx, "Moment1"));
@@ -97,20 +103,32 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   float* pout = GpuOut<float>(ctx, "ParamOut");
   float* m1out = GpuOut<float>(ctx, "Moment1Out");
   float* m2out = GpuOut<float>(ctx, "Moment2Out");
-  if (lazy) {  // only the gradient's rows move; the others keep their values
-    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, n));
-    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m1, m1out, n));
-    OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m2, m2out, n));
-    if (merged.count > 0) {
-      cuda::AdamRows<float>(merged.rows.data<int64_t>(), merged.count, merged.width, merged.values.data<float>(), lr,
-                            b1p, b2p, b1, b2, eps, pout, m1out, m2out, c->stream);
-    }
-    // The powers only (no elements; g unused), after the rows read them.
-    cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0,
-                      c->stream);
+  if (!sparse) {
+    cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
     return LaunchStatus(ctx);
   }
-  cuda::Adam<float>(p, g, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, n, c->stream);
+  // The outputs start as the inputs; only what the step reaches moves.
+  OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, p, pout, n));
+  OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m1, m1out, n));
+  OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, m2, m2out, n));
+  if (merged.count == 0) {
+    if (b1p_out != nullptr) OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, b1p, b1p_out, 1));
+    if (b2p_out != nullptr) OAR_RETURN_IF_ERROR(CopyUnlessInPlace(ctx, c, b2p, b2p_out, 1));
+    return LaunchStatus(ctx);
+  }
+  const bool advanced = ctx.InputVar("Beta1Pow") == ctx.OutputVar("Beta1PowOut") &&
+                        ctx.InputVar("Beta2Pow") == ctx.OutputVar("Beta2PowOut");
+  if (!ctx.Attr<bool>("lazy_mode")) {
+    Tensor mask;
+    mask.Resize(DDim{param.dims()[0]});
+    cuda::AdamRowsWithoutGrad<float>(merged.rows.data<int64_t>(), merged.count, param.dims()[0], merged.width, lr, b1p,
+                                     b2p, b1, b2, eps, advanced, mask.mutable_data<uint8_t>(ctx.place()), pout, m1out,
+                                     m2out, c->stream);
+  }
+  cuda::AdamRows<float>(merged.rows.data<int64_t>(), merged.count, merged.width, merged.values.data<float>(), lr, b1p,
+                        b2p, b1, b2, eps, advanced, pout, m1out, m2out, c->stream);
+  // The powers only (no elements; g unused), after the rows read them.
+  cuda::Adam<float>(p, nullptr, lr, m1, m2, b1p, b2p, b1, b2, eps, pout, m1out, m2out, b1p_out, b2p_out, 0, c->stream);
   return LaunchStatus(ctx);
 }
 

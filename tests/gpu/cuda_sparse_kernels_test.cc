@@ -240,8 +240,11 @@ TEST(CudaSparseKernelTest, OptimizersFromASparseGradientWithARepeatedRow) {
        {"po", "m1o", "m2o"}},
   };
   // Each case from the gradient above, and from one with no rows (a step
-  // where the embedding saw no id: sgd and lazy adam move nothing but adam's
-  // powers; momentum and adam update every row with a zero gradient).
+  // where the embedding saw no id: sgd and adam, lazy or not, move nothing,
+  // adam's powers included, as Paddle's CPU kernel; momentum updates every
+  // row with a zero gradient). With rows, adam's step reads the powers
+  // already advanced (bound in place) and non-lazy adam's rows without
+  // gradient step with ε unscaled, as on the CPU.
   SelectedRows none;
   none.height = grad.height;
   for (const SelectedRows* from : {&grad, &none}) {
