@@ -26,6 +26,8 @@ namespace {
 const char* YesNo(bool b) { return b ? "yes" : "no"; }
 
 // The op types in `counts` with their kernels, and the refusals beside them.
+// GPU: yes (a GPU kernel), host (on a GPU place its CPU kernel runs on the
+// host: a host-side op, or one without a GPU kernel) or no.
 void PrintOpTable(const std::map<std::string, int>& counts, const std::vector<OpRefusal>& refusals) {
   const OpRegistry& registry = OpRegistry::Global();
   size_t width = 7;
@@ -35,13 +37,16 @@ void PrintOpTable(const std::map<std::string, int>& counts, const std::vector<Op
     const OpInfo* info = registry.Find(type);
     const bool host = info != nullptr && info->host_side();
     const bool cpu = info != nullptr && info->HasKernelFor(Place::Kind::kCPU);
-    const bool gpu = info != nullptr && (info->HasKernelFor(Place::Kind::kCUDA) || (host && cpu));
+    const bool gpu = info != nullptr && info->HasKernelFor(Place::Kind::kCUDA);
     std::string why;
     for (const OpRefusal& r : refusals) {
       if (r.op_type == type) why += (why.empty() ? "" : "; ") + std::to_string(r.count) + "x " + r.reason;
     }
     std::printf("%-*s %6d  %-3s  %-3s  %s\n", static_cast<int>(width), type.c_str(), n, YesNo(cpu),
-                host && cpu ? "host" : YesNo(gpu), why.c_str());
+                gpu && !host ? "yes"
+                : cpu        ? "host"
+                             : "no",
+                why.c_str());
   }
 }
 

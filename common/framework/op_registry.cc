@@ -171,6 +171,20 @@ absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& pla
     OAR_ASSIGN_OR_RETURN(KernelFn cpu, FindKernel(Place::Kind::kCPU, dtype));
     return std::make_pair(cpu, CPUPlace());
   }
+  // No GPU kernel for this dtype: its CPU kernel runs on the host, the
+  // inputs copied there and the outputs read back from there by the next
+  // GPU op, as Paddle's ChooseKernel falls back. Said once per op and dtype:
+  // it is correct but slow.
+  if (auto cpu = FindKernel(Place::Kind::kCPU, dtype); cpu.ok()) {
+    static absl::Mutex mu(absl::kConstInit);
+    static auto* said = new std::set<std::pair<std::string, int>>();
+    absl::MutexLock lock(&mu);
+    if (said->insert({type_, static_cast<int>(dtype)}).second) {
+      LOG(WARNING) << type_ << ": no GPU kernel for " << DataTypeName(dtype) << "; it runs its CPU kernel on the host ("
+                   << place.ToString() << "'s inputs copied there and back)";
+    }
+    return std::make_pair(*cpu, CPUPlace());
+  }
   std::vector<std::string> gpu, cpu;
   for (const auto& [key, fn] : kernels_) {
     auto& list = key.first == static_cast<int>(Place::Kind::kCUDA) ? gpu : cpu;
@@ -180,7 +194,7 @@ absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& pla
   return absl::NotFoundError(absl::StrCat(type_, ": no GPU kernel for ", DataTypeName(dtype), " (on ", place.ToString(),
                                           "; GPU kernels: ", gpu.empty() ? "none" : absl::StrJoin(gpu, ", "),
                                           "; CPU kernels: ", cpu.empty() ? "none" : absl::StrJoin(cpu, ", "),
-                                          "). Run this program on the CPU (--device cpu), or add the op's GPU kernel"));
+                                          "). Run this program on the CPU (--device cpu), or add the op's kernel"));
 }
 DataType OpInfo::KernelDtype(const ExecutionContext& ctx) const {
   if (kernel_dtype_ != nullptr) return kernel_dtype_(ctx);

@@ -99,7 +99,9 @@ class OpInfo {
   }
   // A host-side op (feed/fetch, send/recv and the other RPC ops, file I/O,
   // the auc metric's host-kept histograms): on a GPU place it runs its CPU
-  // kernel, its inputs copied to the host first. Any other op without a kernel for the place is an error.
+  // kernel, its inputs copied to the host first. So does any other op on a
+  // GPU place without a GPU kernel for the dtype, with a warning (Paddle's
+  // fallback); without a CPU kernel either, it is an error naming the op.
   OpInfo& HostSide() {
     host_side_ = true;
     return *this;

@@ -1,5 +1,6 @@
 #include "common/framework/place_transfer.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
 #include "common/framework/selected_rows.h"
@@ -46,5 +47,17 @@ absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Plac
   }
   return absl::OkStatus();
 }
+
+namespace {
+constexpr absl::string_view kRunOnHostUrl = "oar/run-on-host-instead";
+}  // namespace
+
+absl::Status RunOnHostInstead(const OpDesc& op, absl::string_view why) {
+  absl::Status s = absl::UnimplementedError(absl::StrCat(op.type, ": no GPU kernel for this call (", why, ")"));
+  s.SetPayload(kRunOnHostUrl, absl::Cord("1"));
+  return s;
+}
+
+bool IsRunOnHostInstead(const absl::Status& s) { return s.GetPayload(kRunOnHostUrl).has_value(); }
 
 }  // namespace oar

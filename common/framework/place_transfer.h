@@ -3,11 +3,13 @@
 // before the first GPU kernel reads it, and a gradient (GPU) moves to the
 // host before `send` reads it. The variable itself then holds the moved
 // tensor, so later ops on the same place find it there without a copy.
+// And the signal by which a GPU kernel hands one call to the CPU kernel.
 //
 // Thread-safety: the caller runs the op, so it owns the op's variables.
 #pragma once
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "common/framework/op_context.h"
 
 namespace oar {
@@ -18,5 +20,12 @@ namespace oar {
 // (kReadAnywhere) stays where it lies. A CPU kernel reads any host memory
 // (plain or pinned). Errors name the op, the variable and both places.
 absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Place& place);
+
+// What a GPU kernel returns, before it writes any output, for inputs it
+// does not handle but its op's CPU kernel does (elementwise ops under
+// numpy's broadcast where Fluid's layout does not fit): the executor then
+// moves the inputs to the host and runs the CPU kernel for this call.
+absl::Status RunOnHostInstead(const OpDesc& op, absl::string_view why);
+bool IsRunOnHostInstead(const absl::Status& s);
 
 }  // namespace oar

@@ -1,6 +1,8 @@
 #include "common/framework/prepared_block.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 #include "common/framework/place_transfer.h"
 #include "common/framework/run_env.h"
 #include "common/profiler/profiler.h"
+#include "glog/logging.h"
 
 namespace oar {
 
@@ -225,7 +228,28 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
                                                   : nullptr;
     if (t != nullptr && t->initialized() && (t->BufferShared() || !t->Writable())) alive.push_back(t->KeepAlive());
   }
-  return op.kernel(ctx);
+  absl::Status s = op.kernel(ctx);
+  if (!IsRunOnHostInstead(s) || op.kernel_place.is_host()) return s;
+  return RunOnHost(op, dtype, s);
+}
+
+// The GPU kernel handed this call to the CPU kernel (RunOnHostInstead): the
+// inputs move to the host and it runs there, said once per op type.
+absl::Status PreparedBlock::RunOnHost(OpRuntime& op, DataType dtype, const absl::Status& why) {
+  OAR_ASSIGN_OR_RETURN(KernelFn cpu, op.info->FindKernel(Place::Kind::kCPU, dtype));
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* said = new std::set<std::string>();
+  {
+    absl::MutexLock lock(&mu);
+    if (said->insert(op.desc->type).second) LOG(WARNING) << why.message() << "; it runs its CPU kernel on the host";
+  }
+  static const Place host = CPUPlace();
+  OAR_RETURN_IF_ERROR(MoveInputsTo(*op.desc, op.binding, host));
+  RuntimeInferShapeContext ictx(*op.desc, op.binding);
+  OAR_RETURN_IF_ERROR(InferShape(op, &ictx));
+  ExecutionContext ctx(*op.desc, op.binding, host, bound_local_, this, env_);
+  ctx.set_sparse_output_dims(&ictx.sparse_output_dims());
+  return cpu(ctx);
 }
 
 bool PreparedBlock::IsRunning(int32_t idx) const {

@@ -98,6 +98,7 @@ class PreparedBlock : public BlockRunner {
   // RunOpBody, timed into env_->profiler when there is one.
   absl::Status RunOp(OpRuntime& op);
   absl::Status RunOpBody(OpRuntime& op);
+  absl::Status RunOnHost(OpRuntime& op, DataType dtype, const absl::Status& why);
   // Where op `i` is, for its errors: "block 0, op #7" numbered as in the
   // program, or "block 0, the feed of 'x'" for an op a runner added.
   std::string Where(size_t i) const;

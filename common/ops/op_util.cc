@@ -64,14 +64,14 @@ absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out) {
   const char* slot = whole ? "ShapeTensor" : "ShapeTensorList";
   std::vector<int64_t> dims;
   for (size_t i = 0; i < (whole ? 1 : ctx.InputSize(slot)); ++i) {
-    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
-    if (t->place().is_gpu() || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64) ||
-        (!whole && t->numel() != 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i), t->dims().ToString(), " ",
-                       DataTypeName(t->dtype()), " on ", t->place().ToString(), " is not ",
-                       whole ? "a 1-D int tensor" : "one int value", " on the host (a shape)"));
+    OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, slot, i));
+    if ((in->dtype() != DataType::kInt32 && in->dtype() != DataType::kInt64) || (!whole && in->numel() != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
+                                                     in->dims().ToString(), " ", DataTypeName(in->dtype()), " is not ",
+                                                     whole ? "a 1-D int tensor" : "one int value", " (a shape)"));
     }
+    Tensor host;
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, OnHost(*in, &host));
     for (int64_t k = 0; k < t->numel(); ++k) {
       dims.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
     }
@@ -84,6 +84,12 @@ absl::Status ResizeFromShapeTensors(const ExecutionContext& ctx, Tensor* out) {
   }
   out->Resize(DDim(dims));
   return absl::OkStatus();
+}
+
+absl::StatusOr<const Tensor*> OnHost(const Tensor& t, Tensor* storage) {
+  if (t.place().is_host()) return &t;
+  OAR_RETURN_IF_ERROR(t.CopyTo(CPUPlace(), storage));
+  return storage;
 }
 
 absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx, const std::string& slot, size_t i) {

@@ -69,6 +69,10 @@ T* ZeroedGradOutput(const ExecutionContext& ctx, const std::string& slot, const 
 // The input tensor of `slot`, or InvalidArgument naming the op and slot when
 // it is missing or holds no data.
 absl::StatusOr<const Tensor*> RequireInput(const ExecutionContext& ctx, const std::string& slot, size_t i = 0);
+// `t` itself when it is in host memory, else its copy into `storage` (a
+// GPU kernel reading a shape or bounds from a tensor a GPU op made, as
+// Paddle's kernels copy them back synchronously).
+absl::StatusOr<const Tensor*> OnHost(const Tensor& t, Tensor* storage);
 
 // Checks that a tensor has dtype T.
 template <typename T>

@@ -1,25 +1,38 @@
 // GPU kernels of the pointwise ops: elementwise_add/sub/mul/div/pow/max/min
-// (Fluid's broadcast, common/ops/elementwise_layout.h) and their gradients;
+// (Fluid's broadcast, common/ops/elementwise_layout.h; numpy's, where only
+// it fits, runs on the host) and their gradients;
 // the activations and unary math (relu, sigmoid, tanh, exp, sqrt, square,
 // cos, abs, floor, ceil, sign) and their gradients; scale; mean and its
 // gradient; sum of dense tensors; fill_constant, uniform_random and
 // gaussian_random (cuRAND, seeded by the op's `seed` when it is not 0).
 #include <random>
 
+#include "common/framework/place_transfer.h"
 #include "common/ops/cuda_launch.h"
 #include "common/ops/cuda_op_util.h"
 #include "common/ops/elementwise_layout.h"
+#include "common/ops/numpy_broadcast.h"
 
 namespace oar {
 namespace {
+
+// Fluid's layout of X and Y; where only numpy's broadcast fits them (axis
+// -1, X stretching too: [8, 16, 32] + [1, 16, 32]), the CPU kernel takes the
+// call (RunOnHostInstead), else the layout's error.
+absl::StatusOr<Bcast> GpuLayout(const ExecutionContext& ctx, const DDim& x) {
+  const DDim& y = ctx.Input("Y")->dims();
+  const int axis = ctx.Attr<int32_t>("axis");
+  absl::StatusOr<Bcast> fluid = ElementwiseLayout(ctx.op().type, x, y, axis);
+  if (fluid.ok() || axis != -1 || !NumpyBroadcast(ctx.op().type, x, y).ok()) return fluid;
+  return RunOnHostInstead(ctx.op(), absl::StrCat("numpy's broadcast of X", x.ToString(), " and Y", y.ToString()));
+}
 
 template <cuda::Binary F>
 absl::Status ElementwiseKernel(const ExecutionContext& ctx) {
   OAR_ASSIGN_OR_RETURN(CudaContext * c, KernelCuda(ctx));
   OAR_ASSIGN_OR_RETURN(const float* x, GpuIn<float>(ctx, "X"));
   OAR_ASSIGN_OR_RETURN(const float* y, GpuIn<float>(ctx, "Y"));
-  OAR_ASSIGN_OR_RETURN(Bcast b, ElementwiseLayout(ctx.op().type, ctx.Input("X")->dims(), ctx.Input("Y")->dims(),
-                                                  ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b, GpuLayout(ctx, ctx.Input("X")->dims()));
   cuda::ElementwiseForward<float>(F, x, y, GpuOut<float>(ctx, "Out"), b.pre, b.n, b.post, c->stream);
   return LaunchStatus(ctx);
 }
@@ -40,8 +53,7 @@ absl::Status ElementwiseGradKernel(const ExecutionContext& ctx) {
     OAR_ASSIGN_OR_RETURN(out, GpuIn<float>(ctx, "Out"));
   }
   const DDim xdims = x != nullptr ? ctx.Input("X")->dims() : ctx.Input(GradVarName("Out"))->dims();
-  OAR_ASSIGN_OR_RETURN(Bcast b,
-                       ElementwiseLayout(ctx.op().type, xdims, ctx.Input("Y")->dims(), ctx.Attr<int32_t>("axis")));
+  OAR_ASSIGN_OR_RETURN(Bcast b, GpuLayout(ctx, xdims));
   if (float* dx = GpuOut<float>(ctx, GradVarName("X"))) {
     cuda::ElementwiseGradX<float>(F, x, y, out, g, dx, b.pre, b.n, b.post, c->stream);
   }

@@ -103,13 +103,14 @@ absl::Status TensorBounds(const ExecutionContext& ctx, const std::string& which,
   const std::string& slot = is_whole ? whole : list;
   std::vector<int64_t> v;
   for (size_t i = 0; i < (is_whole ? 1 : ctx.InputSize(slot)); ++i) {
-    OAR_ASSIGN_OR_RETURN(const Tensor* t, RequireInput(ctx, slot, i));
-    if (!t->place().is_host() || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64) ||
-        (!is_whole && t->numel() != 1)) {
+    OAR_ASSIGN_OR_RETURN(const Tensor* in, RequireInput(ctx, slot, i));
+    if ((in->dtype() != DataType::kInt32 && in->dtype() != DataType::kInt64) || (!is_whole && in->numel() != 1)) {
       return absl::InvalidArgumentError(absl::StrCat(ctx.op().type, ": ", InputLabel(ctx.op(), slot, i),
-                                                     t->dims().ToString(), " is not ",
-                                                     is_whole ? "a 1-D int tensor" : "one int value", " on the host"));
+                                                     in->dims().ToString(), " is not ",
+                                                     is_whole ? "a 1-D int tensor" : "one int value"));
     }
+    Tensor host;
+    OAR_ASSIGN_OR_RETURN(const Tensor* t, OnHost(*in, &host));
     for (int64_t k = 0; k < t->numel(); ++k) {
       v.push_back(t->dtype() == DataType::kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
     }

@@ -334,16 +334,34 @@ TEST(CudaKernelTest, ConcatSplitAndConcatGradAlongEachAxis) {
   }
 }
 
-TEST(CudaKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
+// Paddle's fallback: an op without a GPU kernel (here
+// sigmoid_cross_entropy_with_logits) runs its CPU kernel on the host inside
+// a GPU block, and the GPU op after it reads its output: the same values as
+// the CPU. (x2 moved to the host for it, where it stays.)
+TEST(CudaKernelTest, AnOpWithoutAGpuKernelRunsOnTheHostBetweenGpuOps) {
   REQUIRE_GPU();
-  Scope gpu;
-  SetTensor(&gpu, "w", RandomTensor<float>({4, 3}, -1, 1, 28));
-  SetTensor(&gpu, "ids", MakeTensor<int64_t>({2, 1}, {1, 3}));
-  // A pserver's op (its prefetch block runs on the host): no GPU kernel.
-  absl::Status s =
-      RunOpsOn({MakeOp("lookup_sparse_table", {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"o"}}})}, &gpu, CUDAPlace(0));
-  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
-  EXPECT_NE(s.message().find("no GPU kernel"), std::string::npos) << s;
+  Check({MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"x2"}}}, {{"scale", 2.f}}),
+         MakeOp("sigmoid_cross_entropy_with_logits", {{"X", {"x2"}}, {"Label", {"l"}}}, {{"Out", {"o"}}}),
+         MakeOp("scale", {{"X", {"o"}}}, {{"Out", {"s"}}}, {{"scale", 3.f}})},
+        {{"x", RandomTensor<float>({4, 3}, -1, 1, 28)}, {"l", RandomTensor<float>({4, 3}, 0, 1, 29)}}, {"s"});
+}
+
+// numpy's broadcast where Fluid's layout does not fit (Y [1, 4, 3] under X
+// [8, 4, 3], as Paddle 2.x's position embeddings): the GPU kernel hands the
+// call to the CPU kernel (RunOnHostInstead), forward and backward, and the
+// GPU ops after them read the results.
+TEST(CudaKernelTest, NumpyBroadcastTheGpuLayoutCannotFitRunsOnTheHost) {
+  REQUIRE_GPU();
+  Check({MakeOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}}, {{"axis", -1}}),
+         MakeOp("scale", {{"X", {"o"}}}, {{"Out", {"so"}}}, {{"scale", 2.f}}),
+         MakeOp("elementwise_mul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
+                {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"axis", -1}}),
+         MakeOp("scale", {{"X", {"dx"}}}, {{"Out", {"sdx"}}}, {{"scale", 1.f}}),
+         MakeOp("scale", {{"X", {"dy"}}}, {{"Out", {"sdy"}}}, {{"scale", 1.f}})},
+        {{"x", RandomTensor<float>({8, 4, 3}, -1, 1, 30)},
+         {"y", RandomTensor<float>({1, 4, 3}, -1, 1, 31)},
+         {"g", RandomTensor<float>({8, 4, 3}, -1, 1, 32)}},
+        {"so", "sdx", "sdy"});
 }
 
 TEST(CudaKernelTest, CopiesBetweenPlacesRoundTrip) {

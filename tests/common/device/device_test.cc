@@ -61,22 +61,38 @@ TEST(ChooseKernelTest, HostSideOpsRunTheirCpuKernelOnAGpuPlace) {
   EXPECT_TRUE(k->second == CPUPlace());
 }
 
-TEST(ChooseKernelTest, AnOpWithoutAGpuKernelIsRefusedByName) {
+// Paddle's fallback: an op without a GPU kernel for the dtype runs its CPU
+// kernel on the host; without one there either it is refused by name.
+TEST(ChooseKernelTest, AnOpWithoutAGpuKernelRunsItsCpuKernelOnTheHost) {
   OpRegistry r;
   r.Register("only_cpu").Input("X").Output("Out").Kernel<float>([](const ExecutionContext&) {
     return absl::OkStatus();
   });
   auto k = r.Find("only_cpu")->ChooseKernel(CUDAPlace(1), DataType::kFloat32);
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.status().code(), absl::StatusCode::kNotFound);
-  const std::string msg(k.status().message());
-  EXPECT_NE(msg.find("only_cpu: no GPU kernel for float32"), std::string::npos) << msg;
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k->second == CPUPlace());
+  auto none = r.Find("only_cpu")->ChooseKernel(CUDAPlace(1), DataType::kInt64);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  const std::string msg(none.status().message());
+  EXPECT_NE(msg.find("only_cpu: no GPU kernel for int64"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CUDAPlace(1)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CPU kernels: float32"), std::string::npos) << msg;
-  // On the CPU the same op runs.
   auto cpu = r.Find("only_cpu")->ChooseKernel(CPUPlace(), DataType::kFloat32);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_TRUE(cpu->second == CPUPlace());
+}
+
+// A GPU kernel hands a call to the CPU kernel by this status alone: an
+// ordinary Unimplemented error stays an error.
+TEST(ChooseKernelTest, OnlyRunOnHostInsteadHandsACallToTheCpuKernel) {
+  OpDesc op;
+  op.type = "elementwise_add";
+  const absl::Status s = RunOnHostInstead(op, "numpy's broadcast of X[8, 4] and Y[1, 4]");
+  EXPECT_TRUE(IsRunOnHostInstead(s));
+  EXPECT_NE(s.message().find("elementwise_add: no GPU kernel for this call (numpy's"), std::string::npos) << s;
+  EXPECT_FALSE(IsRunOnHostInstead(absl::UnimplementedError("elementwise_add: no GPU kernel for this call")));
+  EXPECT_FALSE(IsRunOnHostInstead(absl::OkStatus()));
 }
 
 TEST(GpuExecutorTest, WithoutAGpuRunIsAOneLineError) {
