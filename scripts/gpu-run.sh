@@ -2,16 +2,17 @@
 # On a machine with a GPU: unpacks .gpu/ (scripts/gpu-bundle.sh), points the
 # loader at its libraries and at the machine's own CUDA, cuDNN and NCCL,
 # then runs the gpu-labelled tests and gpu_bench. Logs go to OUT_DIR
-# (default /tmp/oar-gpu): env.log, gpu_tests.log, gpu_bench.log and
-# summary.log (one line per test suite: passed, FAILED, TIMED OUT or
-# CRASHED, and gpu_bench's exit).
+# (default /tmp/oar-gpu): env.log, gpu_tests.log, gpu_bench.log,
+# profile.log (Fluid's profiler table of one epoch of fashion_mlp and
+# fashion_cnn on the GPU, with --with-data) and summary.log (one line per
+# test suite: passed, FAILED, TIMED OUT or CRASHED, and gpu_bench's exit).
 #
 # Each test suite runs in a process of its own under a time limit, so a
 # crash or a hang in one still leaves the others' results; the whole run
 # stops starting suites at OAR_GPU_DEADLINE_S seconds (default 500, inside
 # the device tool's 600-second command) and gpu_bench gets what is left,
 # at most 150 seconds. With a gtest filter the matching tests run in one
-# process.
+# process. OAR_GPU_SUITE_S caps one suite (default 240).
 #
 #   scripts/gpu-run.sh OUT_DIR [--tests-only|--bench-only] [gtest filter]
 set -uo pipefail
@@ -73,10 +74,13 @@ if [[ $what != --bench-only ]]; then
       echo "gpu_tests: CRASHED (cannot list its tests)" | tee -a "$out/summary.log"
       rc=1
     fi
+    # Whole training jobs last: a slow one then cannot starve the kernel suites.
+    suites="$(grep -v -x 'GpuTrainTest' <<<"$suites") $(grep -x 'GpuTrainTest' <<<"$suites")"
     for suite in $suites; do
       left=$((deadline - SECONDS))
       if (( left < 20 )); then echo "$suite: NOT RUN (deadline)" | tee -a "$out/summary.log"; rc=1; continue; fi
-      run_tests "$suite" $(( left < 240 ? left : 240 )) "$suite.*"
+      cap=${OAR_GPU_SUITE_S:-240}
+      run_tests "$suite" $(( left < cap ? left : cap )) "$suite.*"
     done
   fi
 fi
@@ -89,6 +93,17 @@ if [[ $what != --tests-only ]]; then
     timeout -k 10 "$left" "$w/bin/gpu_bench" 2>&1 | tee "$out/gpu_bench.log"
     echo "gpu_bench: $(verdict "${PIPESTATUS[0]}")" | tee -a "$out/summary.log"
   fi
+fi
+# Where a training step's time goes on the GPU: Fluid's profiler table of
+# one epoch of each bundled model (host time per op, which on a GPU is its
+# launch and any copies), into profile.log.
+if [[ $what == all && -d .gpu/data ]] && (( deadline + 60 - SECONDS > 30 )); then
+  for model in fashion_mlp fashion_cnn; do
+    timeout -k 5 60 "$w/bin/oar" train --model "$model" --device gpu --epochs 1 --profile \
+      --data_dir "$OAR_FASHION_MNIST_DIR" 2>&1 |
+      grep -v '\[=*>* *\]' >> "$out/profile.log"
+  done
+  echo "profile: $(grep -c '^trained' "$out/profile.log") of 2 models" | tee -a "$out/summary.log"
 fi
 echo "--- summary ---"
 cat "$out/summary.log"

@@ -29,13 +29,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
   ASSERT_EQ(f.losses.size(), static_cast<size_t>(f.steps));
   const std::vector<double> got = Train(GetParam(), f);
   ASSERT_EQ(got.size(), f.losses.size());
-  // resnet18: from step 9 on, 1e-2. Its ReLUs follow batch norms, and an
-  // output that Paddle rounds to +1.2e-7 Oar rounds to 0 (its batch mean is
-  // summed in double): the mask flips there, that one gradient differs, and
-  // the runs part by float noise, not by a different formula (shown by
-  // dumping both runs' gradients: every one agrees within 4e-6 but at that
-  // element). Every other model holds 1e-5 for all its steps.
-  const size_t exact_steps = GetParam() == "resnet18" ? 9 : got.size();
+  const size_t exact_steps = paddle_fixture::ExactSteps(GetParam(), got.size());  // every other model: all, 1e-5
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = i < exact_steps ? 1e-5 : 1e-2;
     EXPECT_NEAR(got[i], f.losses[i], tol * std::abs(f.losses[i])) << "step " << i;
@@ -44,12 +38,7 @@ TEST_P(PaddleFixtureTest, TrainsToPaddlesOwnLosses) {
                                          std::vector<double>(f.losses.begin(), f.losses.begin() + exact_steps));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest,
-                         ::testing::Values("mlp", "cnn", "embedding", "zoo", "probs", "fluid16", "adaptive", "resnet18",
-                                           "bert", "wide_deep", "lstm", "gru", "word2vec_nce", "word2vec_hsigmoid",
-                                           "fluid13_ctr_dnn", "fluid13_word2vec", "fluid15_ctr_dnn", "fluid15_word2vec",
-                                           "fluid16_ctr_dnn", "fluid16_word2vec", "fluid18_ctr_dnn", "fluid18_word2vec",
-                                           "axis"));
+INSTANTIATE_TEST_SUITE_P(Models, PaddleFixtureTest, ::testing::ValuesIn(paddle_fixture::kTrainingFixtures));
 
 // The first op of `type` in block 0.
 OpDesc* FirstOp(ProgramDesc* p, const std::string& type) {
