@@ -175,27 +175,41 @@ absl::Status GeoCommunicator::ExchangeSparse(const GeoParam& p, Tensor* train, T
     begin = end;
   }
   OAR_RETURN_IF_ERROR(Annotate(rpc::WaitAll(calls), absl::StrCat("GEO-SGD: sending the rows of '", p.name, "'")));
+  // Only the touched rows come back, as Fluid pulls them: the pserver's
+  // PrefetchVariable of a parameter block named as the table (its rows of
+  // `local`, in that order).
   calls.clear();
-  for (size_t b = 0; b < p.blocks.size(); ++b) {
-    if (!ids[b].empty()) {
-      calls.push_back(client_->AsyncGetVar(p.epmap[b], p.blocks[b], &got[b], p.trainer_id, /*no_barrier=*/true));
-    }
-  }
-  OAR_RETURN_IF_ERROR(Annotate(rpc::WaitAll(calls), absl::StrCat("GEO-SGD: pulling the rows of '", p.name, "'")));
+  std::vector<Variable> local(p.blocks.size());
   begin = 0;
   for (size_t b = 0; b < p.blocks.size(); ++b) {
     if (!ids[b].empty()) {
-      OAR_RETURN_IF_ERROR(CheckBlock(p, b, got[b], width));
-      const float* z = got[b].Get<Tensor>().data<float>();
-      for (int64_t row : ids[b]) {
-        for (int64_t j = 0; j < width; ++j) {
-          const int64_t at = row * width + j;
-          tr[at] += z[(row - begin) * width + j] - o[at];
-          o[at] = z[(row - begin) * width + j];
-        }
-      }
+      int64_t* l = local[b].GetMutable<Tensor>()->mutable_data<int64_t>(DDim{static_cast<int64_t>(ids[b].size()), 1});
+      for (size_t k = 0; k < ids[b].size(); ++k) l[k] = ids[b][k] - begin;
+      calls.push_back(client_->AsyncPrefetchVar(p.epmap[b], p.blocks[b] + ".rows", p.blocks[b], &local[b],
+                                                p.blocks[b], &got[b], p.trainer_id));
     }
     begin += p.rows[b];
+  }
+  OAR_RETURN_IF_ERROR(Annotate(rpc::WaitAll(calls), absl::StrCat("GEO-SGD: pulling the rows of '", p.name, "'")));
+  for (size_t b = 0; b < p.blocks.size(); ++b) {
+    if (ids[b].empty()) continue;
+    const Tensor* z = got[b].IsType<Tensor>() ? &got[b].Get<Tensor>() : nullptr;
+    if (z == nullptr || z->dtype() != DataType::kFloat32 ||
+        z->dims() != DDim{static_cast<int64_t>(ids[b].size()), width}) {
+      return absl::InvalidArgumentError(absl::StrCat("GEO-SGD: ", p.epmap[b], " answered the ", ids[b].size(),
+                                                     " rows of '", p.blocks[b], "' with ",
+                                                     z == nullptr ? "no tensor" : z->dims().ToString()));
+    }
+    const float* zr = z->data<float>();
+    for (size_t k = 0; k < ids[b].size(); ++k) {
+      const int64_t row = ids[b][k];
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t at = row * width + j;
+        const float v = zr[static_cast<int64_t>(k) * width + j];
+        tr[at] += v - o[at];
+        o[at] = v;
+      }
+    }
   }
   return absl::OkStatus();
 }

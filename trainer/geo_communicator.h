@@ -12,8 +12,9 @@
 // goes on, the exchange runs on the training thread inside the send op of
 // every need_push_nums-th step: a parameter never changes under a running
 // op, and the exchange's cost — a send and a pull of every parameter —
-// is spread over need_push_nums steps. Fluid pulls a table's touched rows;
-// this pulls its blocks whole.
+// is spread over need_push_nums steps. A table's touched rows come back as
+// Fluid's do, only they: a PrefetchVariable of the block (named as its
+// table) for those local rows.
 //
 //   GeoCommunicator geo(params, &client, {.need_push_nums = 100, .trainers = 2});
 //   env.geo = &geo;

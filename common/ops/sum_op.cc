@@ -112,6 +112,37 @@ absl::Status SumArrays(const ExecutionContext& ctx) {
   return absl::OkStatus();
 }
 
+// x = x + sparse rows (GEO-SGD's pserver block, sum(block, block.delta)):
+// the rows added where x lies, touching nothing else, as Paddle's in-place
+// sum does. False (nothing done) when another input is dense or Out's
+// buffer is shared or read-only (a Get's reply may still hold it: then Out
+// takes a fresh buffer by the general path).
+template <typename T>
+absl::StatusOr<bool> AddRowsInPlace(const ExecutionContext& ctx, const std::vector<const Variable*>& xs, Tensor* out) {
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (!xs[i]->IsType<SelectedRows>() || xs[i] == xs[0]) return false;
+  }
+  if (out->BufferShared() || !out->Writable()) return false;
+  const DDim dims = out->dims();
+  T* acc = out->mutable_data<T>();
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const SelectedRows& s = xs[i]->Get<SelectedRows>();
+    if (s.rows.empty()) continue;
+    const int64_t width = RowWidth(s);
+    if (dims.size() == 0 || s.height != dims[0] || width * s.height != dims.numel()) {
+      return absl::InvalidArgumentError(absl::StrCat("sum: sparse input ", InputLabel(ctx.op(), "X", i), " has ",
+                                                     s.height, " rows of width ", width,
+                                                     ", which does not cover X[0]'s shape ", dims.ToString()));
+    }
+    const T* p = s.value.data<T>();
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      T* row = acc + s.rows[r] * width;
+      for (int64_t k = 0; k < width; ++k) row[k] += p[r * width + k];
+    }
+  }
+  return true;
+}
+
 template <typename T>
 absl::Status SumKernel(const ExecutionContext& ctx) {
   const size_t n = ctx.InputSize("X");
@@ -140,6 +171,10 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
   Variable* out_var = ctx.OutputVar("Out");
   if (first_dense == nullptr) return SumSparse<T>(ctx, xs, out_var);
 
+  if (ctx.InputVar("X", 0) == out_var && xs[0]->IsType<Tensor>()) {
+    OAR_ASSIGN_OR_RETURN(bool done, AddRowsInPlace<T>(ctx, xs, out_var->GetMutable<Tensor>()));
+    if (done) return absl::OkStatus();
+  }
   // Shape inference checked every known shape against the others; the dense
   // inputs define Out's.
   const DDim dims = first_dense->dims();

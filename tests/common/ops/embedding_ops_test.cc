@@ -69,6 +69,24 @@ TEST(SumOpTest, AddsSparseRowsIntoDense) {
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "o")), (std::vector<float>{4, 5, 1, 1, 7, 9}));
 }
 
+// GEO-SGD's pserver block, d = d + rows: added where d lies (its buffer kept)
+// when nothing else holds it; with a reader sharing it, a fresh buffer of
+// the same sum and the reader's value untouched.
+TEST(SumOpTest, SparseRowsAddedInPlaceKeepOrCopyTheBuffer) {
+  Scope s;
+  SetTensor(&s, "d", MakeTensor<float>({3, 2}, {1, 1, 1, 1, 1, 1}));
+  *s.Var("sp")->GetMutable<SelectedRows>() = Sparse({2, 0, 2}, {1, 2, 3, 4, 5, 6}, 3, 2);
+  const OpDesc sum = MakeOp("sum", {{"X", {"d", "sp"}}}, {{"Out", {"d"}}});
+  const void* before = GetTensor(s, "d").raw_data();
+  ASSERT_TRUE(RunOps({sum}, &s).ok());
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "d")), (std::vector<float>{4, 5, 1, 1, 7, 9}));
+  EXPECT_EQ(GetTensor(s, "d").raw_data(), before);
+  Tensor reader = GetTensor(s, "d");  // shares the buffer, as a Get's reply does
+  ASSERT_TRUE(RunOps({sum}, &s).ok());
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "d")), (std::vector<float>{7, 9, 1, 1, 13, 17}));
+  EXPECT_EQ(TensorToVector<float>(reader), (std::vector<float>{4, 5, 1, 1, 7, 9}));
+}
+
 TEST(SumOpTest, SparseInputsGiveSparseOutputAndMergeCombinesRows) {
   Scope s;
   *s.Var("a")->GetMutable<SelectedRows>() = Sparse({1}, {1, 2}, 4, 2);
