@@ -185,8 +185,8 @@ absl::Status GeoCommunicator::ExchangeSparse(const GeoParam& p, Tensor* train, T
     if (!ids[b].empty()) {
       int64_t* l = local[b].GetMutable<Tensor>()->mutable_data<int64_t>(DDim{static_cast<int64_t>(ids[b].size()), 1});
       for (size_t k = 0; k < ids[b].size(); ++k) l[k] = ids[b][k] - begin;
-      calls.push_back(client_->AsyncPrefetchVar(p.epmap[b], p.blocks[b] + ".rows", p.blocks[b], &local[b],
-                                                p.blocks[b], &got[b], p.trainer_id));
+      calls.push_back(client_->AsyncPrefetchVar(p.epmap[b], p.blocks[b] + ".rows", p.blocks[b], &local[b], p.blocks[b],
+                                                &got[b], p.trainer_id));
     }
     begin += p.rows[b];
   }
