@@ -42,6 +42,8 @@ bench: build
 	@$(BUILD_DIR)/bench/dist_step_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/collective_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/ctr_bench
+	@$(BUILD_DIR)/bench/async_modes_bench
+	@if [ "$$(id -u)" = 0 ]; then bash bench/scaling_bench.sh $(BUILD_DIR)/cli/oar; fi
 	@if [ -x $(BUILD_DIR)/bench/gpu_bench ]; then $(BUILD_DIR)/bench/gpu_bench; fi
 	@python3 bench/paddle_program_bench.py --oar $(BUILD_DIR)/cli/oar
 

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# scaling_bench.sh OAR_BINARY: docs/scaling.md's cost model (scaling_model.py)
+# against real hops. Each `oar run` in its own network namespace, joined by
+# veth pairs to a bridge (namespaces of their own: the host's network is
+# untouched), every veth rate-limited with tc tbf on both ends. For each link
+# setting — none, then 1gbit and 10gbit — it measures the link itself
+# between two namespaces, in Python: a bulk TCP transfer, a step's traffic
+# (the parameters' bytes out and back after an idle gap; the model's B is
+# the lower of the two rates) and a 64-byte round trip,
+# then runs fashion_mlp (batch 128, Adam) as:
+#   sync   2 pservers x 2 trainers
+#   geo    2 pservers x 2 trainers, --async --geo_sgd_mode (K=20)
+#   ring   nccl2, 2 trainers, the TCP ring
+# The unlimited run calibrates each mode's compute per step (its measured
+# step less the model's communication at the measured rate); the model then
+# predicts the rate-limited runs from the links' measured rates and round
+# trips. Prints measured (the median of $ROUNDS runs, default 3) and predicted
+# examples/s and the error (target: within 20%). Root only (exit 77
+# elsewhere, saying why). About a minute.
+set -uo pipefail
+OAR=${1:?usage: scaling_bench.sh OAR_BINARY}
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODEL="python3 $HERE/scaling_model.py"
+[ "$(id -u)" = 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
+command -v tc >/dev/null || { echo "SKIP: no tc (iproute2)"; exit 77; }
+TAG="s$$"
+NS=("${TAG}p0" "${TAG}p1" "${TAG}t0" "${TAG}t1")
+ADDR=(10.78.0.1 10.78.0.2 10.78.0.3 10.78.0.4)
+BR="${TAG}br"
+WORK=$(mktemp -d /tmp/oar_scaling.XXXXXX)
+cleanup() {
+  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  for ns in "${NS[@]}" "$BR"; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip netns add "$BR" && ip -n "$BR" link add br0 type bridge && ip -n "$BR" link set br0 up ||
+  { echo "SKIP: cannot make a bridge in a network namespace"; exit 77; }
+for i in 0 1 2 3; do
+  ip netns add "${NS[$i]}"
+  ip link add "${TAG}a$i" type veth peer name "${TAG}b$i" || { echo "SKIP: no veth"; exit 77; }
+  ip link set "${TAG}a$i" netns "${NS[$i]}"
+  ip link set "${TAG}b$i" netns "$BR"
+  ip -n "${NS[$i]}" link set "${TAG}a$i" name eth0
+  ip -n "${NS[$i]}" addr add "${ADDR[$i]}/24" dev eth0
+  ip -n "${NS[$i]}" link set eth0 up
+  ip -n "${NS[$i]}" link set lo up
+  ip -n "$BR" link set "${TAG}b$i" master br0
+  ip -n "$BR" link set "${TAG}b$i" up
+done
+
+# limit RATE: tbf on both ends of every veth (none: no qdisc).
+limit() {
+  for i in 0 1 2 3; do
+    ip -n "${NS[$i]}" link set eth0 up
+    ip netns exec "${NS[$i]}" tc qdisc del dev eth0 root 2>/dev/null
+    ip netns exec "$BR" tc qdisc del dev "${TAG}b$i" root 2>/dev/null
+    [ "$1" = none ] && continue
+    ip netns exec "${NS[$i]}" tc qdisc add dev eth0 root tbf rate "$1" burst 256kb latency 100ms || return 1
+    ip netns exec "$BR" tc qdisc add dev "${TAG}b$i" root tbf rate "$1" burst 256kb latency 100ms || return 1
+  done
+}
+
+# link: "BULK_GBPS STEP_GBPS RTT_US" between trainer 0's and pserver 0's
+# namespaces: a bulk transfer's rate; the rate of a step's traffic — S bytes
+# out then S back, after the idle gap of a step's compute (TCP restarts its
+# window after idle) — the model's B; and a 64-byte round trip.
+link() {
+  ip netns exec "${NS[0]}" python3 - <<'EOF' &
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 7001)); s.listen(3)
+c, _ = s.accept()  # bulk
+while c.recv(1 << 20):
+    pass
+for size in (940584, 64):  # exchanges: echo each message back
+    c, _ = s.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while True:
+        got = b""
+        while len(got) < size:
+            d = c.recv(size - len(got))
+            if not d:
+                break
+            got += d
+        if len(got) < size:
+            break
+        c.sendall(got)
+EOF
+  sleep 0.5
+  ip netns exec "${NS[2]}" python3 - "${ADDR[0]}" <<'EOF'
+import socket, statistics, sys, time
+b = socket.create_connection((sys.argv[1], 7001)); chunk = b"x" * (1 << 20); t = time.time()
+for _ in range(120):
+    b.sendall(chunk)
+b.close(); bulk = 120 * 8 * (1 << 20) / (time.time() - t) / 1e9
+def exchanges(size, n, gap):
+    c = socket.create_connection((sys.argv[1], 7001)); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    times = []
+    for _ in range(n):
+        time.sleep(gap)
+        t = time.perf_counter(); c.sendall(b"y" * size); got = 0
+        while got < size:
+            got += len(c.recv(size - got))
+        times.append(time.perf_counter() - t)
+    c.close()
+    return statistics.median(times)
+step = exchanges(940584, 40, 0.005)
+rtt = exchanges(64, 300, 0)
+print(f"{bulk:.3f} {2 * 940584 * 8 / max(step - rtt, 1e-9) / 1e9:.3f} {rtt * 1e6:.0f}")
+EOF
+  wait
+}
+
+COMMON=(--model=fashion_mlp --batch_size=128 --limit=25600 --epochs=1 --seed=3)
+PSERVERS="${ADDR[0]}:6174,${ADDR[1]}:6174"
+TRAINERS="${ADDR[2]}:6175,${ADDR[3]}:6175"
+# job MODE TAG: the mode's processes, waited for; prints the job's examples/s.
+job() {
+  local mode=$1 tag=$2 pids=() i flags=()
+  case $mode in
+    geo) flags=(--async --geo_sgd_mode --geo_sgd_need_push_nums=20) ;;
+    ring) flags=(--mode=nccl2 --collective_transport=tcp) ;;
+  esac
+  for i in 0 1 2 3; do
+    local env=(PADDLE_TRAINERS_NUM=2 PADDLE_TRAINER_ENDPOINTS=$TRAINERS OPENBLAS_NUM_THREADS=1)
+    if [ "$i" -lt 2 ]; then
+      [ "$mode" = ring ] && continue
+      env+=(PADDLE_TRAINING_ROLE=PSERVER PADDLE_PSERVER_ENDPOINTS=$PSERVERS PADDLE_CURRENT_ENDPOINT=${ADDR[$i]}:6174)
+    else
+      env+=(PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=$((i - 2)) PADDLE_CURRENT_ENDPOINT=${ADDR[$i]}:6175)
+      [ "$mode" = ring ] || env+=(PADDLE_PSERVER_ENDPOINTS=$PSERVERS)
+    fi
+    ip netns exec "${NS[$i]}" env "${env[@]}" "$OAR" run "${COMMON[@]}" "${flags[@]}" --report \
+      >"$WORK/$tag.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { echo "FAIL: $tag: $(tail -3 "$WORK"/$tag.*.log)" >&2; return 1; }; done
+  # The job's rate: both trainers' examples over the slower one's training time.
+  cat "$WORK/$tag.2.log" "$WORK/$tag.3.log" | grep '^@oar result' |
+    sed -E 's/.*examples=([0-9]+) seconds=([0-9.]+).*/\1 \2/' |
+    awk '{e += $1; if ($2 > s) s = $2} END {if (s > 0) printf "%.0f\n", e / s; else print 0}'
+}
+
+ROUNDS=${ROUNDS:-3}  # runs of each job per link setting; the median is used
+SIZE=940584  # fashion_mlp's parameters: (784*256 + 256 + 256*128 + 128 + 128*10 + 10) floats
+declare -A COMPUTE
+FAILED=0
+printf "%-8s %-6s %9s %9s %7s %12s %12s %7s\n" link mode "bulk Gb/s" "step Gb/s" "rtt us" measured predicted error
+for rate in none 1gbit 10gbit; do
+  limit "$rate" || { echo "SKIP: tc tbf refused ($rate)"; exit 77; }
+  read -r bulk step rtt < <(link)
+  # B: a step's traffic at most the shaper's sustained rate (a short exchange
+  # after idle also spends the bucket's burst).
+  gbps=$(awk -v a="$bulk" -v b="$step" 'BEGIN {print (a < b ? a : b)}')
+  for mode in sync geo ring; do
+    runs=()
+    for r in $(seq 1 "$ROUNDS"); do
+      e=$(job "$mode" "$mode.$rate.$r") || { FAILED=1; continue 2; }
+      runs+=("$e")
+    done
+    eps=$(printf "%s\n" "${runs[@]}" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')  # the median
+    n_p=2
+    [ "$mode" = ring ] && n_p=1
+    args=(--param_bytes $SIZE --rtt_us "$rtt" --batch 128 --geo_push_nums 20)
+    if [ "$rate" = none ]; then
+      # Calibrate: the compute per step that makes the model meet this run.
+      COMPUTE[$mode]=$(python3 - "$mode" "$eps" "$gbps" "$rtt" "$HERE" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[5])
+import scaling_model as m
+mode, eps, gbps, rtt = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]) * 1e-6
+k = 1 if mode == "ring" else 2
+lo, hi = 1e-6, 1.0  # the model's rate falls as compute grows: bisect
+for _ in range(100):
+    c = (lo + hi) / 2
+    if m.steps_per_second(mode, 2, k, 940584, gbps * 1e9 / 8, rtt, c, 0.0, 20) * 128 > eps:
+        lo = c
+    else:
+        hi = c
+print(f"{c * 1e3:.4f}")
+EOF
+)
+      printf "%-8s %-6s %9.2f %9.2f %7s %12s %12s %7s  (calibrates compute: %s ms/step)\n" "$rate" "$mode" "$bulk" \
+        "$step" "$rtt" "$eps" - - "${COMPUTE[$mode]}"
+      continue
+    fi
+    pred=$($MODEL predict --mode "$mode" --trainers 2 --pservers $n_p --gbps "$gbps" --compute_ms "${COMPUTE[$mode]}" \
+      "${args[@]}")
+    err=$(awk -v m="$eps" -v p="$pred" 'BEGIN {printf "%+.0f%%", 100 * (p - m) / m}')
+    printf "%-8s %-6s %9.2f %9.2f %7s %12s %12s %7s\n" "$rate" "$mode" "$bulk" "$step" "$rtt" "$eps" "$pred" "$err"
+  done
+done
+limit none
+exit $FAILED
