@@ -35,20 +35,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-ip netns add "$BR" && ip -n "$BR" link add br0 type bridge && ip -n "$BR" link set br0 up ||
-  { echo "SKIP: cannot make a bridge in a network namespace"; exit 77; }
-for i in 0 1 2 3; do
-  ip netns add "${NS[$i]}"
-  ip link add "${TAG}a$i" type veth peer name "${TAG}b$i" || { echo "SKIP: no veth"; exit 77; }
-  ip link set "${TAG}a$i" netns "${NS[$i]}"
-  ip link set "${TAG}b$i" netns "$BR"
-  ip -n "${NS[$i]}" link set "${TAG}a$i" name eth0
-  ip -n "${NS[$i]}" addr add "${ADDR[$i]}/24" dev eth0
-  ip -n "${NS[$i]}" link set eth0 up
-  ip -n "${NS[$i]}" link set lo up
-  ip -n "$BR" link set "${TAG}b$i" master br0
-  ip -n "$BR" link set "${TAG}b$i" up
-done
+source "$HERE/../tests/e2e/netns_lib.sh"
+why=$(netns_bridge "$TAG" "$BR" NS ADDR) || { echo "SKIP: $why"; exit 77; }
 
 # limit RATE: tbf on both ends of every veth (none: no qdisc).
 limit() {

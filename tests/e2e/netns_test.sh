@@ -35,22 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip netns add "$BR" 2>/dev/null || skip "cannot create a network namespace"
-ip -n "$BR" link add br0 type bridge 2>/dev/null || skip "no bridge support in this kernel"
-ip -n "$BR" link set br0 up
-for i in 0 1 2 3; do
-  ns=${NS[$i]}
-  ip netns add "$ns" || skip "cannot create namespace $ns"
-  ip link add "${TAG}a$i" type veth peer name "${TAG}b$i" 2>/dev/null || skip "no veth support in this kernel"
-  ip link set "${TAG}a$i" netns "$ns"
-  ip link set "${TAG}b$i" netns "$BR"
-  ip -n "$ns" link set "${TAG}a$i" name eth0
-  ip -n "$ns" addr add "${ADDR[$i]}/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
-  ip -n "$BR" link set "${TAG}b$i" master br0
-  ip -n "$BR" link set "${TAG}b$i" up
-done
+source "$(dirname "$0")/netns_lib.sh"
+why=$(netns_bridge "$TAG" "$BR" NS ADDR) || skip "$why"
 
 PSERVERS="${ADDR[0]}:6174,${ADDR[1]}:6174"
 SMALL=(--model=fashion_mlp --limit=2000 --batch_size=64 --seed=3 --constant_init=0.01 --optimizer=sgd --lr=0.001)
