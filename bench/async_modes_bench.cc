@@ -29,7 +29,7 @@
 
 DEFINE_int64(examples, 200000, "generated CTR examples (the AUC target is stated for 1000000)");
 DEFINE_int32(rounds, 3, "alternating rounds of the four runs");
-DEFINE_int32(geo_push_nums, 20, "GEO-SGD: --geo_sgd_need_push_nums");
+DEFINE_int32(geo_push_nums, 100, "GEO-SGD: --geo_sgd_need_push_nums (Fluid's default 100)");
 DEFINE_int32(merge, 20, "communicator: --communicator_max_merge_var_num (Fluid's default 20)");
 DEFINE_string(optimizer, "lazy_adam --lr 0.003", "the optimizer flags of every run");
 

@@ -65,6 +65,9 @@ TEST(BatchBarrierCountTest, EachBarrierCountsItsEndpointsSendsSinceTheLastOne) {
   }
   client.AddPending(0, client.AsyncSendVar(b, "w@GRAD.block1", &g, {.trainer_id = 0}));
   client.AddPending(1, client.AsyncSendVar(a, "w@GRAD.block0", &g, {.trainer_id = 1}));  // another trainer's
+  // Arrived before trainer 0's barrier (so it would count if counts mixed
+  // trainers), and not after it (the barrier must be the last request seen).
+  ASSERT_TRUE(client.WaitPending(1).ok());
   ASSERT_TRUE(client.SendBatchBarriers(0, {a, b}).ok());
   EXPECT_EQ(ha.SentOfLastBarrier(), 3);
   EXPECT_EQ(hb.SentOfLastBarrier(), 1);
@@ -78,7 +81,6 @@ TEST(BatchBarrierCountTest, EachBarrierCountsItsEndpointsSendsSinceTheLastOne) {
   ASSERT_TRUE(client.SendBatchBarriers(0, {a, b}).ok());
   EXPECT_EQ(ha.SentOfLastBarrier(), 1);
   EXPECT_EQ(hb.SentOfLastBarrier(), 0);  // nothing sent there: no count to check
-  ASSERT_TRUE(client.WaitPending(1).ok());
   ASSERT_TRUE(client.SendBatchBarriers(1, {a}).ok());
   EXPECT_EQ(ha.SentOfLastBarrier(), 1);  // trainer 1's own count
 }
