@@ -25,6 +25,8 @@
 
 namespace oar {
 
-void RegisterDistOps(OpRegistry* r);
+void RegisterDistOps(OpRegistry* r);  // with RegisterSplitOps
+// split_byref and split_selected_rows alone (split_ops.cc).
+void RegisterSplitOps(OpRegistry* r);
 
 }  // namespace oar
