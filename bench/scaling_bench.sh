@@ -28,14 +28,8 @@ NS=("${TAG}p0" "${TAG}p1" "${TAG}t0" "${TAG}t1")
 ADDR=(10.78.0.1 10.78.0.2 10.78.0.3 10.78.0.4)
 BR="${TAG}br"
 WORK=$(mktemp -d /tmp/oar_scaling.XXXXXX)
-cleanup() {
-  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  for ns in "${NS[@]}" "$BR"; do ip netns del "$ns" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 source "$HERE/../tests/e2e/netns_lib.sh"
+trap netns_cleanup EXIT
 why=$(netns_bridge "$TAG" "$BR" NS ADDR) || { echo "SKIP: $why"; exit 77; }
 
 # limit RATE: tbf on both ends of every veth (none: no qdisc).

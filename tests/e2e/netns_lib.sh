@@ -5,8 +5,7 @@
 # joins each namespace named in the array NS (made here) to it by a veth
 # pair: eth0 inside, with the address at the same index of the array ADDR
 # (/24); the bridge ends are ${TAG}b<i>. Where namespaces, bridges or veths
-# cannot be made it prints why and returns 1. The caller removes them (ip
-# netns del each, BR last).
+# cannot be made it prints why and returns 1. netns_cleanup removes them.
 netns_bridge() {
   local tag=$1 br=$2 i
   local -n names=$3 addrs=$4
@@ -25,4 +24,14 @@ netns_bridge() {
     ip -n "$br" link set "${tag}b$i" master br0
     ip -n "$br" link set "${tag}b$i" up
   done
+}
+
+# netns_cleanup: for `trap netns_cleanup EXIT` — kills the caller's
+# background jobs and removes the namespaces in NS, then BR, and $WORK.
+netns_cleanup() {
+  local pid ns
+  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  for ns in "${NS[@]}" "$BR"; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$WORK"
 }

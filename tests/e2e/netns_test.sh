@@ -27,15 +27,9 @@ NS=("${TAG}p0" "${TAG}p1" "${TAG}t0" "${TAG}t1")
 ADDR=(10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4)
 WORK=$(mktemp -d /tmp/oar_netns.XXXXXX)
 
-cleanup() {
-  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  for ns in "${NS[@]}" "$BR"; do ip netns del "$ns" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
 source "$(dirname "$0")/netns_lib.sh"
+trap netns_cleanup EXIT
+
 why=$(netns_bridge "$TAG" "$BR" NS ADDR) || skip "$why"
 
 PSERVERS="${ADDR[0]}:6174,${ADDR[1]}:6174"
