@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status.h"
+#include "common/framework/place_transfer.h"
 #include "glog/logging.h"
 
 namespace oar {
@@ -176,13 +177,9 @@ absl::StatusOr<std::pair<KernelFn, Place>> OpInfo::ChooseKernel(const Place& pla
   // GPU op, as Paddle's ChooseKernel falls back. Said once per op and dtype:
   // it is correct but slow.
   if (auto cpu = FindKernel(Place::Kind::kCPU, dtype); cpu.ok()) {
-    static absl::Mutex mu(absl::kConstInit);
-    static auto* said = new std::set<std::pair<std::string, int>>();
-    absl::MutexLock lock(&mu);
-    if (said->insert({type_, static_cast<int>(dtype)}).second) {
-      LOG(WARNING) << type_ << ": no GPU kernel for " << DataTypeName(dtype) << "; it runs its CPU kernel on the host ("
-                   << place.ToString() << "'s inputs copied there and back)";
-    }
+    SayRunsOnHostOnce(absl::StrCat(type_, " ", DataTypeName(dtype)),
+                      absl::StrCat(type_, ": no GPU kernel for ", DataTypeName(dtype), " (", place.ToString(),
+                                   "'s inputs are copied to the host and back)"));
     return std::make_pair(*cpu, CPUPlace());
   }
   std::vector<std::string> gpu, cpu;

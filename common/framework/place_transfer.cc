@@ -1,9 +1,13 @@
 #include "common/framework/place_transfer.h"
 
+#include <set>
+
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/status.h"
 #include "common/framework/selected_rows.h"
+#include "glog/logging.h"
 
 namespace oar {
 namespace {
@@ -59,5 +63,12 @@ absl::Status RunOnHostInstead(const OpDesc& op, absl::string_view why) {
 }
 
 bool IsRunOnHostInstead(const absl::Status& s) { return s.GetPayload(kRunOnHostUrl).has_value(); }
+
+void SayRunsOnHostOnce(const std::string& key, absl::string_view message) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* said = new std::set<std::string>();
+  absl::MutexLock lock(&mu);
+  if (said->insert(key).second) LOG(WARNING) << message << "; it runs its CPU kernel on the host";
+}
 
 }  // namespace oar

@@ -8,6 +8,8 @@
 // Thread-safety: the caller runs the op, so it owns the op's variables.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/framework/op_context.h"
@@ -27,5 +29,10 @@ absl::Status MoveInputsTo(const OpDesc& op, const OpBinding& binding, const Plac
 // moves the inputs to the host and runs the CPU kernel for this call.
 absl::Status RunOnHostInstead(const OpDesc& op, absl::string_view why);
 bool IsRunOnHostInstead(const absl::Status& s);
+
+// Logs "<message>; it runs its CPU kernel on the host" the first time `key`
+// (an op type, with its dtype where that decides) falls back to the host in
+// this process: correct but slow, so said once. Thread-safe.
+void SayRunsOnHostOnce(const std::string& key, absl::string_view message);
 
 }  // namespace oar

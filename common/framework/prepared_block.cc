@@ -1,7 +1,6 @@
 #include "common/framework/prepared_block.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -11,7 +10,6 @@
 #include "common/framework/place_transfer.h"
 #include "common/framework/run_env.h"
 #include "common/profiler/profiler.h"
-#include "glog/logging.h"
 
 namespace oar {
 
@@ -237,12 +235,7 @@ absl::Status PreparedBlock::RunOpBody(OpRuntime& op) {
 // inputs move to the host and it runs there, said once per op type.
 absl::Status PreparedBlock::RunOnHost(OpRuntime& op, DataType dtype, const absl::Status& why) {
   OAR_ASSIGN_OR_RETURN(KernelFn cpu, op.info->FindKernel(Place::Kind::kCPU, dtype));
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* said = new std::set<std::string>();
-  {
-    absl::MutexLock lock(&mu);
-    if (said->insert(op.desc->type).second) LOG(WARNING) << why.message() << "; it runs its CPU kernel on the host";
-  }
+  SayRunsOnHostOnce(op.desc->type + " (call)", why.message());
   static const Place host = CPUPlace();
   OAR_RETURN_IF_ERROR(MoveInputsTo(*op.desc, op.binding, host));
   RuntimeInferShapeContext ictx(*op.desc, op.binding);
