@@ -34,6 +34,7 @@ DECLARE_bool(skip_bad_lines);
 DECLARE_string(test_files);
 DECLARE_string(loss_name);
 DECLARE_string(step_log);
+DECLARE_string(checkpoint_dir);
 
 namespace oar::cli {
 namespace {
@@ -87,7 +88,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   rpc::RpcClient client(transport.get(), {.trainers = env.trainers,
                                           .sync_mode = t.config().sync_mode ? 1 : 2,
                                           .job_settings = EncodeJobSettings(DataFeedJobSettings(feed, files)),
-                                          .incarnation = ThisTrainersIncarnation()});
+                                          .incarnation = ThisTrainersIncarnation(),
+                                          .await_restarts = !FLAGS_checkpoint_dir.empty()});
   RunEnv renv = rpc::ClientEnv(&client);
   OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, client.deadline_ms()), "waiting for the pservers"));
   Scope root;

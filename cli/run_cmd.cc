@@ -62,8 +62,10 @@ DEFINE_string(loss_name, "", "with --program: the loss variable a trainer fetche
 DEFINE_string(feed_names, "", "with --program: the image and label variables a trainer feeds, \"x,label\"");
 DEFINE_bool(dry_run, false, "print the role and cluster read from the environment and flags, then exit");
 DEFINE_string(checkpoint_dir, "",
-              "trainers: where trainer 0 asks the pservers to checkpoint (every --checkpoint_every steps); pservers: "
-              "restore from DIR/pserver_<id> when a checkpoint is there (a restarted pserver rejoins the job)");
+              "trainers: where trainer 0 asks the pservers to checkpoint (every --checkpoint_every steps), and a "
+              "pserver that cannot be reached is waited for until --rpc_deadline (it may be restarting from its "
+              "checkpoint) instead of failing after --rpc_retry_times; pservers: restore from DIR/pserver_<id> when a "
+              "checkpoint is there (a restarted pserver rejoins the job)");
 DEFINE_bool(fuse_all_reduce_ops, true,
             "nccl2 mode: pack gradients into buckets of --fuse_parameter_memory_size MB, one all-reduce each "
             "(Fluid's BuildStrategy.fuse_all_reduce_ops)");

@@ -133,6 +133,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   if (nccl2)
     options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
   options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
+  options.await_pserver_restarts = !FLAGS_checkpoint_dir.empty();
   TrainerProcess(std::max<size_t>(1, options.places.size()));
   OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));

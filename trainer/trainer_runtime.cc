@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
                                                  : rt->options_.sync_mode ? 1
                                                                           : 2,
                                     .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : "",
-                                    .incarnation = rt->options_.incarnation});
+                                    .incarnation = rt->options_.incarnation,
+                                    .await_restarts = pserver_mode && rt->options_.await_pserver_restarts});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with

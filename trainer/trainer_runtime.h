@@ -68,6 +68,10 @@ class TrainerRuntime {
     // a new one. A process that may speak for the trainer after the runtime
     // is gone (its ABORT) draws it first and passes it here.
     uint64_t incarnation = 0;
+    // Pserver mode: an unreachable pserver is awaited until --rpc_deadline
+    // (rpc::ClientOptions::await_restarts): the job checkpoints, so one
+    // that died comes back from its checkpoint.
+    bool await_pserver_restarts = false;
     // Run on the trainer's scope right after the startup program (and, in
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.

@@ -49,6 +49,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
     bool ends_step = false;  // FETCH_BARRIER: OK ends the trainer's step with ep
   };
   void set_recovery(Recovery r) { recovery_ = r; }
+  // The client whose ClientOptions::await_restarts this call keeps to.
+  void set_owner(RpcClient* c) { owner_ = c; }
   // Where the reply's oar_step goes (RESYNC@RECV).
   void set_reply_step(int64_t* step) { reply_step_ = step; }
   // A BATCH_BARRIER written ahead of its sends' answers: refused for having
@@ -135,6 +137,21 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
         StartAttempt();
         continue;
       }
+      if (absl::IsUnavailable(s) && owner_ != nullptr && owner_->options_.await_restarts &&
+          left > absl::ZeroDuration()) {
+        // Maybe restarting (a checkpointing job): tried until the deadline,
+        // whatever retry_times says; at least once a second.
+        if (!awaited_) owner_->SayUnreachable(ep_, s, owner_->deadline_ms());
+        awaited_ = true;
+        absl::SleepFor(std::min(backoff, left));
+        backoff = std::min(backoff * 2, absl::Seconds(1));
+        StartAttempt();
+        continue;
+      }
+      if (awaited_ && !absl::IsUnavailable(s) && s.code() != absl::StatusCode::kDeadlineExceeded) {
+        owner_->SayReachable(ep_);
+        awaited_ = false;
+      }
       if (s.ok() || !Retryable(s) || attempt >= retry_times_ || left <= absl::ZeroDuration() ||
           s.code() == absl::StatusCode::kDeadlineExceeded) {
         return Done(s, attempt);
@@ -205,6 +222,8 @@ class ClientCall : public RpcCall, public std::enable_shared_from_this<ClientCal
   bool finished_ = false;                                     // Wait's own state (one waiting thread)
   absl::Status final_;
   Recovery recovery_;
+  RpcClient* owner_ = nullptr;
+  bool awaited_ = false;  // an attempt found the server unreachable and the call waited for it
   int64_t* reply_step_ = nullptr;
   const char* method_;  // the metrics' label (rpc_metrics.h)
   absl::Time started_;

@@ -112,6 +112,7 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
   auto call = std::make_shared<ClientCall>(transport_, kind, ep, std::move(request), out,
                                            absl::Now() + absl::Milliseconds(deadline_ms), retry_times);
   call->set_recovery(recovery);
+  call->set_owner(this);
   call->set_reply_step(reply_step);
   if (options.ahead_of_sends) call->set_ahead_of_sends();
   call->StartAttempt();
@@ -130,6 +131,21 @@ absl::Status RpcClient::Recover(int64_t trainer, const std::string& ep, int64_t 
     return Start(RpcKind::kSend, ep, name, var, {.trainer_id = trainer, .replay = true}, nullptr)->Wait();
   };
   return journal_.Resync(trainer, ep, resyncs_seen, resync, send);
+}
+
+void RpcClient::SayUnreachable(const std::string& ep, const absl::Status& why, int deadline_ms) {
+  absl::MutexLock l(&mu_);
+  if (!unreachable_since_.emplace(ep, absl::Now()).second) return;
+  LOG(WARNING) << ep << " cannot be reached (" << why.message() << "); it may be restarting, so its calls wait for it "
+               << "up to their deadline (--rpc_deadline " << deadline_ms / 1000.0 << " s)";
+}
+
+void RpcClient::SayReachable(const std::string& ep) {
+  absl::MutexLock l(&mu_);
+  auto it = unreachable_since_.find(ep);
+  if (it == unreachable_since_.end()) return;
+  LOG(WARNING) << ep << " answers again after " << absl::FormatDuration(absl::Now() - it->second);
+  unreachable_since_.erase(it);
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendVar(const std::string& ep, const std::string& name, const Variable* var,

@@ -98,6 +98,12 @@ struct ClientOptions {
   // new one. A client that speaks for a process whose own client is gone
   // (a failed trainer's ABORT, cli/trainer_failure.h) passes that client's.
   uint64_t incarnation = 0;
+  // A server that cannot be reached (UNAVAILABLE: refused, reset, not
+  // resolvable) is tried again until the call's deadline, whatever
+  // retry_times allows: a checkpointing job's pserver may be restarting
+  // (Kubernetes takes seconds to bring a pod back). Said once per endpoint,
+  // and again once it answers. False: retry_times bounds it (fail fast).
+  bool await_restarts = false;
 };
 
 class RpcClient {
@@ -183,6 +189,10 @@ class RpcClient {
   friend class ClientCall;
   // After an ABORTED from a restarted `ep` (see StepJournal::Resync).
   absl::Status Recover(int64_t trainer, const std::string& ep, int64_t resyncs_seen);
+  // Options::await_restarts: says once that `ep` cannot be reached and the
+  // calls wait for it, and once that it answers again.
+  void SayUnreachable(const std::string& ep, const absl::Status& why, int deadline_ms);
+  void SayReachable(const std::string& ep);
 
   Transport* transport_;
   Options options_;
@@ -199,6 +209,8 @@ class RpcClient {
   // the job says why, then goes).
   std::map<std::string, std::string> refused_ ABSL_GUARDED_BY(mu_);
   StepJournal journal_;
+  // Endpoints awaited (await_restarts) since when.
+  std::map<std::string, absl::Time> unreachable_since_ ABSL_GUARDED_BY(mu_);
 };
 
 // The bits of oar_seq above the per-endpoint counter: a sender's incarnation.

@@ -157,15 +157,16 @@ TEST(FailureE2eTest, AFailedTrainerStopsTheJobAtOnceWithItsReason) {
 }
 
 // A pserver SIGKILLed after a checkpoint and started again with the same
-// role: it restores its checkpoint, each trainer resyncs (resending the step
+// role 3 s later (as Kubernetes restarts a pod), with the default
+// --rpc_retry_times: the trainers of a checkpointing job wait for it, saying
+// so; it restores its checkpoint, each trainer resyncs (resending the step
 // the pserver lost) and the job finishes with every process exiting 0.
 TEST(FailureE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
   const std::string dir = TempDir("restart");
   // 400 steps: the kill lands mid-job, 50 ms or so after the first
   // checkpoint (step 20), however fast the steps (a job that had already
   // finished would leave the restarted pserver waiting for no one).
-  Cluster c(/*deadline_ms=*/30000, {"--epochs=4", "--limit=6400", "--rpc_retry_times=100", "--checkpoint_every=20",
-                                    "--checkpoint_dir=" + dir});
+  Cluster c(/*deadline_ms=*/30000, {"--epochs=4", "--limit=6400", "--checkpoint_every=20", "--checkpoint_dir=" + dir});
   const std::string manifest = dir + "/pserver_0/__manifest__";
   for (int i = 0; i < 600 && !std::filesystem::exists(manifest); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -178,6 +179,7 @@ TEST(FailureE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
     c.Poll();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // longer than the default retries (3) take
   cli::ProcessGroup again;
   absl::Mutex mu;
   std::vector<std::string> log;
@@ -212,7 +214,12 @@ TEST(FailureE2eTest, AKilledPserverRestartedFromItsCheckpointLetsTheJobFinish) {
   // The trainers resent what the restored pserver had lost, and the job
   // trained as well as one process does over the same data: the rollback of
   // pserver 0's half to the checkpoint costs at most the steps after it.
-  for (size_t t : {2u, 3u}) EXPECT_NE(c.Log(t).find(" restarted at step "), std::string::npos) << c.Log(t);
+  for (size_t t : {2u, 3u}) {
+    EXPECT_NE(c.Log(t).find(" restarted at step "), std::string::npos) << c.Log(t);
+    const std::string ep = c.eps[0];
+    EXPECT_NE(c.Log(t).find(ep + " cannot be reached"), std::string::npos) << c.Log(t);
+    EXPECT_NE(c.Log(t).find(ep + " answers again after "), std::string::npos) << c.Log(t);
+  }
   Result single = Oar("train --model fashion_mlp --batch_size 64 --epochs 4 --limit 6400");
   ASSERT_EQ(single.code, 0) << single.out;
   const double want = ValueAfter(single.out, "test_accuracy="), got = ValueAfter(c.Log(2), "test_accuracy=");
