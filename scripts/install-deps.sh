@@ -18,6 +18,7 @@ PACKAGES=(
   dataset-fashion-mnist
   graphviz nlohmann-json3-dev python3-yaml python3-numpy
   prometheus libyaml-cpp-dev
+  etcd-server
   python3-venv
   clang-format
 )

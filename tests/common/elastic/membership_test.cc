@@ -1,0 +1,116 @@
+// Membership against a real etcd-server on loopback: members see each other
+// join and leave, a member cut off for longer than its lease is removed
+// (and only it), and an etcd restarted without its data gets every member
+// back as they register again.
+#include "common/elastic/membership.h"
+
+#include "gtest/gtest.h"
+#include "tests/util/etcd_server.h"
+#include "tests/util/need_tool.h"
+
+namespace oar::elastic {
+namespace {
+
+constexpr absl::Duration kTtl = absl::Seconds(2);
+
+class MembershipTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+    auto server = EtcdServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    for (int i = 0; i < 3; ++i) {
+      auto c = EtcdClient::Connect(server_->url(), absl::Seconds(5));
+      ASSERT_TRUE(c.ok()) << c.status();
+      clients_.push_back(std::move(*c));
+    }
+  }
+  std::unique_ptr<Membership> JoinAs(int i) {
+    auto m = Membership::Join(clients_[i].get(), {.job = "job1",
+                                                  .name = "trainer/" + std::to_string(i),
+                                                  .value = "127.0.0.1:" + std::to_string(7000 + i),
+                                                  .ttl = kTtl});
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+  static auto Count(size_t n) {
+    return [n](const Members& m) { return m.size() == n; };
+  }
+  std::unique_ptr<EtcdServer> server_;
+  std::vector<std::unique_ptr<EtcdClient>> clients_;
+};
+
+TEST_F(MembershipTest, MembersSeeEachOtherJoinAndLeave) {
+  auto a = JoinAs(0), b = JoinAs(1), c = JoinAs(2);
+  ASSERT_TRUE(a && b && c);
+  ASSERT_TRUE(a->WaitFor(Count(3), absl::Seconds(10))) << a->members().size();
+  EXPECT_EQ(a->members().at("trainer/2"), "127.0.0.1:7002");
+  ASSERT_TRUE(c->WaitFor(Count(3), absl::Seconds(10)));
+  ASSERT_TRUE(b->Leave().ok());
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(10)));
+  ASSERT_TRUE(c->WaitFor(Count(2), absl::Seconds(10)));
+  EXPECT_EQ(a->members().count("trainer/1"), 0u);
+  EXPECT_EQ(a->changes(), 4);  // three joins seen (its own included), one leave
+}
+
+TEST_F(MembershipTest, ANameALiveMemberHoldsIsRefused) {
+  auto a = JoinAs(0);
+  ASSERT_TRUE(a);
+  auto again = Membership::Join(clients_[1].get(), {.job = "job1", .name = "trainer/0", .value = "x", .ttl = kTtl});
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
+  EXPECT_NE(again.status().message().find("127.0.0.1:7000"), std::string::npos) << again.status();
+}
+
+TEST_F(MembershipTest, AMemberCutOffLongerThanItsLeaseIsRemovedAndOnlyIt) {
+  auto a = JoinAs(0), b = JoinAs(1), c = JoinAs(2);
+  ASSERT_TRUE(a && b && c);
+  ASSERT_TRUE(a->WaitFor(Count(3), absl::Seconds(10)));
+  const absl::Time cut = absl::Now();
+  b->StopRenewing();
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(10)));
+  const absl::Duration gone_after = absl::Now() - cut;
+  EXPECT_EQ(a->members().count("trainer/1"), 0u);
+  EXPECT_EQ(a->members().count("trainer/2"), 1u);
+  EXPECT_GE(gone_after, kTtl - absl::Milliseconds(700));  // not before its lease could have run out
+  // The others stay past several of their own TTLs.
+  absl::SleepFor(2 * kTtl);
+  EXPECT_EQ(c->members().size(), 2u);
+  EXPECT_EQ(a->reregistrations(), 0);
+}
+
+TEST_F(MembershipTest, MembersRegisterAgainWhenEtcdRestartsWithoutItsData) {
+  auto a = JoinAs(0), b = JoinAs(1);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(10)));
+  ASSERT_TRUE(server_->Restart(/*wipe=*/true).ok());
+  // Each finds its lease gone, registers again, and both views list both.
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(20)) && b->WaitFor(Count(2), absl::Seconds(20)));
+  for (int i = 0; i < 100 && (a->reregistrations() == 0 || b->reregistrations() == 0); ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(a->reregistrations(), 1);
+  EXPECT_EQ(b->reregistrations(), 1);
+  auto listed = clients_[2]->GetPrefix(Membership::Prefix("job1"));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->kvs.size(), 2u);
+  // And the watches run again: a leave is seen.
+  ASSERT_TRUE(b->Leave().ok());
+  EXPECT_TRUE(a->WaitFor(Count(1), absl::Seconds(10)));
+}
+
+TEST_F(MembershipTest, MembersKeepTheirLeasesThroughAnEtcdRestartWithItsData) {
+  auto a = JoinAs(0), b = JoinAs(1);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(10)));
+  ASSERT_TRUE(server_->Restart().ok());
+  absl::SleepFor(2 * kTtl);
+  EXPECT_EQ(a->members().size(), 2u);
+  EXPECT_EQ(a->reregistrations() + b->reregistrations(), 0);
+  ASSERT_TRUE(b->Leave().ok());
+  EXPECT_TRUE(a->WaitFor(Count(1), absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace oar::elastic
