@@ -210,6 +210,21 @@ absl::StatusOr<bool> EtcdClient::CompareAndPut(const std::string& key, int64_t m
              absl::StrCat("replace '", key, "' at revision ", mod_revision));
 }
 
+absl::StatusOr<bool> EtcdClient::MoveIf(const std::string& from, const std::string& expected, const std::string& to,
+                                        const std::string& value) {
+  pb::TxnRequest req;
+  pb::Compare* c = req.add_compare();
+  c->set_key(from);
+  c->set_result(pb::Compare::EQUAL);
+  c->set_target(pb::Compare::VALUE);
+  c->set_value(expected);
+  pb::PutRequest* put = req.add_success()->mutable_request_put();
+  put->set_key(to);
+  put->set_value(value);
+  req.add_success()->mutable_request_delete_range()->set_key(from);
+  return Txn(stubs_->kv.get(), req, timeout_, endpoint_, absl::StrCat("move '", from, "' to '", to, "'"));
+}
+
 namespace {
 
 absl::StatusOr<EtcdRange> Range(pb::KV::Stub* kv, const std::string& key, const std::string& end,

@@ -66,6 +66,10 @@ class EtcdClient {
   // Replaces `key`'s value only if it still has `mod_revision`: true when it did.
   absl::StatusOr<bool> CompareAndPut(const std::string& key, int64_t mod_revision, const std::string& value,
                                      int64_t lease = 0);
+  // Moves a key: if `from` holds `expected`, puts `to` = `value` (no lease)
+  // and deletes `from`, in one transaction; true when it did.
+  absl::StatusOr<bool> MoveIf(const std::string& from, const std::string& expected, const std::string& to,
+                              const std::string& value);
   absl::StatusOr<EtcdRange> Get(const std::string& key);
   absl::StatusOr<EtcdRange> GetPrefix(const std::string& prefix);
   // How many keys it deleted.
