@@ -179,7 +179,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (a model's test_auc=; a program's "
          "test_loss= and test_<fetch>=)"}},
-       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc"}},
+       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc", "/cli/elastic_job.cc"}},
       {"launch",
        "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",

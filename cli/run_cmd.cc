@@ -34,6 +34,7 @@
 #include "cli/async_trainer_role.h"
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
+#include "cli/elastic_job.h"
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
@@ -164,6 +165,7 @@ absl::Status RunRole(const RoleEnv& env) {
   if (FlagGiven("params") && model != nullptr) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
+  if (ElasticRequested()) OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode, async_executor));
   const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);
   if (nccl2) {
@@ -176,7 +178,14 @@ absl::Status RunRole(const RoleEnv& env) {
   if (env.role == RoleEnv::Role::kTrainer && async_executor) {
     return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
   }
-  if (env.role == RoleEnv::Role::kTrainer) return RunTrainer(env, io, t, nccl2, origin, profile->profiler());
+  // An elastic job's member from here on (the program is known to transpile).
+  std::unique_ptr<ElasticJob> elastic;
+  if (ElasticRequested()) {
+    OAR_ASSIGN_OR_RETURN(elastic, JoinElasticJob(env));
+  }
+  if (env.role == RoleEnv::Role::kTrainer) {
+    return RunTrainer(env, io, t, nccl2, origin, profile->profiler(), elastic.get());
+  }
   OAR_ASSIGN_OR_RETURN(auto programs, t.get_pserver_programs(env.current_endpoint));
   std::fprintf(stderr, "pserver %s: %d trainer(s), %s\n", env.current_endpoint.c_str(), env.trainers,
                config.sync_mode ? "sync" : "async");
@@ -196,7 +205,9 @@ absl::Status RunRole(const RoleEnv& env) {
                      .init = init,
                      .profiler = profile->profiler(),
                      .rpc = RpcOptionsFromFlags(),
-                     .port_file = FLAGS_pserver_port_file});
+                     .port_file = FLAGS_pserver_port_file,
+                     .live_trainers = elastic == nullptr ? std::function<std::set<int>()>()
+                                                         : [m = elastic->me.get()] { return LiveTrainers(*m); }});
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/data_flags.h"
+#include "cli/elastic_job.h"
 #include "cli/loss_check.h"
 #include "cli/process_settings.h"
 #include "cli/program_eval.h"
@@ -80,7 +81,7 @@ absl::StatusOr<TrainerIo> IoFor(const ModelPrograms* model, const ProgramDesc& m
 }
 
 absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2,
-                        const ProgramDesc& origin, Profiler* profiler) {
+                        const ProgramDesc& origin, Profiler* profiler, ElasticJob* elastic) {
   // The device first: a host without the GPU asked for hears so at once.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
   OAR_ASSIGN_OR_RETURN(ProgramDesc main, t.get_trainer_program(/*wait_port=*/true));
@@ -147,6 +148,11 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     };
     data.shuffle_group = &group;
   }
+  if (elastic != nullptr && !data.data_feed.empty() && data.shuffle == "global") {
+    return absl::UnimplementedError(
+        "--shuffle global exchanges MultiSlot lines among a fixed set of trainers; an elastic job's trainers "
+        "shuffle within their chunks: give --shuffle local");
+  }
   std::unique_ptr<Collective> shuffle_ring;  // a pserver job's trainers: joined for the global shuffle only
   if (!nccl2 && !data.data_feed.empty() && data.shuffle == "global" && data.in_memory && env.trainers > 1) {
     OAR_ASSIGN_OR_RETURN(shuffle_ring, JoinTrainersForShuffle(env, rt->executor()));
@@ -160,17 +166,23 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));
     vars.push_back(v);
   }
-  OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
+  // An elastic job's trainer reads chunk c of C (MakeTrainSource's shard c
+  // of C) as the job's queue hands them out; the others their 1/trainers.
+  std::unique_ptr<FeedSource> source;
+  if (elastic == nullptr) {
+    OAR_ASSIGN_OR_RETURN(source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
+  }
   shuffle_ring.reset();  // the lines are exchanged
-  const int64_t per_epoch = source->batches_per_epoch();
+  const int64_t per_epoch = elastic != nullptr ? -1 : source->batches_per_epoch();
   if (nccl2 && per_epoch < 0) {
     return absl::InvalidArgumentError(
         "nccl2 trainers agree on their steps before each epoch, and a queue dataset's "
         "are not known until it is read: give --dataset in_memory");
   }
   std::fprintf(stderr, "trainer %d/%d: %s, batch %lld, on %zu place(s), %s %s\n", env.trainer_id, env.trainers,
-               source->Describe().c_str(), static_cast<long long>(batch), rt->num_places(),
-               nccl2 ? "nccl2 with trainers" : "pservers",
+               elastic != nullptr ? absl::StrCat("chunks of ", elastic->chunks, " from etcd").c_str()
+                                  : source->Describe().c_str(),
+               static_cast<long long>(batch), rt->num_places(), nccl2 ? "nccl2 with trainers" : "pservers",
                absl::StrJoin(nccl2 ? env.trainer_endpoints : env.pservers, ",").c_str());
   OAR_ASSIGN_OR_RETURN(StepLog step_log, StepLog::Open(FLAGS_step_log));
   ProgramDesc notify;  // checkpoint_notify to every pserver, run by trainer 0
@@ -188,11 +200,57 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   FeedBatch fed;
   auto out_of_steps = [&] { return FLAGS_max_steps > 0 && steps >= FLAGS_max_steps; };
   int64_t epoch_steps = per_epoch;  // a queue dataset's: known after the first epoch
+  // Up to `limit` steps of `epoch` from `src`; the examples they took.
+  auto train_from = [&](FeedSource* src, int epoch, int64_t limit, int64_t* step_in_epoch,
+                        ProgressBar* bar) -> absl::StatusOr<int64_t> {
+    int64_t taken = 0;
+    while (!out_of_steps() && *step_in_epoch < limit) {
+      OAR_ASSIGN_OR_RETURN(const bool more, src->Next(&fed));
+      if (!more) break;
+      recorder.Start();
+      OAR_ASSIGN_OR_RETURN(float l, rt->Step(fed.feeds));
+      OAR_RETURN_IF_ERROR(CheckLossFinite(l, steps + 1, epoch, absl::StrCat("trainer ", env.trainer_id, ": ")));
+      recorder.Done(fed.examples);
+      loss = l;
+      ++steps;
+      ++*step_in_epoch;
+      examples += fed.examples;
+      taken += fed.examples;
+      step_log.Add(loss);
+      if (notify.Block(0).OpSize() > 0 && steps % FLAGS_checkpoint_every == 0) {
+        OAR_RETURN_IF_ERROR(
+            Annotate(rt->executor().Run(notify, rt->scope()).status(), absl::StrCat("checkpoint after step ", steps)));
+      }
+      if (FLAGS_report) {
+        std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
+                    env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(*step_in_epoch),
+                    static_cast<long long>(std::max<int64_t>(epoch_steps, 0)),  // 0: not known yet
+                    static_cast<long long>(examples), loss);
+        std::fflush(stdout);
+      } else {
+        bar->Step(fed.examples, loss);
+      }
+    }
+    return taken;
+  };
   for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
                     epoch_steps);
-    OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
     int64_t step_in_epoch = 0;
+    if (elastic != nullptr) {
+      auto chunk = [&](int64_t c, int64_t chunks) -> absl::StatusOr<std::optional<int64_t>> {
+        OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> part, MakeTrainSource(data, vars, c, chunks));
+        OAR_RETURN_IF_ERROR(part->StartEpoch(epoch - 1));
+        OAR_ASSIGN_OR_RETURN(int64_t taken,
+                             train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
+        if (out_of_steps()) return std::optional<int64_t>();
+        return std::optional<int64_t>(taken);
+      };
+      OAR_RETURN_IF_ERROR(TrainElasticEpoch(elastic, env.trainer_id, epoch, chunk).status());
+      if (!FLAGS_report) bar.Finish();
+      continue;
+    }
+    OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
     // nccl2: every trainer takes the fewest steps any has this epoch.
     std::vector<int64_t> counts;
     int64_t agreed = std::numeric_limits<int64_t>::max();
@@ -206,32 +264,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
         unused += left;
       }
     }
-    while (!out_of_steps() && step_in_epoch < agreed) {
-      OAR_ASSIGN_OR_RETURN(const bool more, source->Next(&fed));
-      if (!more) break;
-      recorder.Start();
-      OAR_ASSIGN_OR_RETURN(float l, rt->Step(fed.feeds));
-      OAR_RETURN_IF_ERROR(CheckLossFinite(l, steps + 1, epoch, absl::StrCat("trainer ", env.trainer_id, ": ")));
-      recorder.Done(fed.examples);
-      loss = l;
-      ++steps;
-      ++step_in_epoch;
-      examples += fed.examples;
-      step_log.Add(loss);
-      if (notify.Block(0).OpSize() > 0 && steps % FLAGS_checkpoint_every == 0) {
-        OAR_RETURN_IF_ERROR(
-            Annotate(rt->executor().Run(notify, rt->scope()).status(), absl::StrCat("checkpoint after step ", steps)));
-      }
-      if (FLAGS_report) {
-        std::printf("@oar progress trainer=%d epoch=%d epochs=%d step=%lld steps=%lld examples=%lld loss=%.6f\n",
-                    env.trainer_id, epoch, FLAGS_epochs, static_cast<long long>(step_in_epoch),
-                    static_cast<long long>(std::max<int64_t>(epoch_steps, 0)),  // 0: not known yet
-                    static_cast<long long>(examples), loss);
-        std::fflush(stdout);
-      } else {
-        bar.Step(fed.examples, loss);
-      }
-    }
+    OAR_RETURN_IF_ERROR(train_from(source.get(), epoch, agreed, &step_in_epoch, &bar).status());
     if (!FLAGS_report) bar.Finish();
     if (epoch_steps < 0 && !out_of_steps()) epoch_steps = step_in_epoch;
   }
@@ -239,7 +272,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // Done with the pservers: they stop waiting for this trainer.
   OAR_RETURN_IF_ERROR(Annotate(rt->Close(), "saying COMPLETE to the pservers"));
   NoteTrainerCompleted();  // a failure from here on (the evaluation) is this trainer's alone
-  if (steps == 0) {        // else its report would read as a result: "loss 0"
+  if (steps == 0 && elastic == nullptr) {  // else its report would read as a result: "loss 0"
     return absl::InvalidArgumentError(absl::StrCat(
         "trainer ", env.trainer_id, " made no training step: its share of ", source->Describe(), " (1/", env.trainers,
         ") holds no batch", nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",

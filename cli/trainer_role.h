@@ -27,6 +27,8 @@ class Profiler;  // common/profiler/profiler.h
 
 namespace oar::cli {
 
+struct ElasticJob;
+
 // What a trainer feeds and fetches: from the model, or, for program files,
 // from --loss_name and --feed_names (and then nothing to evaluate with).
 struct TrainerIo {
@@ -42,8 +44,9 @@ absl::StatusOr<TrainerIo> IoFor(const ModelPrograms* model, const ProgramDesc& m
 
 // `origin`: the untranspiled program, for --params in nccl2 mode (each
 // trainer holds whole parameters; in pserver mode the pservers load them and
-// the trainers' startup pulls them).
+// the trainers' startup pulls them). `elastic`: an elastic job's trainer
+// takes its data as chunks from the job's queue (cli/elastic_job.h).
 absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTranspiler& t, bool nccl2,
-                        const ProgramDesc& origin, Profiler* profiler);
+                        const ProgramDesc& origin, Profiler* profiler, ElasticJob* elastic = nullptr);
 
 }  // namespace oar::cli

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,6 +34,8 @@ struct PserverRunOptions {
   Profiler* profiler = nullptr;
   rpc::RpcOptions rpc = {};
   std::string port_file = {};
+  // An elastic async job: the trainers that are members now (RunEnv).
+  std::function<std::set<int>()> live_trainers = nullptr;
 };
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const PserverRunOptions& options = {});

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "glog/logging.h"
 
 namespace oar {
 
@@ -32,11 +33,56 @@ void TrainerActivity::Wake() {
   ++wakes_;
 }
 
+std::set<int> TrainerActivity::left() const {
+  absl::MutexLock l(&mu_);
+  return left_;
+}
+
+bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent) {
+  std::set<int> members;
+  for (int t : members_fn_()) {
+    if (t >= 0 && t < fanin_) members.insert(t);
+  }
+  absl::MutexLock l(&mu_);
+  for (int t : members) {
+    if (ever_.insert(t).second || left_.erase(t) > 0) {
+      LOG(INFO) << "trainer " << t << " joined the job";
+      last_[static_cast<size_t>(t)] = now;  // its idle bound starts now
+    }
+  }
+  for (int t : ever_) {
+    if (members.count(t) == 0 && completed_.count(t) == 0 && left_.insert(t).second) {
+      LOG(WARNING) << "trainer " << t << " left the job without completing (its lease in etcd expired or was revoked)";
+    }
+  }
+  members_ = members;
+  bool all = !completed_.empty();
+  for (int t : ever_) {
+    if (completed_.count(t) != 0 || left_.count(t) != 0) continue;
+    all = false;
+    // A member alive in etcd yet silent for twice the bound is stuck (a
+    // dead one's lease, of the bound's length, ran out before).
+    if (now - last_[static_cast<size_t>(t)] > 2 * idle) silent->push_back(t);
+  }
+  return all;
+}
+
 absl::Status TrainerActivity::AwaitAllCompleted(absl::Duration idle, const std::function<bool()>& stop) {
   while (true) {
     if (stop()) return absl::OkStatus();
     std::vector<int> silent;
-    {
+    if (members_fn_) {
+      if (UpdateMembers(absl::Now(), idle, &silent)) return absl::OkStatus();
+      if (silent.empty()) {
+        absl::MutexLock l(&mu_);
+        const uint64_t seen = wakes_;
+        auto woken = [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return wakes_ != seen; };
+        mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](decltype(woken)* w) { return (*w)(); }, &woken),
+                             absl::Milliseconds(100));
+        continue;
+      }
+    } else {
       absl::MutexLock l(&mu_);
       const uint64_t seen = wakes_;
       auto settled = [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {

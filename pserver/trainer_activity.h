@@ -10,6 +10,12 @@
 //   if (activity.Complete(trainer)) LOG(INFO) << "trainer completed";
 //   absl::Status s = activity.AwaitAllCompleted(idle, [&] { return stopped(); });
 //
+// An elastic job's trainers come and go: with `set_members` (the ids whose
+// leases are alive in etcd, asked on every poll) the loop ends once some
+// trainer completed and every trainer that was ever a member has completed
+// or left; the idle bound applies to members only, and each join and each
+// leave without COMPLETE is logged once.
+//
 // Thread-safety: all methods may be called concurrently; its lock is a
 // leaf, and `stop` is called without it.
 #pragma once
@@ -45,12 +51,25 @@ class TrainerActivity {
   // completed ..." once some went silent for `idle` without completing.
   absl::Status AwaitAllCompleted(absl::Duration idle, const std::function<bool()>& stop);
 
+  // Before AwaitAllCompleted: the trainers are those `members` names (ids
+  // below fanin), not 0..fanin-1.
+  void set_members(std::function<std::set<int>()> members) { members_fn_ = std::move(members); }
+  // Trainers that left without completing (elastic jobs).
+  std::set<int> left() const;
+
  private:
   const int fanin_;
   mutable absl::Mutex mu_;
   std::vector<absl::Time> last_ ABSL_GUARDED_BY(mu_);  // per trainer
   std::set<int> completed_ ABSL_GUARDED_BY(mu_);
   uint64_t wakes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<std::set<int>()> members_fn_;   // set before the loop runs
+  std::set<int> members_ ABSL_GUARDED_BY(mu_);  // as last asked
+  std::set<int> ever_ ABSL_GUARDED_BY(mu_);     // every id that was a member
+  std::set<int> left_ ABSL_GUARDED_BY(mu_);
+
+  // Elastic: asks members_fn_, logs joins and leaves; whether the job is done.
+  bool UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent);
 };
 
 }  // namespace oar

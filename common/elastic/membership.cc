@@ -140,6 +140,11 @@ int64_t Membership::changes() const {
   return changes_;
 }
 
+int64_t Membership::lease() const {
+  absl::MutexLock l(&mu_);
+  return lease_;
+}
+
 int64_t Membership::reregistrations() const {
   absl::MutexLock l(&mu_);
   return reregistrations_;

@@ -51,6 +51,8 @@ class Membership {
   Members members() const;
   // Changes of the list seen (joins and leaves, this one's included).
   int64_t changes() const;
+  // The lease this member's key holds now (a new one after it registered again).
+  int64_t lease() const;
   // Times this member registered again after losing its lease.
   int64_t reregistrations() const;
   // Blocks until `holds(members())` or `timeout`; whether it held.

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ struct RunEnv {
   // lookup_table with remote_prefetch and an epmap calls; null where no
   // pserver can be asked (such a lookup is then an error).
   std::function<absl::Status(const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows)> prefetch_rows;
+  // An elastic job's async pserver (listen_and_serv): the trainer ids that
+  // are members of the job now (their leases alive in etcd), asked while it
+  // waits for its trainers; it ends once every trainer that was a member
+  // has completed or left. Null: the fixed trainers 0..Fanin-1.
+  std::function<std::set<int>()> live_trainers;
 };
 
 }  // namespace oar

@@ -1,0 +1,118 @@
+#include "cli/elastic_job.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/rpc_flags.h"
+#include "common/base/flag_refusal.h"
+#include "common/base/status.h"
+#include "gflags/gflags.h"
+
+DEFINE_string(elastic_server, "",
+              "etcd://HOST:PORT of the etcd that keeps an elastic job's members and data chunks (async pserver mode): "
+              "trainers may then join a running job and leave or die; each registers under a lease of "
+              "--rpc_deadline");
+DEFINE_string(job_id, "oar", "with --elastic_server: the job's name, the prefix of its keys in etcd (/oar/<job_id>/)");
+DEFINE_int32(elastic_chunks, 0,
+             "with --elastic_server: each epoch's data is cut into this many chunks, each trained once by whichever "
+             "trainer takes it; 0: 4 per trainer slot (4 x PADDLE_TRAINERS_NUM)");
+DEFINE_validator(elastic_chunks, [](const char*, int32_t v) {
+  if (v >= 0) return true;
+  return oar::RefuseFlagValue("give a positive number of chunks, or 0 for 4 per trainer slot");
+});
+
+namespace oar::cli {
+
+bool ElasticRequested() { return !FLAGS_elastic_server.empty(); }
+
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor) {
+  if (nccl2) {
+    return absl::UnimplementedError(
+        "--elastic_server: elastic nccl2 jobs (re-forming the ring when a trainer goes) are not supported yet; run "
+        "the job in pserver mode with --async, or drop --elastic_server");
+  }
+  if (sync) {
+    return absl::UnimplementedError(
+        "--elastic_server trains async pserver jobs only: add --async (a sync pserver's barrier counts a fixed set "
+        "of trainers), or drop --elastic_server");
+  }
+  if (async_executor) {
+    return absl::UnimplementedError(
+        "--elastic_server: AsyncExecutor trainers (--data_feed with --model, or an --async program's files) do not "
+        "take their data as chunks yet; give --program with the data layer, or a Fashion-MNIST model");
+  }
+  return absl::OkStatus();
+}
+
+std::set<int> LiveTrainers(const elastic::Membership& m) {
+  std::set<int> ids;
+  for (const auto& [name, value] : m.members()) {
+    int id = 0;
+    if (name.rfind("trainer/", 0) == 0 && absl::SimpleAtoi(name.substr(8), &id)) ids.insert(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
+  auto job = std::make_unique<ElasticJob>();
+  const absl::Duration ttl = absl::Milliseconds(FLAGS_rpc_deadline);
+  OAR_ASSIGN_OR_RETURN(job->etcd, elastic::EtcdClient::Connect(FLAGS_elastic_server, absl::Seconds(10)));
+  const bool trainer = env.role == RoleEnv::Role::kTrainer;
+  job->member = trainer ? absl::StrCat("trainer/", env.trainer_id)
+                        : absl::StrCat("pserver/", env.current_endpoint.empty() ? "?" : env.current_endpoint);
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string value = absl::StrCat(host, " pid ", ::getpid());
+  const absl::Time until = absl::Now() + ttl;
+  bool said = false;
+  while (true) {
+    auto me = elastic::Membership::Join(job->etcd.get(),
+                                        {.job = FLAGS_job_id, .name = job->member, .value = value, .ttl = ttl});
+    if (me.ok()) {
+      job->me = std::move(*me);
+      break;
+    }
+    if (!absl::IsAlreadyExists(me.status()) || absl::Now() >= until) {
+      return Annotate(me.status(), absl::StrCat("joining elastic job '", FLAGS_job_id, "' at ", FLAGS_elastic_server));
+    }
+    if (!said)
+      std::fprintf(stderr, "%s; waiting for its lease to run out\n", std::string(me.status().message()).c_str());
+    said = true;
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  std::fprintf(stderr, "%s joined elastic job '%s' (etcd %s, lease %s)\n", job->member.c_str(), FLAGS_job_id.c_str(),
+               job->etcd->endpoint().c_str(), absl::FormatDuration(ttl).c_str());
+  if (trainer) {
+    job->chunks = FLAGS_elastic_chunks > 0 ? FLAGS_elastic_chunks : 4 * env.trainers;
+    job->tasks = std::make_unique<elastic::TaskQueue>(job->etcd.get(), FLAGS_job_id, job->member, job->me->lease());
+  }
+  return job;
+}
+
+absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoch, const ChunkTrainer& train) {
+  elastic::TaskQueue& q = *job->tasks;
+  OAR_RETURN_IF_ERROR(q.Open(epoch, job->chunks));
+  while (true) {
+    q.set_lease(job->me->lease());  // a new one if it registered again
+    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, q.Next(epoch, absl::Milliseconds(FLAGS_rpc_deadline)));
+    if (!chunk.has_value()) return true;
+    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> examples, train(*chunk, job->chunks));
+    if (!examples.has_value()) return false;
+    const absl::Status done = q.Done(epoch, *chunk);
+    if (!done.ok()) {
+      // Cut off from etcd past its lease while it trained: the chunk is
+      // another trainer's now. Its updates were sent: say it.
+      std::fprintf(stderr, "trainer %d: %s; its updates from that chunk were applied all the same\n", trainer_id,
+                   std::string(done.message()).c_str());
+      continue;
+    }
+    std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer_id, epoch,
+                static_cast<long long>(*chunk), static_cast<long long>(*examples));
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace oar::cli

@@ -1,0 +1,65 @@
+// ElasticJob: an `oar run` process's part in an elastic job
+// (--elastic_server etcd://HOST:PORT --job_id ID): its entry in the job's
+// member list in etcd ("pserver/<i>", "trainer/<id>"), under a lease of
+// --rpc_deadline, and, for a trainer, the queue its data comes from
+// (common/elastic/task_queue.h: each epoch cut into --elastic_chunks chunks,
+// each trained once by whichever trainer takes it).
+//
+// What works elastically today (docs/elastic.md): async pserver mode —
+// trainers join a running job and leave or die; the pservers end once every
+// trainer that joined has completed or left. Sync pserver mode and nccl2
+// mode are refused with the reason.
+//
+// Thread-safety: an ElasticJob is used by its process's main thread; the
+// Membership inside tends itself on its own thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli/role_env.h"
+#include "common/elastic/etcd_client.h"
+#include "common/elastic/membership.h"
+#include "common/elastic/task_queue.h"
+
+namespace oar::cli {
+
+struct ElasticJob {
+  std::unique_ptr<elastic::EtcdClient> etcd;
+  std::unique_ptr<elastic::Membership> me;
+  std::string member;  // "trainer/2", "pserver/0"
+  int64_t chunks = 0;  // per epoch (trainers)
+  // The trainers' queue of chunks (trainers only).
+  std::unique_ptr<elastic::TaskQueue> tasks;
+};
+
+// Whether --elastic_server was given.
+bool ElasticRequested();
+
+// Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, sync
+// pserver mode, AsyncExecutor (--data_feed with a model) trainers.
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor);
+
+// Registers this process (a name another live process holds is waited for
+// until --rpc_deadline: a restarted pod whose old lease has not run out).
+absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
+
+// The trainer ids among the job's members now.
+std::set<int> LiveTrainers(const elastic::Membership& m);
+
+// Trains epoch `epoch` (1-based) chunk by chunk as the job's queue hands
+// them out: `train(chunk, chunks)` trains one and returns its examples (or
+// nullopt: stopped early, --max_steps; the chunk is left to the queue).
+// Each chunk done is said on stdout as
+//   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
+// (what a log check of "each chunk once" reads). Waits for chunks other
+// trainers hold up to --rpc_deadline (a dead one's come back).
+using ChunkTrainer = std::function<absl::StatusOr<std::optional<int64_t>>(int64_t chunk, int64_t chunks)>;
+// Whether the epoch ran to its end (false: `train` stopped early).
+absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoch, const ChunkTrainer& train);
+
+}  // namespace oar::cli

@@ -1,0 +1,181 @@
+// Elastic async pserver jobs end to end, with a real etcd-server on
+// loopback: `oar run` processes as Kubernetes runs them (PADDLE_* and
+// --elastic_server), a trainer SIGKILLed mid-epoch and another started
+// later. The job finishes; every chunk of every epoch was trained exactly
+// once (from the trainers' "@oar chunk" lines), the killed trainer's
+// unfinished chunk by another; the pserver names the leave and the join.
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/process_group.h"
+#include "gtest/gtest.h"
+#include "tests/util/etcd_server.h"
+#include "tests/util/listen_socket.h"
+#include "tests/util/need_tool.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+constexpr int kChunks = 12, kEpochs = 2;
+
+// One process of the job in a group of its own (so a test may add one).
+struct Proc {
+  cli::ProcessGroup group;
+  std::optional<int> code;
+};
+
+struct ElasticJob {
+  std::unique_ptr<EtcdServer> etcd;
+  HandedSocket socket = ListenForChild();
+  absl::Mutex mu;
+  std::map<std::string, std::vector<std::string>> logs ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::unique_ptr<Proc>> procs;
+
+  std::vector<std::string> Args() const {
+    return {OarBinary(),
+            "run",
+            "--model=fashion_mlp",
+            "--async",
+            "--epochs=2",
+            "--limit=20000",
+            "--batch_size=64",
+            "--rpc_deadline=4000",
+            "--job_id=e2e",
+            "--elastic_chunks=" + std::to_string(kChunks),
+            "--elastic_server=" + etcd->url()};
+  }
+  void Start(const std::string& name, std::vector<std::pair<std::string, std::string>> env, std::vector<int> fds) {
+    env.push_back({"PADDLE_TRAINERS_NUM", "4"});
+    env.push_back({"PADDLE_PSERVER_ENDPOINTS", socket.endpoint()});
+    auto args = Args();
+    if (name != "pserver") args.push_back("--report");
+    auto p = std::make_unique<Proc>();
+    ASSERT_TRUE(p->group
+                    .Start({{name, args, env, {}, fds}},
+                           [this, name](size_t, const std::string& line, bool) {
+                             absl::MutexLock l(&mu);
+                             logs[name].push_back(line);
+                           })
+                    .ok());
+    procs[name] = std::move(p);
+  }
+  void StartTrainer(int id) {
+    Start("trainer." + std::to_string(id),
+          {{"PADDLE_TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", std::to_string(id)}}, {});
+  }
+  std::string Log(const std::string& name) {
+    absl::MutexLock l(&mu);
+    std::string out;
+    for (const auto& line : logs[name]) out += line + "\n";
+    return out;
+  }
+  // Waits until `holds` of the logs or `seconds` pass.
+  bool Await(const std::function<bool(const std::map<std::string, std::vector<std::string>>&)>& holds, int seconds) {
+    absl::MutexLock l(&mu);
+    auto held = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return holds(logs); };
+    return mu.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(seconds));
+  }
+  void WaitAll(int seconds) {
+    const absl::Time until = absl::Now() + absl::Seconds(seconds);
+    for (auto& [name, p] : procs) {
+      while (!p->code && absl::Now() < until) {
+        for (const auto& e : p->group.Poll()) p->code = e.code;
+        if (!p->code) absl::SleepFor(absl::Milliseconds(50));
+      }
+      p->group.DrainOutput();
+    }
+  }
+};
+
+TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryChunkOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ElasticJob job;
+  auto etcd = EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  job.etcd = std::move(*etcd);
+  job.Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", job.socket.endpoint()}},
+            {job.socket.fd});
+  for (int t : {0, 1, 2}) job.StartTrainer(t);
+  // Trainer 1 is killed mid-chunk: after its first steps, before its first
+  // chunk is done.
+  ASSERT_TRUE(job.Await(
+      [](const auto& logs) {
+        auto it = logs.find("trainer.1");
+        if (it == logs.end()) return false;
+        for (const auto& l : it->second) {
+          if (l.rfind("@oar progress", 0) == 0) return true;
+        }
+        return false;
+      },
+      60))
+      << job.Log("trainer.1");
+  job.procs["trainer.1"]->group.SignalOne(0, SIGKILL);
+  job.StartTrainer(3);
+  job.WaitAll(180);
+  for (const std::string name : {"pserver", "trainer.0", "trainer.2", "trainer.3"}) {
+    ASSERT_TRUE(job.procs[name]->code.has_value()) << name << " hung:\n" << job.Log(name);
+    EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
+  }
+  // Every chunk of every epoch once, whoever trained it.
+  std::map<std::pair<int, int>, std::vector<std::string>> trained;
+  for (const std::string name : {"trainer.0", "trainer.1", "trainer.2", "trainer.3"}) {
+    for (const std::string& line : std::vector<std::string>(absl::StrSplit(job.Log(name), '\n'))) {
+      if (line.rfind("@oar chunk ", 0) != 0) continue;
+      int epoch = -1, chunk = -1;
+      for (absl::string_view kv : absl::StrSplit(line.substr(11), ' ')) {
+        if (absl::ConsumePrefix(&kv, "epoch=")) (void)absl::SimpleAtoi(kv, &epoch);
+        if (absl::ConsumePrefix(&kv, "chunk=")) (void)absl::SimpleAtoi(kv, &chunk);
+      }
+      trained[{epoch, chunk}].push_back(name);
+    }
+  }
+  std::set<std::string> trainers;
+  for (int e = 1; e <= kEpochs; ++e) {
+    for (int c = 0; c < kChunks; ++c) {
+      const std::vector<std::string>& by = trained[std::make_pair(e, c)];
+      ASSERT_EQ(by.size(), 1u) << "epoch " << e << " chunk " << c;
+      trainers.insert(by[0]);
+    }
+  }
+  EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks));
+  EXPECT_EQ(trainers.count("trainer.1"), 0u) << "killed before its first chunk was done";
+  EXPECT_EQ(trainers.count("trainer.3"), 1u) << "the joiner trained no chunk";
+  const std::string ps = job.Log("pserver");
+  EXPECT_NE(ps.find("trainer 1 left the job without completing"), std::string::npos) << ps;
+  EXPECT_NE(ps.find("trainer 3 joined the job"), std::string::npos) << ps;
+  // It trained as one process does over the same data (async: not equal).
+  Result single = Oar("train --model fashion_mlp --batch_size 16 --epochs 2 --limit 20000");
+  ASSERT_EQ(single.code, 0) << single.out;
+  const double want = ValueAfter(single.out, "test_accuracy="),
+               got = ValueAfter(job.Log("trainer.0"), "test_accuracy=");
+  EXPECT_NEAR(got, want, 0.02) << job.Log("trainer.0");
+}
+
+// What elastic jobs do not do yet is refused before anything starts, saying
+// what to change.
+TEST(ElasticE2eTest, ElasticSyncAndNccl2JobsAreRefusedWithWhatToChange) {
+  const std::string env = "PADDLE_TRAINING_ROLE=TRAINER PADDLE_TRAINERS_NUM=2 PADDLE_TRAINER_ID=0 ";
+  Result sync = RunCommand(env + "PADDLE_PSERVER_ENDPOINTS=127.0.0.1:1 " + OarBinary() +
+                           " run --model fashion_mlp --elastic_server etcd://127.0.0.1:1");
+  EXPECT_NE(sync.code, 0);
+  EXPECT_NE(sync.out.find("add --async"), std::string::npos) << sync.out;
+  Result nccl2 =
+      RunCommand(env + "PADDLE_TRAINER_ENDPOINTS=127.0.0.1:1,127.0.0.1:2 PADDLE_CURRENT_ENDPOINT=127.0.0.1:1 " +
+                 OarBinary() + " run --mode nccl2 --model fashion_mlp --elastic_server etcd://127.0.0.1:1");
+  EXPECT_NE(nccl2.code, 0);
+  EXPECT_NE(nccl2.out.find("elastic nccl2 jobs"), std::string::npos) << nccl2.out;
+}
+
+}  // namespace
+}  // namespace oar
