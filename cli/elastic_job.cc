@@ -9,6 +9,7 @@
 #include "cli/rpc_flags.h"
 #include "common/base/flag_refusal.h"
 #include "common/base/status.h"
+#include "common/metrics/metrics.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(elastic_server, "",
@@ -92,12 +93,39 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   return job;
 }
 
+namespace {
+
+struct ChunkMetrics {
+  metrics::Counter *done, *lost, *requeued;
+};
+
+const ChunkMetrics& GetChunkMetrics() {
+  static const ChunkMetrics m = [] {
+    metrics::Registry& r = metrics::Default();
+    return ChunkMetrics{
+        r.AddCounter("oar_trainer_elastic_chunks_total", "Data chunks this trainer trained and reported done")
+            ->With({}),
+        r.AddCounter("oar_trainer_elastic_chunks_lost_total",
+                     "Chunks this trainer trained but lost to another (its lease ran out meanwhile)")
+            ->With({}),
+        r.AddCounter("oar_trainer_elastic_chunks_requeued_total",
+                     "Chunks this trainer took that a trainer which left had left unfinished")
+            ->With({})};
+  }();
+  return m;
+}
+
+}  // namespace
+
 absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoch, const ChunkTrainer& train) {
   elastic::TaskQueue& q = *job->tasks;
+  const ChunkMetrics& metrics = GetChunkMetrics();
   OAR_RETURN_IF_ERROR(q.Open(epoch, job->chunks));
   while (true) {
     q.set_lease(job->me->lease());  // a new one if it registered again
+    const int64_t requeued = q.requeued();
     OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, q.Next(epoch, absl::Milliseconds(FLAGS_rpc_deadline)));
+    metrics.requeued->Add(static_cast<double>(q.requeued() - requeued));
     if (!chunk.has_value()) return true;
     OAR_ASSIGN_OR_RETURN(std::optional<int64_t> examples, train(*chunk, job->chunks));
     if (!examples.has_value()) return false;
@@ -107,8 +135,10 @@ absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoc
       // another trainer's now. Its updates were sent: say it.
       std::fprintf(stderr, "trainer %d: %s; its updates from that chunk were applied all the same\n", trainer_id,
                    std::string(done.message()).c_str());
+      metrics.lost->Add();
       continue;
     }
+    metrics.done->Add();
     std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer_id, epoch,
                 static_cast<long long>(*chunk), static_cast<long long>(*examples));
     std::fflush(stdout);

@@ -19,6 +19,11 @@ const PserverMetrics& GetPserverMetrics() {
     out->steps = r.AddCounter("oar_pserver_steps_total", "Sync steps this pserver completed")->With({});
     out->parameter_bytes =
         r.AddGauge("oar_pserver_parameter_bytes", "Bytes of the persistable tensors this pserver holds")->With({});
+    out->trainer_joins =
+        r.AddCounter("oar_pserver_elastic_joins_total", "Trainers that joined this elastic job")->With({});
+    out->trainer_leaves =
+        r.AddCounter("oar_pserver_elastic_leaves_total", "Trainers that left this elastic job without completing")
+            ->With({});
     return out;
   }();
   return *m;

@@ -28,6 +28,8 @@ struct PserverMetrics {
   metrics::Histogram* optimize_duration;
   metrics::Counter* steps;
   metrics::Gauge* parameter_bytes;
+  metrics::Counter* trainer_joins;   // elastic jobs: trainers that became members
+  metrics::Counter* trainer_leaves;  // and that left without completing
 };
 
 const PserverMetrics& GetPserverMetrics();

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
+#include "pserver/pserver_metrics.h"
 
 namespace oar {
 
@@ -47,12 +48,14 @@ bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::ve
   for (int t : members) {
     if (ever_.insert(t).second || left_.erase(t) > 0) {
       LOG(INFO) << "trainer " << t << " joined the job";
+      GetPserverMetrics().trainer_joins->Add();
       last_[static_cast<size_t>(t)] = now;  // its idle bound starts now
     }
   }
   for (int t : ever_) {
     if (members.count(t) == 0 && completed_.count(t) == 0 && left_.insert(t).second) {
       LOG(WARNING) << "trainer " << t << " left the job without completing (its lease in etcd expired or was revoked)";
+      GetPserverMetrics().trainer_leaves->Add();
     }
   }
   members_ = members;

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status.h"
+#include "glog/logging.h"
 
 namespace oar::elastic {
 
@@ -66,6 +67,16 @@ absl::StatusOr<std::optional<int64_t>> TaskQueue::Take(int64_t epoch) {
     if (!done.kvs.empty()) {
       OAR_RETURN_IF_ERROR(etcd_->Delete(Key(epoch, absl::StrCat("claim/", c))).status());
       continue;
+    }
+    const std::string taken = Key(epoch, absl::StrCat("taken/", c));
+    OAR_ASSIGN_OR_RETURN(bool first, etcd_->Create(taken, member_));
+    if (!first) {
+      OAR_ASSIGN_OR_RETURN(EtcdRange before, etcd_->Get(taken));
+      LOG(WARNING) << "job '" << job_ << "', epoch " << epoch << ": " << member_ << " takes chunk " << c
+                   << " again, after " << (before.kvs.empty() ? "another member" : before.kvs[0].value)
+                   << " left it unfinished";
+      requeued_.fetch_add(1);
+      OAR_RETURN_IF_ERROR(etcd_->Put(taken, member_).status());
     }
     return std::optional<int64_t>(c);
   }

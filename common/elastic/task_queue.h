@@ -8,6 +8,8 @@
 //               again (to whoever asks next)
 //   done/<c>    the member that trained c, written with the claim's removal
 //               in one transaction, and only while the claim is still its own
+//   taken/<c>   the last member that claimed c: a claim that finds it there
+//               takes a chunk handed out again (requeued())
 //
 //   TaskQueue q(etcd, "job1", "trainer/2", lease);
 //   OAR_RETURN_IF_ERROR(q.Open(epoch, files.size()));
@@ -62,6 +64,9 @@ class TaskQueue {
   absl::Status Done(int64_t epoch, int64_t chunk);
   absl::StatusOr<EpochProgress> Progress(int64_t epoch);
 
+  // Chunks this member took that another had claimed before (and lost
+  // with its lease).
+  int64_t requeued() const { return requeued_.load(); }
   // A new lease (Membership registered again): later claims use it.
   void set_lease(int64_t lease) { lease_ = lease; }
 
@@ -71,6 +76,7 @@ class TaskQueue {
   EtcdClient* etcd_;
   const std::string job_, member_;
   std::atomic<int64_t> lease_;
+  std::atomic<int64_t> requeued_{0};
 };
 
 }  // namespace oar::elastic

@@ -6,6 +6,8 @@
 // unfinished chunk by another; the pserver names the leave and the join.
 #include <signal.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +40,7 @@ struct Proc {
 struct ElasticJob {
   std::unique_ptr<EtcdServer> etcd;
   HandedSocket socket = ListenForChild();
+  const std::string dir = TempDir("elastic");
   absl::Mutex mu;
   std::map<std::string, std::vector<std::string>> logs ABSL_GUARDED_BY(mu);
   std::map<std::string, std::unique_ptr<Proc>> procs;
@@ -59,6 +62,7 @@ struct ElasticJob {
     env.push_back({"PADDLE_TRAINERS_NUM", "4"});
     env.push_back({"PADDLE_PSERVER_ENDPOINTS", socket.endpoint()});
     auto args = Args();
+    args.push_back("--metrics_file=" + dir + "/" + name + ".prom");
     if (name != "pserver") args.push_back("--report");
     auto p = std::make_unique<Proc>();
     ASSERT_TRUE(p->group
@@ -154,6 +158,14 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
   const std::string ps = job.Log("pserver");
   EXPECT_NE(ps.find("trainer 1 left the job without completing"), std::string::npos) << ps;
   EXPECT_NE(ps.find("trainer 3 joined the job"), std::string::npos) << ps;
+  // The chunk trainer 1 held was handed out again, and said so.
+  std::string survivors;
+  for (const std::string name : {"trainer.0", "trainer.2", "trainer.3"}) survivors += job.Log(name);
+  EXPECT_NE(survivors.find("again, after trainer/1 left it unfinished"), std::string::npos) << survivors;
+  std::ifstream prom(job.dir + "/pserver.prom");
+  const std::string metrics((std::istreambuf_iterator<char>(prom)), std::istreambuf_iterator<char>());
+  EXPECT_NE(metrics.find("oar_pserver_elastic_joins_total 4"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("oar_pserver_elastic_leaves_total 1"), std::string::npos) << metrics;
   // It trained as one process does over the same data (async: not equal).
   Result single = Oar("train --model fashion_mlp --batch_size 16 --epochs 2 --limit 20000");
   ASSERT_EQ(single.code, 0) << single.out;

@@ -39,6 +39,7 @@ TEST_F(TaskQueueTest, MembersTrainEveryChunkOfAnEpochExactlyOnce) {
   absl::Mutex mu;
   std::multiset<int64_t> trained;
   std::map<int64_t, std::string> by;
+  std::atomic<int64_t> requeued{0};
   std::vector<std::thread> members;
   for (int m = 0; m < 3; ++m) {
     members.emplace_back([&, m] {
@@ -48,7 +49,10 @@ TEST_F(TaskQueueTest, MembersTrainEveryChunkOfAnEpochExactlyOnce) {
       while (true) {
         auto c = q.Next(0, absl::Seconds(20));
         ASSERT_TRUE(c.ok()) << c.status();
-        if (!c->has_value()) return;
+        if (!c->has_value()) {
+          requeued += q.requeued();
+          return;
+        }
         {
           absl::MutexLock l(&mu);
           trained.insert(**c);
@@ -60,6 +64,7 @@ TEST_F(TaskQueueTest, MembersTrainEveryChunkOfAnEpochExactlyOnce) {
   }
   for (auto& t : members) t.join();
   ASSERT_EQ(trained.size(), static_cast<size_t>(kChunks));
+  EXPECT_EQ(requeued.load(), 0);  // nobody left a chunk unfinished
   for (int c = 0; c < kChunks; ++c) EXPECT_EQ(trained.count(c), 1u) << "chunk " << c;
   TaskQueue reader(etcd_.get(), "job1", "reader", 0);
   auto p = reader.Progress(0);
@@ -88,6 +93,8 @@ TEST_F(TaskQueueTest, ADeadMembersChunkIsHandedOutAgainAndItsLateReportRefused) 
   ASSERT_TRUE(again->has_value());
   EXPECT_EQ(**again, 0);
   EXPECT_GT(absl::Now() - asked, absl::Milliseconds(500));
+  EXPECT_EQ(alive.requeued(), 1);  // chunk 0, which trainer/0 left unfinished
+  EXPECT_EQ(dying.requeued(), 0);
   const absl::Status late = dying.Done(0, 0);
   EXPECT_TRUE(absl::IsFailedPrecondition(late)) << late;
   EXPECT_NE(late.message().find("trainer/0"), std::string::npos) << late;
