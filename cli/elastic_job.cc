@@ -48,13 +48,19 @@ absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor) {
   return absl::OkStatus();
 }
 
-std::set<int> LiveTrainers(const elastic::Membership& m) {
-  std::set<int> ids;
+TrainerMembers TrainersOf(const elastic::Membership& m) {
+  auto id_of = [](const std::string& name, int* id) {
+    return name.rfind("trainer/", 0) == 0 && absl::SimpleAtoi(name.substr(8), id);
+  };
+  TrainerMembers out;
+  int id = 0;
   for (const auto& [name, value] : m.members()) {
-    int id = 0;
-    if (name.rfind("trainer/", 0) == 0 && absl::SimpleAtoi(name.substr(8), &id)) ids.insert(id);
+    if (id_of(name, &id)) out.live.insert(id);
   }
-  return ids;
+  for (const std::string& name : m.ever()) {
+    if (id_of(name, &id)) out.ever.insert(id);
+  }
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {

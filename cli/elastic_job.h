@@ -25,6 +25,7 @@
 #include "common/elastic/etcd_client.h"
 #include "common/elastic/membership.h"
 #include "common/elastic/task_queue.h"
+#include "common/framework/run_env.h"
 
 namespace oar::cli {
 
@@ -48,8 +49,8 @@ absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor);
 // until --rpc_deadline: a restarted pod whose old lease has not run out).
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
 
-// The trainer ids among the job's members now.
-std::set<int> LiveTrainers(const elastic::Membership& m);
+// The trainer ids among the job's members now, and among all it ever had.
+TrainerMembers TrainersOf(const elastic::Membership& m);
 
 // Trains epoch `epoch` (1-based) chunk by chunk as the job's queue hands
 // them out: `train(chunk, chunks)` trains one and returns its examples (or

@@ -206,8 +206,8 @@ absl::Status RunRole(const RoleEnv& env) {
                      .profiler = profile->profiler(),
                      .rpc = RpcOptionsFromFlags(),
                      .port_file = FLAGS_pserver_port_file,
-                     .live_trainers = elastic == nullptr ? std::function<std::set<int>()>()
-                                                         : [m = elastic->me.get()] { return LiveTrainers(*m); }});
+                     .trainer_members = elastic == nullptr ? std::function<TrainerMembers()>()
+                                                           : [m = elastic->me.get()] { return TrainersOf(*m); }});
 }
 
 }  // namespace

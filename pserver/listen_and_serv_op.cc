@@ -39,7 +39,7 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   std::unique_ptr<rpc::Transport> own;
   config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
   config.profiler = ctx.env() != nullptr ? ctx.env()->profiler : nullptr;
-  if (ctx.env() != nullptr) config.live_trainers = ctx.env()->live_trainers;
+  if (ctx.env() != nullptr) config.trainer_members = ctx.env()->trainer_members;
   if (config.transport == nullptr) {
     OAR_ASSIGN_OR_RETURN(own, rpc::MakeTransport(rpc::RpcOptions{}));
     config.transport = own.get();

@@ -83,7 +83,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
   if (config.timeout_ms <= 0) config.timeout_ms = config.transport->options().deadline_ms;
-  if (config.live_trainers && config.sync_mode) {
+  if (config.trainer_members && config.sync_mode) {
     return absl::UnimplementedError(
         "an elastic job's pservers train async only (--async): a sync pserver's barrier counts a fixed set of "
         "trainers, and a trainer that dies between its sends to two pservers would leave its step applied on one");
@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
 
   std::unique_ptr<ParameterServer> ps(new ParameterServer(std::move(config), program, scope, place));
   const PserverConfig& c = ps->config_;
-  if (c.live_trainers) ps->activity_.set_members(c.live_trainers);
+  if (c.trainer_members) ps->activity_.set_members(c.trainer_members);
   OAR_ASSIGN_OR_RETURN(ps->store_, VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id));
   for (const auto& [g, id] : c.grad_to_block_id) ++ps->receivables_of_[id];
   ps->block_env_.profiler = c.profiler;

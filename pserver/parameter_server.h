@@ -128,9 +128,9 @@ struct PserverConfig {
   // Times each optimize op and each request handled ("rpc:<method>"); null:
   // none. Must outlive the server.
   Profiler* profiler = nullptr;
-  // An elastic async job: the trainer ids that are members now (RunEnv::
-  // live_trainers; TrainerActivity::set_members). Null: 0..fanin-1.
-  std::function<std::set<int>()> live_trainers = nullptr;
+  // An elastic async job: its trainers as etcd lists them (RunEnv::
+  // trainer_members; TrainerActivity::set_members). Null: 0..fanin-1.
+  std::function<TrainerMembers()> trainer_members = nullptr;
 };
 
 // Where a pserver saves on CheckpointNotify(dir) and restores from:

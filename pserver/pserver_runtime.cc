@@ -13,7 +13,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   OAR_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Transport> transport, rpc::MakeTransport(options.rpc));
   RunEnv env;
   env.transport = transport.get();
-  env.live_trainers = options.live_trainers;
+  env.trainer_members = options.trainer_members;
   if (!options.port_file.empty()) {
     env.on_serving = [&options](const std::string& endpoint) {
       const std::string port = endpoint.substr(endpoint.rfind(':') + 1);

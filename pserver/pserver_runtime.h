@@ -35,7 +35,7 @@ struct PserverRunOptions {
   rpc::RpcOptions rpc = {};
   std::string port_file = {};
   // An elastic async job: the trainers that are members now (RunEnv).
-  std::function<std::set<int>()> live_trainers = nullptr;
+  std::function<TrainerMembers()> trainer_members = nullptr;
 };
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const PserverRunOptions& options = {});

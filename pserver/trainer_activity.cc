@@ -40,13 +40,18 @@ std::set<int> TrainerActivity::left() const {
 }
 
 bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent) {
-  std::set<int> members;
-  for (int t : members_fn_()) {
+  const TrainerMembers seen = members_fn_();
+  std::set<int> members, ever;
+  for (int t : seen.live) {
     if (t >= 0 && t < fanin_) members.insert(t);
   }
+  for (int t : seen.ever) {
+    if (t >= 0 && t < fanin_) ever.insert(t);
+  }
+  ever.insert(members.begin(), members.end());
   absl::MutexLock l(&mu_);
-  for (int t : members) {
-    if (ever_.insert(t).second || left_.erase(t) > 0) {
+  for (int t : ever) {
+    if (ever_.insert(t).second || (members.count(t) != 0 && left_.erase(t) > 0)) {
       LOG(INFO) << "trainer " << t << " joined the job";
       GetPserverMetrics().trainer_joins->Add();
       last_[static_cast<size_t>(t)] = now;  // its idle bound starts now

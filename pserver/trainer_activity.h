@@ -11,7 +11,8 @@
 //   absl::Status s = activity.AwaitAllCompleted(idle, [&] { return stopped(); });
 //
 // An elastic job's trainers come and go: with `set_members` (the ids whose
-// leases are alive in etcd, asked on every poll) the loop ends once some
+// leases are alive in etcd and every one that ever was, asked on every
+// poll) the loop ends once some
 // trainer completed and every trainer that was ever a member has completed
 // or left; the idle bound applies to members only, and each join and each
 // leave without COMPLETE is logged once.
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/framework/run_env.h"
 
 namespace oar {
 
@@ -53,7 +55,7 @@ class TrainerActivity {
 
   // Before AwaitAllCompleted: the trainers are those `members` names (ids
   // below fanin), not 0..fanin-1.
-  void set_members(std::function<std::set<int>()> members) { members_fn_ = std::move(members); }
+  void set_members(std::function<TrainerMembers()> members) { members_fn_ = std::move(members); }
   // Trainers that left without completing (elastic jobs).
   std::set<int> left() const;
 
@@ -63,7 +65,7 @@ class TrainerActivity {
   std::vector<absl::Time> last_ ABSL_GUARDED_BY(mu_);  // per trainer
   std::set<int> completed_ ABSL_GUARDED_BY(mu_);
   uint64_t wakes_ ABSL_GUARDED_BY(mu_) = 0;
-  std::function<std::set<int>()> members_fn_;   // set before the loop runs
+  std::function<TrainerMembers()> members_fn_;  // set before the loop runs
   std::set<int> members_ ABSL_GUARDED_BY(mu_);  // as last asked
   std::set<int> ever_ ABSL_GUARDED_BY(mu_);     // every id that was a member
   std::set<int> left_ ABSL_GUARDED_BY(mu_);

@@ -51,6 +51,7 @@ absl::Status Membership::Relist() {
     absl::MutexLock l(&mu_);
     for (const auto& [name, value] : now) changes_ += members_.count(name) == 0 ? 1 : 0;
     for (const auto& [name, value] : members_) changes_ += now.count(name) == 0 ? 1 : 0;
+    for (const auto& [name, value] : now) ever_.insert(name);
     members_ = std::move(now);
     watch_broken_ = false;
   }
@@ -76,6 +77,7 @@ void Membership::Apply(const std::vector<EtcdEvent>& events) {
     } else {
       changes_ += members_.count(name) == 0 ? 1 : 0;
       members_[name] = e.kv.value;
+      ever_.insert(name);
     }
   }
 }
@@ -133,6 +135,11 @@ void Membership::Tend() {
 Members Membership::members() const {
   absl::MutexLock l(&mu_);
   return members_;
+}
+
+std::set<std::string> Membership::ever() const {
+  absl::MutexLock l(&mu_);
+  return ever_;
 }
 
 int64_t Membership::changes() const {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -49,6 +50,9 @@ class Membership {
   static std::string Prefix(const std::string& job) { return "/oar/" + job + "/members/"; }
 
   Members members() const;
+  // Every name that was a member while this one watched (one that joined
+  // and left between two looks at members() included).
+  std::set<std::string> ever() const;
   // Changes of the list seen (joins and leaves, this one's included).
   int64_t changes() const;
   // The lease this member's key holds now (a new one after it registered again).
@@ -75,6 +79,7 @@ class Membership {
   const std::string key_;
   mutable absl::Mutex mu_;
   Members members_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> ever_ ABSL_GUARDED_BY(mu_);
   int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reregistrations_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;

@@ -44,6 +44,13 @@ struct RemoteTable {
   int32_t trainer_id = 0;
 };
 
+// The trainer ids of an elastic job that are members now (their leases
+// alive in etcd), and every one that ever was: one that joined and died
+// between two looks is in `ever` only.
+struct TrainerMembers {
+  std::set<int> live, ever;
+};
+
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;        // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
   rpc::Transport* transport = nullptr;  // ops that serve: listen_and_serv, gen_nccl_id (other trainers)
@@ -74,11 +81,11 @@ struct RunEnv {
   // lookup_table with remote_prefetch and an epmap calls; null where no
   // pserver can be asked (such a lookup is then an error).
   std::function<absl::Status(const RemoteTable& table, const std::vector<int64_t>& ids, Tensor* rows)> prefetch_rows;
-  // An elastic job's async pserver (listen_and_serv): the trainer ids that
-  // are members of the job now (their leases alive in etcd), asked while it
-  // waits for its trainers; it ends once every trainer that was a member
-  // has completed or left. Null: the fixed trainers 0..Fanin-1.
-  std::function<std::set<int>()> live_trainers;
+  // An elastic job's async pserver (listen_and_serv): its trainers as the
+  // job's member list in etcd shows them, asked while it waits for them; it
+  // ends once every trainer that was a member has completed or left. Null:
+  // the fixed trainers 0..Fanin-1.
+  std::function<TrainerMembers()> trainer_members;
 };
 
 }  // namespace oar

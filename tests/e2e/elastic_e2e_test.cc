@@ -111,8 +111,8 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
   job.Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", job.socket.endpoint()}},
             {job.socket.fd});
   for (int t : {0, 1, 2}) job.StartTrainer(t);
-  // Trainer 1 is killed mid-chunk: after its first steps, before its first
-  // chunk is done.
+  // Trainer 1 is killed mid-chunk: after its first steps (it then holds a
+  // claim whatever it has finished).
   ASSERT_TRUE(job.Await(
       [](const auto& logs) {
         auto it = logs.find("trainer.1");
@@ -153,7 +153,6 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
     }
   }
   EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks));
-  EXPECT_EQ(trainers.count("trainer.1"), 0u) << "killed before its first chunk was done";
   EXPECT_EQ(trainers.count("trainer.3"), 1u) << "the joiner trained no chunk";
   const std::string ps = job.Log("pserver");
   EXPECT_NE(ps.find("trainer 1 left the job without completing"), std::string::npos) << ps;

@@ -4,6 +4,8 @@
 // back as they register again.
 #include "common/elastic/membership.h"
 
+#include <set>
+
 #include "gtest/gtest.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/need_tool.h"
@@ -52,6 +54,7 @@ TEST_F(MembershipTest, MembersSeeEachOtherJoinAndLeave) {
   ASSERT_TRUE(c->WaitFor(Count(2), absl::Seconds(10)));
   EXPECT_EQ(a->members().count("trainer/1"), 0u);
   EXPECT_EQ(a->changes(), 4);  // three joins seen (its own included), one leave
+  EXPECT_EQ(a->ever(), (std::set<std::string>{"trainer/0", "trainer/1", "trainer/2"}));
 }
 
 TEST_F(MembershipTest, ANameALiveMemberHoldsIsRefused) {
