@@ -8,6 +8,8 @@
 //   ASSERT_TRUE(etcd.ok()) << etcd.status();
 //   auto client = elastic::EtcdClient::Connect((*etcd)->url(), absl::Seconds(5));
 //
+// or a fixture derived from EtcdTest, whose SetUp does that (server_, etcd_).
+//
 // Thread-safety: one test thread.
 #pragma once
 
@@ -27,6 +29,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/elastic/etcd_client.h"
+#include "gtest/gtest.h"
+#include "tests/util/need_tool.h"
 
 namespace oar {
 
@@ -130,6 +134,23 @@ class EtcdServer {
   std::string dir_;
   int client_port_ = 0, peer_port_ = 0;
   pid_t pid_ = -1;
+};
+
+// A test with its own etcd-server and a client of it: skipped where etcd
+// is not installed (failed under CI=true, where it must be).
+class EtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+    auto server = EtcdServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    auto client = elastic::EtcdClient::Connect(server_->url(), absl::Seconds(5));
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_ = std::move(*client);
+  }
+  std::unique_ptr<EtcdServer> server_;
+  std::unique_ptr<elastic::EtcdClient> etcd_;
 };
 
 }  // namespace oar

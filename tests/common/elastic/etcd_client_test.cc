@@ -11,20 +11,7 @@
 namespace oar::elastic {
 namespace {
 
-class EtcdClientTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
-    auto server = EtcdServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    auto client = EtcdClient::Connect(server_->url(), absl::Seconds(5));
-    ASSERT_TRUE(client.ok()) << client.status();
-    etcd_ = std::move(*client);
-  }
-  std::unique_ptr<EtcdServer> server_;
-  std::unique_ptr<EtcdClient> etcd_;
-};
+using EtcdClientTest = EtcdTest;
 
 TEST_F(EtcdClientTest, PutsReadsAndDeletesKeysAndPrefixes) {
   auto r1 = etcd_->Put("/j/a/1", "x");

@@ -15,13 +15,11 @@ namespace {
 
 constexpr absl::Duration kTtl = absl::Seconds(2);
 
-class MembershipTest : public ::testing::Test {
+class MembershipTest : public EtcdTest {
  protected:
   void SetUp() override {
-    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
-    auto server = EtcdServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    EtcdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     for (int i = 0; i < 3; ++i) {
       auto c = EtcdClient::Connect(server_->url(), absl::Seconds(5));
       ASSERT_TRUE(c.ok()) << c.status();
@@ -39,7 +37,6 @@ class MembershipTest : public ::testing::Test {
   static auto Count(size_t n) {
     return [n](const Members& m) { return m.size() == n; };
   }
-  std::unique_ptr<EtcdServer> server_;
   std::vector<std::unique_ptr<EtcdClient>> clients_;
 };
 

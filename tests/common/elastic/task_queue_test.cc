@@ -14,24 +14,13 @@
 namespace oar::elastic {
 namespace {
 
-class TaskQueueTest : public ::testing::Test {
+class TaskQueueTest : public EtcdTest {
  protected:
-  void SetUp() override {
-    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
-    auto server = EtcdServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    auto c = EtcdClient::Connect(server_->url(), absl::Seconds(5));
-    ASSERT_TRUE(c.ok()) << c.status();
-    etcd_ = std::move(*c);
-  }
   int64_t Lease(absl::Duration ttl) {
     auto l = etcd_->GrantLease(ttl);
     EXPECT_TRUE(l.ok()) << l.status();
     return l.ok() ? *l : 0;
   }
-  std::unique_ptr<EtcdServer> server_;
-  std::unique_ptr<EtcdClient> etcd_;
 };
 
 TEST_F(TaskQueueTest, MembersTrainEveryChunkOfAnEpochExactlyOnce) {
