@@ -171,13 +171,10 @@ absl::StatusOr<DataConfig> DataConfigFromFlags() {
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
-                                                            const std::vector<const VarDesc*>& vars, int64_t shard,
-                                                            int64_t shards) {
-  if (!c.data_feed.empty()) {
-    OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c, vars, c.files, "--files", true, c.batch_size, shard, shards));
-    return Prefetched(c, std::move(s));
-  }
+namespace {
+
+absl::StatusOr<std::map<std::string, Tensor>> TrainArrays(const DataConfig& c,
+                                                          const std::vector<const VarDesc*>& vars) {
   std::map<std::string, Tensor> arrays;
   if (c.data == "fashion_mnist") {
     OAR_ASSIGN_OR_RETURN(arrays, FashionArrays(c, vars, "train"));
@@ -189,8 +186,27 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
       }
     }
   }
-  OAR_ASSIGN_OR_RETURN(auto s, ArraySource::Make(c.data, std::move(arrays), ArrayOptions(c, shard, shards)));
-  return Prefetched(c, std::move(s));
+  return arrays;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
+                                                            const std::vector<const VarDesc*>& vars, int64_t shard,
+                                                            int64_t shards) {
+  return ShardSources(c, vars).Make(shard, shards);
+}
+
+absl::StatusOr<std::unique_ptr<FeedSource>> ShardSources::Make(int64_t shard, int64_t shards) {
+  if (!c_.data_feed.empty()) {
+    OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c_, vars_, c_.files, "--files", true, c_.batch_size, shard, shards));
+    return Prefetched(c_, std::move(s));
+  }
+  if (!arrays_.has_value()) {
+    OAR_ASSIGN_OR_RETURN(arrays_, TrainArrays(c_, vars_));
+  }
+  OAR_ASSIGN_OR_RETURN(auto s, ArraySource::Make(c_.data, *arrays_, ArrayOptions(c_, shard, shards)));
+  return Prefetched(c_, std::move(s));
 }
 
 absl::StatusOr<std::unique_ptr<FeedSource>> MakeTestSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,

@@ -8,7 +8,9 @@
 // Thread-safety: call from main's thread (flags are read here).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,21 @@ absl::StatusOr<DataConfig> DataConfigFromFlags();
 absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
                                                             const std::vector<const VarDesc*>& vars, int64_t shard = 0,
                                                             int64_t shards = 1);
+
+// Sources of shard c of C of one configuration's training data, the data
+// read once: arrays (Fashion-MNIST, .npy) are loaded by the first Make and
+// shared by every shard (their tensors are not copied); MultiSlot files are
+// opened per shard. What an elastic job's trainer reads its chunks through.
+class ShardSources {
+ public:
+  ShardSources(DataConfig c, std::vector<const VarDesc*> vars) : c_(std::move(c)), vars_(std::move(vars)) {}
+  absl::StatusOr<std::unique_ptr<FeedSource>> Make(int64_t shard, int64_t shards);
+
+ private:
+  const DataConfig c_;
+  const std::vector<const VarDesc*> vars_;
+  std::optional<std::map<std::string, Tensor>> arrays_;
+};
 
 // The evaluation batches (in order, every example), or nullptr when the
 // configuration names no test data (Fashion-MNIST's is its t10k split).

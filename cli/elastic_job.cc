@@ -123,18 +123,20 @@ const ChunkMetrics& GetChunkMetrics() {
 
 }  // namespace
 
-absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoch, const ChunkTrainer& train) {
+absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train) {
   elastic::TaskQueue& q = *job->tasks;
   const ChunkMetrics& metrics = GetChunkMetrics();
-  OAR_RETURN_IF_ERROR(q.Open(epoch, job->chunks));
-  while (true) {
+  // Trains one chunk of `epoch` that `take` hands out; false when none.
+  auto one =
+      [&](int epoch,
+          const std::function<absl::StatusOr<std::optional<int64_t>>()>& take) -> absl::StatusOr<std::optional<bool>> {
     q.set_lease(job->me->lease());  // a new one if it registered again
     const int64_t requeued = q.requeued();
-    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, q.Next(epoch, absl::Milliseconds(FLAGS_rpc_deadline)));
+    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, take());
     metrics.requeued->Add(static_cast<double>(q.requeued() - requeued));
-    if (!chunk.has_value()) return true;
-    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> examples, train(*chunk, job->chunks));
-    if (!examples.has_value()) return false;
+    if (!chunk.has_value()) return std::optional<bool>(false);
+    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> examples, train(epoch, *chunk, job->chunks));
+    if (!examples.has_value()) return std::optional<bool>();  // stopped early
     const absl::Status done = q.Done(epoch, *chunk);
     if (!done.ok()) {
       // Cut off from etcd past its lease while it trained: the chunk is
@@ -142,13 +144,35 @@ absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoc
       std::fprintf(stderr, "trainer %d: %s; its updates from that chunk were applied all the same\n", trainer_id,
                    std::string(done.message()).c_str());
       metrics.lost->Add();
-      continue;
+      return std::optional<bool>(true);
     }
     metrics.done->Add();
     std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer_id, epoch,
                 static_cast<long long>(*chunk), static_cast<long long>(*examples));
     std::fflush(stdout);
+    return std::optional<bool>(true);
+  };
+  // Every chunk free now, epoch by epoch, without waiting for the chunks
+  // others train (async training has no epoch boundary to keep)...
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
+    OAR_RETURN_IF_ERROR(q.Open(epoch, job->chunks));
+    while (true) {
+      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained, one(epoch, [&] { return q.Take(epoch); }));
+      if (!trained.has_value()) return false;
+      if (!*trained) break;
+    }
   }
+  // ...then until every epoch is done: a trainer that dies leaves its chunk
+  // to whoever is still here.
+  const absl::Duration wait = absl::Milliseconds(FLAGS_rpc_deadline);
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
+    while (true) {
+      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained, one(epoch, [&] { return q.Next(epoch, wait); }));
+      if (!trained.has_value()) return false;
+      if (!*trained) break;
+    }
+  }
+  return true;
 }
 
 }  // namespace oar::cli

@@ -52,15 +52,16 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
 // The trainer ids among the job's members now, and among all it ever had.
 TrainerMembers TrainersOf(const elastic::Membership& m);
 
-// Trains epoch `epoch` (1-based) chunk by chunk as the job's queue hands
-// them out: `train(chunk, chunks)` trains one and returns its examples (or
-// nullopt: stopped early, --max_steps; the chunk is left to the queue).
-// Each chunk done is said on stdout as
+// Trains epochs 1..`epochs` chunk by chunk as the job's queue hands them
+// out: `train(epoch, chunk, chunks)` trains one and returns its examples
+// (or nullopt: stopped early, --max_steps; the chunk is left to the queue).
+// It takes every chunk free now, epoch after epoch, without waiting for
+// those others hold; then, epoch by epoch, waits (up to --rpc_deadline
+// each) until all are done, taking those a dead trainer left. Each chunk
+// done is said on stdout as
 //   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
-// (what a log check of "each chunk once" reads). Waits for chunks other
-// trainers hold up to --rpc_deadline (a dead one's come back).
-using ChunkTrainer = std::function<absl::StatusOr<std::optional<int64_t>>(int64_t chunk, int64_t chunks)>;
-// Whether the epoch ran to its end (false: `train` stopped early).
-absl::StatusOr<bool> TrainElasticEpoch(ElasticJob* job, int trainer_id, int epoch, const ChunkTrainer& train);
+// (what a log check of "each chunk once" reads). False: stopped early.
+using ChunkTrainer = std::function<absl::StatusOr<std::optional<int64_t>>(int epoch, int64_t chunk, int64_t chunks)>;
+absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train);
 
 }  // namespace oar::cli

@@ -233,23 +233,28 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     }
     return taken;
   };
-  for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
+  if (elastic != nullptr) {  // the chunks the job's queue hands out, the data read once
+    ProgressBar bar(stderr, absl::StrFormat("trainer %d (elastic)", env.trainer_id), -1);
+    ShardSources chunks(data, vars);
+    int64_t step_in_epoch = 0;
+    int last_epoch = 0;
+    auto chunk = [&](int epoch, int64_t c, int64_t n) -> absl::StatusOr<std::optional<int64_t>> {
+      if (epoch != last_epoch) step_in_epoch = 0;
+      last_epoch = epoch;
+      OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> part, chunks.Make(c, n));
+      OAR_RETURN_IF_ERROR(part->StartEpoch(epoch - 1));
+      OAR_ASSIGN_OR_RETURN(int64_t taken,
+                           train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
+      if (out_of_steps()) return std::optional<int64_t>();
+      return std::optional<int64_t>(taken);
+    };
+    OAR_RETURN_IF_ERROR(TrainElasticEpochs(elastic, env.trainer_id, FLAGS_epochs, chunk).status());
+    if (!FLAGS_report) bar.Finish();
+  }
+  for (int epoch = 1; elastic == nullptr && epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
     ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
                     epoch_steps);
     int64_t step_in_epoch = 0;
-    if (elastic != nullptr) {
-      auto chunk = [&](int64_t c, int64_t chunks) -> absl::StatusOr<std::optional<int64_t>> {
-        OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> part, MakeTrainSource(data, vars, c, chunks));
-        OAR_RETURN_IF_ERROR(part->StartEpoch(epoch - 1));
-        OAR_ASSIGN_OR_RETURN(int64_t taken,
-                             train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
-        if (out_of_steps()) return std::optional<int64_t>();
-        return std::optional<int64_t>(taken);
-      };
-      OAR_RETURN_IF_ERROR(TrainElasticEpoch(elastic, env.trainer_id, epoch, chunk).status());
-      if (!FLAGS_report) bar.Finish();
-      continue;
-    }
     OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
     // nccl2: every trainer takes the fewest steps any has this epoch.
     std::vector<int64_t> counts;
