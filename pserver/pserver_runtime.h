@@ -34,7 +34,7 @@ struct PserverRunOptions {
   Profiler* profiler = nullptr;
   rpc::RpcOptions rpc = {};
   std::string port_file = {};
-  // An elastic async job: the trainers that are members now (RunEnv).
+  // An elastic async job: its trainers as etcd lists them (RunEnv).
   std::function<TrainerMembers()> trainer_members = nullptr;
 };
 

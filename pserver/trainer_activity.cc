@@ -34,11 +34,6 @@ void TrainerActivity::Wake() {
   ++wakes_;
 }
 
-std::set<int> TrainerActivity::left() const {
-  absl::MutexLock l(&mu_);
-  return left_;
-}
-
 bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent) {
   const TrainerMembers seen = members_fn_();
   std::set<int> members, ever;
@@ -63,7 +58,6 @@ bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::ve
       GetPserverMetrics().trainer_leaves->Add();
     }
   }
-  members_ = members;
   bool all = !completed_.empty();
   for (int t : ever_) {
     if (completed_.count(t) != 0 || left_.count(t) != 0) continue;

@@ -56,8 +56,6 @@ class TrainerActivity {
   // Before AwaitAllCompleted: the trainers are those `members` names (ids
   // below fanin), not 0..fanin-1.
   void set_members(std::function<TrainerMembers()> members) { members_fn_ = std::move(members); }
-  // Trainers that left without completing (elastic jobs).
-  std::set<int> left() const;
 
  private:
   const int fanin_;
@@ -66,7 +64,6 @@ class TrainerActivity {
   std::set<int> completed_ ABSL_GUARDED_BY(mu_);
   uint64_t wakes_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<TrainerMembers()> members_fn_;  // set before the loop runs
-  std::set<int> members_ ABSL_GUARDED_BY(mu_);  // as last asked
   std::set<int> ever_ ABSL_GUARDED_BY(mu_);     // every id that was a member
   std::set<int> left_ ABSL_GUARDED_BY(mu_);
 
