@@ -104,7 +104,7 @@ const std::vector<Command>& Commands() {
        "oar transpile (--model NAME | --program main.pb --startup startup.pb) --pservers EP,EP --trainers N "
        "--trainer_id I [--async] [--mode pserver|nccl2] --out DIR [--json]",
        "cli/transpile_cmd.cc",
-       {"out", "model", "optimizer", "lr", "seed", "batch_size"},
+       {"out", "model", "optimizer", "lr", "seed", "batch_size", "trainers"},
        RunTranspile},
       {"run",
        "play one role of a distributed job, as PADDLE_TRAINING_ROLE and the PADDLE_* variables say",

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/k8s_manifests.h"
 #include "cli/model_build.h"
+#include "cli/trainers_flag.h"
 #include "common/base/status.h"
 #include "examples/model_zoo.h"
 #include "gflags/gflags.h"
@@ -21,7 +22,6 @@ DEFINE_string(format, "plain",
 DEFINE_string(name, "oar", "the job's name: the prefix of every resource (a DNS label)");
 DEFINE_int32(port, 0, "the port pservers (pserver mode) or trainers (nccl2) listen on; 0: 6174 or 6170");
 DECLARE_string(pservers);
-DECLARE_int32(trainers);
 DECLARE_string(mode);
 DECLARE_string(out);
 DECLARE_string(model);
@@ -32,9 +32,10 @@ namespace {
 
 absl::Status Deploy() {
   if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out DIR is required");
+  OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar deploy"));
   DeploySpec s;
   s.name = FLAGS_name;
-  s.trainers = FLAGS_trainers;
+  s.trainers = TrainersFromFlag().max;
   s.image = FLAGS_image;
   s.mode = FLAGS_mode;
   s.format = FLAGS_format;

@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/command.h"
 #include "cli/rpc_flags.h"
+#include "cli/trainers_flag.h"
 #include "common/base/flag_refusal.h"
 #include "common/base/status.h"
 #include "common/metrics/metrics.h"
@@ -15,8 +18,10 @@
 DEFINE_string(elastic_server, "",
               "etcd://HOST:PORT of the etcd that keeps an elastic job's members and data chunks (async pserver mode): "
               "trainers may then join a running job and leave or die; each registers under a lease of "
-              "--rpc_deadline");
-DEFINE_string(job_id, "oar", "with --elastic_server: the job's name, the prefix of its keys in etcd (/oar/<job_id>/)");
+              "--rpc_deadline (default: PADDLE_ELASTIC_SERVER)");
+DEFINE_string(job_id, "oar",
+              "with --elastic_server: the job's name, the prefix of its keys in etcd (/oar/<job_id>/) (default: "
+              "PADDLE_ELASTIC_JOB_ID, else oar)");
 DEFINE_int32(elastic_chunks, 0,
              "with --elastic_server: each epoch's data is cut into this many chunks, each trained once by whichever "
              "trainer takes it; 0: 4 per trainer slot (4 x PADDLE_TRAINERS_NUM)");
@@ -25,9 +30,47 @@ DEFINE_validator(elastic_chunks, [](const char*, int32_t v) {
   return oar::RefuseFlagValue("give a positive number of chunks, or 0 for 4 per trainer slot");
 });
 
+DECLARE_string(trainers);  // cli/trainers_flag.cc
+
 namespace oar::cli {
 
-bool ElasticRequested() { return !FLAGS_elastic_server.empty(); }
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+std::string ElasticServer() {
+  return FLAGS_elastic_server.empty() ? Env("PADDLE_ELASTIC_SERVER") : FLAGS_elastic_server;
+}
+
+std::string JobId() {
+  const std::string env = Env("PADDLE_ELASTIC_JOB_ID");
+  return FlagGiven("job_id") || env.empty() ? FLAGS_job_id : env;
+}
+
+// MIN of --trainers MIN:MAX or PADDLE_ELASTIC_NP; its MAX must be the job's
+// trainer slots.
+absl::StatusOr<int> MinTrainers(int slots) {
+  TrainerRange r = TrainersFromFlag();
+  std::string said = absl::StrCat("--trainers ", FLAGS_trainers);
+  if (!r.range && !Env("PADDLE_ELASTIC_NP").empty()) {
+    OAR_ASSIGN_OR_RETURN(r, ParseTrainerRange(Env("PADDLE_ELASTIC_NP"), "PADDLE_ELASTIC_NP"));
+    said = absl::StrCat("PADDLE_ELASTIC_NP=", Env("PADDLE_ELASTIC_NP"));
+  } else if (!r.range) {
+    return 1;
+  }
+  if (r.max != slots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(said, " but the job has ", slots, " trainer slots (PADDLE_TRAINERS_NUM): make MAX the same"));
+  }
+  return r.min;
+}
+
+}  // namespace
+
+bool ElasticRequested() { return !ElasticServer().empty(); }
 
 absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor) {
   if (nccl2) {
@@ -48,7 +91,8 @@ absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor) {
   return absl::OkStatus();
 }
 
-TrainerMembers TrainersOf(const elastic::Membership& m) {
+TrainerMembers TrainersOf(const ElasticJob& job) {
+  const elastic::Membership& m = *job.me;
   auto id_of = [](const std::string& name, int* id) {
     return name.rfind("trainer/", 0) == 0 && absl::SimpleAtoi(name.substr(8), id);
   };
@@ -60,13 +104,16 @@ TrainerMembers TrainersOf(const elastic::Membership& m) {
   for (const std::string& name : m.ever()) {
     if (id_of(name, &id)) out.ever.insert(id);
   }
+  out.min = job.min_trainers;
   return out;
 }
 
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   auto job = std::make_unique<ElasticJob>();
+  OAR_ASSIGN_OR_RETURN(job->min_trainers, MinTrainers(env.trainers));
   const absl::Duration ttl = absl::Milliseconds(FLAGS_rpc_deadline);
-  OAR_ASSIGN_OR_RETURN(job->etcd, elastic::EtcdClient::Connect(FLAGS_elastic_server, absl::Seconds(10)));
+  const std::string server = ElasticServer(), job_id = JobId();
+  OAR_ASSIGN_OR_RETURN(job->etcd, elastic::EtcdClient::Connect(server, absl::Seconds(10)));
   const bool trainer = env.role == RoleEnv::Role::kTrainer;
   job->member = trainer ? absl::StrCat("trainer/", env.trainer_id)
                         : absl::StrCat("pserver/", env.current_endpoint.empty() ? "?" : env.current_endpoint);
@@ -76,25 +123,26 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   const absl::Time until = absl::Now() + ttl;
   bool said = false;
   while (true) {
-    auto me = elastic::Membership::Join(job->etcd.get(),
-                                        {.job = FLAGS_job_id, .name = job->member, .value = value, .ttl = ttl});
+    auto me =
+        elastic::Membership::Join(job->etcd.get(), {.job = job_id, .name = job->member, .value = value, .ttl = ttl});
     if (me.ok()) {
       job->me = std::move(*me);
       break;
     }
     if (!absl::IsAlreadyExists(me.status()) || absl::Now() >= until) {
-      return Annotate(me.status(), absl::StrCat("joining elastic job '", FLAGS_job_id, "' at ", FLAGS_elastic_server));
+      return Annotate(me.status(), absl::StrCat("joining elastic job '", job_id, "' at ", server));
     }
     if (!said)
       std::fprintf(stderr, "%s; waiting for its lease to run out\n", std::string(me.status().message()).c_str());
     said = true;
     absl::SleepFor(absl::Milliseconds(500));
   }
-  std::fprintf(stderr, "%s joined elastic job '%s' (etcd %s, lease %s)\n", job->member.c_str(), FLAGS_job_id.c_str(),
-               job->etcd->endpoint().c_str(), absl::FormatDuration(ttl).c_str());
+  std::fprintf(stderr, "%s joined elastic job '%s' (etcd %s, lease %s, trainers %d:%d)\n", job->member.c_str(),
+               job_id.c_str(), job->etcd->endpoint().c_str(), absl::FormatDuration(ttl).c_str(), job->min_trainers,
+               env.trainers);
   if (trainer) {
     job->chunks = FLAGS_elastic_chunks > 0 ? FLAGS_elastic_chunks : 4 * env.trainers;
-    job->tasks = std::make_unique<elastic::TaskQueue>(job->etcd.get(), FLAGS_job_id, job->member, job->me->lease());
+    job->tasks = std::make_unique<elastic::TaskQueue>(job->etcd.get(), job_id, job->member, job->me->lease());
   }
   return job;
 }
@@ -121,9 +169,33 @@ const ChunkMetrics& GetChunkMetrics() {
   return m;
 }
 
+// Until the job has its fewest trainers as members, up to --rpc_deadline.
+absl::Status AwaitMinTrainers(const ElasticJob& job, int trainer_id) {
+  const absl::Time until = absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline);
+  bool said = false;
+  while (true) {
+    const size_t live = TrainersOf(job).live.size();
+    if (static_cast<int>(live) >= job.min_trainers) break;
+    if (absl::Now() >= until) {
+      return absl::UnavailableError(absl::StrCat("trainer ", trainer_id, ": only ", live, " trainer(s) joined in ",
+                                                 absl::FormatDuration(absl::Milliseconds(FLAGS_rpc_deadline)),
+                                                 "; the job needs ", job.min_trainers,
+                                                 " to start (--trainers MIN:MAX): start more, or lower MIN"));
+    }
+    if (!said) {
+      std::fprintf(stderr, "trainer %d: %zu of the %d trainers the job needs have joined; waiting for the others\n",
+                   trainer_id, live, job.min_trainers);
+    }
+    said = true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train) {
+  OAR_RETURN_IF_ERROR(AwaitMinTrainers(*job, trainer_id));
   elastic::TaskQueue& q = *job->tasks;
   const ChunkMetrics& metrics = GetChunkMetrics();
   // Trains one chunk of `epoch` that `take` hands out; false when none.

@@ -32,13 +32,17 @@ namespace oar::cli {
 struct ElasticJob {
   std::unique_ptr<elastic::EtcdClient> etcd;
   std::unique_ptr<elastic::Membership> me;
-  std::string member;  // "trainer/2", "pserver/0"
-  int64_t chunks = 0;  // per epoch (trainers)
+  std::string member;    // "trainer/2", "pserver/0"
+  int64_t chunks = 0;    // per epoch (trainers)
+  int min_trainers = 1;  // the fewest it goes on with (--trainers MIN:MAX)
   // The trainers' queue of chunks (trainers only).
   std::unique_ptr<elastic::TaskQueue> tasks;
 };
 
-// Whether --elastic_server was given.
+// Whether this process is part of an elastic job: --elastic_server, or
+// PaddlePaddle elastic launch's PADDLE_ELASTIC_SERVER (HOST:PORT). Its job
+// is --job_id, else PADDLE_ELASTIC_JOB_ID; its fewest trainers MIN of
+// --trainers MIN:MAX, else of PADDLE_ELASTIC_NP.
 bool ElasticRequested();
 
 // Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, sync
@@ -49,10 +53,12 @@ absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor);
 // until --rpc_deadline: a restarted pod whose old lease has not run out).
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
 
-// The trainer ids among the job's members now, and among all it ever had.
-TrainerMembers TrainersOf(const elastic::Membership& m);
+// The trainer ids among the job's members now, and among all it ever had,
+// and the fewest it goes on with.
+TrainerMembers TrainersOf(const ElasticJob& job);
 
-// Trains epochs 1..`epochs` chunk by chunk as the job's queue hands them
+// Trains, once the job has its fewest trainers (waiting up to
+// --rpc_deadline for them, else an error), epochs 1..`epochs` chunk by chunk as the job's queue hands them
 // out: `train(epoch, chunk, chunks)` trains one and returns its examples
 // (or nullopt: stopped early, --max_steps; the chunk is left to the queue).
 // It takes every chunk free now, epoch after epoch, without waiting for

@@ -32,6 +32,7 @@
 #include "cli/model_build.h"
 #include "cli/process_group.h"
 #include "cli/runtime_flags.h"
+#include "cli/trainers_flag.h"
 #include "cli/transpile_cmd.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
@@ -54,7 +55,6 @@ DEFINE_int32(bind_trainers, -1,
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
 DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
 DECLARE_string(pservers);
-DECLARE_int32(trainers);
 DECLARE_bool(async);
 DECLARE_bool(sync);
 DECLARE_string(program);
@@ -158,7 +158,7 @@ absl::Status Launch() {
     return absl::InvalidArgumentError(
         absl::StrCat("--pservers takes the number of pservers (>= 1), got '", FLAGS_pservers, "'"));
   }
-  const int trainers = FLAGS_trainers;
+  const int trainers = TrainersFromFlag().max;
   if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
   if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
   std::string batch_note;

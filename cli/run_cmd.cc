@@ -45,6 +45,7 @@
 #include "cli/rpc_flags.h"
 #include "cli/trainer_failure.h"
 #include "cli/trainer_role.h"
+#include "cli/trainers_flag.h"
 #include "cli/transpile_cmd.h"
 #include "common/api/io.h"
 #include "common/base/flag_refusal.h"
@@ -82,7 +83,6 @@ DEFINE_double(fuse_parameter_memory_size, 16.0,
 DEFINE_string(pserver_port_file, "", "pservers: write the bound port here once serving (useful with port 0)");
 DEFINE_int32(checkpoint_every, 0, "with --checkpoint_dir: trainer 0 checkpoints the pservers every N steps (0: never)");
 DECLARE_string(pservers);
-DECLARE_int32(trainers);
 DECLARE_int32(trainer_id);
 DECLARE_string(current_endpoint);
 DECLARE_string(trainer_endpoints);
@@ -99,7 +99,7 @@ absl::StatusOr<RoleEnv> RoleFromEnvAndFlags() {
   if (FlagGiven("current_endpoint")) o.current_endpoint = FLAGS_current_endpoint;
   if (FlagGiven("trainer_endpoints")) o.trainer_endpoints = FLAGS_trainer_endpoints;
   if (FlagGiven("trainer_id")) o.trainer_id = FLAGS_trainer_id;
-  if (FlagGiven("trainers")) o.trainers = FLAGS_trainers;
+  if (FlagGiven("trainers")) o.trainers = TrainersFromFlag().max;
   return ResolveRole([](const char* n) { return std::getenv(n); }, o, FLAGS_mode == "nccl2");
 }
 
@@ -165,7 +165,11 @@ absl::Status RunRole(const RoleEnv& env) {
   if (FlagGiven("params") && model != nullptr) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
-  if (ElasticRequested()) OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode, async_executor));
+  if (ElasticRequested()) {
+    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode, async_executor));
+  } else {
+    OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar run without --elastic_server"));
+  }
   const ProgramDesc origin = main;  // --params loads with the program as saved
   DistributeTranspiler t(config);
   if (nccl2) {
@@ -207,7 +211,7 @@ absl::Status RunRole(const RoleEnv& env) {
                      .rpc = RpcOptionsFromFlags(),
                      .port_file = FLAGS_pserver_port_file,
                      .trainer_members = elastic == nullptr ? std::function<TrainerMembers()>()
-                                                           : [m = elastic->me.get()] { return TrainersOf(*m); }});
+                                                           : [j = elastic.get()] { return TrainersOf(*j); }});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
+#include "cli/trainers_flag.h"
 #include "cli/transpile_cmd.h"
 #include "common/base/status.h"
 #include "common/framework/program_check.h"
@@ -25,7 +26,6 @@
 DEFINE_string(program, "", "main program file (.pb) to transpile instead of --model");
 DEFINE_string(startup, "", "its startup program file (.pb); required with --program");
 DEFINE_string(pservers, "127.0.0.1:6174", "pserver endpoints ip:port,ip:port (pserver mode)");
-DEFINE_int32(trainers, 1, "number of trainers (pserver mode)");
 DEFINE_string(trainer_endpoints, "", "trainer endpoints ip:port,ip:port (nccl2 mode)");
 DEFINE_int32(trainer_id, 0, "this trainer's id, 0 <= id < trainers");
 DEFINE_bool(sync, true, "synchronous training (barriers every step)");
@@ -132,7 +132,8 @@ absl::Status Transpile() {
     return absl::InvalidArgumentError("nccl2 mode needs --trainer_endpoints");
   OAR_RETURN_IF_ERROR(
       RefuseFlagsTheModeIgnores({.nccl2 = nccl2, .data_feed = true, .async_executor = true, .gpu = true}));
-  std::variant<int, std::string> trainers = FLAGS_trainers;
+  OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar transpile"));
+  std::variant<int, std::string> trainers = TrainersFromFlag().max;
   if (nccl2) trainers = FLAGS_trainer_endpoints;
   OAR_RETURN_IF_ERROR(t.transpile(FLAGS_trainer_id, &main, FLAGS_pservers, trainers, config.sync_mode, &startup,
                                   FLAGS_current_endpoint));

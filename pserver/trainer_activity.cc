@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status.h"
 #include "glog/logging.h"
 #include "pserver/pserver_metrics.h"
 
@@ -34,7 +35,7 @@ void TrainerActivity::Wake() {
   ++wakes_;
 }
 
-bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent) {
+absl::StatusOr<bool> TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent) {
   const TrainerMembers seen = members_fn_();
   std::set<int> members, ever;
   for (int t : seen.live) {
@@ -66,7 +67,25 @@ bool TrainerActivity::UpdateMembers(absl::Time now, absl::Duration idle, std::ve
     // dead one's lease, of the bound's length, ran out before).
     if (now - last_[static_cast<size_t>(t)] > 2 * idle) silent->push_back(t);
   }
-  return all;
+  if (all) return true;
+  std::set<int> active = completed_;
+  active.insert(members.begin(), members.end());
+  const std::string need = absl::StrCat(" it needs (--trainers ", seen.min, ":", fanin_, ")");
+  if (static_cast<int>(active.size()) >= seen.min) {
+    had_min_ = true;
+    below_min_since_ = absl::InfiniteFuture();
+  } else if (below_min_since_ == absl::InfiniteFuture()) {
+    below_min_since_ = now;
+    if (had_min_) {
+      LOG(WARNING) << "the job has " << active.size() << " trainer(s) left, fewer than the " << seen.min << need
+                   << "; waiting up to " << absl::FormatDuration(idle) << " for more to join";
+    }
+  } else if (now - below_min_since_ > idle) {
+    return absl::UnavailableError(absl::StrCat(
+        had_min_ ? "the job was left with " : "only ", active.size(), " trainer(s) ", had_min_ ? "for " : "joined in ",
+        absl::FormatDuration(idle), ", fewer than the ", seen.min, need, "; start more trainers, or lower MIN"));
+  }
+  return false;
 }
 
 absl::Status TrainerActivity::AwaitAllCompleted(absl::Duration idle, const std::function<bool()>& stop) {
@@ -74,7 +93,8 @@ absl::Status TrainerActivity::AwaitAllCompleted(absl::Duration idle, const std::
     if (stop()) return absl::OkStatus();
     std::vector<int> silent;
     if (members_fn_) {
-      if (UpdateMembers(absl::Now(), idle, &silent)) return absl::OkStatus();
+      OAR_ASSIGN_OR_RETURN(const bool done, UpdateMembers(absl::Now(), idle, &silent));
+      if (done) return absl::OkStatus();
       if (silent.empty()) {
         absl::MutexLock l(&mu_);
         const uint64_t seen = wakes_;

@@ -15,7 +15,9 @@
 // poll) the loop ends once some
 // trainer completed and every trainer that was ever a member has completed
 // or left; the idle bound applies to members only, and each join and each
-// leave without COMPLETE is logged once.
+// leave without COMPLETE is logged once. Fewer trainers than the job's
+// `min` (members and completed ones: at the start, or after deaths) for
+// the idle bound stops it with the reason.
 //
 // Thread-safety: all methods may be called concurrently; its lock is a
 // leaf, and `stop` is called without it.
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/framework/run_env.h"
@@ -66,9 +69,13 @@ class TrainerActivity {
   std::function<TrainerMembers()> members_fn_;  // set before the loop runs
   std::set<int> ever_ ABSL_GUARDED_BY(mu_);     // every id that was a member
   std::set<int> left_ ABSL_GUARDED_BY(mu_);
+  // Since when fewer than `min` trainers are members or completed.
+  absl::Time below_min_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool had_min_ ABSL_GUARDED_BY(mu_) = false;  // it had `min` trainers once
 
-  // Elastic: asks members_fn_, logs joins and leaves; whether the job is done.
-  bool UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent);
+  // Elastic: asks members_fn_, logs joins and leaves; whether the job is
+  // done; an error once it had too few trainers for `idle`.
+  absl::StatusOr<bool> UpdateMembers(absl::Time now, absl::Duration idle, std::vector<int>* silent);
 };
 
 }  // namespace oar

@@ -46,9 +46,12 @@ struct RemoteTable {
 
 // The trainer ids of an elastic job that are members now (their leases
 // alive in etcd), and every one that ever was: one that joined and died
-// between two looks is in `ever` only.
+// between two looks is in `ever` only. `min`: the fewest trainers the job
+// goes on with (--trainers MIN:MAX); fewer, live or completed, for the idle
+// bound stops the job.
 struct TrainerMembers {
   std::set<int> live, ever;
+  int min = 1;
 };
 
 struct RunEnv {

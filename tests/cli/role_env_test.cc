@@ -2,9 +2,11 @@
 // a fake environment: every required variable, the Fleet aliases, flags that
 // override, and errors that name the variable.
 #include "cli/role_env.h"
+#include "cli/trainers_flag.h"
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace oar::cli {
@@ -141,6 +143,25 @@ TEST(RoleEnvTest, Nccl2ReadsTheTrainerEndpoints) {
   e.vars["PADDLE_TRAINERS_NUM"] = "3";
   EXPECT_NE(ResolveRole(e.Get(), {}, true).status().message().find("lists 2 endpoints but PADDLE_TRAINERS_NUM=3"),
             std::string::npos);
+}
+
+TEST(RoleEnvTest, TrainersAreANumberOrAnElasticJobsMinAndMax) {
+  auto n = ParseTrainerRange("4", "--trainers");
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->min, 4);
+  EXPECT_EQ(n->max, 4);
+  EXPECT_FALSE(n->range);
+  auto r = ParseTrainerRange("2:4", "PADDLE_ELASTIC_NP");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->min, 2);
+  EXPECT_EQ(r->max, 4);
+  EXPECT_TRUE(r->range);
+  for (const char* bad : {"", "0", "4:2", "0:3", "2:", ":4", "two", "2:4:6"}) {
+    auto b = ParseTrainerRange(bad, "PADDLE_ELASTIC_NP");
+    EXPECT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find(absl::StrCat("PADDLE_ELASTIC_NP='", bad, "'")), std::string::npos)
+        << b.status();
+  }
 }
 
 }  // namespace

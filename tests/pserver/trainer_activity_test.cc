@@ -1,11 +1,15 @@
 // TrainerActivity alone: the async loop's wait ends when every trainer has
 // completed or the server stops (at once on Wake), and fails naming the
 // trainers that went silent for the idle bound — not one that keeps
-// sending, nor one that completed.
+// sending, nor one that completed. An elastic job's wait (set_members)
+// ends once every member completed or left, and is bounded when fewer
+// trainers than the job's minimum are there.
 #include "pserver/trainer_activity.h"
 
 #include <atomic>
 #include <thread>
+
+#include "absl/synchronization/mutex.h"
 
 #include "gtest/gtest.h"
 
@@ -53,6 +57,60 @@ TEST(TrainerActivityTest, AStopEndsTheWaitCleanly) {
   EXPECT_TRUE(a.AwaitAllCompleted(absl::Seconds(60), [&] { return stopped.load(); }).ok());
   stopper.join();
   EXPECT_TRUE(a.completed().empty());
+}
+
+TEST(TrainerActivityTest, AnElasticJobLeftBelowItsMinimumStopsWithTheReasonAfterTheBound) {
+  TrainerActivity a(4);
+  absl::Mutex mu;
+  TrainerMembers now{.live = {0, 1, 2}, .ever = {0, 1, 2}, .min = 2};
+  a.set_members([&] {
+    absl::MutexLock l(&mu);
+    return now;
+  });
+  std::thread deaths([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    absl::MutexLock l(&mu);
+    now.live = {0};  // two leave: one is left, of the two the job needs
+  });
+  const absl::Time start = absl::Now();
+  absl::Status s = a.AwaitAllCompleted(absl::Seconds(1), [] { return false; });
+  deaths.join();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("left with 1 trainer(s)"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--trainers 2:4"), std::string::npos) << s;
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1.3));  // not before the bound
+}
+
+TEST(TrainerActivityTest, AJoinerBeforeTheBoundKeepsAnElasticJobBelowItsMinimumGoing) {
+  TrainerActivity a(3);
+  absl::Mutex mu;
+  TrainerMembers now{.live = {0}, .ever = {0, 1}, .min = 2};
+  a.set_members([&] {
+    absl::MutexLock l(&mu);
+    return now;
+  });
+  std::thread job([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    {
+      absl::MutexLock l(&mu);
+      now.live = {0, 2};
+      now.ever = {0, 1, 2};
+    }
+    for (int t : {0, 2}) a.Complete(t);
+    a.Wake();
+  });
+  absl::Status s = a.AwaitAllCompleted(absl::Seconds(2), [] { return false; });
+  job.join();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(a.completed(), (std::set<int>{0, 2}));
+}
+
+TEST(TrainerActivityTest, AnElasticJobNoTrainerJoinsIsBounded) {
+  TrainerActivity a(2);
+  a.set_members([] { return TrainerMembers{.min = 1}; });
+  absl::Status s = a.AwaitAllCompleted(absl::Milliseconds(300), [] { return false; });
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("only 0 trainer(s) joined"), std::string::npos) << s;
 }
 
 }  // namespace
