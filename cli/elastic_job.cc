@@ -45,10 +45,14 @@ std::string ElasticServer() {
   return FLAGS_elastic_server.empty() ? Env("PADDLE_ELASTIC_SERVER") : FLAGS_elastic_server;
 }
 
-std::string JobId() {
+}  // namespace
+
+std::string ElasticJobId() {
   const std::string env = Env("PADDLE_ELASTIC_JOB_ID");
   return FlagGiven("job_id") || env.empty() ? FLAGS_job_id : env;
 }
+
+namespace {
 
 // MIN of --trainers MIN:MAX or PADDLE_ELASTIC_NP; its MAX must be the job's
 // trainer slots.
@@ -72,21 +76,25 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor) {
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor, const char* flag) {
   if (nccl2) {
-    return absl::UnimplementedError(
-        "--elastic_server: elastic nccl2 jobs (re-forming the ring when a trainer goes) are not supported yet; run "
-        "the job in pserver mode with --async, or drop --elastic_server");
+    return absl::UnimplementedError(absl::StrCat(
+        flag,
+        ": elastic nccl2 jobs (re-forming the ring when a trainer goes) are not supported yet; run the job in "
+        "pserver mode with --async, or drop ",
+        flag));
   }
   if (sync) {
-    return absl::UnimplementedError(
-        "--elastic_server trains async pserver jobs only: add --async (a sync pserver's barrier counts a fixed set "
-        "of trainers), or drop --elastic_server");
+    return absl::UnimplementedError(absl::StrCat(flag,
+                                                 " trains async pserver jobs only: add --async (a sync pserver's "
+                                                 "barrier counts a fixed set of trainers), or drop ",
+                                                 flag));
   }
   if (async_executor) {
-    return absl::UnimplementedError(
-        "--elastic_server: AsyncExecutor trainers (--data_feed with --model, or an --async program's files) do not "
-        "take their data as chunks yet; give --program with the data layer, or a Fashion-MNIST model");
+    return absl::UnimplementedError(absl::StrCat(
+        flag,
+        ": AsyncExecutor trainers (--data_feed with --model, or an --async program's files) do not take their data "
+        "as chunks yet; give --program with the data layer, or a Fashion-MNIST model"));
   }
   return absl::OkStatus();
 }
@@ -112,7 +120,7 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   auto job = std::make_unique<ElasticJob>();
   OAR_ASSIGN_OR_RETURN(job->min_trainers, MinTrainers(env.trainers));
   const absl::Duration ttl = absl::Milliseconds(FLAGS_rpc_deadline);
-  const std::string server = ElasticServer(), job_id = JobId();
+  const std::string server = ElasticServer(), job_id = ElasticJobId();
   OAR_ASSIGN_OR_RETURN(job->etcd, elastic::EtcdClient::Connect(server, absl::Seconds(10)));
   const bool trainer = env.role == RoleEnv::Role::kTrainer;
   job->member = trainer ? absl::StrCat("trainer/", env.trainer_id)

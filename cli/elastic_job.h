@@ -47,7 +47,11 @@ bool ElasticRequested();
 
 // Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, sync
 // pserver mode, AsyncExecutor (--data_feed with a model) trainers.
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor);
+// `flag` is what the user gave (--elastic_server, --elastic).
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor, const char* flag = "--elastic_server");
+
+// The job's name (--job_id, else PADDLE_ELASTIC_JOB_ID, else oar).
+std::string ElasticJobId();
 
 // Registers this process (a name another live process holds is waited for
 // until --rpc_deadline: a restarted pod whose old lease has not run out).

@@ -7,7 +7,8 @@
 // all-reduce among themselves. Every flag given here that `oar run` reads
 // goes to each child. A failing process, or Ctrl-C, stops every other
 // process; the launcher then exits non-zero naming the role that failed and
-// why.
+// why. With --elastic (cli/elastic_launch.h) trainers may die and be added
+// without stopping the job.
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,10 +24,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
+#include "cli/elastic_job.h"
+#include "cli/elastic_launch.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
+#include "cli/launch_observability.h"
 #include "cli/launch_summary.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
@@ -37,6 +42,7 @@
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
 #include "common/device/gpu_info.h"
+#include "common/elastic/local_etcd.h"
 #include "common/profiler/profiler.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/nccl_collective.h"
@@ -63,6 +69,10 @@ DECLARE_string(mode);
 DECLARE_int32(cpu_num);     // run_cmd.cc
 DECLARE_int32(batch_size);  // train_cmd.cc
 DECLARE_string(data_feed);  // async_train_cmd.cc
+DECLARE_string(trainers);   // trainers_flag.cc
+DECLARE_int32(elastic_chunks);
+DECLARE_int64(max_steps);
+DECLARE_int32(epochs);
 
 DECLARE_int32(rpc_shm_batch_wakeups);
 DECLARE_int32(rpc_shm_spin_us);
@@ -77,52 +87,6 @@ void OnLaunchSignal(int sig) { g_signal = sig; }
 const char* const kPerChildFlags[] = {
     "role",    "pservers", "trainers", "trainer_id",   "current_endpoint", "trainer_endpoints", "report",
     "dry_run", "step_log", "cpu_num",  "metrics_port", "metrics_file",     "profile_path",      "selected_gpus"};
-
-// --metrics: a free port per process (`ports`, picked with the endpoints'
-// so that none is one of them), printed; a metrics file per process,
-// written when it ends, in --metrics_dir or else in `scratch` (the time
-// split at the end reads them; `files` gets their paths); --timeline: a
-// trace per process in FILE.parts/, for MergeTimeline.
-absl::Status AddObservabilityFlags(std::vector<ChildSpec>* specs, const std::vector<int>& ports,
-                                   const std::string& scratch, std::vector<std::string>* files) {
-  if (FLAGS_metrics) {
-    if (ports.size() < specs->size()) {
-      return absl::InternalError(absl::StrCat(specs->size(), " processes but ", ports.size(), " metrics ports"));
-    }
-    std::vector<std::string> where;
-    for (size_t i = 0; i < specs->size(); ++i) {
-      (*specs)[i].argv.push_back(absl::StrCat("--metrics_port=", ports[i]));
-      where.push_back(absl::StrCat((*specs)[i].name, " http://127.0.0.1:", ports[i], "/metrics"));
-    }
-    std::fprintf(stderr, "oar launch: metrics: %s\n", absl::StrJoin(where, ", ").c_str());
-  }
-  const std::string dir = FLAGS_metrics_dir.empty() ? scratch : FLAGS_metrics_dir;
-  for (auto& s : *specs) {
-    files->push_back(absl::StrCat(dir, "/", s.name, ".prom"));
-    s.argv.push_back("--metrics_file=" + files->back());
-  }
-  if (!FLAGS_timeline.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(FLAGS_timeline + ".parts", ec);
-    if (ec) return absl::PermissionDeniedError(absl::StrCat("--timeline: ", FLAGS_timeline, ".parts: ", ec.message()));
-    for (auto& s : *specs)
-      s.argv.push_back(absl::StrCat("--profile_path=", FLAGS_timeline, ".parts/", s.name, ".json"));
-  }
-  return absl::OkStatus();
-}
-
-// The processes' traces in --timeline, one lane each in launch order, and
-// the parts removed.
-absl::Status MergeTimeline(const std::vector<std::string>& names) {
-  std::vector<std::string> parts;
-  for (const auto& n : names) parts.push_back(absl::StrCat(FLAGS_timeline, ".parts/", n, ".json"));
-  OAR_RETURN_IF_ERROR(Annotate(MergeTraces(parts, FLAGS_timeline), "--timeline"));
-  std::error_code ec;
-  std::filesystem::remove_all(FLAGS_timeline + ".parts", ec);
-  std::fprintf(stderr, "oar launch: timeline of %zu processes in %s (open in chrome://tracing or ui.perfetto.dev)\n",
-               names.size(), FLAGS_timeline.c_str());
-  return absl::OkStatus();
-}
 
 std::string SelfExe() {
   std::error_code ec;
@@ -158,8 +122,14 @@ absl::Status Launch() {
     return absl::InvalidArgumentError(
         absl::StrCat("--pservers takes the number of pservers (>= 1), got '", FLAGS_pservers, "'"));
   }
-  const int trainers = TrainersFromFlag().max;
-  if (trainers < 1) return absl::InvalidArgumentError("--trainers must be >= 1");
+  const TrainerRange range = TrainersFromFlag();
+  const int trainers = range.max;  // an elastic job starts with its most
+  OAR_ASSIGN_OR_RETURN(const bool elastic, ElasticLaunchRequested());
+  if (range.range && !elastic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trainers ", FLAGS_trainers, ": MIN:MAX is an elastic job's; add --elastic (and --async)"));
+  }
+  OAR_ASSIGN_OR_RETURN(std::vector<ChaosEvent> chaos, ChaosFromFlag(trainers));
   if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
   std::string batch_note;
   // AsyncExecutor trainers (a model's or an async program's --data_feed)
@@ -182,6 +152,9 @@ absl::Status Launch() {
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
+  if (elastic) {
+    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, !nccl2 && !FLAGS_async && FLAGS_sync, async_executor, "--elastic"));
+  }
   // nccl2 mode has neither communicator nor GEO-SGD (and no slicing flags
   // to parse); pserver mode's are as the children will read them.
   DistributeTranspilerConfig config;
@@ -248,7 +221,22 @@ absl::Status Launch() {
     if (!dir->empty()) std::filesystem::create_directories(*dir, ec);
     if (ec) return absl::PermissionDeniedError(absl::StrCat(*dir, ": ", ec.message()));
   }
+  // An elastic job's etcd: the user's (--elastic_server, passed on as any
+  // flag `oar run` reads), or one of the launcher's own.
+  std::unique_ptr<elastic::LocalEtcd> etcd;
+  std::unique_ptr<elastic::EtcdClient> etcd_client;
   std::vector<std::string> common = {SelfExe(), "run"};
+  if (elastic) {
+    if (!FlagGiven("elastic_server")) {
+      OAR_ASSIGN_OR_RETURN(etcd, elastic::LocalEtcd::Start());
+      common.push_back("--elastic_server=" + etcd->url());
+      std::fprintf(stderr, "oar launch: etcd-server on %s (its log: %s)\n", etcd->url().c_str(), etcd->log().c_str());
+    }
+    common.push_back("--trainers=" + FLAGS_trainers);
+    std::string server;
+    gflags::GetCommandLineOption("elastic_server", &server);
+    OAR_ASSIGN_OR_RETURN(etcd_client, elastic::EtcdClient::Connect(etcd ? etcd->url() : server, absl::Seconds(10)));
+  }
   const Command* run = FindCommand("run");
   std::vector<gflags::CommandLineFlagInfo> all;
   gflags::GetAllFlags(&all);
@@ -320,6 +308,8 @@ absl::Status Launch() {
   }
   std::vector<std::string> metrics_files;
   OAR_RETURN_IF_ERROR(AddObservabilityFlags(&specs, metrics_ports, scratch, &metrics_files));
+  // What an elastic job's added trainer starts from: trainer i's first.
+  std::vector<ChildSpec> first_spec(specs.begin() + pservers, specs.end());
   const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
@@ -351,36 +341,78 @@ absl::Status Launch() {
   ProcessGroup group;
   OAR_RETURN_IF_ERROR(group.Start(
       std::move(specs), [&monitor](size_t c, const std::string& line, bool out) { monitor.OnLine(c, line, out); }));
-  int trainers_done = 0;
+  // An elastic job's trainers: the live process of each id, another
+  // started on an id whose process is gone (a fresh name: trainer.1.run2).
+  std::vector<int> runs(static_cast<size_t>(trainers), 1);
+  ChaosRunner chaos_runner(
+      std::move(chaos), trainers,
+      {.process_of = [&](int id) -> std::optional<size_t> {
+         for (size_t i = group.size(); i-- > 0;) {
+           if (trainer_of[i] == id && group.running(i)) return i;
+         }
+         return std::nullopt;
+       },
+       .kill = [&](size_t i) { group.SignalOne(i, SIGKILL); },
+       .start = [&](int id) -> absl::StatusOr<std::string> {
+         const std::string name = absl::StrCat("trainer.", id, ".run", ++runs[static_cast<size_t>(id)]);
+         OAR_ASSIGN_OR_RETURN(ChildSpec s, RespawnSpec(first_spec[static_cast<size_t>(id)], name, FLAGS_metrics));
+         OAR_RETURN_IF_ERROR(monitor.AddChild(name, id));
+         OAR_RETURN_IF_ERROR(group.Add(std::move(s)));
+         names.push_back(name);
+         trainer_of.push_back(id);
+         metrics_files.push_back(
+             absl::StrCat(FLAGS_metrics_dir.empty() ? scratch : FLAGS_metrics_dir, "/", name, ".prom"));
+         return name;
+       }});
+  auto stop = [&](absl::Status why) {
+    group.StopAll();
+    group.DrainOutput();
+    monitor.Finish();
+    return why;
+  };
   std::optional<std::chrono::steady_clock::time_point> trainers_done_at;
+  bool etcd_said = false;
   for (;;) {
     monitor.Tick();
     for (const ChildExit& e : group.Poll()) {
       const bool is_trainer = trainer_of[e.index] >= 0;
+      // An elastic job's trainer lost to a signal (killed, out of memory)
+      // leaves it; one that fails with an error stops it, as in any job.
+      if (elastic && is_trainer && e.signal != 0) {
+        monitor.ChildGone(e.index);
+        std::fprintf(stderr, "oar launch: %s ended (killed by signal %d); the job goes on without it\n",
+                     names[e.index].c_str(), e.signal);
+        const absl::Status forgot = ForgetDeadTrainer(etcd_client.get(), ElasticJobId(), trainer_of[e.index], e.pid);
+        if (!forgot.ok()) std::fprintf(stderr, "oar launch: %s\n", std::string(forgot.message()).c_str());
+        continue;
+      }
       // A pserver exits 0 once every trainer has said COMPLETE (which a
       // trainer does before its final evaluation); one that stops early
       // shows up as the trainers' RPC errors.
-      if (e.code != 0) {
-        group.StopAll();
-        group.DrainOutput();
-        monitor.Finish();
-        return absl::AbortedError(Explain(group, monitor, e));
-      }
-      if (is_trainer && ++trainers_done == trainers) trainers_done_at = std::chrono::steady_clock::now();
+      if (e.code != 0) return stop(absl::AbortedError(Explain(group, monitor, e)));
     }
-    bool any = false;
-    for (size_t i = 0; i < group.size(); ++i) any |= group.running(i);
+    bool any = false, trainer_running = false;
+    for (size_t i = 0; i < group.size(); ++i) {
+      any |= group.running(i);
+      trainer_running |= group.running(i) && trainer_of[i] >= 0;
+    }
     if (!any) break;
+    if (!trainer_running && !trainers_done_at) trainers_done_at = std::chrono::steady_clock::now();
     if (g_signal != 0) {
-      group.StopAll();
-      group.DrainOutput();
-      monitor.Finish();
-      return absl::CancelledError(absl::StrCat("interrupted (signal ", g_signal.load(), "); stopped every process"));
+      return stop(
+          absl::CancelledError(absl::StrCat("interrupted (signal ", g_signal.load(), "); stopped every process")));
     }
     if (trainers_done_at && std::chrono::steady_clock::now() - *trainers_done_at >
                                 std::chrono::milliseconds(FLAGS_pserver_exit_timeout_ms)) {
       group.StopAll();  // the trainers are done; a pserver that lingers is told to go
       break;
+    }
+    if (elastic && !trainers_done_at) {
+      if (absl::Status s = chaos_runner.Tick(monitor.JobSteps()); !s.ok()) return stop(s);
+    }
+    if (etcd != nullptr && !etcd_said && !etcd->alive()) {
+      std::fprintf(stderr, "oar launch: the job's etcd-server exited (its log: %s)\n", etcd->log().c_str());
+      etcd_said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -390,7 +422,20 @@ absl::Status Launch() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const LaunchShape shape{
       .nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode, .data_feed = async_executor};
-  PrintLaunchSummary(shape, monitor.Trainers(), monitor.FirstStepSeconds(), wall, names, metrics_files);
+  std::vector<std::string> extra;
+  bool once = true;
+  if (elastic) {
+    const int64_t chunks = FLAGS_elastic_chunks > 0 ? FLAGS_elastic_chunks : 4 * trainers;
+    extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, FLAGS_epochs, chunks, chaos_runner.done(),
+                                &once);
+    const std::vector<std::string> not_reached = chaos_runner.NotReached();
+    if (!not_reached.empty()) {
+      extra.push_back(absl::StrCat("chaos not reached (the job ended at step ", monitor.JobSteps(),
+                                   "): ", absl::StrJoin(not_reached, ", ")));
+    }
+  }
+  PrintLaunchSummary(shape, monitor.Trainers(), monitor.FirstStepSeconds(), wall, names, metrics_files, extra);
+  if (!once && FLAGS_max_steps == 0) return absl::DataLossError("some chunks were not trained exactly once (above)");
   return absl::OkStatus();
 }
 

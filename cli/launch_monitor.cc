@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/base/status.h"
 
 namespace oar::cli {
 namespace {
@@ -44,28 +45,47 @@ T Num(const std::map<std::string, std::string>& f, const char* key) {
 }  // namespace
 
 LaunchMonitor::LaunchMonitor(std::vector<std::string> names, std::vector<int> trainer_of, std::string log_dir)
-    : names_(std::move(names)),
-      trainer_of_(std::move(trainer_of)),
-      log_dir_(std::move(log_dir)),
-      tty_(::isatty(2) == 1) {
+    : log_dir_(std::move(log_dir)), tty_(::isatty(2) == 1) {
   absl::MutexLock l(&mu_);
+  names_ = std::move(names);
+  trainer_of_ = std::move(trainer_of);
   tails_.resize(names_.size());
   logs_.resize(names_.size());
-  int trainers = 0;
-  for (int t : trainer_of_) trainers = std::max(trainers, t + 1);
-  trainers_.resize(static_cast<size_t>(trainers));
+  reports_.resize(names_.size());
+  for (size_t i = 0; i < names_.size(); ++i) {
+    reports_[i].name = names_[i];
+    reports_[i].trainer = trainer_of_[i];
+  }
+}
+
+absl::Status LaunchMonitor::OpenLogLocked(size_t child) {
+  if (log_dir_.empty()) return absl::OkStatus();
+  const std::string path = absl::StrCat(log_dir_, "/", names_[child], ".log");
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return absl::PermissionDeniedError(absl::StrCat("--log_dir: ", path, ": ", std::strerror(errno)));
+  logs_[child].reset(f, &std::fclose);
+  return absl::OkStatus();
 }
 
 absl::Status LaunchMonitor::OpenLogs() {
-  if (log_dir_.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  for (size_t i = 0; i < names_.size(); ++i) {
-    const std::string path = absl::StrCat(log_dir_, "/", names_[i], ".log");
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) return absl::PermissionDeniedError(absl::StrCat("--log_dir: ", path, ": ", std::strerror(errno)));
-    logs_[i].reset(f, &std::fclose);
-  }
+  for (size_t i = 0; i < names_.size(); ++i) OAR_RETURN_IF_ERROR(OpenLogLocked(i));
   return absl::OkStatus();
+}
+
+absl::Status LaunchMonitor::AddChild(const std::string& name, int trainer) {
+  absl::MutexLock l(&mu_);
+  names_.push_back(name);
+  trainer_of_.push_back(trainer);
+  tails_.emplace_back();
+  logs_.emplace_back();
+  reports_.push_back({.name = name, .trainer = trainer});
+  return OpenLogLocked(names_.size() - 1);
+}
+
+void LaunchMonitor::ChildGone(size_t child) {
+  absl::MutexLock l(&mu_);
+  reports_[child].gone = reports_[child].result.empty();
 }
 
 void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdout) {
@@ -73,8 +93,14 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
   const int trainer = trainer_of_[child];
   if (from_stdout && trainer >= 0 && absl::StartsWith(line, "@oar ")) {
     auto f = Fields(line);
-    TrainerReport& r = trainers_[static_cast<size_t>(trainer)];
-    if (absl::StartsWith(line, "@oar progress")) {
+    TrainerReport& r = reports_[child];
+    if (absl::StartsWith(line, "@oar chunk")) {
+      chunks_.push_back({.child = child,
+                         .epoch = Num<int>(f, "epoch"),
+                         .chunk = Num<int64_t>(f, "chunk"),
+                         .examples = Num<int64_t>(f, "examples")});
+    } else if (absl::StartsWith(line, "@oar progress")) {
+      ++job_steps_;
       r.epoch = Num<int>(f, "epoch");
       r.epochs = Num<int>(f, "epochs");
       r.step = Num<int64_t>(f, "step");
@@ -106,17 +132,22 @@ void LaunchMonitor::ClearLocked() {
 }
 
 void LaunchMonitor::DrawLocked(bool final) {
-  int epoch = 0, epochs = 0;
+  int epoch = 0, epochs = 0, live = 0;
   int64_t step = -1, steps = 0, examples = 0;
   double loss = 0;
-  for (const auto& r : trainers_) {
+  for (size_t i = 0; i < reports_.size(); ++i) {
+    const TrainerReport& r = reports_[i];
+    if (trainer_of_[i] < 0) continue;
+    examples += r.examples;  // a trainer that died trained them too
+    if (r.gone) continue;
+    ++live;
     epoch = std::max(epoch, r.epoch);
     epochs = std::max(epochs, r.epochs);
     step = step < 0 ? r.step : std::min(step, r.step);
     steps = std::max(steps, r.steps);
-    examples += r.examples;
-    loss += r.loss / static_cast<double>(trainers_.size());
+    loss += r.loss;
   }
+  loss /= std::max(live, 1);
   if (epoch == 0) return;  // nothing reported yet
   // Examples per second over the time trainers were stepping.
   const double secs = std::max(last_step_ - first_step_, 1e-3);
@@ -124,7 +155,7 @@ void LaunchMonitor::DrawLocked(bool final) {
   const std::string of = steps > 0 ? absl::StrCat("/", steps) : std::string();
   const std::string text =
       absl::StrFormat("epoch %d/%d  step %lld%s  loss %.4f  %.0f examples/s (%zu trainers)", epoch, epochs,
-                      static_cast<long long>(step), of, loss, examples / secs, trainers_.size());
+                      static_cast<long long>(step), of, loss, examples / secs, static_cast<size_t>(live));
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final ? "\n" : "");
     drawn_ = !final;
@@ -164,7 +195,21 @@ std::vector<std::string> LaunchMonitor::Tail(size_t child) const {
 
 std::vector<TrainerReport> LaunchMonitor::Trainers() const {
   absl::MutexLock l(&mu_);
-  return trainers_;
+  std::vector<TrainerReport> out;
+  for (size_t i = 0; i < reports_.size(); ++i) {
+    if (trainer_of_[i] >= 0) out.push_back(reports_[i]);
+  }
+  return out;
+}
+
+std::vector<ChunkDone> LaunchMonitor::Chunks() const {
+  absl::MutexLock l(&mu_);
+  return chunks_;
+}
+
+int64_t LaunchMonitor::JobSteps() const {
+  absl::MutexLock l(&mu_);
+  return job_steps_;
 }
 
 double LaunchMonitor::FirstStepSeconds() const {

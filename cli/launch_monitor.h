@@ -4,7 +4,10 @@
 // step, mean loss and examples/s across the trainers — and the summary;
 // every other line is a log line, written with its child's name in front
 // to stderr, or to <log_dir>/<child>.log when a log directory is given.
-// The last lines of each child are kept to explain a failure.
+// The last lines of each child are kept to explain a failure. An elastic
+// job's trainers come and go (AddChild, ChildGone); each "@oar progress"
+// line is one step of the job, and its "@oar chunk" lines say which
+// trainer trained which chunk.
 //
 // Thread-safety: OnLine runs on the process group's reader thread, the
 // other methods on the launcher's; a mutex guards the state.
@@ -24,10 +27,20 @@
 namespace oar::cli {
 
 struct TrainerReport {
+  std::string name;  // its process, "trainer.1"
+  int trainer = 0;
   int epoch = 0, epochs = 0;
   int64_t step = 0, steps = 0, examples = 0;
   double loss = 0;
   std::map<std::string, std::string> result;  // the "@oar result" fields, once it is done
+  bool gone = false;                          // it ended without a result
+};
+
+// "@oar chunk trainer=2 epoch=1 chunk=5 examples=1875" from process `child`.
+struct ChunkDone {
+  size_t child;
+  int epoch = 0;
+  int64_t chunk = 0, examples = 0;
 };
 
 class LaunchMonitor {
@@ -37,6 +50,10 @@ class LaunchMonitor {
   absl::Status OpenLogs();
 
   void OnLine(size_t child, const std::string& line, bool from_stdout);
+  // A process started after the others (index: the next), and one that
+  // ended (an elastic job's trainer that died: not in the display).
+  absl::Status AddChild(const std::string& name, int trainer);
+  void ChildGone(size_t child);
   // Redraws the progress line (at most a few times a second on a terminal).
   void Tick();
   // Ends the progress line before a summary or an error.
@@ -44,7 +61,12 @@ class LaunchMonitor {
 
   // The last log lines of a child, oldest first.
   std::vector<std::string> Tail(size_t child) const;
+  // The trainer processes' reports, in the order they started.
   std::vector<TrainerReport> Trainers() const;
+  std::vector<ChunkDone> Chunks() const;
+  // Steps reported by every trainer process so far (an async job's
+  // updates).
+  int64_t JobSteps() const;
   // Seconds from the monitor's start to the first step any trainer
   // reported (-1 before that).
   double FirstStepSeconds() const;
@@ -53,16 +75,20 @@ class LaunchMonitor {
   void DrawLocked(bool final) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::vector<std::string> names_;
-  const std::vector<int> trainer_of_;
+  absl::Status OpenLogLocked(size_t child) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::string log_dir_;
   const bool tty_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 
   mutable absl::Mutex mu_;
+  std::vector<std::string> names_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> trainer_of_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<std::FILE>> logs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::deque<std::string>> tails_ ABSL_GUARDED_BY(mu_);
-  std::vector<TrainerReport> trainers_ ABSL_GUARDED_BY(mu_);
+  std::vector<TrainerReport> reports_ ABSL_GUARDED_BY(mu_);  // per child; trainers' only used
+  std::vector<ChunkDone> chunks_ ABSL_GUARDED_BY(mu_);
+  int64_t job_steps_ ABSL_GUARDED_BY(mu_) = 0;
   double first_step_ ABSL_GUARDED_BY(mu_) = -1;  // seconds from start_ to the first and last step reported
   double last_step_ ABSL_GUARDED_BY(mu_) = -1;
   bool drawn_ ABSL_GUARDED_BY(mu_) = false;

@@ -91,13 +91,13 @@ std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vec
 
 void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports, double first_step_seconds,
                         double wall, const std::vector<std::string>& names,
-                        const std::vector<std::string>& metrics_files) {
+                        const std::vector<std::string>& metrics_files, const std::vector<std::string>& extra) {
   int64_t examples = 0;
   double train_seconds = 0, loss = 0;
   std::string accuracy = "n/a", test_loss = "n/a", auc;
   std::vector<std::string> unused;
   std::map<std::string, std::string> fetched;  // a program's --fetch metrics over the test data: test_<name>
-  int index = 0;
+  int index = 0, reported = 0;
   for (const auto& r : reports) {
     auto get = [&](const char* k) {
       auto it = r.result.find(k);
@@ -105,12 +105,15 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
     };
     int64_t n = 0;
     double s = 0, l = 0;
-    (void)absl::SimpleAtoi(get("examples"), &n);
+    if (!absl::SimpleAtoi(get("examples"), &n)) n = r.examples;  // it died: what it reported
     (void)absl::SimpleAtod(get("seconds"), &s);
     (void)absl::SimpleAtod(get("loss"), &l);
     examples += n;
     train_seconds = std::max(train_seconds, s);
-    loss += l / shape.trainers;
+    if (!r.result.empty()) {  // an elastic job's trainer that died has none
+      loss += l;
+      ++reported;
+    }
     if (!get("test_accuracy").empty()) accuracy = get("test_accuracy");
     if (!get("test_loss").empty()) test_loss = get("test_loss");
     if (!get("test_auc").empty()) auc = get("test_auc");
@@ -122,6 +125,7 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
       unused.push_back(absl::StrCat("trainer ", index, ": ", left));
     ++index;
   }
+  loss /= std::max(reported, 1);
   // Trainers that report steps (not AsyncExecutor ones) say when the first came.
   const std::string first =
       first_step_seconds < 0 ? std::string() : absl::StrFormat(" (first step after %.1f s)", first_step_seconds);
@@ -147,6 +151,7 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
               std::thread::hardware_concurrency());
   std::printf("  last loss %.4f\n", loss);
   for (const std::string& line : TimeSplitLines(shape, names, metrics_files)) std::printf("  %s\n", line.c_str());
+  for (const std::string& line : extra) std::printf("  %s\n", line.c_str());
   std::printf("test_loss=%s\n", test_loss.c_str());
   if (auc.empty() && shape.data_feed) {
     std::printf("test_auc=n/a (no --test_files)\n");

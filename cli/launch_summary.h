@@ -35,10 +35,11 @@ struct LaunchShape {
 // Prints the job's summary to stdout from the trainers' reports, ending
 // with the test_loss= and test_accuracy= (or test_auc=) lines scripts read.
 // `first_step_seconds` < 0: no trainer reported a step. `names` and
-// `metrics_files` as for TimeSplitLines.
+// `metrics_files` as for TimeSplitLines; `extra` lines (an elastic job's)
+// go before the test metrics.
 void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerReport>& reports, double first_step_seconds,
                         double wall, const std::vector<std::string>& names,
-                        const std::vector<std::string>& metrics_files);
+                        const std::vector<std::string>& metrics_files, const std::vector<std::string>& extra = {});
 
 // The samples of a metrics file in Prometheus' text format ("name{labels}"
 // -> value); empty when the file is missing or unreadable.

@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 
 extern char** environ;
 
@@ -41,6 +43,14 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   return out;
 }
 
+absl::Status CheckSpec(const ChildSpec& c) {
+  if (c.listen_fds.size() > 64) return absl::InvalidArgumentError(absl::StrCat(c.name, ": more than 64 sockets"));
+  for (int cpu : c.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 ProcessGroup::~ProcessGroup() {
@@ -51,82 +61,95 @@ ProcessGroup::~ProcessGroup() {
 }
 
 absl::Status ProcessGroup::Start(std::vector<ChildSpec> children, LineFn on_line) {
-  specs_ = std::move(children);
   on_line_ = std::move(on_line);
-  for (const auto& c : specs_) {  // before any child starts
-    if (c.listen_fds.size() > 64) return absl::InvalidArgumentError(absl::StrCat(c.name, ": more than 64 sockets"));
-    for (int cpu : c.cpus) {
-      if (cpu < 0 || cpu >= CPU_SETSIZE) return absl::InvalidArgumentError(absl::StrCat(c.name, ": no CPU ", cpu));
-    }
-  }
-  for (const auto& c : specs_) {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    for (int cpu : c.cpus) CPU_SET(cpu, &cpus);
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));
-    }
-    std::vector<std::pair<std::string, std::string>> env = c.env;
-    if (!c.listen_fds.empty()) {
-      // LISTEN_PID's digits are written in the child, which alone knows its pid.
-      env.emplace_back("LISTEN_FDS", std::to_string(c.listen_fds.size()));
-      env.emplace_back("LISTEN_PID", std::string(10, ' '));
-    }
-    std::vector<std::string> argv = c.argv, envp = ChildEnvironment(env);
-    std::vector<char*> argv_c = CStrings(argv), envp_c = CStrings(envp);
-    char* listen_pid = nullptr;
-    for (auto& e : envp) {
-      if (e.rfind("LISTEN_PID=", 0) == 0 && !c.listen_fds.empty()) listen_pid = e.data() + 11;
-    }
-    const std::vector<int>& handed = c.listen_fds;
-    const pid_t launcher = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", c.name, ": ", std::strerror(errno)));
-    if (pid == 0) {  // the child: only async-signal-safe calls until exec
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != launcher) ::_exit(127);  // the launcher died already
-      if (!c.cpus.empty() && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
-        const char msg[] = "oar launch: could not bind a child to its CPUs (sched_setaffinity)\n";
-        [[maybe_unused]] ssize_t n = ::write(err[1], msg, sizeof(msg) - 1);
-        ::_exit(127);
-      }
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      if (!handed.empty()) {
-        // Out of the way first (a handed fd may sit where another must go),
-        // then to 3, 4, ...; dup2 leaves the copies open across exec.
-        int high[64];
-        const size_t n = handed.size() < 64 ? handed.size() : 64;
-        for (size_t i = 0; i < n; ++i) high[i] = ::fcntl(handed[i], F_DUPFD_CLOEXEC, 100);
-        for (size_t i = 0; i < n; ++i) ::dup2(high[i], 3 + static_cast<int>(i));
-        char digits[16];
-        int len = 0;
-        for (pid_t p = ::getpid(); p > 0; p /= 10) digits[len++] = static_cast<char>('0' + p % 10);
-        for (int i = 0; i < 10; ++i) listen_pid[i] = i < len ? digits[len - 1 - i] : '\0';
-      }
-      ::execve(argv_c[0], argv_c.data(), envp_c.data());
-      const char msg[] = "oar launch: exec failed\n";
-      [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof(msg) - 1);
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    ::close(err[1]);
-    for (int fd : c.listen_fds) ::close(fd);
-    pids_.push_back(pid);
-    fds_.push_back(out[0]);
-    fds_.push_back(err[0]);
-  }
+  for (const auto& c : children) OAR_RETURN_IF_ERROR(CheckSpec(c));  // before any child starts
+  for (auto& c : children) OAR_RETURN_IF_ERROR(StartOne(std::move(c)));
   reader_ = std::thread([this] { ReadLoop(); });
   return absl::OkStatus();
 }
 
+absl::Status ProcessGroup::Add(ChildSpec child) {
+  OAR_RETURN_IF_ERROR(CheckSpec(child));
+  return StartOne(std::move(child));
+}
+
+absl::Status ProcessGroup::StartOne(ChildSpec c) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : c.cpus) CPU_SET(cpu, &cpus);
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe for ", c.name, ": ", std::strerror(errno)));
+  }
+  std::vector<std::pair<std::string, std::string>> env = c.env;
+  if (!c.listen_fds.empty()) {
+    // LISTEN_PID's digits are written in the child, which alone knows its pid.
+    env.emplace_back("LISTEN_FDS", std::to_string(c.listen_fds.size()));
+    env.emplace_back("LISTEN_PID", std::string(10, ' '));
+  }
+  std::vector<std::string> argv = c.argv, envp = ChildEnvironment(env);
+  std::vector<char*> argv_c = CStrings(argv), envp_c = CStrings(envp);
+  char* listen_pid = nullptr;
+  for (auto& e : envp) {
+    if (e.rfind("LISTEN_PID=", 0) == 0 && !c.listen_fds.empty()) listen_pid = e.data() + 11;
+  }
+  const std::vector<int>& handed = c.listen_fds;
+  const pid_t launcher = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", c.name, ": ", std::strerror(errno)));
+  if (pid == 0) {  // the child: only async-signal-safe calls until exec
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != launcher) ::_exit(127);  // the launcher died already
+    if (!c.cpus.empty() && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      const char msg[] = "oar launch: could not bind a child to its CPUs (sched_setaffinity)\n";
+      [[maybe_unused]] ssize_t n = ::write(err[1], msg, sizeof(msg) - 1);
+      ::_exit(127);
+    }
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    if (!handed.empty()) {
+      // Out of the way first (a handed fd may sit where another must go),
+      // then to 3, 4, ...; dup2 leaves the copies open across exec.
+      int high[64];
+      const size_t n = handed.size() < 64 ? handed.size() : 64;
+      for (size_t i = 0; i < n; ++i) high[i] = ::fcntl(handed[i], F_DUPFD_CLOEXEC, 100);
+      for (size_t i = 0; i < n; ++i) ::dup2(high[i], 3 + static_cast<int>(i));
+      char digits[16];
+      int len = 0;
+      for (pid_t p = ::getpid(); p > 0; p /= 10) digits[len++] = static_cast<char>('0' + p % 10);
+      for (int i = 0; i < 10; ++i) listen_pid[i] = i < len ? digits[len - 1 - i] : '\0';
+    }
+    ::execve(argv_c[0], argv_c.data(), envp_c.data());
+    const char msg[] = "oar launch: exec failed\n";
+    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof(msg) - 1);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  for (int fd : c.listen_fds) ::close(fd);
+  specs_.push_back(std::move(c));
+  pids_.push_back(pid);
+  absl::MutexLock l(&mu_);
+  fds_.push_back(out[0]);
+  fds_.push_back(err[0]);
+  return absl::OkStatus();
+}
+
 void ProcessGroup::ReadLoop() {
-  std::vector<std::string> partial(fds_.size());
-  std::vector<int> fds = fds_;
+  std::vector<std::string> partial;
+  std::vector<int> fds;
   char buf[65536];
   for (;;) {
+    {
+      absl::MutexLock l(&mu_);
+      for (size_t i = 0; i < fds.size(); ++i) fds_[i] = fds[i];                  // those this loop closed
+      for (size_t i = fds.size(); i < fds_.size(); ++i) fds.push_back(fds_[i]);  // those Add made
+      partial.resize(fds.size());
+      bool open = false;
+      for (int fd : fds) open |= fd >= 0;
+      if (!open && draining_) return;
+    }
     std::vector<pollfd> pfds;
     std::vector<size_t> which;
     for (size_t i = 0; i < fds.size(); ++i) {
@@ -134,8 +157,11 @@ void ProcessGroup::ReadLoop() {
       pfds.push_back({fds[i], POLLIN, 0});
       which.push_back(i);
     }
-    if (pfds.empty()) return;
-    if (::poll(pfds.data(), pfds.size(), 200) < 0 && errno != EINTR) return;
+    if (pfds.empty()) {  // every child gone: Add or DrainOutput is next
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (::poll(pfds.data(), pfds.size(), 100) < 0 && errno != EINTR) return;
     for (size_t k = 0; k < pfds.size(); ++k) {
       if (pfds[k].revents == 0) continue;
       const size_t i = which[k];
@@ -163,11 +189,12 @@ std::vector<ChildExit> ProcessGroup::Poll() {
     if (pids_[i] <= 0) continue;
     int st = 0;
     if (::waitpid(pids_[i], &st, WNOHANG) != pids_[i]) continue;
+    const pid_t pid = pids_[i];
     pids_[i] = -1;
     if (WIFSIGNALED(st)) {
-      out.push_back({i, 128 + WTERMSIG(st), WTERMSIG(st)});
+      out.push_back({i, 128 + WTERMSIG(st), WTERMSIG(st), pid});
     } else {
-      out.push_back({i, WEXITSTATUS(st), 0});
+      out.push_back({i, WEXITSTATUS(st), 0, pid});
     }
   }
   return out;
@@ -204,6 +231,10 @@ void ProcessGroup::StopAll(int grace_ms) {
 }
 
 void ProcessGroup::DrainOutput() {
+  {
+    absl::MutexLock l(&mu_);
+    draining_ = true;
+  }
   if (reader_.joinable()) reader_.join();
 }
 

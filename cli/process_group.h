@@ -9,14 +9,16 @@
 //
 //   ProcessGroup g;
 //   OAR_RETURN_IF_ERROR(g.Start({{"pserver.0", argv, env}}, on_line));
-//   ... g.Poll() until every child has exited, g.StopAll() to end early.
+//   ... g.Poll() until every child has exited, g.StopAll() to end early;
+//   g.Add(spec) starts one more while they run (an elastic job's joiner).
 //
 // Shutdown order (the destructor): SIGTERM to every live child, a grace
 // period, SIGKILL, reap, then join the reader thread once every pipe is
 // closed.
 //
-// Thread-safety: Start/Poll/StopAll from one thread; the callback runs on
-// the reader thread, one line at a time.
+// Thread-safety: Start/Add/Poll/StopAll from one thread; the callback runs
+// on the reader thread, one line at a time; a mutex guards the pipes the
+// two share.
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace oar::cli {
 
@@ -47,6 +50,7 @@ struct ChildExit {
   size_t index;
   int code;    // exit code, or 128 + signal
   int signal;  // the signal that ended it, 0 if it exited
+  pid_t pid;   // what its pid was
 };
 
 class ProcessGroup {
@@ -59,6 +63,8 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   absl::Status Start(std::vector<ChildSpec> children, LineFn on_line);
+  // After Start: one more child, index size() - 1 once it returns.
+  absl::Status Add(ChildSpec child);
   // Reaps children that have exited since the last call (without blocking).
   std::vector<ChildExit> Poll();
   // Sends `sig` to every child still running, or to child i only.
@@ -69,16 +75,21 @@ class ProcessGroup {
   bool running(size_t i) const { return pids_[i] > 0; }
   size_t size() const { return specs_.size(); }
   const ChildSpec& spec(size_t i) const { return specs_[i]; }
-  // Waits until the reader has passed on every line the children wrote.
+  // Once every child has exited: waits until the reader has passed on
+  // every line they wrote (no Add after it).
   void DrainOutput();
 
  private:
+  absl::Status StartOne(ChildSpec c);
   void ReadLoop();
 
   std::vector<ChildSpec> specs_;
   std::vector<pid_t> pids_;
-  std::vector<int> fds_;  // read ends: child i's stdout at 2i, stderr at 2i+1 (-1 once closed)
   LineFn on_line_;
+  absl::Mutex mu_;
+  // Read ends: child i's stdout at 2i, stderr at 2i+1 (-1 once closed).
+  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;  // the reader ends once every pipe is closed
   std::thread reader_;
 };
 

@@ -1,0 +1,201 @@
+#include "cli/elastic_launch.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/command.h"
+#include "common/base/listen_sockets.h"
+#include "common/base/status.h"
+#include "gflags/gflags.h"
+
+DEFINE_bool(elastic, false,
+            "an elastic job (async pserver mode): the launcher runs an etcd-server (or uses --elastic_server), "
+            "trainers take their data as chunks from it and may die or join without stopping the job; --trainers "
+            "MIN:MAX");
+DEFINE_string(chaos, "",
+              "with --elastic: kill and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; add 1 at "
+              "step 400' (a step: one trainer's step, counted over all trainers)");
+
+namespace oar::cli {
+namespace {
+
+// "kill trainer 1 at step 200" / "add 2 at step 400".
+std::optional<ChaosEvent> ParseClause(absl::string_view clause) {
+  std::vector<absl::string_view> w = absl::StrSplit(clause, ' ', absl::SkipWhitespace());
+  ChaosEvent e;
+  e.text = std::string(absl::StripAsciiWhitespace(clause));
+  size_t at = 0;
+  if (w.size() == 6 && w[0] == "kill" && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
+    e.kind = ChaosEvent::Kind::kKill;
+    at = 3;
+  } else if (w.size() == 5 && w[0] == "add" && absl::SimpleAtoi(w[1], &e.count) && e.count > 0) {
+    e.kind = ChaosEvent::Kind::kAdd;
+    at = 2;
+  } else {
+    return std::nullopt;
+  }
+  if (w[at] != "at" || w[at + 1] != "step" || !absl::SimpleAtoi(w[at + 2], &e.at_step) || e.at_step < 0) {
+    return std::nullopt;
+  }
+  return e;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int max_trainers) {
+  std::vector<ChaosEvent> out;
+  std::vector<std::string> bad;
+  for (absl::string_view clause : absl::StrSplit(text, ';', absl::SkipWhitespace())) {
+    std::optional<ChaosEvent> e = ParseClause(clause);
+    if (!e.has_value()) {
+      bad.push_back(absl::StrCat("'", absl::StripAsciiWhitespace(clause), "'"));
+    } else if (e->kind == ChaosEvent::Kind::kKill && (e->trainer < 0 || e->trainer >= max_trainers)) {
+      bad.push_back(absl::StrCat("'", e->text, "' (trainer ids are 0..", max_trainers - 1, ")"));
+    } else {
+      out.push_back(*e);
+    }
+  }
+  if (!bad.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--chaos: cannot read ", absl::StrJoin(bad, ", "),
+                                                   "; each clause is 'kill trainer ID at step S' or 'add N at step "
+                                                   "S', separated by ';'"));
+  }
+  return out;
+}
+
+absl::StatusOr<bool> ElasticLaunchRequested() {
+  if (!FLAGS_elastic && !FLAGS_chaos.empty()) {
+    return absl::InvalidArgumentError("--chaos kills and adds trainers of an elastic job: add --elastic");
+  }
+  return FLAGS_elastic;
+}
+
+absl::StatusOr<std::vector<ChaosEvent>> ChaosFromFlag(int max_trainers) {
+  return ParseChaos(FLAGS_chaos, max_trainers);
+}
+
+absl::Status ForgetDeadTrainer(elastic::EtcdClient* etcd, const std::string& job, int trainer, pid_t pid) {
+  const std::string key = absl::StrCat("/oar/", job, "/members/trainer/", trainer);
+  OAR_ASSIGN_OR_RETURN(elastic::EtcdRange got, etcd->Get(key));
+  if (got.kvs.empty() || !absl::EndsWith(got.kvs[0].value, absl::StrCat(" pid ", pid))) return absl::OkStatus();
+  OAR_RETURN_IF_ERROR(Annotate(etcd->RevokeLease(got.kvs[0].lease), key));
+  std::fprintf(stderr, "oar launch: trainer %d (pid %d) is gone: its membership revoked, its chunk handed out again\n",
+               trainer, static_cast<int>(pid));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ChildSpec> RespawnSpec(ChildSpec s, const std::string& name, bool metrics) {
+  for (auto& a : s.argv) a = absl::StrReplaceAll(a, {{"/" + s.name + ".", "/" + name + "."}});
+  s.argv.erase(std::remove_if(s.argv.begin(), s.argv.end(),
+                              [](const std::string& a) { return a.rfind("--metrics_port=", 0) == 0; }),
+               s.argv.end());
+  s.listen_fds.clear();
+  if (metrics) {
+    int port = 0;
+    OAR_ASSIGN_OR_RETURN(const int fd, ListenOnLoopback(&port));
+    s.listen_fds.push_back(fd);
+    s.argv.push_back(absl::StrCat("--metrics_port=", port));
+    std::fprintf(stderr, "oar launch: metrics: %s http://127.0.0.1:%d/metrics\n", name.c_str(), port);
+  }
+  s.name = name;
+  return s;
+}
+
+ChaosRunner::ChaosRunner(std::vector<ChaosEvent> events, int max_trainers, Hooks hooks)
+    : events_(std::move(events)), fired_(events_.size(), false), max_trainers_(max_trainers), hooks_(std::move(hooks)) {
+  std::stable_sort(events_.begin(), events_.end(),
+                   [](const ChaosEvent& a, const ChaosEvent& b) { return a.at_step < b.at_step; });
+}
+
+absl::Status ChaosRunner::Tick(int64_t job_steps) {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const ChaosEvent& e = events_[i];
+    if (fired_[i] || job_steps < e.at_step) continue;
+    fired_[i] = true;
+    std::string what;
+    if (e.kind == ChaosEvent::Kind::kKill) {
+      const std::optional<size_t> p = hooks_.process_of(e.trainer);
+      if (p.has_value()) {
+        hooks_.kill(*p);
+        what = absl::StrCat("killed trainer ", e.trainer, " (SIGKILL) at step ", job_steps);
+      } else {
+        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to kill");
+      }
+    } else {
+      std::vector<std::string> started;
+      for (int id = 0; id < max_trainers_ && static_cast<int>(started.size()) < e.count; ++id) {
+        if (hooks_.process_of(id).has_value()) continue;
+        OAR_ASSIGN_OR_RETURN(std::string name, hooks_.start(id));
+        started.push_back(name);
+      }
+      what = absl::StrCat("added ", started.empty() ? "none" : absl::StrJoin(started, ", "), " at step ", job_steps);
+      if (static_cast<int>(started.size()) < e.count) {
+        absl::StrAppend(&what, " (", e.count, " asked; the job has all ", max_trainers_, " trainers it may have)");
+      }
+    }
+    std::fprintf(stderr, "oar launch: chaos '%s': %s\n", e.text.c_str(), what.c_str());
+    done_.push_back(what);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ChaosRunner::NotReached() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    if (!fired_[i]) out.push_back(absl::StrCat("'", events_[i].text, "'"));
+  }
+  return out;
+}
+
+std::vector<std::string> ElasticSummaryLines(const std::vector<TrainerReport>& trainers,
+                                             const std::vector<ChunkDone>& chunks,
+                                             const std::vector<std::string>& names, int epochs,
+                                             int64_t chunks_per_epoch, const std::vector<std::string>& changes,
+                                             bool* once) {
+  std::vector<std::string> out;
+  for (const std::string& c : changes) out.push_back("chaos: " + c);
+  std::map<size_t, int> per_process;
+  std::map<std::pair<int, int64_t>, int> times;
+  for (const ChunkDone& c : chunks) {
+    ++per_process[c.child];
+    ++times[{c.epoch, c.chunk}];
+  }
+  std::vector<std::string> who;
+  for (const TrainerReport& t : trainers) {
+    size_t child = 0;
+    while (child < names.size() && names[child] != t.name) ++child;
+    who.push_back(absl::StrCat(t.name, " ", per_process[child], t.gone ? " (died)" : ""));
+  }
+  out.push_back("chunks trained: " + absl::StrJoin(who, ", "));
+  std::vector<std::string> twice, never;
+  for (int e = 1; e <= epochs; ++e) {
+    for (int64_t c = 0; c < chunks_per_epoch; ++c) {
+      const auto it = times.find({e, c});
+      const int n = it == times.end() ? 0 : it->second;
+      if (n == 0) never.push_back(absl::StrCat(e, "/", c));
+      if (n > 1) twice.push_back(absl::StrCat(e, "/", c, " x", n));
+    }
+  }
+  *once = twice.empty() && never.empty();
+  if (*once) {
+    out.push_back(
+        absl::StrCat("every chunk trained exactly once: ", epochs, " epoch(s) x ", chunks_per_epoch, " chunks"));
+  } else {
+    out.push_back(absl::StrCat("chunks (epoch/chunk) not trained exactly once: never ",
+                               never.empty() ? "none" : absl::StrJoin(never, ", "), "; more than once ",
+                               twice.empty() ? "none" : absl::StrJoin(twice, ", ")));
+  }
+  return out;
+}
+
+}  // namespace oar::cli

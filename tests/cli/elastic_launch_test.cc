@@ -1,0 +1,132 @@
+// The pieces of `oar launch --elastic` alone: the chaos schedule as users
+// write it (and every clause it cannot read named at once), the runner
+// firing each event once at its step, the summary's check that every chunk
+// was trained exactly once (and what it says when one was not), and a
+// process group and monitor that take a process added while others run.
+#include "cli/elastic_launch.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "cli/launch_monitor.h"
+#include "cli/process_group.h"
+#include "gtest/gtest.h"
+
+namespace oar::cli {
+namespace {
+
+TEST(ElasticLaunchTest, ReadsAChaosScheduleAsUsersWriteIt) {
+  auto s = ParseChaos("kill trainer 1 at step 200;  add 2 at step 400 ;", 4);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0].kind, ChaosEvent::Kind::kKill);
+  EXPECT_EQ((*s)[0].trainer, 1);
+  EXPECT_EQ((*s)[0].at_step, 200);
+  EXPECT_EQ((*s)[1].kind, ChaosEvent::Kind::kAdd);
+  EXPECT_EQ((*s)[1].count, 2);
+  EXPECT_EQ((*s)[1].at_step, 400);
+  EXPECT_EQ((*s)[1].text, "add 2 at step 400");
+  auto bad = ParseChaos("kill trainer 4 at step 1; add 0 at step 2; remove trainer 1 at step 3", 4);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'kill trainer 4 at step 1' (trainer ids are 0..3), 'add 0 at step 2', "
+                                        "'remove trainer 1 at step 3'"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) {
+  auto events = ParseChaos("kill trainer 1 at step 10; add 2 at step 20; kill trainer 3 at step 5", 4);
+  ASSERT_TRUE(events.ok());
+  std::vector<bool> live = {true, true, true, false};  // trainer 3 never started
+  std::vector<size_t> killed;
+  std::vector<int> started;
+  ChaosRunner r(*events, 4,
+                {.process_of = [&](int id) -> std::optional<size_t> {
+                   if (!live[static_cast<size_t>(id)]) return std::nullopt;
+                   return static_cast<size_t>(id);
+                 },
+                 .kill =
+                     [&](size_t p) {
+                       killed.push_back(p);
+                       live[p] = false;
+                     },
+                 .start = [&](int id) -> absl::StatusOr<std::string> {
+                   started.push_back(id);
+                   live[static_cast<size_t>(id)] = true;
+                   return absl::StrCat("trainer.", id, ".run2");
+                 }});
+  ASSERT_TRUE(r.Tick(4).ok());
+  EXPECT_TRUE(r.done().empty());
+  ASSERT_TRUE(r.Tick(12).ok());  // both kills are due
+  EXPECT_EQ(killed, std::vector<size_t>{1});
+  ASSERT_EQ(r.done().size(), 2u);
+  EXPECT_EQ(r.done()[0], "trainer 3 was not running at step 12: nothing to kill");  // in step order
+  EXPECT_EQ(r.done()[1], "killed trainer 1 (SIGKILL) at step 12");
+  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'add 2 at step 20'"});
+  ASSERT_TRUE(r.Tick(25).ok());
+  ASSERT_TRUE(r.Tick(30).ok());  // once
+  EXPECT_EQ(started, (std::vector<int>{1, 3}));
+  EXPECT_EQ(r.done().back(), "added trainer.1.run2, trainer.3.run2 at step 25");
+  EXPECT_TRUE(r.NotReached().empty());
+}
+
+TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
+  std::vector<TrainerReport> trainers = {{.name = "trainer.0"}, {.name = "trainer.1", .trainer = 1, .gone = true}};
+  const std::vector<std::string> names = {"pserver.0", "trainer.0", "trainer.1"};
+  std::vector<ChunkDone> chunks = {{1, 1, 0}, {1, 1, 1}, {2, 1, 2}, {1, 2, 0}, {1, 2, 1}, {1, 2, 2}};
+  bool once = false;
+  auto lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {"killed trainer 1 (SIGKILL) at step 9"}, &once);
+  EXPECT_TRUE(once);
+  EXPECT_EQ(lines, (std::vector<std::string>{"chaos: killed trainer 1 (SIGKILL) at step 9",
+                                             "chunks trained: trainer.0 5, trainer.1 1 (died)",
+                                             "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
+  chunks.push_back({1, 2, 1});       // epoch 2 chunk 1 twice
+  chunks.erase(chunks.begin() + 1);  // epoch 1 chunk 1 never
+  lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {}, &once);
+  EXPECT_FALSE(once);
+  EXPECT_EQ(lines.back(), "chunks (epoch/chunk) not trained exactly once: never 1/1; more than once 2/1 x2");
+}
+
+TEST(ElasticLaunchTest, AProcessAddedWhileOthersRunIsReadAndMonitored) {
+  LaunchMonitor monitor({"trainer.0"}, {0}, "");
+  absl::Mutex mu;
+  std::vector<std::pair<size_t, std::string>> lines;
+  ProcessGroup g;
+  auto sh = [](const std::string& script) { return std::vector<std::string>{"/bin/sh", "-c", script}; };
+  ASSERT_TRUE(g.Start({{"trainer.0", sh("echo '@oar progress epoch=1 step=1'; sleep 0.3; echo first")}},
+                      [&](size_t c, const std::string& line, bool out) {
+                        monitor.OnLine(c, line, out);
+                        absl::MutexLock l(&mu);
+                        lines.push_back({c, line});
+                      })
+                  .ok());
+  ASSERT_TRUE(monitor.AddChild("trainer.0.run2", 0).ok());
+  ASSERT_TRUE(g.Add({"trainer.0.run2", sh("echo '@oar progress epoch=1 step=1'; "
+                                          "echo '@oar chunk trainer=0 epoch=1 chunk=4 examples=9'; echo second")})
+                  .ok());
+  EXPECT_EQ(g.size(), 2u);
+  for (int i = 0; i < 200 && (g.running(0) || g.running(1)); ++i) {
+    for (const ChildExit& e : g.Poll()) {
+      EXPECT_EQ(e.code, 0);
+      EXPECT_GT(e.pid, 0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  g.DrainOutput();
+  monitor.ChildGone(0);
+  absl::MutexLock l(&mu);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), std::make_pair(size_t{0}, std::string("first"))), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), std::make_pair(size_t{1}, std::string("second"))), lines.end());
+  EXPECT_EQ(monitor.JobSteps(), 2);
+  ASSERT_EQ(monitor.Chunks().size(), 1u);
+  EXPECT_EQ(monitor.Chunks()[0].child, 1u);
+  EXPECT_EQ(monitor.Chunks()[0].chunk, 4);
+  const auto reports = monitor.Trainers();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_TRUE(reports[0].gone);  // no result: it died
+  EXPECT_EQ(reports[1].name, "trainer.0.run2");
+}
+
+}  // namespace
+}  // namespace oar::cli

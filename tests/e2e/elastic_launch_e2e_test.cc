@@ -1,0 +1,93 @@
+// `oar launch --elastic` end to end, as its users run it: the launcher's own
+// etcd-server, trainers joined through it, a chaos schedule that kills a
+// trainer and adds one back. The job finishes and says so; it trained as
+// one process does over the same data; every chunk was trained exactly once
+// (the launcher's summary, from the trainers' "@oar chunk" lines). A job
+// left below its MIN stops with the pserver's reason; what launch cannot do
+// elastically is refused with what to change.
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/util/etcd_server.h"
+#include "tests/util/need_tool.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  const std::string logs = TempDir("elastic_launch");
+  // 3 trainers of batch 32; 2 x 24,000 examples in 12 chunks an epoch.
+  Result job =
+      Oar("launch --elastic --async --trainers 2:3 --model fashion_mlp --epochs 2 --limit 24000 "
+          "--batch_size 96 --rpc_deadline 5000 --log_dir " +
+          logs + " --chaos 'kill trainer 1 at step 60; add 1 at step 400'");
+  ASSERT_EQ(job.code, 0) << job.out;
+  EXPECT_NE(job.out.find("chaos: killed trainer 1 (SIGKILL) at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("chaos: added trainer.1.run2 at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("trainer.1 ended (killed by signal 9); the job goes on without it"), std::string::npos)
+      << job.out;
+  EXPECT_NE(job.out.find("every chunk trained exactly once: 2 epoch(s) x 12 chunks"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("trainer.1 "), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find(" (died)"), std::string::npos) << job.out;
+  // The pserver saw trainer 1 go and a trainer 1 come back.
+  const std::string ps = ReadFile(logs + "/pserver.0.log");
+  EXPECT_NE(ps.find("trainer 1 left the job without completing"), std::string::npos) << ps;
+  EXPECT_NE(ps.rfind("trainer 1 joined the job"), ps.find("trainer 1 joined the job")) << ps;  // twice
+  EXPECT_NE(ReadFile(logs + "/trainer.1.run2.log").find("trainer/1 joined elastic job"), std::string::npos);
+  // It trained as one process does over the same data (async: not equal).
+  Result single = Oar("train --model fashion_mlp --batch_size 32 --epochs 2 --limit 24000");
+  ASSERT_EQ(single.code, 0) << single.out;
+  EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.02) << job.out;
+}
+
+TEST(ElasticLaunchE2eTest, AJobLeftBelowItsMinStopsWithThePserversReason) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  Result job =
+      Oar("launch --elastic --async --trainers 3:3 --model fashion_mlp --epochs 4 --limit 60000 "
+          "--rpc_deadline 2000 --chaos 'kill trainer 2 at step 30'");
+  EXPECT_NE(job.code, 0) << job.out;
+  EXPECT_NE(job.out.find("pserver.0 failed"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("the job was left with 2 trainer(s) for 2s, fewer than the 3 it needs (--trainers 3:3)"),
+            std::string::npos)
+      << job.out;
+}
+
+TEST(ElasticLaunchE2eTest, WhatLaunchCannotDoElasticallyIsRefusedWithWhatToChange) {
+  Result chaos = Oar("launch --model fashion_mlp --async --chaos 'kill trainer 0 at step 1'");
+  EXPECT_NE(chaos.code, 0);
+  EXPECT_NE(chaos.out.find("--chaos kills and adds trainers of an elastic job: add --elastic"), std::string::npos)
+      << chaos.out;
+  Result range = Oar("launch --model fashion_mlp --async --trainers 2:4");
+  EXPECT_NE(range.code, 0);
+  EXPECT_NE(range.out.find("MIN:MAX is an elastic job's; add --elastic"), std::string::npos) << range.out;
+  Result sync = Oar("launch --elastic --model fashion_mlp --trainers 1:2");
+  EXPECT_NE(sync.code, 0);
+  EXPECT_NE(sync.out.find("--elastic trains async pserver jobs only: add --async"), std::string::npos) << sync.out;
+  // Every clause it cannot read, at once.
+  Result bad =
+      Oar("launch --elastic --async --model fashion_mlp --trainers 1:3 --chaos "
+          "'kil trainer 1 at step 5; add 1 at step x; kill trainer 3 at step 9; add 1 at step 10'");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("cannot read 'kil trainer 1 at step 5', 'add 1 at step x', 'kill trainer 3 at step 9' "
+                         "(trainer ids are 0..2); each clause"),
+            std::string::npos)
+      << bad.out;
+  Result run = Oar("run --role trainer --trainer_id 0 --trainers 2:4 --model fashion_mlp --pservers 127.0.0.1:1");
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.out.find("MIN:MAX is for elastic jobs"), std::string::npos) << run.out;
+  Result transpile = Oar("transpile --model fashion_mlp --trainers 2:4 --out " + TempDir("elastic_transpile"));
+  EXPECT_NE(transpile.code, 0);
+  EXPECT_NE(transpile.out.find("oar transpile takes a number of trainers"), std::string::npos) << transpile.out;
+}
+
+}  // namespace
+}  // namespace oar
