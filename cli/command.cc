@@ -76,13 +76,17 @@ const std::vector<Command>& Commands() {
         {"skip_bad_lines", "with --data_feed: count and skip malformed lines instead of stopping at the first"}}},
       {"deploy",
        "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
-       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] "
+       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--elastic --trainers MIN:MAX] "
        "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
        "cli/deploy_cmd.cc",
-       {"pservers", "trainers", "mode", "out", "model", "epochs"},
+       {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic"},
        RunDeploy,
        {{"pservers", "the number of pservers (pserver mode; default 1)"},
-        {"trainers", "the number of trainers (default 1)"},
+        {"trainers",
+         "the number of trainers (default 1); with --elastic MIN:MAX (the trainer StatefulSet's replicas: MAX)"},
+        {"elastic",
+         "an elastic async job: an etcd StatefulSet, and trainers as a StatefulSet that kubectl scale resizes "
+         "between MIN and MAX"},
         {"mode", "pserver or nccl2 (default pserver)"},
         {"out", "the directory the manifests go into (created if missing)"},
         {"model", "the model every pod trains, passed to oar run (default fashion_mlp)"},

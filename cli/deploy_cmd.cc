@@ -26,16 +26,19 @@ DECLARE_string(mode);
 DECLARE_string(out);
 DECLARE_string(model);
 DECLARE_int32(epochs);
+DECLARE_bool(elastic);  // cli/elastic_launch.cc
 
 namespace oar::cli {
 namespace {
 
 absl::Status Deploy() {
   if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out DIR is required");
-  OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar deploy"));
   DeploySpec s;
+  s.elastic = FLAGS_elastic;
+  if (!s.elastic) OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar deploy without --elastic"));
   s.name = FLAGS_name;
   s.trainers = TrainersFromFlag().max;
+  s.min_trainers = TrainersFromFlag().min;
   s.image = FLAGS_image;
   s.mode = FLAGS_mode;
   s.format = FLAGS_format;
@@ -61,11 +64,12 @@ absl::Status Deploy() {
   s.pserver_args = {"--model", FLAGS_model};
   s.trainer_args = {"--model", FLAGS_model, "--epochs", epochs};
   if (s.mode == "nccl2") s.trainer_args.insert(s.trainer_args.begin(), {"--mode", "nccl2"});
-  s.command_line =
-      absl::StrCat("oar deploy --format ", s.format, " --mode ", s.mode,
-                   s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), " --trainers ", s.trainers,
-                   " --image ", s.image, s.name == "oar" ? "" : " --name " + s.name,
-                   s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ", FLAGS_model, " --epochs ", epochs);
+  s.command_line = absl::StrCat(
+      "oar deploy --format ", s.format, " --mode ", s.mode,
+      s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), s.elastic ? " --elastic" : "", " --trainers ",
+      s.elastic ? absl::StrCat(s.min_trainers, ":", s.trainers) : std::to_string(s.trainers), " --image ", s.image,
+      s.name == "oar" ? "" : " --name " + s.name, s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ",
+      FLAGS_model, " --epochs ", epochs);
   OAR_ASSIGN_OR_RETURN(std::vector<ManifestFile> files, GenerateManifests(s));
   std::error_code ec;
   std::filesystem::create_directories(FLAGS_out, ec);

@@ -19,9 +19,9 @@
 #include "gflags/gflags.h"
 
 DEFINE_bool(elastic, false,
-            "an elastic job (async pserver mode): the launcher runs an etcd-server (or uses --elastic_server), "
-            "trainers take their data as chunks from it and may die or join without stopping the job; --trainers "
-            "MIN:MAX");
+            "an elastic job (async pserver mode, --trainers MIN:MAX): trainers take their data as chunks from etcd "
+            "and may die or join without stopping the job (oar launch runs an etcd-server unless --elastic_server "
+            "names one; oar deploy writes an etcd StatefulSet and the trainers as a scalable StatefulSet)");
 DEFINE_string(chaos, "",
               "with --elastic: kill and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; add 1 at "
               "step 400' (a step: one trainer's step, counted over all trainers)");

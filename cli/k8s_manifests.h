@@ -15,6 +15,8 @@
 //                    Service of that name, and the manifest gives `oar run`
 //                    its PADDLE_* variables (the id from the pod's
 //                    replica-index label)
+// With `elastic` (plain, pserver mode): etcd's StatefulSet and Service, the
+// pservers' Indexed Job, and the trainers' StatefulSet, scalable.
 // Documents are built as yaml-cpp nodes and written by its emitter.
 //
 //   OAR_ASSIGN_OR_RETURN(auto files, GenerateManifests({.pservers = 2, .trainers = 2, .image = "oar:1"}));
@@ -41,6 +43,11 @@ struct DeploySpec {
   std::vector<std::string> pserver_args;  // after `oar run` (the image's entrypoint)
   std::vector<std::string> trainer_args;
   std::string command_line;  // the `oar deploy` command, quoted in each file's header
+  // An elastic job (pserver mode, async): an etcd StatefulSet, and trainers
+  // as a StatefulSet a user may `kubectl scale` between min_trainers and
+  // `trainers` (its args carry --elastic_server, --job_id, --trainers).
+  bool elastic = false;
+  int min_trainers = 1;
 };
 
 struct ManifestFile {
@@ -51,7 +58,7 @@ struct ManifestFile {
 // InvalidArgument naming the field for a size < 1, an empty image or one
 // with a space or quote, a port outside 0-65535, a name that is not a DNS
 // label, or a format that does not run the mode
-// (paddle-operator: pserver; kubeflow: nccl2).
+// (paddle-operator: pserver; kubeflow: nccl2; elastic: plain pserver).
 absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& spec);
 
 }  // namespace oar::cli

@@ -13,6 +13,10 @@ every format are consistent and give each pod the role it should have.
   its ConfigMap PADDLE_PORT, PADDLE_PSERVERS_IP_PORT_LIST,
   PADDLE_TRAINER_ENDPOINTS, PADDLE_TRAINERS, PADDLE_TRAINERS_NUM,
   TRAINER_PORTS_NUM), resolves its role, id and endpoints;
+- elastic (--elastic --trainers MIN:MAX): etcd's StatefulSet, its Service
+  and the URL every pod joins agree; the trainers are a StatefulSet of MAX
+  replicas whose pod i (its pod-index label) resolves trainer i, and every
+  pod's `oar run` gets --async, the etcd URL, the job id and MIN:MAX;
 - kubeflow (nccl2 mode): each Worker pod, given the operator's variables
   (PADDLE_JOB_ID, PADDLE_NNODES, PADDLE_MASTER, POD_IP_DUMMY) and its
   replica-index label, resolves its id and the ring's endpoints.
@@ -139,6 +143,52 @@ def kubeflow(oar, tmp, trainers):
             check(got["current_endpoint"] == expect[i], "%s resolves its endpoint %s" % (where, got["current_endpoint"]))
 
 
+def elastic(oar, tmp, pservers, low, high):
+    out = os.path.join(tmp, "elastic_%d_%d_%d" % (pservers, low, high))
+    if not deploy(oar, out, "--elastic", "--pservers", str(pservers), "--trainers", "%d:%d" % (low, high),
+                  "--image", "oar:1", "--name", "ej"):
+        return
+    docs = {name: one_doc(os.path.join(out, name)) for name in sorted(os.listdir(out))}
+    check(sorted(docs) == ["etcd-service.yaml", "etcd-statefulset.yaml", "pserver-job.yaml", "pserver-service.yaml",
+                           "trainer-service.yaml", "trainer-statefulset.yaml"], "elastic files: %s" % sorted(docs))
+    etcd_svc, etcd = docs["etcd-service.yaml"], docs["etcd-statefulset.yaml"]
+    trainers, ps_job = docs["trainer-statefulset.yaml"], docs["pserver-job.yaml"]
+    check(etcd_svc["spec"].get("clusterIP") == "None", "etcd's Service must be headless (pod 0's DNS name)")
+    check(etcd["spec"]["serviceName"] == etcd_svc["metadata"]["name"], "etcd's StatefulSet is not governed by its Service")
+    check(etcd["spec"]["replicas"] == 1 and etcd["spec"].get("volumeClaimTemplates"), "etcd: one replica with a volume")
+    port = etcd_svc["spec"]["ports"][0]["port"]
+    url = "etcd://%s-0.%s:%d" % (etcd["metadata"]["name"], etcd_svc["metadata"]["name"], port)
+    ec = etcd["spec"]["template"]["spec"]["containers"][0]
+    check("--advertise-client-urls=http://%s" % url[len("etcd://"):] in ec["args"],
+          "etcd advertises another URL than %s" % url)
+    check(trainers["spec"]["serviceName"] == docs["trainer-service.yaml"]["metadata"]["name"],
+          "the trainers' StatefulSet is not governed by its Service")
+    check(trainers["spec"]["replicas"] == high, "the trainers' StatefulSet has %s replicas, not MAX %d"
+          % (trainers["spec"]["replicas"], high))
+    for k, v in trainers["spec"]["selector"]["matchLabels"].items():
+        check(trainers["spec"]["template"]["metadata"]["labels"].get(k) == v, "trainer selector %s does not match" % k)
+    want = ["--async", "--elastic_server", url, "--job_id", "ej", "--trainers", "%d:%d" % (low, high)]
+    tc = trainers["spec"]["template"]["spec"]["containers"][0]
+    pc = vm.container(ps_job)
+    for c, who in ((tc, "trainer"), (pc, "pserver")):
+        args = c.get("args", [])
+        check(args[-len(want):] == want, "the %s's args %s do not end with %s" % (who, args, want))
+    eps = None
+    for i in range(pservers):
+        env = vm.pod_env(pc, "ej-pserver-%d" % i, {"batch.kubernetes.io/job-completion-index": str(i)})
+        got = vm.dry_run(oar, env, pc.get("args", []))
+        if got:
+            check(got["role"] == "PSERVER" and got["trainers"] == str(high), "elastic pserver %d resolves %s" % (i, got))
+            eps = got["pservers"]
+    for i in range(high):
+        env = vm.pod_env(tc, "ej-trainer-%d" % i, {"apps.kubernetes.io/pod-index": str(i)})
+        got = vm.dry_run(oar, env, tc.get("args", []))
+        if got:
+            where = "elastic trainer pod %d" % i
+            check(got["role"] == "TRAINER" and got["trainer_id"] == str(i), "%s resolves %s" % (where, got))
+            check(got["pservers"] == eps, "%s sees pservers %s, the pservers %s" % (where, got["pservers"], eps))
+
+
 def refusals(oar, tmp):
     for args, says in ((["--format", "kubeflow", "--trainers", "2", "--image", "x"], "runs nccl2 mode"),
                        (["--format", "paddle-operator", "--mode", "nccl2", "--trainers", "2", "--image", "x"], "runs pserver mode"),
@@ -150,7 +200,12 @@ def refusals(oar, tmp):
                        (["--image", "a b"], "--image 'a b' holds a space"),
                        (["--model", "nosuch", "--image", "x"], "unknown model 'nosuch'"),
                        (["--model", "ctr_dnn", "--image", "x"], "trains from MultiSlot files"),
-                       (["--epochs", "0", "--image", "x"], "--epochs must be at least 1")):
+                       (["--epochs", "0", "--image", "x"], "--epochs must be at least 1"),
+                       (["--trainers", "2:4", "--image", "x"], "MIN:MAX is for elastic jobs"),
+                       (["--elastic", "--mode", "nccl2", "--trainers", "2", "--image", "x"],
+                        "plain manifests of a pserver-mode job"),
+                       (["--elastic", "--format", "paddle-operator", "--image", "x"],
+                        "plain manifests of a pserver-mode job")):
         r = subprocess.run([oar, "deploy", "--out", os.path.join(tmp, "refused")] + args, capture_output=True, text=True)
         check(r.returncode != 0 and says in r.stderr, "oar deploy %s: expected an error saying %r, got %r"
               % (" ".join(args), says, r.stderr.strip()))
@@ -168,6 +223,8 @@ def main():
         committed_are_generated(a.oar, a.source, tmp)
         for t in (1, 3):
             kubeflow(a.oar, tmp, t)
+        elastic(a.oar, tmp, 2, 2, 4)
+        elastic(a.oar, tmp, 1, 1, 1)
         refusals(a.oar, tmp)
     return vm.report()
 

@@ -137,6 +137,9 @@ def main():
             d = os.path.join(tmp, "kubeflow_%d" % t)
             if deploy(a.oar, d, "--format", "kubeflow", "--mode", "nccl2", "--trainers", str(t), "--image", "oar:1"):
                 check_dir(d, "kubeflow %d" % t)
+            d = os.path.join(tmp, "elastic_%d_%d" % (p, t))
+            if deploy(a.oar, d, "--elastic", "--pservers", str(p), "--trainers", "1:%d" % t, "--image", "oar:1"):
+                check_dir(d, "elastic %dx1:%d" % (p, t))
         check_dir(os.path.join(a.source, "deploy", "k8s"), "committed")
         spoiled_are_refused(a.oar, tmp)
     for p in problems:
