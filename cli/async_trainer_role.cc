@@ -56,7 +56,8 @@ JobSettings DataFeedJobSettings(const DataFeedDesc& feed, const std::vector<std:
 
 }  // namespace
 
-absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model, bool report) {
+absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, const ModelPrograms* model, bool report,
+                                 ElasticJob* elastic) {
   if (t.config().sync_mode && FLAGS_threads > 1) {
     return absl::InvalidArgumentError(
         "AsyncExecutor threads of one trainer cannot share its sync barriers: train with --async (as Fluid's CTR "
@@ -70,7 +71,8 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   for (size_t i = 0; i < files.size(); ++i) {
     if (static_cast<int>(i % static_cast<size_t>(env.trainers)) == env.trainer_id) mine.push_back(files[i]);
   }
-  if (mine.empty()) {
+  if (elastic != nullptr) elastic->chunks = ElasticChunks(env.trainers, static_cast<int64_t>(files.size()));
+  if (mine.empty() && elastic == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("trainer ", env.trainer_id, " has no file: --files gives ",
                                                    files.size(), " for ", env.trainers,
                                                    " trainers (write more, e.g. oar gen-ctr-data --files N)"));
@@ -107,8 +109,10 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     renv.geo = geo.get();
     OAR_RETURN_IF_ERROR(geo->Start(&root));
   }
-  std::fprintf(stderr, "trainer %d/%d: %zu of %zu file(s), %d AsyncExecutor thread(s)%s\n", env.trainer_id,
-               env.trainers, mine.size(), files.size(), FLAGS_threads,
+  std::fprintf(stderr, "trainer %d/%d: %s of %zu file(s), %d AsyncExecutor thread(s)%s\n", env.trainer_id, env.trainers,
+               elastic != nullptr ? absl::StrCat("chunks from etcd (", elastic->chunks, ")").c_str()
+                                  : std::to_string(mine.size()).c_str(),
+               files.size(), FLAGS_threads,
                communicator == nullptr ? ""
                : t.config().half_async ? ", half-async communicator"
                                        : ", communicator");
@@ -136,7 +140,22 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
     options.on_thread_done = [&] { communicator->ThreadDone(); };
   }
   const auto start = std::chrono::steady_clock::now();
-  OAR_ASSIGN_OR_RETURN(AsyncRunResult r, async.Run(main, feed, mine, FLAGS_threads, fetch, options));
+  AsyncRunResult r;
+  if (elastic != nullptr) {  // a pass over the files, chunk by chunk as the job's queue hands them out
+    auto chunk = [&](int, int64_t c, int64_t n) -> absl::StatusOr<std::optional<int64_t>> {
+      std::vector<std::string> part;
+      for (size_t i = static_cast<size_t>(c); i < files.size(); i += static_cast<size_t>(n)) part.push_back(files[i]);
+      if (part.empty()) return std::optional<int64_t>(0);
+      OAR_ASSIGN_OR_RETURN(AsyncRunResult one, async.Run(main, feed, part, FLAGS_threads, fetch, options));
+      r.instances += one.instances;
+      r.threads = one.threads;
+      if (!one.last.empty()) r.last = std::move(one.last);
+      return std::optional<int64_t>(one.instances);
+    };
+    OAR_RETURN_IF_ERROR(TrainElasticEpochs(elastic, env.trainer_id, 1, chunk).status());
+  } else {
+    OAR_ASSIGN_OR_RETURN(r, async.Run(main, feed, mine, FLAGS_threads, fetch, options));
+  }
   if (communicator != nullptr) {  // its queued gradients go; the pservers' last values land in the scope
     OAR_RETURN_IF_ERROR(Annotate(communicator->Stop(), "the communicator's last sends"));
     OAR_RETURN_IF_ERROR(communicator->InstallReceived(&root));

@@ -7,11 +7,14 @@
 // recvs of parameters and prefetches of a distributed table's rows. Trainer
 // 0 then predicts --test_files (a model's test program, rewritten to
 // prefetch the table), before saying COMPLETE so the pservers still serve.
+// In an elastic job (`elastic` not null) it takes its files chunk by chunk
+// from the job's queue instead (chunk c of C: file i when i % C == c).
 //
 // Thread-safety: blocks the calling thread; one call per process.
 #pragma once
 
 #include "absl/status/status.h"
+#include "cli/elastic_job.h"
 #include "cli/model_build.h"
 #include "cli/role_env.h"
 #include "transpiler/distribute_transpiler.h"
@@ -19,6 +22,6 @@
 namespace oar::cli {
 
 absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& transpiler, const ModelPrograms* model,
-                                 bool report);
+                                 bool report, ElasticJob* elastic = nullptr);
 
 }  // namespace oar::cli

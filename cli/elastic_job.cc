@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -76,7 +77,7 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor, const char* flag) {
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool communicator_or_geo, const char* flag) {
   if (nccl2) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
@@ -90,13 +91,21 @@ absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor, const 
                                                  "barrier counts a fixed set of trainers), or drop ",
                                                  flag));
   }
-  if (async_executor) {
+  if (communicator_or_geo) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
-        ": AsyncExecutor trainers (--data_feed with --model, or an --async program's files) do not take their data "
-        "as chunks yet; give --program with the data layer, or a Fashion-MNIST model"));
+        ": the communicator and GEO-SGD (--runtime_split_send_recv, --half_async, --geo_sgd_mode) keep gradients "
+        "and deltas a dead trainer would take with it; elastic jobs send each step's gradients as plain async "
+        "training does: drop them, or drop ",
+        flag));
   }
   return absl::OkStatus();
+}
+
+int64_t ElasticChunks(int slots, int64_t files) {
+  if (FLAGS_elastic_chunks > 0) return FLAGS_elastic_chunks;
+  const int64_t per_slot = 4 * static_cast<int64_t>(slots);
+  return files > 0 ? std::min(files, per_slot) : per_slot;
 }
 
 TrainerMembers TrainersOf(const ElasticJob& job) {
@@ -149,7 +158,7 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
                job_id.c_str(), job->etcd->endpoint().c_str(), absl::FormatDuration(ttl).c_str(), job->min_trainers,
                env.trainers);
   if (trainer) {
-    job->chunks = FLAGS_elastic_chunks > 0 ? FLAGS_elastic_chunks : 4 * env.trainers;
+    job->chunks = ElasticChunks(env.trainers);
     job->tasks = std::make_unique<elastic::TaskQueue>(job->etcd.get(), job_id, job->member, job->me->lease());
   }
   return job;

@@ -46,9 +46,14 @@ struct ElasticJob {
 bool ElasticRequested();
 
 // Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, sync
-// pserver mode, AsyncExecutor (--data_feed with a model) trainers.
-// `flag` is what the user gave (--elastic_server, --elastic).
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool async_executor, const char* flag = "--elastic_server");
+// pserver mode, the communicator and GEO-SGD. `flag` is what the user gave
+// (--elastic_server, --elastic).
+absl::Status CheckElasticMode(bool nccl2, bool sync, bool communicator_or_geo, const char* flag = "--elastic_server");
+
+// Chunks per epoch: --elastic_chunks, else 4 per trainer slot; for
+// AsyncExecutor trainers (`files` > 0 MultiSlot files, a chunk is a set of
+// whole files) at most one per file.
+int64_t ElasticChunks(int slots, int64_t files = 0);
 
 // The job's name (--job_id, else PADDLE_ELASTIC_JOB_ID, else oar).
 std::string ElasticJobId();

@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cli/async_train_util.h"
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
 #include "cli/elastic_job.h"
@@ -69,8 +70,8 @@ DECLARE_string(mode);
 DECLARE_int32(cpu_num);     // run_cmd.cc
 DECLARE_int32(batch_size);  // train_cmd.cc
 DECLARE_string(data_feed);  // async_train_cmd.cc
-DECLARE_string(trainers);   // trainers_flag.cc
-DECLARE_int32(elastic_chunks);
+DECLARE_string(files);
+DECLARE_string(trainers);  // trainers_flag.cc
 DECLARE_int64(max_steps);
 DECLARE_int32(epochs);
 
@@ -152,9 +153,6 @@ absl::Status Launch() {
   // on one), the pservers on CPUs. Checked here, so a host without a GPU
   // gets one line, not one per trainer.
   OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  if (elastic) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, !nccl2 && !FLAGS_async && FLAGS_sync, async_executor, "--elastic"));
-  }
   // nccl2 mode has neither communicator nor GEO-SGD (and no slicing flags
   // to parse); pserver mode's are as the children will read them.
   DistributeTranspilerConfig config;
@@ -168,6 +166,11 @@ absl::Status Launch() {
                                                  .gpu = place.is_gpu(),
                                                  .communicator = CommunicatorOptionsFromFlags(config).has_value(),
                                                  .geo = config.geo_sgd_mode}));
+  if (elastic) {
+    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, !nccl2 && !FLAGS_async && FLAGS_sync,
+                                         CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode,
+                                         "--elastic"));
+  }
   std::vector<int> gpus;
   if (place.is_gpu()) {
     OAR_ASSIGN_OR_RETURN(gpus, SelectedGpusFromFlags());
@@ -425,9 +428,14 @@ absl::Status Launch() {
   std::vector<std::string> extra;
   bool once = true;
   if (elastic) {
-    const int64_t chunks = FLAGS_elastic_chunks > 0 ? FLAGS_elastic_chunks : 4 * trainers;
-    extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, FLAGS_epochs, chunks, chaos_runner.done(),
-                                &once);
+    // AsyncExecutor trainers make one pass over their files' chunks.
+    int64_t files = 0;
+    if (async_executor) {
+      OAR_ASSIGN_OR_RETURN(const std::vector<std::string> listed, ExpandFiles(FLAGS_files));
+      files = static_cast<int64_t>(listed.size());
+    }
+    extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, async_executor ? 1 : FLAGS_epochs,
+                                ElasticChunks(trainers, files), chaos_runner.done(), &once);
     const std::vector<std::string> not_reached = chaos_runner.NotReached();
     if (!not_reached.empty()) {
       extra.push_back(absl::StrCat("chaos not reached (the job ended at step ", monitor.JobSteps(),

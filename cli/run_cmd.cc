@@ -166,7 +166,8 @@ absl::Status RunRole(const RoleEnv& env) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   if (ElasticRequested()) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode, async_executor));
+    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode,
+                                         CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode));
   } else {
     OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar run without --elastic_server"));
   }
@@ -179,13 +180,13 @@ absl::Status RunRole(const RoleEnv& env) {
     OAR_RETURN_IF_ERROR(t.transpile(env.trainer_id, &main, absl::StrJoin(env.pservers, ","), env.trainers,
                                     config.sync_mode, &startup, env.current_endpoint));
   }
-  if (env.role == RoleEnv::Role::kTrainer && async_executor) {
-    return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report);
-  }
   // An elastic job's member from here on (the program is known to transpile).
   std::unique_ptr<ElasticJob> elastic;
   if (ElasticRequested()) {
     OAR_ASSIGN_OR_RETURN(elastic, JoinElasticJob(env));
+  }
+  if (env.role == RoleEnv::Role::kTrainer && async_executor) {
+    return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report, elastic.get());
   }
   if (env.role == RoleEnv::Role::kTrainer) {
     return RunTrainer(env, io, t, nccl2, origin, profile->profiler(), elastic.get());

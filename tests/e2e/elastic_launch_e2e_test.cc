@@ -49,6 +49,26 @@ TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) 
   EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.02) << job.out;
 }
 
+// AsyncExecutor trainers of MultiSlot files (CTR) take whole files as
+// chunks: a killed trainer's file goes to another, and the job learns as one
+// process does from the same files (lock-free async: up to its noise).
+TEST(ElasticLaunchE2eTest, ACtrJobOfFilesSurvivesAKilledTrainerAndTrainsEachFileOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  const std::string dir = TempDir("elastic_ctr");
+  ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 24000 --files 6 --seed 5").code, 0);
+  const std::string data = " --optimizer lazy_adam --lr 0.003 --data_feed " + dir + "/data_feed.prototxt --files '" +
+                           dir + "/train/*' --test_files '" + dir + "/test/*'";
+  Result job = Oar("launch --elastic --async --trainers 2:3 --model ctr_dnn --threads 1 --rpc_deadline 5000" + data +
+                   " --chaos 'kill trainer 1 at step 10'");
+  ASSERT_EQ(job.code, 0) << job.out;
+  EXPECT_NE(job.out.find("chaos: killed trainer 1 (SIGKILL) at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("every chunk trained exactly once: 1 epoch(s) x 6 chunks"), std::string::npos) << job.out;
+  Result one = Oar("async-train --model ctr_dnn --threads 3" + data);
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_GT(ValueAfter(one.out, "test_auc="), 0.55) << one.out;  // it learns from one pass
+  EXPECT_NEAR(ValueAfter(job.out, "test_auc="), ValueAfter(one.out, "test_auc="), 0.05) << job.out << one.out;
+}
+
 TEST(ElasticLaunchE2eTest, AJobLeftBelowItsMinStopsWithThePserversReason) {
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   Result job =
