@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/status.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/etcd_rpc.grpc.pb.h"
 
@@ -153,6 +154,21 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
   return ctx;
 }
 
+// `call(ctx)` until it is answered or `timeout` has passed: a call cut off
+// by a connection that broke under it (etcd restarting) is made again, and
+// `*again` says so (a write may then have been applied by the first try).
+template <typename Call>
+grpc::Status Retrying(absl::Duration timeout, Call call, bool* again = nullptr) {
+  const absl::Time until = absl::Now() + timeout;
+  for (bool first = true;; first = false) {
+    if (!first && again != nullptr) *again = true;
+    auto ctx = Context(until - absl::Now());
+    const grpc::Status s = call(ctx.get());
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || absl::Now() + absl::Milliseconds(100) >= until) return s;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
@@ -161,19 +177,19 @@ absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::strin
   req.set_value(value);
   req.set_lease(lease);
   pb::PutResponse resp;
-  auto ctx = Context(timeout_);
-  const grpc::Status s = stubs_->kv->Put(ctx.get(), req, &resp);
+  const grpc::Status s = Retrying(timeout_, [&](grpc::ClientContext* ctx) { return stubs_->kv->Put(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, endpoint_, absl::StrCat("put '", key, "'"));
   return resp.header().revision();
 }
 
 namespace {
 
+// `*again`: it was sent twice (see Retrying).
 absl::StatusOr<bool> Txn(pb::KV::Stub* kv, const pb::TxnRequest& req, absl::Duration timeout,
-                         const std::string& endpoint, const std::string& what) {
+                         const std::string& endpoint, const std::string& what, bool* again) {
   pb::TxnResponse resp;
-  auto ctx = Context(timeout);
-  const grpc::Status s = kv->Txn(ctx.get(), req, &resp);
+  const grpc::Status s = Retrying(
+      timeout, [&](grpc::ClientContext* ctx) { return kv->Txn(ctx, req, &resp); }, again);
   if (!s.ok()) return FromGrpc(s, endpoint, what);
   return resp.succeeded();
 }
@@ -199,15 +215,27 @@ pb::TxnRequest PutIf(const std::string& key, pb::Compare::CompareTarget target, 
 
 }  // namespace
 
+absl::StatusOr<bool> EtcdClient::Holds(const std::string& key, const std::string& value, int64_t lease) {
+  OAR_ASSIGN_OR_RETURN(EtcdRange got, Get(key));
+  return !got.kvs.empty() && got.kvs[0].value == value && got.kvs[0].lease == lease;
+}
+
 absl::StatusOr<bool> EtcdClient::Create(const std::string& key, const std::string& value, int64_t lease) {
-  return Txn(stubs_->kv.get(), PutIf(key, pb::Compare::CREATE, 0, value, lease), timeout_, endpoint_,
-             absl::StrCat("create '", key, "'"));
+  bool again = false;
+  OAR_ASSIGN_OR_RETURN(const bool made, Txn(stubs_->kv.get(), PutIf(key, pb::Compare::CREATE, 0, value, lease),
+                                            timeout_, endpoint_, absl::StrCat("create '", key, "'"), &again));
+  if (made || !again) return made;
+  return Holds(key, value, lease);  // the first try's, cut off before its answer
 }
 
 absl::StatusOr<bool> EtcdClient::CompareAndPut(const std::string& key, int64_t mod_revision, const std::string& value,
                                                int64_t lease) {
-  return Txn(stubs_->kv.get(), PutIf(key, pb::Compare::MOD, mod_revision, value, lease), timeout_, endpoint_,
-             absl::StrCat("replace '", key, "' at revision ", mod_revision));
+  bool again = false;
+  OAR_ASSIGN_OR_RETURN(const bool put,
+                       Txn(stubs_->kv.get(), PutIf(key, pb::Compare::MOD, mod_revision, value, lease), timeout_,
+                           endpoint_, absl::StrCat("replace '", key, "' at revision ", mod_revision), &again));
+  if (put || !again) return put;
+  return Holds(key, value, lease);
 }
 
 absl::StatusOr<bool> EtcdClient::MoveIf(const std::string& from, const std::string& expected, const std::string& to,
@@ -222,7 +250,11 @@ absl::StatusOr<bool> EtcdClient::MoveIf(const std::string& from, const std::stri
   put->set_key(to);
   put->set_value(value);
   req.add_success()->mutable_request_delete_range()->set_key(from);
-  return Txn(stubs_->kv.get(), req, timeout_, endpoint_, absl::StrCat("move '", from, "' to '", to, "'"));
+  bool again = false;
+  OAR_ASSIGN_OR_RETURN(const bool moved, Txn(stubs_->kv.get(), req, timeout_, endpoint_,
+                                             absl::StrCat("move '", from, "' to '", to, "'"), &again));
+  if (moved || !again) return moved;
+  return Holds(to, value, 0);  // moved by the first try, cut off before its answer
 }
 
 namespace {
@@ -233,8 +265,7 @@ absl::StatusOr<EtcdRange> Range(pb::KV::Stub* kv, const std::string& key, const 
   req.set_key(key);
   req.set_range_end(end);
   pb::RangeResponse resp;
-  auto ctx = Context(timeout);
-  const grpc::Status s = kv->Range(ctx.get(), req, &resp);
+  const grpc::Status s = Retrying(timeout, [&](grpc::ClientContext* ctx) { return kv->Range(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, endpoint, absl::StrCat("read '", key, end.empty() ? "'" : "*'"));
   return RangeOf(resp);
 }
@@ -245,8 +276,7 @@ absl::StatusOr<int64_t> DeleteRange(pb::KV::Stub* kv, const std::string& key, co
   req.set_key(key);
   req.set_range_end(end);
   pb::DeleteRangeResponse resp;
-  auto ctx = Context(timeout);
-  const grpc::Status s = kv->DeleteRange(ctx.get(), req, &resp);
+  const grpc::Status s = Retrying(timeout, [&](grpc::ClientContext* ctx) { return kv->DeleteRange(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, endpoint, absl::StrCat("delete '", key, end.empty() ? "'" : "*'"));
   return resp.deleted();
 }
@@ -270,8 +300,8 @@ absl::StatusOr<int64_t> EtcdClient::GrantLease(absl::Duration ttl) {
   pb::LeaseGrantRequest req;
   req.set_ttl(std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1)))));
   pb::LeaseGrantResponse resp;
-  auto ctx = Context(timeout_);
-  const grpc::Status s = stubs_->lease->LeaseGrant(ctx.get(), req, &resp);
+  const grpc::Status s =
+      Retrying(timeout_, [&](grpc::ClientContext* ctx) { return stubs_->lease->LeaseGrant(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, endpoint_, "grant a lease");
   if (!resp.error().empty()) {
     return absl::InternalError(absl::StrCat("etcd at ", endpoint_, " granted no lease: ", resp.error()));
@@ -302,8 +332,9 @@ absl::Status EtcdClient::RevokeLease(int64_t lease) {
   pb::LeaseRevokeRequest req;
   req.set_id(lease);
   pb::LeaseRevokeResponse resp;
-  auto ctx = Context(timeout_);
-  return FromGrpc(stubs_->lease->LeaseRevoke(ctx.get(), req, &resp), endpoint_, absl::StrCat("revoke lease ", lease));
+  return FromGrpc(
+      Retrying(timeout_, [&](grpc::ClientContext* ctx) { return stubs_->lease->LeaseRevoke(ctx, req, &resp); }),
+      endpoint_, absl::StrCat("revoke lease ", lease));
 }
 
 absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::WatchPrefix(const std::string& prefix, int64_t start_revision,

@@ -8,9 +8,11 @@
 //   OAR_RETURN_IF_ERROR(etcd->Put("/oar/job/members/trainer/1", "127.0.0.1:7164", lease).status());
 //   auto watch = etcd->WatchPrefix("/oar/job/members/", range.revision + 1, on_events);
 //
-// Every call is bounded by the client's timeout; gRPC's codes become Status
-// here, naming the server and what was asked (UNAVAILABLE: etcd cannot be
-// reached; NOT_FOUND from KeepAlive: the lease has expired).
+// Every call is bounded by the client's timeout, and made again within it
+// when the connection broke under it (etcd restarting): a create, replace
+// or move then checks whether its first try was applied. gRPC's codes
+// become Status here, naming the server and what was asked (UNAVAILABLE:
+// etcd cannot be reached; NOT_FOUND from KeepAlive: the lease has expired).
 //
 // Thread-safety: calls may come from any number of threads (gRPC's stubs
 // are thread-safe). An EtcdWatch calls its callback on its own thread; its
@@ -95,6 +97,8 @@ class EtcdClient {
  private:
   struct Stubs;
   EtcdClient(std::string endpoint, absl::Duration timeout, std::unique_ptr<Stubs> stubs);
+  // Whether `key` holds `value` under `lease`.
+  absl::StatusOr<bool> Holds(const std::string& key, const std::string& value, int64_t lease);
 
   std::string endpoint_;
   absl::Duration timeout_;

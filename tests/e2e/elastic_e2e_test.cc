@@ -173,6 +173,56 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
   EXPECT_NEAR(got, want, 0.02) << job.Log("trainer.0");
 }
 
+// etcd itself goes down mid-job (SIGKILL, as a crashed pod) and comes back
+// with its data 1.5 s later, within the members' lease: the trainers' and
+// pserver's calls wait for it, nobody leaves, and the job finishes with
+// every chunk trained once.
+TEST(ElasticE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ElasticJob job;
+  auto etcd = EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  job.etcd = std::move(*etcd);
+  job.Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", job.socket.endpoint()}},
+            {job.socket.fd});
+  for (int t : {0, 1}) job.StartTrainer(t);
+  ASSERT_TRUE(job.Await(
+      [](const auto& logs) {
+        auto it = logs.find("trainer.0");
+        if (it == logs.end()) return false;
+        for (const auto& l : it->second) {
+          if (l.rfind("@oar chunk", 0) == 0) return true;  // a chunk done, others under way
+        }
+        return false;
+      },
+      60))
+      << job.Log("trainer.0");
+  job.etcd->Kill();
+  absl::SleepFor(absl::Milliseconds(1500));
+  ASSERT_TRUE(job.etcd->Restart().ok());
+  job.WaitAll(180);
+  for (const std::string name : {"pserver", "trainer.0", "trainer.1"}) {
+    ASSERT_TRUE(job.procs[name]->code.has_value()) << name << " hung:\n" << job.Log(name);
+    EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
+  }
+  std::map<std::pair<int, int>, int> trained;
+  for (const std::string name : {"trainer.0", "trainer.1"}) {
+    for (const std::string& line : std::vector<std::string>(absl::StrSplit(job.Log(name), '\n'))) {
+      if (line.rfind("@oar chunk ", 0) != 0) continue;
+      int epoch = -1, chunk = -1;
+      for (absl::string_view kv : absl::StrSplit(line.substr(11), ' ')) {
+        if (absl::ConsumePrefix(&kv, "epoch=")) (void)absl::SimpleAtoi(kv, &epoch);
+        if (absl::ConsumePrefix(&kv, "chunk=")) (void)absl::SimpleAtoi(kv, &chunk);
+      }
+      ++trained[{epoch, chunk}];
+    }
+  }
+  EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks));
+  for (const auto& [which, times] : trained) EXPECT_EQ(times, 1) << which.first << "/" << which.second;
+  const std::string ps = job.Log("pserver");
+  EXPECT_EQ(ps.find("left the job"), std::string::npos) << ps;
+}
+
 // What elastic jobs do not do yet is refused before anything starts, saying
 // what to change.
 TEST(ElasticE2eTest, ElasticSyncAndNccl2JobsAreRefusedWithWhatToChange) {
