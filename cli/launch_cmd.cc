@@ -20,34 +20,22 @@
 #include <filesystem>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "cli/async_train_util.h"
 #include "cli/command.h"
-#include "cli/communicator_flags.h"
 #include "cli/elastic_job.h"
 #include "cli/elastic_launch.h"
 #include "cli/host_share.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_observability.h"
+#include "cli/launch_plan.h"
 #include "cli/launch_summary.h"
-#include "cli/mode_flags.h"
-#include "cli/model_build.h"
 #include "cli/process_group.h"
-#include "cli/runtime_flags.h"
-#include "cli/trainers_flag.h"
-#include "cli/transpile_cmd.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
-#include "common/device/gpu_info.h"
 #include "common/elastic/local_etcd.h"
-#include "common/profiler/profiler.h"
 #include "gflags/gflags.h"
-#include "trainer/collective/nccl_collective.h"
-#include "trainer/places.h"
 
 DEFINE_string(step_log_dir, "", "each trainer appends its per-step losses to DIR/trainer.<id>.steps");
 DEFINE_bool(metrics, false,
@@ -60,15 +48,8 @@ DEFINE_int32(bind_trainers, -1,
              "bind each trainer to CPUs of its own (the pservers run on any): 1 yes, 0 no, -1 when the job's "
              "processes outnumber the CPUs this launcher may run on and its trainers do not");
 DEFINE_int32(pserver_exit_timeout_ms, 30000, "how long pservers may take to exit after the last trainer");
-DECLARE_string(log_dir);  // glog's flag: here, where each process's log goes
-DECLARE_string(pservers);
-DECLARE_bool(async);
-DECLARE_bool(sync);
-DECLARE_string(program);
-DECLARE_string(shuffle);  // cli/data_flags.cc
-DECLARE_string(mode);
-DECLARE_int32(cpu_num);     // run_cmd.cc
-DECLARE_int32(batch_size);  // train_cmd.cc
+DECLARE_string(log_dir);    // glog's flag: here, where each process's log goes
+DECLARE_string(shuffle);    // cli/data_flags.cc
 DECLARE_string(data_feed);  // async_train_cmd.cc
 DECLARE_string(files);
 DECLARE_string(trainers);  // trainers_flag.cc
@@ -110,86 +91,11 @@ std::string Explain(const ProcessGroup& g, const LaunchMonitor& m, const ChildEx
 }
 
 absl::Status Launch() {
-  const bool nccl2 = FLAGS_mode == "nccl2";
-  if (!nccl2 && FLAGS_mode != "pserver") {
-    return absl::InvalidArgumentError(absl::StrCat("--mode is pserver or nccl2, got '", FLAGS_mode, "'"));
-  }
-  int pservers = nccl2 ? 0 : 1;  // when --pservers is not given
-  if (nccl2 && FlagGiven("pservers"))
-    return absl::InvalidArgumentError("--mode nccl2 has no pservers: drop --pservers");
-  if (nccl2 && (FLAGS_async || !FLAGS_sync))
-    return absl::InvalidArgumentError("--mode nccl2 is synchronous: drop --async");
-  if (FlagGiven("pservers") && (!absl::SimpleAtoi(FLAGS_pservers, &pservers) || pservers < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--pservers takes the number of pservers (>= 1), got '", FLAGS_pservers, "'"));
-  }
-  const TrainerRange range = TrainersFromFlag();
-  const int trainers = range.max;  // an elastic job starts with its most
-  OAR_ASSIGN_OR_RETURN(const bool elastic, ElasticLaunchRequested());
-  if (range.range && !elastic) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--trainers ", FLAGS_trainers, ": MIN:MAX is an elastic job's; add --elastic (and --async)"));
-  }
-  OAR_ASSIGN_OR_RETURN(std::vector<ChaosEvent> chaos, ChaosFromFlag(trainers));
-  if (FLAGS_cpu_num < 0) return absl::InvalidArgumentError("--cpu_num must be 0 (the CPU_NUM variable) or positive");
-  std::string batch_note;
-  // AsyncExecutor trainers (a model's or an async program's --data_feed)
-  // take the DataFeedDesc's batch; the others split --batch_size (oar run).
-  const bool async_executor = !FLAGS_data_feed.empty() && (FLAGS_program.empty() || FLAGS_async || !FLAGS_sync);
-  if (!async_executor) {
-    if (FLAGS_batch_size < 1) return absl::InvalidArgumentError("--batch_size must be at least 1");
-    const int batch = std::max(1, FLAGS_batch_size / trainers);
-    OAR_RETURN_IF_ERROR(
-        CheckPlacesFitBatch(FLAGS_cpu_num, batch,
-                            absl::StrCat("--cpu_num ", FLAGS_cpu_num, " (a trainer's batch is ", batch,
-                                         ": --batch_size ", FLAGS_batch_size, " over ", trainers, " trainer(s))")));
-    if (batch * trainers != FLAGS_batch_size) {
-      batch_note = absl::StrFormat("--batch_size %d over %d trainers is %d each, %d a step", FLAGS_batch_size, trainers,
-                                   batch, batch * trainers);
-    }
-  }
-  // --device gpu: trainer i on selected GPU i (round robin in pserver mode;
-  // in nccl2 mode each needs a GPU of its own, as NCCL cannot put two ranks
-  // on one), the pservers on CPUs. Checked here, so a host without a GPU
-  // gets one line, not one per trainer.
-  OAR_ASSIGN_OR_RETURN(const Place place, TrainPlaceFromFlags());
-  // nccl2 mode has neither communicator nor GEO-SGD (and no slicing flags
-  // to parse); pserver mode's are as the children will read them.
-  DistributeTranspilerConfig config;
-  config.mode = "nccl2";
-  if (!nccl2) {
-    OAR_ASSIGN_OR_RETURN(config, TranspilerConfigFromFlags());
-  }
-  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = nccl2,
-                                                 .data_feed = FlagGiven("data_feed"),
-                                                 .async_executor = async_executor,
-                                                 .gpu = place.is_gpu(),
-                                                 .communicator = CommunicatorOptionsFromFlags(config).has_value(),
-                                                 .geo = config.geo_sgd_mode}));
-  if (elastic) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, !nccl2 && !FLAGS_async && FLAGS_sync,
-                                         CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode,
-                                         "--elastic"));
-  }
-  std::vector<int> gpus;
-  if (place.is_gpu()) {
-    OAR_ASSIGN_OR_RETURN(gpus, SelectedGpusFromFlags());
-    if (FLAGS_cpu_num > 1)
-      return absl::InvalidArgumentError("--cpu_num counts CPU places; --device gpu trains on GPUs");
-    if (async_executor) {
-      return absl::UnimplementedError("--data_feed trainers (AsyncExecutor threads) run on CPUs: drop --device gpu");
-    }
-    if (nccl2 && !NcclAvailable()) {
-      return absl::FailedPreconditionError(
-          "--mode nccl2 --device gpu all-reduces through NCCL, which this oar "
-          "was built without");
-    }
-    if (nccl2 && trainers > static_cast<int>(gpus.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("--mode nccl2 --device gpu: ", trainers,
-                                                     " trainers need a GPU each, ", gpus.size(),
-                                                     " selected; lower --trainers or select more GPUs"));
-    }
-  }
+  OAR_ASSIGN_OR_RETURN(LaunchPlan plan, PlanLaunch());
+  const bool nccl2 = plan.nccl2, elastic = plan.elastic, async_executor = plan.async_executor;
+  const int pservers = plan.pservers, trainers = plan.trainers;
+  const std::vector<int>& gpus = plan.gpus;
+  const std::string& batch_note = plan.batch_note;
   // The endpoints and the metrics servers listen before any child starts:
   // each child is handed its sockets (ProcessGroup, LISTEN_FDS), so no
   // port can be taken between its choice and its use.
@@ -313,7 +219,7 @@ absl::Status Launch() {
   OAR_RETURN_IF_ERROR(AddObservabilityFlags(&specs, metrics_ports, scratch, &metrics_files));
   // What an elastic job's added trainer starts from: trainer i's first.
   std::vector<ChildSpec> first_spec(specs.begin() + pservers, specs.end());
-  const char* mode = nccl2 ? "nccl2" : FLAGS_async || !FLAGS_sync ? "async" : "sync";  // as the children read them
+  const char* mode = plan.mode;
   if (nccl2) {
     std::fprintf(stderr, "oar launch: %d trainer(s) on %s, nccl2 (all-reduce among the trainers)\n", trainers,
                  trainer_list.c_str());
@@ -348,7 +254,7 @@ absl::Status Launch() {
   // started on an id whose process is gone (a fresh name: trainer.1.run2).
   std::vector<int> runs(static_cast<size_t>(trainers), 1);
   ChaosRunner chaos_runner(
-      std::move(chaos), trainers,
+      std::move(plan.chaos), trainers,
       {.process_of = [&](int id) -> std::optional<size_t> {
          for (size_t i = group.size(); i-- > 0;) {
            if (trainer_of[i] == id && group.running(i)) return i;

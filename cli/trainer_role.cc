@@ -250,28 +250,29 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     };
     OAR_RETURN_IF_ERROR(TrainElasticEpochs(elastic, env.trainer_id, FLAGS_epochs, chunk).status());
     if (!FLAGS_report) bar.Finish();
-  }
-  for (int epoch = 1; elastic == nullptr && epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
-    ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
-                    epoch_steps);
-    int64_t step_in_epoch = 0;
-    OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
-    // nccl2: every trainer takes the fewest steps any has this epoch.
-    std::vector<int64_t> counts;
-    int64_t agreed = std::numeric_limits<int64_t>::max();
-    if (per_epoch >= 0) {
-      OAR_ASSIGN_OR_RETURN(agreed, rt->AgreeOnSteps(per_epoch, &counts));
-      if (agreed < per_epoch) {
-        const int64_t left = std::max<int64_t>(0, source->examples_per_epoch() - agreed * batch);
-        std::fprintf(stderr,
-                     "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
-                     env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
-        unused += left;
+  } else {  // the fixed job's share, epoch by epoch
+    for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {
+      ProgressBar bar(stderr, absl::StrFormat("trainer %d epoch %d/%d", env.trainer_id, epoch, FLAGS_epochs),
+                      epoch_steps);
+      int64_t step_in_epoch = 0;
+      OAR_RETURN_IF_ERROR(source->StartEpoch(epoch - 1));
+      // nccl2: every trainer takes the fewest steps any has this epoch.
+      std::vector<int64_t> counts;
+      int64_t agreed = std::numeric_limits<int64_t>::max();
+      if (per_epoch >= 0) {
+        OAR_ASSIGN_OR_RETURN(agreed, rt->AgreeOnSteps(per_epoch, &counts));
+        if (agreed < per_epoch) {
+          const int64_t left = std::max<int64_t>(0, source->examples_per_epoch() - agreed * batch);
+          std::fprintf(stderr,
+                       "trainer %d: epoch %d stops at step %lld with the other trainers; %lld example(s) unused\n",
+                       env.trainer_id, epoch, static_cast<long long>(agreed), static_cast<long long>(left));
+          unused += left;
+        }
       }
+      OAR_RETURN_IF_ERROR(train_from(source.get(), epoch, agreed, &step_in_epoch, &bar).status());
+      if (!FLAGS_report) bar.Finish();
+      if (epoch_steps < 0 && !out_of_steps()) epoch_steps = step_in_epoch;
     }
-    OAR_RETURN_IF_ERROR(train_from(source.get(), epoch, agreed, &step_in_epoch, &bar).status());
-    if (!FLAGS_report) bar.Finish();
-    if (epoch_steps < 0 && !out_of_steps()) epoch_steps = step_in_epoch;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Done with the pservers: they stop waiting for this trainer.
