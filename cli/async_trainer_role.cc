@@ -172,13 +172,14 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   }
   std::string result = absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f", env.trainer_id,
                                        static_cast<long long>(r.instances), seconds, loss);
-  if (env.trainer_id == 0 && model != nullptr && !FLAGS_test_files.empty()) {
+  const bool evaluates = EvaluatesTheJob(elastic, env.trainer_id);
+  if (evaluates && model != nullptr && !FLAGS_test_files.empty()) {
     ProgramDesc test = model->test.desc();
     OAR_RETURN_IF_ERROR(t.PrefetchDistributedTable(&test));
     OAR_ASSIGN_OR_RETURN(TestMetrics m,
                          TestOnFiles(exe, test, model->vars.prediction.name(), feed, FLAGS_test_files, &root));
     absl::StrAppendFormat(&result, " test_auc=%.4f test_loss=%.4f", m.auc, m.loss);
-  } else if (env.trainer_id == 0 && !FLAGS_test_files.empty() && !loss_name.empty()) {
+  } else if (evaluates && !FLAGS_test_files.empty() && !loss_name.empty()) {
     // A program: its loss and each --fetch over the test files, with the
     // parameters this trainer pulled last.
     ProgramDesc test = PruneToTargets(main, UsedSlotNames(feed), fetch);

@@ -125,6 +125,12 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
   return out;
 }
 
+bool EvaluatesTheJob(const ElasticJob* job, int trainer_id) {
+  if (job == nullptr) return trainer_id == 0;
+  const std::set<int> live = TrainersOf(*job).live;
+  return live.empty() || *live.begin() >= trainer_id;
+}
+
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   auto job = std::make_unique<ElasticJob>();
   OAR_ASSIGN_OR_RETURN(job->min_trainers, MinTrainers(env.trainers));

@@ -66,6 +66,12 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
 // and the fewest it goes on with.
 TrainerMembers TrainersOf(const ElasticJob& job);
 
+// Whether this trainer evaluates the job's result at its end: trainer 0
+// in a fixed job (`job` null); in an elastic one, the lowest id among the
+// live trainers (trainer 0 may have died; two that both think so each
+// evaluate, which does no harm).
+bool EvaluatesTheJob(const ElasticJob* job, int trainer_id);
+
 // Trains, once the job has its fewest trainers (waiting up to
 // --rpc_deadline for them, else an error), epochs 1..`epochs` chunk by chunk as the job's queue hands them
 // out: `train(epoch, chunk, chunks)` trains one and returns its examples

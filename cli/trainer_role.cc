@@ -288,11 +288,12 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld", env.trainer_id,
                       static_cast<long long>(examples), seconds, loss, static_cast<long long>(unused));
   if (nccl2) absl::StrAppend(&result, " collective=", rt->collective_backend());
-  if (env.trainer_id == 0 && io.model != nullptr) {
+  const bool evaluates = EvaluatesTheJob(elastic, env.trainer_id);
+  if (evaluates && io.model != nullptr) {
     OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
     OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));
     absl::StrAppendFormat(&result, " test_accuracy=%.4f test_loss=%.4f", eval.accuracy, eval.loss);
-  } else if (env.trainer_id == 0) {  // a program file: its loss and --fetch over the test data, where given
+  } else if (evaluates) {  // a program file: its loss and --fetch over the test data, where given
     OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> test, MakeTestSource(data, vars, 500));
     if (test != nullptr) {
       std::vector<std::string> targets = {io.loss};
