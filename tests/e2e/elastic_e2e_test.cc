@@ -90,6 +90,44 @@ struct ElasticJob {
     auto held = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return holds(logs); };
     return mu.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(seconds));
   }
+  // A real etcd, the pserver and trainers `ids`.
+  void StartJob(const std::vector<int>& ids) {
+    auto server = EtcdServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    etcd = std::move(*server);
+    Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", socket.endpoint()}},
+          {socket.fd});
+    for (int t : ids) StartTrainer(t);
+  }
+  // Until process `name` wrote a line starting with `prefix` (60 s at most).
+  bool AwaitLine(const std::string& name, const std::string& prefix) {
+    return Await(
+        [&](const auto& logs) {
+          auto it = logs.find(name);
+          if (it == logs.end()) return false;
+          for (const auto& l : it->second) {
+            if (l.rfind(prefix, 0) == 0) return true;
+          }
+          return false;
+        },
+        60);
+  }
+  // (epoch, chunk) -> the processes whose "@oar chunk" lines say they trained it.
+  std::map<std::pair<int, int>, std::vector<std::string>> Trained(const std::vector<std::string>& names) {
+    std::map<std::pair<int, int>, std::vector<std::string>> trained;
+    for (const std::string& name : names) {
+      for (const std::string& line : std::vector<std::string>(absl::StrSplit(Log(name), '\n'))) {
+        if (line.rfind("@oar chunk ", 0) != 0) continue;
+        int epoch = -1, chunk = -1;
+        for (absl::string_view kv : absl::StrSplit(line.substr(11), ' ')) {
+          if (absl::ConsumePrefix(&kv, "epoch=")) (void)absl::SimpleAtoi(kv, &epoch);
+          if (absl::ConsumePrefix(&kv, "chunk=")) (void)absl::SimpleAtoi(kv, &chunk);
+        }
+        trained[{epoch, chunk}].push_back(name);
+      }
+    }
+    return trained;
+  }
   void WaitAll(int seconds) {
     const absl::Time until = absl::Now() + absl::Seconds(seconds);
     for (auto& [name, p] : procs) {
@@ -105,25 +143,10 @@ struct ElasticJob {
 TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryChunkOnce) {
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   ElasticJob job;
-  auto etcd = EtcdServer::Start();
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  job.etcd = std::move(*etcd);
-  job.Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", job.socket.endpoint()}},
-            {job.socket.fd});
-  for (int t : {0, 1, 2}) job.StartTrainer(t);
+  ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
   // Trainer 1 is killed mid-chunk: after its first steps (it then holds a
   // claim whatever it has finished).
-  ASSERT_TRUE(job.Await(
-      [](const auto& logs) {
-        auto it = logs.find("trainer.1");
-        if (it == logs.end()) return false;
-        for (const auto& l : it->second) {
-          if (l.rfind("@oar progress", 0) == 0) return true;
-        }
-        return false;
-      },
-      60))
-      << job.Log("trainer.1");
+  ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar progress")) << job.Log("trainer.1");
   job.procs["trainer.1"]->group.SignalOne(0, SIGKILL);
   job.StartTrainer(3);
   job.WaitAll(180);
@@ -132,22 +155,13 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
     EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
   }
   // Every chunk of every epoch once, whoever trained it.
-  std::map<std::pair<int, int>, std::vector<std::string>> trained;
-  for (const std::string name : {"trainer.0", "trainer.1", "trainer.2", "trainer.3"}) {
-    for (const std::string& line : std::vector<std::string>(absl::StrSplit(job.Log(name), '\n'))) {
-      if (line.rfind("@oar chunk ", 0) != 0) continue;
-      int epoch = -1, chunk = -1;
-      for (absl::string_view kv : absl::StrSplit(line.substr(11), ' ')) {
-        if (absl::ConsumePrefix(&kv, "epoch=")) (void)absl::SimpleAtoi(kv, &epoch);
-        if (absl::ConsumePrefix(&kv, "chunk=")) (void)absl::SimpleAtoi(kv, &chunk);
-      }
-      trained[{epoch, chunk}].push_back(name);
-    }
-  }
+  const auto trained = job.Trained({"trainer.0", "trainer.1", "trainer.2", "trainer.3"});
   std::set<std::string> trainers;
   for (int e = 1; e <= kEpochs; ++e) {
     for (int c = 0; c < kChunks; ++c) {
-      const std::vector<std::string>& by = trained[std::make_pair(e, c)];
+      const auto it = trained.find(std::make_pair(e, c));
+      ASSERT_NE(it, trained.end()) << "epoch " << e << " chunk " << c << " never trained";
+      const std::vector<std::string>& by = it->second;
       ASSERT_EQ(by.size(), 1u) << "epoch " << e << " chunk " << c;
       trainers.insert(by[0]);
     }
@@ -180,23 +194,8 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
 TEST(ElasticE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   ElasticJob job;
-  auto etcd = EtcdServer::Start();
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  job.etcd = std::move(*etcd);
-  job.Start("pserver", {{"PADDLE_TRAINING_ROLE", "PSERVER"}, {"PADDLE_CURRENT_ENDPOINT", job.socket.endpoint()}},
-            {job.socket.fd});
-  for (int t : {0, 1}) job.StartTrainer(t);
-  ASSERT_TRUE(job.Await(
-      [](const auto& logs) {
-        auto it = logs.find("trainer.0");
-        if (it == logs.end()) return false;
-        for (const auto& l : it->second) {
-          if (l.rfind("@oar chunk", 0) == 0) return true;  // a chunk done, others under way
-        }
-        return false;
-      },
-      60))
-      << job.Log("trainer.0");
+  ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1}));
+  ASSERT_TRUE(job.AwaitLine("trainer.0", "@oar chunk")) << job.Log("trainer.0");  // a chunk done, others under way
   job.etcd->Kill();
   absl::SleepFor(absl::Milliseconds(1500));
   ASSERT_TRUE(job.etcd->Restart().ok());
@@ -205,20 +204,9 @@ TEST(ElasticE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
     ASSERT_TRUE(job.procs[name]->code.has_value()) << name << " hung:\n" << job.Log(name);
     EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
   }
-  std::map<std::pair<int, int>, int> trained;
-  for (const std::string name : {"trainer.0", "trainer.1"}) {
-    for (const std::string& line : std::vector<std::string>(absl::StrSplit(job.Log(name), '\n'))) {
-      if (line.rfind("@oar chunk ", 0) != 0) continue;
-      int epoch = -1, chunk = -1;
-      for (absl::string_view kv : absl::StrSplit(line.substr(11), ' ')) {
-        if (absl::ConsumePrefix(&kv, "epoch=")) (void)absl::SimpleAtoi(kv, &epoch);
-        if (absl::ConsumePrefix(&kv, "chunk=")) (void)absl::SimpleAtoi(kv, &chunk);
-      }
-      ++trained[{epoch, chunk}];
-    }
-  }
+  const auto trained = job.Trained({"trainer.0", "trainer.1"});
   EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks));
-  for (const auto& [which, times] : trained) EXPECT_EQ(times, 1) << which.first << "/" << which.second;
+  for (const auto& [which, by] : trained) EXPECT_EQ(by.size(), 1u) << which.first << "/" << which.second;
   const std::string ps = job.Log("pserver");
   EXPECT_EQ(ps.find("left the job"), std::string::npos) << ps;
 }
