@@ -125,6 +125,10 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
   return out;
 }
 
+absl::Status MarkElasticJobDone(const ElasticJob& job) {
+  return job.etcd->Put(absl::StrCat("/oar/", ElasticJobId(), "/done"), job.member).status();
+}
+
 bool EvaluatesTheJob(const ElasticJob* job, int trainer_id) {
   if (job == nullptr) return trainer_id == 0;
   const std::set<int> live = TrainersOf(*job).live;
@@ -159,6 +163,17 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
       std::fprintf(stderr, "%s; waiting for its lease to run out\n", std::string(me.status().message()).c_str());
     said = true;
     absl::SleepFor(absl::Milliseconds(500));
+  }
+  if (trainer) {
+    OAR_ASSIGN_OR_RETURN(const elastic::EtcdRange over, job->etcd->Get(absl::StrCat("/oar/", job_id, "/done")));
+    if (!over.kvs.empty()) {
+      job->done = true;
+      std::fprintf(stderr,
+                   "%s: elastic job '%s' is over (%s ended it); nothing to train (a new job needs a --job_id of its "
+                   "own)\n",
+                   job->member.c_str(), job_id.c_str(), over.kvs[0].value.c_str());
+      return job;
+    }
   }
   std::fprintf(stderr, "%s joined elastic job '%s' (etcd %s, lease %s, trainers %d:%d)\n", job->member.c_str(),
                job_id.c_str(), job->etcd->endpoint().c_str(), absl::FormatDuration(ttl).c_str(), job->min_trainers,

@@ -35,6 +35,7 @@ struct ElasticJob {
   std::string member;    // "trainer/2", "pserver/0"
   int64_t chunks = 0;    // per epoch (trainers)
   int min_trainers = 1;  // the fewest it goes on with (--trainers MIN:MAX)
+  bool done = false;     // a trainer that joined a job already over (MarkElasticJobDone)
   // The trainers' queue of chunks (trainers only).
   std::unique_ptr<elastic::TaskQueue> tasks;
 };
@@ -61,6 +62,12 @@ std::string ElasticJobId();
 // Registers this process (a name another live process holds is waited for
 // until --rpc_deadline: a restarted pod whose old lease has not run out).
 absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
+
+// Said by a pserver whose elastic job ended well: /oar/<job>/done. A
+// trainer started afterwards (a StatefulSet restarts the pods that end)
+// then says the job is over and ends at once (JoinElasticJob: `done`)
+// instead of failing to reach pservers that are gone.
+absl::Status MarkElasticJobDone(const ElasticJob& job);
 
 // The trainer ids among the job's members now, and among all it ever had,
 // and the fewest it goes on with.

@@ -184,6 +184,7 @@ absl::Status RunRole(const RoleEnv& env) {
   std::unique_ptr<ElasticJob> elastic;
   if (ElasticRequested()) {
     OAR_ASSIGN_OR_RETURN(elastic, JoinElasticJob(env));
+    if (elastic->done) return absl::OkStatus();  // a trainer started after the job ended: said so
   }
   if (env.role == RoleEnv::Role::kTrainer && async_executor) {
     return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report, elastic.get());
@@ -205,14 +206,16 @@ absl::Status RunRole(const RoleEnv& env) {
     };
   }
   PserverProcess();
-  return RunPserver(programs.first, programs.second,
-                    {.checkpoint_dir = FLAGS_checkpoint_dir,
-                     .init = init,
-                     .profiler = profile->profiler(),
-                     .rpc = RpcOptionsFromFlags(),
-                     .port_file = FLAGS_pserver_port_file,
-                     .trainer_members = elastic == nullptr ? std::function<TrainerMembers()>()
-                                                           : [j = elastic.get()] { return TrainersOf(*j); }});
+  OAR_RETURN_IF_ERROR(
+      RunPserver(programs.first, programs.second,
+                 {.checkpoint_dir = FLAGS_checkpoint_dir,
+                  .init = init,
+                  .profiler = profile->profiler(),
+                  .rpc = RpcOptionsFromFlags(),
+                  .port_file = FLAGS_pserver_port_file,
+                  .trainer_members = elastic == nullptr ? std::function<TrainerMembers()>()
+                                                        : [j = elastic.get()] { return TrainersOf(*j); }}));
+  return elastic == nullptr ? absl::OkStatus() : MarkElasticJobDone(*elastic);
 }
 
 }  // namespace

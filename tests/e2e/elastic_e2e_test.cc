@@ -175,6 +175,14 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
   std::string survivors;
   for (const std::string name : {"trainer.0", "trainer.2", "trainer.3"}) survivors += job.Log(name);
   EXPECT_NE(survivors.find("again, after trainer/1 left it unfinished"), std::string::npos) << survivors;
+  // A trainer started after the job ended (as a StatefulSet restarts one
+  // that completed) says the job is over and ends well.
+  job.StartTrainer(1);
+  job.WaitAll(60);
+  ASSERT_TRUE(job.procs["trainer.1"]->code.has_value());
+  EXPECT_EQ(*job.procs["trainer.1"]->code, 0) << job.Log("trainer.1");
+  EXPECT_NE(job.Log("trainer.1").find("elastic job 'e2e' is over (pserver/"), std::string::npos)
+      << job.Log("trainer.1");
   std::ifstream prom(job.dir + "/pserver.prom");
   const std::string metrics((std::istreambuf_iterator<char>(prom)), std::istreambuf_iterator<char>());
   EXPECT_NE(metrics.find("oar_pserver_elastic_joins_total 4"), std::string::npos) << metrics;
