@@ -1,110 +1,13 @@
 #include "common/elastic/etcd_client.h"
 
-#include <atomic>
-#include <thread>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/status.h"
+#include "common/elastic/etcd_grpc.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/etcd_rpc.grpc.pb.h"
 
 namespace oar::elastic {
-namespace {
-
-namespace pb = etcdserverpb;
-
-absl::Status FromGrpc(const grpc::Status& s, const std::string& endpoint, const std::string& what) {
-  if (s.ok()) return absl::OkStatus();
-  const std::string text = absl::StrCat("etcd at ", endpoint, ": ", what, ": ", s.error_message());
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(
-          absl::StrCat("etcd at ", endpoint, " cannot be reached (", what, "): ", s.error_message()));
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::DeadlineExceededError(text);
-    case grpc::StatusCode::NOT_FOUND:
-      return absl::NotFoundError(text);
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return absl::InvalidArgumentError(text);
-    case grpc::StatusCode::CANCELLED:
-      return absl::CancelledError(text);
-    default:
-      return absl::InternalError(text);
-  }
-}
-
-EtcdKv KvOf(const pb::KeyValue& kv) {
-  return {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()};
-}
-
-EtcdRange RangeOf(const pb::RangeResponse& r) {
-  EtcdRange out;
-  out.revision = r.header().revision();
-  for (const auto& kv : r.kvs()) out.kvs.push_back(KvOf(kv));
-  return out;
-}
-
-class GrpcWatch : public EtcdWatch {
- public:
-  GrpcWatch(std::unique_ptr<grpc::ClientContext> ctx,
-            std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>> stream, std::string endpoint,
-            EtcdClient::EventsFn on_events, EtcdClient::EndFn on_end)
-      : ctx_(std::move(ctx)),
-        stream_(std::move(stream)),
-        endpoint_(std::move(endpoint)),
-        on_events_(std::move(on_events)),
-        on_end_(std::move(on_end)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~GrpcWatch() override {
-    stopping_ = true;
-    ctx_->TryCancel();
-    thread_.join();
-  }
-
- private:
-  void Loop() {
-    pb::WatchResponse r;
-    absl::Status why;
-    while (stream_->Read(&r)) {
-      if (r.canceled() || r.compact_revision() != 0) {
-        why = absl::AbortedError(absl::StrCat(
-            "etcd at ", endpoint_, " cancelled the watch",
-            r.compact_revision() != 0 ? absl::StrCat(" (revision compacted up to ", r.compact_revision(), ")") : "",
-            r.cancel_reason().empty() ? "" : ": " + r.cancel_reason()));
-        break;
-      }
-      if (r.events_size() == 0) continue;  // created, or progress
-      std::vector<EtcdEvent> events;
-      for (const auto& e : r.events()) events.push_back({e.type() == pb::Event::DELETE, KvOf(e.kv())});
-      on_events_(events, r.header().revision());
-    }
-    if (stopping_) return;
-    if (why.ok()) why = FromGrpc(stream_->Finish(), endpoint_, "watch");
-    if (why.ok()) why = absl::UnavailableError(absl::StrCat("etcd at ", endpoint_, " ended the watch"));
-    if (on_end_) on_end_(why);
-  }
-
-  std::unique_ptr<grpc::ClientContext> ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>> stream_;
-  std::string endpoint_;
-  EtcdClient::EventsFn on_events_;
-  EtcdClient::EndFn on_end_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
-};
-
-}  // namespace
-
-struct EtcdClient::Stubs {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<pb::KV::Stub> kv;
-  std::unique_ptr<pb::Lease::Stub> lease;
-  std::unique_ptr<pb::Watch::Stub> watch;
-};
 
 std::string PrefixEnd(const std::string& prefix) {
   std::string end = prefix;
@@ -142,34 +45,6 @@ EtcdClient::EtcdClient(std::string endpoint, absl::Duration timeout, std::unique
     : endpoint_(std::move(endpoint)), timeout_(timeout), stubs_(std::move(stubs)) {}
 
 EtcdClient::~EtcdClient() = default;
-
-namespace {
-
-// A context bounded by `timeout` that waits for a channel still connecting
-// (etcd restarting) instead of failing at once.
-std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  ctx->set_wait_for_ready(true);
-  return ctx;
-}
-
-// `call(ctx)` until it is answered or `timeout` has passed: a call cut off
-// by a connection that broke under it (etcd restarting) is made again, and
-// `*again` says so (a write may then have been applied by the first try).
-template <typename Call>
-grpc::Status Retrying(absl::Duration timeout, Call call, bool* again = nullptr) {
-  const absl::Time until = absl::Now() + timeout;
-  for (bool first = true;; first = false) {
-    if (!first && again != nullptr) *again = true;
-    auto ctx = Context(until - absl::Now());
-    const grpc::Status s = call(ctx.get());
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || absl::Now() + absl::Milliseconds(100) >= until) return s;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-}
-
-}  // namespace
 
 absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
   pb::PutRequest req;
@@ -335,36 +210,6 @@ absl::Status EtcdClient::RevokeLease(int64_t lease) {
   return FromGrpc(
       Retrying(timeout_, [&](grpc::ClientContext* ctx) { return stubs_->lease->LeaseRevoke(ctx, req, &resp); }),
       endpoint_, absl::StrCat("revoke lease ", lease));
-}
-
-absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::WatchPrefix(const std::string& prefix, int64_t start_revision,
-                                                                   EventsFn on_events, EndFn on_end) {
-  auto ctx = std::make_unique<grpc::ClientContext>();  // no deadline: a watch lasts
-  ctx->set_wait_for_ready(true);
-  auto stream = stubs_->watch->Watch(ctx.get());
-  pb::WatchRequest req;
-  pb::WatchCreateRequest* create = req.mutable_create_request();
-  create->set_key(prefix);
-  create->set_range_end(PrefixEnd(prefix));
-  create->set_start_revision(start_revision);
-  pb::WatchResponse created;
-  // The server confirms the watch before any event; bounded by the timeout.
-  std::atomic<bool> confirmed{false};
-  std::thread guard([&, deadline = absl::Now() + timeout_] {
-    while (!confirmed.load() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
-    if (!confirmed.load()) ctx->TryCancel();
-  });
-  const bool ok = stream->Write(req) && stream->Read(&created);
-  confirmed = true;
-  guard.join();
-  if (!ok || !created.created() || created.canceled()) {
-    const grpc::Status s = stream->Finish();
-    if (!s.ok()) return FromGrpc(s, endpoint_, absl::StrCat("watch '", prefix, "*'"));
-    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint_, " did not start the watch of '", prefix, "*'",
-                                               created.cancel_reason().empty() ? "" : ": " + created.cancel_reason()));
-  }
-  return std::unique_ptr<EtcdWatch>(
-      new GrpcWatch(std::move(ctx), std::move(stream), endpoint_, std::move(on_events), std::move(on_end)));
 }
 
 }  // namespace oar::elastic
