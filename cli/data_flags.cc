@@ -197,14 +197,18 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
   return ShardSources(c, vars).Make(shard, shards);
 }
 
+absl::Status ShardSources::Load() {
+  if (!c_.data_feed.empty() || arrays_.has_value()) return absl::OkStatus();
+  OAR_ASSIGN_OR_RETURN(arrays_, TrainArrays(c_, vars_));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<FeedSource>> ShardSources::Make(int64_t shard, int64_t shards) {
   if (!c_.data_feed.empty()) {
     OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c_, vars_, c_.files, "--files", true, c_.batch_size, shard, shards));
     return Prefetched(c_, std::move(s));
   }
-  if (!arrays_.has_value()) {
-    OAR_ASSIGN_OR_RETURN(arrays_, TrainArrays(c_, vars_));
-  }
+  OAR_RETURN_IF_ERROR(Load());
   OAR_ASSIGN_OR_RETURN(auto s, ArraySource::Make(c_.data, *arrays_, ArrayOptions(c_, shard, shards)));
   return Prefetched(c_, std::move(s));
 }

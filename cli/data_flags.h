@@ -52,12 +52,15 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
                                                             int64_t shards = 1);
 
 // Sources of shard c of C of one configuration's training data, the data
-// read once: arrays (Fashion-MNIST, .npy) are loaded by the first Make and
-// shared by every shard (their tensors are not copied); MultiSlot files are
-// opened per shard. What an elastic job's trainer reads its chunks through.
+// read once: arrays (Fashion-MNIST, .npy) are loaded by Load (or the first
+// Make) and shared by every shard (their tensors are not copied); MultiSlot
+// files are opened per shard. What an elastic job's trainer reads its
+// chunks through; it loads before it takes a chunk (and before its clock
+// starts, as a fixed job's trainer reads its share).
 class ShardSources {
  public:
   ShardSources(DataConfig c, std::vector<const VarDesc*> vars) : c_(std::move(c)), vars_(std::move(vars)) {}
+  absl::Status Load();
   absl::StatusOr<std::unique_ptr<FeedSource>> Make(int64_t shard, int64_t shards);
 
  private:

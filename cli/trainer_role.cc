@@ -169,8 +169,11 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // An elastic job's trainer reads chunk c of C (MakeTrainSource's shard c
   // of C) as the job's queue hands them out; the others their 1/trainers.
   std::unique_ptr<FeedSource> source;
+  ShardSources chunks(data, vars);
   if (elastic == nullptr) {
     OAR_ASSIGN_OR_RETURN(source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
+  } else {
+    OAR_RETURN_IF_ERROR(chunks.Load());
   }
   shuffle_ring.reset();  // the lines are exchanged
   const int64_t per_epoch = elastic != nullptr ? -1 : source->batches_per_epoch();
@@ -235,7 +238,6 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   };
   if (elastic != nullptr) {  // the chunks the job's queue hands out, the data read once
     ProgressBar bar(stderr, absl::StrFormat("trainer %d (elastic)", env.trainer_id), -1);
-    ShardSources chunks(data, vars);
     int64_t step_in_epoch = 0;
     int last_epoch = 0;
     auto chunk = [&](int epoch, int64_t c, int64_t n) -> absl::StatusOr<std::optional<int64_t>> {
