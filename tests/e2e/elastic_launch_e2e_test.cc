@@ -38,12 +38,10 @@ TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) 
   EXPECT_NE(job.out.find("trainer.0 ended (killed by signal 9); the job goes on without it"), std::string::npos)
       << job.out;
   EXPECT_NE(job.out.find("every chunk trained exactly once: 2 epoch(s) x 12 chunks"), std::string::npos) << job.out;
+  // Whether it held a chunk when killed depends on how far it had come (a
+  // trainer loads its data first); ElasticE2eTest kills one mid-chunk and
+  // checks the chunk is handed out again.
   EXPECT_NE(job.out.find(" (died)"), std::string::npos) << job.out;
-  // The chunk it held when killed was handed out again, and the one that
-  // took it said so.
-  std::string survivors;
-  for (const char* t : {"trainer.1", "trainer.2", "trainer.0.run2"}) survivors += ReadFile(logs + "/" + t + ".log");
-  EXPECT_NE(survivors.find("again, after trainer/0 left it unfinished"), std::string::npos) << survivors;
   // The pserver saw trainer 0 go and a trainer 0 come back.
   const std::string ps = ReadFile(logs + "/pserver.0.log");
   EXPECT_NE(ps.find("trainer 0 left the job without completing"), std::string::npos) << ps;
