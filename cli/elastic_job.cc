@@ -46,6 +46,9 @@ std::string ElasticServer() {
   return FLAGS_elastic_server.empty() ? Env("PADDLE_ELASTIC_SERVER") : FLAGS_elastic_server;
 }
 
+// Written by a pserver whose job ended well.
+std::string DoneKey(const std::string& job) { return absl::StrCat("/oar/", job, "/done"); }
+
 }  // namespace
 
 std::string ElasticJobId() {
@@ -126,7 +129,7 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
 }
 
 absl::Status MarkElasticJobDone(const ElasticJob& job) {
-  return job.etcd->Put(absl::StrCat("/oar/", ElasticJobId(), "/done"), job.member).status();
+  return job.etcd->Put(DoneKey(ElasticJobId()), job.member).status();
 }
 
 bool EvaluatesTheJob(const ElasticJob* job, int trainer_id) {
@@ -165,7 +168,7 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
     absl::SleepFor(absl::Milliseconds(500));
   }
   if (trainer) {
-    OAR_ASSIGN_OR_RETURN(const elastic::EtcdRange over, job->etcd->Get(absl::StrCat("/oar/", job_id, "/done")));
+    OAR_ASSIGN_OR_RETURN(const elastic::EtcdRange over, job->etcd->Get(DoneKey(job_id)));
     if (!over.kvs.empty()) {
       job->done = true;
       std::fprintf(stderr,
@@ -207,8 +210,14 @@ const ChunkMetrics& GetChunkMetrics() {
   return m;
 }
 
-// Until the job has its fewest trainers as members, up to --rpc_deadline.
+// Until the job has its fewest trainers as members, up to --rpc_deadline —
+// at its start only: a trainer that joins a job under way (its first epoch
+// opened) goes straight to work, as the others may be done and gone (the
+// pservers hold a running job to MIN).
 absl::Status AwaitMinTrainers(const ElasticJob& job, int trainer_id) {
+  const absl::StatusOr<elastic::EpochProgress> first = job.tasks->Progress(1);
+  if (first.ok()) return absl::OkStatus();
+  if (!absl::IsFailedPrecondition(first.status())) return first.status();  // not "not opened yet": etcd's error
   const absl::Time until = absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline);
   bool said = false;
   while (true) {

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
+#include "common/elastic/membership.h"
 #include "gflags/gflags.h"
 
 DEFINE_bool(elastic, false,
@@ -85,7 +86,7 @@ absl::StatusOr<std::vector<ChaosEvent>> ChaosFromFlag(int max_trainers) {
 }
 
 absl::Status ForgetDeadTrainer(elastic::EtcdClient* etcd, const std::string& job, int trainer, pid_t pid) {
-  const std::string key = absl::StrCat("/oar/", job, "/members/trainer/", trainer);
+  const std::string key = absl::StrCat(elastic::Membership::Prefix(job), "trainer/", trainer);
   OAR_ASSIGN_OR_RETURN(elastic::EtcdRange got, etcd->Get(key));
   if (got.kvs.empty() || !absl::EndsWith(got.kvs[0].value, absl::StrCat(" pid ", pid))) return absl::OkStatus();
   OAR_RETURN_IF_ERROR(Annotate(etcd->RevokeLease(got.kvs[0].lease), key));
