@@ -13,6 +13,7 @@
 #include "cli/trainers_flag.h"
 #include "common/base/flag_refusal.h"
 #include "common/base/status.h"
+#include "common/elastic/leave_agreement.h"
 #include "common/metrics/metrics.h"
 #include "gflags/gflags.h"
 
@@ -80,19 +81,13 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool communicator_or_geo, const char* flag) {
+absl::Status CheckElasticMode(bool nccl2, bool communicator_or_geo, const char* flag) {
   if (nccl2) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
         ": elastic nccl2 jobs (re-forming the ring when a trainer goes) are not supported yet; run the job in "
-        "pserver mode with --async, or drop ",
+        "pserver mode, or drop ",
         flag));
-  }
-  if (sync) {
-    return absl::UnimplementedError(absl::StrCat(flag,
-                                                 " trains async pserver jobs only: add --async (a sync pserver's "
-                                                 "barrier counts a fixed set of trainers), or drop ",
-                                                 flag));
   }
   if (communicator_or_geo) {
     return absl::UnimplementedError(absl::StrCat(
@@ -119,7 +114,9 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
   TrainerMembers out;
   int id = 0;
   for (const auto& [name, value] : m.members()) {
-    if (id_of(name, &id)) out.live.insert(id);
+    if (!id_of(name, &id)) continue;
+    out.live.insert(id);
+    out.values[id] = value;
   }
   for (const std::string& name : m.ever()) {
     if (id_of(name, &id)) out.ever.insert(id);
@@ -130,6 +127,21 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
 
 absl::Status MarkElasticJobDone(const ElasticJob& job) {
   return job.etcd->Put(DoneKey(ElasticJobId()), job.member).status();
+}
+
+AgreeOnLeave LeaveAgreement(ElasticJob* job, const RoleEnv& env) {
+  const int pservers = static_cast<int>(env.pservers.size());
+  const int index = static_cast<int>(std::find(env.pservers.begin(), env.pservers.end(), env.current_endpoint) -
+                                     env.pservers.begin());
+  return [job, pservers, index](const LeaveRecord& mine) -> absl::StatusOr<int64_t> {
+    std::string process = mine.member;  // "host pid N": one key segment
+    std::replace(process.begin(), process.end(), '/', '_');
+    std::replace(process.begin(), process.end(), ' ', '_');
+    return elastic::AgreeOnLastStep(
+        job->etcd.get(), ElasticJobId(), absl::StrCat("trainer", mine.trainer, "/", mine.entry, "/", process), index,
+        pservers, {.step = mine.step, .contributed = mine.contributed, .contributed_before = mine.contributed_before},
+        mine.entry - 1, absl::Milliseconds(FLAGS_rpc_deadline));
+  };
 }
 
 bool EvaluatesTheJob(const ElasticJob* job, int trainer_id) {
@@ -150,6 +162,7 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   const std::string value = absl::StrCat(host, " pid ", ::getpid());
+  job->value = value;
   const absl::Time until = absl::Now() + ttl;
   bool said = false;
   while (true) {
@@ -241,7 +254,8 @@ absl::Status AwaitMinTrainers(const ElasticJob& job, int trainer_id) {
 
 }  // namespace
 
-absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train) {
+absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train,
+                                        const std::function<absl::Status()>& idle) {
   OAR_RETURN_IF_ERROR(AwaitMinTrainers(*job, trainer_id));
   elastic::TaskQueue& q = *job->tasks;
   const ChunkMetrics& metrics = GetChunkMetrics();
@@ -284,9 +298,21 @@ absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epo
   // ...then until every epoch is done: a trainer that dies leaves its chunk
   // to whoever is still here.
   const absl::Duration wait = absl::Milliseconds(FLAGS_rpc_deadline);
+  // A sync trainer steps with the others while it waits: a chunk free now,
+  // else an idle step, until the epoch is done.
+  auto next_or_idle = [&](int epoch) -> absl::StatusOr<std::optional<int64_t>> {
+    while (true) {
+      OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, q.Take(epoch));
+      if (chunk.has_value()) return chunk;
+      OAR_ASSIGN_OR_RETURN(const elastic::EpochProgress p, q.Progress(epoch));
+      if (p.finished()) return std::optional<int64_t>();
+      OAR_RETURN_IF_ERROR(idle());
+    }
+  };
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     while (true) {
-      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained, one(epoch, [&] { return q.Next(epoch, wait); }));
+      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained,
+                           one(epoch, [&] { return idle ? next_or_idle(epoch) : q.Next(epoch, wait); }));
       if (!trained.has_value()) return false;
       if (!*trained) break;
     }

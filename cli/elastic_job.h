@@ -5,10 +5,12 @@
 // (common/elastic/task_queue.h: each epoch cut into --elastic_chunks chunks,
 // each trained once by whichever trainer takes it).
 //
-// What works elastically today (docs/elastic.md): async pserver mode —
-// trainers join a running job and leave or die; the pservers end once every
-// trainer that joined has completed or left. Sync pserver mode and nccl2
-// mode are refused with the reason.
+// What works elastically today (docs/elastic.md): pserver mode, async and
+// sync — trainers join a running job and leave or die; the pservers end
+// once every trainer that joined has completed or left (sync: each step
+// applies the mean gradient of the trainers that contributed to it, and
+// the pservers agree through etcd on a departed trainer's last step).
+// nccl2 mode is refused with the reason.
 //
 // Thread-safety: an ElasticJob is used by its process's main thread; the
 // Membership inside tends itself on its own thread.
@@ -33,6 +35,7 @@ struct ElasticJob {
   std::unique_ptr<elastic::EtcdClient> etcd;
   std::unique_ptr<elastic::Membership> me;
   std::string member;    // "trainer/2", "pserver/0"
+  std::string value;     // its entry's value: "host pid N"
   int64_t chunks = 0;    // per epoch (trainers)
   int min_trainers = 1;  // the fewest it goes on with (--trainers MIN:MAX)
   bool done = false;     // a trainer that joined a job already over (MarkElasticJobDone)
@@ -46,10 +49,15 @@ struct ElasticJob {
 // --trainers MIN:MAX, else of PADDLE_ELASTIC_NP.
 bool ElasticRequested();
 
-// Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, sync
-// pserver mode, the communicator and GEO-SGD. `flag` is what the user gave
-// (--elastic_server, --elastic).
-absl::Status CheckElasticMode(bool nccl2, bool sync, bool communicator_or_geo, const char* flag = "--elastic_server");
+// Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, the
+// communicator and GEO-SGD. `flag` is what the user gave (--elastic_server,
+// --elastic).
+absl::Status CheckElasticMode(bool nccl2, bool communicator_or_geo, const char* flag = "--elastic_server");
+
+// An elastic sync job's pserver: how it agrees with the job's other
+// pservers on a departed trainer's last step (common/elastic/
+// leave_agreement.h), waiting up to --rpc_deadline for their records.
+AgreeOnLeave LeaveAgreement(ElasticJob* job, const RoleEnv& env);
 
 // Chunks per epoch: --elastic_chunks, else 4 per trainer slot; for
 // AsyncExecutor trainers (`files` > 0 MultiSlot files, a chunk is a set of
@@ -89,7 +97,11 @@ bool EvaluatesTheJob(const ElasticJob* job, int trainer_id);
 // done is said on stdout as
 //   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
 // (what a log check of "each chunk once" reads). False: stopped early.
+// `idle` (a sync trainer): while every chunk left is another's, one step
+// without data each time, instead of waiting (the others' steps wait for
+// this trainer's); the wait then lasts while the others train.
 using ChunkTrainer = std::function<absl::StatusOr<std::optional<int64_t>>(int epoch, int64_t chunk, int64_t chunks)>;
-absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train);
+absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epochs, const ChunkTrainer& train,
+                                        const std::function<absl::Status()>& idle = nullptr);
 
 }  // namespace oar::cli

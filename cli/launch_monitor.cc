@@ -94,7 +94,7 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
   if (from_stdout && trainer >= 0 && absl::StartsWith(line, "@oar ")) {
     auto f = Fields(line);
     TrainerReport& r = reports_[child];
-    if (absl::StartsWith(line, "@oar chunk")) {
+    if (absl::StartsWith(line, "@oar chunk ")) {
       chunks_.push_back({.child = child,
                          .epoch = Num<int>(f, "epoch"),
                          .chunk = Num<int64_t>(f, "chunk"),
@@ -112,6 +112,10 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
       last_step_ = now;
     } else if (absl::StartsWith(line, "@oar result")) {
       r.result = f;
+    }
+    if (logs_[child]) {  // the process's own record of what it said (a replay of the job reads it)
+      std::fprintf(logs_[child].get(), "%s\n", line.c_str());
+      std::fflush(logs_[child].get());
     }
     return;
   }

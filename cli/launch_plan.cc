@@ -93,9 +93,12 @@ absl::StatusOr<LaunchPlan> PlanLaunch() {
                                                  .communicator = CommunicatorOptionsFromFlags(config).has_value(),
                                                  .geo = config.geo_sgd_mode}));
   if (elastic) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, !nccl2 && !FLAGS_async && FLAGS_sync,
-                                         CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode,
-                                         "--elastic"));
+    OAR_RETURN_IF_ERROR(
+        CheckElasticMode(nccl2, CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode, "--elastic"));
+    if (!nccl2 && !FLAGS_async && FLAGS_sync && async_executor) {
+      return absl::UnimplementedError(
+          "--elastic: AsyncExecutor trainers (--data_feed files) of an elastic job train async: add --async");
+    }
   }
   std::vector<int>& gpus = plan.gpus;
   if (place.is_gpu()) {

@@ -166,8 +166,12 @@ absl::Status RunRole(const RoleEnv& env) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   if (ElasticRequested()) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(nccl2, config.sync_mode,
-                                         CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode));
+    OAR_RETURN_IF_ERROR(
+        CheckElasticMode(nccl2, CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode));
+    if (config.sync_mode && async_executor) {
+      return absl::UnimplementedError(
+          "--elastic_server: AsyncExecutor trainers (--data_feed files) of an elastic job train async: add --async");
+    }
   } else {
     OAR_RETURN_IF_ERROR(RefuseTrainerRange("oar run without --elastic_server"));
   }
@@ -214,7 +218,9 @@ absl::Status RunRole(const RoleEnv& env) {
                   .rpc = RpcOptionsFromFlags(),
                   .port_file = FLAGS_pserver_port_file,
                   .trainer_members = elastic == nullptr ? std::function<TrainerMembers()>()
-                                                        : [j = elastic.get()] { return TrainersOf(*j); }}));
+                                                        : [j = elastic.get()] { return TrainersOf(*j); },
+                  .agree_on_leave =
+                      elastic != nullptr && config.sync_mode ? LeaveAgreement(elastic.get(), env) : AgreeOnLeave()}));
   return elastic == nullptr ? absl::OkStatus() : MarkElasticJobDone(*elastic);
 }
 

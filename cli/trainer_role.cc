@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/data_flags.h"
 #include "cli/elastic_job.h"
+#include "cli/elastic_sync.h"
 #include "cli/loss_check.h"
 #include "cli/process_settings.h"
 #include "cli/program_eval.h"
@@ -135,12 +136,35 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     options.settings.emplace_back("cpu_num", std::max<int64_t>(1, static_cast<int64_t>(options.places.size())));
   options.incarnation = ThisTrainersIncarnation();  // its ABORT, should it fail, comes from the same run
   options.await_pserver_restarts = !FLAGS_checkpoint_dir.empty();
-  TrainerProcess(std::max<size_t>(1, options.places.size()));
-  OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(DataConfig data, DataConfigFromFlags());
   data.batch_size = batch;
-  data.min_batch = static_cast<int64_t>(rt->num_places());  // a batch is split across them
+  data.min_batch = static_cast<int64_t>(std::max<size_t>(1, options.places.size()));  // a batch is split across them
+  std::vector<const VarDesc*> vars;
+  for (const std::string& feed : io.feeds) {
+    OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));
+    vars.push_back(v);
+  }
+  // An elastic job's trainer reads chunk c of C (MakeTrainSource's shard c
+  // of C) as the job's queue hands them out, from data read before it
+  // joins (a sync job's steps wait for it from then on).
+  ShardSources chunks(data, vars);
+  if (elastic != nullptr) OAR_RETURN_IF_ERROR(chunks.Load());
+  const bool elastic_sync = elastic != nullptr && !nccl2 && options.sync_mode;
+  int64_t job_step = 0;  // elastic sync: the pservers' step this trainer takes next
+  if (elastic_sync) {
+    OAR_RETURN_IF_ERROR(CheckElasticSyncPlaces(options.places.size()));
+    options.barrier_after_sends = true;
+    // A survivor's pull may wait for a dead trainer's lease and the
+    // pservers' agreement (StepBarrier: up to 3 x --rpc_deadline).
+    options.rpc.deadline_ms *= 4;
+    options.before_pull = [&](rpc::RpcClient* client) -> absl::Status {
+      OAR_ASSIGN_OR_RETURN(job_step, JoinPserverSteps(client, env.pservers, env.trainer_id, elastic->value));
+      return absl::OkStatus();
+    };
+  }
+  TrainerProcess(std::max<size_t>(1, options.places.size()));
+  OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
   ShuffleGroup group{.rank = env.trainer_id, .size = env.trainers};
   if (rt->collective() != nullptr && !place.is_gpu()) {  // --shuffle global of MultiSlot files: over the ring
     group.all_gather = [&rt](const Tensor& in, std::vector<Tensor>* out) {
@@ -161,19 +185,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     };
     data.shuffle_group = &group;
   }
-  std::vector<const VarDesc*> vars;
-  for (const std::string& feed : io.feeds) {
-    OAR_ASSIGN_OR_RETURN(const VarDesc* v, FeedVar(origin, "the program", feed));
-    vars.push_back(v);
-  }
-  // An elastic job's trainer reads chunk c of C (MakeTrainSource's shard c
-  // of C) as the job's queue hands them out; the others their 1/trainers.
+  // The fixed job's trainers read their 1/trainers.
   std::unique_ptr<FeedSource> source;
-  ShardSources chunks(data, vars);
   if (elastic == nullptr) {
     OAR_ASSIGN_OR_RETURN(source, MakeTrainSource(data, vars, env.trainer_id, env.trainers));
-  } else {
-    OAR_RETURN_IF_ERROR(chunks.Load());
   }
   shuffle_ring.reset();  // the lines are exchanged
   const int64_t per_epoch = elastic != nullptr ? -1 : source->batches_per_epoch();
@@ -216,6 +231,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       recorder.Done(fed.examples);
       loss = l;
       ++steps;
+      ++job_step;
       ++*step_in_epoch;
       examples += fed.examples;
       taken += fed.examples;
@@ -245,12 +261,28 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       last_epoch = epoch;
       OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> part, chunks.Make(c, n));
       OAR_RETURN_IF_ERROR(part->StartEpoch(epoch - 1));
+      if (elastic_sync) {  // its batches go in at consecutive steps from here (what a replay of the job reads)
+        std::printf("@oar chunk-begin trainer=%d epoch=%d chunk=%lld step=%lld\n", env.trainer_id, epoch,
+                    static_cast<long long>(c), static_cast<long long>(job_step));
+        std::fflush(stdout);
+      }
       OAR_ASSIGN_OR_RETURN(int64_t taken,
                            train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
       if (out_of_steps()) return std::optional<int64_t>();
       return std::optional<int64_t>(taken);
     };
-    OAR_RETURN_IF_ERROR(TrainElasticEpochs(elastic, env.trainer_id, FLAGS_epochs, chunk).status());
+    std::function<absl::Status()> idle;
+    ProgramDesc idle_step;
+    if (elastic_sync) {
+      OAR_ASSIGN_OR_RETURN(idle_step, IdleStepProgram(rt->program()));
+      idle = [&]() -> absl::Status {
+        OAR_RETURN_IF_ERROR(Annotate(rt->executor().Run(idle_step, rt->scope()).status(), "a step without data"));
+        ++job_step;
+        absl::SleepFor(absl::Milliseconds(5));  // every trainer may be waiting: no spin
+        return absl::OkStatus();
+      };
+    }
+    OAR_RETURN_IF_ERROR(TrainElasticEpochs(elastic, env.trainer_id, FLAGS_epochs, chunk, idle).status());
     if (!FLAGS_report) bar.Finish();
   } else {  // the fixed job's share, epoch by epoch
     for (int epoch = 1; epoch <= FLAGS_epochs && !out_of_steps(); ++epoch) {

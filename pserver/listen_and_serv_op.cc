@@ -39,7 +39,10 @@ absl::Status ListenAndServKernel(const ExecutionContext& ctx) {
   std::unique_ptr<rpc::Transport> own;
   config.transport = ctx.env() != nullptr ? ctx.env()->transport : nullptr;
   config.profiler = ctx.env() != nullptr ? ctx.env()->profiler : nullptr;
-  if (ctx.env() != nullptr) config.trainer_members = ctx.env()->trainer_members;
+  if (ctx.env() != nullptr) {
+    config.trainer_members = ctx.env()->trainer_members;
+    config.agree_on_leave = ctx.env()->agree_on_leave;
+  }
   if (config.transport == nullptr) {
     OAR_ASSIGN_OR_RETURN(own, rpc::MakeTransport(rpc::RpcOptions{}));
     config.transport = own.get();

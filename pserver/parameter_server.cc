@@ -83,10 +83,9 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   if (config.transport == nullptr) return absl::InvalidArgumentError("ParameterServer needs a transport");
   OAR_RETURN_IF_ERROR(rpc::CheckEndpoint(config.endpoint));
   if (config.timeout_ms <= 0) config.timeout_ms = config.transport->options().deadline_ms;
-  if (config.trainer_members && config.sync_mode) {
-    return absl::UnimplementedError(
-        "an elastic job's pservers train async only (--async): a sync pserver's barrier counts a fixed set of "
-        "trainers, and a trainer that dies between its sends to two pservers would leave its step applied on one");
+  if (config.trainer_members && config.sync_mode && !config.agree_on_leave) {
+    return absl::InvalidArgumentError(
+        "an elastic sync pserver needs agree_on_leave: how the pservers agree on the steps of a trainer that left");
   }
   const int nblocks = static_cast<int>(program.NumBlocks());
   auto check_block = [&](int id, const std::string& what) {
@@ -107,7 +106,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
   std::unique_ptr<ParameterServer> ps(new ParameterServer(std::move(config), program, scope, place));
   const PserverConfig& c = ps->config_;
   if (c.trainer_members) ps->activity_.set_members(c.trainer_members);
-  OAR_ASSIGN_OR_RETURN(ps->store_, VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id));
+  OAR_ASSIGN_OR_RETURN(ps->store_,
+                       VarStore::Create(program, scope, c.fanin, c.sync_mode, c.grad_to_block_id, ps->ElasticSync()));
   for (const auto& [g, id] : c.grad_to_block_id) ++ps->receivables_of_[id];
   ps->block_env_.profiler = c.profiler;
   ps->guard_ = std::make_unique<ReplayGuard>(c.fanin);
@@ -158,7 +158,15 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
         return owner == self->param_block_.end() ? nullptr : self->block_mu_.at(owner->second).get();
       },
       [self] { return self->Name(); });
-  if (c.sync_mode) {
+  if (ps->ElasticSync()) {
+    if (c.restored) {
+      return absl::UnimplementedError(
+          "an elastic sync job's pserver restored from a checkpoint: its trainers' steps are agreed in etcd "
+          "from the job's start; start a new job (--job_id) from the checkpoint instead");
+    }
+    ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms),
+                                                 StepBarrier::Elastic{.min_trainers = c.trainer_members().min});
+  } else if (c.sync_mode) {
     ps->barrier_ = std::make_unique<StepBarrier>(c.fanin, absl::Milliseconds(c.timeout_ms),
                                                  c.restored ? static_cast<int>(c.restored_step) : 0);
   }

@@ -131,6 +131,12 @@ struct PserverConfig {
   // An elastic async job: its trainers as etcd lists them (RunEnv::
   // trainer_members; TrainerActivity::set_members). Null: 0..fanin-1.
   std::function<TrainerMembers()> trainer_members = nullptr;
+  // With trainer_members in sync mode, an elastic sync job: how the
+  // pservers agree on the steps of a trainer that left (RunEnv::
+  // agree_on_leave; DepartureWatch). Trainers join the steps with
+  // JOIN_HOLD@RECV and JOIN@RECV; each step applies the mean gradient of
+  // the trainers that contributed to it.
+  AgreeOnLeave agree_on_leave = nullptr;
 };
 
 // Where a pserver saves on CheckpointNotify(dir) and restores from:
@@ -249,8 +255,13 @@ class ParameterServer : public rpc::RpcHandler {
   // duplicated reply is refused unread by the client. (Not a restored
   // pserver's: its resync replays steps.)
   bool StableGets(rpc::RpcKind kind) const {
-    return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored;
+    return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored && !ElasticSync();
   }
+  // An elastic job's sync pserver (PserverConfig::agree_on_leave).
+  bool ElasticSync() const { return config_.sync_mode && config_.trainer_members != nullptr; }
+  // JOIN_HOLD@RECV (the step held, in the reply) and JOIN@RECV (its entry
+  // step in oar_step, its member value in out_varname).
+  absl::Status HandleJoin(const rpc::MessageHeader& h, int trainer, rpc::Reply* reply);
   // Lends the parameters the optimize blocks write (their ParamOut) to
   // trainers on this host (ServerOptions::lend, param_lending.h); null
   // (logged) when there are none or it fails.

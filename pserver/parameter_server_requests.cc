@@ -2,6 +2,8 @@
 // COMPLETE, a Get, a checkpoint), the checks every one passes first (the
 // trainer id, a restarted pserver's resync, the replay guard) and the
 // metrics each is timed into. Gets are answered in parameter_server_get.cc.
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
 #include "common/rpc/rpc_client.h"
@@ -85,6 +87,10 @@ absl::Status ParameterServer::HandleRequest(rpc::RpcKind kind, const rpc::Incomi
   OAR_RETURN_IF_ERROR(abort_.Refusal());
   OAR_RETURN_IF_ERROR(CheckSettingsAgree(h, id));
   if (kind == rpc::RpcKind::kPrefetch) return HandlePrefetch(request, id, reply);  // read-only: no replay guard
+  // Idempotent, and a HOLD's answer is its step: no replay guard.
+  if (kind == rpc::RpcKind::kSend && (h.name() == rpc::kJoinHold || h.name() == rpc::kJoin)) {
+    return HandleJoin(h, id, reply);
+  }
   bool covered = false;
   if (absl::Status s = CheckSynced(kind, h, id, reply, &covered); !s.ok() || covered) return s;
   const uint64_t seq = static_cast<uint64_t>(h.meta.oar_seq());
@@ -122,6 +128,26 @@ absl::Status ParameterServer::CheckSynced(rpc::RpcKind kind, const rpc::MessageH
   } else {
     LOG(INFO) << Name() << ": trainer " << id << " rejoined at step " << h.meta.oar_step() - 1;
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::HandleJoin(const rpc::MessageHeader& h, int id, rpc::Reply* reply) {
+  if (!ElasticSync()) {
+    return absl::FailedPreconditionError(absl::StrCat(Name(), ": trainer ", id, " sent ", h.name(),
+                                                      ", but this pserver's job is not an elastic sync job"));
+  }
+  if (h.name() == rpc::kJoinHold) {
+    OAR_ASSIGN_OR_RETURN(const int step, barrier_->Hold(id));
+    reply->step = step;
+    return absl::OkStatus();
+  }
+  const int64_t entry = h.meta.oar_step();
+  if (entry < 0 || entry > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(Name(), ": trainer ", id, " asked to join at step ", entry));
+  }
+  OAR_RETURN_IF_ERROR(Annotate(barrier_->Join(id, static_cast<int>(entry), h.meta.out_varname()), Name()));
+  LOG(INFO) << Name() << ": trainer " << id << " joined the job at step " << entry;
+  GetPserverMetrics().trainer_joins->Add();
   return absl::OkStatus();
 }
 

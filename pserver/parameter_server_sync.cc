@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
+#include "pserver/departure_watch.h"
 #include "pserver/parameter_server.h"
 #include "pserver/sync_loop.h"
 
@@ -22,8 +23,15 @@ absl::Status ParameterServer::RunSync() {
                                      [this] {
                                        absl::MutexLock l(&optimize_mu_);
                                        return RunOptimizeBlocks();
-                                     }});
+                                     },
+                                 .applies = [this] { return !barrier_->contributors_at_optimize().empty(); }});
+  std::unique_ptr<DepartureWatch> watch;
+  if (ElasticSync()) {
+    watch = std::make_unique<DepartureWatch>(barrier_.get(), config_.trainer_members, config_.agree_on_leave, Name());
+    watch->Start();
+  }
   absl::Status s = loop.Run();
+  watch.reset();
   if (s.ok()) return s;
   absl::MutexLock l(&state_mu_);
   if (stopped_ && absl::IsCancelled(s)) return absl::OkStatus();  // SIGTERM: clean exit
@@ -48,6 +56,7 @@ void ParameterServer::ScheduleReady() {
 }
 
 void ParameterServer::TryStartEarly(const VarStore::Receivable& r, const std::set<int>& completed) {
+  if (ElasticSync()) return;  // the step's contributors are known at the barrier only
   const int block = store_->BlockOf(r);
   auto feeds = receivables_of_.find(block);
   if (feeds == receivables_of_.end() || feeds->second != 1) return;  // several gradients: the barrier runs it
@@ -70,12 +79,14 @@ absl::Status ParameterServer::RunOptimizeBlocks() {
   lending_->UnlendIfDue();
   OAR_RETURN_IF_ERROR(RunLrOnce());
   const std::set<int> completed = barrier_->completed_at_optimize();
+  const std::set<int> contributors = barrier_->contributors_at_optimize();
   std::vector<int> rest;
   for (int id : config_.optimize_blocks) {
     if (!done.count(id)) rest.push_back(id);
   }
   for (const VarStore::Receivable* r : store_->receivables()) {
-    if (!done.count(store_->BlockOf(*r))) OAR_RETURN_IF_ERROR(store_->Finalize(*r, completed));
+    if (done.count(store_->BlockOf(*r))) continue;
+    OAR_RETURN_IF_ERROR(ElasticSync() ? store_->FinalizeAmong(*r, contributors) : store_->Finalize(*r, completed));
   }
   // The blocks left touch disjoint parameters: side by side, the last on
   // this thread (often the only one left after the early blocks ran: no

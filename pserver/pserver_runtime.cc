@@ -14,6 +14,7 @@ absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, con
   RunEnv env;
   env.transport = transport.get();
   env.trainer_members = options.trainer_members;
+  env.agree_on_leave = options.agree_on_leave;
   if (!options.port_file.empty()) {
     env.on_serving = [&options](const std::string& endpoint) {
       const std::string port = endpoint.substr(endpoint.rfind(':') + 1);

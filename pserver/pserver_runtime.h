@@ -36,6 +36,8 @@ struct PserverRunOptions {
   std::string port_file = {};
   // An elastic async job: its trainers as etcd lists them (RunEnv).
   std::function<TrainerMembers()> trainer_members = nullptr;
+  // An elastic sync job: how its pservers agree on a departed trainer's steps (RunEnv).
+  AgreeOnLeave agree_on_leave = nullptr;
 };
 
 absl::Status RunPserver(const ProgramDesc& main, const ProgramDesc& startup, const PserverRunOptions& options = {});

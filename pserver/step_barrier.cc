@@ -47,7 +47,9 @@ absl::Status FromAnEarlierRun(const char* what, int trainer_id) {
 absl::Status StepBarrier::BeginReceive(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "a gradient"); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id)); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "a gradient"); !s.ok()) return s;  // it may have left meanwhile
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("a gradient", trainer_id);
   ++receiving_;
   return absl::OkStatus();
@@ -77,7 +79,9 @@ void StepBarrier::EndReceive(int trainer_id, bool stored, uint64_t incarnation) 
 absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "BATCH_BARRIER"); !s.ok()) return s;
   if (absl::Status s = AwaitNotOptimizing("BATCH_BARRIER"); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "BATCH_BARRIER"); !s.ok()) return s;
   int64_t* stored = StoredLocked(trainer_id, incarnation);
   if (stored == nullptr) return FromAnEarlierRun("BATCH_BARRIER", trainer_id);
   if (sent > 0 && *stored < sent) {
@@ -86,6 +90,7 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
                                                " variable(s) it sent since its last barrier"));
   }
   batch_.insert(trainer_id);
+  if (elastic_ && sent == 0) idle_.insert(trainer_id);  // it sent nothing this step: it waits for data
   *stored = 0;
   return absl::OkStatus();
 }
@@ -93,6 +98,7 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
 absl::Status StepBarrier::FetchBarrier(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "FETCH_BARRIER"); !s.ok()) return s;
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("FETCH_BARRIER", trainer_id);
   // Like a Get, it belongs to the serve phase after the optimize that
   // consumes the trainer's own pending BATCH_BARRIER (after a resync the
@@ -100,7 +106,8 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id, uint64_t incarnation) {
   // still open: counting the FETCH_BARRIER there would let the trainer start
   // its next step before its replayed one was applied).
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
-  if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER", kLoopVerdict * timeout_); !s.ok()) return s;
+  if (absl::Status s = AwaitLocked(ready, "FETCH_BARRIER", Verdict() * timeout_); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "FETCH_BARRIER"); !s.ok()) return s;
   // The trainer may have restarted while this waited.
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("FETCH_BARRIER", trainer_id);
   fetch_.insert(trainer_id);
@@ -110,8 +117,13 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id, uint64_t incarnation) {
 absl::Status StepBarrier::BeforeGet(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
+  if (absl::Status s = CheckMemberLocked(trainer_id, "a Get"); !s.ok()) return s;
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
-  return AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id), kLoopVerdict * timeout_);
+  if (absl::Status s = AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id), Verdict() * timeout_);
+      !s.ok()) {
+    return s;
+  }
+  return CheckMemberLocked(trainer_id, "a Get");
 }
 
 void StepBarrier::WhenGetReady(int trainer_id, GetReady serve) {
@@ -119,6 +131,7 @@ void StepBarrier::WhenGetReady(int trainer_id, GetReady serve) {
   {
     absl::MutexLock l(&mu_);
     now = CheckTrainer(trainer_id);
+    if (now.ok()) now = CheckMemberLocked(trainer_id, "a Get");
     if (now.ok()) now = ended_;
     if (now.ok() && !GetReadyLocked(trainer_id)) {
       parked_.emplace_back(trainer_id, std::move(serve));
@@ -153,12 +166,18 @@ absl::Status StepBarrier::Complete(int trainer_id, uint64_t incarnation) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("COMPLETE", trainer_id);
+  if (elastic_ && (left_.count(trainer_id) || departing_.count(trainer_id))) {
+    return CheckMemberLocked(trainer_id, "COMPLETE");
+  }
   completed_.insert(trainer_id);
+  holds_.erase(trainer_id);
+  ++events_;
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
   absl::MutexLock l(&mu_);
+  if (elastic_) return AwaitPhaseEndElastic();
   const bool serving = phase_ == Phase::kServe;
   std::set<int>& arrived = serving ? fetch_ : batch_;
   auto all_in = [this, &arrived, serving]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -197,6 +216,13 @@ void StepBarrier::OptimizeDone() {
     batch_.clear();
     phase_ = Phase::kServe;
     ++step_;
+    if (elastic_) {
+      last_contributors_ = std::move(contributors_);
+      contributors_.clear();
+      idle_.clear();
+      for (int t : leave_after_step_) left_.insert(t);
+      leave_after_step_.clear();
+    }
     ready.swap(parked_);  // every Get is servable now: kServe, no BATCH_BARRIER pending
   }
   RunParked(ready, absl::OkStatus());

@@ -31,12 +31,24 @@
 // and End(error) gives that reason to every wait and parked Get. Stop()
 // ends them all with Cancelled.
 //
+// Elastic (an elastic job's sync pserver, step_barrier_elastic.cc):
+// trainers come and go. A trainer counts from the step it joined at
+// (Hold, then Join: the JOIN handshake every pserver of the job agrees
+// on), until it completes or leaves. One whose lease ran out is frozen
+// (Depart: its messages are refused from then on) until the pservers have
+// agreed on the last step it contributed to (Resolve), which counts it as
+// arrived at that step if this pserver is still collecting it. A
+// BATCH_BARRIER that carried no gradient (sent 0: a trainer waiting for
+// data) arrives without contributing; the step's contributors are the rest
+// (contributors_at_optimize), and a step without any is not applied.
+//
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -57,6 +69,11 @@ class StepBarrier {
   // from a checkpoint resumes serving that step's parameters.
   StepBarrier(int fanin, absl::Duration timeout, int first_step = 0)
       : fanin_(fanin), timeout_(timeout), step_(first_step) {}
+  struct Elastic {
+    int min_trainers = 1;  // the fewest the job goes on with (--trainers MIN:MAX)
+  };
+  StepBarrier(int fanin, absl::Duration timeout, Elastic elastic)
+      : fanin_(fanin), timeout_(timeout), elastic_(true), min_trainers_(elastic.min_trainers), step_(0) {}
 
   // --- handler side (one call per message) ---
   // Before storing a trainer's gradient: waits while an optimize pass runs,
@@ -118,6 +135,43 @@ class StepBarrier {
   // The trainers that have completed so far.
   std::set<int> completed() const;
 
+  // --- elastic only (step_barrier_elastic.cc) ---
+  bool elastic() const { return elastic_; }
+  // The first half of a trainer's JOIN: this pserver will not leave the
+  // serve phase of the step it returns (the current one while serving,
+  // else the next) until the trainer's Join (or `timeout`, or its leave).
+  absl::StatusOr<int> Hold(int trainer_id);
+  // The trainer counts from `entry_step`, the highest step its Holds
+  // returned: FailedPrecondition when this pserver has left that step's
+  // serve phase already (the trainer holds again). `member`: its entry in
+  // etcd, which the caller watches.
+  absl::Status Join(int trainer_id, int entry_step, const std::string& member);
+  struct Joined {
+    int entry = 0;
+    std::string member;
+    absl::Time at;
+  };
+  // Trainers joined that have neither completed nor left (nor departed).
+  std::map<int, Joined> joined() const;
+  // The trainers that are etcd members now: until each has joined and
+  // completed or left, the job is not over.
+  void SetMembers(std::set<int> members);
+  // What this pserver saw of a trainer whose lease ran out, frozen from now
+  // on: the step it collects, whether the trainer contributed to it, and to
+  // the step before. nullopt when the trainer had not joined (a Hold of
+  // its is dropped).
+  struct Departure {
+    int entry = 0, step = 0;
+    bool contributed = false, contributed_before = false;
+  };
+  std::optional<Departure> Depart(int trainer_id);
+  // The pservers agreed that `last_step` was the departed trainer's last:
+  // counted as arrived at it when this pserver still collects it, gone for
+  // the steps after.
+  void Resolve(int trainer_id, int last_step);
+  // The trainers whose gradients the step moving to kOptimize applies.
+  std::set<int> contributors_at_optimize() const;
+
  private:
   absl::Status CheckTrainer(int trainer_id) const;
   // Waits for cond (mu_ held) up to `limit`, or until End; `what` names
@@ -128,8 +182,25 @@ class StepBarrier {
   // loop's own barrier wait (one timeout) can fail: it waits longer, so that
   // the loop's reason (End: the missing trainers) reaches it first.
   static constexpr int kLoopVerdict = 2;
+  // An elastic job's loop waits up to twice `timeout` (a lease and the
+  // pservers' agreement) since the last change of members: 3.
+  int Verdict() const { return elastic_ ? 3 : kLoopVerdict; }
+  // Whether trainer t must arrive at the current step (elastic: joined by
+  // it, not completed, not left).
+  bool LiveLocked(int t) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elastic: refuses a message from a trainer that has not joined or has
+  // left (OK otherwise, and always in a fixed job).
+  absl::Status CheckMemberLocked(int trainer_id, const char* what) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elastic: the loop's wait, in slices (holds expire; MIN is timed).
+  absl::StatusOr<bool> AwaitPhaseEndElastic() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int InPlayLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether trainer_id's Get may be served now.
   bool GetReadyLocked(int trainer_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (elastic_) {
+      auto e = entry_.find(trainer_id);
+      if (e == entry_.end() || step_ < e->second) return false;
+    }
     return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
   }
   // Runs each parked Get's `serve` (mu_ not held).
@@ -139,6 +210,8 @@ class StepBarrier {
 
   const int fanin_;
   const absl::Duration timeout_;
+  const bool elastic_ = false;
+  const int min_trainers_ = 1;
   mutable absl::Mutex mu_;
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kServe;
   std::set<int> batch_ ABSL_GUARDED_BY(mu_), fetch_ ABSL_GUARDED_BY(mu_), completed_ ABSL_GUARDED_BY(mu_);
@@ -157,6 +230,18 @@ class StepBarrier {
   std::map<int, Stored> stored_ ABSL_GUARDED_BY(mu_);
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
+  // Elastic state.
+  std::map<int, int> entry_ ABSL_GUARDED_BY(mu_);  // joined: the step it counts from
+  std::map<int, Joined> joined_ ABSL_GUARDED_BY(mu_);
+  std::map<int, absl::Time> holds_ ABSL_GUARDED_BY(mu_);
+  std::set<int> members_ ABSL_GUARDED_BY(mu_);
+  std::set<int> departing_ ABSL_GUARDED_BY(mu_), left_ ABSL_GUARDED_BY(mu_);
+  std::set<int> leave_after_step_ ABSL_GUARDED_BY(mu_);   // resolved into the current step
+  std::set<int> idle_ ABSL_GUARDED_BY(mu_);               // this step's barriers without gradients
+  std::set<int> contributors_ ABSL_GUARDED_BY(mu_);       // the step in kOptimize's
+  std::set<int> last_contributors_ ABSL_GUARDED_BY(mu_);  // the step applied last
+  int64_t events_ ABSL_GUARDED_BY(mu_) = 0;               // joins, leaves, completions
+  bool had_min_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace oar

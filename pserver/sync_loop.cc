@@ -16,7 +16,7 @@ absl::Status SyncLoop::Run() {
       hooks_.receiving();
       continue;
     }
-    absl::Status s = hooks_.optimize();
+    absl::Status s = hooks_.applies() ? hooks_.optimize() : absl::OkStatus();
     if (!s.ok()) {
       barrier_->End(s);  // every wait, parked Gets too, learns what failed
       return s;

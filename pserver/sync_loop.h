@@ -27,6 +27,9 @@ class SyncLoop {
   struct Hooks {
     std::function<void()> receiving = [] {};
     std::function<absl::Status()> optimize;
+    // Whether the step in kOptimize has gradients to apply (an elastic
+    // step whose trainers all waited for data has none: it is not applied).
+    std::function<bool()> applies = [] { return true; };
   };
   // `barrier` must outlive the loop.
   SyncLoop(StepBarrier* barrier, Hooks hooks) : barrier_(barrier), hooks_(std::move(hooks)) {}

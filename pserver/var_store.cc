@@ -1,5 +1,7 @@
 #include "pserver/var_store.h"
 
+#include "pserver/var_store_receivable.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -28,51 +30,15 @@ std::pair<std::string, int> SplitTrainerSuffix(const std::string& name) {
   return {name.substr(0, at), id};
 }
 
-template <typename T>
-void Fill(Tensor* t, T v) {
-  T* p = static_cast<T*>(t->raw_data());
-  std::fill(p, p + t->numel(), v);
-}
-
-void Zero(Variable* v) {
-  if (v->IsType<SelectedRows>()) {
-    SelectedRows* sr = v->GetMutable<SelectedRows>();
-    sr->rows.clear();
-    DDim d = sr->value.dims();
-    if (d.size() > 0) {
-      d[0] = 0;
-      sr->value.Resize(d);
-      sr->value.mutable_data(sr->value.dtype());
-    }
-  } else if (v->IsType<Tensor>() && v->Get<Tensor>().initialized()) {
-    Tensor* t = v->GetMutable<Tensor>();
-    std::memset(t->mutable_data(t->dtype()), 0, t->nbytes());
-  }
-}
-
 }  // namespace
-
-struct VarStore::Receivable {
-  enum class Mode { kDirect, kPerTrainer, kMerged };
-  std::string name;                 // the merged gradient's name ("fc_w@GRAD.block0")
-  std::vector<std::string> copies;  // kPerTrainer, kMerged: trainer t's name
-  Mode mode = Mode::kDirect;
-  bool sparse = false;
-  int block = -1;
-  const VarDesc* desc = nullptr;  // what a message is checked against
-  // Per step (mu guards them; the loop reads them with no receive in flight).
-  mutable absl::Mutex mu;
-  mutable std::set<int> arrived ABSL_GUARDED_BY(mu);
-  mutable std::map<int, SelectedRows> sparse_parts ABSL_GUARDED_BY(mu);  // kMerged sparse, by trainer
-  mutable std::set<int> reset_done ABSL_GUARDED_BY(mu);  // kPerTrainer: departed trainers' copies zeroed
-};
 
 VarStore::VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync) : scope_(scope), fanin_(fanin) {}
 VarStore::~VarStore() = default;
 
 absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& program, Scope* scope, int fanin,
                                                            bool sync_mode,
-                                                           const std::map<std::string, int>& grad_to_block_id) {
+                                                           const std::map<std::string, int>& grad_to_block_id,
+                                                           bool elastic) {
   std::unique_ptr<VarStore> s(new VarStore(program, scope, fanin, sync_mode));
   size_t merged_dense = 0;
   uint64_t merged_bytes = 0;
@@ -110,7 +76,7 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
       r->desc = global.FindVar(copies[0]);
       // Fluid's merge at the head of the block (sum of the copies, in
       // trainer order, into `name`; a scale may follow): done as they arrive.
-      if (leading_sum && b.Op(0).Input("X") == copies) {
+      if (leading_sum && b.Op(0).Input("X") == copies && !elastic) {  // elastic: FinalizeAmong picks
         r->mode = Receivable::Mode::kMerged;
         s->merged_blocks_.insert(block);
       }
@@ -270,7 +236,7 @@ absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& comple
   absl::MutexLock l(&r.mu);
   if (r.mode == Receivable::Mode::kPerTrainer) {
     for (int t : completed) {
-      if (r.reset_done.insert(t).second) Zero(scope_->Var(r.copies[static_cast<size_t>(t)]));
+      if (r.reset_done.insert(t).second) ZeroVariable(scope_->Var(r.copies[static_cast<size_t>(t)]));
     }
   }
   for (int t = 0; t < fanin_; ++t) {
@@ -292,7 +258,7 @@ absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& comple
       if (first == nullptr) first = &part.value;
     }
     if (first == nullptr) {
-      Zero(merged);
+      ZeroVariable(merged);
       return absl::OkStatus();
     }
     DDim d = first->dims();
@@ -306,7 +272,7 @@ absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& comple
     }
     out->height = r.sparse_parts.begin()->second.height;
   } else if (r.arrived.empty()) {  // every trainer completed: nothing to add
-    Zero(merged);
+    ZeroVariable(merged);
   }
   return absl::OkStatus();
 }
@@ -316,11 +282,11 @@ void VarStore::Release(const Receivable& r) {
   r.arrived.clear();
   r.sparse_parts.clear();
   if (r.mode == Receivable::Mode::kPerTrainer) {
-    for (int t = 0; r.sparse && t < fanin_; ++t) Zero(scope_->Var(r.copies[static_cast<size_t>(t)]));
+    for (int t = 0; r.sparse && t < fanin_; ++t) ZeroVariable(scope_->Var(r.copies[static_cast<size_t>(t)]));
     return;
   }
   if (r.sparse) {
-    Zero(scope_->Var(r.name));
+    ZeroVariable(scope_->Var(r.name));
   } else {
     scope_->Var(r.name)->Clear();  // the next step's first arrival allocates again
   }

@@ -25,6 +25,8 @@
 //    Fluid stores them; a trainer that completed has its copies zeroed
 //    (Fluid's ResetReceivedVars), so it stops contributing.
 //  - sync, one trainer (no copies): `g` itself.
+//  - sync in an elastic job: per-trainer copies always (a trainer that
+//    leaves mid-step must be taken out of it: FinalizeAmong).
 //  - async: a variable `g` in the caller's child scope for its block.
 // Sparse received variables are cleared after every optimize pass, so a
 // stale sparse gradient is never applied twice.
@@ -66,7 +68,8 @@ class VarStore {
   // undeclared variable.
   static absl::StatusOr<std::unique_ptr<VarStore>> Create(const ProgramDesc& program, Scope* scope, int fanin,
                                                           bool sync_mode,
-                                                          const std::map<std::string, int>& grad_to_block_id);
+                                                          const std::map<std::string, int>& grad_to_block_id,
+                                                          bool elastic = false);
   ~VarStore();
 
   // The receivable a gradient message fills, after checking its header.
@@ -94,6 +97,14 @@ class VarStore {
   // gradients only while their blocks wait (dense per-trainer copies stay
   // until the next arrival replaces them).
   void Release(const Receivable& r);
+  // An elastic job's sync step (the store was created `elastic`: every
+  // trainer's copy is kept, never merged as it arrives), before `r`'s block
+  // runs: the copies of trainers not in `contributors` are zeroed and the
+  // others scaled by fanin/|contributors|, so the program's sum over every
+  // slot, scaled by 1/fanin, is the contributors' mean (each empty slot
+  // counts as the mean of the present ones); FailedPrecondition when a
+  // contributor did not send `r`. `contributors` is not empty.
+  absl::Status FinalizeAmong(const Receivable& r, const std::set<int>& contributors);
   // Finalize / Release for every receivable.
   absl::Status BeforeOptimize(const std::set<int>& completed);
   void AfterOptimize();

@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
                                                                           : 2,
                                     .job_settings = pserver_mode ? EncodeJobSettings(rt->options_.settings) : "",
                                     .incarnation = rt->options_.incarnation,
-                                    .await_restarts = pserver_mode && rt->options_.await_pserver_restarts});
+                                    .await_restarts = pserver_mode && rt->options_.await_pserver_restarts,
+                                    .barrier_after_sends = rt->options_.barrier_after_sends});
   rt->env_ = rpc::ClientEnv(rt->client_.get());
   // One place: the startup program, the plain Executor (no all-reduce) and
   // the evaluation run on it, a GPU's too (send/recv on the host with
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   if (!rt->options_.pservers.empty()) {
     OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, rt->client_->deadline_ms()),
                                  "waiting for the pservers (--rpc_deadline)"));
+    if (rt->options_.before_pull) OAR_RETURN_IF_ERROR(rt->options_.before_pull(rt->client_.get()));
   }
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));
   if (rt->options_.after_startup) OAR_RETURN_IF_ERROR(rt->options_.after_startup(*rt->exe_, &rt->scope_));

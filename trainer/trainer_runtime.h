@@ -76,6 +76,12 @@ class TrainerRuntime {
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.
     std::function<absl::Status(Executor& exe, Scope* scope)> after_startup;
+    // Pserver mode: run once the pservers answer, before the startup
+    // program pulls the parameters (an elastic sync job's trainer joins
+    // the pservers' steps there, through the runtime's own client).
+    std::function<absl::Status(rpc::RpcClient* client)> before_pull;
+    // rpc::ClientOptions::barrier_after_sends (an elastic sync job).
+    bool barrier_after_sends = false;
     // Async pserver mode with Fluid's communicator (a program transpiled
     // with sync_mode=false and runtime_split_send_recv, or half_async): its
     // send ops queue, a background thread merges and sends, and Close()
@@ -105,6 +111,8 @@ class TrainerRuntime {
   // The scope that holds the parameters after each step (place 0's).
   Scope* scope() { return &scope_; }
   Executor& executor() { return *exe_; }
+  // The trainer program it steps.
+  const ProgramDesc& program() const { return main_; }
   rpc::RpcClient* client() { return client_.get(); }
   // The communicator, when Options::communicator asked for one.
   Communicator* communicator() { return communicator_.get(); }

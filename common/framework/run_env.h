@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/device/place.h"
 #include "common/framework/data_type.h"
 
@@ -52,7 +54,23 @@ struct RemoteTable {
 struct TrainerMembers {
   std::set<int> live, ever;
   int min = 1;
+  std::map<int, std::string> values;  // live id -> its entry's value ("host pid N": which process)
 };
+
+// An elastic sync job: what one pserver saw of a trainer whose lease ran
+// out (StepBarrier::Depart), told to the others so that all apply the same
+// steps with its gradients: the step it collects, whether the trainer
+// contributed to it and to the step before.
+struct LeaveRecord {
+  int trainer = 0;
+  int64_t entry = 0;   // the step it joined at
+  std::string member;  // its entry's value when it joined
+  int64_t step = 0;
+  bool contributed = false, contributed_before = false;
+};
+// Writes this pserver's record, reads every pserver's (bounded) and returns
+// the last step the trainer contributed to (entry - 1: none).
+using AgreeOnLeave = std::function<absl::StatusOr<int64_t>(const LeaveRecord& mine)>;
 
 struct RunEnv {
   rpc::RpcClient* rpc = nullptr;        // send, recv, barriers, checkpoint_notify, gen_nccl_id (trainer 0)
@@ -89,6 +107,9 @@ struct RunEnv {
   // ends once every trainer that was a member has completed or left. Null:
   // the fixed trainers 0..Fanin-1.
   std::function<TrainerMembers()> trainer_members;
+  // An elastic job's sync pserver: how it agrees with the others on a
+  // departed trainer's last step (through etcd). Null in other jobs.
+  AgreeOnLeave agree_on_leave;
 };
 
 }  // namespace oar

@@ -76,7 +76,8 @@ std::shared_ptr<RpcCall> RpcClient::Start(RpcKind kind, const std::string& ep, c
       if (name == kBatchBarrier) {
         meta.set_oar_sent(sent);
         sent = 0;
-      } else if (name != kFetchBarrier && name != kComplete && name != kResync && name != kAbort) {
+      } else if (name != kFetchBarrier && name != kComplete && name != kResync && name != kAbort && name != kJoinHold &&
+                 name != kJoin) {
         ++sent;
       }
     }
@@ -176,7 +177,7 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendBatchBarrier(const std::string& ep,
 absl::Status RpcClient::SendBatchBarriers(int64_t trainer_id, const std::vector<std::string>& endpoints) {
   std::vector<std::shared_ptr<RpcCall>> calls(endpoints.size());
   for (size_t i = 0; i < endpoints.size(); ++i) {
-    if (transport_->KeepsOrder(endpoints[i])) {
+    if (!options_.barrier_after_sends && transport_->KeepsOrder(endpoints[i])) {
       calls[i] = AsyncSendVar(endpoints[i], kBatchBarrier, nullptr, {.trainer_id = trainer_id, .ahead_of_sends = true});
     }
   }
@@ -195,6 +196,15 @@ std::shared_ptr<RpcCall> RpcClient::AsyncSendFetchBarrier(const std::string& ep,
 }
 std::shared_ptr<RpcCall> RpcClient::AsyncSendComplete(const std::string& ep, int64_t trainer_id) {
   return AsyncSendVar(ep, kComplete, nullptr, {.trainer_id = trainer_id});
+}
+
+std::shared_ptr<RpcCall> RpcClient::AsyncSendJoinHold(const std::string& ep, int64_t trainer_id, int64_t* held) {
+  return Start(RpcKind::kSend, ep, kJoinHold, nullptr, {.trainer_id = trainer_id}, nullptr, held);
+}
+
+std::shared_ptr<RpcCall> RpcClient::AsyncSendJoin(const std::string& ep, int64_t trainer_id, int64_t entry,
+                                                  const std::string& member) {
+  return AsyncSendVar(ep, kJoin, nullptr, {.trainer_id = trainer_id, .out_varname = member, .step = entry});
 }
 
 std::shared_ptr<RpcCall> RpcClient::AsyncSendAbort(const std::string& ep, int64_t trainer_id, const absl::Status& why) {

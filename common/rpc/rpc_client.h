@@ -104,6 +104,10 @@ struct ClientOptions {
   // (Kubernetes takes seconds to bring a pod back). Said once per endpoint,
   // and again once it answers. False: retry_times bounds it (fail fast).
   bool await_restarts = false;
+  // SendBatchBarriers always waits for the sends' answers first (an
+  // elastic sync job: a barrier any pserver holds must mean that every
+  // pserver holds the trainer's gradients of the step).
+  bool barrier_after_sends = false;
 };
 
 class RpcClient {
@@ -147,6 +151,12 @@ class RpcClient {
   std::shared_ptr<RpcCall> AsyncSendBatchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendFetchBarrier(const std::string& ep, int64_t trainer_id);
   std::shared_ptr<RpcCall> AsyncSendComplete(const std::string& ep, int64_t trainer_id);
+  // An elastic sync job's JOIN handshake (rpc_common.h): JOIN_HOLD@RECV,
+  // whose answer (the step the pserver holds) goes to *held; JOIN@RECV at
+  // `entry` as `member`.
+  std::shared_ptr<RpcCall> AsyncSendJoinHold(const std::string& ep, int64_t trainer_id, int64_t* held);
+  std::shared_ptr<RpcCall> AsyncSendJoin(const std::string& ep, int64_t trainer_id, int64_t entry,
+                                         const std::string& member);
   // ABORT@RECV: this trainer failed (`why`); a pserver that serves it stops
   // the job. One short try (2 s, no retry): the pserver may be what failed.
   // It says neither the trainer count nor the mode, so that a trainer the

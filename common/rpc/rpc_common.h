@@ -51,6 +51,12 @@ inline constexpr char kResync[] = "RESYNC@RECV";
 // Oar's: a trainer that failed tells its pservers why (the reason in
 // out_varname), so the job stops at once instead of at FLAGS_rpc_deadline.
 inline constexpr char kAbort[] = "ABORT@RECV";
+// Oar's, an elastic sync job's JOIN handshake: JOIN_HOLD@RECV asks a
+// pserver to hold the serve phase of the step it answers (oar_step);
+// JOIN@RECV then names the highest of those steps (oar_step), from which
+// every pserver counts the trainer, and its member value (out_varname).
+inline constexpr char kJoinHold[] = "JOIN_HOLD@RECV";
+inline constexpr char kJoin[] = "JOIN@RECV";
 
 // The metadata key carrying OAR_AUTH_TOKEN.
 inline constexpr char kAuthMetadataKey[] = "oar-auth-token";

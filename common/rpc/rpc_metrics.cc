@@ -54,6 +54,8 @@ const char* MethodLabel(RpcKind kind, const std::string& name) {
     if (name == kFetchBarrier) return "FetchBarrier";
     if (name == kComplete) return "Complete";
     if (name == kAbort) return "Abort";
+    if (name == kJoinHold) return "JoinHold";
+    if (name == kJoin) return "Join";
   }
   if (kind == RpcKind::kCheckpointNotify) return "Checkpoint";
   return KindName(kind);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/framework/executor.h"
+#include "common/framework/prepared_block.h"
 #include "gtest/gtest.h"
 
 namespace oar {
@@ -243,5 +244,49 @@ TEST(VarStoreTest, AsyncGradientsGoToTheCallersScope) {
   s.scope.DeleteScope(&local);
 }
 
+// An elastic job's store keeps every trainer's copy (a trainer that leaves
+// mid-step must be taken out of it) and, at the barrier, makes the
+// program's sum over the slots, scaled by 1/slots, the contributors' mean:
+// each contributor's copy times slots/contributors, the others zero.
+TEST(VarStoreTest, AnElasticStepIsTheMeanOfItsContributors) {
+  ProgramDesc program = PserverProgram();
+  Scope scope;
+  auto created = VarStore::Create(program, &scope, 2, /*sync_mode=*/true, kGradToBlock, /*elastic=*/true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  VarStore& store = **created;
+  EXPECT_TRUE(store.merged_blocks().empty());  // no merge as they arrive
+  auto receive = [&](const std::string& name, const Variable& v, int trainer) {
+    auto m = Message(name, v, trainer);
+    auto r = store.Admit(m->header(), trainer);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(store.Receive(**r, trainer, *m).ok());
+  };
+  receive("w@GRAD", Dense({1, 2, 3, 4, 5, 6}), 1);
+  receive("e@GRAD", Sparse({4}, {1.5f, -2}), 1);
+  for (const VarStore::Receivable* r : store.receivables()) {
+    const absl::Status missing = store.FinalizeAmong(*r, {0, 1});
+    EXPECT_TRUE(absl::IsFailedPrecondition(missing)) << missing;
+    EXPECT_NE(missing.message().find("trainer 0 contributed to the step without sending"), std::string::npos);
+    ASSERT_TRUE(store.FinalizeAmong(*r, {1}).ok());
+  }
+  auto values = [&](const std::string& name) { return TensorToVector<float>(scope.FindVar(name)->Get<Tensor>()); };
+  EXPECT_EQ(values("w@GRAD.trainer_1"), std::vector<float>({2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(values("w@GRAD.trainer_0"), std::vector<float>(6, 0.0f));  // never sent: zeros of its shape
+  const SelectedRows& e1 = scope.FindVar("e@GRAD.trainer_1")->Get<SelectedRows>();
+  EXPECT_EQ(e1.rows, std::vector<int64_t>({4}));
+  EXPECT_EQ(TensorToVector<float>(e1.value), std::vector<float>({3, -4}));
+  EXPECT_TRUE(scope.FindVar("e@GRAD.trainer_0")->Get<SelectedRows>().rows.empty());
+  // The pserver's block on them: sum, scale 1/2, sgd with lr 1 -> w - mean.
+  Executor exe(CPUPlace());
+  *scope.Var("lr")->GetMutable<Tensor>() = MakeTensor<float>({1}, {1});
+  *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({3, 2}, {0, 0, 0, 0, 0, 0});
+  OpDesc* scale = program.MutableBlock(1)->MutableOp(1);
+  scale->SetAttr("bias", 0.0f);
+  scale->SetAttr("bias_after_scale", true);
+  auto block = exe.Prepare(program, 1);
+  ASSERT_TRUE(block.ok()) << block.status();
+  ASSERT_TRUE(exe.RunPrepared(block->get(), &scope).ok());
+  EXPECT_EQ(values("w"), std::vector<float>({-1, -2, -3, -4, -5, -6}));  // trainer 1's own gradient
+}
 }  // namespace
 }  // namespace oar

@@ -1,0 +1,66 @@
+#include "pserver/departure_watch.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status.h"
+#include "glog/logging.h"
+#include "pserver/pserver_metrics.h"
+
+namespace oar {
+
+void DepartureWatch::Start() {
+  thread_ = std::thread([this] {
+    while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) Look();
+  });
+}
+
+void DepartureWatch::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DepartureWatch::Look() {
+  const TrainerMembers m = members_();
+  barrier_->SetMembers(m.live);
+  const absl::Time now = absl::Now();
+  for (const auto& [t, value] : m.values) seen_.emplace(t, value);  // registered, joined or not yet
+  for (const auto& [t, joined] : barrier_->joined()) {
+    auto value = m.values.find(t);
+    const std::pair<int, std::string> key(t, joined.member);
+    if (value != m.values.end() && value->second == joined.member) {
+      seen_.insert(key);
+      continue;
+    }
+    if (!seen_.count(key) && now - joined.at < absl::Seconds(1)) continue;  // the list may lag its join
+    Leave(t, joined);
+  }
+}
+
+void DepartureWatch::Leave(int trainer, const StepBarrier::Joined& joined) {
+  const std::optional<StepBarrier::Departure> d = barrier_->Depart(trainer);
+  if (!d.has_value()) return;
+  const LeaveRecord mine{.trainer = trainer,
+                         .entry = d->entry,
+                         .member = joined.member,
+                         .step = d->step,
+                         .contributed = d->contributed,
+                         .contributed_before = d->contributed_before};
+  const absl::StatusOr<int64_t> last = agree_(mine);
+  if (!last.ok()) {
+    barrier_->End(Annotate(last.status(), absl::StrCat(name_,
+                                                       ": agreeing with the other pservers on the steps of "
+                                                       "trainer ",
+                                                       trainer, ", which left the job")));
+    return;
+  }
+  barrier_->Resolve(trainer, static_cast<int>(*last));
+  GetPserverMetrics().trainer_leaves->Add();
+  if (*last < d->entry) {
+    LOG(INFO) << name_ << ": trainer " << trainer << " left the job before contributing to a step (it joined at step "
+              << d->entry << ")";
+  } else {
+    LOG(INFO) << name_ << ": trainer " << trainer << " left the job; its gradients count through step " << *last
+              << " (it joined at step " << d->entry << ")";
+  }
+}
+
+}  // namespace oar

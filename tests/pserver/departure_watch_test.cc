@@ -1,0 +1,101 @@
+// DepartureWatch: a joined trainer whose entry leaves the job's member list
+// is taken out of the steps with the pservers' agreed last step (what this
+// pserver saw is what it records); one still listed, or just joined and not
+// yet seen in the list, stays; a failed agreement ends the barrier with
+// the reason.
+#include "pserver/departure_watch.h"
+
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+
+namespace oar {
+namespace {
+
+struct Job {
+  absl::Mutex mu;
+  TrainerMembers members;
+  std::vector<LeaveRecord> records;
+  absl::StatusOr<int64_t> verdict = int64_t{0};
+
+  std::function<TrainerMembers()> List() {
+    return [this] {
+      absl::MutexLock l(&mu);
+      return members;
+    };
+  }
+  AgreeOnLeave Agree() {
+    return [this](const LeaveRecord& r) {
+      absl::MutexLock l(&mu);
+      records.push_back(r);
+      return verdict;
+    };
+  }
+  void Set(std::map<int, std::string> values) {
+    absl::MutexLock l(&mu);
+    members.values = values;
+    members.live.clear();
+    for (const auto& [t, v] : values) members.live.insert(t);
+  }
+};
+
+TEST(DepartureWatchTest, ATrainerGoneFromTheListLeavesTheStepsAtTheAgreedStep) {
+  StepBarrier b(3, absl::Seconds(5), StepBarrier::Elastic{});
+  Job job;
+  job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
+  DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
+  for (int t : {0, 1}) {
+    ASSERT_TRUE(b.Hold(t).ok());
+    ASSERT_TRUE(b.Join(t, 0, absl::StrCat("h pid 1", t)).ok());
+  }
+  watch.Look();
+  EXPECT_EQ(b.joined().size(), 2u);
+  EXPECT_TRUE(job.records.empty());
+  // Trainer 1's lease ran out; a new process took its id (another value).
+  job.Set({{0, "h pid 10"}, {1, "h pid 99"}});
+  job.verdict = int64_t{-1};
+  watch.Look();
+  ASSERT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(job.records[0].trainer, 1);
+  EXPECT_EQ(job.records[0].member, "h pid 11");
+  EXPECT_EQ(job.records[0].step, 0);
+  EXPECT_FALSE(job.records[0].contributed);
+  EXPECT_EQ(b.joined().count(1), 0u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(b.FetchBarrier(1)));
+}
+
+TEST(DepartureWatchTest, AJoinerNotYetInTheListIsGivenTheWatchsLag) {
+  StepBarrier b(2, absl::Seconds(5), StepBarrier::Elastic{});
+  Job job;
+  job.Set({});
+  DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
+  ASSERT_TRUE(b.Hold(0).ok());
+  ASSERT_TRUE(b.Join(0, 0, "h pid 10").ok());
+  watch.Look();
+  EXPECT_TRUE(job.records.empty());  // joined a moment ago: the list may lag
+  absl::SleepFor(absl::Milliseconds(1100));
+  watch.Look();
+  EXPECT_EQ(job.records.size(), 1u);  // never listed since: gone
+}
+
+TEST(DepartureWatchTest, AFailedAgreementEndsTheBarrierWithTheReason) {
+  StepBarrier b(2, absl::Seconds(5), StepBarrier::Elastic{});
+  Job job;
+  job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
+  DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
+  for (int t : {0, 1}) {
+    ASSERT_TRUE(b.Hold(t).ok());
+    ASSERT_TRUE(b.Join(t, 0, absl::StrCat("h pid 1", t)).ok());
+  }
+  watch.Look();
+  job.Set({{1, "h pid 11"}});
+  job.verdict = absl::DeadlineExceededError("pserver(s) 1 recorded nothing");
+  watch.Look();
+  absl::Status s = b.BeforeGet(1);  // the survivor hears why the job stopped
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_NE(s.message().find("agreeing with the other pservers on the steps of trainer 0"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace oar
