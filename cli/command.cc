@@ -76,17 +76,18 @@ const std::vector<Command>& Commands() {
         {"skip_bad_lines", "with --data_feed: count and skip malformed lines instead of stopping at the first"}}},
       {"deploy",
        "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
-       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--elastic --trainers MIN:MAX] "
-       "[--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
+       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--async] [--elastic --trainers "
+       "MIN:MAX] [--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
        "cli/deploy_cmd.cc",
-       {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic"},
+       {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic", "async"},
        RunDeploy,
        {{"pservers", "the number of pservers (pserver mode; default 1)"},
         {"trainers",
          "the number of trainers (default 1); with --elastic MIN:MAX (the trainer StatefulSet's replicas: MAX)"},
         {"elastic",
-         "an elastic async job: an etcd StatefulSet, and trainers as a StatefulSet that kubectl scale resizes "
-         "between MIN and MAX"},
+         "an elastic pserver job (sync, or with --async): an etcd StatefulSet, and trainers as a StatefulSet that "
+         "kubectl scale resizes between MIN and MAX"},
+        {"async", "pserver mode trains async (every pod's `oar run` gets --async)"},
         {"mode", "pserver or nccl2 (default pserver)"},
         {"out", "the directory the manifests go into (created if missing)"},
         {"model", "the model every pod trains, passed to oar run (default fashion_mlp)"},

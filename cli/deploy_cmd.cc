@@ -27,6 +27,7 @@ DECLARE_string(out);
 DECLARE_string(model);
 DECLARE_int32(epochs);
 DECLARE_bool(elastic);  // cli/elastic_launch.cc
+DECLARE_bool(async);    // cli/transpile_cmd.cc
 
 namespace oar::cli {
 namespace {
@@ -64,6 +65,10 @@ absl::Status Deploy() {
   s.pserver_args = {"--model", FLAGS_model};
   s.trainer_args = {"--model", FLAGS_model, "--epochs", epochs};
   if (s.mode == "nccl2") s.trainer_args.insert(s.trainer_args.begin(), {"--mode", "nccl2"});
+  if (FLAGS_async) {
+    if (s.mode == "nccl2") return absl::InvalidArgumentError("--async trains pserver mode; nccl2 mode is sync");
+    for (auto* args : {&s.pserver_args, &s.trainer_args}) args->push_back("--async");
+  }
   s.command_line = absl::StrCat(
       "oar deploy --format ", s.format, " --mode ", s.mode,
       s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), s.elastic ? " --elastic" : "", " --trainers ",

@@ -32,13 +32,9 @@ YAML::Node StatefulSet(const DeploySpec& s, const std::string& name, const std::
 
 std::vector<std::string> ElasticArgs(const DeploySpec& s) {
   const std::string etcd = EtcdName(s);
-  return {"--async",
-          "--elastic_server",
-          absl::StrCat("etcd://", etcd, "-0.", etcd, ":", kEtcdPort),
-          "--job_id",
-          s.name,
-          "--trainers",
-          absl::StrCat(s.min_trainers, ":", s.trainers)};
+  return {"--elastic_server", absl::StrCat("etcd://", etcd, "-0.", etcd, ":", kEtcdPort),
+          "--job_id",         s.name,
+          "--trainers",       absl::StrCat(s.min_trainers, ":", s.trainers)};
 }
 
 std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& pserver_endpoints) {

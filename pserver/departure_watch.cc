@@ -44,7 +44,9 @@ void DepartureWatch::Leave(int trainer, const StepBarrier::Joined& joined) {
                          .step = d->step,
                          .contributed = d->contributed,
                          .contributed_before = d->contributed_before};
+  const absl::Time asked = absl::Now();
   const absl::StatusOr<int64_t> last = agree_(mine);
+  const std::string took = absl::FormatDuration(absl::Trunc(absl::Now() - asked, absl::Milliseconds(1)));
   if (!last.ok()) {
     barrier_->End(Annotate(last.status(), absl::StrCat(name_,
                                                        ": agreeing with the other pservers on the steps of "
@@ -56,10 +58,10 @@ void DepartureWatch::Leave(int trainer, const StepBarrier::Joined& joined) {
   GetPserverMetrics().trainer_leaves->Add();
   if (*last < d->entry) {
     LOG(INFO) << name_ << ": trainer " << trainer << " left the job before contributing to a step (it joined at step "
-              << d->entry << ")";
+              << d->entry << "; the pservers agreed in " << took << ")";
   } else {
     LOG(INFO) << name_ << ": trainer " << trainer << " left the job; its gradients count through step " << *last
-              << " (it joined at step " << d->entry << ")";
+              << " (it joined at step " << d->entry << "; the pservers agreed in " << took << ")";
   }
 }
 

@@ -255,7 +255,7 @@ class ParameterServer : public rpc::RpcHandler {
   // duplicated reply is refused unread by the client. (Not a restored
   // pserver's: its resync replays steps.)
   bool StableGets(rpc::RpcKind kind) const {
-    return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored && !ElasticSync();
+    return kind == rpc::RpcKind::kGet && config_.sync_mode && !config_.restored;
   }
   // An elastic job's sync pserver (PserverConfig::agree_on_leave).
   bool ElasticSync() const { return config_.sync_mode && config_.trainer_members != nullptr; }

@@ -143,10 +143,10 @@ def kubeflow(oar, tmp, trainers):
             check(got["current_endpoint"] == expect[i], "%s resolves its endpoint %s" % (where, got["current_endpoint"]))
 
 
-def elastic(oar, tmp, pservers, low, high):
+def elastic(oar, tmp, pservers, low, high, async_):
     out = os.path.join(tmp, "elastic_%d_%d_%d" % (pservers, low, high))
     if not deploy(oar, out, "--elastic", "--pservers", str(pservers), "--trainers", "%d:%d" % (low, high),
-                  "--image", "oar:1", "--name", "ej"):
+                  "--image", "oar:1", "--name", "ej", *(["--async"] if async_ else [])):
         return
     docs = {name: one_doc(os.path.join(out, name)) for name in sorted(os.listdir(out))}
     check(sorted(docs) == ["etcd-service.yaml", "etcd-statefulset.yaml", "pserver-job.yaml", "pserver-service.yaml",
@@ -167,12 +167,13 @@ def elastic(oar, tmp, pservers, low, high):
           % (trainers["spec"]["replicas"], high))
     for k, v in trainers["spec"]["selector"]["matchLabels"].items():
         check(trainers["spec"]["template"]["metadata"]["labels"].get(k) == v, "trainer selector %s does not match" % k)
-    want = ["--async", "--elastic_server", url, "--job_id", "ej", "--trainers", "%d:%d" % (low, high)]
+    want = ["--elastic_server", url, "--job_id", "ej", "--trainers", "%d:%d" % (low, high)]
     tc = trainers["spec"]["template"]["spec"]["containers"][0]
     pc = vm.container(ps_job)
     for c, who in ((tc, "trainer"), (pc, "pserver")):
         args = c.get("args", [])
         check(args[-len(want):] == want, "the %s's args %s do not end with %s" % (who, args, want))
+        check(("--async" in args) == async_, "the %s's args %s: async is %s" % (who, args, async_))
     eps = None
     for i in range(pservers):
         env = vm.pod_env(pc, "ej-pserver-%d" % i, {"batch.kubernetes.io/job-completion-index": str(i)})
@@ -223,8 +224,8 @@ def main():
         committed_are_generated(a.oar, a.source, tmp)
         for t in (1, 3):
             kubeflow(a.oar, tmp, t)
-        elastic(a.oar, tmp, 2, 2, 4)
-        elastic(a.oar, tmp, 1, 1, 1)
+        elastic(a.oar, tmp, 2, 2, 4, async_=True)
+        elastic(a.oar, tmp, 1, 1, 1, async_=False)
         refusals(a.oar, tmp)
     return vm.report()
 
