@@ -162,22 +162,40 @@ std::vector<std::string> ElasticSummaryLines(const std::vector<TrainerReport>& t
                                              const std::vector<ChunkDone>& chunks,
                                              const std::vector<std::string>& names, int epochs,
                                              int64_t chunks_per_epoch, const std::vector<std::string>& changes,
-                                             bool* once) {
+                                             bool* once, const DoneInEtcd& done_in_etcd) {
   std::vector<std::string> out;
   for (const std::string& c : changes) out.push_back("chaos: " + c);
-  std::map<size_t, int> per_process;
+  std::map<std::string, int> per_process;  // by process name
   std::map<std::pair<int, int64_t>, int> times;
   for (const ChunkDone& c : chunks) {
-    ++per_process[c.child];
+    ++per_process[c.child < names.size() ? names[c.child] : ""];
     ++times[{c.epoch, c.chunk}];
+  }
+  // Chunks etcd holds as done that no line claims: their trainer died
+  // between its report and its line.
+  std::vector<std::string> unsaid;
+  for (const auto& [chunk, member] : done_in_etcd) {
+    if (times.count(chunk)) continue;
+    int id = -1;
+    if (member.rfind("trainer/", 0) != 0 || !absl::SimpleAtoi(member.substr(8), &id)) continue;
+    const TrainerReport* died = nullptr;
+    for (const TrainerReport& t : trainers) {
+      if (t.trainer == id && t.gone) died = &t;
+    }
+    if (died == nullptr) continue;
+    ++per_process[died->name];
+    ++times[chunk];
+    unsaid.push_back(absl::StrCat(chunk.first, "/", chunk.second, " by ", died->name));
   }
   std::vector<std::string> who;
   for (const TrainerReport& t : trainers) {
-    size_t child = 0;
-    while (child < names.size() && names[child] != t.name) ++child;
-    who.push_back(absl::StrCat(t.name, " ", per_process[child], t.gone ? " (died)" : ""));
+    who.push_back(absl::StrCat(t.name, " ", per_process[t.name], t.gone ? " (died)" : ""));
   }
   out.push_back("chunks trained: " + absl::StrJoin(who, ", "));
+  if (!unsaid.empty()) {
+    out.push_back(
+        absl::StrCat("chunks etcd has as done whose trainer died before saying so: ", absl::StrJoin(unsaid, ", ")));
+  }
   std::vector<std::string> twice, never;
   for (int e = 1; e <= epochs; ++e) {
     for (int64_t c = 0; c < chunks_per_epoch; ++c) {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,11 +92,16 @@ class ChaosRunner {
 // The elastic part of the launch summary: the schedule's changes, each
 // trainer process's chunks, and whether every chunk of `epochs` x
 // `chunks_per_epoch` was trained exactly once (naming any that were not;
-// `*once` false then).
+// `*once` false then). The trainers' "@oar chunk" lines say who trained
+// what; a trainer killed after etcd took its report of a chunk and before
+// it said so leaves no line: `done_in_etcd` ((epoch, chunk) -> the member
+// etcd holds as having trained it) counts such a chunk for the last of
+// that trainer's processes that died, and says so.
+using DoneInEtcd = std::map<std::pair<int, int64_t>, std::string>;
 std::vector<std::string> ElasticSummaryLines(const std::vector<TrainerReport>& trainers,
                                              const std::vector<ChunkDone>& chunks,
                                              const std::vector<std::string>& names, int epochs,
                                              int64_t chunks_per_epoch, const std::vector<std::string>& changes,
-                                             bool* once);
+                                             bool* once, const DoneInEtcd& done_in_etcd = {});
 
 }  // namespace oar::cli

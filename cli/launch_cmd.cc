@@ -340,8 +340,16 @@ absl::Status Launch() {
       OAR_ASSIGN_OR_RETURN(const std::vector<std::string> listed, ExpandFiles(FLAGS_files));
       files = static_cast<int64_t>(listed.size());
     }
-    extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, async_executor ? 1 : FLAGS_epochs,
-                                ElasticChunks(trainers, files), chaos_runner.done(), &once);
+    const int epochs = async_executor ? 1 : FLAGS_epochs;
+    DoneInEtcd done_in_etcd;  // the record the trainers' lines are checked against
+    elastic::TaskQueue record(etcd_client.get(), ElasticJobId(), "launcher", 0);
+    for (int e = 1; e <= epochs; ++e) {
+      const absl::StatusOr<elastic::EpochProgress> p = record.Progress(e);
+      if (!p.ok()) continue;  // etcd gone, or the epoch never opened: the lines alone
+      for (const auto& [c, member] : p->done) done_in_etcd[{e, c}] = member;
+    }
+    extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, epochs, ElasticChunks(trainers, files),
+                                chaos_runner.done(), &once, done_in_etcd);
     const std::vector<std::string> not_reached = chaos_runner.NotReached();
     if (!not_reached.empty()) {
       extra.push_back(absl::StrCat("chaos not reached (the job ended at step ", monitor.JobSteps(),

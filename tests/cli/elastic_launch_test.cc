@@ -86,6 +86,16 @@ TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
   lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {}, &once);
   EXPECT_FALSE(once);
   EXPECT_EQ(lines.back(), "chunks (epoch/chunk) not trained exactly once: never 1/1; more than once 2/1 x2");
+  // Trainer 1 was killed after etcd took its report of epoch 1 chunk 1 and
+  // before it said so: etcd's record counts it, for the process that died.
+  chunks.pop_back();
+  lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {}, &once,
+                              {{{1, 1}, "trainer/1"}, {{1, 0}, "trainer/0"}, {{2, 2}, "trainer/1"}});
+  EXPECT_TRUE(once);
+  EXPECT_EQ(lines,
+            (std::vector<std::string>{"chunks trained: trainer.0 4, trainer.1 2 (died)",
+                                      "chunks etcd has as done whose trainer died before saying so: 1/1 by trainer.1",
+                                      "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
 }
 
 TEST(ElasticLaunchTest, AProcessAddedWhileOthersRunIsReadAndMonitored) {
