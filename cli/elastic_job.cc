@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/command.h"
@@ -263,9 +264,19 @@ absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epo
   auto one =
       [&](int epoch,
           const std::function<absl::StatusOr<std::optional<int64_t>>()>& take) -> absl::StatusOr<std::optional<bool>> {
-    q.set_lease(job->me->lease());  // a new one if it registered again
+    const int64_t lease = job->me->lease();
+    q.set_lease(lease);  // a new one if it registered again
     const int64_t requeued = q.requeued();
-    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, take());
+    absl::StatusOr<std::optional<int64_t>> took = take();
+    if (!took.ok() && absl::StrContains(took.status().message(), "lease not found")) {
+      // Cut off from etcd past its lease: the membership registers again
+      // under a new one, which its claims then take.
+      const absl::Time until = absl::Now() + absl::Milliseconds(FLAGS_rpc_deadline);
+      while (job->me->lease() == lease && absl::Now() < until) absl::SleepFor(absl::Milliseconds(50));
+      q.set_lease(job->me->lease());
+      took = take();
+    }
+    OAR_ASSIGN_OR_RETURN(std::optional<int64_t> chunk, std::move(took));
     metrics.requeued->Add(static_cast<double>(q.requeued() - requeued));
     if (!chunk.has_value()) return std::optional<bool>(false);
     OAR_ASSIGN_OR_RETURN(std::optional<int64_t> examples, train(epoch, *chunk, job->chunks));

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/rpc_flags.h"
 #include "common/rpc/rpc_client.h"
@@ -28,6 +29,13 @@ void NoteTrainerCompleted() { completed.store(true); }
 
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) {
   if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty() || completed.load()) return;
+  if (absl::StrContains(why.message(), rpc::kLeftTheJob)) {  // an elastic job took it out: the others go on
+    std::fprintf(stderr,
+                 "trainer %d: the job's pservers took this trainer out (it was cut off from etcd for longer "
+                 "than its lease); the job goes on without it\n",
+                 env.trainer_id);
+    return;
+  }
   auto made = rpc::MakeTransport(RpcOptionsFromFlags());  // --rpc_transport, TLS, OAR_AUTH_TOKEN
   if (!made.ok()) return;                                 // the flag was checked at parsing: never
   std::unique_ptr<rpc::Transport> transport = *std::move(made);

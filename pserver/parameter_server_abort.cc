@@ -3,7 +3,8 @@
 //
 // Refused: an ABORT from a process of that trainer id that a later one
 // replaced (its sequence numbers' incarnation is not the latest the pserver
-// has seen), and one whose oar_abort_origin names no trainer of the job.
+// has seen), one from a trainer an elastic sync job took out already, and
+// one whose oar_abort_origin names no trainer of the job.
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
 #include "glog/logging.h"
@@ -15,6 +16,15 @@ absl::Status ParameterServer::HandleAbort(const rpc::MessageHeader& h, int id) {
   if (!guard_->FromTheLatestRun(id, static_cast<uint64_t>(h.meta.oar_seq()))) {
     return absl::FailedPreconditionError(absl::StrCat(Name(), ": an ABORT from an earlier process of trainer ", id,
                                                       ", since replaced; the job goes on"));
+  }
+  // An elastic sync job took the trainer out already (its lease ran out
+  // while it was cut off or stopped): its failure, on finding itself out,
+  // is its own, and the job goes on.
+  if (ElasticSync() && barrier_->HasLeft(id)) {
+    LOG(WARNING) << Who(id) << ", which had left the job, failed: " << h.meta.out_varname() << "; the job goes on";
+    return absl::FailedPreconditionError(absl::StrCat(Name(), ": trainer ", id,
+                                                      " had left the job (its lease ran out) when it failed; the "
+                                                      "job goes on without it"));
   }
   // 0: the sender failed; N + 1: it passes on trainer N's failure, which
   // another pserver told it of.

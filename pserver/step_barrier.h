@@ -171,6 +171,9 @@ class StepBarrier {
   void Resolve(int trainer_id, int last_step);
   // The trainers whose gradients the step moving to kOptimize applies.
   std::set<int> contributors_at_optimize() const;
+  // Whether the trainer was taken out of the job (departed; its messages
+  // are refused) and has not joined again.
+  bool HasLeft(int trainer_id) const;
 
  private:
   absl::Status CheckTrainer(int trainer_id) const;

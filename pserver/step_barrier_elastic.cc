@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/rpc/rpc_common.h"
 #include "glog/logging.h"
 #include "pserver/step_barrier.h"
 
@@ -22,9 +23,9 @@ bool StepBarrier::LiveLocked(int t) const {
 absl::Status StepBarrier::CheckMemberLocked(int trainer_id, const char* what) const {
   if (!elastic_) return absl::OkStatus();
   if (left_.count(trainer_id) || departing_.count(trainer_id)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, " from trainer ", trainer_id,
-        ", which has left the job (its lease in etcd ran out: it was cut off from etcd, or too slow to renew it)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " from trainer ", trainer_id, ", ", rpc::kLeftTheJob,
+                     " (its lease in etcd ran out: it was cut off from etcd, or too slow to renew it)"));
   }
   if (!entry_.count(trainer_id)) {
     return absl::FailedPreconditionError(
@@ -128,6 +129,11 @@ void StepBarrier::Resolve(int trainer_id, int last_step) {
     fetch_.insert(trainer_id);
   }
   leave_after_step_.insert(trainer_id);
+}
+
+bool StepBarrier::HasLeft(int trainer_id) const {
+  absl::MutexLock l(&mu_);
+  return elastic_ && (left_.count(trainer_id) || departing_.count(trainer_id) || leave_after_step_.count(trainer_id));
 }
 
 std::set<int> StepBarrier::contributors_at_optimize() const {

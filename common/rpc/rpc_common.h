@@ -56,6 +56,10 @@ inline constexpr char kAbort[] = "ABORT@RECV";
 // JOIN@RECV then names the highest of those steps (oar_step), from which
 // every pserver counts the trainer, and its member value (out_varname).
 inline constexpr char kJoinHold[] = "JOIN_HOLD@RECV";
+// In an elastic sync pserver's refusal of a trainer it took out of the job
+// (its lease ran out): such a trainer's failure is its own, and it does not
+// stop the job (it sends no ABORT@RECV).
+inline constexpr char kLeftTheJob[] = "which has left the job";
 inline constexpr char kJoin[] = "JOIN@RECV";
 
 // The metadata key carrying OAR_AUTH_TOKEN.

@@ -38,6 +38,7 @@ struct Proc {
 };
 
 struct ElasticJob {
+  bool sync = false;  // the job's mode: async unless set before StartJob
   std::unique_ptr<EtcdServer> etcd;
   HandedSocket socket = ListenForChild();
   const std::string dir = TempDir("elastic");
@@ -49,7 +50,7 @@ struct ElasticJob {
     return {OarBinary(),
             "run",
             "--model=fashion_mlp",
-            "--async",
+            sync ? "--sync" : "--async",
             "--epochs=2",
             "--limit=20000",
             "--batch_size=64",
@@ -201,9 +202,12 @@ TEST(ElasticE2eTest, AnAsyncJobOutlivesAKilledTrainerTakesAJoinerAndTrainsEveryC
 // with its data 1.5 s later, within the members' lease: the trainers' and
 // pserver's calls wait for it, nobody leaves, and the job finishes with
 // every chunk trained once.
-TEST(ElasticE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
+class ElasticModeE2eTest : public ::testing::TestWithParam<bool> {};  // sync?
+
+TEST_P(ElasticModeE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   ElasticJob job;
+  job.sync = GetParam();
   ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1}));
   ASSERT_TRUE(job.AwaitLine("trainer.0", "@oar chunk")) << job.Log("trainer.0");  // a chunk done, others under way
   job.etcd->Kill();
@@ -220,6 +224,48 @@ TEST(ElasticE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
   const std::string ps = job.Log("pserver");
   EXPECT_EQ(ps.find("left the job"), std::string::npos) << ps;
 }
+
+// A sync trainer stopped (SIGSTOP: hung, or cut off from etcd) for longer
+// than its lease is taken out of the steps, and exactly it: the others go
+// on without it, every chunk is trained once, and when it wakes its calls
+// are refused, it says it was taken out and ends without stopping the job.
+TEST(ElasticE2eTest, ASyncTrainerStoppedPastItsLeaseIsTakenOutAndOnlyIt) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ElasticJob job;
+  job.sync = true;
+  ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
+  ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar chunk ")) << job.Log("trainer.1");
+  job.procs["trainer.1"]->group.SignalOne(0, SIGSTOP);
+  const bool out = job.Await(
+      [](const auto& logs) {
+        auto it = logs.find("pserver");
+        if (it == logs.end()) return false;
+        for (const auto& l : it->second) {
+          if (l.find("trainer 1 left the job") != std::string::npos) return true;
+        }
+        return false;
+      },
+      30);
+  job.procs["trainer.1"]->group.SignalOne(0, SIGCONT);
+  ASSERT_TRUE(out) << job.Log("pserver");
+  job.WaitAll(180);
+  for (const std::string name : {"pserver", "trainer.0", "trainer.2"}) {
+    ASSERT_TRUE(job.procs[name]->code.has_value()) << name << " hung:\n" << job.Log(name);
+    EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
+  }
+  ASSERT_TRUE(job.procs["trainer.1"]->code.has_value()) << job.Log("trainer.1");
+  EXPECT_NE(job.Log("trainer.1").find("the job's pservers took this trainer out"), std::string::npos)
+      << job.Log("trainer.1");
+  const auto trained = job.Trained({"trainer.0", "trainer.1", "trainer.2"});
+  EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks));
+  for (const auto& [which, by] : trained) EXPECT_EQ(by.size(), 1u) << which.first << "/" << which.second;
+  const std::string ps = job.Log("pserver");
+  EXPECT_EQ(ps.find("trainer 0 left the job"), std::string::npos) << ps;
+  EXPECT_EQ(ps.find("trainer 2 left the job"), std::string::npos) << ps;
+}
+
+INSTANTIATE_TEST_SUITE_P(AsyncAndSync, ElasticModeE2eTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "sync" : "async"; });
 
 // What elastic jobs do not do yet is refused before anything starts, saying
 // what to change.
