@@ -199,14 +199,23 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEnd() {
   }
   if (!s.ok()) return s;
   if (static_cast<int>(completed_.size()) == fanin_) return false;
-  if (serving) {
+  EndPhaseLocked();
+  return true;
+}
+
+void StepBarrier::EndPhaseLocked() {
+  if (phase_ == Phase::kServe) {
     fetch_.clear();
     phase_ = Phase::kRecv;
-  } else {
-    phase_ = Phase::kOptimize;
-    completed_at_optimize_ = completed_;
+    return;
   }
-  return true;
+  phase_ = Phase::kOptimize;
+  completed_at_optimize_ = completed_;
+  if (!elastic_) return;
+  contributors_.clear();
+  for (int t : batch_) {
+    if (!idle_.count(t)) contributors_.insert(t);
+  }
 }
 
 void StepBarrier::OptimizeDone() {

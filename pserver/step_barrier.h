@@ -197,6 +197,9 @@ class StepBarrier {
   // Elastic: the loop's wait, in slices (holds expire; MIN is timed).
   absl::StatusOr<bool> AwaitPhaseEndElastic() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every trainer due arrived: kServe -> kRecv, or kRecv -> kOptimize (the
+  // step's contributors fixed).
+  void EndPhaseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int InPlayLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether trainer_id's Get may be served now.
   bool GetReadyLocked(int trainer_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -228,17 +228,7 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEndElastic() {
     (void)AwaitLocked([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return all_in() || DoneLocked(); }, "",
                       absl::Milliseconds(100));
   }
-  if (serving) {
-    fetch_.clear();
-    phase_ = Phase::kRecv;
-  } else {
-    phase_ = Phase::kOptimize;
-    completed_at_optimize_ = completed_;
-    contributors_.clear();
-    for (int t : batch_) {
-      if (!idle_.count(t)) contributors_.insert(t);
-    }
-  }
+  EndPhaseLocked();
   return true;
 }
 

@@ -40,15 +40,20 @@ struct Job {
   }
 };
 
+// Trainers `ids` join at step 0 as processes "h pid 1<id>".
+void JoinAt0(StepBarrier* b, std::initializer_list<int> ids) {
+  for (int t : ids) {
+    ASSERT_TRUE(b->Hold(t).ok());
+    ASSERT_TRUE(b->Join(t, 0, absl::StrCat("h pid 1", t)).ok());
+  }
+}
+
 TEST(DepartureWatchTest, ATrainerGoneFromTheListLeavesTheStepsAtTheAgreedStep) {
   StepBarrier b(3, absl::Seconds(5), StepBarrier::Elastic{});
   Job job;
   job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
   DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
-  for (int t : {0, 1}) {
-    ASSERT_TRUE(b.Hold(t).ok());
-    ASSERT_TRUE(b.Join(t, 0, absl::StrCat("h pid 1", t)).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1}));
   watch.Look();
   EXPECT_EQ(b.joined().size(), 2u);
   EXPECT_TRUE(job.records.empty());
@@ -70,8 +75,7 @@ TEST(DepartureWatchTest, AJoinerNotYetInTheListIsGivenTheWatchsLag) {
   Job job;
   job.Set({});
   DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
-  ASSERT_TRUE(b.Hold(0).ok());
-  ASSERT_TRUE(b.Join(0, 0, "h pid 10").ok());
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0}));
   watch.Look();
   EXPECT_TRUE(job.records.empty());  // joined a moment ago: the list may lag
   absl::SleepFor(absl::Milliseconds(1100));
@@ -84,10 +88,7 @@ TEST(DepartureWatchTest, AFailedAgreementEndsTheBarrierWithTheReason) {
   Job job;
   job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
   DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
-  for (int t : {0, 1}) {
-    ASSERT_TRUE(b.Hold(t).ok());
-    ASSERT_TRUE(b.Join(t, 0, absl::StrCat("h pid 1", t)).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1}));
   watch.Look();
   job.Set({{1, "h pid 11"}});
   job.verdict = absl::DeadlineExceededError("pserver(s) 1 recorded nothing");
