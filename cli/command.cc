@@ -184,7 +184,7 @@ const std::vector<Command>& Commands() {
         {"test_files",
          "with --data_feed: trainer 0 ends by evaluating on them (a model's test_auc=; a program's "
          "test_loss= and test_<fetch>=)"}},
-       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc", "/cli/elastic_job.cc"}},
+       {"/cli/rpc_flags.cc", "/cli/communicator_flags.cc", "/cli/elastic_job.cc", "/cli/elastic_ring.cc"}},
       {"launch",
        "run a whole cluster (pservers and trainers, or nccl2 trainers) on this machine, with one progress "
        "display",
@@ -248,7 +248,8 @@ const std::vector<Command>& Commands() {
         "chaos",
         "elastic_server",
         "job_id",
-        "elastic_chunks"},
+        "elastic_chunks",
+        "elastic_commit_every"},
        RunLaunch,
        {{"log_dir", "write each process's log to DIR/<role>.<i>.log instead of the terminal"},
         {"pservers", "the number of pservers to start (1 when not given; none in nccl2 mode)"},

@@ -213,6 +213,16 @@ absl::StatusOr<std::unique_ptr<FeedSource>> ShardSources::Make(int64_t shard, in
   return Prefetched(c_, std::move(s));
 }
 
+absl::StatusOr<std::unique_ptr<ArraySource>> ShardSources::Whole() {
+  if (!c_.data_feed.empty()) {
+    return absl::UnimplementedError(
+        "an elastic nccl2 job reads each step's batches at the job's place in the epoch, from arrays: give --data "
+        "fashion_mnist or npy:..., not --data_feed files (elastic pserver jobs read those)");
+  }
+  OAR_RETURN_IF_ERROR(Load());
+  return ArraySource::Make(c_.data, *arrays_, ArrayOptions(c_, 0, 1));
+}
+
 absl::StatusOr<std::unique_ptr<FeedSource>> MakeTestSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,
                                                            int64_t batch_size) {
   DataConfig t = c;

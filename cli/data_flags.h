@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/data/array_source.h"
 #include "common/data/feed_source.h"
 #include "common/data/global_shuffle.h"
 #include "common/framework/program_desc.h"
@@ -62,6 +63,9 @@ class ShardSources {
   ShardSources(DataConfig c, std::vector<const VarDesc*> vars) : c_(std::move(c)), vars_(std::move(vars)) {}
   absl::Status Load();
   absl::StatusOr<std::unique_ptr<FeedSource>> Make(int64_t shard, int64_t shards);
+  // Every example in each epoch's order, seekable (an elastic nccl2
+  // trainer reads its rank's batch of each step); arrays only.
+  absl::StatusOr<std::unique_ptr<ArraySource>> Whole();
 
  private:
   const DataConfig c_;

@@ -18,10 +18,12 @@
 #include "common/metrics/metrics.h"
 #include "gflags/gflags.h"
 
-DEFINE_string(elastic_server, "",
-              "etcd://HOST:PORT of the etcd that keeps an elastic job's members and data chunks (async pserver mode): "
-              "trainers may then join a running job and leave or die; each registers under a lease of "
-              "--rpc_deadline (default: PADDLE_ELASTIC_SERVER)");
+DEFINE_string(
+    elastic_server, "",
+    "etcd://HOST:PORT of the etcd that keeps an elastic job's members and data chunks (pserver mode) or rings "
+    "(nccl2 mode): "
+    "trainers may then join a running job and leave or die; each registers under a lease of "
+    "--rpc_deadline (default: PADDLE_ELASTIC_SERVER)");
 DEFINE_string(job_id, "oar",
               "with --elastic_server: the job's name, the prefix of its keys in etcd (/oar/<job_id>/) (default: "
               "PADDLE_ELASTIC_JOB_ID, else oar)");
@@ -82,14 +84,7 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool nccl2, bool communicator_or_geo, const char* flag) {
-  if (nccl2) {
-    return absl::UnimplementedError(absl::StrCat(
-        flag,
-        ": elastic nccl2 jobs (re-forming the ring when a trainer goes) are not supported yet; run the job in "
-        "pserver mode, or drop ",
-        flag));
-  }
+absl::Status CheckElasticMode(bool communicator_or_geo, const char* flag) {
   if (communicator_or_geo) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
@@ -128,6 +123,11 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
 
 absl::Status MarkElasticJobDone(const ElasticJob& job) {
   return job.etcd->Put(DoneKey(ElasticJobId()), job.member).status();
+}
+
+absl::StatusOr<bool> ElasticJobOver(const ElasticJob& job) {
+  OAR_ASSIGN_OR_RETURN(const elastic::EtcdRange over, job.etcd->Get(DoneKey(ElasticJobId())));
+  return !over.kvs.empty();
 }
 
 AgreeOnLeave LeaveAgreement(ElasticJob* job, const RoleEnv& env) {

@@ -9,8 +9,9 @@
 // sync — trainers join a running job and leave or die; the pservers end
 // once every trainer that joined has completed or left (sync: each step
 // applies the mean gradient of the trainers that contributed to it, and
-// the pservers agree through etcd on a departed trainer's last step).
-// nccl2 mode is refused with the reason.
+// the pservers agree through etcd on a departed trainer's last step);
+// nccl2 mode on CPUs, the trainers forming a new ring at each change
+// (cli/elastic_ring.h).
 //
 // Thread-safety: an ElasticJob is used by its process's main thread; the
 // Membership inside tends itself on its own thread.
@@ -49,10 +50,10 @@ struct ElasticJob {
 // --trainers MIN:MAX, else of PADDLE_ELASTIC_NP.
 bool ElasticRequested();
 
-// Refuses what elastic jobs do not do (yet), naming it: nccl2 mode, the
-// communicator and GEO-SGD. `flag` is what the user gave (--elastic_server,
+// Refuses what elastic jobs do not do (yet), naming it: the communicator
+// and GEO-SGD. `flag` is what the user gave (--elastic_server,
 // --elastic).
-absl::Status CheckElasticMode(bool nccl2, bool communicator_or_geo, const char* flag = "--elastic_server");
+absl::Status CheckElasticMode(bool communicator_or_geo, const char* flag = "--elastic_server");
 
 // An elastic sync job's pserver: how it agrees with the job's other
 // pservers on a departed trainer's last step (common/elastic/
@@ -76,6 +77,8 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env);
 // then says the job is over and ends at once (JoinElasticJob: `done`)
 // instead of failing to reach pservers that are gone.
 absl::Status MarkElasticJobDone(const ElasticJob& job);
+// Whether MarkElasticJobDone was said.
+absl::StatusOr<bool> ElasticJobOver(const ElasticJob& job);
 
 // The trainer ids among the job's members now, and among all it ever had,
 // and the fewest it goes on with.

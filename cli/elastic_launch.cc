@@ -90,7 +90,9 @@ absl::Status ForgetDeadTrainer(elastic::EtcdClient* etcd, const std::string& job
   OAR_ASSIGN_OR_RETURN(elastic::EtcdRange got, etcd->Get(key));
   if (got.kvs.empty() || !absl::EndsWith(got.kvs[0].value, absl::StrCat(" pid ", pid))) return absl::OkStatus();
   OAR_RETURN_IF_ERROR(Annotate(etcd->RevokeLease(got.kvs[0].lease), key));
-  std::fprintf(stderr, "oar launch: trainer %d (pid %d) is gone: its membership revoked, its chunk handed out again\n",
+  std::fprintf(stderr,
+               "oar launch: trainer %d (pid %d) is gone: its membership in etcd revoked (its chunk, if any, goes back "
+               "to the queue)\n",
                trainer, static_cast<int>(pid));
   return absl::OkStatus();
 }

@@ -333,7 +333,13 @@ absl::Status Launch() {
       .nccl2 = nccl2, .pservers = pservers, .trainers = trainers, .mode = mode, .data_feed = async_executor};
   std::vector<std::string> extra;
   bool once = true;
-  if (elastic) {
+  if (elastic && nccl2) {  // no chunks: the rings, each from the commit it restored
+    for (const RingFormed& r : monitor.Rings()) {
+      extra.push_back(absl::StrCat("ring ", r.ring, ": trainers ", r.trainers, " from step ", r.step, " (epoch ",
+                                   r.epoch, ", example ", r.offset, ")"));
+    }
+    for (const std::string& done : chaos_runner.done()) extra.push_back(absl::StrCat("chaos: ", done));
+  } else if (elastic) {
     // AsyncExecutor trainers make one pass over their files' chunks.
     int64_t files = 0;
     if (async_executor) {
@@ -350,6 +356,8 @@ absl::Status Launch() {
     }
     extra = ElasticSummaryLines(monitor.Trainers(), monitor.Chunks(), names, epochs, ElasticChunks(trainers, files),
                                 chaos_runner.done(), &once, done_in_etcd);
+  }
+  if (elastic) {
     const std::vector<std::string> not_reached = chaos_runner.NotReached();
     if (!not_reached.empty()) {
       extra.push_back(absl::StrCat("chaos not reached (the job ended at step ", monitor.JobSteps(),

@@ -99,6 +99,14 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
                          .epoch = Num<int>(f, "epoch"),
                          .chunk = Num<int64_t>(f, "chunk"),
                          .examples = Num<int64_t>(f, "examples")});
+    } else if (absl::StartsWith(line, "@oar ring ")) {
+      const int64_t ring = Num<int64_t>(f, "ring");
+      rings_[ring] = {.ring = ring,
+                      .size = Num<int>(f, "size"),
+                      .trainers = f.contains("trainers") ? std::string(f.at("trainers")) : std::string(),
+                      .step = Num<int64_t>(f, "step"),
+                      .epoch = Num<int64_t>(f, "epoch"),
+                      .offset = Num<int64_t>(f, "offset")};
     } else if (absl::StartsWith(line, "@oar progress")) {
       ++job_steps_;
       r.epoch = Num<int>(f, "epoch");
@@ -209,6 +217,13 @@ std::vector<TrainerReport> LaunchMonitor::Trainers() const {
 std::vector<ChunkDone> LaunchMonitor::Chunks() const {
   absl::MutexLock l(&mu_);
   return chunks_;
+}
+
+std::vector<RingFormed> LaunchMonitor::Rings() const {
+  absl::MutexLock l(&mu_);
+  std::vector<RingFormed> out;
+  for (const auto& [n, r] : rings_) out.push_back(r);
+  return out;
 }
 
 int64_t LaunchMonitor::JobSteps() const {

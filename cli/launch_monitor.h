@@ -7,7 +7,8 @@
 // The last lines of each child are kept to explain a failure. An elastic
 // job's trainers come and go (AddChild, ChildGone); each "@oar progress"
 // line is one step of the job, and its "@oar chunk" lines say which
-// trainer trained which chunk.
+// trainer trained which chunk (an elastic nccl2 job's "@oar ring" lines:
+// which trainers formed each ring, from which step).
 //
 // Thread-safety: OnLine runs on the process group's reader thread, the
 // other methods on the launcher's; a mutex guards the state.
@@ -43,6 +44,15 @@ struct ChunkDone {
   int64_t chunk = 0, examples = 0;
 };
 
+// "@oar ring trainer=0 ring=3 rank=0 size=2 trainers=0,2 step=40 epoch=1
+// offset=5120" (an elastic nccl2 job's ring; each of its trainers says it).
+struct RingFormed {
+  int64_t ring = 0;
+  int size = 0;
+  std::string trainers;
+  int64_t step = 0, epoch = 0, offset = 0;
+};
+
 class LaunchMonitor {
  public:
   // names[i] is child i ("pserver.0"); trainer_of[i] its trainer id or -1.
@@ -64,6 +74,8 @@ class LaunchMonitor {
   // The trainer processes' reports, in the order they started.
   std::vector<TrainerReport> Trainers() const;
   std::vector<ChunkDone> Chunks() const;
+  // An elastic nccl2 job's rings, in order.
+  std::vector<RingFormed> Rings() const;
   // Steps reported by every trainer process so far (an async job's
   // updates).
   int64_t JobSteps() const;
@@ -88,6 +100,7 @@ class LaunchMonitor {
   std::vector<std::deque<std::string>> tails_ ABSL_GUARDED_BY(mu_);
   std::vector<TrainerReport> reports_ ABSL_GUARDED_BY(mu_);  // per child; trainers' only used
   std::vector<ChunkDone> chunks_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, RingFormed> rings_ ABSL_GUARDED_BY(mu_);
   int64_t job_steps_ ABSL_GUARDED_BY(mu_) = 0;
   double first_step_ ABSL_GUARDED_BY(mu_) = -1;  // seconds from start_ to the first and last step reported
   double last_step_ ABSL_GUARDED_BY(mu_) = -1;

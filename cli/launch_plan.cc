@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
 #include "cli/elastic_job.h"
+#include "cli/elastic_ring.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/runtime_flags.h"
@@ -94,7 +95,8 @@ absl::StatusOr<LaunchPlan> PlanLaunch() {
                                                  .geo = config.geo_sgd_mode}));
   if (elastic) {
     OAR_RETURN_IF_ERROR(
-        CheckElasticMode(nccl2, CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode, "--elastic"));
+        CheckElasticMode(CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode, "--elastic"));
+    if (nccl2) OAR_RETURN_IF_ERROR(CheckElasticRingFlags());
     if (!nccl2 && !FLAGS_async && FLAGS_sync && async_executor) {
       return absl::UnimplementedError(
           "--elastic: AsyncExecutor trainers (--data_feed files) of an elastic job train async: add --async");

@@ -35,6 +35,7 @@
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
 #include "cli/elastic_job.h"
+#include "cli/elastic_ring.h"
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
 #include "cli/model_build.h"
@@ -166,8 +167,8 @@ absl::Status RunRole(const RoleEnv& env) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   if (ElasticRequested()) {
-    OAR_RETURN_IF_ERROR(
-        CheckElasticMode(nccl2, CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode));
+    OAR_RETURN_IF_ERROR(CheckElasticMode(CommunicatorOptionsFromFlags(config).has_value() || config.geo_sgd_mode));
+    if (nccl2) OAR_RETURN_IF_ERROR(CheckElasticRingFlags());
     if (config.sync_mode && async_executor) {
       return absl::UnimplementedError(
           "--elastic_server: AsyncExecutor trainers (--data_feed files) of an elastic job train async: add --async");

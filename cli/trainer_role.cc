@@ -13,18 +13,18 @@
 #include "cli/command.h"
 #include "cli/data_flags.h"
 #include "cli/elastic_job.h"
+#include "cli/elastic_ring.h"
 #include "cli/elastic_sync.h"
 #include "cli/loss_check.h"
 #include "cli/process_settings.h"
-#include "cli/program_eval.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
 #include "cli/rpc_flags.h"
 #include "cli/shuffle_ring.h"
 #include "cli/trainer_failure.h"
+#include "cli/trainer_report.h"
 #include "common/api/io.h"
 #include "common/base/status.h"
-#include "common/data/fashion_mnist.h"
 #include "common/data/feed_check.h"
 #include "common/metrics/training_metrics.h"
 #include "gflags/gflags.h"
@@ -44,7 +44,6 @@ DECLARE_int32(checkpoint_every);
 DECLARE_int32(epochs);
 DECLARE_int32(batch_size);
 DECLARE_int32(seed);
-DECLARE_string(data_dir);
 DECLARE_int64(limit);
 DECLARE_string(step_log);
 DECLARE_int64(max_steps);
@@ -151,6 +150,19 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   ShardSources chunks(data, vars);
   if (elastic != nullptr) OAR_RETURN_IF_ERROR(chunks.Load());
   const bool elastic_sync = elastic != nullptr && !nccl2 && options.sync_mode;
+  // An elastic nccl2 job's trainers form their rings through etcd, not
+  // through trainer 0's gen_nccl_id (cli/elastic_ring.h).
+  const bool elastic_ring = elastic != nullptr && nccl2;
+  std::unique_ptr<ArraySource> whole;
+  if (elastic_ring) {
+    OAR_RETURN_IF_ERROR(CheckElasticRingPlaces(options.places.size(), place.is_gpu()));
+    OAR_ASSIGN_OR_RETURN(whole, chunks.Whole());
+    options.elastic_ring = true;
+    BlockDesc* block = startup.MutableBlock(0);
+    for (size_t i = block->OpSize(); i-- > 0;) {
+      if (block->Op(i).type == "gen_nccl_id") block->RemoveOps(i, i + 1);
+    }
+  }
   int64_t job_step = 0;  // elastic sync: the pservers' step this trainer takes next
   if (elastic_sync) {
     OAR_RETURN_IF_ERROR(CheckElasticSyncPlaces(options.places.size()));
@@ -192,6 +204,30 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   }
   shuffle_ring.reset();  // the lines are exchanged
   const int64_t per_epoch = elastic != nullptr ? -1 : source->batches_per_epoch();
+  if (elastic_ring) {
+    std::fprintf(stderr, "trainer %d (elastic nccl2): %s, batch %lld each, rings formed through etcd\n", env.trainer_id,
+                 whole->Describe().c_str(), static_cast<long long>(batch));
+    OAR_ASSIGN_OR_RETURN(StepLog ring_log, StepLog::Open(FLAGS_step_log));
+    const auto ring_start = std::chrono::steady_clock::now();
+    OAR_ASSIGN_OR_RETURN(const RingTrainerResult r, TrainOnElasticRing(rt.get(), whole.get(),
+                                                                       {.job = elastic,
+                                                                        .trainer_id = env.trainer_id,
+                                                                        .trainer_endpoints = env.trainer_endpoints,
+                                                                        .batch = batch,
+                                                                        .epochs = FLAGS_epochs,
+                                                                        .max_steps = FLAGS_max_steps,
+                                                                        .transport = FLAGS_collective_transport,
+                                                                        .checkpoint_dir = FLAGS_checkpoint_dir,
+                                                                        .report = FLAGS_report,
+                                                                        .step_log = &ring_log}));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ring_start).count();
+    OAR_RETURN_IF_ERROR(rt->Close());
+    NoteTrainerCompleted();
+    return ReportTrainer(
+        rt.get(), io, origin, data, vars, env.trainer_id,
+        {.examples = r.examples, .seconds = seconds, .loss = r.loss, .unused = r.unused, .collective = r.backend},
+        r.rank == 0 && r.steps > 0);
+  }
   if (nccl2 && per_epoch < 0) {
     return absl::InvalidArgumentError(
         "nccl2 trainers agree on their steps before each epoch, and a queue dataset's "
@@ -318,29 +354,13 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
         ") holds no batch", nccl2 ? ", and nccl2 trainers all take the fewest steps any of them can" : "",
         "; train on more examples (--limit) or with fewer trainers"));
   }
-  std::string result =
-      absl::StrFormat("@oar result trainer=%d examples=%lld seconds=%.3f loss=%.6f unused=%lld", env.trainer_id,
-                      static_cast<long long>(examples), seconds, loss, static_cast<long long>(unused));
-  if (nccl2) absl::StrAppend(&result, " collective=", rt->collective_backend());
-  const bool evaluates = EvaluatesTheJob(elastic, env.trainer_id);
-  if (evaluates && io.model != nullptr) {
-    OAR_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(FLAGS_data_dir, "t10k"));
-    OAR_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(rt->executor(), *io.model, rt->scope(), test, 500));
-    absl::StrAppendFormat(&result, " test_accuracy=%.4f test_loss=%.4f", eval.accuracy, eval.loss);
-  } else if (evaluates) {  // a program file: its loss and --fetch over the test data, where given
-    OAR_ASSIGN_OR_RETURN(std::unique_ptr<FeedSource> test, MakeTestSource(data, vars, 500));
-    if (test != nullptr) {
-      std::vector<std::string> targets = {io.loss};
-      targets.insert(targets.end(), io.fetch.begin(), io.fetch.end());
-      const ProgramDesc test_program = PruneToTargets(origin, io.feeds, targets);
-      OAR_ASSIGN_OR_RETURN(const std::vector<double> values,
-                           EvaluateProgram(rt->executor(), test_program, rt->scope(), test.get(), targets));
-      absl::StrAppend(&result, " ", EvalLine(targets, values, ' '));
-    }
-  }
-  std::printf("%s\n", result.c_str());
-  std::fflush(stdout);
-  return absl::OkStatus();
+  return ReportTrainer(rt.get(), io, origin, data, vars, env.trainer_id,
+                       {.examples = examples,
+                        .seconds = seconds,
+                        .loss = loss,
+                        .unused = unused,
+                        .collective = nccl2 ? rt->collective_backend() : std::string()},
+                       EvaluatesTheJob(elastic, env.trainer_id));
 }
 
 }  // namespace oar::cli

@@ -4,6 +4,7 @@
 #include "common/rpc/fault_injection.h"
 #include "common/rpc/transport_select.h"
 #include "trainer/collective/join_trainers.h"
+#include "trainer/committed_state.h"
 
 namespace oar {
 
@@ -55,9 +56,10 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));
   if (rt->options_.after_startup) OAR_RETURN_IF_ERROR(rt->options_.after_startup(*rt->exe_, &rt->scope_));
   const Options& o = rt->options_;
-  if (o.nccl2 && o.trainers > 1) {
+  if (o.nccl2 && o.trainers > 1 && !o.elastic_ring) {
     OAR_RETURN_IF_ERROR(rt->JoinCollective());
   }
+  if (o.elastic_ring) rt->env_.on_close = nullptr;  // no pservers to say COMPLETE to
   rt->env_.profiler = o.profiler;  // from here on: the training steps
   if (o.communicator.has_value()) {
     OAR_ASSIGN_OR_RETURN(rt->communicator_, Communicator::Create(rt->main_, rt->client_.get(), *o.communicator));
@@ -100,17 +102,28 @@ absl::Status TrainerRuntime::JoinCollective() {
   OAR_RETURN_IF_ERROR(AgreeOnSettings());
   // Every trainer starts from trainer 0's parameters and optimizer state,
   // whatever its own initializers drew.
-  std::vector<std::string> names;
-  for (const auto& [name, v] : main_.Block(0).vars()) {
-    const Variable* var = scope_.FindVar(name);
-    if (v.persistable && var != nullptr && var->IsType<Tensor>() && var->Get<Tensor>().initialized()) {
-      names.push_back(name);
-    }
-  }
-  for (const auto& name : names) {
+  for (const auto& name : PersistableTensors(main_, scope_)) {
     OAR_RETURN_IF_ERROR(collective_->Broadcast(scope_.Var(name)->GetMutable<Tensor>(), 0, name));
   }
   return absl::OkStatus();
+}
+
+absl::Status TrainerRuntime::Regroup(std::unique_ptr<Collective> ring) {
+  DropRing();
+  if (!options_.elastic_ring || options_.places.size() > 1) {
+    return absl::FailedPreconditionError("Regroup is for an elastic nccl2 trainer on one place");
+  }
+  collective_ = std::move(ring);
+  const std::vector<Place> places = options_.places.empty() ? std::vector<Place>{CPUPlace()} : options_.places;
+  OAR_ASSIGN_OR_RETURN(
+      pe_, ParallelExecutor::Create(places, options_.loss, main_, &scope_, options_.build, {}, collective_->size(),
+                                    collective_->rank(), nullptr, &env_, collective_.get()));
+  return AgreeOnSettings();  // a joiner started with other flags fails, naming them
+}
+
+void TrainerRuntime::DropRing() {
+  pe_.reset();  // it all-reduces over the ring: first
+  collective_.reset();
 }
 
 absl::Status TrainerRuntime::AgreeOnSettings() {

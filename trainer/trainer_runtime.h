@@ -59,6 +59,9 @@ class TrainerRuntime {
     std::vector<std::string> trainer_endpoints;
     // nccl2 on CPUs, how the trainers all-reduce (JoinOptions::transport).
     std::string collective_transport = "auto";
+    // nccl2 mode, elastic: Create joins no ring (the startup program holds
+    // no gen_nccl_id); the caller gives each ring to Regroup.
+    bool elastic_ring = false;
     // What every trainer of the job must share (common/base/job_settings.h):
     // compared by the pservers at the first call (pserver mode) or among
     // the trainers when they join (nccl2 mode); a difference fails the
@@ -123,6 +126,14 @@ class TrainerRuntime {
   // nccl2 mode: the trainers' communicator, for the caller's own exchanges
   // between steps (the data layer's global shuffle); null without one.
   Collective* collective() { return collective_.get(); }
+  // Elastic nccl2 (Options::elastic_ring): steps from now on all-reduce
+  // over `ring`, in which this trainer has `ring->rank()` of
+  // `ring->size()` (the loss scaled to match), once its trainers agree on
+  // the job's settings (Options::settings). Drops the previous ring.
+  absl::Status Regroup(std::unique_ptr<Collective> ring);
+  // Drops the ring (and the executor over it): steps run alone until the
+  // next Regroup.
+  void DropRing();
 
  private:
   TrainerRuntime() = default;

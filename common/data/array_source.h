@@ -19,6 +19,7 @@
 // Thread-safety: externally synchronized (one thread).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -56,6 +57,9 @@ class ArraySource : public FeedSource {
   std::string Describe() const override;
   int64_t examples() const { return examples_; }                                  // in the arrays
   int64_t shard_examples() const { return static_cast<int64_t>(order_.size()); }  // this trainer's per epoch
+  // Next reads from the `offset`th example of this epoch's order on (an
+  // elastic nccl2 trainer's batch of the job's step: cli/elastic_ring.h).
+  void Seek(int64_t offset) { pos_ = std::clamp<int64_t>(offset, 0, static_cast<int64_t>(order_.size())); }
 
  private:
   ArraySource(std::string what, std::map<std::string, Tensor> arrays, Options options, int64_t examples);

@@ -1,0 +1,69 @@
+// NextRingGeneration: how the trainers of an elastic nccl2 job agree,
+// through etcd, on who forms the next ring. A generation is a number and the
+// sorted ids of its trainers (a trainer's rank is its place in that list),
+// kept under one key:
+//   /oar/<job>/ring/gen            = "<number> forming|sealed <id>,<id>,..."
+//   /oar/<job>/ring/ready/<n>/<id> = the trainer's member value ("host pid N"),
+//                                    under its lease
+// A trainer that needs a ring newer than `after` (its ring broke, the
+// members changed at a commit, or it has just joined):
+//  - finds the key sealed and naming it, with its own ready key, and newer
+//    than `after`: that generation is its next ring;
+//  - else, when the key is sealed (older, or without it) or forming with a
+//    trainer that is no longer live or without it, proposes <number + 1>
+//    forming with every live trainer (a compare-and-put on the key, so of
+//    several proposals one wins and the others read it);
+//  - else (forming, with it, every trainer live) says it is ready; the
+//    trainer that sees every listed trainer ready seals the generation
+//    (another compare-and-put), unless they are fewer than the job's MIN.
+// Only a sealed generation is ever used, and it cannot change once sealed,
+// so every trainer that returns a number returns the same list for it. A
+// trainer that died before saying ready is waited for until its lease
+// runs out (it is then not live, and the next proposal leaves it out).
+//
+//   OAR_ASSIGN_OR_RETURN(RingGeneration g, NextRingGeneration(etcd, {.job = "j", .trainer = 1, ...}, 0, T));
+//
+// Thread-safety: a plain function; the client is safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/elastic/etcd_client.h"
+
+namespace oar::elastic {
+
+struct RingGeneration {
+  int64_t number = 0;
+  std::vector<int> trainers;  // sorted ids; rank = index
+  // This trainer's rank, or -1.
+  int RankOf(int trainer) const;
+};
+
+struct RendezvousOptions {
+  std::string job;
+  int trainer = 0;
+  std::string value;  // this process's member value: its ready key says which process is ready
+  int64_t lease = 0;  // its ready keys go with it
+  int min_trainers = 1;
+  // The job's live trainer ids; unset: the trainer entries of etcd's member
+  // list (membership.h).
+  std::function<absl::StatusOr<std::set<int>>()> live;
+  absl::Duration poll = absl::Milliseconds(20);
+};
+
+// The next sealed generation newer than `after` that holds this trainer,
+// waiting up to `timeout` (DeadlineExceeded naming what it waited for: the
+// trainers not yet ready, or MIN).
+absl::StatusOr<RingGeneration> NextRingGeneration(EtcdClient* etcd, const RendezvousOptions& options, int64_t after,
+                                                  absl::Duration timeout);
+
+// The live trainer ids in `job`'s member list.
+absl::StatusOr<std::set<int>> LiveTrainers(EtcdClient* etcd, const std::string& job);
+
+}  // namespace oar::elastic

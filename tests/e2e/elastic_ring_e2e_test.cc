@@ -1,0 +1,174 @@
+// Elastic nccl2 end to end (issue 53's test of the mode), through
+// `oar launch --elastic --mode nccl2` with a real etcd-server:
+//  - 3 trainers on fashion_mlp; trainer 1 is SIGKILLed mid-epoch and a new
+//    trainer 1 is added later. The job finishes and learns.
+//  - The survivors' ring after the kill restarts from a commit; that
+//    commit (written to --checkpoint_dir and kept, as a resize restored
+//    from it) starts a fresh 2-trainer job, whose every loss up to the next
+//    resize equals the elastic job's within 1e-6 — the resize changed
+//    nothing a fresh job of the new size would not do.
+//  - From the trainers' logs, the job's effective steps (each ring's, from
+//    the commit it restored to the next ring's) cover each epoch's examples
+//    once, in order, n x b at a time, with fewer than n x b left over.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/util/etcd_server.h"
+#include "tests/util/need_tool.h"
+#include "tests/util/oar_process.h"
+
+namespace oar {
+namespace {
+
+constexpr int kBatch = 32, kLimit = 6144, kEpochs = 3, kCommitEvery = 10;
+
+struct RingStep {
+  int64_t ring = 0;
+  int rank = 0, size = 0;
+  int64_t step = 0, epoch = 0, offset = 0;
+  double loss = 0;
+};
+
+struct Ring {
+  int64_t ring = 0;
+  int size = 0;
+  int64_t step = 0, epoch = 0, offset = 0;
+};
+
+struct JobLog {
+  std::map<int64_t, Ring> rings;
+  std::vector<RingStep> steps;  // every trainer's, in each log's order
+  std::string text;
+};
+
+JobLog ParseLogs(const std::string& dir) {
+  static const std::regex ring(R"(@oar ring trainer=\d+ ring=(\d+) rank=\d+ size=(\d+) trainers=\S+ step=(\d+) )"
+                               R"(epoch=(\d+) offset=(\d+))");
+  static const std::regex step(R"(@oar ring-step trainer=\d+ ring=(\d+) rank=(\d+) size=(\d+) step=(\d+) )"
+                               R"(epoch=(\d+) offset=(\d+) loss=(\S+))");
+  JobLog out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("trainer.", 0) != 0) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      out.text += line + "\n";
+      std::smatch m;
+      if (std::regex_search(line, m, ring)) {
+        out.rings[std::stoll(m[1])] = {.ring = std::stoll(m[1]),
+                                       .size = std::stoi(m[2]),
+                                       .step = std::stoll(m[3]),
+                                       .epoch = std::stoll(m[4]),
+                                       .offset = std::stoll(m[5])};
+      } else if (std::regex_search(line, m, step)) {
+        out.steps.push_back({.ring = std::stoll(m[1]),
+                             .rank = std::stoi(m[2]),
+                             .size = std::stoi(m[3]),
+                             .step = std::stoll(m[4]),
+                             .epoch = std::stoll(m[5]),
+                             .offset = std::stoll(m[6]),
+                             .loss = std::stod(m[7])});
+      }
+    }
+  }
+  return out;
+}
+
+std::string Common() {
+  return absl::StrCat(" --model fashion_mlp --optimizer sgd --lr 0.05 --epochs ", kEpochs, " --limit ", kLimit,
+                      " --seed 3 --rpc_deadline 4000 --elastic_commit_every ", kCommitEvery, " --mode nccl2");
+}
+
+TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWouldAndEveryExampleCountsOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  const std::string logs = TempDir("elastic_ring_logs"), commits = TempDir("elastic_ring_commits");
+  Result job = Oar(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
+                                " --job_id ring_a --checkpoint_dir ", commits, " --log_dir ", logs,
+                                " --chaos 'kill trainer 1 at step 200; add 1 at step 300'"));
+  ASSERT_EQ(job.code, 0) << job.out;
+  EXPECT_GT(ValueAfter(job.out, "test_accuracy="), 0.7) << job.out;
+  const JobLog a = ParseLogs(logs);
+  ASSERT_NE(a.text.find("broke at step"), std::string::npos) << "no survivor saw its ring break\n" << a.text;
+
+  // The rings: 3 trainers, then the 2 survivors, then 3 again.
+  std::vector<Ring> rings;
+  for (const auto& [n, r] : a.rings) rings.push_back(r);
+  ASSERT_GE(rings.size(), 3u) << job.out;
+  size_t two = 0;
+  while (two < rings.size() && rings[two].size != 2) ++two;
+  ASSERT_LT(two, rings.size()) << "no ring of the 2 survivors\n" << job.out;
+  ASSERT_GT(rings[two].step, 0);
+  const int64_t from = rings[two].step;
+  const int64_t until = two + 1 < rings.size() ? rings[two + 1].step : -1;
+  ASSERT_GT(until, from) << "the added trainer never entered a ring\n" << job.out;
+
+  // Each ring's effective steps: from its commit to the next ring's.
+  std::map<int64_t, std::map<int, RingStep>> effective;  // step -> rank -> what was trained
+  for (size_t i = 0; i < rings.size(); ++i) {
+    const int64_t end = i + 1 < rings.size() ? rings[i + 1].step : INT64_MAX;
+    for (const RingStep& s : a.steps) {
+      if (s.ring == rings[i].ring && s.step > rings[i].step && s.step <= end) effective[s.step][s.rank] = s;
+    }
+  }
+  // Every step of the job once, its ranks all there, its examples next in
+  // the epoch; each epoch's leftover fewer than a step's.
+  int64_t epoch = 1, offset = 0, step = 0;
+  for (const auto& [s, ranks] : effective) {
+    ASSERT_EQ(s, step + 1) << "step " << step + 1 << " was never trained (or not by the ring that kept it)";
+    step = s;
+    const RingStep& r0 = ranks.begin()->second;
+    ASSERT_EQ(static_cast<int>(ranks.size()), r0.size) << "step " << s << " lacks a rank";
+    const int64_t width = static_cast<int64_t>(r0.size) * kBatch;
+    if (r0.epoch != epoch) {
+      EXPECT_LT(kLimit - offset, width) << "epoch " << epoch << " left a whole step untrained";
+      EXPECT_EQ(r0.epoch, epoch + 1);
+      epoch = r0.epoch;
+      offset = 0;
+    }
+    EXPECT_EQ(r0.offset, offset + width) << "step " << s;
+    offset = r0.offset;
+  }
+  EXPECT_EQ(epoch, kEpochs);
+  EXPECT_LT(kLimit - offset, 3 * kBatch);
+
+  // A fresh 2-trainer job from the commit the survivors restored.
+  const std::string commit = absl::StrCat(commits, "/step-", from);
+  ASSERT_TRUE(std::filesystem::exists(commit + "/position")) << commit << " was not kept\n" << job.out;
+  const std::string fresh_dir = TempDir("elastic_ring_fresh"), fresh_logs = TempDir("elastic_ring_fresh_logs");
+  std::filesystem::copy(commit, absl::StrCat(fresh_dir, "/step-", from), std::filesystem::copy_options::recursive);
+  // --batch_size is per slot: 2 slots of kBatch, as the elastic job's 3.
+  Result fresh = Oar(absl::StrCat("launch --elastic --trainers 2:2 --batch_size ", 2 * kBatch, Common(),
+                                  " --job_id ring_b --checkpoint_dir ", fresh_dir, " --log_dir ", fresh_logs,
+                                  " --max_steps ", until));
+  ASSERT_EQ(fresh.code, 0) << fresh.out;
+  const JobLog b = ParseLogs(fresh_logs);
+  int compared = 0;
+  double worst = 0;
+  for (const RingStep& s : b.steps) {
+    ASSERT_GT(s.step, from);
+    ASSERT_LE(s.step, until);
+    ASSERT_EQ(s.size, 2);
+    const auto it = effective.find(s.step);
+    ASSERT_NE(it, effective.end());
+    ASSERT_TRUE(it->second.contains(s.rank));
+    const RingStep& theirs = it->second.at(s.rank);
+    EXPECT_EQ(theirs.offset, s.offset) << "step " << s.step;
+    worst = std::max(worst, std::abs(theirs.loss - s.loss));
+    EXPECT_NEAR(theirs.loss, s.loss, 1e-6) << "step " << s.step << " rank " << s.rank;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2 * (until - from)) << fresh.out;
+  std::printf("compared %d losses of steps %lld..%lld with a fresh job: max |diff| %.3g\n", compared,
+              static_cast<long long>(from + 1), static_cast<long long>(until), worst);
+}
+
+}  // namespace
+}  // namespace oar
