@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace oar::bench {
@@ -45,6 +47,15 @@ inline Paired TimePaired(const std::function<void()>& a, const std::function<voi
     r.push_back(ta.back() / tb.back());
   }
   return {Median(ta), Median(tb), Median(r)};
+}
+
+// The examples/s of an `oar launch` summary ("... 12345 examples/s across
+// the trainers"); 0 when there is none.
+inline double LaunchExamplesPerSecond(const std::string& out) {
+  const size_t at = out.find(" examples/s across");
+  if (at == std::string::npos) return 0;
+  const size_t begin = out.find_last_of(' ', at - 1);
+  return std::atof(out.substr(begin + 1, at - begin - 1).c_str());
 }
 
 }  // namespace oar::bench

@@ -206,15 +206,6 @@ Figures RunRing(int n) {
   return f;
 }
 
-double ExamplesPerSecond(const std::string& out) {
-  const size_t at = out.find(" examples/s across");
-  if (at == std::string::npos) return 0;
-  const size_t begin = out.find_last_of(' ', at - 1);
-  double v = 0;
-  (void)absl::SimpleAtod(out.substr(begin + 1, at - begin - 1), &v);
-  return v;
-}
-
 // Runs the Gloo peer script (PyTorch's all_reduce, 2 processes) at 4 and
 // 64 MiB and prints its bus bandwidth beside the 2-rank ring's. The script
 // prints one "RESULT <json>" line per size.
@@ -289,7 +280,7 @@ int Main() {
     for (size_t j = 0; j < jobs.size(); ++j) {
       const Result r = Oar(jobs[j] + model);
       CHECK_EQ(r.code, 0) << r.out;
-      rates[j].push_back(ExamplesPerSecond(r.out));
+      rates[j].push_back(LaunchExamplesPerSecond(r.out));
     }
   }
   const double e1 = Median(rates[0]), e2 = Median(rates[1]), e2tcp = Median(rates[2]), eps2 = Median(rates[3]);

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -47,6 +49,50 @@ Tensor RingId(const std::string& job, int64_t gen) {
   for (int i = 0; i < 16; ++i) v[i] = static_cast<int64_t>(bits());
   return id;
 }
+
+// Reads the next step's batch on a thread of its own while the step
+// before trains (the fixed job's sources read ahead too). One read at a
+// time: the source is not shared otherwise.
+class BatchAhead {
+ public:
+  explicit BatchAhead(ArraySource* data) : data_(data) {}
+  ~BatchAhead() { Drop(); }
+  BatchAhead(const BatchAhead&) = delete;
+  BatchAhead& operator=(const BatchAhead&) = delete;
+
+  // The batch at example `at` of `epoch` (started): the one read ahead if
+  // it is that one, else read now.
+  absl::StatusOr<FeedBatch> Take(int64_t epoch, int64_t at) {
+    if (pending_.valid()) {
+      absl::StatusOr<FeedBatch> got = pending_.get();
+      if (key_ == std::make_pair(epoch, at)) return got;
+    }
+    return Read(at);
+  }
+  void Start(int64_t epoch, int64_t at) {
+    Drop();
+    key_ = {epoch, at};
+    pending_ = std::async(std::launch::async, [this, at] { return Read(at); });
+  }
+  // Before the source changes epoch.
+  void Drop() {
+    if (pending_.valid()) pending_.wait();
+    pending_ = {};
+  }
+
+ private:
+  absl::StatusOr<FeedBatch> Read(int64_t at) {
+    data_->Seek(at);
+    FeedBatch f;
+    OAR_ASSIGN_OR_RETURN(const bool got, data_->Next(&f));
+    if (!got) return absl::OutOfRangeError(absl::StrCat("no batch at example ", at));
+    return f;
+  }
+
+  ArraySource* data_;
+  std::pair<int64_t, int64_t> key_;
+  std::future<absl::StatusOr<FeedBatch>> pending_;
+};
 
 }  // namespace
 
@@ -96,15 +142,19 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
   RingTrainerResult out;
   std::map<int64_t, int64_t> unused;  // by epoch, as last trained
   ProgressBar bar(stderr, absl::StrFormat("trainer %d (elastic nccl2)", o.trainer_id), -1);
-  int64_t after = 0;  // the ring it last trained in
+  int64_t after = 0;                  // the ring it last trained in
+  std::optional<absl::Time> left_at;  // when it left its last ring (broken, or the members changed)
+  int64_t after_ring = 0;
   int waits = 0;
   int64_t loaded_epoch = -1;
+  BatchAhead ahead(data);
+  std::optional<absl::Time> first_ring;  // the clock starts there, as a fixed job's after its ring forms
   while (true) {
     elastic::RendezvousOptions ro;  // the member list etcd holds: the live trainers
     ro.job = ElasticJobId();
     ro.trainer = o.trainer_id;
     ro.value = job.value;
-    ro.lease = job.me->lease();  // a new one when it registered again
+    ro.lease = [&job] { return job.me->lease(); };  // a new one when it registered again
     ro.min_trainers = job.min_trainers;
     absl::StatusOr<elastic::RingGeneration> g = elastic::NextRingGeneration(job.etcd.get(), ro, after, timeout);
     if (!g.ok()) {
@@ -157,12 +207,20 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
       continue;
     }
     out.rank = rank;
+    if (!first_ring.has_value()) first_ring = absl::Now();
     out.backend = rt->collective_backend();
     std::printf("@oar ring trainer=%d ring=%lld rank=%d size=%d trainers=%s step=%lld epoch=%lld offset=%lld\n",
                 o.trainer_id, static_cast<long long>(g->number), rank, n, absl::StrJoin(g->trainers, ",").c_str(),
                 static_cast<long long>(pos.step), static_cast<long long>(pos.epoch),
                 static_cast<long long>(pos.offset));
     std::fflush(stdout);
+    if (left_at.has_value()) {
+      std::fprintf(stderr,
+                   "trainer %d: ring %lld (trainers %s) formed %.2f s after it left ring %lld; from step %lld\n",
+                   o.trainer_id, static_cast<long long>(g->number), absl::StrJoin(g->trainers, ",").c_str(),
+                   absl::ToDoubleSeconds(absl::Now() - *left_at), static_cast<long long>(after_ring),
+                   static_cast<long long>(pos.step));
+    }
     if (rank == 0 && !o.checkpoint_dir.empty() && pos.step > 0) MarkRingCommitResumed(o.checkpoint_dir, pos.step);
     const std::set<int> members(g->trainers.begin(), g->trainers.end());
     // Commits `pos`; whether the ring must change (a member came or went).
@@ -183,6 +241,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
         break;
       }
       if (loaded_epoch != pos.epoch) {
+        ahead.Drop();
         OAR_RETURN_IF_ERROR(data->StartEpoch(static_cast<int>(pos.epoch - 1)));
         loaded_epoch = pos.epoch;
       }
@@ -194,13 +253,13 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
         pos.offset = 0;
         change = commit();
       } else {
-        data->Seek(pos.offset + rank * b);
-        FeedBatch fed;
-        OAR_ASSIGN_OR_RETURN(const bool got, data->Next(&fed));
-        if (!got || fed.examples != b) {
+        absl::StatusOr<FeedBatch> batch = ahead.Take(pos.epoch, pos.offset + rank * b);
+        if (!batch.ok() || batch->examples != b) {
           return absl::InternalError(absl::StrCat("trainer ", o.trainer_id, ": no batch of ", b, " at example ",
                                                   pos.offset + rank * b, " of ", total));
         }
+        const FeedBatch fed = *std::move(batch);
+        if (pos.offset + 2 * n * b <= total) ahead.Start(pos.epoch, pos.offset + n * b + rank * b);
         const absl::StatusOr<float> loss = rt->Step(fed.feeds);
         if (!loss.ok()) {
           if (!ring->failed()) return loss.status();  // the step's own error, not the ring's
@@ -246,8 +305,12 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
       }
     }
     if (finished) break;
+    left_at = absl::Now();
+    after_ring = g->number;
   }
   if (!o.report) bar.Finish();
+  ahead.Drop();
+  if (first_ring.has_value()) out.seconds = absl::ToDoubleSeconds(absl::Now() - *first_ring);
   for (const auto& [epoch, left] : unused) out.unused += left;
   if (out.rank == 0) OAR_RETURN_IF_ERROR(MarkElasticJobDone(job));
   rt->DropRing();

@@ -59,6 +59,7 @@ struct RingTrainerResult {
   int64_t examples = 0;  // that it trained
   int64_t unused = 0;    // examples left over at the ends of the epochs
   double loss = 0;       // its last
+  double seconds = 0;    // from its first ring's forming to its end
   int rank = 0;          // in the last ring
   std::string backend;   // of the last ring: "shm", "tcp-ring"
 };

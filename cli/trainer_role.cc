@@ -208,7 +208,6 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     std::fprintf(stderr, "trainer %d (elastic nccl2): %s, batch %lld each, rings formed through etcd\n", env.trainer_id,
                  whole->Describe().c_str(), static_cast<long long>(batch));
     OAR_ASSIGN_OR_RETURN(StepLog ring_log, StepLog::Open(FLAGS_step_log));
-    const auto ring_start = std::chrono::steady_clock::now();
     OAR_ASSIGN_OR_RETURN(const RingTrainerResult r, TrainOnElasticRing(rt.get(), whole.get(),
                                                                        {.job = elastic,
                                                                         .trainer_id = env.trainer_id,
@@ -220,12 +219,11 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
                                                                         .checkpoint_dir = FLAGS_checkpoint_dir,
                                                                         .report = FLAGS_report,
                                                                         .step_log = &ring_log}));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ring_start).count();
     OAR_RETURN_IF_ERROR(rt->Close());
     NoteTrainerCompleted();
     return ReportTrainer(
         rt.get(), io, origin, data, vars, env.trainer_id,
-        {.examples = r.examples, .seconds = seconds, .loss = r.loss, .unused = r.unused, .collective = r.backend},
+        {.examples = r.examples, .seconds = r.seconds, .loss = r.loss, .unused = r.unused, .collective = r.backend},
         r.rank == 0 && r.steps > 0);
   }
   if (nccl2 && per_epoch < 0) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -107,7 +108,14 @@ absl::StatusOr<RingGeneration> NextRingGeneration(EtcdClient* etcd, const Rendez
       continue;
     }
     if (said_ready != g.number) {
-      OAR_RETURN_IF_ERROR(etcd->Put(absl::StrCat(ready_prefix(g.number), o.trainer), o.value, o.lease).status());
+      const absl::Status put =
+          etcd->Put(absl::StrCat(ready_prefix(g.number), o.trainer), o.value, o.lease ? o.lease() : 0).status();
+      if (absl::IsNotFound(put) || absl::StrContains(put.message(), "lease not found")) {
+        waiting = "this trainer's new lease (its old one ran out)";
+        absl::SleepFor(o.poll);
+        continue;
+      }
+      OAR_RETURN_IF_ERROR(put);
       said_ready = g.number;
     }
     OAR_ASSIGN_OR_RETURN(const EtcdRange ready, etcd->GetPrefix(ready_prefix(g.number)));

@@ -49,7 +49,9 @@ struct RendezvousOptions {
   std::string job;
   int trainer = 0;
   std::string value;  // this process's member value: its ready key says which process is ready
-  int64_t lease = 0;  // its ready keys go with it
+  // Its lease now (its ready keys go with it): a trainer cut off past its
+  // lease registers again under a new one. Unset: no lease.
+  std::function<int64_t()> lease;
   int min_trainers = 1;
   // The job's live trainer ids; unset: the trainer entries of etcd's member
   // list (membership.h).

@@ -10,14 +10,18 @@
 //  - From the trainers' logs, the job's effective steps (each ring's, from
 //    the commit it restored to the next ring's) cover each epoch's examples
 //    once, in order, n x b at a time, with fewer than n x b left over.
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/util/etcd_server.h"
@@ -168,6 +172,129 @@ TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWould
   EXPECT_EQ(compared, 2 * (until - from)) << fresh.out;
   std::printf("compared %d losses of steps %lld..%lld with a fresh job: max |diff| %.3g\n", compared,
               static_cast<long long>(from + 1), static_cast<long long>(until), worst);
+}
+
+// `oar launch` on a thread of its own, against the test's etcd-server.
+class LaunchedJob {
+ public:
+  explicit LaunchedJob(std::string args) {
+    thread_ = std::thread([this, args] { result_ = Oar(args); });
+  }
+  ~LaunchedJob() {
+    if (thread_.joinable()) thread_.join();
+  }
+  Result Wait() {
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  std::thread thread_;
+  Result result_;
+};
+
+// Waits (up to 60 s) until `log` holds `n` lines holding `text`.
+bool AwaitLines(const std::string& log, const std::string& text, int n) {
+  for (int i = 0; i < 600; ++i) {
+    std::ifstream in(log);
+    std::string line;
+    int seen = 0;
+    while (std::getline(in, line)) seen += line.find(text) != std::string::npos ? 1 : 0;
+    if (seen >= n) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return false;
+}
+
+// The process of `trainer` in `job`, from its member entry ("host pid N").
+pid_t TrainerPid(elastic::EtcdClient* etcd, const std::string& job, int trainer) {
+  auto got = etcd->Get(absl::StrCat("/oar/", job, "/members/trainer/", trainer));
+  if (!got.ok() || got->kvs.empty()) return -1;
+  const std::string& v = got->kvs[0].value;
+  int pid = -1;
+  const size_t at = v.rfind(' ');
+  return at != std::string::npos && absl::SimpleAtoi(v.substr(at + 1), &pid) ? pid : -1;
+}
+
+// The effective steps cover every epoch once (see the first test).
+void ExpectEveryExampleOnce(const JobLog& log, int64_t batch, int64_t limit, int epochs) {
+  std::vector<Ring> rings;
+  for (const auto& [n, r] : log.rings) rings.push_back(r);
+  std::map<int64_t, RingStep> effective;
+  for (size_t i = 0; i < rings.size(); ++i) {
+    const int64_t end = i + 1 < rings.size() ? rings[i + 1].step : INT64_MAX;
+    for (const RingStep& s : log.steps) {
+      if (s.ring == rings[i].ring && s.step > rings[i].step && s.step <= end && s.rank == 0) effective[s.step] = s;
+    }
+  }
+  int64_t epoch = 1, offset = 0, step = 0;
+  for (const auto& [n, s] : effective) {
+    ASSERT_EQ(n, step + 1) << "step " << step + 1 << " was never trained by the ring that kept it";
+    step = n;
+    if (s.epoch != epoch) {
+      EXPECT_LT(limit - offset, s.size * batch);
+      epoch = s.epoch;
+      offset = 0;
+    }
+    EXPECT_EQ(s.offset, offset + s.size * batch) << "step " << n;
+    offset = s.offset;
+  }
+  EXPECT_EQ(epoch, epochs);
+}
+
+// etcd SIGKILLed mid-job and started again 1.5 s later (within the
+// lease): the trainers train on (they call etcd only at a ring's forming),
+// nobody leaves, and the job finishes with every example once.
+TEST(ElasticRingE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  auto etcd = EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  const std::string logs = TempDir("elastic_ring_etcd_logs");
+  LaunchedJob job(absl::StrCat("launch --elastic --trainers 2:2 --batch_size ", 2 * kBatch, Common(),
+                               " --job_id ring_etcd --elastic_server ", (*etcd)->url(), " --log_dir ", logs,
+                               " --limit 0 --epochs 1"));
+  ASSERT_TRUE(AwaitLines(logs + "/trainer.0.log", "@oar ring-step", 30));
+  (*etcd)->Kill();
+  absl::SleepFor(absl::Milliseconds(1500));
+  ASSERT_TRUE((*etcd)->Restart().ok());
+  const Result r = job.Wait();
+  ASSERT_EQ(r.code, 0) << r.out;
+  const JobLog log = ParseLogs(logs);
+  EXPECT_EQ(log.rings.size(), 1u) << r.out;
+  EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
+}
+
+// A trainer stopped (SIGSTOP: hung, or cut off) for longer than its lease
+// is left out: the others' all-reduce times out, they roll back and form a
+// ring without it. Woken, it finds its ring gone and enters the job again
+// at a commit. The job finishes with every example once.
+TEST(ElasticRingE2eTest, ATrainerStoppedPastItsLeaseIsLeftOutAndOnlyItThenComesBack) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  auto etcd = EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  auto client = elastic::EtcdClient::Connect((*etcd)->url(), absl::Seconds(5));
+  ASSERT_TRUE(client.ok());
+  const std::string logs = TempDir("elastic_ring_stop_logs");
+  LaunchedJob job(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
+                               " --job_id ring_stop --elastic_server ", (*etcd)->url(), " --log_dir ", logs,
+                               " --limit 0 --epochs 1 --rpc_deadline 2000"));
+  ASSERT_TRUE(AwaitLines(logs + "/trainer.1.log", "@oar ring-step", 30));
+  const pid_t stopped = TrainerPid(client->get(), "ring_stop", 1);
+  ASSERT_GT(stopped, 0);
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  const bool left_out = AwaitLines(logs + "/trainer.0.log", "trainers=0,2 ", 1);
+  ::kill(stopped, SIGCONT);
+  ASSERT_TRUE(left_out) << "no ring of trainers 0 and 2";
+  const Result r = job.Wait();
+  ASSERT_EQ(r.code, 0) << r.out;
+  const JobLog log = ParseLogs(logs);
+  std::vector<Ring> rings;
+  for (const auto& [n, ring] : log.rings) rings.push_back(ring);
+  ASSERT_GE(rings.size(), 2u);
+  EXPECT_EQ(rings[0].size, 3);
+  EXPECT_EQ(rings[1].size, 2) << "more than the stopped trainer was left out\n" << r.out;
+  EXPECT_EQ(rings.back().size, 3) << "the stopped trainer never came back\n" << r.out;
+  EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
 }
 
 }  // namespace

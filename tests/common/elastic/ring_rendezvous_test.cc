@@ -22,7 +22,7 @@ class RingRendezvousTest : public EtcdTest {
     return {.job = "job",
             .trainer = id,
             .value = value.empty() ? absl::StrCat("host pid ", 100 + id) : value,
-            .lease = 0,
+            .lease = nullptr,
             .min_trainers = 1,
             .live = [this]() -> absl::StatusOr<std::set<int>> {
               std::lock_guard<std::mutex> l(mu_);
