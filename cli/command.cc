@@ -85,8 +85,8 @@ const std::vector<Command>& Commands() {
         {"trainers",
          "the number of trainers (default 1); with --elastic MIN:MAX (the trainer StatefulSet's replicas: MAX)"},
         {"elastic",
-         "an elastic pserver job (sync, or with --async): an etcd StatefulSet, and trainers as a StatefulSet that "
-         "kubectl scale resizes between MIN and MAX"},
+         "an elastic job (pserver mode, sync or with --async; or nccl2 mode): an etcd StatefulSet, and trainers as a "
+         "StatefulSet that kubectl scale resizes between MIN and MAX"},
         {"async", "pserver mode trains async (every pod's `oar run` gets --async)"},
         {"mode", "pserver or nccl2 (default pserver)"},
         {"out", "the directory the manifests go into (created if missing)"},

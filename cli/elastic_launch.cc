@@ -20,8 +20,9 @@
 #include "gflags/gflags.h"
 
 DEFINE_bool(elastic, false,
-            "an elastic job (async pserver mode, --trainers MIN:MAX): trainers take their data as chunks from etcd "
-            "and may die or join without stopping the job (oar launch runs an etcd-server unless --elastic_server "
+            "an elastic job (--trainers MIN:MAX; pserver mode, sync or async, or nccl2 mode): trainers may die or join "
+            "without stopping the job, their membership and data in etcd (oar launch runs an etcd-server unless "
+            "--elastic_server "
             "names one; oar deploy writes an etcd StatefulSet and the trainers as a scalable StatefulSet)");
 DEFINE_string(chaos, "",
               "with --elastic: kill and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; add 1 at "

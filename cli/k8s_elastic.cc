@@ -1,5 +1,6 @@
-// `oar deploy --elastic`: what an elastic pserver job adds to the plain
-// manifests. etcd runs from the job's own image (Debian's etcd-server is in
+// `oar deploy --elastic`: what an elastic job adds to the plain manifests
+// (pserver mode: beside the pservers' Job; nccl2 mode: the trainers alone,
+// each listening on its pod's stable name). etcd runs from the job's own image (Debian's etcd-server is in
 // it) as a one-replica StatefulSet with a volume, so a restarted etcd pod
 // keeps the job's members and chunks; the trainers are a StatefulSet whose
 // pod index is the trainer id, so `kubectl scale statefulset <name>-trainer
@@ -37,7 +38,8 @@ std::vector<std::string> ElasticArgs(const DeploySpec& s) {
           "--trainers",       absl::StrCat(s.min_trainers, ":", s.trainers)};
 }
 
-std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& pserver_endpoints) {
+std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& pserver_endpoints, int port) {
+  const bool nccl2 = s.mode == "nccl2";
   const std::string etcd = EtcdName(s);
   YAML::Node e;
   e["name"] = "etcd";
@@ -74,11 +76,19 @@ std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& p
   tr["env"].push_back(Env("PADDLE_TRAINING_ROLE", "TRAINER"));
   tr["env"].push_back(EnvFromField("PADDLE_TRAINER_ID", "metadata.labels['apps.kubernetes.io/pod-index']"));
   tr["env"].push_back(Env("PADDLE_TRAINERS_NUM", std::to_string(s.trainers)));
-  tr["env"].push_back(Env("PADDLE_PSERVER_ENDPOINTS", pserver_endpoints));
+  if (nccl2) {  // every slot's stable name: a ring holds those of its trainers
+    tr["ports"].push_back(Port(port, "ring"));
+    tr["env"].push_back(Env("PADDLE_TRAINER_ENDPOINTS", Endpoints(trainers + "-", "." + trainers, s.trainers, port)));
+    tr["env"].push_back(
+        Env("PADDLE_CURRENT_ENDPOINT", absl::StrCat(trainers, "-$(PADDLE_TRAINER_ID).", trainers, ":", port)));
+  } else {
+    tr["env"].push_back(Env("PADDLE_PSERVER_ENDPOINTS", pserver_endpoints));
+  }
   tr["resources"] = Resources("2", "2Gi", "4Gi");
   YAML::Node tss = StatefulSet(s, trainers, "trainer", s.trainers, trainers);
   tss["spec"]["template"]["spec"]["containers"].push_back(tr);
-  YAML::Node tsvc = Resource("v1", "Service", trainers, Labels(s, "trainer"));
+  YAML::Node tsvc = nccl2 ? HeadlessService(s, trainers, "trainer", port, "ring")
+                          : Resource("v1", "Service", trainers, Labels(s, "trainer"));
   tsvc["spec"]["clusterIP"] = "None";
   tsvc["spec"]["selector"] = Labels(s, "trainer");
 
@@ -91,13 +101,21 @@ std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& p
                "# restarted etcd pod keeps the job's members and chunks (members re-register if not).\n",
                ets),
           File(s, "trainer-service.yaml",
-               "# The trainers' StatefulSet's governing Service (the trainers serve nothing).\n", tsvc),
+               nccl2 ? absl::StrCat("# nccl2 mode: stable DNS names for the trainers, ", trainers, "-<i>.", trainers,
+                                    ":", port, " (a ring's\n# trainers connect to each other there).\n")
+                     : std::string("# The trainers' StatefulSet's governing Service (the trainers serve nothing).\n"),
+               tsvc),
           File(s, "trainer-statefulset.yaml",
                absl::StrCat("# The trainers: pod i is trainer i. `kubectl scale statefulset ", trainers,
                             " --replicas N`\n# (", s.min_trainers, " <= N <= ", s.trainers,
-                            ") takes trainers away or adds them while the job runs; a trainer that is\n"
-                            "# gone leaves its data chunk to the others. The job is done when the pserver Job\n"
-                            "# is complete: then delete this StatefulSet (a StatefulSet restarts pods that end).\n"),
+                            ") takes trainers away or adds them while the job runs; ",
+                            nccl2 ? "the others roll back to\n# their last commit (or wait for the next one) and "
+                                    "form a new ring. The job is done when the\n# trainers say so in their logs "
+                                    "(\"@oar result\"): then delete this StatefulSet (a\n# StatefulSet restarts "
+                                    "pods that end; a trainer started after the job's end exits at once).\n"
+                                  : "a trainer that is\n# gone leaves its data chunk to the others. The job is done "
+                                    "when the pserver Job\n# is complete: then delete this StatefulSet (a "
+                                    "StatefulSet restarts pods that end).\n"),
                tss)};
 }
 

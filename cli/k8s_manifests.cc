@@ -30,12 +30,6 @@ YAML::Node IndexedJob(const DeploySpec& s, const std::string& name, const std::s
 
 constexpr char kIndexField[] = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 
-std::string Endpoints(const std::string& pod_prefix, const std::string& domain, int n, int port) {
-  std::vector<std::string> eps;
-  for (int i = 0; i < n; ++i) eps.push_back(absl::StrCat(pod_prefix, i, domain, ":", port));
-  return absl::StrJoin(eps, ",");
-}
-
 std::vector<ManifestFile> PlainPserver(const DeploySpec& s, int port) {
   const std::string svc = s.name + "-pserver";
   const std::string eps = Endpoints(svc + "-", "." + svc, s.pservers, port);
@@ -180,14 +174,18 @@ absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& s)
         absl::StrCat("--port ", s.port, " is not a TCP port (1-65535, or 0 for ", nccl2 ? 6170 : 6174, ")"));
   }
   const int port = s.port > 0 ? s.port : nccl2 ? 6170 : 6174;
-  if (s.elastic && (nccl2 || s.format != "plain")) {
+  if (s.elastic && s.format != "plain") {
     return absl::InvalidArgumentError(
-        "--elastic writes plain manifests of a pserver-mode job (an etcd StatefulSet, trainers as a scalable "
-        "StatefulSet): drop --mode nccl2 and --format");
+        "--elastic writes plain manifests (an etcd StatefulSet, trainers as a scalable StatefulSet): drop --format");
   }
   if (s.elastic && (s.min_trainers < 1 || s.min_trainers > s.trainers)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--trainers ", s.min_trainers, ":", s.trainers, ": MIN must be between 1 and MAX"));
+  }
+  if (s.format == "plain" && s.elastic && nccl2) {
+    DeploySpec e = s;
+    for (const std::string& a : ElasticArgs(s)) e.trainer_args.push_back(a);
+    return ElasticFiles(e, "", port);
   }
   if (s.format == "plain" && s.elastic) {
     DeploySpec e = s;
@@ -197,7 +195,7 @@ absl::StatusOr<std::vector<ManifestFile>> GenerateManifests(const DeploySpec& s)
     std::vector<ManifestFile> files = PlainPserver(e, port);
     files.pop_back();  // the trainers' Job: a StatefulSet instead
     const std::string svc = s.name + "-pserver";
-    for (ManifestFile& f : ElasticFiles(e, Endpoints(svc + "-", "." + svc, s.pservers, port))) {
+    for (ManifestFile& f : ElasticFiles(e, Endpoints(svc + "-", "." + svc, s.pservers, port), port)) {
       files.push_back(std::move(f));
     }
     return files;

@@ -134,4 +134,10 @@ ManifestFile File(const DeploySpec& s, const std::string& filename, const std::s
                                  out.c_str(), "\n")};
 }
 
+std::string Endpoints(const std::string& pod_prefix, const std::string& domain, int n, int port) {
+  std::vector<std::string> eps;
+  for (int i = 0; i < n; ++i) eps.push_back(absl::StrCat(pod_prefix, i, domain, ":", port));
+  return absl::StrJoin(eps, ",");
+}
+
 }  // namespace oar::cli

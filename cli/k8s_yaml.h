@@ -31,14 +31,17 @@ YAML::Node Resource(const char* api_version, const char* kind, const std::string
 // clusterIP None, publishing not-ready addresses, one named port.
 YAML::Node HeadlessService(const DeploySpec& s, const std::string& name, const std::string& role, int port,
                            const char* port_name);
+// "<pod_prefix>0<domain>:<port>,..." for pods 0..n-1.
+std::string Endpoints(const std::string& pod_prefix, const std::string& domain, int n, int port);
 // One YAML document with the generated-by header and `about`.
 ManifestFile File(const DeploySpec& s, const std::string& filename, const std::string& about, const YAML::Node& doc);
 
 // An elastic job's etcd (the flags every pod's `oar run` is given to join
 // it) and its files beside the pservers' (cli/k8s_elastic.cc): etcd's
 // Service and StatefulSet, and the trainers' StatefulSet, whose pod i is
-// trainer i, with `pserver_endpoints`.
+// trainer i, with `pserver_endpoints` (nccl2 mode: listening on `port` at
+// its pod's stable name).
 std::vector<std::string> ElasticArgs(const DeploySpec& s);
-std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& pserver_endpoints);
+std::vector<ManifestFile> ElasticFiles(const DeploySpec& s, const std::string& pserver_endpoints, int port);
 
 }  // namespace oar::cli

@@ -17,6 +17,8 @@ every format are consistent and give each pod the role it should have.
   and the URL every pod joins agree; the trainers are a StatefulSet of MAX
   replicas whose pod i (its pod-index label) resolves trainer i, and every
   pod's `oar run` gets --async, the etcd URL, the job id and MIN:MAX;
+  in nccl2 mode the trainers alone, pod i resolving trainer i and every
+  slot's stable name as the ring's endpoints;
 - kubeflow (nccl2 mode): each Worker pod, given the operator's variables
   (PADDLE_JOB_ID, PADDLE_NNODES, PADDLE_MASTER, POD_IP_DUMMY) and its
   replica-index label, resolves its id and the ring's endpoints.
@@ -190,6 +192,40 @@ def elastic(oar, tmp, pservers, low, high, async_):
             check(got["pservers"] == eps, "%s sees pservers %s, the pservers %s" % (where, got["pservers"], eps))
 
 
+def elastic_nccl2(oar, tmp, low, high):
+    out = os.path.join(tmp, "elastic_nccl2_%d_%d" % (low, high))
+    if not deploy(oar, out, "--elastic", "--mode", "nccl2", "--trainers", "%d:%d" % (low, high), "--image", "oar:1",
+                  "--name", "er"):
+        return
+    docs = {name: one_doc(os.path.join(out, name)) for name in sorted(os.listdir(out))}
+    check(sorted(docs) == ["etcd-service.yaml", "etcd-statefulset.yaml", "trainer-service.yaml",
+                           "trainer-statefulset.yaml"], "elastic nccl2 files: %s" % sorted(docs))
+    etcd_svc, etcd = docs["etcd-service.yaml"], docs["etcd-statefulset.yaml"]
+    svc, trainers = docs["trainer-service.yaml"], docs["trainer-statefulset.yaml"]
+    url = "etcd://%s-0.%s:%d" % (etcd["metadata"]["name"], etcd_svc["metadata"]["name"], etcd_svc["spec"]["ports"][0]["port"])
+    check(svc["spec"].get("clusterIP") == "None", "the trainers' Service must be headless (their pods' DNS names)")
+    check(trainers["spec"]["serviceName"] == svc["metadata"]["name"], "the trainers' StatefulSet is not governed by its Service")
+    check(trainers["spec"]["replicas"] == high, "the trainers' StatefulSet has %s replicas, not MAX %d"
+          % (trainers["spec"]["replicas"], high))
+    tc = trainers["spec"]["template"]["spec"]["containers"][0]
+    port = [p["containerPort"] for p in tc.get("ports", [])]
+    check(len(port) == 1 and svc["spec"]["ports"][0]["port"] == port[0], "the trainer's port and its Service's differ")
+    want = ["--elastic_server", url, "--job_id", "er", "--trainers", "%d:%d" % (low, high)]
+    args = tc.get("args", [])
+    check(args[-len(want):] == want, "the trainer's args %s do not end with %s" % (args, want))
+    check(args[:2] == ["--mode", "nccl2"] or "nccl2" in args, "the trainer's args %s lack --mode nccl2" % args)
+    name = trainers["metadata"]["name"]
+    expect = ["%s-%d.%s:%d" % (name, i, svc["metadata"]["name"], port[0]) for i in range(high)] if port else []
+    for i in range(high):
+        env = vm.pod_env(tc, "%s-%d" % (name, i), {"apps.kubernetes.io/pod-index": str(i)})
+        got = vm.dry_run(oar, env, args)
+        if got:
+            where = "elastic nccl2 trainer pod %d" % i
+            check(got["role"] == "TRAINER" and got["trainer_id"] == str(i), "%s resolves %s" % (where, got))
+            check(got["trainer_endpoints"] == ",".join(expect), "%s sees trainers %s" % (where, got["trainer_endpoints"]))
+            check(got["current_endpoint"] == expect[i], "%s resolves its endpoint %s" % (where, got["current_endpoint"]))
+
+
 def refusals(oar, tmp):
     for args, says in ((["--format", "kubeflow", "--trainers", "2", "--image", "x"], "runs nccl2 mode"),
                        (["--format", "paddle-operator", "--mode", "nccl2", "--trainers", "2", "--image", "x"], "runs pserver mode"),
@@ -203,10 +239,8 @@ def refusals(oar, tmp):
                        (["--model", "ctr_dnn", "--image", "x"], "trains from MultiSlot files"),
                        (["--epochs", "0", "--image", "x"], "--epochs must be at least 1"),
                        (["--trainers", "2:4", "--image", "x"], "MIN:MAX is for elastic jobs"),
-                       (["--elastic", "--mode", "nccl2", "--trainers", "2", "--image", "x"],
-                        "plain manifests of a pserver-mode job"),
                        (["--elastic", "--format", "paddle-operator", "--image", "x"],
-                        "plain manifests of a pserver-mode job")):
+                        "--elastic writes plain manifests")):
         r = subprocess.run([oar, "deploy", "--out", os.path.join(tmp, "refused")] + args, capture_output=True, text=True)
         check(r.returncode != 0 and says in r.stderr, "oar deploy %s: expected an error saying %r, got %r"
               % (" ".join(args), says, r.stderr.strip()))
@@ -226,6 +260,7 @@ def main():
             kubeflow(a.oar, tmp, t)
         elastic(a.oar, tmp, 2, 2, 4, async_=True)
         elastic(a.oar, tmp, 1, 1, 1, async_=False)
+        elastic_nccl2(a.oar, tmp, 2, 4)
         refusals(a.oar, tmp)
     return vm.report()
 
