@@ -48,11 +48,13 @@ TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) 
   EXPECT_NE(ps.rfind("trainer 0 joined the job"), ps.find("trainer 0 joined the job")) << ps;  // twice
   EXPECT_NE(ReadFile(logs + "/trainer.0.run2.log").find("trainer/0 joined elastic job"), std::string::npos);
   // It trained as one process does over the same data (async, and the
-  // killed trainer's first steps of its chunk counted twice: not equal;
-  // measured 0.83-0.85 against 0.83, so the bound is 0.03).
+  // killed trainer's first steps of its chunk counted twice: not equal).
+  // Measured 0.83-0.85 against 0.83 on an idle host; with another test (or
+  // two CPU hogs) beside it, a trainer starved of CPU sends gradients many
+  // updates stale and the job lands at 0.77-0.85, so the bound is 0.07.
   Result single = Oar("train --model fashion_mlp --batch_size 32 --epochs 2 --limit 24000");
   ASSERT_EQ(single.code, 0) << single.out;
-  EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.03) << job.out;
+  EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.07) << job.out;
 }
 
 // AsyncExecutor trainers of MultiSlot files (CTR) take whole files as
