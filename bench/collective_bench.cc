@@ -275,20 +275,39 @@ int Main() {
   const std::vector<std::string> jobs = {"launch --mode nccl2 --trainers 1 ", "launch --mode nccl2 --trainers 2 ",
                                          "launch --mode nccl2 --trainers 2 --collective_transport=tcp ",
                                          "launch --pservers 2 --trainers 2 "};
-  std::vector<std::vector<double>> rates(jobs.size());
+  std::vector<std::vector<double>> rates(jobs.size() + 1);
+  // The ceiling: two 1-trainer jobs of batch 128 side by side, no exchange
+  // between them — what 2 trainers of half the batch could reach on these
+  // cores if the all-reduce cost nothing.
+  const std::string half = "--model fashion_mlp --batch_size 128 --epochs 2 --seed 3";
+  const std::string pair =
+      absl::StrCat("(", OarBinary(), " launch --mode nccl2 --trainers 1 ", half, " > /tmp/oar_ceiling_a.out 2>&1 & ",
+                   OarBinary(), " launch --mode nccl2 --trainers 1 ", half,
+                   " > /tmp/oar_ceiling_b.out 2>&1; wait); cat /tmp/oar_ceiling_a.out; echo ===; "
+                   "cat /tmp/oar_ceiling_b.out");
   for (int round = 0; round < FLAGS_launch_rounds; ++round) {
     for (size_t j = 0; j < jobs.size(); ++j) {
       const Result r = Oar(jobs[j] + model);
       CHECK_EQ(r.code, 0) << r.out;
       rates[j].push_back(LaunchExamplesPerSecond(r.out));
     }
+    const Result both = RunCommand(pair);
+    const size_t cut = both.out.find("\n===\n");
+    CHECK_NE(cut, std::string::npos) << both.out;
+    rates[jobs.size()].push_back(LaunchExamplesPerSecond(both.out.substr(0, cut)) +
+                                 LaunchExamplesPerSecond(both.out.substr(cut)));
   }
   const double e1 = Median(rates[0]), e2 = Median(rates[1]), e2tcp = Median(rates[2]), eps2 = Median(rates[3]);
+  const double ceiling = Median(rates[jobs.size()]);
   std::printf(
       "fashion_mlp, global batch 256, 1 BLAS thread each, medians of %d rounds: nccl2 2 trainers %.0f "
       "examples/s (shared memory; TCP ring %.0f), 1 trainer %.0f -> %.2fx (ring %.2fx; target >= 1.60x); "
       "2 pservers x 2 trainers %.0f -> %.2fx (ring %.2fx; target >= 1.00x)\n",
       FLAGS_launch_rounds, e2, e2tcp, e1, e2 / e1, e2tcp / e1, eps2, e2 / eps2, e2tcp / eps2);
+  std::printf(
+      "  ceiling: two 1-trainer jobs of batch 128 side by side (no exchange) %.0f examples/s -> %.2fx of 1 trainer "
+      "at 256; nccl2 2 trainers reach %.2f of it (ring %.2f)\n",
+      ceiling, ceiling / e1, e2 / ceiling, e2tcp / ceiling);
   return 0;
 }
 
