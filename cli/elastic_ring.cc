@@ -16,6 +16,7 @@
 #include "common/base/flag_refusal.h"
 #include "common/base/status.h"
 #include "common/elastic/ring_rendezvous.h"
+#include "common/metrics/metrics.h"
 #include "gflags/gflags.h"
 #include "trainer/collective/join_trainers.h"
 #include "trainer/collective/watched_collective.h"
@@ -94,6 +95,27 @@ class BatchAhead {
   std::future<absl::StatusOr<FeedBatch>> pending_;
 };
 
+struct RingMetrics {
+  metrics::Counter *rings, *rollbacks, *undone;
+};
+
+const RingMetrics& GetRingMetrics() {
+  static const RingMetrics m = [] {
+    metrics::Registry& r = metrics::Default();
+    return RingMetrics{
+        r.AddCounter("oar_trainer_elastic_rings_total",
+                     "Rings this elastic nccl2 trainer entered (a new one at each change of the job's trainers)")
+            ->With({}),
+        r.AddCounter("oar_trainer_elastic_rollbacks_total",
+                     "Times this trainer's ring broke and it went back to its last commit")
+            ->With({}),
+        r.AddCounter("oar_trainer_elastic_steps_rolled_back_total",
+                     "Steps this trainer took that a rollback undid (they are trained again)")
+            ->With({})};
+  }();
+  return m;
+}
+
 }  // namespace
 
 absl::Status CheckElasticRingPlaces(size_t places, bool gpu) {
@@ -139,6 +161,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
   }
   const absl::Duration timeout = absl::Milliseconds(FLAGS_rpc_deadline);
   const int64_t b = o.batch;
+  const RingMetrics& metrics = GetRingMetrics();
   RingTrainerResult out;
   std::map<int64_t, int64_t> unused;  // by epoch, as last trained
   ProgressBar bar(stderr, absl::StrFormat("trainer %d (elastic nccl2)", o.trainer_id), -1);
@@ -207,6 +230,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
       continue;
     }
     out.rank = rank;
+    metrics.rings->Add();
     if (!first_ring.has_value()) first_ring = absl::Now();
     out.backend = rt->collective_backend();
     std::printf("@oar ring trainer=%d ring=%lld rank=%d size=%d trainers=%s step=%lld epoch=%lld offset=%lld\n",
@@ -267,6 +291,8 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySo
                        o.trainer_id, static_cast<long long>(g->number), static_cast<long long>(pos.step + 1),
                        std::string(loss.status().message()).c_str(), static_cast<long long>(state.position().step));
           OAR_RETURN_IF_ERROR(state.Restore(scope));
+          metrics.rollbacks->Add();
+          metrics.undone->Add(static_cast<double>(pos.step - state.position().step));
           break;
         }
         OAR_RETURN_IF_ERROR(CheckLossFinite(*loss, pos.step + 1, static_cast<int>(pos.epoch),

@@ -85,6 +85,11 @@ JobLog ParseLogs(const std::string& dir) {
   return out;
 }
 
+std::string ReadLog(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 std::string Common() {
   return absl::StrCat(" --model fashion_mlp --optimizer sgd --lr 0.05 --epochs ", kEpochs, " --limit ", kLimit,
                       " --seed 3 --rpc_deadline 4000 --elastic_commit_every ", kCommitEvery, " --mode nccl2");
@@ -94,9 +99,11 @@ TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWould
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   const std::string logs = TempDir("elastic_ring_logs"), commits = TempDir("elastic_ring_commits");
-  Result job = Oar(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
-                                " --job_id ring_a --checkpoint_dir ", commits, " --log_dir ", logs,
-                                " --chaos 'kill trainer 1 at step 200; add 1 at step 300'"));
+  const std::string metrics = TempDir("elastic_ring_metrics");
+  Result job =
+      Oar(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
+                       " --job_id ring_a --checkpoint_dir ", commits, " --log_dir ", logs, " --metrics --metrics_dir ",
+                       metrics, " --chaos 'kill trainer 1 at step 200; add 1 at step 300'"));
   ASSERT_EQ(job.code, 0) << job.out;
   EXPECT_GT(ValueAfter(job.out, "test_accuracy="), 0.7) << job.out;
   const JobLog a = ParseLogs(logs);
@@ -142,6 +149,21 @@ TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWould
   }
   EXPECT_EQ(epoch, kEpochs);
   EXPECT_LT(kLimit - offset, 3 * kBatch);
+
+  // Trainer 0's metrics: three rings, one rollback of the steps between
+  // its last commit and the break (what its log says).
+  std::ifstream prom(metrics + "/trainer.0.prom");
+  const std::string text((std::istreambuf_iterator<char>(prom)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(absl::StrCat("oar_trainer_elastic_rings_total ", rings.size())), std::string::npos) << text;
+  EXPECT_NE(text.find("oar_trainer_elastic_rollbacks_total 1\n"), std::string::npos) << text;
+  std::smatch broke;
+  const std::string t0 = ReadLog(logs + "/trainer.0.log");
+  ASSERT_TRUE(std::regex_search(t0, broke, std::regex(R"(broke at step (\d+) .*back to the commit of step (\d+))")))
+      << t0;
+  EXPECT_NE(text.find(absl::StrCat("oar_trainer_elastic_steps_rolled_back_total ",
+                                   std::stoll(broke[1]) - 1 - std::stoll(broke[2]))),
+            std::string::npos)
+      << text;
 
   // A fresh 2-trainer job from the commit the survivors restored.
   const std::string commit = absl::StrCat(commits, "/step-", from);
