@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -298,10 +299,21 @@ absl::StatusOr<bool> TrainElasticEpochs(ElasticJob* job, int trainer_id, int epo
   };
   // Every chunk free now, epoch by epoch, without waiting for the chunks
   // others train (async training has no epoch boundary to keep)...
+  // The next chunk is claimed while this one trains (a claim is an etcd
+  // transaction: milliseconds, which in a sync job every trainer would
+  // wait out at the barrier). Should this trainer die, the chunk claimed
+  // ahead goes back to the queue with its lease, as the one it trains does.
+  using Claim = absl::StatusOr<std::optional<int64_t>>;
+  std::future<Claim> ahead;
+  auto take_ahead = [&](int epoch) -> Claim {
+    Claim got = ahead.valid() ? ahead.get() : q.Take(epoch);
+    if (got.ok() && got->has_value()) ahead = std::async(std::launch::async, [&q, epoch] { return q.Take(epoch); });
+    return got;
+  };
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     OAR_RETURN_IF_ERROR(q.Open(epoch, job->chunks));
     while (true) {
-      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained, one(epoch, [&] { return q.Take(epoch); }));
+      OAR_ASSIGN_OR_RETURN(std::optional<bool> trained, one(epoch, [&] { return take_ahead(epoch); }));
       if (!trained.has_value()) return false;
       if (!*trained) break;
     }
