@@ -204,8 +204,8 @@ class StepBarrier {
   // Whether trainer_id's Get may be served now.
   bool GetReadyLocked(int trainer_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (elastic_) {
-      auto e = entry_.find(trainer_id);
-      if (e == entry_.end() || step_ < e->second) return false;
+      auto e = joined_.find(trainer_id);
+      if (e == joined_.end() || step_ < e->second.entry) return false;
     }
     return phase_ == Phase::kServe && batch_.count(trainer_id) == 0;
   }
@@ -237,8 +237,7 @@ class StepBarrier {
   std::set<int> completed_at_optimize_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, GetReady>> parked_ ABSL_GUARDED_BY(mu_);  // (trainer, serve) by arrival
   // Elastic state.
-  std::map<int, int> entry_ ABSL_GUARDED_BY(mu_);  // joined: the step it counts from
-  std::map<int, Joined> joined_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Joined> joined_ ABSL_GUARDED_BY(mu_);  // every trainer that joined (kept once it completes or leaves)
   std::map<int, absl::Time> holds_ ABSL_GUARDED_BY(mu_);
   std::set<int> members_ ABSL_GUARDED_BY(mu_);
   std::set<int> departing_ ABSL_GUARDED_BY(mu_), left_ ABSL_GUARDED_BY(mu_);

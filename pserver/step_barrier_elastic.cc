@@ -16,8 +16,8 @@ namespace oar {
 bool StepBarrier::LiveLocked(int t) const {
   if (completed_.count(t)) return false;
   if (!elastic_) return true;
-  auto e = entry_.find(t);
-  return e != entry_.end() && e->second <= step_ && !left_.count(t);
+  auto e = joined_.find(t);
+  return e != joined_.end() && e->second.entry <= step_ && !left_.count(t);
 }
 
 absl::Status StepBarrier::CheckMemberLocked(int trainer_id, const char* what) const {
@@ -27,7 +27,7 @@ absl::Status StepBarrier::CheckMemberLocked(int trainer_id, const char* what) co
         absl::StrCat(what, " from trainer ", trainer_id, ", ", rpc::kLeftTheJob,
                      " (its lease in etcd ran out: it was cut off from etcd, or too slow to renew it)"));
   }
-  if (!entry_.count(trainer_id)) {
+  if (!joined_.count(trainer_id)) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, " from trainer ", trainer_id, ", which has not joined the job's steps (JOIN@RECV first)"));
   }
@@ -52,15 +52,15 @@ absl::Status StepBarrier::Join(int trainer_id, int entry_step, const std::string
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (!elastic_) return absl::FailedPreconditionError("JOIN@RECV: this pserver's job is not elastic");
-  if (auto e = entry_.find(trainer_id); e != entry_.end() && e->second == entry_step && !left_.count(trainer_id) &&
-                                        joined_[trainer_id].member == member) {
+  if (auto e = joined_.find(trainer_id);
+      e != joined_.end() && e->second.entry == entry_step && !left_.count(trainer_id) && e->second.member == member) {
     return absl::OkStatus();  // said again
   }
-  bool earlier_run_in = entry_.count(trainer_id) && !left_.count(trainer_id) && !completed_.count(trainer_id);
+  bool earlier_run_in = joined_.count(trainer_id) && !left_.count(trainer_id) && !completed_.count(trainer_id);
   if (earlier_run_in && joined_[trainer_id].member == member) {
     // The same process joining again (another pserver refused its step):
     // fine while it has not begun at the step it joined before.
-    const int was = entry_[trainer_id];
+    const int was = joined_[trainer_id].entry;
     earlier_run_in = step_ > was || (step_ == was && (phase_ != Phase::kServe || fetch_.count(trainer_id)));
   }
   if (departing_.count(trainer_id) || earlier_run_in) {
@@ -74,7 +74,6 @@ absl::Status StepBarrier::Join(int trainer_id, int entry_step, const std::string
                                                       ", which this pserver has begun to collect (it is at step ",
                                                       step_, "): hold again"));
   }
-  entry_[trainer_id] = entry_step;
   joined_[trainer_id] = Joined{entry_step, member, absl::Now()};
   left_.erase(trainer_id);
   completed_.erase(trainer_id);
@@ -99,12 +98,12 @@ void StepBarrier::SetMembers(std::set<int> members) {
 std::optional<StepBarrier::Departure> StepBarrier::Depart(int trainer_id) {
   absl::MutexLock l(&mu_);
   holds_.erase(trainer_id);
-  auto e = entry_.find(trainer_id);
-  if (e == entry_.end() || left_.count(trainer_id) || completed_.count(trainer_id)) return std::nullopt;
+  auto e = joined_.find(trainer_id);
+  if (e == joined_.end() || left_.count(trainer_id) || completed_.count(trainer_id)) return std::nullopt;
   departing_.insert(trainer_id);
   ++events_;
   Departure d;
-  d.entry = e->second;
+  d.entry = e->second.entry;
   d.step = step_;
   d.contributed = batch_.count(trainer_id) > 0 && idle_.count(trainer_id) == 0;
   d.contributed_before = last_contributors_.count(trainer_id) > 0;
@@ -150,7 +149,7 @@ std::set<int> StepBarrier::contributors_at_optimize() const {
 
 int StepBarrier::InPlayLocked() const {
   std::set<int> in = completed_;
-  for (const auto& [t, e] : entry_) {
+  for (const auto& [t, j] : joined_) {
     if (!left_.count(t)) in.insert(t);
   }
   return static_cast<int>(in.size());
@@ -158,11 +157,11 @@ int StepBarrier::InPlayLocked() const {
 
 bool StepBarrier::DoneLocked() const {
   if (completed_.empty() || !holds_.empty() || !departing_.empty() || !leave_after_step_.empty()) return false;
-  for (const auto& [t, e] : entry_) {
+  for (const auto& [t, j] : joined_) {
     if (!completed_.count(t) && !left_.count(t)) return false;
   }
   for (int t : members_) {  // a member yet to join
-    if (!completed_.count(t) && !left_.count(t) && !entry_.count(t)) return false;
+    if (!completed_.count(t) && !left_.count(t) && !joined_.count(t)) return false;
   }
   return true;
 }
@@ -174,7 +173,7 @@ absl::StatusOr<bool> StepBarrier::AwaitPhaseEndElastic() {
     if (InPlayLocked() < min_trainers_) return false;
     if (serving ? !holds_.empty() : receiving_ != 0) return false;
     bool anyone = false;  // a step with nobody in it or joining waits (for a joiner, or the job's end)
-    for (const auto& [t, e] : entry_) anyone |= !completed_.count(t) && !left_.count(t);
+    for (const auto& [t, j] : joined_) anyone |= !completed_.count(t) && !left_.count(t);
     for (int t = 0; t < fanin_; ++t) {
       if (LiveLocked(t) && !arrived.count(t)) return false;
     }
