@@ -77,6 +77,28 @@ TEST(SumOpTest, AddsInputsEvenWhenOutputAliasesOne) {
   EXPECT_EQ(TensorToVector<float>(GetTensor(s, "a")), (std::vector<float>{12, 24, 36}));
 }
 
+// Dense inputs are added a tile of elements at a time; each element still
+// takes its inputs in order, so it rounds as ((0 + a) + b) + c does, across
+// tile boundaries (these values round otherwise when a and c go first).
+TEST(SumOpTest, AddsDenseInputsInOrderAcrossTiles) {
+  Scope s;
+  const int64_t n = 5000;
+  std::vector<float> a(n), b(n), c(n), want(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = (i % 2 ? 1e8f : -1e8f) + static_cast<float>(i);
+    b[i] = 0.75f + static_cast<float>(i % 7);
+    c[i] = -a[i];
+    want[i] = ((0.0f + a[i]) + b[i]) + c[i];
+  }
+  SetTensor(&s, "a", MakeTensor<float>({n}, a));
+  SetTensor(&s, "b", MakeTensor<float>({n}, b));
+  SetTensor(&s, "c", MakeTensor<float>({n}, c));
+  ASSERT_TRUE(RunOps({MakeOp("sum", {{"X", {"a", "b", "c"}}}, {{"Out", {"o"}}})}, &s).ok());
+  EXPECT_EQ(TensorToVector<float>(GetTensor(s, "o")), want);
+  ASSERT_TRUE(RunOps({MakeOp("sum", {{"X", {"a", "c", "b"}}}, {{"Out", {"o"}}})}, &s).ok());
+  EXPECT_NE(TensorToVector<float>(GetTensor(s, "o")), want);  // the order shows
+}
+
 TEST(SumOpTest, GradientMatches) {
   ExpectGradientsMatch<double>(
       MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"o"}}}),
