@@ -183,7 +183,8 @@ absl::Status ParameterServer::HandleSend(const rpc::IncomingMessage& request, in
   if (config_.sync_mode) {
     OAR_RETURN_IF_ERROR(barrier_->BeginReceive(id, rpc::IncarnationOf(request.header().meta.oar_seq())));
     s = store_->Receive(r, id, request);
-    if (s.ok()) MaybeRunEarly(r);  // while the phase cannot move on
+    if (s.ok() && ElasticSync()) store_->SumAhead(r, barrier_->live());  // off the barrier's path
+    if (s.ok()) MaybeRunEarly(r);                                        // while the phase cannot move on
     barrier_->EndReceive(id, s.ok(), rpc::IncarnationOf(request.header().meta.oar_seq()));
   } else {
     Scope* child = &scope_->NewScope();

@@ -171,6 +171,10 @@ class StepBarrier {
   void Resolve(int trainer_id, int last_step);
   // The trainers whose gradients the step moving to kOptimize applies.
   std::set<int> contributors_at_optimize() const;
+  // Elastic: the trainers that count at the step being collected (joined
+  // by it, not completed, not left) — its likely contributors, before its
+  // barrier fixes them (a trainer may still leave, or send no gradient).
+  std::set<int> live() const;
   // Whether the trainer was taken out of the job (departed; its messages
   // are refused) and has not joined again.
   bool HasLeft(int trainer_id) const;

@@ -147,6 +147,15 @@ std::set<int> StepBarrier::contributors_at_optimize() const {
   return contributors_;
 }
 
+std::set<int> StepBarrier::live() const {
+  absl::MutexLock l(&mu_);
+  std::set<int> out;
+  for (const auto& [t, joined] : joined_) {
+    if (LiveLocked(t)) out.insert(t);
+  }
+  return out;
+}
+
 int StepBarrier::InPlayLocked() const {
   std::set<int> in = completed_;
   for (const auto& [t, j] : joined_) {

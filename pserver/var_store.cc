@@ -75,9 +75,14 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
       r->copies = copies;
       r->desc = global.FindVar(copies[0]);
       // Fluid's merge at the head of the block (sum of the copies, in
-      // trainer order, into `name`; a scale may follow): done as they arrive.
-      if (leading_sum && b.Op(0).Input("X") == copies && !elastic) {  // elastic: FinalizeAmong picks
+      // trainer order, into `name`; a scale may follow): done as they
+      // arrive; in an elastic job from the copies, once the step's
+      // contributors are known or likely (a dense gradient; a sparse one
+      // is summed by the block over its copies: FinalizeAmong).
+      const bool dense = r->desc->type != proto::VarType::SELECTED_ROWS;
+      if (leading_sum && b.Op(0).Input("X") == copies && (!elastic || dense)) {
         r->mode = Receivable::Mode::kMerged;
+        r->keep_copies = elastic;
         s->merged_blocks_.insert(block);
       }
       for (int t = 0; t < fanin; ++t) s->copy_of_[copies[static_cast<size_t>(t)]] = {r.get(), t};
@@ -96,7 +101,7 @@ absl::StatusOr<std::unique_ptr<VarStore>> VarStore::Create(const ProgramDesc& pr
       }
     }
     s->max_request_bytes_ = std::max(s->max_request_bytes_, bytes + 64 * 1024);
-    if (r->mode == Receivable::Mode::kMerged && !r->sparse) {
+    if (r->mode == Receivable::Mode::kMerged && !r->sparse && !r->keep_copies) {
       ++merged_dense;
       merged_bytes += (bytes + 63) / 64 * 64;  // as BufferPool rounds its blocks
     }
@@ -190,6 +195,7 @@ absl::Status VarStore::Receive(const Receivable& r, int trainer, const rpc::Inco
       return absl::OkStatus();
     }
     case Receivable::Mode::kMerged:
+      if (r.keep_copies) return ReceiveCopy(r, trainer, msg);
       break;
   }
   absl::MutexLock l(&r.mu);
@@ -232,6 +238,10 @@ bool VarStore::Ready(const Receivable& r, const std::set<int>& completed) const 
 
 absl::Status VarStore::Finalize(const Receivable& r, const std::set<int>& completed) {
   if (r.mode == Receivable::Mode::kDirect) return absl::OkStatus();
+  if (r.keep_copies) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", r.name, "' is an elastic job's gradient: its step is taken among its contributors"));
+  }
   const std::string& name = r.name;
   absl::MutexLock l(&r.mu);
   if (r.mode == Receivable::Mode::kPerTrainer) {
@@ -281,6 +291,8 @@ void VarStore::Release(const Receivable& r) {
   absl::MutexLock l(&r.mu);
   r.arrived.clear();
   r.sparse_parts.clear();
+  r.summed.clear();
+  if (r.keep_copies) return;  // the sum's buffer is kept for the next step's
   if (r.mode == Receivable::Mode::kPerTrainer) {
     for (int t = 0; r.sparse && t < fanin_; ++t) ZeroVariable(scope_->Var(r.copies[static_cast<size_t>(t)]));
     return;

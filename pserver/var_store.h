@@ -26,7 +26,9 @@
 //    (Fluid's ResetReceivedVars), so it stops contributing.
 //  - sync, one trainer (no copies): `g` itself.
 //  - sync in an elastic job: per-trainer copies always (a trainer that
-//    leaves mid-step must be taken out of it: FinalizeAmong).
+//    leaves mid-step must be taken out of it: FinalizeAmong); with Fluid's
+//    merge, a dense gradient's sum is made by the store from the copies
+//    (SumAhead) and the block runs without its `sum`, as above.
 //  - async: a variable `g` in the caller's child scope for its block.
 // Sparse received variables are cleared after every optimize pass, so a
 // stale sparse gradient is never applied twice.
@@ -99,12 +101,21 @@ class VarStore {
   void Release(const Receivable& r);
   // An elastic job's sync step (the store was created `elastic`: every
   // trainer's copy is kept, never merged as it arrives), before `r`'s block
-  // runs: the copies of trainers not in `contributors` are zeroed and the
-  // others scaled by fanin/|contributors|, so the program's sum over every
-  // slot, scaled by 1/fanin, is the contributors' mean (each empty slot
-  // counts as the mean of the present ones); FailedPrecondition when a
+  // runs: the program's sum over every slot, scaled by 1/fanin, is to be
+  // the contributors' mean (each empty slot counts as the mean of the
+  // present ones). So each contributor's copy counts times
+  // fanin/|contributors| and the others not at all: in `r`'s sum, which
+  // the store makes (a merged dense gradient, SumAhead), or in the copies
+  // the block sums (the others zeroed). FailedPrecondition when a
   // contributor did not send `r`. `contributors` is not empty.
   absl::Status FinalizeAmong(const Receivable& r, const std::set<int>& contributors);
+  // An elastic job's sync step, after a Receive of a dense `r`: once every
+  // trainer in `likely` (the step's live trainers, StepBarrier::live) has
+  // sent it, their mean is made now, on the receiving thread, rather than
+  // at the barrier; FinalizeAmong keeps it when the contributors are
+  // `likely` and makes it again from the copies otherwise. A no-op for
+  // other receivables.
+  void SumAhead(const Receivable& r, const std::set<int>& likely);
   // Finalize / Release for every receivable.
   absl::Status BeforeOptimize(const std::set<int>& completed);
   void AfterOptimize();
@@ -124,6 +135,8 @@ class VarStore {
  private:
   VarStore(const ProgramDesc& program, Scope* scope, int fanin, bool sync);
   absl::Status CheckAgainst(const VarDesc& desc, const rpc::MessageHeader& h, int trainer) const;
+  // keep_copies: the trainer's copy, kept (var_store_elastic.cc).
+  absl::Status ReceiveCopy(const Receivable& r, int trainer, const rpc::IncomingMessage& msg);
 
   Scope* scope_;
   const int fanin_;

@@ -1,7 +1,10 @@
 // VarStore in an elastic job's sync step: the step's gradient is the mean
-// over the trainers that contributed to it (var_store.h, FinalizeAmong).
+// over the trainers that contributed to it (var_store.h, FinalizeAmong),
+// made from every trainer's kept copy (ReceiveCopy, SumAhead).
 // Also ZeroVariable, which both of the store's files use.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
@@ -53,6 +56,11 @@ absl::Status Scale(Tensor* t, double k, const std::string& name) {
   return absl::OkStatus();
 }
 
+// keep_copies: `r.name` = the sum over `among`'s copies in trainer order,
+// each times fanin/|among| (var_store_elastic.cc, below).
+absl::Status SumCopiesLocked(Scope* scope, int fanin, const VarStore::Receivable& r, const std::set<int>& among)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(r.mu);
+
 }  // namespace
 
 absl::Status VarStore::FinalizeAmong(const Receivable& r, const std::set<int>& contributors) {
@@ -64,6 +72,8 @@ absl::Status VarStore::FinalizeAmong(const Receivable& r, const std::set<int>& c
     }
   }
   if (r.mode == Receivable::Mode::kDirect) return absl::OkStatus();  // one slot: its contributor's
+  if (r.keep_copies)
+    return r.summed == contributors ? absl::OkStatus() : SumCopiesLocked(scope_, fanin_, r, contributors);
   const double k = static_cast<double>(fanin_) / static_cast<double>(contributors.size());
   const Tensor* like = nullptr;  // a contributor's dense copy: the shape of an empty slot
   for (int t : contributors) {
@@ -88,6 +98,91 @@ absl::Status VarStore::FinalizeAmong(const Receivable& r, const std::set<int>& c
     ZeroVariable(v);
   }
   return absl::OkStatus();
+}
+
+absl::Status VarStore::ReceiveCopy(const Receivable& r, int trainer, const rpc::IncomingMessage& msg) {
+  absl::MutexLock l(&r.mu);
+  msg.DecodeInto(scope_->Var(r.copies[static_cast<size_t>(trainer)]));
+  r.arrived.insert(trainer);
+  if (r.summed.count(trainer)) r.summed.clear();  // sent again: the sum no longer holds
+  return absl::OkStatus();
+}
+
+namespace {
+
+// out = 0 + each copy (times k unless k is 1, as ScaleInto rounds it), in
+// the copies' order, a tile at a time: the same rounding as scaling each
+// slot and running `sum` over the slots, with each copy read once.
+template <typename T>
+void SumScaled(const std::vector<const T*>& copies, int64_t n, double k, T* out) {
+  constexpr int64_t kTile = 2048;
+  for (int64_t lo = 0; lo < n; lo += kTile) {
+    const int64_t hi = std::min(n, lo + kTile);
+    std::fill(out + lo, out + hi, T(0));
+    for (const T* c : copies) {
+      if (k == 1) {
+        for (int64_t j = lo; j < hi; ++j) out[j] += c[j];
+      } else {
+        for (int64_t j = lo; j < hi; ++j) out[j] += static_cast<T>(c[j] * k);
+      }
+    }
+  }
+}
+
+template <typename T>
+void SumCopies(const std::vector<const Tensor*>& copies, double k, Tensor* out) {
+  std::vector<const T*> data;
+  for (const Tensor* c : copies) data.push_back(c->data<T>());
+  T* dst = out->mutable_data<T>(copies[0]->dims());
+  SumScaled<T>(data, copies[0]->numel(), k, dst);
+}
+
+absl::Status SumCopiesLocked(Scope* scope, int fanin, const VarStore::Receivable& r, const std::set<int>& among)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(r.mu) {
+  r.summed.clear();
+  std::vector<const Tensor*> copies;
+  for (int t : among) {
+    const Variable* v = scope->FindVar(r.copies[static_cast<size_t>(t)]);
+    if (v == nullptr || !v->IsType<Tensor>() || !v->Get<Tensor>().initialized()) {
+      return absl::FailedPreconditionError(absl::StrCat("trainer ", t, "'s '", r.name, "' holds no tensor"));
+    }
+    const Tensor& c = v->Get<Tensor>();
+    if (!copies.empty() && (c.dims() != copies[0]->dims() || c.dtype() != copies[0]->dtype())) {
+      return absl::InvalidArgumentError(absl::StrCat("trainer ", t, " sent '", r.name, "' as ", DataTypeName(c.dtype()),
+                                                     c.dims().ToString(), ", another contributor as ",
+                                                     DataTypeName(copies[0]->dtype()), copies[0]->dims().ToString()));
+    }
+    copies.push_back(&c);
+  }
+  if (copies.empty()) return absl::InvalidArgumentError(absl::StrCat("no contributor to '", r.name, "'"));
+  const double k = static_cast<double>(fanin) / static_cast<double>(among.size());
+  Tensor* out = scope->Var(r.name)->GetMutable<Tensor>();
+  switch (copies[0]->dtype()) {
+    case DataType::kFloat32:
+      SumCopies<float>(copies, k, out);
+      break;
+    case DataType::kFloat64:
+      SumCopies<double>(copies, k, out);
+      break;
+    default:
+      return absl::UnimplementedError(absl::StrCat("'", r.name, "' is ", DataTypeName(copies[0]->dtype()),
+                                                   "; an elastic job averages float32 and float64 gradients"));
+  }
+  r.summed = among;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void VarStore::SumAhead(const Receivable& r, const std::set<int>& likely) {
+  if (!r.keep_copies || likely.empty()) return;
+  absl::MutexLock l(&r.mu);
+  if (r.summed == likely) return;
+  for (int t : likely) {
+    if (!r.arrived.count(t)) return;
+  }
+  // An error here is FinalizeAmong's to report (it sums again).
+  (void)SumCopiesLocked(scope_, fanin_, r, likely);
 }
 
 }  // namespace oar

@@ -4,6 +4,7 @@
 #include "pserver/var_store.h"
 
 #include <cstring>
+#include <set>
 
 #include "common/framework/executor.h"
 #include "common/framework/prepared_block.h"
@@ -247,14 +248,16 @@ TEST(VarStoreTest, AsyncGradientsGoToTheCallersScope) {
 // An elastic job's store keeps every trainer's copy (a trainer that leaves
 // mid-step must be taken out of it) and, at the barrier, makes the
 // program's sum over the slots, scaled by 1/slots, the contributors' mean:
-// each contributor's copy times slots/contributors, the others zero.
+// each contributor's copy counts times slots/contributors, the others not
+// at all. A dense gradient's sum is the store's (the block runs without its
+// `sum`), a sparse one's the block's over the copies.
 TEST(VarStoreTest, AnElasticStepIsTheMeanOfItsContributors) {
   ProgramDesc program = PserverProgram();
   Scope scope;
   auto created = VarStore::Create(program, &scope, 2, /*sync_mode=*/true, kGradToBlock, /*elastic=*/true);
   ASSERT_TRUE(created.ok()) << created.status();
   VarStore& store = **created;
-  EXPECT_TRUE(store.merged_blocks().empty());  // no merge as they arrive
+  EXPECT_EQ(store.merged_blocks(), std::set<int>({1}));  // w's; e's block sums its copies itself
   auto receive = [&](const std::string& name, const Variable& v, int trainer) {
     auto m = Message(name, v, trainer);
     auto r = store.Admit(m->header(), trainer);
@@ -270,23 +273,78 @@ TEST(VarStoreTest, AnElasticStepIsTheMeanOfItsContributors) {
     ASSERT_TRUE(store.FinalizeAmong(*r, {1}).ok());
   }
   auto values = [&](const std::string& name) { return TensorToVector<float>(scope.FindVar(name)->Get<Tensor>()); };
-  EXPECT_EQ(values("w@GRAD.trainer_1"), std::vector<float>({2, 4, 6, 8, 10, 12}));
-  EXPECT_EQ(values("w@GRAD.trainer_0"), std::vector<float>(6, 0.0f));  // never sent: zeros of its shape
+  EXPECT_EQ(values("w@GRAD"), std::vector<float>({2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(values("w@GRAD.trainer_1"), std::vector<float>({1, 2, 3, 4, 5, 6}));  // the copy is kept as sent
   const SelectedRows& e1 = scope.FindVar("e@GRAD.trainer_1")->Get<SelectedRows>();
   EXPECT_EQ(e1.rows, std::vector<int64_t>({4}));
   EXPECT_EQ(TensorToVector<float>(e1.value), std::vector<float>({3, -4}));
   EXPECT_TRUE(scope.FindVar("e@GRAD.trainer_0")->Get<SelectedRows>().rows.empty());
-  // The pserver's block on them: sum, scale 1/2, sgd with lr 1 -> w - mean.
+  // The pserver's block on them, as it runs it (w's without its sum):
+  // scale 1/2, sgd with lr 1 -> w - mean.
   Executor exe(CPUPlace());
   *scope.Var("lr")->GetMutable<Tensor>() = MakeTensor<float>({1}, {1});
   *scope.Var("w")->GetMutable<Tensor>() = MakeTensor<float>({3, 2}, {0, 0, 0, 0, 0, 0});
-  OpDesc* scale = program.MutableBlock(1)->MutableOp(1);
+  ProgramDesc runnable = program;
+  runnable.MutableBlock(1)->RemoveOps(0, 1);
+  OpDesc* scale = runnable.MutableBlock(1)->MutableOp(0);
   scale->SetAttr("bias", 0.0f);
   scale->SetAttr("bias_after_scale", true);
-  auto block = exe.Prepare(program, 1);
+  auto block = exe.Prepare(runnable, 1);
   ASSERT_TRUE(block.ok()) << block.status();
   ASSERT_TRUE(exe.RunPrepared(block->get(), &scope).ok());
   EXPECT_EQ(values("w"), std::vector<float>({-1, -2, -3, -4, -5, -6}));  // trainer 1's own gradient
 }
+
+// The sum made ahead (SumAhead, once the likely contributors all sent) is
+// the one a barrier keeps when they are the contributors; when one of them
+// left before the barrier, the barrier's sum is made again from the copies
+// of those that stayed. Either way it is the sum over the copies in trainer
+// order, each scaled as `scale` would (float(copy x slots/contributors)).
+TEST(VarStoreTest, AnElasticSumMadeAheadHoldsOnlyForItsContributors) {
+  ProgramDesc program = PserverProgram();
+  Scope scope;
+  auto created = VarStore::Create(program, &scope, 2, /*sync_mode=*/true, kGradToBlock, /*elastic=*/true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  VarStore& store = **created;
+  const VarStore::Receivable* w = nullptr;
+  auto receive = [&](const Variable& v, int trainer) {
+    auto m = Message("w@GRAD", v, trainer);
+    auto r = store.Admit(m->header(), trainer);
+    ASSERT_TRUE(r.ok()) << r.status();
+    w = *r;
+    ASSERT_TRUE(store.Receive(**r, trainer, *m).ok());
+  };
+  auto sum = [&] { return TensorToVector<float>(scope.FindVar("w@GRAD")->Get<Tensor>()); };
+  const std::vector<float> a = {0.1f, 0.2f, 0.3f, 1e8f, -1, 3}, b = {0.7f, 0.11f, -0.3f, 1, 1, 1e-8f};
+  receive(Dense(a), 0);
+  store.SumAhead(*w, {0, 1});
+  EXPECT_EQ(scope.FindVar("w@GRAD"), nullptr);  // trainer 1 has not sent yet: nothing summed
+  receive(Dense(b), 1);
+  store.SumAhead(*w, {0, 1});
+  std::vector<float> both(6);
+  for (size_t i = 0; i < 6; ++i) both[i] = (0.0f + a[i]) + b[i];
+  EXPECT_EQ(sum(), both);
+  ASSERT_TRUE(store.FinalizeAmong(*w, {0, 1}).ok());
+  EXPECT_EQ(sum(), both);
+  store.Release(*w);
+
+  // The next step: summed ahead over both, but trainer 0 left before the barrier.
+  receive(Dense(b), 0);
+  receive(Dense(a), 1);
+  store.SumAhead(*w, {0, 1});
+  ASSERT_TRUE(store.FinalizeAmong(*w, {1}).ok());
+  std::vector<float> alone(6);
+  for (size_t i = 0; i < 6; ++i) alone[i] = 0.0f + static_cast<float>(a[i] * 2.0);
+  EXPECT_EQ(sum(), alone);
+  // A trainer that sends again after the sum was made: the barrier sums anew.
+  store.Release(*w);
+  receive(Dense(a), 0);
+  receive(Dense(a), 1);
+  store.SumAhead(*w, {0, 1});
+  receive(Dense(b), 1);
+  ASSERT_TRUE(store.FinalizeAmong(*w, {0, 1}).ok());
+  EXPECT_EQ(sum(), both);
+}
+
 }  // namespace
 }  // namespace oar
