@@ -132,6 +132,40 @@ absl::StatusOr<bool> EtcdClient::MoveIf(const std::string& from, const std::stri
   return Holds(to, value, 0);  // moved by the first try, cut off before its answer
 }
 
+absl::StatusOr<std::optional<std::string>> EtcdClient::CreateUnless(const std::string& key, const std::string& unless,
+                                                                    const std::string& value, int64_t lease,
+                                                                    const std::string& record) {
+  pb::TxnRequest req;
+  for (const std::string& absent : {key, unless}) {
+    pb::Compare* c = req.add_compare();
+    c->set_key(absent);
+    c->set_result(pb::Compare::EQUAL);
+    c->set_target(pb::Compare::CREATE);
+    c->set_create_revision(0);
+  }
+  pb::PutRequest* put = req.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease);
+  pb::PutRequest* rec = req.add_success()->mutable_request_put();
+  rec->set_key(record);
+  rec->set_value(value);
+  rec->set_prev_kv(true);
+  pb::TxnResponse resp;
+  bool again = false;
+  const grpc::Status s = Retrying(
+      timeout_, [&](grpc::ClientContext* ctx) { return stubs_->kv->Txn(ctx, req, &resp); }, &again);
+  if (!s.ok()) return FromGrpc(s, endpoint_, absl::StrCat("create '", key, "' unless '", unless, "'"));
+  if (resp.succeeded() && resp.responses_size() == 2) {
+    return std::optional<std::string>(resp.responses(1).response_put().prev_kv().value());
+  }
+  if (again) {  // the first try's, cut off before its answer?
+    OAR_ASSIGN_OR_RETURN(const bool held, Holds(key, value, lease));
+    if (held) return std::optional<std::string>(std::string());
+  }
+  return std::optional<std::string>();
+}
+
 namespace {
 
 absl::StatusOr<EtcdRange> Range(pb::KV::Stub* kv, const std::string& key, const std::string& end,

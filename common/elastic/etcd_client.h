@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,14 @@ class EtcdClient {
   // and deletes `from`, in one transaction; true when it did.
   absl::StatusOr<bool> MoveIf(const std::string& from, const std::string& expected, const std::string& to,
                               const std::string& value);
+  // Puts `key` = `value` under `lease` only if neither `key` nor `unless`
+  // exists, and with it `record` = `value` (no lease), in one transaction
+  // (a chunk's claim: TaskQueue::Take). nullopt when it put nothing; else
+  // what `record` held before ("" when it had no value, or when a retry cut
+  // off the first try's answer).
+  absl::StatusOr<std::optional<std::string>> CreateUnless(const std::string& key, const std::string& unless,
+                                                          const std::string& value, int64_t lease,
+                                                          const std::string& record);
   absl::StatusOr<EtcdRange> Get(const std::string& key);
   absl::StatusOr<EtcdRange> GetPrefix(const std::string& prefix);
   // How many keys it deleted.

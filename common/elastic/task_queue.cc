@@ -59,24 +59,17 @@ absl::StatusOr<std::optional<int64_t>> TaskQueue::Take(int64_t epoch) {
   OAR_ASSIGN_OR_RETURN(EpochProgress p, Progress(epoch));
   for (int64_t c = 0; c < p.chunks; ++c) {
     if (p.done.count(c) != 0 || p.claimed.count(c) != 0) continue;
-    // Another member may take it between the read and here: then the next.
-    OAR_ASSIGN_OR_RETURN(bool mine, etcd_->Create(Key(epoch, absl::StrCat("claim/", c)), member_, lease_.load()));
-    if (!mine) continue;
-    // Done in the meantime by a member whose claim just went: not again.
-    OAR_ASSIGN_OR_RETURN(EtcdRange done, etcd_->Get(Key(epoch, absl::StrCat("done/", c))));
-    if (!done.kvs.empty()) {
-      OAR_RETURN_IF_ERROR(etcd_->Delete(Key(epoch, absl::StrCat("claim/", c))).status());
-      continue;
-    }
+    // Another member may take it between the read and here, or finish it
+    // (its claim just went): then the next.
     const std::string taken = Key(epoch, absl::StrCat("taken/", c));
-    OAR_ASSIGN_OR_RETURN(bool first, etcd_->Create(taken, member_));
-    if (!first) {
-      OAR_ASSIGN_OR_RETURN(EtcdRange before, etcd_->Get(taken));
+    OAR_ASSIGN_OR_RETURN(std::optional<std::string> before,
+                         etcd_->CreateUnless(Key(epoch, absl::StrCat("claim/", c)),
+                                             Key(epoch, absl::StrCat("done/", c)), member_, lease_.load(), taken));
+    if (!before.has_value()) continue;
+    if (!before->empty()) {
       LOG(WARNING) << "job '" << job_ << "', epoch " << epoch << ": " << member_ << " takes chunk " << c
-                   << " again, after " << (before.kvs.empty() ? "another member" : before.kvs[0].value)
-                   << " left it unfinished";
+                   << " again, after " << *before << " left it unfinished";
       requeued_.fetch_add(1);
-      OAR_RETURN_IF_ERROR(etcd_->Put(taken, member_).status());
     }
     return std::optional<int64_t>(c);
   }

@@ -10,6 +10,8 @@
 //               in one transaction, and only while the claim is still its own
 //   taken/<c>   the last member that claimed c: a claim that finds it there
 //               takes a chunk handed out again (requeued())
+// A claim is one transaction: claim/<c> is created, and taken/<c> written,
+// only while neither claim/<c> nor done/<c> exists.
 //
 //   TaskQueue q(etcd, "job1", "trainer/2", lease);
 //   OAR_RETURN_IF_ERROR(q.Open(epoch, files.size()));
