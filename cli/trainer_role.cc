@@ -166,7 +166,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   int64_t job_step = 0;  // elastic sync: the pservers' step this trainer takes next
   if (elastic_sync) {
     OAR_RETURN_IF_ERROR(CheckElasticSyncPlaces(options.places.size()));
-    options.barrier_after_sends = true;
+    // A barrier any pserver holds must mean every pserver holds the step's
+    // gradients (a trainer may die between its sends): with one pserver,
+    // the barrier behind the sends on the connection already means it.
+    options.barrier_after_sends = env.pservers.size() > 1;
     // A survivor's pull may wait for a dead trainer's lease and the
     // pservers' agreement (StepBarrier: up to 3 x --rpc_deadline).
     options.rpc.deadline_ms *= 4;

@@ -106,7 +106,8 @@ struct ClientOptions {
   bool await_restarts = false;
   // SendBatchBarriers always waits for the sends' answers first (an
   // elastic sync job: a barrier any pserver holds must mean that every
-  // pserver holds the trainer's gradients of the step).
+  // pserver holds the trainer's gradients of the step; a job with one
+  // pserver need not: there the barrier follows the sends on the connection).
   bool barrier_after_sends = false;
 };
 
