@@ -121,8 +121,11 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
       if (absl::StartsWith(k, "test_") && k != "test_loss" && k != "test_accuracy" && k != "test_auc") fetched[k] = v;
     }
     int64_t left = 0;
-    if (absl::SimpleAtoi(get("unused"), &left) && left > 0)
-      unused.push_back(absl::StrCat("trainer ", index, ": ", left));
+    if (absl::SimpleAtoi(get("unused"), &left) && left > 0) {
+      std::string who = r.name.empty() ? absl::StrCat("trainer.", index) : r.name;  // "trainer.1.run2"
+      who[who.find('.')] = ' ';
+      unused.push_back(absl::StrCat(who, ": ", left));
+    }
     ++index;
   }
   loss /= std::max(reported, 1);

@@ -110,9 +110,7 @@ absl::Status TrainerRuntime::JoinCollective() {
 
 absl::Status TrainerRuntime::Regroup(std::unique_ptr<Collective> ring) {
   DropRing();
-  if (!options_.elastic_ring || options_.places.size() > 1) {
-    return absl::FailedPreconditionError("Regroup is for an elastic nccl2 trainer on one place");
-  }
+  if (!options_.elastic_ring) return absl::FailedPreconditionError("Regroup is for an elastic nccl2 trainer");
   collective_ = std::move(ring);
   const std::vector<Place> places = options_.places.empty() ? std::vector<Place>{CPUPlace()} : options_.places;
   OAR_ASSIGN_OR_RETURN(

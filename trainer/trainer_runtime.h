@@ -129,7 +129,9 @@ class TrainerRuntime {
   // Elastic nccl2 (Options::elastic_ring): steps from now on all-reduce
   // over `ring`, in which this trainer has `ring->rank()` of
   // `ring->size()` (the loss scaled to match), once its trainers agree on
-  // the job's settings (Options::settings). Drops the previous ring.
+  // the job's settings (Options::settings). Drops the previous ring. The
+  // new executor copies the scope's persistables to its other places, so a
+  // commit restored into the scope before Regroup reaches every place.
   absl::Status Regroup(std::unique_ptr<Collective> ring);
   // Drops the ring (and the executor over it): steps run alone until the
   // next Regroup.

@@ -94,14 +94,17 @@ std::string Common() {
   return absl::StrCat(" --model fashion_mlp --optimizer sgd --lr 0.05 --epochs ", kEpochs, " --limit ", kLimit,
                       " --seed 3 --rpc_deadline 4000 --elastic_commit_every ", kCommitEvery, " --mode nccl2");
 }
+std::string Common(int cpu_num) { return absl::StrCat(Common(), " --cpu_num ", cpu_num); }
 
-TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWouldAndEveryExampleCountsOnce) {
-  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+// The kill-and-add job and its fresh twin, each trainer on `cpu_num` CPU
+// places (its batch split among them, every ring's executor copying the
+// restored commit to each).
+void ExpectSurvivorsGoOnAsAFreshJob(int cpu_num) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   const std::string logs = TempDir("elastic_ring_logs"), commits = TempDir("elastic_ring_commits");
   const std::string metrics = TempDir("elastic_ring_metrics");
   Result job =
-      Oar(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
+      Oar(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(cpu_num),
                        " --job_id ring_a --checkpoint_dir ", commits, " --log_dir ", logs, " --metrics --metrics_dir ",
                        metrics, " --chaos 'kill trainer 1 at step 200; add 1 at step 300'"));
   ASSERT_EQ(job.code, 0) << job.out;
@@ -171,7 +174,7 @@ TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWould
   const std::string fresh_dir = TempDir("elastic_ring_fresh"), fresh_logs = TempDir("elastic_ring_fresh_logs");
   std::filesystem::copy(commit, absl::StrCat(fresh_dir, "/step-", from), std::filesystem::copy_options::recursive);
   // --batch_size is per slot: 2 slots of kBatch, as the elastic job's 3.
-  Result fresh = Oar(absl::StrCat("launch --elastic --trainers 2:2 --batch_size ", 2 * kBatch, Common(),
+  Result fresh = Oar(absl::StrCat("launch --elastic --trainers 2:2 --batch_size ", 2 * kBatch, Common(cpu_num),
                                   " --job_id ring_b --checkpoint_dir ", fresh_dir, " --log_dir ", fresh_logs,
                                   " --max_steps ", until));
   ASSERT_EQ(fresh.code, 0) << fresh.out;
@@ -192,8 +195,18 @@ TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWould
     ++compared;
   }
   EXPECT_EQ(compared, 2 * (until - from)) << fresh.out;
-  std::printf("compared %d losses of steps %lld..%lld with a fresh job: max |diff| %.3g\n", compared,
-              static_cast<long long>(from + 1), static_cast<long long>(until), worst);
+  std::printf("compared %d losses of steps %lld..%lld with a fresh job (%d place(s) a trainer): max |diff| %.3g\n",
+              compared, static_cast<long long>(from + 1), static_cast<long long>(until), cpu_num, worst);
+}
+
+TEST(ElasticRingE2eTest, SurvivorsGoOnFromTheirCommitAsAFreshJobOfTheirSizeWouldAndEveryExampleCountsOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ExpectSurvivorsGoOnAsAFreshJob(1);
+}
+
+TEST(ElasticRingE2eTest, TrainersOfSeveralPlacesGoOnFromTheirCommitAsAFreshJobWould) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ExpectSurvivorsGoOnAsAFreshJob(2);
 }
 
 // `oar launch` on a thread of its own, against the test's etcd-server.
