@@ -38,14 +38,6 @@ absl::StatusOr<int64_t> JoinPserverSteps(rpc::RpcClient* client, const std::vect
   return Annotate(last, absl::StrCat("trainer ", trainer_id, " joining the pservers' steps"));
 }
 
-absl::Status CheckElasticSyncPlaces(size_t places) {
-  if (places <= 1) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(
-      "an elastic sync trainer trains on one place, not ", places,
-      " (--cpu_num, CPU_NUM): its steps without data pull the parameters outside the ParallelExecutor; start more "
-      "trainers of one place each, or train async (--async)"));
-}
-
 absl::StatusOr<ProgramDesc> IdleStepProgram(const ProgramDesc& trainer_program) {
   const BlockDesc& main = trainer_program.Block(0);
   size_t from = main.OpSize();

@@ -34,11 +34,6 @@ namespace oar::cli {
 absl::StatusOr<int64_t> JoinPserverSteps(rpc::RpcClient* client, const std::vector<std::string>& pservers,
                                          int trainer_id, const std::string& member);
 
-// An elastic sync trainer trains on one place: its idle steps pull the
-// parameters into the first place's scope, outside the ParallelExecutor
-// that would hand them to the others. Unimplemented, saying so, for more.
-absl::Status CheckElasticSyncPlaces(size_t places);
-
 // InvalidArgument when the program has no send_barrier (not a sync
 // pserver-mode trainer program).
 absl::StatusOr<ProgramDesc> IdleStepProgram(const ProgramDesc& trainer_program);

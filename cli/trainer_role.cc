@@ -165,7 +165,6 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   }
   int64_t job_step = 0;  // elastic sync: the pservers' step this trainer takes next
   if (elastic_sync) {
-    OAR_RETURN_IF_ERROR(CheckElasticSyncPlaces(options.places.size()));
     // A barrier any pserver holds must mean every pserver holds the step's
     // gradients (a trainer may die between its sends): with one pserver,
     // the barrier behind the sends on the connection already means it.
@@ -314,6 +313,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       OAR_ASSIGN_OR_RETURN(idle_step, IdleStepProgram(rt->program()));
       idle = [&]() -> absl::Status {
         OAR_RETURN_IF_ERROR(Annotate(rt->executor().Run(idle_step, rt->scope()).status(), "a step without data"));
+        OAR_RETURN_IF_ERROR(rt->SpreadScopeToPlaces());  // the parameters it pulled, to every place
         ++job_step;
         absl::SleepFor(absl::Milliseconds(5));  // every trainer may be waiting: no spin
         return absl::OkStatus();

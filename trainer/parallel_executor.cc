@@ -111,22 +111,8 @@ absl::StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   pe->owns_place_scopes_ = share_vars_from == nullptr;
   for (size_t p = 1; p < n && !pe->owns_place_scopes_; ++p)
     pe->place_scopes_.push_back(share_vars_from->place_scopes_[p]);
-  for (size_t p = 1; p < n && pe->owns_place_scopes_; ++p) {
-    Scope* s = &scope->NewScope();
-    for (const auto& [name, v] : pe->program_->Block(0).vars()) {
-      if (!v.persistable) continue;
-      const Variable* src = scope->FindVar(name);
-      if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) continue;
-      Tensor* dst = s->Var(name)->GetMutable<Tensor>();
-      if (pe->places_[p].is_gpu()) {
-        OAR_RETURN_IF_ERROR(Annotate(src->Get<Tensor>().CopyTo(pe->places_[p], dst),
-                                     absl::StrCat("copying '", name, "' to place ", p)));
-      } else {
-        dst->CopyFrom(src->Get<Tensor>());
-      }
-    }
-    pe->place_scopes_.push_back(s);
-  }
+  for (size_t p = 1; p < n && pe->owns_place_scopes_; ++p) pe->place_scopes_.push_back(&scope->NewScope());
+  OAR_RETURN_IF_ERROR(pe->CopyPersistablesFromPlace0());
   if (n > 1 && pe->places_[0].is_gpu()) {
     if (share_vars_from != nullptr && share_vars_from->nccl_ != nullptr) {
       pe->nccl_ = share_vars_from->nccl_;

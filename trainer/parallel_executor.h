@@ -74,6 +74,13 @@ class ParallelExecutor {
   // values. Call between steps.
   absl::Status GatherToPlace0();
 
+  // Copies place 0's persistables (the caller's scope) to every other
+  // place, after the caller changed them outside Run (an elastic sync
+  // trainer's step without data pulls the parameters into its scope).
+  // Call between steps. FailedPrecondition for an executor whose places
+  // share another's persistables (share_vars_from).
+  absl::Status SpreadFromPlace0();
+
   // Drops every place's local scope of temporaries now.
   void DropLocalExeScopes();
 
@@ -98,6 +105,9 @@ class ParallelExecutor {
   absl::Status AllReduce(const std::string& grad, int to = -1, size_t chunk = 0, size_t chunks = 1);
   absl::Status AllReduceSparse(const std::vector<Variable*>& vars, int to);
   absl::Status Broadcast(const std::string& param, size_t from);
+  // The persistables of place 0's scope into places 1.. (as Create makes
+  // them; nothing when the places share another executor's).
+  absl::Status CopyPersistablesFromPlace0();
   // `t` (a variable's tensor on place p) moved to places_[p] if elsewhere.
   absl::Status MoveToItsPlace(Tensor* t, size_t p, const std::string& name) const;
   // A kCrossAllReduce handle's work: its gradients on place 0 summed over

@@ -5,7 +5,8 @@
 // each dense one is a single NCCL group call over every GPU
 // (collective/nccl_places.h), queued on the GPUs' streams, and the handles
 // of the other slices have nothing to do. Sparse gradients (SelectedRows)
-// are joined row-wise wherever they live, never densified.
+// are joined row-wise wherever they live, never densified. Also the copies
+// of place 0's persistables to the others (at Create, and SpreadFromPlace0).
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -158,6 +159,34 @@ absl::Status ParallelExecutor::Broadcast(const std::string& param, size_t from) 
     bufs[p] = d;
   }
   return nccl_->Broadcast(bufs, from, param);
+}
+
+absl::Status ParallelExecutor::CopyPersistablesFromPlace0() {
+  for (size_t p = 1; p < place_scopes_.size() && owns_place_scopes_; ++p) {
+    for (const auto& [name, v] : program_->Block(0).vars()) {
+      if (!v.persistable) continue;
+      const Variable* src = scope_->FindVar(name);
+      if (src == nullptr || !src->IsType<Tensor>() || !src->Get<Tensor>().initialized()) continue;
+      Tensor* dst = place_scopes_[p]->Var(name)->GetMutable<Tensor>();
+      if (places_[p].is_gpu()) {
+        OAR_RETURN_IF_ERROR(
+            Annotate(src->Get<Tensor>().CopyTo(places_[p], dst), absl::StrCat("copying '", name, "' to place ", p)));
+      } else {
+        dst->CopyFrom(src->Get<Tensor>());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParallelExecutor::SpreadFromPlace0() {
+  if (!owns_place_scopes_) {
+    return absl::FailedPreconditionError(
+        "this executor's places use another executor's persistables (share_vars_from): spread them there");
+  }
+  OAR_RETURN_IF_ERROR(CopyPersistablesFromPlace0());
+  for (const Place& p : places_) OAR_RETURN_IF_ERROR(Annotate(SyncPlace(p), p.ToString()));
+  return absl::OkStatus();
 }
 
 }  // namespace oar

@@ -120,6 +120,12 @@ class TrainerRuntime {
   // The communicator, when Options::communicator asked for one.
   Communicator* communicator() { return communicator_.get(); }
   size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
+  // Several places: the scope's persistables copied to the executor's other
+  // places, after a run outside it changed them (an elastic sync trainer's
+  // idle step pulls the parameters into the scope). OK with one place.
+  absl::Status SpreadScopeToPlaces() {
+    return pe_ && pe_->num_places() > 1 ? pe_->SpreadFromPlace0() : absl::OkStatus();
+  }
   // nccl2 mode: the backend the trainers all-reduce through ("shm",
   // "tcp-ring", "nccl"); empty without a collective.
   std::string collective_backend() const { return collective_ ? collective_->backend() : std::string(); }

@@ -57,6 +57,25 @@ TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) 
   EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.07) << job.out;
 }
 
+// A sync job whose trainers train on 2 places each survives the chaos
+// schedule: the kill, the add, and the idle steps near each epoch's end,
+// whose pulled parameters each trainer copies to its second place
+// (ParallelExecutorTest.SpreadFromPlace0... checks that copy exactly; here
+// the job learns as one process of the same global batch does, up to the
+// chunks' order: measured 0.809-0.823 against 0.805).
+TEST(ElasticLaunchE2eTest, ASyncJobOfTwoPlaceTrainersSurvivesAKillAndAnAdd) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  Result job =
+      Oar("launch --elastic --pservers 2 --trainers 2:3 --cpu_num 2 --model fashion_mlp --epochs 2 --limit 12000 "
+          "--batch_size 96 --rpc_deadline 4000 --chaos 'kill trainer 1 at step 60; add 1 at step 120'");
+  ASSERT_EQ(job.code, 0) << job.out;
+  EXPECT_NE(job.out.find("chaos: added trainer.1.run2 at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("every chunk trained exactly once: 2 epoch(s) x 12 chunks"), std::string::npos) << job.out;
+  Result single = Oar("train --model fashion_mlp --batch_size 96 --epochs 2 --limit 12000");
+  ASSERT_EQ(single.code, 0) << single.out;
+  EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.04) << job.out;
+}
+
 // AsyncExecutor trainers of MultiSlot files (CTR) take whole files as
 // chunks: a killed trainer's file goes to another, and the job learns as one
 // process does from the same files (lock-free async: up to its noise).

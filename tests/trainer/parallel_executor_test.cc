@@ -127,6 +127,44 @@ TEST_P(ParallelExecutorTest, ReduceAgreesWithAllReduce) {
   for (size_t i = 0; i < as.size(); ++i) EXPECT_NEAR(as[i], rs[i], 1e-5) << "sparse step " << i;
 }
 
+// Parameters changed in the caller's scope outside Run (an elastic sync
+// trainer's step without data pulls them there) reach every place only
+// through SpreadFromPlace0; the next step then trains every place from them,
+// as a one-place executor started from them would.
+TEST_P(ParallelExecutorTest, SpreadFromPlace0CopiesTheScopesPersistablesToEveryPlace) {
+  Mlp m;
+  Executor exe;
+  Scope scope, one_scope;
+  ASSERT_TRUE(exe.Run(m.startup.desc(), &scope).ok());
+  auto pe = ParallelExecutor::Create(CpuPlaces(static_cast<int>(GetParam())), m.loss.name(), m.main.desc(), &scope);
+  ASSERT_TRUE(pe.ok()) << pe.status();
+  ASSERT_TRUE((*pe)->Run({m.loss.name()}, Mlp::Batch(0)).ok());
+  Tensor* w = scope.FindVar("fc_0.w_0")->GetMutable<Tensor>();
+  for (int64_t i = 0; i < w->numel(); ++i) w->data<float>()[i] = 0.01f * static_cast<float>(i % 13);
+  const std::vector<float> pulled = TensorToVector<float>(*w);
+  auto last = [&] {
+    return TensorToVector<float>((*pe)->place_scope(GetParam() - 1)->FindVar("fc_0.w_0")->Get<Tensor>());
+  };
+  EXPECT_NE(last(), pulled);  // not there yet
+  ASSERT_TRUE((*pe)->SpreadFromPlace0().ok());
+  EXPECT_EQ(last(), pulled);
+  // One more step on every place, against one place from the same values.
+  for (const auto& [name, v] : m.main.desc().Block(0).vars()) {
+    const Variable* src = scope.FindVar(name);
+    if (v.persistable && src != nullptr && src->IsType<Tensor>() && src->Get<Tensor>().initialized()) {
+      one_scope.Var(name)->GetMutable<Tensor>()->CopyFrom(src->Get<Tensor>());
+    }
+  }
+  auto alone = ParallelExecutor::Create(CpuPlaces(1), m.loss.name(), m.main.desc(), &one_scope);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_TRUE((*pe)->Run({m.loss.name()}, Mlp::Batch(1)).ok());
+  ASSERT_TRUE((*alone)->Run({m.loss.name()}, Mlp::Batch(1)).ok());
+  const std::vector<float> want = TensorToVector<float>(one_scope.FindVar("fc_0.w_0")->Get<Tensor>());
+  const std::vector<float> got = last();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Places, ParallelExecutorTest, ::testing::Values(2u, 4u));
 
 TEST(ParallelExecutorErrorsTest, ClearErrors) {
