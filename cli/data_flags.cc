@@ -87,9 +87,9 @@ std::unique_ptr<FeedSource> Prefetched(const DataConfig& c, std::unique_ptr<Feed
   return std::make_unique<PrefetchSource>(std::move(s), c.prefetch);
 }
 
-absl::StatusOr<std::unique_ptr<FeedSource>> MultiSlot(const DataConfig& c, const std::vector<const VarDesc*>& vars,
-                                                      const std::string& patterns, const char* flag, bool train,
-                                                      int64_t batch_size, int64_t shard, int64_t shards) {
+absl::StatusOr<std::unique_ptr<MultiSlotSource>> MultiSlot(const DataConfig& c, const std::vector<const VarDesc*>& vars,
+                                                           const std::string& patterns, const char* flag, bool train,
+                                                           int64_t batch_size, int64_t shard, int64_t shards) {
   OAR_ASSIGN_OR_RETURN(DataFeedDesc desc, DataFeedDesc::Load(c.data_feed));
   desc.set_batch_size(static_cast<int>(batch_size));
   OAR_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFiles(patterns, flag));
@@ -108,8 +108,7 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MultiSlot(const DataConfig& c, const
                            .seed = c.seed + (global ? 0 : static_cast<uint64_t>(shard)),
                            .skip_bad_lines = c.skip_bad_lines,
                            .global_shuffle = global ? c.shuffle_group : nullptr};
-  OAR_ASSIGN_OR_RETURN(std::unique_ptr<MultiSlotSource> s, MultiSlotSource::Make(std::move(desc), vars, std::move(o)));
-  return std::unique_ptr<FeedSource>(std::move(s));
+  return MultiSlotSource::Make(std::move(desc), vars, std::move(o));
 }
 
 }  // namespace
@@ -213,14 +212,20 @@ absl::StatusOr<std::unique_ptr<FeedSource>> ShardSources::Make(int64_t shard, in
   return Prefetched(c_, std::move(s));
 }
 
-absl::StatusOr<std::unique_ptr<ArraySource>> ShardSources::Whole() {
+absl::StatusOr<std::unique_ptr<SeekableSource>> ShardSources::Whole() {
   if (!c_.data_feed.empty()) {
-    return absl::UnimplementedError(
-        "an elastic nccl2 job reads each step's batches at the job's place in the epoch, from arrays: give --data "
-        "fashion_mnist or npy:..., not --data_feed files (elastic pserver jobs read those)");
+    if (!c_.in_memory) {
+      return absl::InvalidArgumentError(
+          "an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a queue dataset is "
+          "read in order: give --dataset in_memory");
+    }
+    // Every trainer holds every line, in one order per epoch (shard 0's seed).
+    OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c_, vars_, c_.files, "--files", true, c_.batch_size, 0, 1));
+    return std::unique_ptr<SeekableSource>(std::move(s));
   }
   OAR_RETURN_IF_ERROR(Load());
-  return ArraySource::Make(c_.data, *arrays_, ArrayOptions(c_, 0, 1));
+  OAR_ASSIGN_OR_RETURN(auto s, ArraySource::Make(c_.data, *arrays_, ArrayOptions(c_, 0, 1)));
+  return std::unique_ptr<SeekableSource>(std::move(s));
 }
 
 absl::StatusOr<std::unique_ptr<FeedSource>> MakeTestSource(const DataConfig& c, const std::vector<const VarDesc*>& vars,

@@ -64,8 +64,9 @@ class ShardSources {
   absl::Status Load();
   absl::StatusOr<std::unique_ptr<FeedSource>> Make(int64_t shard, int64_t shards);
   // Every example in each epoch's order, seekable (an elastic nccl2
-  // trainer reads its rank's batch of each step); arrays only.
-  absl::StatusOr<std::unique_ptr<ArraySource>> Whole();
+  // trainer reads its rank's batch of each step): the arrays, or every
+  // MultiSlot file's lines in memory (InvalidArgument for a queue dataset).
+  absl::StatusOr<std::unique_ptr<SeekableSource>> Whole();
 
  private:
   const DataConfig c_;

@@ -31,9 +31,9 @@ DEFINE_validator(elastic_commit_every, [](const char*, int32_t v) {
   return oar::RefuseFlagValue("give a positive number of steps");
 });
 DECLARE_int32(rpc_deadline);
-DECLARE_int32(cpu_num);
 DECLARE_string(device);
 DECLARE_string(data_feed);
+DECLARE_string(dataset);
 
 namespace oar::cli {
 
@@ -57,7 +57,7 @@ Tensor RingId(const std::string& job, int64_t gen) {
 // time: the source is not shared otherwise.
 class BatchAhead {
  public:
-  explicit BatchAhead(ArraySource* data) : data_(data) {}
+  explicit BatchAhead(SeekableSource* data) : data_(data) {}
   ~BatchAhead() { Drop(); }
   BatchAhead(const BatchAhead&) = delete;
   BatchAhead& operator=(const BatchAhead&) = delete;
@@ -84,14 +84,14 @@ class BatchAhead {
 
  private:
   absl::StatusOr<FeedBatch> Read(int64_t at) {
-    data_->Seek(at);
+    OAR_RETURN_IF_ERROR(data_->Seek(at));
     FeedBatch f;
     OAR_ASSIGN_OR_RETURN(const bool got, data_->Next(&f));
     if (!got) return absl::OutOfRangeError(absl::StrCat("no batch at example ", at));
     return f;
   }
 
-  ArraySource* data_;
+  SeekableSource* data_;
   std::pair<int64_t, int64_t> key_;
   std::future<absl::StatusOr<FeedBatch>> pending_;
 };
@@ -119,28 +119,24 @@ const RingMetrics& GetRingMetrics() {
 
 }  // namespace
 
-absl::Status CheckElasticRingPlaces(size_t places, bool gpu) {
-  if (gpu) {
-    return absl::UnimplementedError(
-        "elastic nccl2 jobs run on CPUs (the TCP ring, shared memory); on GPUs each new ring needs a new NCCL "
-        "communicator, which Oar does not make yet: drop --device gpu or --elastic");
-  }
-  (void)places;  // several CPU places: a ring's executor copies the restored commit to each (Regroup)
-  return absl::OkStatus();
+absl::Status CheckElasticRingDevice(bool gpu) {
+  if (!gpu) return absl::OkStatus();
+  return absl::UnimplementedError(
+      "elastic nccl2 jobs run on CPUs (the TCP ring, shared memory); on GPUs each new ring needs a new NCCL "
+      "communicator, which Oar does not make yet: drop --device gpu or --elastic");
 }
 
 absl::Status CheckElasticRingFlags() {
-  OAR_RETURN_IF_ERROR(
-      CheckElasticRingPlaces(FLAGS_cpu_num > 1 ? static_cast<size_t>(FLAGS_cpu_num) : 1, FLAGS_device == "gpu"));
-  if (!FLAGS_data_feed.empty()) {
-    return absl::UnimplementedError(
-        "an elastic nccl2 job reads each step's batches at the job's place in the epoch, from arrays: give --data "
-        "fashion_mnist or npy:..., not --data_feed files (elastic pserver jobs read those)");
+  OAR_RETURN_IF_ERROR(CheckElasticRingDevice(FLAGS_device == "gpu"));
+  if (!FLAGS_data_feed.empty() && FLAGS_dataset != "in_memory") {
+    return absl::InvalidArgumentError(
+        "an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a queue dataset is "
+        "read in order: give --dataset in_memory");
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySource* data,
+absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, SeekableSource* data,
                                                      const RingTrainerOptions& o) {
   ElasticJob& job = *o.job;
   Scope* scope = rt->scope();

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "cli/elastic_job.h"
 #include "cli/progress_bar.h"
-#include "common/data/array_source.h"
+#include "common/data/feed_source.h"
 #include "trainer/trainer_runtime.h"
 
 namespace oar::cli {
@@ -64,14 +64,13 @@ struct RingTrainerResult {
   std::string backend;   // of the last ring: "shm", "tcp-ring"
 };
 
-// One CPU place per trainer (the commit copies the scope's persistables;
-// NCCL communicators are not re-made).
-absl::Status CheckElasticRingPlaces(size_t places, bool gpu);
+// CPU places only (NCCL communicators are not re-made for each ring).
+absl::Status CheckElasticRingDevice(bool gpu);
 // What `oar run` and `oar launch` refuse of an elastic nccl2 job before
-// anything starts: --cpu_num N > 1, --device gpu, --data_feed files.
+// anything starts: --device gpu; --data_feed files not held in memory.
 absl::Status CheckElasticRingFlags();
 
-absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, ArraySource* data,
+absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, SeekableSource* data,
                                                      const RingTrainerOptions& options);
 
 }  // namespace oar::cli

@@ -153,9 +153,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   // An elastic nccl2 job's trainers form their rings through etcd, not
   // through trainer 0's gen_nccl_id (cli/elastic_ring.h).
   const bool elastic_ring = elastic != nullptr && nccl2;
-  std::unique_ptr<ArraySource> whole;
+  std::unique_ptr<SeekableSource> whole;
   if (elastic_ring) {
-    OAR_RETURN_IF_ERROR(CheckElasticRingPlaces(options.places.size(), place.is_gpu()));
+    OAR_RETURN_IF_ERROR(CheckElasticRingDevice(place.is_gpu()));
     OAR_ASSIGN_OR_RETURN(whole, chunks.Whole());
     options.elastic_ring = true;
     BlockDesc* block = startup.MutableBlock(0);

@@ -43,7 +43,7 @@ struct ArraySourceOptions {
   int64_t min_batch = 1;  // a last batch of fewer is left out (it is split across that many places)
 };
 
-class ArraySource : public FeedSource {
+class ArraySource : public SeekableSource {
  public:
   using Options = ArraySourceOptions;
   // `arrays` by variable name; checked to share their first axis.
@@ -57,9 +57,10 @@ class ArraySource : public FeedSource {
   std::string Describe() const override;
   int64_t examples() const { return examples_; }                                  // in the arrays
   int64_t shard_examples() const { return static_cast<int64_t>(order_.size()); }  // this trainer's per epoch
-  // Next reads from the `offset`th example of this epoch's order on (an
-  // elastic nccl2 trainer's batch of the job's step: cli/elastic_ring.h).
-  void Seek(int64_t offset) { pos_ = std::clamp<int64_t>(offset, 0, static_cast<int64_t>(order_.size())); }
+  absl::Status Seek(int64_t offset) override {
+    pos_ = std::clamp<int64_t>(offset, 0, static_cast<int64_t>(order_.size()));
+    return absl::OkStatus();
+  }
 
  private:
   ArraySource(std::string what, std::map<std::string, Tensor> arrays, Options options, int64_t examples);

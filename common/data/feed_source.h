@@ -50,4 +50,14 @@ class FeedSource {
   virtual std::string Describe() const = 0;
 };
 
+// A source whose epoch may be read from any example on (an elastic nccl2
+// trainer reads its rank's batch of each of the job's steps:
+// cli/elastic_ring.h): arrays, and MultiSlot files held in memory.
+class SeekableSource : public FeedSource {
+ public:
+  // Next reads from the `offset`th example of this epoch's order on (past
+  // the end: nothing). FailedPrecondition where the epoch is streamed.
+  virtual absl::Status Seek(int64_t offset) = 0;
+};
+
 }  // namespace oar

@@ -126,6 +126,16 @@ absl::Status MultiSlotSource::StartEpoch(int epoch) {
   return absl::OkStatus();
 }
 
+absl::Status MultiSlotSource::Seek(int64_t offset) {
+  if (!options_.in_memory) {
+    return absl::FailedPreconditionError(
+        "a streamed MultiSlot dataset (a QueueDataset) is read in order: load it in memory (--dataset in_memory) to "
+        "read from an example on");
+  }
+  pos_ = static_cast<size_t>(std::clamp<int64_t>(offset, 0, static_cast<int64_t>(order_.size())));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> MultiSlotSource::Next(FeedBatch* batch) {
   std::vector<Tensor> tensors;
   const std::vector<std::string>* names = nullptr;

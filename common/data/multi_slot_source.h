@@ -43,7 +43,7 @@ struct MultiSlotSourceOptions {
   const ShuffleGroup* global_shuffle = nullptr;
 };
 
-class MultiSlotSource : public FeedSource {
+class MultiSlotSource : public SeekableSource {
  public:
   using Options = MultiSlotSourceOptions;
   // `vars`: the feed variables; each used slot must name one, and each must
@@ -58,6 +58,8 @@ class MultiSlotSource : public FeedSource {
   int64_t batches_per_epoch() const override;   // in memory: known; streamed: -1
   int64_t examples_per_epoch() const override;  // likewise
   std::string Describe() const override;
+  // In memory only (FailedPrecondition for a streamed QueueDataset).
+  absl::Status Seek(int64_t offset) override;
   const FeedStats& stats() const { return stats_; }
 
  private:

@@ -118,10 +118,10 @@ TEST(ElasticLaunchE2eTest, WhatLaunchCannotDoElasticallyIsRefusedWithWhatToChang
   Result range = Oar("launch --model fashion_mlp --async --trainers 2:4");
   EXPECT_NE(range.code, 0);
   EXPECT_NE(range.out.find("MIN:MAX is an elastic job's; add --elastic"), std::string::npos) << range.out;
-  Result nccl2 = Oar("launch --elastic --mode nccl2 --model fashion_mlp --trainers 1:2 --data_feed x --files y");
+  Result nccl2 = Oar("launch --elastic --mode nccl2 --program p.pb --trainers 1:2 --data_feed x --files y");
   EXPECT_NE(nccl2.code, 0);
-  EXPECT_NE(nccl2.out.find("an elastic nccl2 job reads each step's batches at the job's place in the epoch, from "
-                           "arrays"),
+  EXPECT_NE(nccl2.out.find("an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a "
+                           "queue dataset is read in order: give --dataset in_memory"),
             std::string::npos)
       << nccl2.out;
   // Every clause it cannot read, at once.

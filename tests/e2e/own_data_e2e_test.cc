@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/util/etcd_server.h"
 #include "tests/util/oar_process.h"
 #include "tests/util/own_data.h"
 #include "tests/util/step_log.h"
@@ -89,6 +90,16 @@ TEST(OwnDataE2eTest, MultiSlotFilesInBothModesMakePaddlesLosses) {
   const std::string dir = TempDir("ctr_files");
   ExpectMeanIsPaddles(kPserver + Ctr(dir), kCtr, "multislot_pserver");
   ExpectMeanIsPaddles(kNccl2 + Ctr(dir) + "--dataset in_memory", kCtr, "multislot_nccl2");
+}
+
+// An elastic nccl2 job reads the files' lines in memory, each step's batch
+// at the job's place in the epoch (rank r of n takes the r-th b lines of
+// the step's n x b): the same half of each of Paddle's batches per trainer.
+TEST(OwnDataE2eTest, MultiSlotFilesInAnElasticNccl2JobMakePaddlesLosses) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  const std::string dir = TempDir("ctr_files_elastic");
+  ExpectMeanIsPaddles("launch --elastic --mode nccl2 --trainers 2:2 " + Ctr(dir) + "--dataset in_memory", kCtr,
+                      "multislot_elastic_nccl2");
 }
 
 // AsyncExecutor trainers (an --async program reading MultiSlot files) start
