@@ -4,6 +4,8 @@
 // speed drifts), and the median of the per-round ratios is printed:
 //   nccl2:         oar launch --mode nccl2 --trainers 3   vs  --elastic --trainers 3:3
 //   pserver sync:  oar launch --pservers 1 --trainers 3   vs  --elastic --trainers 3:3
+//                  and with 2 pservers (where an elastic trainer waits for
+//                  its sends' answers before its barrier)
 //   pserver async: the same with --async
 // fashion_mlp, 2 epochs of Fashion-MNIST, batch 96 (32 per trainer), one
 // BLAS thread per process.
@@ -22,7 +24,7 @@
 #include "tests/util/oar_process.h"
 
 DEFINE_int32(rounds, 3, "interleaved rounds of each pair of jobs (medians printed)");
-DEFINE_string(modes, "nccl2,sync,async", "which of nccl2, sync, async to time");
+DEFINE_string(modes, "nccl2,sync,sync2,async", "which of nccl2, sync, sync2 (2 pservers), async to time");
 
 namespace oar::bench {
 namespace {
@@ -43,6 +45,10 @@ int Main() {
   if (modes.find(",sync,") != std::string::npos) {
     pairs.push_back({"pserver sync, 1 pserver x 3 trainers", "launch --pservers 1 --trainers 3",
                      "launch --pservers 1 --elastic --trainers 3:3"});
+  }
+  if (modes.find(",sync2,") != std::string::npos) {  // its trainers wait for their sends' answers before a barrier
+    pairs.push_back({"pserver sync, 2 pservers x 3 trainers", "launch --pservers 2 --trainers 3",
+                     "launch --pservers 2 --elastic --trainers 3:3"});
   }
   if (modes.find(",async,") != std::string::npos) {
     pairs.push_back({"pserver async, 1 pserver x 3 trainers", "launch --async --pservers 1 --trainers 3",
