@@ -148,6 +148,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(Pserver
     const size_t threads =
         std::clamp<size_t>(c.optimize_blocks.size(), 1, std::max(1u, std::thread::hardware_concurrency()));
     ps->optimize_pool_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
+    ps->block_env_.intra_op = ps->optimize_pool_.get();  // a large parameter's update over the pool too
     ps->early_ = std::make_unique<EarlyBlocks>(ps->optimize_pool_.get());
   }
   ParameterServer* self = ps.get();

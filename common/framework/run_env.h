@@ -36,6 +36,7 @@ class Communicator;     // trainer/communicator.h
 class GeoCommunicator;  // trainer/geo_communicator.h
 class OpDesc;           // common/framework/program_desc.h
 class Tensor;           // common/framework/tensor.h
+class ThreadPool;       // common/base/thread_pool.h
 
 // A table the pservers keep whole as row blocks (Fluid 1.5+'s remote_prefetch
 // lookup tables): block i is the pserver variable table_names[i] on
@@ -110,6 +111,10 @@ struct RunEnv {
   // An elastic job's sync pserver: how it agrees with the others on a
   // departed trainer's last step (through etcd). Null in other jobs.
   AgreeOnLeave agree_on_leave;
+  // Where an op may split elementwise work over a large tensor
+  // (common/base/parallel_for.h): a sync pserver's optimize blocks, which
+  // run while every trainer waits. Null: each op runs on its own thread.
+  ThreadPool* intra_op = nullptr;
 };
 
 }  // namespace oar

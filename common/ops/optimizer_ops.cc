@@ -5,9 +5,11 @@
 // them with ε unscaled, as Paddle's CPU kernel does; lazy adam touches only
 // the gradient's rows.
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "common/base/cpu_clones.h"
+#include "common/base/parallel_for.h"
 #include "common/framework/op_registry.h"
 #include "common/ops/ops.h"
 #include "common/ops/optimizer_util.h"
@@ -27,6 +29,15 @@ absl::Status AdamInferShape(InferShapeContext& ctx) {
                           {"Beta1Pow", "Beta2Pow"});
 }
 
+// A dense update splits over RunEnv::intra_op (a sync pserver's pool) from
+// twice this many elements: a large parameter's, at the step's barrier.
+// Elementwise, so any split gives the same numbers.
+constexpr int64_t kUpdateGrain = int64_t{1} << 16;
+
+void ForUpdate(const ExecutionContext& ctx, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  ParallelFor(ctx.env() != nullptr ? ctx.env()->intra_op : nullptr, n, kUpdateGrain, fn);
+}
+
 template <typename T>
 absl::Status SgdKernel(const ExecutionContext& ctx) {
   if (ParamIsTable(ctx)) return TableSgd(ctx);
@@ -37,7 +48,9 @@ absl::Status SgdKernel(const ExecutionContext& ctx) {
   T* out = Out<T>(ctx, "ParamOut", *param);
   const T rate = lr[0];
   if (!g.sparse()) {
-    for (int64_t i = 0, n = param->numel(); i < n; ++i) out[i] = p[i] - rate * g.dense[i];
+    ForUpdate(ctx, param->numel(), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = p[i] - rate * g.dense[i];
+    });
     return absl::OkStatus();
   }
   if (out != p) std::copy(p, p + param->numel(), out);
@@ -66,12 +79,14 @@ absl::Status MomentumKernel(const ExecutionContext& ctx) {
   T* pout = Out<T>(ctx, "ParamOut", *param);
   T* vout = Out<T>(ctx, "VelocityOut", *param);
   const T rate = lr[0];
-  for (int64_t i = 0, n = param->numel(); i < n; ++i) {
-    const T gi = g.dense[i] * rescale + decay * p[i];
-    const T nv = mu * v[i] + gi;
-    vout[i] = nv;
-    pout[i] = nesterov ? p[i] - (gi + mu * nv) * rate : p[i] - rate * nv;
-  }
+  ForUpdate(ctx, param->numel(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T gi = g.dense[i] * rescale + decay * p[i];
+      const T nv = mu * v[i] + gi;
+      vout[i] = nv;
+      pout[i] = nesterov ? p[i] - (gi + mu * nv) * rate : p[i] - rate * nv;
+    }
+  });
   return absl::OkStatus();
 }
 
@@ -153,7 +168,10 @@ absl::Status AdamKernel(const ExecutionContext& ctx) {
   if (Tensor* t = ctx.Output("Beta1PowOut")) t->mutable_data<T>(DDim{1})[0] = no_step ? beta1_pow : beta1_pow * b1;
   if (Tensor* t = ctx.Output("Beta2PowOut")) t->mutable_data<T>(DDim{1})[0] = no_step ? beta2_pow : beta2_pow * b2;
   if (!g.sparse()) {
-    AdamDense(param->numel(), b1, b2, lr_t, eps_t, g.dense, p, m1, m2, pout, m1out, m2out);
+    ForUpdate(ctx, param->numel(), [&](int64_t lo, int64_t hi) {
+      AdamDense(hi - lo, b1, b2, lr_t, eps_t, g.dense + lo, p + lo, m1 + lo, m2 + lo, pout + lo, m1out + lo,
+                m2out + lo);
+    });
     return absl::OkStatus();
   }
   // Lazy: rows without gradient keep their parameter and moments.
