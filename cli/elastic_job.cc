@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/chunk_report.h"
 #include "cli/command.h"
 #include "cli/rpc_flags.h"
 #include "cli/trainers_flag.h"
@@ -205,26 +206,6 @@ absl::StatusOr<std::unique_ptr<ElasticJob>> JoinElasticJob(const RoleEnv& env) {
 
 namespace {
 
-struct ChunkMetrics {
-  metrics::Counter *done, *lost, *requeued;
-};
-
-const ChunkMetrics& GetChunkMetrics() {
-  static const ChunkMetrics m = [] {
-    metrics::Registry& r = metrics::Default();
-    return ChunkMetrics{
-        r.AddCounter("oar_trainer_elastic_chunks_total", "Data chunks this trainer trained and reported done")
-            ->With({}),
-        r.AddCounter("oar_trainer_elastic_chunks_lost_total",
-                     "Chunks this trainer trained but lost to another (its lease ran out meanwhile)")
-            ->With({}),
-        r.AddCounter("oar_trainer_elastic_chunks_requeued_total",
-                     "Chunks this trainer took that a trainer which left had left unfinished")
-            ->With({})};
-  }();
-  return m;
-}
-
 // Until the job has its fewest trainers as members, up to --rpc_deadline —
 // at its start only: a trainer that joins a job under way (its first epoch
 // opened) goes straight to work, as the others may be done and gone (the
@@ -253,51 +234,6 @@ absl::Status AwaitMinTrainers(const ElasticJob& job, int trainer_id) {
   }
   return absl::OkStatus();
 }
-
-// A chunk's "done", said to etcd while the next chunk trains (a
-// transaction, ~2 ms here, which in a sync job every other trainer would
-// wait out at the barrier), then on stdout as
-//   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
-// Settled before the next is said, and when it goes out of scope. A
-// failure is said, not returned: the chunk's updates were sent.
-class ChunkReport {
- public:
-  ChunkReport(int trainer, const ChunkMetrics& metrics) : trainer_(trainer), metrics_(metrics) {}
-  ~ChunkReport() { Settle(); }
-  ChunkReport(const ChunkReport&) = delete;
-  ChunkReport& operator=(const ChunkReport&) = delete;
-
-  void Start(elastic::TaskQueue* q, int epoch, int64_t chunk, int64_t examples) {
-    Settle();
-    epoch_ = epoch;
-    chunk_ = chunk;
-    examples_ = examples;
-    done_ = std::async(std::launch::async, [q, epoch, chunk] { return q->Done(epoch, chunk); });
-  }
-  void Settle() {
-    if (!done_.valid()) return;
-    const absl::Status done = done_.get();
-    if (!done.ok()) {
-      // Cut off from etcd past its lease while it trained: the chunk is
-      // another trainer's now. Its updates were sent: say it.
-      std::fprintf(stderr, "trainer %d: %s; its updates from that chunk were applied all the same\n", trainer_,
-                   std::string(done.message()).c_str());
-      metrics_.lost->Add();
-      return;
-    }
-    metrics_.done->Add();
-    std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer_, epoch_,
-                static_cast<long long>(chunk_), static_cast<long long>(examples_));
-    std::fflush(stdout);
-  }
-
- private:
-  const int trainer_;
-  const ChunkMetrics& metrics_;
-  int epoch_ = 0;
-  int64_t chunk_ = 0, examples_ = 0;
-  std::future<absl::Status> done_;
-};
 
 }  // namespace
 

@@ -1,0 +1,50 @@
+// ChunkReport: an elastic trainer's report that it trained a chunk, made
+// to etcd (TaskQueue::Done, a transaction) on a thread while the trainer
+// trains its next chunk — in a sync job every other trainer would otherwise
+// wait it out at the barrier — and then said on stdout as
+//   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
+// which `oar launch` checks against etcd's record. Also the chunk metrics
+// (oar_trainer_elastic_chunks_total, ..._lost_total, ..._requeued_total).
+//
+// Thread-safety: a ChunkReport belongs to the trainer's training thread;
+// the report itself runs on a thread of its own, settled (waited for)
+// before the next is started and when the ChunkReport goes out of scope.
+#pragma once
+
+#include <cstdint>
+#include <future>
+
+#include "absl/status/status.h"
+#include "common/elastic/task_queue.h"
+#include "common/metrics/metrics.h"
+
+namespace oar::cli {
+
+struct ChunkMetrics {
+  metrics::Counter *done, *lost, *requeued;
+};
+
+// The process's chunk metrics, registered on first use.
+const ChunkMetrics& GetChunkMetrics();
+
+class ChunkReport {
+ public:
+  ChunkReport(int trainer, const ChunkMetrics& metrics) : trainer_(trainer), metrics_(metrics) {}
+  ~ChunkReport() { Settle(); }
+  ChunkReport(const ChunkReport&) = delete;
+  ChunkReport& operator=(const ChunkReport&) = delete;
+
+  // Settles the report before, then reports `chunk` of `epoch` done.
+  void Start(elastic::TaskQueue* q, int epoch, int64_t chunk, int64_t examples);
+  // Waits for the report in flight, if any, and says how it went.
+  void Settle();
+
+ private:
+  const int trainer_;
+  const ChunkMetrics& metrics_;
+  int epoch_ = 0;
+  int64_t chunk_ = 0, examples_ = 0;
+  std::future<absl::Status> done_;
+};
+
+}  // namespace oar::cli
