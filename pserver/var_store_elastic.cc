@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status.h"
+#include "common/base/tiled_sum.h"
 #include "pserver/var_store.h"
 #include "pserver/var_store_receivable.h"
 
@@ -110,31 +111,15 @@ absl::Status VarStore::ReceiveCopy(const Receivable& r, int trainer, const rpc::
 
 namespace {
 
-// out = 0 + each copy (times k unless k is 1, as ScaleInto rounds it), in
-// the copies' order, a tile at a time: the same rounding as scaling each
-// slot and running `sum` over the slots, with each copy read once.
-template <typename T>
-void SumScaled(const std::vector<const T*>& copies, int64_t n, double k, T* out) {
-  constexpr int64_t kTile = 2048;
-  for (int64_t lo = 0; lo < n; lo += kTile) {
-    const int64_t hi = std::min(n, lo + kTile);
-    std::fill(out + lo, out + hi, T(0));
-    for (const T* c : copies) {
-      if (k == 1) {
-        for (int64_t j = lo; j < hi; ++j) out[j] += c[j];
-      } else {
-        for (int64_t j = lo; j < hi; ++j) out[j] += static_cast<T>(c[j] * k);
-      }
-    }
-  }
-}
-
+// out = 0 + each copy, in the copies' (trainer) order, each times k unless
+// k is 1: the rounding of scaling each slot (ScaleInto) and running `sum`
+// over the slots, with each copy read once.
 template <typename T>
 void SumCopies(const std::vector<const Tensor*>& copies, double k, Tensor* out) {
   std::vector<const T*> data;
   for (const Tensor* c : copies) data.push_back(c->data<T>());
   T* dst = out->mutable_data<T>(copies[0]->dims());
-  SumScaled<T>(data, copies[0]->numel(), k, dst);
+  SumTiled<T>(data, 0, copies[0]->numel(), dst, k);
 }
 
 absl::Status SumCopiesLocked(Scope* scope, int fanin, const VarStore::Receivable& r, const std::set<int>& among)

@@ -6,6 +6,7 @@
 // loop wrote) add element by element, an empty element adding nothing.
 #include <algorithm>
 
+#include "common/base/tiled_sum.h"
 #include "common/framework/op_registry.h"
 #include "common/framework/selected_rows_util.h"
 #include "common/ops/op_util.h"
@@ -143,25 +144,6 @@ absl::StatusOr<bool> AddRowsInPlace(const ExecutionContext& ctx, const std::vect
   return true;
 }
 
-// acc = 0 + every input, in input order for each element (so the rounding
-// is the op's, input after input), a tile of elements at a time:
-// each input is read once and acc written once, while the tile stays in
-// cache (a pserver's merge of its trainers' gradients runs this on the
-// step's critical path).
-template <typename T>
-void AddDenseTiled(const std::vector<const Variable*>& xs, int64_t numel, T* acc) {
-  constexpr int64_t kTile = 2048;
-  std::vector<const T*> in;
-  for (const Variable* v : xs) in.push_back(v->Get<Tensor>().data<T>());
-  for (int64_t lo = 0; lo < numel; lo += kTile) {
-    const int64_t hi = std::min(numel, lo + kTile);
-    std::fill(acc + lo, acc + hi, T(0));
-    for (const T* p : in) {
-      for (int64_t j = lo; j < hi; ++j) acc[j] += p[j];
-    }
-  }
-}
-
 template <typename T>
 absl::Status SumKernel(const ExecutionContext& ctx) {
   const size_t n = ctx.InputSize("X");
@@ -215,8 +197,10 @@ absl::Status SumKernel(const ExecutionContext& ctx) {
     acc = out->mutable_data<T>();
     if (!dense_only) std::fill(acc, acc + numel, T(0));
   }
-  if (dense_only) {
-    AddDenseTiled(xs, numel, acc);
+  if (dense_only) {  // each input read once (a pserver's merge at the barrier runs this)
+    std::vector<const T*> in;
+    for (const Variable* v : xs) in.push_back(v->Get<Tensor>().data<T>());
+    SumTiled(in, 0, numel, acc);
     xs.clear();  // every input added
   }
   for (size_t i = 0; i < xs.size(); ++i) {
