@@ -212,12 +212,14 @@ absl::StatusOr<std::unique_ptr<FeedSource>> ShardSources::Make(int64_t shard, in
   return Prefetched(c_, std::move(s));
 }
 
+const char kQueueDatasetNotSeekable[] =
+    "an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a queue dataset is read in "
+    "order: give --dataset in_memory";
+
 absl::StatusOr<std::unique_ptr<SeekableSource>> ShardSources::Whole() {
   if (!c_.data_feed.empty()) {
     if (!c_.in_memory) {
-      return absl::InvalidArgumentError(
-          "an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a queue dataset is "
-          "read in order: give --dataset in_memory");
+      return absl::InvalidArgumentError(kQueueDatasetNotSeekable);
     }
     // Every trainer holds every line, in one order per epoch (shard 0's seed).
     OAR_ASSIGN_OR_RETURN(auto s, MultiSlot(c_, vars_, c_.files, "--files", true, c_.batch_size, 0, 1));

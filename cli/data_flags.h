@@ -58,6 +58,10 @@ absl::StatusOr<std::unique_ptr<FeedSource>> MakeTrainSource(const DataConfig& c,
 // files are opened per shard. What an elastic job's trainer reads its
 // chunks through; it loads before it takes a chunk (and before its clock
 // starts, as a fixed job's trainer reads its share).
+// Why Whole() (and `oar run`/`oar launch`, before anything starts) refuses
+// MultiSlot files streamed as a queue dataset.
+extern const char kQueueDatasetNotSeekable[];
+
 class ShardSources {
  public:
   ShardSources(DataConfig c, std::vector<const VarDesc*> vars) : c_(std::move(c)), vars_(std::move(vars)) {}

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/data_flags.h"
 #include "cli/loss_check.h"
 #include "cli/ring_checkpoint.h"
 #include "common/base/flag_refusal.h"
@@ -129,9 +130,7 @@ absl::Status CheckElasticRingDevice(bool gpu) {
 absl::Status CheckElasticRingFlags() {
   OAR_RETURN_IF_ERROR(CheckElasticRingDevice(FLAGS_device == "gpu"));
   if (!FLAGS_data_feed.empty() && FLAGS_dataset != "in_memory") {
-    return absl::InvalidArgumentError(
-        "an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a queue dataset is "
-        "read in order: give --dataset in_memory");
+    return absl::InvalidArgumentError(kQueueDatasetNotSeekable);
   }
   return absl::OkStatus();
 }

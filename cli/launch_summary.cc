@@ -16,6 +16,13 @@ namespace oar::cli {
 namespace {
 
 // The sum of the samples whose key is `name` or starts with `name{`.
+// A process as the summary names it: "trainer.1.run2" -> "trainer 1.run2".
+std::string Shown(std::string process) {
+  const size_t dot = process.find('.');
+  if (dot != std::string::npos) process[dot] = ' ';
+  return process;
+}
+
 double Sum(const std::map<std::string, double>& m, const std::string& name) {
   double s = 0;
   for (auto it = m.lower_bound(name); it != m.end() && it->first.rfind(name, 0) == 0; ++it) {
@@ -57,9 +64,7 @@ std::vector<std::string> TimeSplitLines(const LaunchShape& shape, const std::vec
   std::vector<std::string> lines;
   for (size_t i = 0; i < names.size() && i < files.size(); ++i) {
     const auto m = ReadMetricsFile(files[i]);
-    std::string who = names[i];
-    const size_t dot = who.find('.');
-    if (dot != std::string::npos) who[dot] = ' ';
+    const std::string who = Shown(names[i]);
     if (m.empty()) {
       lines.push_back(who + ": no metrics (the process wrote none)");
       continue;
@@ -122,9 +127,7 @@ void PrintLaunchSummary(const LaunchShape& shape, const std::vector<TrainerRepor
     }
     int64_t left = 0;
     if (absl::SimpleAtoi(get("unused"), &left) && left > 0) {
-      std::string who = r.name.empty() ? absl::StrCat("trainer.", index) : r.name;  // "trainer.1.run2"
-      who[who.find('.')] = ' ';
-      unused.push_back(absl::StrCat(who, ": ", left));
+      unused.push_back(absl::StrCat(Shown(r.name.empty() ? absl::StrCat("trainer.", index) : r.name), ": ", left));
     }
     ++index;
   }
