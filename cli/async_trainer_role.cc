@@ -13,6 +13,7 @@
 #include "cli/communicator_flags.h"
 #include "cli/program_eval.h"
 #include "cli/progress_bar.h"
+#include "cli/pserver_join.h"
 #include "cli/rpc_flags.h"
 #include "cli/trainer_failure.h"
 #include "common/api/io.h"
@@ -93,7 +94,11 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
                                           .incarnation = ThisTrainersIncarnation(),
                                           .await_restarts = !FLAGS_checkpoint_dir.empty()});
   RunEnv renv = rpc::ClientEnv(&client);
-  OAR_RETURN_IF_ERROR(Annotate(client.WaitServerReady(env.pservers, client.deadline_ms()), "waiting for the pservers"));
+  bool job_ended = false;  // an elastic job that ended before this trainer joined it: nothing to train
+  const absl::Status ready = elastic != nullptr ? WaitForElasticPservers(*elastic, &client, env.pservers, &job_ended)
+                                                : client.WaitServerReady(env.pservers, client.deadline_ms());
+  if (job_ended) return absl::OkStatus();
+  OAR_RETURN_IF_ERROR(Annotate(ready, "waiting for the pservers"));
   Scope root;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
   OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));

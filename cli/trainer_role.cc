@@ -19,6 +19,7 @@
 #include "cli/process_settings.h"
 #include "cli/program_params.h"
 #include "cli/progress_bar.h"
+#include "cli/pserver_join.h"
 #include "cli/rpc_flags.h"
 #include "cli/shuffle_ring.h"
 #include "cli/trainer_failure.h"
@@ -163,7 +164,13 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       if (block->Op(i).type == "gen_nccl_id") block->RemoveOps(i, i + 1);
     }
   }
-  int64_t job_step = 0;  // elastic sync: the pservers' step this trainer takes next
+  int64_t job_step = 0;    // elastic sync: the pservers' step this trainer takes next
+  bool job_ended = false;  // an elastic pserver job that ended before this trainer joined it
+  if (elastic != nullptr && !nccl2) {
+    options.wait_for_pservers = [&](rpc::RpcClient* client) {
+      return WaitForElasticPservers(*elastic, client, env.pservers, &job_ended);
+    };
+  }
   if (elastic_sync) {
     // A barrier any pserver holds must mean every pserver holds the step's
     // gradients (a trainer may die between its sends): with one pserver,
@@ -173,12 +180,15 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
     // pservers' agreement (StepBarrier: up to 3 x --rpc_deadline).
     options.rpc.deadline_ms *= 4;
     options.before_pull = [&](rpc::RpcClient* client) -> absl::Status {
-      OAR_ASSIGN_OR_RETURN(job_step, JoinPserverSteps(client, env.pservers, env.trainer_id, elastic->value));
-      return absl::OkStatus();
+      absl::StatusOr<int64_t> entry = JoinPserverSteps(client, env.pservers, env.trainer_id, elastic->value);
+      if (entry.ok()) job_step = *entry;
+      return JobEndedOr(*elastic, entry.status(), &job_ended);
     };
   }
   TrainerProcess(std::max<size_t>(1, options.places.size()));
-  OAR_ASSIGN_OR_RETURN(auto rt, TrainerRuntime::Create(std::move(main), startup, options));
+  absl::StatusOr<std::unique_ptr<TrainerRuntime>> created = TrainerRuntime::Create(std::move(main), startup, options);
+  if (job_ended) return absl::OkStatus();  // said so: nothing to train
+  OAR_ASSIGN_OR_RETURN(auto rt, std::move(created));
   ShuffleGroup group{.rank = env.trainer_id, .size = env.trainers};
   if (rt->collective() != nullptr && !place.is_gpu()) {  // --shuffle global of MultiSlot files: over the ring
     group.all_gather = [&rt](const Tensor& in, std::vector<Tensor>* out) {

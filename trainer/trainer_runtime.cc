@@ -49,8 +49,10 @@ absl::StatusOr<std::unique_ptr<TrainerRuntime>> TrainerRuntime::Create(ProgramDe
   const Place place = opts.places.size() == 1 || gpus ? opts.places[0] : CPUPlace();
   rt->exe_ = std::make_unique<Executor>(place, ExecutorOptions{.env = &rt->env_});
   if (!rt->options_.pservers.empty()) {
-    OAR_RETURN_IF_ERROR(Annotate(rt->client_->WaitServerReady(rt->options_.pservers, rt->client_->deadline_ms()),
-                                 "waiting for the pservers (--rpc_deadline)"));
+    const absl::Status ready = rt->options_.wait_for_pservers
+                                   ? rt->options_.wait_for_pservers(rt->client_.get())
+                                   : rt->client_->WaitServerReady(rt->options_.pservers, rt->client_->deadline_ms());
+    OAR_RETURN_IF_ERROR(Annotate(ready, "waiting for the pservers (--rpc_deadline)"));
     if (rt->options_.before_pull) OAR_RETURN_IF_ERROR(rt->options_.before_pull(rt->client_.get()));
   }
   OAR_RETURN_IF_ERROR(Annotate(rt->exe_->Run(startup, &rt->scope_).status(), "trainer startup program"));

@@ -79,6 +79,10 @@ class TrainerRuntime {
     // nccl2 mode, before trainer 0's values are broadcast), e.g. to load
     // saved parameters.
     std::function<absl::Status(Executor& exe, Scope* scope)> after_startup;
+    // Pserver mode: how the trainer waits for the pservers to answer (an
+    // elastic job's also stops when the job ends meanwhile); unset: up to
+    // the client's deadline (rpc::RpcClient::WaitServerReady).
+    std::function<absl::Status(rpc::RpcClient* client)> wait_for_pservers;
     // Pserver mode: run once the pservers answer, before the startup
     // program pulls the parameters (an elastic sync job's trainer joins
     // the pservers' steps there, through the runtime's own client).

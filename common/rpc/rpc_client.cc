@@ -223,15 +223,26 @@ std::shared_ptr<RpcCall> RpcClient::AsyncCheckpointNotify(const std::string& ep,
                nullptr);
 }
 
-absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms) {
+absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms,
+                                        const std::function<bool()>& stop) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
+  const absl::Duration slice = stop ? absl::Milliseconds(500) : absl::InfiniteDuration();
   std::vector<std::string> missing;
   for (const auto& ep : endpoints) {
     OAR_RETURN_IF_ERROR(CheckEndpoint(ep));
     // One that waited out the deadline leaves the next only a moment: enough
     // to see a server that is up, so the error names only the missing ones.
     const absl::Time until = std::max(deadline, absl::Now() + absl::Milliseconds(500));
-    if (!transport_->WaitReady(ep, until).ok()) missing.push_back(ep);
+    while (true) {
+      const absl::Time slice_end = std::min(until, absl::Now() + slice);
+      if (transport_->WaitReady(ep, slice_end).ok()) break;
+      if (!stop || absl::Now() >= until) {
+        missing.push_back(ep);
+        break;
+      }
+      absl::SleepFor(slice_end - absl::Now());  // it may have failed at once (refused)
+      if (stop()) return absl::CancelledError(absl::StrCat("stopped waiting for ", ep));
+    }
   }
   if (missing.empty()) return absl::OkStatus();
   return absl::DeadlineExceededError(

@@ -32,6 +32,7 @@
 // from one thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -169,8 +170,11 @@ class RpcClient {
   std::shared_ptr<RpcCall> AsyncCheckpointNotify(const std::string& ep, const std::string& dir, int64_t trainer_id);
 
   // Waits until every endpoint accepts connections, for at most timeout_ms
-  // in all; the error lists the endpoints that never did.
-  absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms);
+  // in all; the error lists the endpoints that never did. `stop`, when
+  // given, is asked every half second while one does not answer: true ends
+  // the wait with Cancelled (what it waited for will not come).
+  absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms,
+                               const std::function<bool()>& stop = nullptr);
 
   // Calls a trainer's ops started without waiting (send and recv in sync
   // training, as Fluid's do); the trainer's next barrier, or COMPLETE,

@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/process_group.h"
+#include "common/elastic/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/listen_socket.h"
@@ -39,6 +40,7 @@ struct Proc {
 
 struct ElasticJob {
   bool sync = false;  // the job's mode: async unless set before StartJob
+  int rpc_deadline_ms = 4000;
   std::unique_ptr<EtcdServer> etcd;
   HandedSocket socket = ListenForChild();
   const std::string dir = TempDir("elastic");
@@ -54,7 +56,7 @@ struct ElasticJob {
             "--epochs=2",
             "--limit=20000",
             "--batch_size=64",
-            "--rpc_deadline=4000",
+            "--rpc_deadline=" + std::to_string(rpc_deadline_ms),
             "--job_id=e2e",
             "--elastic_chunks=" + std::to_string(kChunks),
             "--elastic_server=" + etcd->url()};
@@ -262,6 +264,33 @@ TEST(ElasticE2eTest, ASyncTrainerStoppedPastItsLeaseIsTakenOutAndOnlyIt) {
   const std::string ps = job.Log("pserver");
   EXPECT_EQ(ps.find("trainer 0 left the job"), std::string::npos) << ps;
   EXPECT_EQ(ps.find("trainer 2 left the job"), std::string::npos) << ps;
+}
+
+// A trainer added as the job ends (it registered, and then the others
+// trained the last chunks and the pservers ended before it reached them)
+// ends well, saying the job is over, instead of failing after its
+// --rpc_deadline for pservers that are gone. Here no pserver ever answers
+// (the endpoint's socket is never served) and the test says in etcd what
+// an ending pserver says.
+TEST_P(ElasticModeE2eTest, ATrainerWaitingForPserversThatEndedEndsWell) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ElasticJob job;
+  job.sync = GetParam();
+  job.rpc_deadline_ms = 60000;  // what it would wait without asking etcd
+  auto server = EtcdServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  job.etcd = std::move(*server);
+  job.StartTrainer(0);
+  ASSERT_TRUE(job.AwaitLine("trainer.0", "trainer/0 joined elastic job 'e2e'")) << job.Log("trainer.0");
+  auto etcd = elastic::EtcdClient::Connect(job.etcd->url(), absl::Seconds(5));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  ASSERT_TRUE((*etcd)->Put("/oar/e2e/done", "pserver/" + job.socket.endpoint()).ok());
+  job.WaitAll(30);
+  ASSERT_TRUE(job.procs["trainer.0"]->code.has_value()) << "still waiting:\n" << job.Log("trainer.0");
+  EXPECT_EQ(*job.procs["trainer.0"]->code, 0) << job.Log("trainer.0");
+  EXPECT_NE(job.Log("trainer.0").find("trainer/0: the job ended before this trainer joined its pservers' steps"),
+            std::string::npos)
+      << job.Log("trainer.0");
 }
 
 INSTANTIATE_TEST_SUITE_P(AsyncAndSync, ElasticModeE2eTest, ::testing::Bool(),

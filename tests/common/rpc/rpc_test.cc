@@ -193,6 +193,17 @@ TEST(RpcTest, DeadPserverFailsWithinTheDeadlineNamingEndpointAndVariable) {
   EXPECT_EQ(ready.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(ready.message().find(ep), std::string::npos) << ready;
   EXPECT_EQ(ready.message().find(live->endpoint()), std::string::npos) << ready;
+  // A wait that may learn meanwhile that the server will not come (an
+  // elastic job that ended): asked between tries, it ends the wait long
+  // before the deadline; until it says so the wait goes on.
+  int asked = 0;
+  ready = client->WaitServerReady({ep}, 600000, [&] { return ++asked == 3; });
+  EXPECT_EQ(ready.code(), absl::StatusCode::kCancelled) << ready;
+  EXPECT_NE(ready.message().find(ep), std::string::npos) << ready;
+  EXPECT_EQ(asked, 3);
+  asked = 0;
+  EXPECT_TRUE(client->WaitServerReady({live->endpoint()}, 600000, [&] { return ++asked > 0; }).ok());
+  EXPECT_EQ(asked, 0);  // not asked: it answered
 }
 
 TEST(RpcTest, TlsWhenCertificatesAreGiven) {
