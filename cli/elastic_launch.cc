@@ -125,10 +125,11 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
   for (size_t i = 0; i < events_.size(); ++i) {
     const ChaosEvent& e = events_[i];
     if (fired_[i] || job_steps < e.at_step) continue;
-    fired_[i] = true;
     std::string what;
     if (e.kind == ChaosEvent::Kind::kKill) {
       const std::optional<size_t> p = hooks_.process_of(e.trainer);
+      if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) continue;  // due once it steps
+      fired_[i] = true;
       if (p.has_value()) {
         hooks_.kill(*p);
         what = absl::StrCat("killed trainer ", e.trainer, " (SIGKILL) at step ", job_steps);
@@ -136,6 +137,7 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
         what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to kill");
       }
     } else {
+      fired_[i] = true;
       std::vector<std::string> started;
       for (int id = 0; id < max_trainers_ && static_cast<int>(started.size()) < e.count; ++id) {
         if (hooks_.process_of(id).has_value()) continue;

@@ -69,6 +69,10 @@ class ChaosRunner {
     // The live process of trainer `id`, if any.
     std::function<std::optional<size_t>(int id)> process_of;
     std::function<void(size_t process)> kill;
+    // Whether `process` has taken a step (unset: every one has). A kill
+    // waits for its trainer's first step: one still starting (reading its
+    // data, joining) is not yet a trainer the job would lose.
+    std::function<bool(size_t process)> has_stepped;
     // Starts trainer `id` again; its process's name.
     std::function<absl::StatusOr<std::string>(int id)> start;
   };

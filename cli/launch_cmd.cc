@@ -262,6 +262,7 @@ absl::Status Launch() {
          return std::nullopt;
        },
        .kill = [&](size_t i) { group.SignalOne(i, SIGKILL); },
+       .has_stepped = [&](size_t i) { return monitor.HasStepped(i); },
        .start = [&](int id) -> absl::StatusOr<std::string> {
          const std::string name = absl::StrCat("trainer.", id, ".run", ++runs[static_cast<size_t>(id)]);
          OAR_ASSIGN_OR_RETURN(ChildSpec s, RespawnSpec(first_spec[static_cast<size_t>(id)], name, FLAGS_metrics));

@@ -109,6 +109,7 @@ void LaunchMonitor::OnLine(size_t child, const std::string& line, bool from_stdo
                       .offset = Num<int64_t>(f, "offset")};
     } else if (absl::StartsWith(line, "@oar progress")) {
       ++job_steps_;
+      ++r.reported;
       r.epoch = Num<int>(f, "epoch");
       r.epochs = Num<int>(f, "epochs");
       r.step = Num<int64_t>(f, "step");
@@ -229,6 +230,11 @@ std::vector<RingFormed> LaunchMonitor::Rings() const {
 int64_t LaunchMonitor::JobSteps() const {
   absl::MutexLock l(&mu_);
   return job_steps_;
+}
+
+bool LaunchMonitor::HasStepped(size_t child) const {
+  absl::MutexLock l(&mu_);
+  return child < reports_.size() && reports_[child].reported > 0;
 }
 
 double LaunchMonitor::FirstStepSeconds() const {

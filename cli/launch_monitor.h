@@ -32,6 +32,7 @@ struct TrainerReport {
   int trainer = 0;
   int epoch = 0, epochs = 0;
   int64_t step = 0, steps = 0, examples = 0;
+  int64_t reported = 0;  // its progress lines: the steps it took part in with data
   double loss = 0;
   std::map<std::string, std::string> result;  // the "@oar result" fields, once it is done
   bool gone = false;                          // it ended without a result
@@ -79,6 +80,8 @@ class LaunchMonitor {
   // Steps reported by every trainer process so far (an async job's
   // updates).
   int64_t JobSteps() const;
+  // Whether trainer process `child` has reported a step.
+  bool HasStepped(size_t child) const;
   // Seconds from the monitor's start to the first step any trainer
   // reported (-1 before that).
   double FirstStepSeconds() const;

@@ -71,6 +71,34 @@ TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) 
   EXPECT_TRUE(r.NotReached().empty());
 }
 
+TEST(ElasticLaunchTest, AKillWaitsForItsTrainersFirstStep) {
+  auto events = ParseChaos("kill trainer 1 at step 10; add 1 at step 12", 4);
+  ASSERT_TRUE(events.ok());
+  bool stepped = false, live = true;
+  std::vector<size_t> killed;
+  ChaosRunner r(
+      *events, 2,
+      {.process_of = [&](int id) -> std::optional<size_t> {
+         if (id == 1 && !live) return std::nullopt;
+         return static_cast<size_t>(id);
+       },
+       .kill =
+           [&](size_t p) {
+             killed.push_back(p);
+             live = false;
+           },
+       .has_stepped = [&](size_t p) { return p != 1 || stepped; },
+       .start = [&](int id) -> absl::StatusOr<std::string> { return absl::StrCat("trainer.", id, ".run2"); }});
+  ASSERT_TRUE(r.Tick(15).ok());  // trainer 1 still starting: the kill waits, the add (all ids live) goes
+  EXPECT_TRUE(killed.empty());
+  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'kill trainer 1 at step 10'"});
+  stepped = true;
+  ASSERT_TRUE(r.Tick(16).ok());
+  EXPECT_EQ(killed, std::vector<size_t>{1});
+  EXPECT_EQ(r.done().back(), "killed trainer 1 (SIGKILL) at step 16");
+  EXPECT_TRUE(r.NotReached().empty());
+}
+
 TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
   std::vector<TrainerReport> trainers = {{.name = "trainer.0"}, {.name = "trainer.1", .trainer = 1, .gone = true}};
   const std::vector<std::string> names = {"pserver.0", "trainer.0", "trainer.1"};
