@@ -9,6 +9,7 @@
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
 #include "trainer/grad_merge.h"
+#include "trainer/stack_rows.h"
 
 namespace oar {
 namespace {
@@ -167,20 +168,8 @@ absl::Status Communicator::SendMerged(const VarContext& c, const Variable& merge
   if (c.sections.empty()) {
     calls.push_back(client_->AsyncSendVar(c.epmap[0], c.blocks[0], &merged, {.trainer_id = c.trainer_id}));
   } else {
-    if (!merged.IsType<Tensor>()) {
-      return absl::InvalidArgumentError(absl::StrCat("communicator: the sparse gradient '", c.name,
-                                                     "' cannot be cut by rows into ", c.blocks.size(), " blocks"));
-    }
-    const Tensor& t = merged.Get<Tensor>();
-    int64_t begin = 0;
+    OAR_ASSIGN_OR_RETURN(parts, SplitByRows(merged, c.sections, absl::StrCat("communicator: '", c.name, "'")));
     for (size_t i = 0; i < c.blocks.size(); ++i) {
-      const int64_t end = begin + c.sections[i];
-      if (c.sections[i] < 0 || end > (t.dims().size() > 0 ? t.dims()[0] : 0)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("communicator: the sections of '", c.name, "' do not cut its ", t.dims().ToString(), " rows"));
-      }
-      *parts[i].GetMutable<Tensor>() = t.Slice(begin, end);
-      begin = end;
       calls.push_back(client_->AsyncSendVar(c.epmap[i], c.blocks[i], &parts[i], {.trainer_id = c.trainer_id}));
     }
   }

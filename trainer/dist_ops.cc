@@ -81,17 +81,14 @@ absl::Status SendKernel(const ExecutionContext& ctx) {
     OAR_RETURN_IF_ERROR(CheckSameLength(ctx, send_varnames.size(), "epmap", epmap.size()));
     const auto sections = ctx.Attr<std::vector<int32_t>>("sections");
     OAR_RETURN_IF_ERROR(CheckSameLength(ctx, send_varnames.size(), "sections", sections.size()));
-    OAR_ASSIGN_OR_RETURN(const Tensor* x, RequireInput(ctx, "X"));
-    int64_t begin = 0;
-    std::vector<Variable> parts(sections.size());
-    for (size_t i = 0; i < sections.size(); ++i) {
-      if (sections[i] < 0 || begin + sections[i] > x->dims()[0]) {
-        return absl::InvalidArgumentError(absl::StrCat("send: sections [", absl::StrJoin(sections, ", "),
-                                                       "] do not cut the ", x->dims()[0], " rows of '", names[0],
-                                                       "' (negative, or more than it has)"));
-      }
-      *parts[i].GetMutable<Tensor>() = x->Slice(begin, begin + sections[i]);  // a view: no copy
-      begin += sections[i];
+    const Variable* xv = ctx.InputVar("X", 0);
+    if (xv == nullptr || !xv->IsInitialized()) {
+      return absl::FailedPreconditionError(absl::StrCat("send: '", names[0], "' has no value"));
+    }
+    OAR_ASSIGN_OR_RETURN(std::vector<Variable> parts,
+                         SplitByRows(*xv, std::vector<int64_t>(sections.begin(), sections.end()),
+                                     absl::StrCat("send: '", names[0], "'")));
+    for (size_t i = 0; i < parts.size(); ++i) {
       calls.push_back(
           client->AsyncSendVar(epmap[i], send_varnames[i], &parts[i], {.trainer_id = tid, .lend_payload = true}));
     }

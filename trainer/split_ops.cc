@@ -55,38 +55,9 @@ absl::Status SplitSelectedRowsKernel(const ExecutionContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: ", sections.size(), " height_sections for ",
                                                    ctx.op().Output("Out").size(), " outputs"));
   }
-  std::vector<int64_t> offsets = {0};
-  for (int64_t h : sections) {
-    if (h < 0)
-      return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: a height section is negative (", h, ")"));
-    offsets.push_back(offsets.back() + h);
-  }
-  const int64_t width = x.rows.empty() ? 0 : x.value.numel() / static_cast<int64_t>(x.rows.size());
-  const size_t row_bytes = static_cast<size_t>(width) * SizeOf(x.value.dtype());
-  std::vector<std::vector<size_t>> picked(sections.size());
-  for (size_t k = 0; k < x.rows.size(); ++k) {
-    const auto at = std::upper_bound(offsets.begin(), offsets.end(), x.rows[k]) - offsets.begin() - 1;
-    if (x.rows[k] < 0 || at >= static_cast<long>(sections.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("split_selected_rows: row ", x.rows[k], " is outside the ",
-                                                     offsets.back(), " rows of height_sections"));
-    }
-    picked[static_cast<size_t>(at)].push_back(k);
-  }
-  for (size_t s = 0; s < sections.size(); ++s) {
-    SelectedRows* out = ctx.OutputVar("Out", s)->GetMutable<SelectedRows>();
-    out->height = sections[s];
-    out->rows.clear();
-    DDim dims = x.value.dims();
-    if (dims.size() == 0) dims = DDim{0};
-    dims[0] = static_cast<int64_t>(picked[s].size());
-    out->value.Resize(dims);
-    char* dst = static_cast<char*>(out->value.mutable_data(x.value.dtype()));
-    for (size_t k : picked[s]) {
-      out->rows.push_back(x.rows[k] - offsets[s]);
-      std::memcpy(dst, static_cast<const char*>(x.value.raw_data()) + k * row_bytes, row_bytes);
-      dst += row_bytes;
-    }
-  }
+  OAR_ASSIGN_OR_RETURN(std::vector<SelectedRows> blocks, SplitRowsBySections(x, sections, "split_selected_rows"));
+  for (size_t s = 0; s < blocks.size(); ++s)
+    *ctx.OutputVar("Out", s)->GetMutable<SelectedRows>() = std::move(blocks[s]);
   return absl::OkStatus();
 }
 

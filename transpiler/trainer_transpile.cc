@@ -136,11 +136,9 @@ absl::Status InsertSends(TranspileState* s) {
           absl::StrCat("no op in block 0 computes gradient '", sent, "' of parameter '", sp.param, "'"));
     }
     const bool sparse = sp.grad_blocks[0].type == paddle::framework::proto::VarType::SELECTED_ROWS;
-    if (SlicedVar(sp) && sparse && runtime_split) {
-      return absl::InvalidArgumentError(absl::StrCat("runtime_split_send_recv cannot cut the sparse gradient '",
-                                                     sp.grad, "'; turn it off or keep '", sp.param, "' whole"));
-    }
-    if (SlicedVar(sp) && sparse) {
+    // Runtime split (Fluid 1.6+): no split op; the send op cuts the
+    // gradient by the blocks' rows when it runs, a sparse one by row ranges.
+    if (SlicedVar(sp) && sparse && !runtime_split) {
       const auto rows = Rows(sp.grad_blocks);
       *main->InsertOp(static_cast<size_t>(index + 1)) =
           MakeOp("split_selected_rows", {{"X", {sp.grad}}}, {{"Out", Names(sp.grad_blocks)}},

@@ -83,4 +83,38 @@ template SelectedRows MergeRows<double>(const SelectedRows&);
 template Tensor Densify<float>(const SelectedRows&);
 template Tensor Densify<double>(const SelectedRows&);
 
+absl::StatusOr<std::vector<SelectedRows>> SplitRowsBySections(const SelectedRows& in, absl::Span<const int64_t> heights,
+                                                              const std::string& what) {
+  std::vector<int64_t> offsets = {0};
+  for (int64_t h : heights) {
+    if (h < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a height section is negative (", h, ")"));
+    offsets.push_back(offsets.back() + h);
+  }
+  std::vector<std::vector<size_t>> picked(heights.size());
+  for (size_t k = 0; k < in.rows.size(); ++k) {
+    const auto at = std::upper_bound(offsets.begin(), offsets.end(), in.rows[k]) - offsets.begin() - 1;
+    if (in.rows[k] < 0 || at >= static_cast<long>(heights.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": row ", in.rows[k], " is outside the ", offsets.back(), " rows of its height sections"));
+    }
+    picked[static_cast<size_t>(at)].push_back(k);
+  }
+  const size_t row_bytes = static_cast<size_t>(RowWidth(in)) * SizeOf(in.value.dtype());
+  std::vector<SelectedRows> out(heights.size());
+  for (size_t s = 0; s < heights.size(); ++s) {
+    SelectedRows& block = out[s];
+    block.height = heights[s];
+    DDim dims = EmptyRowShape(in);
+    dims[0] = static_cast<int64_t>(picked[s].size());
+    block.value.Resize(dims);
+    char* dst = static_cast<char*>(block.value.mutable_data(in.value.dtype()));
+    for (size_t k : picked[s]) {
+      block.rows.push_back(in.rows[k] - offsets[s]);
+      std::memcpy(dst, static_cast<const char*>(in.value.raw_data()) + k * row_bytes, row_bytes);
+      dst += row_bytes;
+    }
+  }
+  return out;
+}
+
 }  // namespace oar

@@ -75,6 +75,32 @@ TEST(CtrTest, APserverJobTrainsCtrDnnWithItsTableOnThePservers) {
   EXPECT_NE(sync.out.find("train with --async"), std::string::npos) << sync.out;
 }
 
+// ctr_dnn's table kept on the pservers as sliced blocks (is_sparse, not
+// is_distributed) with Fluid 1.6's runtime_split_send_recv, which Oar
+// refused: the transpiler inserts no split op and the send op cuts the
+// table's SelectedRows gradient by the blocks' row ranges as it runs. A
+// sync job is exact, so it must train as the same job with the split op
+// does, to the printed digit. (The communicator's cut, async, is checked
+// value for value in trainer/communicator_test.cc.)
+TEST(CtrTest, ASlicedTablesGradientCutAtRunTimeTrainsAsTheSplitOpDoes) {
+  const std::string dir = ::testing::TempDir() + "/ctr_runtime_split_data";
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 8000 --files 2 --seed 5").code, 0);
+  const std::string job =
+      "launch --pservers 2 --trainers 2 --threads 1 --model ctr_dnn --optimizer lazy_adam --lr 0.003 "
+      "--data_feed " +
+      dir + "/data_feed.prototxt --files '" + dir + "/train/*' --test_files '" + dir + "/test/*'";
+  Result split_op = Oar(job);
+  ASSERT_EQ(split_op.code, 0) << split_op.out;
+  Result runtime = Oar(job + " --runtime_split_send_recv");
+  ASSERT_EQ(runtime.code, 0) << runtime.out;
+  for (const char* key : {"last loss ", "test_loss=", "test_auc="}) {
+    const double want = ValueAfter(split_op.out, key), got = ValueAfter(runtime.out, key);
+    EXPECT_GT(want, 0) << key << split_op.out;
+    EXPECT_EQ(got, want) << key << runtime.out;
+  }
+}
+
 // The trainers of a --data_feed job split the file listing by index, so
 // one given another listing would train on overlapping files or leave some
 // out. Each runs as `oar run` with the PADDLE_* variables (as Kubernetes

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,6 +229,81 @@ TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
   EXPECT_EQ((*comm)->Send("nope@GRAD", g).code(), absl::StatusCode::kInvalidArgument);
   // The pservers were never told anything: end them.
   job.Stop();
+}
+
+// An is_sparse embedding sliced over both pservers, under the Async
+// strategy (runtime_split_send_recv: no split op in the program): each
+// merged SelectedRows gradient is cut by the blocks' row ranges as it is
+// sent, each block's rows renumbered from its first. The pservers' table
+// is then the initial one minus the rate times every merged gradient, row
+// by row (SGD is linear), which the final pull brings back.
+TEST(CommunicatorTest, ASlicedSparseTablesMergedGradientsAreCutByTheBlocksRows) {
+  constexpr float kSparseLr = 0.5f;
+  auto build = [](Program* main, Program* startup) {
+    startup->set_random_seed(3);
+    ProgramGuard g(main, startup);
+    ParamAttr emb_attr;
+    emb_attr.name = "emb";
+    Var ids = layers::data("ids", {1}, DataType::kInt64);
+    Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, false, -1, emb_attr);
+    Var loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1), layers::data("y", {1})));
+    optimizer::SGD(kSparseLr).minimize(loss);
+    return loss.name();
+  };
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1, build);
+  auto contexts = ContextsOf(job.trainer[0]);
+  ASSERT_TRUE(contexts.ok()) << contexts.status();
+  ASSERT_EQ(contexts->send.at("emb@GRAD").sections, (std::vector<int64_t>{2048, 2048}));
+  TrainerSide trainer(job);
+  ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
+  auto& [client, env, exe, scope] = trainer;
+  auto want = TensorToVector<float>(scope.FindVar("emb")->Get<Tensor>());
+  std::vector<int> merged_counts;
+  std::set<int64_t> rows_sent;
+  absl::Mutex mu;
+  auto comm = Communicator::Create(job.trainer[0], &client,
+                                   {.max_merge_var_num = 4,
+                                    .send_wait_times = 0,
+                                    .is_sgd_optimizer = true,
+                                    .on_merged = [&](const std::string& var, const Variable& merged, int values) {
+                                      if (var != "emb@GRAD") return;
+                                      absl::MutexLock l(&mu);
+                                      merged_counts.push_back(values);
+                                      const SelectedRows& sr = merged.Get<SelectedRows>();
+                                      const auto v = TensorToVector<float>(sr.value);
+                                      for (size_t k = 0; k < sr.rows.size(); ++k) {
+                                        rows_sent.insert(sr.rows[k]);
+                                        for (size_t j = 0; j < 8; ++j) {
+                                          want[static_cast<size_t>(sr.rows[k]) * 8 + j] -= kSparseLr * v[k * 8 + j];
+                                        }
+                                      }
+                                    }});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  env.communicator = comm->get();
+  for (int step = 0; step < 10; ++step) {
+    std::vector<int64_t> ids;
+    std::vector<float> ys;
+    for (int i = 0; i < 4; ++i) {
+      ids.push_back((step * 997 + i * 1031) % 4096);  // rows of both blocks, some again in later steps
+      ys.push_back(0.1f * static_cast<float>(i));
+    }
+    auto r = exe.Run(job.trainer[0], &scope,
+                     {{"ids", MakeTensor<int64_t>({4, 1}, ids)}, {"y", MakeTensor<float>({4, 1}, ys)}}, {job.loss});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  (*comm)->Start(&scope);
+  ASSERT_TRUE((*comm)->Stop().ok());
+  ASSERT_TRUE((*comm)->InstallReceived(&scope).ok());
+  env.communicator = nullptr;
+  ASSERT_TRUE(exe.Close().ok());
+  EXPECT_EQ(merged_counts, (std::vector<int>{4, 4, 2}));
+  ASSERT_FALSE(rows_sent.empty());
+  EXPECT_LT(*rows_sent.begin(), 2048);  // both blocks had rows to take
+  EXPECT_GE(*rows_sent.rbegin(), 2048);
+  const auto got = TensorToVector<float>(scope.FindVar("emb")->Get<Tensor>());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "emb[" << i << "]";
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
 }
 
 TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {

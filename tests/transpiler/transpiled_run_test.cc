@@ -234,5 +234,14 @@ TEST(TranspiledRunTest, RuntimeSplitMatchesSingleProcess) {
   CheckAgainstSingleProcess("adam", c);
 }
 
+// Fluid 1.6+'s runtime split of a sliced sparse table: no split op; the
+// send op cuts the embedding's SelectedRows gradient into its blocks' row
+// ranges as it sends them.
+TEST(TranspiledRunTest, RuntimeSplitOfASparseEmbeddingMatchesSingleProcess) {
+  DistributeTranspilerConfig c;
+  c.runtime_split_send_recv = true;
+  CheckAgainstSingleProcess("sparse", c);
+}
+
 }  // namespace
 }  // namespace oar

@@ -10,7 +10,7 @@ namespace {
 
 using Ops = std::vector<std::string>;
 
-TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
+TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRowsOrAtRuntime) {
   UniqueNameGuard names;
   Program main, startup;
   {
@@ -33,19 +33,33 @@ TEST(DistributeTranspilerTest, SparseGradientIsCutBySplitSelectedRows) {
   ASSERT_TRUE(ps.ok()) << ps.status();
   EXPECT_EQ(ps->Block(0).FindVar("emb@GRAD.block0")->type, paddle::framework::proto::VarType::SELECTED_ROWS);
   EXPECT_EQ(ps->Block(0).Op(0).GetAttr<Ops>("sparse_grad_to_param"), (Ops{"emb@GRAD.block0:emb.block0"}));
+  // With runtime_split_send_recv (Fluid 1.6+) there is no split op: the
+  // send op takes the whole gradient and cuts it by the blocks' rows.
   DistributeTranspilerConfig c;
   c.runtime_split_send_recv = true;
-  FcNet again;  // any program: only the sparse one is refused below
   UniqueNameGuard names2;
   Program main2, startup2;
   {
     ProgramGuard g(&main2, &startup2);
-    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true);
+    ParamAttr emb;
+    emb.name = "emb";
+    Var e = layers::embedding(layers::data("ids", {1}, DataType::kInt64), {4096, 8}, true, false, -1, emb);
     optimizer::SGD(0.1f).minimize(layers::mean(e));
   }
   DistributeTranspiler rt(c);
-  absl::Status s = rt.transpile(0, &main2.desc(), kTwoPservers, 2, true, &startup2.desc());
-  EXPECT_NE(s.message().find("runtime_split_send_recv cannot cut the sparse gradient"), std::string::npos) << s;
+  ASSERT_TRUE(rt.transpile(0, &main2.desc(), kTwoPservers, 2, true, &startup2.desc()).ok());
+  auto rt_trainer = rt.get_trainer_program(false);
+  ASSERT_TRUE(rt_trainer.ok()) << rt_trainer.status();
+  for (size_t i = 0; i < rt_trainer->Block(0).OpSize(); ++i) {
+    EXPECT_NE(rt_trainer->Block(0).Op(i).type, "split_selected_rows");
+  }
+  const OpDesc& send = OnlyOp(rt_trainer->Block(0), "send");
+  EXPECT_EQ(send.Input("X"), (Ops{"emb@GRAD"}));
+  EXPECT_EQ(send.GetAttr<std::vector<int32_t>>("sections"), (std::vector<int32_t>{2048, 2048}));
+  EXPECT_EQ(send.GetAttr<Ops>("send_varnames"), (Ops{"emb@GRAD.block0.trainer_0", "emb@GRAD.block1.trainer_0"}));
+  auto rt_ps = rt.get_pserver_program("127.0.0.1:6174");  // the same pserver program as without
+  ASSERT_TRUE(rt_ps.ok()) << rt_ps.status();
+  EXPECT_EQ(rt_ps->Block(0).Op(0).GetAttr<Ops>("sparse_grad_to_param"), (Ops{"emb@GRAD.block0:emb.block0"}));
 }
 
 TEST(DistributeTranspilerTest, RefusesWhatItCannotDistribute) {
