@@ -4,10 +4,13 @@
 # veth pairs to a bridge (namespaces of their own: the host's network is
 # untouched), every veth rate-limited with tc tbf on both ends. For each link
 # setting — none, then 1gbit and 10gbit — it measures the link itself
-# between two namespaces, in Python: a bulk TCP transfer, a step's traffic
-# (the parameters' bytes out and back after an idle gap; the model's B is
-# the lower of the two rates) and a 64-byte round trip,
-# then runs fashion_mlp (batch 128, Adam) as:
+# between namespaces, in Python: a bulk TCP transfer; the traffic of a
+# pserver step (the parameters' bytes out, then back, after an idle gap);
+# the traffic of a 2-rank ring all-reduce (half the bytes each way at once,
+# twice, after an idle gap); a 64-byte round trip. Each mode's B is the rate
+# of its own pattern: a shaper's burst makes a short exchange after idle
+# faster than a bulk transfer, and the jobs get that burst too.
+# It then runs fashion_mlp (global batch 128: 64 per trainer step, Adam) as:
 #   sync   2 pservers x 2 trainers
 #   geo    2 pservers x 2 trainers, --async --geo_sgd_mode (K=20)
 #   ring   nccl2, 2 trainers, the TCP ring
@@ -44,10 +47,13 @@ limit() {
   done
 }
 
-# link: "BULK_GBPS STEP_GBPS RTT_US" between trainer 0's and pserver 0's
-# namespaces: a bulk transfer's rate; the rate of a step's traffic — S bytes
-# out then S back, after the idle gap of a step's compute (TCP restarts its
-# window after idle) — the model's B; and a 64-byte round trip.
+# link: "BULK_GBPS STEP_GBPS RTT_US RING_GBPS": between trainer 0's and
+# pserver 0's namespaces a bulk transfer's rate, the rate of a pserver
+# step's traffic — S bytes out then S back, after the idle gap of a step's
+# compute (2S over its time: the sync and GEO-SGD models' B) — and a 64-byte
+# round trip; between the two trainers' namespaces, the rate of a 2-rank
+# ring all-reduce's traffic — S/2 bytes each way at once, twice, after an
+# idle gap (S over its time: the ring model's B).
 link() {
   ip netns exec "${NS[0]}" python3 - <<'EOF' &
 import socket
@@ -89,8 +95,41 @@ def exchanges(size, n, gap):
     return statistics.median(times)
 step = exchanges(940584, 40, 0.005)
 rtt = exchanges(64, 300, 0)
-print(f"{bulk:.3f} {2 * 940584 * 8 / max(step - rtt, 1e-9) / 1e9:.3f} {rtt * 1e6:.0f}")
+print(f"{bulk:.3f} {2 * 940584 * 8 / max(step - rtt, 1e-9) / 1e9:.3f} {rtt * 1e6:.0f}", end=" ")
 EOF
+  wait
+  # The ring's pattern: both trainers at once, each a listener and a client.
+  local duplex=$WORK/duplex.py
+  cat >"$duplex" <<'EOF'
+import socket, statistics, sys, threading, time
+me, peer, size = sys.argv[1], sys.argv[2], 940584 // 2
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); srv.bind((me, 7002)); srv.listen(1)
+out = None
+while out is None:
+    try:
+        out = socket.create_connection((peer, 7002))
+    except OSError:
+        time.sleep(0.05)
+inc, _ = srv.accept()
+for s in (out, inc):
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+data = b"r" * size
+def recv(n):
+    while n > 0:
+        n -= len(inc.recv(min(n, 1 << 20)))
+times = []
+for _ in range(40):
+    time.sleep(0.005)
+    out.sendall(b"g"); recv(1)  # both start together
+    t = time.perf_counter()
+    for _ in range(2):  # reduce-scatter, all-gather
+        w = threading.Thread(target=out.sendall, args=(data,)); w.start(); recv(size); w.join()
+    times.append(time.perf_counter() - t)
+if me < peer:
+    print(f"{2 * size * 8 / statistics.median(times) / 1e9:.3f}")
+EOF
+  ip netns exec "${NS[3]}" python3 "$duplex" "${ADDR[3]}" "${ADDR[2]}" &
+  ip netns exec "${NS[2]}" python3 "$duplex" "${ADDR[2]}" "${ADDR[3]}"
   wait
 }
 
@@ -126,15 +165,13 @@ job() {
 
 ROUNDS=${ROUNDS:-3}  # runs of each job per link setting; the median is used
 SIZE=940584  # fashion_mlp's parameters: (784*256 + 256 + 256*128 + 128 + 128*10 + 10) floats
+BATCH=64     # examples per trainer step: --batch_size is the job's, cut among the 2 trainers
 declare -A COMPUTE
 FAILED=0
-printf "%-8s %-6s %9s %9s %7s %12s %12s %7s\n" link mode "bulk Gb/s" "step Gb/s" "rtt us" measured predicted error
+printf "%-8s %-6s %9s %9s %7s %12s %12s %7s\n" link mode "bulk Gb/s" "B Gb/s" "rtt us" measured predicted error
 for rate in none 1gbit 10gbit; do
   limit "$rate" || { echo "SKIP: tc tbf refused ($rate)"; exit 77; }
-  read -r bulk step rtt < <(link)
-  # B: a step's traffic at most the shaper's sustained rate (a short exchange
-  # after idle also spends the bucket's burst).
-  gbps=$(awk -v a="$bulk" -v b="$step" 'BEGIN {print (a < b ? a : b)}')
+  read -r bulk step rtt ring < <(link)
   for mode in sync geo ring; do
     runs=()
     for r in $(seq 1 "$ROUNDS"); do
@@ -142,12 +179,16 @@ for rate in none 1gbit 10gbit; do
       runs+=("$e")
     done
     eps=$(printf "%s\n" "${runs[@]}" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')  # the median
-    n_p=2
-    [ "$mode" = ring ] && n_p=1
-    args=(--param_bytes $SIZE --rtt_us "$rtt" --batch 128 --geo_push_nums 20)
+    # B: the rate of the mode's pattern, never below the bulk rate (each
+    # direction has a shaper of its own; where Python cannot keep up with a
+    # duplex exchange — about 6-9 Gb/s on 2 cores — the bulk rate stands).
+    n_p=2 gbps=$step
+    [ "$mode" = ring ] && n_p=1 gbps=$ring
+    gbps=$(awk -v a="$bulk" -v b="$gbps" 'BEGIN {print (a > b ? a : b)}')
+    args=(--param_bytes $SIZE --rtt_us "$rtt" --batch $BATCH --geo_push_nums 20)
     if [ "$rate" = none ]; then
       # Calibrate: the compute per step that makes the model meet this run.
-      COMPUTE[$mode]=$(python3 - "$mode" "$eps" "$gbps" "$rtt" "$HERE" <<'EOF'
+      COMPUTE[$mode]=$(python3 - "$mode" "$eps" "$gbps" "$rtt" "$HERE" "$BATCH" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[5])
 import scaling_model as m
@@ -156,7 +197,7 @@ k = 1 if mode == "ring" else 2
 lo, hi = 1e-6, 1.0  # the model's rate falls as compute grows: bisect
 for _ in range(100):
     c = (lo + hi) / 2
-    if m.steps_per_second(mode, 2, k, 940584, gbps * 1e9 / 8, rtt, c, 0.0, 20) * 128 > eps:
+    if m.steps_per_second(mode, 2, k, 940584, gbps * 1e9 / 8, rtt, c, 0.0, 20) * int(sys.argv[6]) > eps:
         lo = c
     else:
         hi = c
@@ -164,13 +205,13 @@ print(f"{c * 1e3:.4f}")
 EOF
 )
       printf "%-8s %-6s %9.2f %9.2f %7s %12s %12s %7s  (calibrates compute: %s ms/step)\n" "$rate" "$mode" "$bulk" \
-        "$step" "$rtt" "$eps" - - "${COMPUTE[$mode]}"
+        "$gbps" "$rtt" "$eps" - - "${COMPUTE[$mode]}"
       continue
     fi
     pred=$($MODEL predict --mode "$mode" --trainers 2 --pservers $n_p --gbps "$gbps" --compute_ms "${COMPUTE[$mode]}" \
       "${args[@]}")
     err=$(awk -v m="$eps" -v p="$pred" 'BEGIN {printf "%+.0f%%", 100 * (p - m) / m}')
-    printf "%-8s %-6s %9.2f %9.2f %7s %12s %12s %7s\n" "$rate" "$mode" "$bulk" "$step" "$rtt" "$eps" "$pred" "$err"
+    printf "%-8s %-6s %9.2f %9.2f %7s %12s %12s %7s\n" "$rate" "$mode" "$bulk" "$gbps" "$rtt" "$eps" "$pred" "$err"
   done
 done
 limit none
