@@ -26,7 +26,23 @@ void ChunkReport::Start(elastic::TaskQueue* q, int epoch, int64_t chunk, int64_t
   epoch_ = epoch;
   chunk_ = chunk;
   examples_ = examples;
-  done_ = std::async(std::launch::async, [q, epoch, chunk] { return q->Done(epoch, chunk); });
+  // Said as soon as etcd took it, under the mutex a leaving trainer takes
+  // first: a SIGTERM never ends the process between the two.
+  done_ = std::async(std::launch::async, [q, epoch, chunk, examples, trainer = trainer_] {
+    absl::MutexLock l(&ChunkReportMutex());
+    absl::Status s = q->Done(epoch, chunk);
+    if (s.ok()) {
+      std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer, epoch,
+                  static_cast<long long>(chunk), static_cast<long long>(examples));
+      std::fflush(stdout);
+    }
+    return s;
+  });
+}
+
+absl::Mutex& ChunkReportMutex() {
+  static absl::Mutex* mu = new absl::Mutex;
+  return *mu;
 }
 
 void ChunkReport::Settle() {
@@ -42,9 +58,6 @@ void ChunkReport::Settle() {
     return;
   }
   metrics_.done->Add();
-  std::printf("@oar chunk trainer=%d epoch=%d chunk=%lld examples=%lld\n", trainer_, epoch_,
-              static_cast<long long>(chunk_), static_cast<long long>(examples_));
-  std::fflush(stdout);
 }
 
 }  // namespace oar::cli

@@ -1,10 +1,13 @@
 // ChunkReport: an elastic trainer's report that it trained a chunk, made
 // to etcd (TaskQueue::Done, a transaction) on a thread while the trainer
 // trains its next chunk — in a sync job every other trainer would otherwise
-// wait it out at the barrier — and then said on stdout as
+// wait it out at the barrier — and, once etcd took it, said on stdout as
 //   @oar chunk trainer=2 epoch=1 chunk=5 examples=1875
-// which `oar launch` checks against etcd's record. Also the chunk metrics
-// (oar_trainer_elastic_chunks_total, ..._lost_total, ..._requeued_total).
+// which `oar launch` checks against etcd's record. The two happen under
+// ChunkReportMutex(), which a trainer leaving on SIGTERM takes first
+// (cli/elastic_leave.h): only a trainer that dies without notice can end
+// between them. Also the chunk metrics (oar_trainer_elastic_chunks_total,
+// ..._lost_total, ..._requeued_total).
 //
 // Thread-safety: a ChunkReport belongs to the trainer's training thread;
 // the report itself runs on a thread of its own, settled (waited for)
@@ -15,6 +18,7 @@
 #include <future>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/elastic/task_queue.h"
 #include "common/metrics/metrics.h"
 
@@ -27,6 +31,9 @@ struct ChunkMetrics {
 // The process's chunk metrics, registered on first use.
 const ChunkMetrics& GetChunkMetrics();
 
+// Held while a chunk's report is made to etcd and said on stdout.
+absl::Mutex& ChunkReportMutex();
+
 class ChunkReport {
  public:
   ChunkReport(int trainer, const ChunkMetrics& metrics) : trainer_(trainer), metrics_(metrics) {}
@@ -36,7 +43,8 @@ class ChunkReport {
 
   // Settles the report before, then reports `chunk` of `epoch` done.
   void Start(elastic::TaskQueue* q, int epoch, int64_t chunk, int64_t examples);
-  // Waits for the report in flight, if any, and says how it went.
+  // Waits for the report in flight, if any; says a failed one (the chunk is
+  // another trainer's now) and counts it.
   void Settle();
 
  private:

@@ -1,6 +1,7 @@
 #include "cli/elastic_launch.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -25,20 +26,21 @@ DEFINE_bool(elastic, false,
             "--elastic_server "
             "names one; oar deploy writes an etcd StatefulSet and the trainers as a scalable StatefulSet)");
 DEFINE_string(chaos, "",
-              "with --elastic: kill and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; add 1 at "
-              "step 400' (a step: one trainer's step, counted over all trainers)");
+              "with --elastic: kill (SIGKILL), stop (SIGTERM) and add trainers as the job runs, e.g. 'kill trainer 1 "
+              "at step 200; stop trainer 2 at step 300; add 1 at step 400' (a step: one trainer's step, counted over "
+              "all trainers)");
 
 namespace oar::cli {
 namespace {
 
-// "kill trainer 1 at step 200" / "add 2 at step 400".
+// "kill trainer 1 at step 200" / "stop trainer 1 at step 200" / "add 2 at step 400".
 std::optional<ChaosEvent> ParseClause(absl::string_view clause) {
   std::vector<absl::string_view> w = absl::StrSplit(clause, ' ', absl::SkipWhitespace());
   ChaosEvent e;
   e.text = std::string(absl::StripAsciiWhitespace(clause));
   size_t at = 0;
-  if (w.size() == 6 && w[0] == "kill" && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
-    e.kind = ChaosEvent::Kind::kKill;
+  if (w.size() == 6 && (w[0] == "kill" || w[0] == "stop") && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
+    e.kind = w[0] == "kill" ? ChaosEvent::Kind::kKill : ChaosEvent::Kind::kStop;
     at = 3;
   } else if (w.size() == 5 && w[0] == "add" && absl::SimpleAtoi(w[1], &e.count) && e.count > 0) {
     e.kind = ChaosEvent::Kind::kAdd;
@@ -61,7 +63,7 @@ absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int m
     std::optional<ChaosEvent> e = ParseClause(clause);
     if (!e.has_value()) {
       bad.push_back(absl::StrCat("'", absl::StripAsciiWhitespace(clause), "'"));
-    } else if (e->kind == ChaosEvent::Kind::kKill && (e->trainer < 0 || e->trainer >= max_trainers)) {
+    } else if (e->kind != ChaosEvent::Kind::kAdd && (e->trainer < 0 || e->trainer >= max_trainers)) {
       bad.push_back(absl::StrCat("'", e->text, "' (trainer ids are 0..", max_trainers - 1, ")"));
     } else {
       out.push_back(*e);
@@ -69,8 +71,8 @@ absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int m
   }
   if (!bad.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--chaos: cannot read ", absl::StrJoin(bad, ", "),
-                                                   "; each clause is 'kill trainer ID at step S' or 'add N at step "
-                                                   "S', separated by ';'"));
+                                                   "; each clause is 'kill trainer ID at step S', 'stop trainer ID at "
+                                                   "step S' or 'add N at step S', separated by ';'"));
   }
   return out;
 }
@@ -126,15 +128,18 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
     const ChaosEvent& e = events_[i];
     if (fired_[i] || job_steps < e.at_step) continue;
     std::string what;
-    if (e.kind == ChaosEvent::Kind::kKill) {
+    if (e.kind != ChaosEvent::Kind::kAdd) {
+      const bool kill = e.kind == ChaosEvent::Kind::kKill;
       const std::optional<size_t> p = hooks_.process_of(e.trainer);
       if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) continue;  // due once it steps
       fired_[i] = true;
       if (p.has_value()) {
-        hooks_.kill(*p);
-        what = absl::StrCat("killed trainer ", e.trainer, " (SIGKILL) at step ", job_steps);
+        hooks_.kill(*p, kill ? SIGKILL : SIGTERM);
+        what = absl::StrCat(kill ? "killed" : "stopped", " trainer ", e.trainer, kill ? " (SIGKILL)" : " (SIGTERM)",
+                            " at step ", job_steps);
       } else {
-        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to kill");
+        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to ",
+                            kill ? "kill" : "stop");
       }
     } else {
       fired_[i] = true;
@@ -194,7 +199,7 @@ std::vector<std::string> ElasticSummaryLines(const std::vector<TrainerReport>& t
   }
   std::vector<std::string> who;
   for (const TrainerReport& t : trainers) {
-    who.push_back(absl::StrCat(t.name, " ", per_process[t.name], t.gone ? " (died)" : ""));
+    who.push_back(absl::StrCat(t.name, " ", per_process[t.name], t.gone ? " (left)" : ""));
   }
   out.push_back("chunks trained: " + absl::StrJoin(who, ", "));
   if (!unsaid.empty()) {

@@ -8,7 +8,9 @@
 //
 // A step is one trainer's step, counted over all trainers (in an async job,
 // one update of the parameters). "kill trainer N" SIGKILLs trainer N's
-// process, as a lost machine; "add K" starts K trainers on the lowest free
+// process, as a lost machine; "stop trainer N" sends it SIGTERM, as
+// Kubernetes does to a pod it scales away (the trainer leaves the job at
+// once: cli/elastic_leave.h); "add K" starts K trainers on the lowest free
 // ids (a new process on the id of a dead one waits for its lease to run
 // out). The summary says what the schedule did, which trainer trained which
 // chunks, and whether every chunk of every epoch was trained exactly once.
@@ -34,15 +36,16 @@
 namespace oar::cli {
 
 struct ChaosEvent {
-  enum class Kind { kKill, kAdd };
+  enum class Kind { kKill, kStop, kAdd };
   Kind kind = Kind::kKill;
-  int trainer = -1;  // kKill: whose process
+  int trainer = -1;  // kKill, kStop: whose process
   int count = 0;     // kAdd: how many
   int64_t at_step = 0;
   std::string text;  // as the user wrote it
 };
 
-// "kill trainer 1 at step 200; add 1 at step 400" (clauses in any order,
+// "kill trainer 1 at step 200; stop trainer 2 at step 300; add 1 at step
+// 400" (clauses in any order,
 // separated by ';'). Every clause it cannot read is named in one error.
 absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int max_trainers);
 
@@ -68,10 +71,10 @@ class ChaosRunner {
   struct Hooks {
     // The live process of trainer `id`, if any.
     std::function<std::optional<size_t>(int id)> process_of;
-    std::function<void(size_t process)> kill;
-    // Whether `process` has taken a step (unset: every one has). A kill
-    // waits for its trainer's first step: one still starting (reading its
-    // data, joining) is not yet a trainer the job would lose.
+    std::function<void(size_t process, int signal)> kill;
+    // Whether `process` has taken a step (unset: every one has). A kill or
+    // stop waits for its trainer's first step: one still starting (reading
+    // its data, joining) is not yet a trainer the job would lose.
     std::function<bool(size_t process)> has_stepped;
     // Starts trainer `id` again; its process's name.
     std::function<absl::StatusOr<std::string>(int id)> start;

@@ -261,7 +261,7 @@ absl::Status Launch() {
          }
          return std::nullopt;
        },
-       .kill = [&](size_t i) { group.SignalOne(i, SIGKILL); },
+       .kill = [&](size_t i, int signal) { group.SignalOne(i, signal); },
        .has_stepped = [&](size_t i) { return monitor.HasStepped(i); },
        .start = [&](int id) -> absl::StatusOr<std::string> {
          const std::string name = absl::StrCat("trainer.", id, ".run", ++runs[static_cast<size_t>(id)]);

@@ -28,6 +28,7 @@
 // (nccl2 mode adds collective=shm, tcp-ring or nccl: what it all-reduced through).
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,6 +36,7 @@
 #include "cli/command.h"
 #include "cli/communicator_flags.h"
 #include "cli/elastic_job.h"
+#include "cli/elastic_leave.h"
 #include "cli/elastic_ring.h"
 #include "cli/metrics_export.h"
 #include "cli/mode_flags.h"
@@ -191,6 +193,8 @@ absl::Status RunRole(const RoleEnv& env) {
     OAR_ASSIGN_OR_RETURN(elastic, JoinElasticJob(env));
     if (elastic->done) return absl::OkStatus();  // a trainer started after the job ended: said so
   }
+  std::optional<LeaveOnSigterm> leave;  // a trainer asked to stop leaves the job at once
+  if (elastic != nullptr && env.role == RoleEnv::Role::kTrainer) leave.emplace(elastic.get());
   if (env.role == RoleEnv::Role::kTrainer && async_executor) {
     return RunAsyncTrainerRole(env, t, model.get(), FLAGS_report, elastic.get());
   }

@@ -6,6 +6,7 @@
 #include "cli/elastic_launch.h"
 
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -47,7 +48,8 @@ TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) 
                    return static_cast<size_t>(id);
                  },
                  .kill =
-                     [&](size_t p) {
+                     [&](size_t p, int signal) {
+                       EXPECT_EQ(signal, SIGKILL);
                        killed.push_back(p);
                        live[p] = false;
                      },
@@ -71,11 +73,12 @@ TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) 
   EXPECT_TRUE(r.NotReached().empty());
 }
 
-TEST(ElasticLaunchTest, AKillWaitsForItsTrainersFirstStep) {
-  auto events = ParseChaos("kill trainer 1 at step 10; add 1 at step 12", 4);
-  ASSERT_TRUE(events.ok());
+TEST(ElasticLaunchTest, AStopIsSigtermAndWaitsForItsTrainersFirstStep) {
+  auto events = ParseChaos("stop trainer 1 at step 10; add 1 at step 12", 4);
+  ASSERT_TRUE(events.ok()) << events.status();
   bool stepped = false, live = true;
-  std::vector<size_t> killed;
+  std::vector<size_t> stopped;
+  std::vector<int> signals;
   ChaosRunner r(
       *events, 2,
       {.process_of = [&](int id) -> std::optional<size_t> {
@@ -83,19 +86,21 @@ TEST(ElasticLaunchTest, AKillWaitsForItsTrainersFirstStep) {
          return static_cast<size_t>(id);
        },
        .kill =
-           [&](size_t p) {
-             killed.push_back(p);
+           [&](size_t p, int signal) {
+             stopped.push_back(p);
+             signals.push_back(signal);
              live = false;
            },
        .has_stepped = [&](size_t p) { return p != 1 || stepped; },
        .start = [&](int id) -> absl::StatusOr<std::string> { return absl::StrCat("trainer.", id, ".run2"); }});
-  ASSERT_TRUE(r.Tick(15).ok());  // trainer 1 still starting: the kill waits, the add (all ids live) goes
-  EXPECT_TRUE(killed.empty());
-  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'kill trainer 1 at step 10'"});
+  ASSERT_TRUE(r.Tick(15).ok());  // trainer 1 still starting: the stop waits, the add (all ids live) goes
+  EXPECT_TRUE(stopped.empty());
+  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'stop trainer 1 at step 10'"});
   stepped = true;
   ASSERT_TRUE(r.Tick(16).ok());
-  EXPECT_EQ(killed, std::vector<size_t>{1});
-  EXPECT_EQ(r.done().back(), "killed trainer 1 (SIGKILL) at step 16");
+  EXPECT_EQ(stopped, std::vector<size_t>{1});
+  EXPECT_EQ(signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(r.done().back(), "stopped trainer 1 (SIGTERM) at step 16");
   EXPECT_TRUE(r.NotReached().empty());
 }
 
@@ -107,7 +112,7 @@ TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
   auto lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {"killed trainer 1 (SIGKILL) at step 9"}, &once);
   EXPECT_TRUE(once);
   EXPECT_EQ(lines, (std::vector<std::string>{"chaos: killed trainer 1 (SIGKILL) at step 9",
-                                             "chunks trained: trainer.0 5, trainer.1 1 (died)",
+                                             "chunks trained: trainer.0 5, trainer.1 1 (left)",
                                              "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
   chunks.push_back({1, 2, 1});       // epoch 2 chunk 1 twice
   chunks.erase(chunks.begin() + 1);  // epoch 1 chunk 1 never
@@ -121,7 +126,7 @@ TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
                               {{{1, 1}, "trainer/1"}, {{1, 0}, "trainer/0"}, {{2, 2}, "trainer/1"}});
   EXPECT_TRUE(once);
   EXPECT_EQ(lines,
-            (std::vector<std::string>{"chunks trained: trainer.0 4, trainer.1 2 (died)",
+            (std::vector<std::string>{"chunks trained: trainer.0 4, trainer.1 2 (left)",
                                       "chunks etcd has as done whose trainer died before saying so: 1/1 by trainer.1",
                                       "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
 }

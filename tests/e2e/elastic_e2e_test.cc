@@ -293,6 +293,41 @@ TEST_P(ElasticModeE2eTest, ATrainerWaitingForPserversThatEndedEndsWell) {
       << job.Log("trainer.0");
 }
 
+// A sync trainer told to stop (SIGTERM, as Kubernetes sends to a pod that
+// `kubectl scale` removes) leaves the job at once: it revokes its own lease,
+// so the pservers drop it and go on without waiting out the lease (a minute
+// here), and every chunk, its unfinished one included, is trained once.
+TEST(ElasticE2eTest, ASyncTrainerToldToStopLeavesAtOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ElasticJob job;
+  job.sync = true;
+  job.rpc_deadline_ms = 60000;
+  ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
+  ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar chunk ")) << job.Log("trainer.1");
+  job.procs["trainer.1"]->group.SignalOne(0, SIGTERM);
+  const bool left = job.Await(
+      [](const auto& logs) {
+        auto it = logs.find("pserver");
+        if (it == logs.end()) return false;
+        for (const auto& l : it->second) {
+          if (l.find("trainer 1 left the job") != std::string::npos) return true;
+        }
+        return false;
+      },
+      30);  // half the lease: only its revoke makes it
+  ASSERT_TRUE(left) << job.Log("pserver") << job.Log("trainer.1");
+  job.WaitAll(180);
+  for (const std::string name : {"pserver", "trainer.0", "trainer.2"}) {
+    ASSERT_TRUE(job.procs[name]->code.has_value()) << name << " hung:\n" << job.Log(name);
+    EXPECT_EQ(*job.procs[name]->code, 0) << name << ":\n" << job.Log(name);
+  }
+  EXPECT_NE(job.Log("trainer.1").find("trainer/1: SIGTERM: left the job"), std::string::npos) << job.Log("trainer.1");
+  const auto trained = job.Trained({"trainer.0", "trainer.1", "trainer.2"});
+  EXPECT_EQ(trained.size(), static_cast<size_t>(kEpochs * kChunks))
+      << job.Log("trainer.1") << job.Log("trainer.0") << job.Log("trainer.2");
+  for (const auto& [which, by] : trained) EXPECT_EQ(by.size(), 1u) << which.first << "/" << which.second;
+}
+
 INSTANTIATE_TEST_SUITE_P(AsyncAndSync, ElasticModeE2eTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "sync" : "async"; });
 

@@ -1,0 +1,64 @@
+#include "cli/elastic_leave.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "cli/chunk_report.h"
+
+namespace oar::cli {
+
+struct LeaveOnSigterm::Watch {
+  explicit Watch(ElasticJob* j) : job(j), signals(io, SIGTERM) {}
+  ElasticJob* job;
+  boost::asio::io_context io;
+  boost::asio::signal_set signals;
+  std::thread thread;
+};
+
+namespace {
+
+// Leaves the job and ends the process by SIGTERM. The chunk-report mutex
+// is taken and never given back: no report is cut in half, none follows.
+void LeaveAndEnd(ElasticJob* job, boost::asio::signal_set* signals) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  ChunkReportMutex().Lock();
+  const absl::Status left = job->me->Leave();
+  if (left.ok()) {
+    std::fprintf(stderr,
+                 "%s: SIGTERM: left the job (its membership revoked: the others go on without it from their next "
+                 "step; its unfinished chunk, if any, goes back to the queue)\n",
+                 job->member.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "%s: SIGTERM: could not leave the job at once (%s); the others drop it when its lease runs out\n",
+                 job->member.c_str(), std::string(left.message()).c_str());
+  }
+  std::fflush(stderr);
+  boost::system::error_code ignored;
+  signals->clear(ignored);
+  std::signal(SIGTERM, SIG_DFL);
+  std::raise(SIGTERM);  // ends as the signal would have
+}
+
+}  // namespace
+
+LeaveOnSigterm::LeaveOnSigterm(ElasticJob* job) : watch_(std::make_unique<Watch>(job)) {
+  Watch* w = watch_.get();
+  w->signals.async_wait([w](const boost::system::error_code& ec, int) {
+    if (!ec) LeaveAndEnd(w->job, &w->signals);  // else cancelled: the process ends on its own
+  });
+  w->thread = std::thread([w] { w->io.run(); });
+}
+
+LeaveOnSigterm::~LeaveOnSigterm() {
+  boost::system::error_code ignored;
+  watch_->signals.cancel(ignored);
+  watch_->io.stop();
+  watch_->thread.join();
+}
+
+}  // namespace oar::cli
