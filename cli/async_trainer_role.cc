@@ -101,7 +101,12 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   OAR_RETURN_IF_ERROR(Annotate(ready, "waiting for the pservers"));
   Scope root;
   Executor exe(CPUPlace(), ExecutorOptions{.env = &renv});
-  OAR_RETURN_IF_ERROR(Annotate(exe.Run(startup, &root).status(), "the trainer startup program"));
+  const absl::Status started = exe.Run(startup, &root).status();  // pulls the parameters
+  if (!started.ok() && elastic != nullptr) {                      // the pservers gone since they answered?
+    (void)JobEndedOr(*elastic, started, &job_ended);
+    if (job_ended) return absl::OkStatus();  // said so: nothing to train
+  }
+  OAR_RETURN_IF_ERROR(Annotate(started, "the trainer startup program"));
   std::unique_ptr<Communicator> communicator;
   if (auto copts = CommunicatorOptionsFromFlags(t.config()); copts.has_value()) {
     OAR_ASSIGN_OR_RETURN(communicator, Communicator::Create(main, &client, *copts));

@@ -23,9 +23,6 @@ const ChunkMetrics& GetChunkMetrics() {
 
 void ChunkReport::Start(elastic::TaskQueue* q, int epoch, int64_t chunk, int64_t examples) {
   Settle();
-  epoch_ = epoch;
-  chunk_ = chunk;
-  examples_ = examples;
   // Said as soon as etcd took it, under the mutex a leaving trainer takes
   // first: a SIGTERM never ends the process between the two.
   done_ = std::async(std::launch::async, [q, epoch, chunk, examples, trainer = trainer_] {

@@ -31,7 +31,8 @@ struct ChunkMetrics {
 // The process's chunk metrics, registered on first use.
 const ChunkMetrics& GetChunkMetrics();
 
-// Held while a chunk's report is made to etcd and said on stdout.
+// Held while a chunk's report is made to etcd and said on stdout; a trainer
+// leaving on SIGTERM takes it and never gives it back (it ends).
 absl::Mutex& ChunkReportMutex();
 
 class ChunkReport {
@@ -50,8 +51,6 @@ class ChunkReport {
  private:
   const int trainer_;
   const ChunkMetrics& metrics_;
-  int epoch_ = 0;
-  int64_t chunk_ = 0, examples_ = 0;
   std::future<absl::Status> done_;
 };
 

@@ -199,7 +199,7 @@ std::vector<std::string> ElasticSummaryLines(const std::vector<TrainerReport>& t
   }
   std::vector<std::string> who;
   for (const TrainerReport& t : trainers) {
-    who.push_back(absl::StrCat(t.name, " ", per_process[t.name], t.gone ? " (left)" : ""));
+    who.push_back(absl::StrCat(t.name, " ", per_process[t.name], t.gone ? " (gone)" : ""));
   }
   out.push_back("chunks trained: " + absl::StrJoin(who, ", "));
   if (!unsaid.empty()) {

@@ -45,8 +45,8 @@ struct ChaosEvent {
 };
 
 // "kill trainer 1 at step 200; stop trainer 2 at step 300; add 1 at step
-// 400" (clauses in any order,
-// separated by ';'). Every clause it cannot read is named in one error.
+// 400" (clauses in any order, separated by ';'). Every clause it cannot read
+// is named in one error.
 absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int max_trainers);
 
 // Whether --elastic was given; refuses --chaos without it.

@@ -12,6 +12,9 @@
 //   std::optional<LeaveOnSigterm> leave;
 //   if (trainer) leave.emplace(job.get());
 //
+// Every wait is bounded: for a chunk's report in flight to etcd, 5 s; for
+// the lease's revoke, the etcd client's deadline.
+//
 // Thread-safety: construct and destroy on the main thread; the signal is
 // handled on a thread of its own (Membership::Leave is safe from any thread).
 #pragma once

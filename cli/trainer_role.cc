@@ -187,6 +187,9 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   }
   TrainerProcess(std::max<size_t>(1, options.places.size()));
   absl::StatusOr<std::unique_ptr<TrainerRuntime>> created = TrainerRuntime::Create(std::move(main), startup, options);
+  if (!created.ok() && elastic != nullptr && !nccl2) {  // the pservers gone since they answered?
+    (void)JobEndedOr(*elastic, created.status(), &job_ended);
+  }
   if (job_ended) return absl::OkStatus();  // said so: nothing to train
   OAR_ASSIGN_OR_RETURN(auto rt, std::move(created));
   ShuffleGroup group{.rank = env.trainer_id, .size = env.trainers};

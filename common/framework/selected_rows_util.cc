@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status.h"
 
 namespace oar {
 
@@ -85,6 +86,7 @@ template Tensor Densify<double>(const SelectedRows&);
 
 absl::StatusOr<std::vector<SelectedRows>> SplitRowsBySections(const SelectedRows& in, absl::Span<const int64_t> heights,
                                                               const std::string& what) {
+  OAR_RETURN_IF_ERROR(CheckSelectedRows(in, what));
   std::vector<int64_t> offsets = {0};
   for (int64_t h : heights) {
     if (h < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a height section is negative (", h, ")"));

@@ -235,8 +235,12 @@ absl::Status RpcClient::WaitServerReady(const std::vector<std::string>& endpoint
     const absl::Time until = std::max(deadline, absl::Now() + absl::Milliseconds(500));
     while (true) {
       const absl::Time slice_end = std::min(until, absl::Now() + slice);
-      if (transport_->WaitReady(ep, slice_end).ok()) break;
-      if (!stop || absl::Now() >= until) {
+      const absl::Status ready = transport_->WaitReady(ep, slice_end);
+      if (ready.ok()) break;
+      // Only a server not up yet is tried again (refused, or no answer in
+      // time); one that answered wrongly (TLS, authentication) is missing.
+      const bool transient = absl::IsDeadlineExceeded(ready) || absl::IsUnavailable(ready);
+      if (!stop || !transient || absl::Now() >= until) {
         missing.push_back(ep);
         break;
       }

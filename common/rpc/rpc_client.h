@@ -172,7 +172,8 @@ class RpcClient {
   // Waits until every endpoint accepts connections, for at most timeout_ms
   // in all; the error lists the endpoints that never did. `stop`, when
   // given, is asked every half second while one does not answer: true ends
-  // the wait with Cancelled (what it waited for will not come).
+  // the wait with Cancelled (what it waited for will not come). Only a
+  // server not up yet is tried again; one that answers wrongly is missing.
   absl::Status WaitServerReady(const std::vector<std::string>& endpoints, int timeout_ms,
                                const std::function<bool()>& stop = nullptr);
 

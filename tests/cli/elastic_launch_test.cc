@@ -102,6 +102,19 @@ TEST(ElasticLaunchTest, AStopIsSigtermAndWaitsForItsTrainersFirstStep) {
   EXPECT_EQ(signals, std::vector<int>{SIGTERM});
   EXPECT_EQ(r.done().back(), "stopped trainer 1 (SIGTERM) at step 16");
   EXPECT_TRUE(r.NotReached().empty());
+  // A trainer that ends before its first step is not waited for.
+  auto again = ParseChaos("stop trainer 1 at step 20", 4);
+  ASSERT_TRUE(again.ok());
+  ChaosRunner r2(*again, 2,
+                 {.process_of = [&](int id) -> std::optional<size_t> {
+                    if (id == 1 && !live) return std::nullopt;
+                    return static_cast<size_t>(id);
+                  },
+                  .kill = [&](size_t p, int) { stopped.push_back(p); },
+                  .has_stepped = [](size_t) { return false; },
+                  .start = [](int) -> absl::StatusOr<std::string> { return std::string(); }});
+  ASSERT_TRUE(r2.Tick(20).ok());
+  EXPECT_EQ(r2.done(), std::vector<std::string>{"trainer 1 was not running at step 20: nothing to stop"});
 }
 
 TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
@@ -112,7 +125,7 @@ TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
   auto lines = ElasticSummaryLines(trainers, chunks, names, 2, 3, {"killed trainer 1 (SIGKILL) at step 9"}, &once);
   EXPECT_TRUE(once);
   EXPECT_EQ(lines, (std::vector<std::string>{"chaos: killed trainer 1 (SIGKILL) at step 9",
-                                             "chunks trained: trainer.0 5, trainer.1 1 (left)",
+                                             "chunks trained: trainer.0 5, trainer.1 1 (gone)",
                                              "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
   chunks.push_back({1, 2, 1});       // epoch 2 chunk 1 twice
   chunks.erase(chunks.begin() + 1);  // epoch 1 chunk 1 never
@@ -126,7 +139,7 @@ TEST(ElasticLaunchTest, TheSummarySaysWhetherEveryChunkWasTrainedExactlyOnce) {
                               {{{1, 1}, "trainer/1"}, {{1, 0}, "trainer/0"}, {{2, 2}, "trainer/1"}});
   EXPECT_TRUE(once);
   EXPECT_EQ(lines,
-            (std::vector<std::string>{"chunks trained: trainer.0 4, trainer.1 2 (left)",
+            (std::vector<std::string>{"chunks trained: trainer.0 4, trainer.1 2 (gone)",
                                       "chunks etcd has as done whose trainer died before saying so: 1/1 by trainer.1",
                                       "every chunk trained exactly once: 2 epoch(s) x 3 chunks"}));
 }

@@ -41,7 +41,7 @@ TEST(ElasticLaunchE2eTest, AJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) 
   // Whether it held a chunk when killed depends on how far it had come (a
   // trainer loads its data first); ElasticE2eTest kills one mid-chunk and
   // checks the chunk is handed out again.
-  EXPECT_NE(job.out.find(" (left)"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find(" (gone)"), std::string::npos) << job.out;
   // The pserver saw trainer 0 go and a trainer 0 come back.
   const std::string ps = ReadFile(logs + "/pserver.0.log");
   EXPECT_NE(ps.find("trainer 0 left the job without completing"), std::string::npos) << ps;

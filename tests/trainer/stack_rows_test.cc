@@ -47,11 +47,17 @@ TEST(SplitByRowsTest, ASparseGradientIsCutIntoItsBlocksRowsRenumbered) {
   EXPECT_EQ(c.height, 3);
   EXPECT_EQ(c.rows, (std::vector<int64_t>{0, 0, 2}));  // rows 7, 7, 9
   EXPECT_EQ(TensorToVector<float>(c.value), (std::vector<float>{0, 1, 6, 7, 8, 9}));
-  // A block no row falls in is sent empty, with the table's row width.
-  auto none = SplitByRows(g, {1, 9}, "'emb@GRAD'");
+  // A block no row falls in is sent empty, with the table's row width; so
+  // is a block of no rows at all.
+  auto none = SplitByRows(g, {1, 0, 9}, "'emb@GRAD'");
   ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_TRUE((*none)[0].Get<SelectedRows>().rows.empty());
-  EXPECT_EQ((*none)[0].Get<SelectedRows>().value.dims(), (DDim{0, 2}));
+  ASSERT_EQ(none->size(), 3u);
+  for (size_t b : {0u, 1u}) {
+    EXPECT_TRUE((*none)[b].Get<SelectedRows>().rows.empty()) << b;
+    EXPECT_EQ((*none)[b].Get<SelectedRows>().value.dims(), (DDim{0, 2})) << b;
+  }
+  EXPECT_EQ((*none)[1].Get<SelectedRows>().height, 0);
+  EXPECT_EQ((*none)[2].Get<SelectedRows>().rows, (std::vector<int64_t>{6, 0, 3, 6, 8}));
 }
 
 TEST(SplitByRowsTest, SectionsThatDoNotCutTheRowsAreRefusedNamingTheVariable) {
@@ -70,7 +76,10 @@ TEST(SplitByRowsTest, SectionsThatDoNotCutTheRowsAreRefusedNamingTheVariable) {
   r->value.mutable_data<float>();
   s = SplitByRows(sparse, {2, 2}, "'emb@GRAD'");
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("row 5 is outside the 4 rows"), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("'emb@GRAD': row 5 is outside [0, 4)"), std::string::npos) << s.status();
+  r->rows = {1, 2};  // two rows listed, one row of values
+  s = SplitByRows(sparse, {2, 2}, "'emb@GRAD'");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << "a malformed SelectedRows is refused";
 }
 
 }  // namespace
