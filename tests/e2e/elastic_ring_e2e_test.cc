@@ -135,12 +135,19 @@ void ExpectSurvivorsGoOnAsAFreshJob(int cpu_num) {
   }
   // Every step of the job once, its ranks all there, its examples next in
   // the epoch; each epoch's leftover fewer than a step's.
+  // A ring broken in the commit after step C keeps step C, whose all-reduce
+  // the killed trainer took part in; it may have died before logging it.
+  std::smatch at_commit;
+  const int64_t commit_break = std::regex_search(a.text, at_commit, std::regex(R"(broke at the commit of step (\d+))"))
+                                   ? std::stoll(at_commit[1])
+                                   : -1;
   int64_t epoch = 1, offset = 0, step = 0;
   for (const auto& [s, ranks] : effective) {
     ASSERT_EQ(s, step + 1) << "step " << step + 1 << " was never trained (or not by the ring that kept it)";
     step = s;
     const RingStep& r0 = ranks.begin()->second;
-    ASSERT_EQ(static_cast<int>(ranks.size()), r0.size) << "step " << s << " lacks a rank";
+    const bool unlogged = s == commit_break && static_cast<int>(ranks.size()) == r0.size - 1;
+    if (!unlogged) ASSERT_EQ(static_cast<int>(ranks.size()), r0.size) << "step " << s << " lacks a rank";
     const int64_t width = static_cast<int64_t>(r0.size) * kBatch;
     if (r0.epoch != epoch) {
       EXPECT_LT(kLimit - offset, width) << "epoch " << epoch << " left a whole step untrained";
