@@ -163,18 +163,7 @@ TEST(GeoSgdTest, ThePserversAddEveryTrainersDeltas) {
 // of the block's rows; after the exchange those rows are the pservers', and
 // the pservers' rows are their initial values plus the deltas.
 TEST(GeoSgdTest, ASparseTableExchangesTheRowsItsLookupsTouched) {
-  auto build = [](Program* main, Program* startup) {
-    startup->set_random_seed(3);
-    ProgramGuard g(main, startup);
-    ParamAttr emb_attr;
-    emb_attr.name = "emb";
-    Var ids = layers::data("ids", {1}, DataType::kInt64);
-    Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, false, -1, emb_attr);
-    Var loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1), layers::data("y", {1})));
-    optimizer::SGD(0.5f).minimize(loss);
-    return loss.name();
-  };
-  PserverJob job(DistributeTranspilerConfig::GeoStrategy(2), 1, build);
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(2), 1, SparseEmbeddingNet(0.5f));
   TrainerSide t(job);
   {
     auto s = t.exe.Run(job.trainer_startup[0], &t.scope);

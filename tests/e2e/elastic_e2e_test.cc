@@ -115,6 +115,19 @@ struct ElasticJob {
         },
         60);
   }
+  // Until the pserver wrote a line holding `text`, or `seconds` pass.
+  bool AwaitPserverSays(const std::string& text, int seconds) {
+    return Await(
+        [&](const auto& logs) {
+          auto it = logs.find("pserver");
+          if (it == logs.end()) return false;
+          for (const auto& l : it->second) {
+            if (l.find(text) != std::string::npos) return true;
+          }
+          return false;
+        },
+        seconds);
+  }
   // (epoch, chunk) -> the processes whose "@oar chunk" lines say they trained it.
   std::map<std::pair<int, int>, std::vector<std::string>> Trained(const std::vector<std::string>& names) {
     std::map<std::pair<int, int>, std::vector<std::string>> trained;
@@ -238,16 +251,7 @@ TEST(ElasticE2eTest, ASyncTrainerStoppedPastItsLeaseIsTakenOutAndOnlyIt) {
   ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
   ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar chunk ")) << job.Log("trainer.1");
   job.procs["trainer.1"]->group.SignalOne(0, SIGSTOP);
-  const bool out = job.Await(
-      [](const auto& logs) {
-        auto it = logs.find("pserver");
-        if (it == logs.end()) return false;
-        for (const auto& l : it->second) {
-          if (l.find("trainer 1 left the job") != std::string::npos) return true;
-        }
-        return false;
-      },
-      30);
+  const bool out = job.AwaitPserverSays("trainer 1 left the job", 30);
   job.procs["trainer.1"]->group.SignalOne(0, SIGCONT);
   ASSERT_TRUE(out) << job.Log("pserver");
   job.WaitAll(180);
@@ -305,16 +309,7 @@ TEST(ElasticE2eTest, ASyncTrainerToldToStopLeavesAtOnce) {
   ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
   ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar chunk ")) << job.Log("trainer.1");
   job.procs["trainer.1"]->group.SignalOne(0, SIGTERM);
-  const bool left = job.Await(
-      [](const auto& logs) {
-        auto it = logs.find("pserver");
-        if (it == logs.end()) return false;
-        for (const auto& l : it->second) {
-          if (l.find("trainer 1 left the job") != std::string::npos) return true;
-        }
-        return false;
-      },
-      30);  // half the lease: only its revoke makes it
+  const bool left = job.AwaitPserverSays("trainer 1 left the job", 30);  // half the lease: only its revoke makes it
   ASSERT_TRUE(left) << job.Log("pserver") << job.Log("trainer.1");
   job.WaitAll(180);
   for (const std::string name : {"pserver", "trainer.0", "trainer.2"}) {

@@ -239,18 +239,7 @@ TEST(CommunicatorTest, AFullQueueFailsTheSendAfterItsBoundNamingTheVariable) {
 // by row (SGD is linear), which the final pull brings back.
 TEST(CommunicatorTest, ASlicedSparseTablesMergedGradientsAreCutByTheBlocksRows) {
   constexpr float kSparseLr = 0.5f;
-  auto build = [](Program* main, Program* startup) {
-    startup->set_random_seed(3);
-    ProgramGuard g(main, startup);
-    ParamAttr emb_attr;
-    emb_attr.name = "emb";
-    Var ids = layers::data("ids", {1}, DataType::kInt64);
-    Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, false, -1, emb_attr);
-    Var loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1), layers::data("y", {1})));
-    optimizer::SGD(kSparseLr).minimize(loss);
-    return loss.name();
-  };
-  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1, build);
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1, SparseEmbeddingNet(kSparseLr));
   auto contexts = ContextsOf(job.trainer[0]);
   ASSERT_TRUE(contexts.ok()) << contexts.status();
   ASSERT_EQ(contexts->send.at("emb@GRAD").sections, (std::vector<int64_t>{2048, 2048}));

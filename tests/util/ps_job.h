@@ -29,6 +29,23 @@
 
 namespace oar {
 
+// PserverJob's Build for a sliced sparse table: int64 ids -> an is_sparse
+// embedding "emb" [4096, 8] (two blocks over the two pservers) -> fc(1) ->
+// square error against "y" -> mean, trained by SGD at `lr`.
+inline std::function<std::string(Program*, Program*)> SparseEmbeddingNet(float lr) {
+  return [lr](Program* main, Program* startup) {
+    startup->set_random_seed(3);
+    ProgramGuard g(main, startup);
+    ParamAttr emb_attr;
+    emb_attr.name = "emb";
+    Var ids = layers::data("ids", {1}, DataType::kInt64);
+    Var emb = layers::embedding(ids, {4096, 8}, /*is_sparse=*/true, false, -1, emb_attr);
+    Var loss = layers::mean(layers::square_error_cost(layers::fc(emb, 1), layers::data("y", {1})));
+    optimizer::SGD(lr).minimize(loss);
+    return loss.name();
+  };
+}
+
 struct PserverJob {
   rpc::InProcessTransport transport{rpc::RpcOptions{.deadline_ms = 20000}};
   std::vector<std::string> eps = {"127.0.0.1:7300", "127.0.0.1:7301"};
