@@ -86,6 +86,19 @@ TEST(OwnDataE2eTest, NpyArraysInAnNccl2JobMakePaddlesLossesAndEvaluate) {
   EXPECT_NEAR(ValueAfter(r.out, "test_mean_1.tmp_0="), ValueAfter(r.out, "test_loss="), 1e-6) << r.out;
 }
 
+// A Paddle-written program whose is_sparse embedding (20000 x 8) the
+// transpiler slices over both pservers, with Fluid 1.6's
+// runtime_split_send_recv: no split op; the send op cuts the table's
+// SelectedRows gradient by the blocks' row ranges as it sends.
+TEST(OwnDataE2eTest, ASlicedSparseTableCutAtRunTimeMakesPaddlesLosses) {
+  const std::string args = "--program " + kSlicedTable + "/main.pb --startup " + kSlicedTable +
+                           "/startup.pb --params " + kSlicedTable +
+                           "/params --feed_names ids,label --loss_name mean_0.tmp_0 --batch_size 16 --epochs 5 "
+                           "--data npy:" +
+                           kSlicedTableData + "/npy --runtime_split_send_recv ";
+  ExpectMeanIsPaddles(kPserver + args, kSlicedTable, "sliced_table");
+}
+
 TEST(OwnDataE2eTest, MultiSlotFilesInBothModesMakePaddlesLosses) {
   const std::string dir = TempDir("ctr_files");
   ExpectMeanIsPaddles(kPserver + Ctr(dir), kCtr, "multislot_pserver");

@@ -16,5 +16,9 @@ inline const std::string kMlp = TestdataDir() + "/paddle/mlp";                  
 inline const std::string kMlpData = TestdataDir() + "/paddle_data/mlp";              // npy/, arrays.npz
 inline const std::string kCtr = TestdataDir() + "/paddle/fluid18_ctr_dnn";           // slot0..3 (LoD), dense, label
 inline const std::string kCtrData = TestdataDir() + "/paddle_data/fluid18_ctr_dnn";  // data.desc, part-0, part-1
+// ids [16, 1] per batch into a 20000 x 8 is_sparse embedding (sliced over 2
+// pservers), label (tests/paddle_fixtures/make_sliced_table_fixture.py).
+inline const std::string kSlicedTable = TestdataDir() + "/paddle/sliced_table";
+inline const std::string kSlicedTableData = TestdataDir() + "/paddle_data/sliced_table";  // npy/
 
 }  // namespace oar
