@@ -7,7 +7,7 @@ cuts it into a block per pserver) -> fc(1) -> square error -> mean, SGD
 0.5. Writes tests/testdata/paddle/sliced_table/ (main.pb, startup.pb, the
 initial parameters as save_persistables files via paddle.static.save and
 scripts/pdparams_to_fluid.py, Paddle's 20 losses, step i on batch i % 4 of
-16) and the examples under tests/testdata/paddle_data/sliced_table/npy/.
+16, also as batch_<i>.<feed> LoDTensor files) and the examples under tests/testdata/paddle_data/sliced_table/npy/.
 Not run by CI. Run with the paddle venv's python:
 
   python3 tests/paddle_fixtures/make_sliced_table_fixture.py
@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 import paddle
+from paddle.base import core
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
@@ -55,6 +56,11 @@ x[::4] = rng.randint(9990, 10010, size=(16, 1))  # repeated rows on both sides o
 y = rng.rand(64, 1).astype("float32")
 np.save(os.path.join(data, "ids.npy"), x)
 np.save(os.path.join(data, "label.npy"), y)
+for b in range(4):  # the batches as the other fixtures hold them (core.save_lod_tensor)
+    for feed, arr in (("ids", x), ("label", y)):
+        t = core.LoDTensor()
+        t.set(arr[b * 16:(b + 1) * 16], core.CPUPlace())
+        core.save_lod_tensor(t, os.path.join(out, "batch_%d.%s" % (b, feed)))
 losses = []
 for step in range(20):
     b = step % 4
