@@ -110,6 +110,8 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
     return name.rfind("trainer/", 0) == 0 && absl::SimpleAtoi(name.substr(8), id);
   };
   TrainerMembers out;
+  // Read first: a change while the list is read wakes the next wait at once.
+  out.await_change = [&m, seen = m.changes()](absl::Duration timeout) { m.AwaitChange(seen, timeout); };
   int id = 0;
   for (const auto& [name, value] : m.members()) {
     if (!id_of(name, &id)) continue;

@@ -9,7 +9,16 @@ namespace oar {
 
 void DepartureWatch::Start() {
   thread_ = std::thread([this] {
-    while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) Look();
+    std::function<void(absl::Duration)> await_change;
+    for (;;) {
+      // Woken by a change of the member list (the etcd watch), else looks
+      // every 100 ms (a joiner's grace, or a view that cannot wait).
+      if (await_change) await_change(absl::Milliseconds(100));
+      if (await_change ? stop_.HasBeenNotified() : stop_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+        return;
+      }
+      await_change = Look();
+    }
   });
 }
 
@@ -18,7 +27,7 @@ void DepartureWatch::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void DepartureWatch::Look() {
+std::function<void(absl::Duration)> DepartureWatch::Look() {
   const TrainerMembers m = members_();
   barrier_->SetMembers(m.live);
   const absl::Time now = absl::Now();
@@ -33,6 +42,7 @@ void DepartureWatch::Look() {
     if (!seen_.count(key) && now - joined.at < absl::Seconds(1)) continue;  // the list may lag its join
     Leave(t, joined);
   }
+  return m.await_change;
 }
 
 void DepartureWatch::Leave(int trainer, const StepBarrier::Joined& joined) {

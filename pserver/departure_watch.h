@@ -1,15 +1,17 @@
 // DepartureWatch: an elastic job's sync pserver's eye on its trainers'
-// leases. Every 100 ms it reads the job's member list (etcd, through
-// `members`), tells the StepBarrier who is a member, and takes out of the
-// steps each joined trainer whose entry is gone (its lease ran out: it
-// died, or was cut off from etcd): StepBarrier::Depart freezes what this
-// pserver saw of it, `agree` (the pservers' records in etcd) turns every
-// pserver's view into one last step, and StepBarrier::Resolve applies it,
-// so every pserver applies the same steps with the trainer's gradients and
-// none without. A trainer registers before it joins, so its entry is
-// usually seen before its JOIN; one whose entry was never seen here is
-// given 1 s (the watch's lag) before its absence counts. An agreement that fails
-// ends the barrier with the reason.
+// leases. On each change of the job's member list (etcd's watch wakes it
+// through the view's await_change) and at least every 100 ms, it reads the
+// list (`members`), tells the StepBarrier who is a member, and takes out of
+// the steps each joined trainer whose entry is gone (its lease ran out or
+// was revoked: it died, was told to stop, or was cut off from etcd):
+// StepBarrier::Depart freezes what this pserver saw of it, `agree` (the
+// pservers' records in etcd) turns every pserver's view into one last
+// step, and StepBarrier::Resolve applies it, so every pserver applies the
+// same steps with the trainer's gradients and none without. A trainer
+// registers before it joins, so its entry is usually seen before its JOIN;
+// one whose entry was never seen here is given 1 s (the watch's lag)
+// before its absence counts. An agreement that fails ends the barrier with
+// the reason.
 //
 //   DepartureWatch watch(barrier, members, agree, "pserver 10.0.0.2:6174");
 //   watch.Start();
@@ -42,8 +44,9 @@ class DepartureWatch {
 
   void Start();
   void Stop();
-  // One look (what the thread does every 100 ms); for tests.
-  void Look();
+  // One look (what the thread does on each change of the member list, and
+  // every 100 ms); for tests. Returns the view's await_change.
+  std::function<void(absl::Duration)> Look();
 
  private:
   void Leave(int trainer, const StepBarrier::Joined& joined);

@@ -157,6 +157,12 @@ int64_t Membership::reregistrations() const {
   return reregistrations_;
 }
 
+bool Membership::AwaitChange(int64_t seen, absl::Duration timeout) const {
+  absl::MutexLock l(&mu_);
+  auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return changes_ != seen; };
+  return mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
+}
+
 bool Membership::WaitFor(const std::function<bool(const Members&)>& holds, absl::Duration timeout) const {
   absl::MutexLock l(&mu_);
   auto held = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return holds(members_); };

@@ -59,6 +59,8 @@ class Membership {
   int64_t lease() const;
   // Times this member registered again after losing its lease.
   int64_t reregistrations() const;
+  // Blocks until changes() differs from `seen` or `timeout`; whether it did.
+  bool AwaitChange(int64_t seen, absl::Duration timeout) const;
   // Blocks until `holds(members())` or `timeout`; whether it held.
   bool WaitFor(const std::function<bool(const Members&)>& holds, absl::Duration timeout) const;
   // Stops tending and revokes the lease: the others see this member leave.

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/device/place.h"
 #include "common/framework/data_type.h"
 
@@ -56,6 +57,9 @@ struct TrainerMembers {
   std::set<int> live, ever;
   int min = 1;
   std::map<int, std::string> values;  // live id -> its entry's value ("host pid N": which process)
+  // Blocks until the list differs from this view or for at most the
+  // duration (null: it cannot tell; the caller polls).
+  std::function<void(absl::Duration)> await_change;
 };
 
 // An elastic sync job: what one pserver saw of a trainer whose lease ran

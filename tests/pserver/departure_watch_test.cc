@@ -2,7 +2,7 @@
 // is taken out of the steps with the pservers' agreed last step (what this
 // pserver saw is what it records); one still listed, or just joined and not
 // yet seen in the list, stays; a failed agreement ends the barrier with
-// the reason.
+// the reason. Its thread looks again when the member list says it changed.
 #include "pserver/departure_watch.h"
 
 #include <thread>
@@ -81,6 +81,57 @@ TEST(DepartureWatchTest, AJoinerNotYetInTheListIsGivenTheWatchsLag) {
   absl::SleepFor(absl::Milliseconds(1100));
   watch.Look();
   EXPECT_EQ(job.records.size(), 1u);  // never listed since: gone
+}
+
+// The thread waits on the view's await_change between looks (the etcd
+// watch wakes it), at most 100 ms at a time; a change ends the wait.
+TEST(DepartureWatchTest, ItsThreadLooksAgainWhenTheListSaysItChanged) {
+  StepBarrier b(2, absl::Seconds(5), StepBarrier::Elastic{});
+  Job job;
+  job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
+  absl::Mutex mu;
+  int waits = 0;
+  bool changed = false, all_done = false;
+  absl::Duration asked;
+  auto list = [&] {
+    TrainerMembers m = job.List()();
+    m.await_change = [&](absl::Duration at_most) {
+      absl::MutexLock l(&mu);
+      ++waits;
+      asked = at_most;
+      auto go = [&] { return changed || all_done; };
+      mu.AwaitWithTimeout(absl::Condition(&go), absl::Seconds(30));  // the test says when
+      changed = false;
+    };
+    return m;
+  };
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1}));
+  DepartureWatch watch(&b, list, job.Agree(), "pserver test");
+  watch.Start();
+  auto waited = [&](int n) {
+    absl::MutexLock l(&mu);
+    auto done = [&] { return waits >= n; };
+    return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30));
+  };
+  ASSERT_TRUE(waited(1));  // it looked once and waits on the list
+  EXPECT_EQ(b.joined().size(), 2u);
+  job.Set({{0, "h pid 10"}});
+  job.verdict = int64_t{-1};
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_EQ(asked, absl::Milliseconds(100));
+    changed = true;
+  }
+  ASSERT_TRUE(waited(2));  // it looked again, and waits again
+  EXPECT_EQ(b.joined().count(1), 0u);
+  {
+    absl::MutexLock l(&mu);
+    all_done = true;  // lets Stop end the thread's waits
+  }
+  watch.Stop();
+  absl::MutexLock l(&job.mu);
+  ASSERT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(job.records[0].trainer, 1);
 }
 
 TEST(DepartureWatchTest, AFailedAgreementEndsTheBarrierWithTheReason) {

@@ -54,6 +54,22 @@ TEST_F(MembershipTest, MembersSeeEachOtherJoinAndLeave) {
   EXPECT_EQ(a->ever(), (std::set<std::string>{"trainer/0", "trainer/1", "trainer/2"}));
 }
 
+TEST_F(MembershipTest, AwaitChangeWakesOnAJoinOrLeaveAndTimesOutWithoutOne) {
+  auto a = JoinAs(0);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->WaitFor(Count(1), absl::Seconds(10)));
+  int64_t seen = a->changes();
+  EXPECT_FALSE(a->AwaitChange(seen, absl::Milliseconds(50)));  // nobody came or went
+  auto b = JoinAs(1);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(a->AwaitChange(seen, absl::Seconds(10)));
+  EXPECT_EQ(a->members().count("trainer/1"), 1u);
+  seen = a->changes();
+  ASSERT_TRUE(b->Leave().ok());
+  ASSERT_TRUE(a->AwaitChange(seen, absl::Seconds(10)));
+  EXPECT_EQ(a->members().count("trainer/1"), 0u);
+}
+
 TEST_F(MembershipTest, ANameALiveMemberHoldsIsRefused) {
   auto a = JoinAs(0);
   ASSERT_TRUE(a);
