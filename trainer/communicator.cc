@@ -8,6 +8,7 @@
 #include "common/base/status.h"
 #include "common/rpc/rpc_client.h"
 #include "glog/logging.h"
+#include "trainer/communicator_advice.h"
 #include "trainer/grad_merge.h"
 #include "trainer/stack_rows.h"
 
@@ -59,6 +60,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const Program
         "the trainer program has no send op: the communicator sends the gradients of an async pserver program "
         "(transpiled with sync_mode=false)");
   }
+  for (const std::string& advice : CommunicatorAdvice(trainer_program, contexts)) LOG(WARNING) << advice;
   return std::make_unique<Communicator>(std::move(contexts), client, std::move(options));
 }
 

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/util/listen_socket.h"
 #include "tests/util/oar_process.h"
@@ -102,6 +104,31 @@ TEST(CtrTest, ASlicedTablesGradientCutAtRunTimeTrainsAsTheSplitOpDoes) {
     EXPECT_GT(want, 0) << key << split_op.out;
     EXPECT_EQ(got, want) << key << runtime.out;
   }
+}
+
+// A table kept whole on every trainer (ctr_dnn's, 40 MB) does not suit the
+// communicator (docs/parameter-server.md): each trainer says so once,
+// naming the table, and trains on; the distributed table (ctr_dnn_dist)
+// is not named.
+TEST(CtrTest, TheCommunicatorPullingAWholeTableIsWarnedOfAndADistributedOneIsNot) {
+  const std::string dir = TempDir("ctr_whole_table");
+  ASSERT_EQ(Oar("gen-ctr-data --out " + dir + " --examples 2000 --files 2 --seed 5").code, 0);
+  const std::string job =
+      "launch --pservers 2 --trainers 2 --async --runtime_split_send_recv --threads 1 --data_feed " + dir +
+      "/data_feed.prototxt --files '" + dir + "/train/*' --model ";
+  const std::string warning = "the communicator pulls the embedding table 'SparseFeatFactors' (1000001 x 10, 40.0 MB)";
+  Result whole = Oar(job + "ctr_dnn");
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  for (const std::string who : {"[trainer.0] ", "[trainer.1] "}) {
+    int said = 0;
+    for (absl::string_view line : absl::StrSplit(whole.out, '\n')) {
+      said += absl::StartsWith(line, who) && absl::StrContains(line, warning) ? 1 : 0;
+    }
+    EXPECT_EQ(said, 1) << who << whole.out;
+  }
+  Result dist = Oar(job + "ctr_dnn_dist");
+  ASSERT_EQ(dist.code, 0) << dist.out;
+  EXPECT_EQ(dist.out.find("the communicator pulls"), std::string::npos) << dist.out;
 }
 
 // The trainers of a --data_feed job split the file listing by index, so
