@@ -157,6 +157,9 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
       for (size_t i = static_cast<size_t>(c); i < files.size(); i += static_cast<size_t>(n)) part.push_back(files[i]);
       if (part.empty()) return std::optional<int64_t>(0);
       OAR_ASSIGN_OR_RETURN(AsyncRunResult one, async.Run(main, feed, part, FLAGS_threads, fetch, options));
+      if (communicator != nullptr) {  // the chunk's gradients all sent before it is reported done
+        OAR_RETURN_IF_ERROR(Annotate(communicator->Flush(), absl::StrCat("the communicator's sends of chunk ", c)));
+      }
       r.instances += one.instances;
       r.threads = one.threads;
       if (!one.last.empty()) r.last = std::move(one.last);

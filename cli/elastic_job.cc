@@ -86,13 +86,14 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool communicator_or_geo, const char* flag) {
-  if (communicator_or_geo) {
+absl::Status CheckElasticMode(bool half_async_or_geo, const char* flag) {
+  if (half_async_or_geo) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
-        ": the communicator and GEO-SGD (--runtime_split_send_recv, --half_async, --geo_sgd_mode) keep gradients "
-        "and deltas a dead trainer would take with it; elastic jobs send each step's gradients as plain async "
-        "training does: drop them, or drop ",
+        ": half-async and GEO-SGD (--half_async, --geo_sgd_mode) keep rounds of gradients and deltas in the trainer "
+        "that a dead trainer would take with it; an elastic job trains plain async, or async with the communicator "
+        "(--runtime_split_send_recv, which sends a chunk's gradients before the chunk is reported done): drop them, "
+        "or drop ",
         flag));
   }
   return absl::OkStatus();

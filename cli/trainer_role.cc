@@ -318,6 +318,10 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       OAR_ASSIGN_OR_RETURN(int64_t taken,
                            train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
       if (out_of_steps()) return std::optional<int64_t>();
+      if (rt->communicator() != nullptr) {  // the chunk's gradients all sent before it is reported done
+        OAR_RETURN_IF_ERROR(
+            Annotate(rt->communicator()->Flush(), absl::StrCat("the communicator's sends of chunk ", c)));
+      }
       return std::optional<int64_t>(taken);
     };
     std::function<absl::Status()> idle;

@@ -137,7 +137,7 @@ std::vector<std::unique_ptr<Variable>> Communicator::TakeBatch(const std::string
       waits = 0;
       continue;
     }
-    if (stopping_ || !error_.ok() || options_.half_async || waits >= options_.send_wait_times) break;
+    if (stopping_ || flushing_ > 0 || !error_.ok() || options_.half_async || waits >= options_.send_wait_times) break;
     mu_.AwaitWithTimeout(absl::Condition(&more), kMergeWait);
     ++waits;
   }
@@ -158,6 +158,7 @@ absl::Status Communicator::MergeAndSend(const std::string& name) {
   if (!options_.fake_rpc) OAR_RETURN_IF_ERROR(SendMerged(c, merged));
   absl::MutexLock lock(&mu_);
   ++counts_.merged_sends;
+  values_sent_ += static_cast<int64_t>(values.size());
   // As Fluid, the values taken of the first variable count the steps
   // between pulls.
   if (name == contexts_.send.begin()->first) sent_since_pull_ += static_cast<int64_t>(values.size());
@@ -225,6 +226,29 @@ void Communicator::Fail(const absl::Status& s) {
 absl::Status Communicator::error() const {
   absl::MutexLock lock(&mu_);
   return error_;
+}
+
+absl::Status Communicator::Flush() {
+  absl::MutexLock lock(&mu_);
+  if (options_.half_async) {
+    return absl::FailedPreconditionError("communicator: Flush is asynchronous mode's (half-async sends at Barrier)");
+  }
+  const int64_t target = counts_.queued;
+  if (!running_ && values_sent_ < target) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("communicator: ", target - values_sent_, " queued value(s) and no send thread: Start it first"));
+  }
+  ++flushing_;
+  auto sent = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return values_sent_ >= target || !error_.ok(); };
+  const bool in_time = mu_.AwaitWithTimeout(absl::Condition(&sent), options_.queue_wait);
+  --flushing_;
+  OAR_RETURN_IF_ERROR(error_);
+  if (!in_time) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("communicator: ", target - values_sent_, " queued gradient value(s) were not sent within ",
+                     absl::FormatDuration(options_.queue_wait), ": the pservers stopped answering"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Communicator::Stop() {

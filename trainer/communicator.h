@@ -105,6 +105,12 @@ class Communicator {
   // (in place when it has the same shape and dtype) if one arrived since
   // the last take; otherwise leaves it. The first failure of a pull, if any.
   absl::Status TakeReceived(const std::string& name, Variable* out);
+  // Asynchronous mode: blocks until every value queued before the call was
+  // merged, sent and answered (the send thread takes what is queued without
+  // waiting for more meanwhile), at most `queue_wait`; the first error of
+  // any send. What an elastic trainer does before it reports a chunk done,
+  // so no gradient of a chunk reported done is still in this process.
+  absl::Status Flush();
   // Sends everything queued, stops the threads, and pulls every parameter
   // once more; the first error of any send or pull.
   absl::Status Stop();
@@ -146,6 +152,8 @@ class Communicator {
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t sent_since_pull_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t values_sent_ ABSL_GUARDED_BY(mu_) = 0;  // queued values merged into an answered send
+  int flushing_ ABSL_GUARDED_BY(mu_) = 0;         // Flush calls waiting
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   Counts counts_ ABSL_GUARDED_BY(mu_);
   // Pulled values not yet taken, by recv variable.

@@ -295,6 +295,82 @@ TEST(CommunicatorTest, ASlicedSparseTablesMergedGradientsAreCutByTheBlocksRows) 
   for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
 }
 
+// What an elastic trainer does before it reports a chunk done: Flush
+// returns once every value queued before it was merged, sent and applied,
+// although the sender would otherwise wait 3 s for more values to merge.
+// The pservers then hold the initial parameters minus the rate times
+// every merged gradient (SGD, summed), read back with plain Gets.
+TEST(CommunicatorTest, FlushReturnsOnceThePserversAppliedEveryQueuedGradient) {
+  PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
+  TrainerSide trainer(job);
+  ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
+  auto& [client, env, exe, scope] = trainer;
+  auto want = Params(scope);
+  std::map<std::string, int> values_merged;
+  absl::Mutex mu;
+  auto comm = Communicator::Create(job.trainer[0], &client,
+                                   {.max_merge_var_num = 8,
+                                    .send_wait_times = 300,
+                                    .independent_recv_thread = false,
+                                    .is_sgd_optimizer = true,
+                                    .on_merged = [&](const std::string& var, const Variable& merged, int values) {
+                                      const std::vector<float> g = TensorToVector<float>(merged.Get<Tensor>());
+                                      absl::MutexLock l(&mu);
+                                      values_merged[var] += values;
+                                      auto& p = want[ParamOf(var)];
+                                      for (size_t i = 0; i < p.size(); ++i) p[i] -= kLr * g[i];
+                                    }});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  EXPECT_TRUE((*comm)->Flush().ok());  // nothing queued: at once
+  env.communicator = comm->get();
+  (*comm)->Start(&scope);
+  for (int step = 0; step < 5; ++step) {
+    auto r = exe.Run(job.trainer[0], &scope, JobBatch(step, 0, 8), {job.loss});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  ASSERT_TRUE((*comm)->Flush().ok());
+  {
+    absl::MutexLock l(&mu);
+    for (const auto& g : kGrads) EXPECT_EQ(values_merged[g], 5) << g;
+  }
+  auto contexts = ContextsOf(job.trainer[0]);
+  ASSERT_TRUE(contexts.ok()) << contexts.status();
+  for (const auto& [param, values] : want) {
+    const VarContext& c = contexts->recv.at(param);
+    std::vector<float> on_pservers;
+    for (size_t i = 0; i < c.blocks.size(); ++i) {
+      Variable got;
+      ASSERT_TRUE(rpc::WaitAll({client.AsyncGetVar(c.epmap[i], c.blocks[i], &got, 0)}).ok()) << c.blocks[i];
+      const std::vector<float> block = TensorToVector<float>(got.Get<Tensor>());
+      on_pservers.insert(on_pservers.end(), block.begin(), block.end());
+    }
+    ASSERT_EQ(on_pservers.size(), values.size()) << param;
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_NEAR(on_pservers[i], values[i], 1e-5) << param << "[" << i << "]";
+  }
+  ASSERT_TRUE((*comm)->Stop().ok());
+  env.communicator = nullptr;
+  ASSERT_TRUE(exe.Close().ok());
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
+}
+
+TEST(CommunicatorTest, FlushIsAsynchronousModesAndNeedsTheSendThread) {
+  PserverJob job(DistributeTranspilerConfig::HalfAsyncStrategy(), 1);
+  TrainerSide trainer(job);
+  ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
+  auto half = Communicator::Create(job.trainer[0], &trainer.client, {.half_async = true});
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_TRUE(absl::IsFailedPrecondition((*half)->Flush()));
+  auto plain = Communicator::Create(job.trainer[0], &trainer.client, {});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  Variable g;
+  *g.GetMutable<Tensor>() = MakeTensor<float>({2}, {1, 2});
+  ASSERT_TRUE((*plain)->Send("b2@GRAD", g).ok());
+  const absl::Status s = (*plain)->Flush();  // queued, never started
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("1 queued value(s) and no send thread"), std::string::npos) << s;
+  ASSERT_TRUE(trainer.exe.Close().ok());
+}
+
 TEST(CommunicatorTest, ContextsFollowTheSendAndRecvOps) {
   PserverJob job(DistributeTranspilerConfig::AsyncStrategy(), 1);
   auto c = ContextsOf(job.trainer[0]);
