@@ -82,13 +82,16 @@ TEST(ElasticLaunchE2eTest, ASyncJobOfTwoPlaceTrainersSurvivesAKillAndAnAdd) {
 // (Communicator::Flush) before it reports the chunk done, so a chunk
 // reported done lost none, and a killed trainer's chunk is trained again
 // whole. The job survives the chaos schedule, trains each chunk once, and
-// learns as the same fixed job with the communicator does (measured 0.75-0.79
-// against 0.76-0.80; one process 0.83: the communicator's staleness).
+// learns as the same fixed job with the communicator does. Each trainer
+// sends and pulls every step (merge 1, queue 1, the pull after each send):
+// measured 0.79-0.82 for both, idle or beside two CPU hogs; with merges of
+// 2 and a recv thread the staleness under load spread them 0.70-0.80.
 TEST(ElasticLaunchE2eTest, AnAsyncJobThroughTheCommunicatorSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) {
   OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
   const std::string common =
-      " --async --runtime_split_send_recv --communicator_max_merge_var_num 2 --communicator_send_queue_size 2 "
-      "--communicator_min_send_grad_num_before_recv 1 --pservers 2 --model fashion_mlp --epochs 2 --limit 24000 "
+      " --async --runtime_split_send_recv --communicator_max_merge_var_num 1 --communicator_send_queue_size 1 "
+      "--communicator_min_send_grad_num_before_recv 1 --communicator_independent_recv_thread=false --pservers 2 "
+      "--model fashion_mlp --epochs 2 --limit 24000 "
       "--batch_size 96 --rpc_deadline 5000";
   Result job =
       Oar("launch --elastic --trainers 2:3" + common + " --chaos 'kill trainer 1 at step 60; add 1 at step 400'");
@@ -100,7 +103,7 @@ TEST(ElasticLaunchE2eTest, AnAsyncJobThroughTheCommunicatorSurvivesTheChaosSched
   ASSERT_EQ(fixed.code, 0) << fixed.out;
   const double got = ValueAfter(job.out, "test_accuracy="), want = ValueAfter(fixed.out, "test_accuracy=");
   EXPECT_GT(want, 0.6) << fixed.out;  // it learns (10 classes)
-  EXPECT_NEAR(got, want, 0.08) << job.out << fixed.out;
+  EXPECT_NEAR(got, want, 0.05) << job.out << fixed.out;
 }
 
 // AsyncExecutor trainers of MultiSlot files (CTR) take whole files as
