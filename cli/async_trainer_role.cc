@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/async_train_util.h"
 #include "cli/communicator_flags.h"
+#include "cli/elastic_exchanges.h"
 #include "cli/program_eval.h"
 #include "cli/progress_bar.h"
 #include "cli/pserver_join.h"
@@ -115,7 +116,9 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
   }
   std::unique_ptr<GeoCommunicator> geo;
   if (auto params = GeoParamsOf(t, env.trainer_id); !params.empty()) {
-    geo = std::make_unique<GeoCommunicator>(std::move(params), &client, GeoOptionsOf(t.config(), env.trainers));
+    GeoOptions geo_options = GeoOptionsOf(t.config(), env.trainers);
+    if (elastic != nullptr) geo_options.trainers_now = GeoTrainersNow(*elastic);
+    geo = std::make_unique<GeoCommunicator>(std::move(params), &client, std::move(geo_options));
     renv.geo = geo.get();
     OAR_RETURN_IF_ERROR(geo->Start(&root));
   }
@@ -157,9 +160,7 @@ absl::Status RunAsyncTrainerRole(const RoleEnv& env, DistributeTranspiler& t, co
       for (size_t i = static_cast<size_t>(c); i < files.size(); i += static_cast<size_t>(n)) part.push_back(files[i]);
       if (part.empty()) return std::optional<int64_t>(0);
       OAR_ASSIGN_OR_RETURN(AsyncRunResult one, async.Run(main, feed, part, FLAGS_threads, fetch, options));
-      if (communicator != nullptr) {  // the chunk's gradients all sent before it is reported done
-        OAR_RETURN_IF_ERROR(Annotate(communicator->Flush(), absl::StrCat("the communicator's sends of chunk ", c)));
-      }
+      OAR_RETURN_IF_ERROR(FlushChunk(communicator.get(), geo.get(), c));
       r.instances += one.instances;
       r.threads = one.threads;
       if (!one.last.empty()) r.last = std::move(one.last);

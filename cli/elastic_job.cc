@@ -86,14 +86,14 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool half_async_or_geo, const char* flag) {
-  if (half_async_or_geo) {
+absl::Status CheckElasticMode(bool half_async, const char* flag) {
+  if (half_async) {
     return absl::UnimplementedError(absl::StrCat(
         flag,
-        ": half-async and GEO-SGD (--half_async, --geo_sgd_mode) keep rounds of gradients and deltas in the trainer "
-        "that a dead trainer would take with it; an elastic job trains plain async, or async with the communicator "
-        "(--runtime_split_send_recv, which sends a chunk's gradients before the chunk is reported done): drop them, "
-        "or drop ",
+        ": half-async (--half_async) meets a trainer's threads each step and sends their round together, which "
+        "no chunk boundary flushes yet; an elastic job trains plain async, async with the communicator "
+        "(--runtime_split_send_recv) or GEO-SGD (--geo_sgd_mode), each sending what it holds before a chunk is "
+        "reported done: drop --half_async, or drop ",
         flag));
   }
   return absl::OkStatus();

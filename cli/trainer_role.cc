@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/data_flags.h"
+#include "cli/elastic_exchanges.h"
 #include "cli/elastic_job.h"
 #include "cli/elastic_ring.h"
 #include "cli/elastic_sync.h"
@@ -79,6 +80,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
   OAR_ASSIGN_OR_RETURN(TrainerSetup setup, TrainerSetupFor(env, io, t, nccl2, origin, profiler, place));
   TrainerRuntime::Options options = std::move(setup.options);
   const int64_t batch = setup.batch;
+  if (elastic != nullptr) options.geo.trainers_now = GeoTrainersNow(*elastic);
   if (FLAGS_program.empty()) OAR_RETURN_IF_ERROR(RequireFashionMnistModel(FLAGS_model));
   OAR_ASSIGN_OR_RETURN(DataConfig data, DataConfigFromFlags());
   data.batch_size = batch;
@@ -261,10 +263,7 @@ absl::Status RunTrainer(const RoleEnv& env, const TrainerIo& io, DistributeTrans
       OAR_ASSIGN_OR_RETURN(int64_t taken,
                            train_from(part.get(), epoch, std::numeric_limits<int64_t>::max(), &step_in_epoch, &bar));
       if (out_of_steps()) return std::optional<int64_t>();
-      if (rt->communicator() != nullptr) {  // the chunk's gradients all sent before it is reported done
-        OAR_RETURN_IF_ERROR(
-            Annotate(rt->communicator()->Flush(), absl::StrCat("the communicator's sends of chunk ", c)));
-      }
+      OAR_RETURN_IF_ERROR(FlushChunk(rt->communicator(), rt->geo(), c));
       return std::optional<int64_t>(taken);
     };
     std::function<absl::Status()> idle;

@@ -1,5 +1,6 @@
 #include "trainer/geo_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,8 @@ int64_t GeoCommunicator::exchanges() const {
 }
 
 absl::Status GeoCommunicator::Exchange() {
+  const int trainers = options_.trainers_now ? std::max(1, options_.trainers_now()) : options_.trainers;
+  const float scale = 1.0f / static_cast<float>(trainers);
   for (const GeoParam& p : params_) {
     OAR_ASSIGN_OR_RETURN(Tensor * train, Float32Param(scope_, p.name));
     Tensor& old = old_[p.name];
@@ -91,7 +94,7 @@ absl::Status GeoCommunicator::Exchange() {
       return absl::FailedPreconditionError(absl::StrCat("GEO-SGD: parameter '", p.name, "' changed shape to ",
                                                         train->dims().ToString(), " since the snapshot"));
     }
-    OAR_RETURN_IF_ERROR(p.sparse ? ExchangeSparse(p, train, &old) : ExchangeDense(p, train, &old));
+    OAR_RETURN_IF_ERROR(p.sparse ? ExchangeSparse(p, train, &old, scale) : ExchangeDense(p, train, &old, scale));
   }
   touched_.clear();
   exchanged_at_ = steps_;
@@ -99,8 +102,7 @@ absl::Status GeoCommunicator::Exchange() {
   return absl::OkStatus();
 }
 
-absl::Status GeoCommunicator::ExchangeDense(const GeoParam& p, Tensor* train, Tensor* old) {
-  const float scale = 1.0f / static_cast<float>(options_.trainers);
+absl::Status GeoCommunicator::ExchangeDense(const GeoParam& p, Tensor* train, Tensor* old, float scale) {
   Tensor delta;
   float* d = delta.mutable_data<float>(train->dims());
   float* o = old->data<float>();
@@ -141,10 +143,9 @@ absl::Status GeoCommunicator::ExchangeDense(const GeoParam& p, Tensor* train, Te
   return absl::OkStatus();
 }
 
-absl::Status GeoCommunicator::ExchangeSparse(const GeoParam& p, Tensor* train, Tensor* old) {
+absl::Status GeoCommunicator::ExchangeSparse(const GeoParam& p, Tensor* train, Tensor* old, float scale) {
   const auto it = touched_.find(p.name);
   if (it == touched_.end() || it->second.empty()) return absl::OkStatus();
-  const float scale = 1.0f / static_cast<float>(options_.trainers);
   const int64_t width = RowWidth(*train);
   float* tr = train->data<float>();
   float* o = old->data<float>();

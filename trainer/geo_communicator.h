@@ -57,6 +57,10 @@ struct GeoParam {
 struct GeoOptions {
   int need_push_nums = 100;  // steps between exchanges (geo_sgd_need_push_nums)
   int trainers = 1;          // deltas are divided by it
+  // An elastic job: the trainers live now, asked at each exchange, divide
+  // its deltas instead (at least 1), so the pservers move by the mean of
+  // the live trainers' progress whatever the job's size. Null: `trainers`.
+  std::function<int()> trainers_now = nullptr;
   // Told of every delta sent (the pserver variable and its value), on the
   // training thread: what a test replays.
   std::function<void(const std::string& var, const Variable& delta)> on_delta = nullptr;
@@ -77,8 +81,11 @@ class GeoCommunicator {
 
  private:
   absl::Status Exchange() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status ExchangeDense(const GeoParam& p, Tensor* train, Tensor* old) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status ExchangeSparse(const GeoParam& p, Tensor* train, Tensor* old) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `scale`: 1 / the trainers dividing this exchange's deltas.
+  absl::Status ExchangeDense(const GeoParam& p, Tensor* train, Tensor* old, float scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ExchangeSparse(const GeoParam& p, Tensor* train, Tensor* old, float scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::vector<GeoParam> params_;
   rpc::RpcClient* const client_;

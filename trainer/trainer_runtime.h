@@ -123,6 +123,8 @@ class TrainerRuntime {
   rpc::RpcClient* client() { return client_.get(); }
   // The communicator, when Options::communicator asked for one.
   Communicator* communicator() { return communicator_.get(); }
+  // GEO-SGD's, when Options::geo_params named parameters.
+  GeoCommunicator* geo() { return geo_.get(); }
   size_t num_places() const { return pe_ ? pe_->num_places() : 1; }
   // Several places: the scope's persistables copied to the executor's other
   // places, after a run outside it changed them (an elastic sync trainer's

@@ -115,6 +115,42 @@ TEST(GeoSgdTest, OneTrainerTrainsAsOneProcessAndThePserversFollow) {
   for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
 }
 
+// An elastic job divides each delta by the trainers live at the exchange
+// (GeoOptions::trainers_now), not by the job's slots: with 4 slots and 2
+// live, the pservers' parameters move by half of this trainer's progress.
+TEST(GeoSgdTest, AnElasticJobsDeltasAreDividedByTheTrainersLiveAtTheExchange) {
+  PserverJob job(DistributeTranspilerConfig::GeoStrategy(100), 1);
+  TrainerSide t(job);
+  ASSERT_TRUE(t.exe.Run(job.trainer_startup[0], &t.scope).ok());
+  const auto params = cli::GeoParamsOf(*job.transpilers[0], 0);
+  std::map<std::string, std::vector<float>> initial;
+  for (const auto& p : params) initial[p.name] = Values(t.scope, p.name);
+  int live = 2, asked = 0;
+  GeoOptions o = cli::GeoOptionsOf(job.transpilers[0]->config(), 4);
+  o.trainers_now = [&] {
+    ++asked;
+    return live;
+  };
+  GeoCommunicator geo(params, &t.client, o);
+  t.env.geo = &geo;
+  ASSERT_TRUE(geo.Start(&t.scope).ok());
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(t.exe.Run(job.trainer[0], &t.scope, JobBatch(step, 0, 8), {job.loss}).ok());
+  }
+  std::map<std::string, std::vector<float>> trained;
+  for (const auto& p : params) trained[p.name] = Values(t.scope, p.name);
+  ASSERT_TRUE(geo.Flush().ok());
+  EXPECT_EQ(asked, 1);  // once per exchange
+  for (const auto& p : params) {
+    std::vector<float> want = initial[p.name];
+    for (size_t i = 0; i < want.size(); ++i) want[i] += (trained[p.name][i] - initial[p.name][i]) / 2;
+    ExpectNear(Stacked(job, p), want, p.name + " (pservers)");
+  }
+  t.env.geo = nullptr;
+  ASSERT_TRUE(t.exe.Close().ok());
+  for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
+}
+
 // Two trainers taking turns, exchanging every 2 steps: each pserver block
 // ends as its initial value plus the sum of every delta sent to it.
 TEST(GeoSgdTest, ThePserversAddEveryTrainersDeltas) {

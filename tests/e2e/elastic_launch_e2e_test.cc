@@ -3,7 +3,7 @@
 // trainer and adds one back. The job finishes and says so; it trained as
 // one process does over the same data; every chunk was trained exactly once
 // (the launcher's summary, from the trainers' "@oar chunk" lines), with
-// Fluid's communicator as without. A job
+// Fluid's communicator and GEO-SGD as without. A job
 // left below its MIN stops with the pserver's reason; what launch cannot do
 // elastically is refused with what to change.
 #include <fstream>
@@ -77,22 +77,17 @@ TEST(ElasticLaunchE2eTest, ASyncJobOfTwoPlaceTrainersSurvivesAKillAndAnAdd) {
   EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.04) << job.out;
 }
 
-// Async training through Fluid's communicator (--runtime_split_send_recv)
-// is elastic too: a trainer sends every gradient of a chunk it queued
-// (Communicator::Flush) before it reports the chunk done, so a chunk
-// reported done lost none, and a killed trainer's chunk is trained again
-// whole. The job survives the chaos schedule, trains each chunk once, and
-// learns as the same fixed job with the communicator does. Each trainer
-// sends and pulls every step (merge 1, queue 1, the pull after each send):
-// measured 0.79-0.82 for both, idle or beside two CPU hogs; with merges of
-// 2 and a recv thread the staleness under load spread them 0.70-0.80.
-TEST(ElasticLaunchE2eTest, AnAsyncJobThroughTheCommunicatorSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) {
-  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+// An async exchange mode that keeps a trainer's work in the trainer for a
+// while is elastic too: a trainer sends what it holds before it reports a
+// chunk done (cli/elastic_exchanges.h), so a chunk reported done lost
+// nothing, and a killed trainer's chunk is trained again whole. The job
+// (`mode`: its flags) survives the chaos schedule, trains each chunk once,
+// and learns as the same fixed job does, within `bound`.
+void ExpectElasticAsyncModeSurvivesAsTheFixedJobLearns(const std::string& mode, double bound) {
   const std::string common =
-      " --async --runtime_split_send_recv --communicator_max_merge_var_num 1 --communicator_send_queue_size 1 "
-      "--communicator_min_send_grad_num_before_recv 1 --communicator_independent_recv_thread=false --pservers 2 "
-      "--model fashion_mlp --epochs 2 --limit 24000 "
-      "--batch_size 96 --rpc_deadline 5000";
+      " --async --pservers 2 --model fashion_mlp --epochs 2 --limit 24000 --batch_size 96 "
+      "--rpc_deadline 5000 " +
+      mode;
   Result job =
       Oar("launch --elastic --trainers 2:3" + common + " --chaos 'kill trainer 1 at step 60; add 1 at step 400'");
   ASSERT_EQ(job.code, 0) << job.out;
@@ -103,7 +98,29 @@ TEST(ElasticLaunchE2eTest, AnAsyncJobThroughTheCommunicatorSurvivesTheChaosSched
   ASSERT_EQ(fixed.code, 0) << fixed.out;
   const double got = ValueAfter(job.out, "test_accuracy="), want = ValueAfter(fixed.out, "test_accuracy=");
   EXPECT_GT(want, 0.6) << fixed.out;  // it learns (10 classes)
-  EXPECT_NEAR(got, want, 0.05) << job.out << fixed.out;
+  EXPECT_NEAR(got, want, bound) << job.out << fixed.out;
+}
+
+// Fluid's communicator (--runtime_split_send_recv) queues each step's
+// gradients: Communicator::Flush sends them. Each trainer sends and pulls
+// every step (merge 1, queue 1, the pull after each send): measured
+// 0.79-0.82 for both jobs, idle or beside two CPU hogs; with merges of 2
+// and a recv thread the staleness under load spread them 0.70-0.80.
+TEST(ElasticLaunchE2eTest, AnAsyncJobThroughTheCommunicatorSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ExpectElasticAsyncModeSurvivesAsTheFixedJobLearns(
+      "--runtime_split_send_recv --communicator_max_merge_var_num 1 --communicator_send_queue_size 1 "
+      "--communicator_min_send_grad_num_before_recv 1 --communicator_independent_recv_thread=false",
+      0.05);
+}
+
+// GEO-SGD keeps up to geo_sgd_need_push_nums steps of a trainer's progress:
+// its delta is exchanged at each chunk's end, divided by the trainers live
+// then. Measured 0.79-0.84 against the fixed job's 0.82-0.85, idle or beside
+// two CPU hogs.
+TEST(ElasticLaunchE2eTest, AGeoSgdJobSurvivesTheChaosScheduleAndTrainsEveryChunkOnce) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  ExpectElasticAsyncModeSurvivesAsTheFixedJobLearns("--geo_sgd_mode --geo_sgd_need_push_nums 10", 0.07);
 }
 
 // AsyncExecutor trainers of MultiSlot files (CTR) take whole files as
@@ -148,14 +165,12 @@ TEST(ElasticLaunchE2eTest, WhatLaunchCannotDoElasticallyIsRefusedWithWhatToChang
   Result range = Oar("launch --model fashion_mlp --async --trainers 2:4");
   EXPECT_NE(range.code, 0);
   EXPECT_NE(range.out.find("MIN:MAX is an elastic job's; add --elastic"), std::string::npos) << range.out;
-  for (const char* mode : {"--runtime_split_send_recv --half_async", "--geo_sgd_mode"}) {
-    Result kept = Oar(std::string("launch --elastic --async --model fashion_mlp --trainers 2:3 ") + mode);
-    EXPECT_NE(kept.code, 0);
-    EXPECT_NE(kept.out.find("--elastic: half-async and GEO-SGD (--half_async, --geo_sgd_mode) keep rounds of "
-                            "gradients and deltas in the trainer"),
-              std::string::npos)
-        << kept.out;
-  }
+  Result half =
+      Oar("launch --elastic --async --model fashion_mlp --trainers 2:3 --runtime_split_send_recv --half_async");
+  EXPECT_NE(half.code, 0);
+  EXPECT_NE(half.out.find("--elastic: half-async (--half_async) meets a trainer's threads each step"),
+            std::string::npos)
+      << half.out;
   Result nccl2 = Oar("launch --elastic --mode nccl2 --program p.pb --trainers 1:2 --data_feed x --files y");
   EXPECT_NE(nccl2.code, 0);
   EXPECT_NE(nccl2.out.find("an elastic nccl2 job reads each step's batches at the job's place in the epoch, and a "
