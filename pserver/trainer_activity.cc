@@ -46,6 +46,17 @@ absl::StatusOr<bool> TrainerActivity::UpdateMembers(absl::Time now, absl::Durati
   }
   ever.insert(members.begin(), members.end());
   absl::MutexLock l(&mu_);
+  for (const auto& [t, value] : seen.values) {
+    if (members.count(t) == 0) continue;
+    auto was = value_.find(t);
+    if (was != value_.end() && was->second != value && left_.count(t) == 0 && completed_.count(t) == 0) {
+      LOG(WARNING) << "trainer " << t << " left the job without completing (its process, " << was->second
+                   << ", was replaced by " << value << ")";
+      GetPserverMetrics().trainer_leaves->Add();
+      left_.insert(t);  // and joins again below
+    }
+    value_[t] = value;
+  }
   for (int t : ever) {
     if (ever_.insert(t).second || (members.count(t) != 0 && left_.erase(t) > 0)) {
       LOG(INFO) << "trainer " << t << " joined the job";

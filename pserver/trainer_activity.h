@@ -17,14 +17,18 @@
 // or left; the idle bound applies to members only, and each join and each
 // leave without COMPLETE is logged once. Fewer trainers than the job's
 // `min` (members and completed ones: at the start, or after deaths) for
-// the idle bound stops it with the reason.
+// the idle bound stops it with the reason. A member whose entry's value
+// changed between two looks (it died and a new process took its id) is
+// counted as a leave and a join.
 //
 // Thread-safety: all methods may be called concurrently; its lock is a
 // leaf, and `stop` is called without it.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -69,6 +73,9 @@ class TrainerActivity {
   std::function<TrainerMembers()> members_fn_;  // set before the loop runs
   std::set<int> ever_ ABSL_GUARDED_BY(mu_);     // every id that was a member
   std::set<int> left_ ABSL_GUARDED_BY(mu_);
+  // Each live member's entry value ("host pid N") as last seen: another
+  // value on the same id is a new process that replaced a dead one.
+  std::map<int, std::string> value_ ABSL_GUARDED_BY(mu_);
   // Since when fewer than `min` trainers are members or completed.
   absl::Time below_min_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool had_min_ ABSL_GUARDED_BY(mu_) = false;  // it had `min` trainers once

@@ -3,13 +3,15 @@
 // trainers that went silent for the idle bound — not one that keeps
 // sending, nor one that completed. An elastic job's wait (set_members)
 // ends once every member completed or left, and is bounded when fewer
-// trainers than the job's minimum are there.
+// trainers than the job's minimum are there; a member replaced on its id
+// is a leave and a join.
 #include "pserver/trainer_activity.h"
 
 #include <atomic>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "pserver/pserver_metrics.h"
 
 #include "gtest/gtest.h"
 
@@ -103,6 +105,36 @@ TEST(TrainerActivityTest, AJoinerBeforeTheBoundKeepsAnElasticJobBelowItsMinimumG
   job.join();
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(a.completed(), (std::set<int>{0, 2}));
+}
+
+// A trainer that died and was replaced on its id between two looks at the
+// member list (the new process's entry has another value) is counted as a
+// leave and a join; one that only stays is not.
+TEST(TrainerActivityTest, AMemberReplacedOnItsIdBetweenTwoLooksIsALeaveAndAJoin) {
+  TrainerActivity a(2);
+  absl::Mutex mu;
+  TrainerMembers now{.live = {0, 1}, .ever = {0, 1}, .min = 1, .values = {{0, "h pid 10"}, {1, "h pid 11"}}};
+  a.set_members([&] {
+    absl::MutexLock l(&mu);
+    return now;
+  });
+  const double joins = GetPserverMetrics().trainer_joins->Value();
+  const double leaves = GetPserverMetrics().trainer_leaves->Value();
+  std::thread job([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    {
+      absl::MutexLock l(&mu);
+      now.values[1] = "h pid 99";  // 11 died, 99 took id 1, within one look
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int t : {0, 1}) a.Complete(t);
+    a.Wake();
+  });
+  absl::Status s = a.AwaitAllCompleted(absl::Seconds(10), [] { return false; });
+  job.join();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(GetPserverMetrics().trainer_joins->Value() - joins, 3);  // 0, 1, and 1 again
+  EXPECT_EQ(GetPserverMetrics().trainer_leaves->Value() - leaves, 1);
 }
 
 TEST(TrainerActivityTest, AnElasticJobNoTrainerJoinsIsBounded) {
