@@ -86,19 +86,6 @@ absl::StatusOr<int> MinTrainers(int slots) {
 
 bool ElasticRequested() { return !ElasticServer().empty(); }
 
-absl::Status CheckElasticMode(bool half_async, const char* flag) {
-  if (half_async) {
-    return absl::UnimplementedError(absl::StrCat(
-        flag,
-        ": half-async (--half_async) meets a trainer's threads each step and sends their round together, which "
-        "no chunk boundary flushes yet; an elastic job trains plain async, async with the communicator "
-        "(--runtime_split_send_recv) or GEO-SGD (--geo_sgd_mode), each sending what it holds before a chunk is "
-        "reported done: drop --half_async, or drop ",
-        flag));
-  }
-  return absl::OkStatus();
-}
-
 int64_t ElasticChunks(int slots, int64_t files) {
   if (FLAGS_elastic_chunks > 0) return FLAGS_elastic_chunks;
   const int64_t per_slot = 4 * static_cast<int64_t>(slots);

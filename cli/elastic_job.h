@@ -50,12 +50,6 @@ struct ElasticJob {
 // --trainers MIN:MAX, else of PADDLE_ELASTIC_NP.
 bool ElasticRequested();
 
-// Refuses what elastic jobs do not do (yet), naming it: half-async.
-// `flag` is what the user gave (--elastic_server, --elastic). (The
-// asynchronous communicator and GEO-SGD are elastic: a trainer sends what
-// either holds before it reports a chunk done, cli/elastic_exchanges.h.)
-absl::Status CheckElasticMode(bool half_async, const char* flag = "--elastic_server");
-
 // An elastic sync job's pserver: how it agrees with the job's other
 // pservers on a departed trainer's last step (common/elastic/
 // leave_agreement.h), waiting up to --rpc_deadline for their records.

@@ -94,7 +94,6 @@ absl::StatusOr<LaunchPlan> PlanLaunch() {
                                                  .communicator = CommunicatorOptionsFromFlags(config).has_value(),
                                                  .geo = config.geo_sgd_mode}));
   if (elastic) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(config.half_async, "--elastic"));
     if (nccl2) OAR_RETURN_IF_ERROR(CheckElasticRingFlags());
     if (!nccl2 && !FLAGS_async && FLAGS_sync && async_executor) {
       return absl::UnimplementedError(

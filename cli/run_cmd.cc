@@ -169,7 +169,6 @@ absl::Status RunRole(const RoleEnv& env) {
     return absl::InvalidArgumentError("--params applies to --program (Paddle's saved values for a program file)");
   }
   if (ElasticRequested()) {
-    OAR_RETURN_IF_ERROR(CheckElasticMode(config.half_async));
     if (nccl2) OAR_RETURN_IF_ERROR(CheckElasticRingFlags());
     if (config.sync_mode && async_executor) {
       return absl::UnimplementedError(

@@ -230,9 +230,6 @@ absl::Status Communicator::error() const {
 
 absl::Status Communicator::Flush() {
   absl::MutexLock lock(&mu_);
-  if (options_.half_async) {
-    return absl::FailedPreconditionError("communicator: Flush is asynchronous mode's (half-async sends at Barrier)");
-  }
   const int64_t target = counts_.queued;
   if (!running_ && values_sent_ < target) {
     return absl::FailedPreconditionError(

@@ -105,11 +105,13 @@ class Communicator {
   // (in place when it has the same shape and dtype) if one arrived since
   // the last take; otherwise leaves it. The first failure of a pull, if any.
   absl::Status TakeReceived(const std::string& name, Variable* out);
-  // Asynchronous mode: blocks until every value queued before the call was
-  // merged, sent and answered (the send thread takes what is queued without
-  // waiting for more meanwhile), at most `queue_wait`; the first error of
-  // any send. What an elastic trainer does before it reports a chunk done,
-  // so no gradient of a chunk reported done is still in this process.
+  // Blocks until every value queued before the call was merged, sent and
+  // answered (the send thread takes what is queued without waiting for
+  // more meanwhile), at most `queue_wait`; the first error of any send.
+  // Half-async: rounds send at Barrier, so call it after the threads' last
+  // Barrier (then it returns at once). What an elastic trainer does before
+  // it reports a chunk done, so no gradient of a chunk reported done is
+  // still in this process.
   absl::Status Flush();
   // Sends everything queued, stops the threads, and pulls every parameter
   // once more; the first error of any send or pull.
