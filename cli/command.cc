@@ -76,10 +76,12 @@ const std::vector<Command>& Commands() {
         {"skip_bad_lines", "with --data_feed: count and skip malformed lines instead of stopping at the first"}}},
       {"deploy",
        "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
-       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--async] [--elastic --trainers "
-       "MIN:MAX] [--format plain|paddle-operator|kubeflow] --out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
+       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--async [--runtime_split_send_recv "
+       "[--half_async] | --geo_sgd_mode]] [--elastic --trainers MIN:MAX] [--format plain|paddle-operator|kubeflow] "
+       "--out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
        "cli/deploy_cmd.cc",
-       {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic", "async"},
+       {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic", "async", "runtime_split_send_recv",
+        "half_async", "geo_sgd_mode", "geo_sgd_need_push_nums"},
        RunDeploy,
        {{"pservers", "the number of pservers (pserver mode; default 1)"},
         {"trainers",
@@ -88,6 +90,10 @@ const std::vector<Command>& Commands() {
          "an elastic job (pserver mode, sync or with --async; or nccl2 mode): an etcd StatefulSet, and trainers as a "
          "StatefulSet that kubectl scale resizes between MIN and MAX"},
         {"async", "pserver mode trains async (every pod's `oar run` gets --async)"},
+        {"runtime_split_send_recv",
+         "with --async: every pod trains through Fluid's communicator (--half_async: half-async); its "
+         "FLAGS_communicator_* are read from each pod's environment"},
+        {"geo_sgd_mode", "with --async: GEO-SGD (--geo_sgd_need_push_nums N: steps between exchanges)"},
         {"mode", "pserver or nccl2 (default pserver)"},
         {"out", "the directory the manifests go into (created if missing)"},
         {"model", "the model every pod trains, passed to oar run (default fashion_mlp)"},

@@ -11,6 +11,7 @@
 #include "cli/k8s_manifests.h"
 #include "cli/model_build.h"
 #include "cli/trainers_flag.h"
+#include "cli/transpile_cmd.h"
 #include "common/base/status.h"
 #include "examples/model_zoo.h"
 #include "gflags/gflags.h"
@@ -28,6 +29,10 @@ DECLARE_string(model);
 DECLARE_int32(epochs);
 DECLARE_bool(elastic);  // cli/elastic_launch.cc
 DECLARE_bool(async);    // cli/transpile_cmd.cc
+DECLARE_bool(runtime_split_send_recv);
+DECLARE_bool(half_async);
+DECLARE_bool(geo_sgd_mode);
+DECLARE_int32(geo_sgd_need_push_nums);
 
 namespace oar::cli {
 namespace {
@@ -69,12 +74,30 @@ absl::Status Deploy() {
     if (s.mode == "nccl2") return absl::InvalidArgumentError("--async trains pserver mode; nccl2 mode is sync");
     for (auto* args : {&s.pserver_args, &s.trainer_args}) args->push_back("--async");
   }
+  // Fluid's communicator, half-async and GEO-SGD: every pod transpiles the
+  // program the same way, so each gets them.
+  std::vector<std::string> modes;
+  if (FLAGS_runtime_split_send_recv) modes.push_back("--runtime_split_send_recv");
+  if (FLAGS_half_async) modes.push_back("--half_async");
+  if (FLAGS_geo_sgd_mode) modes.push_back("--geo_sgd_mode");
+  if (FlagGiven("geo_sgd_need_push_nums")) {
+    if (!FLAGS_geo_sgd_mode)
+      return absl::InvalidArgumentError("--geo_sgd_need_push_nums is GEO-SGD's: add --geo_sgd_mode");
+    modes.insert(modes.end(), {"--geo_sgd_need_push_nums", std::to_string(FLAGS_geo_sgd_need_push_nums)});
+  }
+  if (!modes.empty() && !FLAGS_async) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(modes[0], " is a mode of async training in pserver mode: add --async"));
+  }
+  OAR_RETURN_IF_ERROR(TranspilerConfigFromFlags().status());
+  for (auto* args : {&s.pserver_args, &s.trainer_args}) args->insert(args->end(), modes.begin(), modes.end());
   s.command_line = absl::StrCat(
       "oar deploy --format ", s.format, " --mode ", s.mode,
       s.mode == "nccl2" ? "" : absl::StrCat(" --pservers ", s.pservers), s.elastic ? " --elastic" : "", " --trainers ",
       s.elastic ? absl::StrCat(s.min_trainers, ":", s.trainers) : std::to_string(s.trainers), " --image ", s.image,
       s.name == "oar" ? "" : " --name " + s.name, s.port > 0 ? absl::StrCat(" --port ", s.port) : "", " --model ",
-      FLAGS_model, " --epochs ", epochs);
+      FLAGS_model, " --epochs ", epochs, FLAGS_async ? " --async" : "", modes.empty() ? "" : " ",
+      absl::StrJoin(modes, " "));
   OAR_ASSIGN_OR_RETURN(std::vector<ManifestFile> files, GenerateManifests(s));
   std::error_code ec;
   std::filesystem::create_directories(FLAGS_out, ec);

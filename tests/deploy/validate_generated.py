@@ -16,7 +16,8 @@ every format are consistent and give each pod the role it should have.
 - elastic (--elastic --trainers MIN:MAX): etcd's StatefulSet, its Service
   and the URL every pod joins agree; the trainers are a StatefulSet of MAX
   replicas whose pod i (its pod-index label) resolves trainer i, and every
-  pod's `oar run` gets --async, the etcd URL, the job id and MIN:MAX;
+  pod's `oar run` gets --async (and the communicator's or GEO-SGD's
+  flags when given), the etcd URL, the job id and MIN:MAX;
   in nccl2 mode the trainers alone, pod i resolving trainer i and every
   slot's stable name as the ring's endpoints;
 - kubeflow (nccl2 mode): each Worker pod, given the operator's variables
@@ -145,10 +146,10 @@ def kubeflow(oar, tmp, trainers):
             check(got["current_endpoint"] == expect[i], "%s resolves its endpoint %s" % (where, got["current_endpoint"]))
 
 
-def elastic(oar, tmp, pservers, low, high, async_):
-    out = os.path.join(tmp, "elastic_%d_%d_%d" % (pservers, low, high))
+def elastic(oar, tmp, pservers, low, high, async_, modes=()):
+    out = os.path.join(tmp, "elastic_%d_%d_%d_%d" % (pservers, low, high, len(modes)))
     if not deploy(oar, out, "--elastic", "--pservers", str(pservers), "--trainers", "%d:%d" % (low, high),
-                  "--image", "oar:1", "--name", "ej", *(["--async"] if async_ else [])):
+                  "--image", "oar:1", "--name", "ej", *(["--async"] if async_ else []), *modes):
         return
     docs = {name: one_doc(os.path.join(out, name)) for name in sorted(os.listdir(out))}
     check(sorted(docs) == ["etcd-service.yaml", "etcd-statefulset.yaml", "pserver-job.yaml", "pserver-service.yaml",
@@ -176,6 +177,7 @@ def elastic(oar, tmp, pservers, low, high, async_):
         args = c.get("args", [])
         check(args[-len(want):] == want, "the %s's args %s do not end with %s" % (who, args, want))
         check(("--async" in args) == async_, "the %s's args %s: async is %s" % (who, args, async_))
+        check(all(m in args for m in modes), "the %s's args %s lack %s" % (who, args, list(modes)))
     eps = None
     for i in range(pservers):
         env = vm.pod_env(pc, "ej-pserver-%d" % i, {"batch.kubernetes.io/job-completion-index": str(i)})
@@ -240,7 +242,9 @@ def refusals(oar, tmp):
                        (["--epochs", "0", "--image", "x"], "--epochs must be at least 1"),
                        (["--trainers", "2:4", "--image", "x"], "MIN:MAX is for elastic jobs"),
                        (["--elastic", "--format", "paddle-operator", "--image", "x"],
-                        "--elastic writes plain manifests")):
+                        "--elastic writes plain manifests"),
+                       (["--runtime_split_send_recv", "--image", "x"], "a mode of async training in pserver mode: add --async"),
+                       (["--async", "--geo_sgd_need_push_nums", "5", "--image", "x"], "GEO-SGD's: add --geo_sgd_mode")):
         r = subprocess.run([oar, "deploy", "--out", os.path.join(tmp, "refused")] + args, capture_output=True, text=True)
         check(r.returncode != 0 and says in r.stderr, "oar deploy %s: expected an error saying %r, got %r"
               % (" ".join(args), says, r.stderr.strip()))
@@ -260,6 +264,8 @@ def main():
             kubeflow(a.oar, tmp, t)
         elastic(a.oar, tmp, 2, 2, 4, async_=True)
         elastic(a.oar, tmp, 1, 1, 1, async_=False)
+        elastic(a.oar, tmp, 2, 2, 4, async_=True, modes=("--runtime_split_send_recv", "--half_async"))
+        elastic(a.oar, tmp, 2, 1, 3, async_=True, modes=("--geo_sgd_mode", "--geo_sgd_need_push_nums", "20"))
         elastic_nccl2(a.oar, tmp, 2, 4)
         refusals(a.oar, tmp)
     return vm.report()
