@@ -113,24 +113,33 @@ TEST(TrainerActivityTest, AJoinerBeforeTheBoundKeepsAnElasticJobBelowItsMinimumG
 TEST(TrainerActivityTest, AMemberReplacedOnItsIdBetweenTwoLooksIsALeaveAndAJoin) {
   TrainerActivity a(2);
   absl::Mutex mu;
+  int looks = 0;  // how often the activity read the list
   TrainerMembers now{.live = {0, 1}, .ever = {0, 1}, .min = 1, .values = {{0, "h pid 10"}, {1, "h pid 11"}}};
   a.set_members([&] {
     absl::MutexLock l(&mu);
+    ++looks;
     return now;
   });
+  auto looked = [&](int n) {  // waits for the activity's n-th read, without a timed guess
+    absl::MutexLock l(&mu);
+    auto done = [&] { return looks >= n; };
+    return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30));
+  };
   const double joins = GetPserverMetrics().trainer_joins->Value();
   const double leaves = GetPserverMetrics().trainer_leaves->Value();
   std::thread job([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (!looked(1)) return;
+    int seen;
     {
       absl::MutexLock l(&mu);
       now.values[1] = "h pid 99";  // 11 died, 99 took id 1, within one look
+      seen = looks;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (!looked(seen + 2)) return;  // a whole read after the change
     for (int t : {0, 1}) a.Complete(t);
     a.Wake();
   });
-  absl::Status s = a.AwaitAllCompleted(absl::Seconds(10), [] { return false; });
+  absl::Status s = a.AwaitAllCompleted(absl::Seconds(60), [] { return false; });
   job.join();
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(GetPserverMetrics().trainer_joins->Value() - joins, 3);  // 0, 1, and 1 again
