@@ -7,6 +7,7 @@
 // against a reference that applies the same merged updates in one process.
 #include "trainer/communicator.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,6 +41,26 @@ void ExpectNear(const std::map<std::string, std::vector<float>>& got,
     for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], tol) << name << "[" << i << "]";
   }
 }
+
+// The pservers' parameters once SGD applied each merged gradient once: the
+// initial ones minus the rate times every merged gradient; and how many
+// queued values each variable's sends merged. OnMerged is the
+// communicator's hook (called from its send threads).
+struct MergedSgd {
+  explicit MergedSgd(const Scope& scope) : want(Params(scope)) {}
+  std::function<void(const std::string&, const Variable&, int)> OnMerged() {
+    return [this](const std::string& var, const Variable& merged, int values) {
+      const std::vector<float> g = TensorToVector<float>(merged.Get<Tensor>());
+      absl::MutexLock l(&mu);
+      values_merged[var] += values;
+      auto& p = want[ParamOf(var)];
+      for (size_t i = 0; i < p.size(); ++i) p[i] -= kLr * g[i];
+    };
+  }
+  absl::Mutex mu;
+  std::map<std::string, std::vector<float>> want;
+  std::map<std::string, int> values_merged;
+};
 
 // Ten steps' gradients queued before the sender starts, at most 4 merged:
 // the pservers receive them as 4 + 4 + 2, summed (SGD) or averaged, and
@@ -112,20 +133,12 @@ TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
   TrainerSide trainer(job);
   ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
   auto& [client, env, exe, scope] = trainer;
-  auto want = Params(scope);
-  std::map<std::string, int> values_sent;
-  absl::Mutex mu;
+  MergedSgd sgd(scope);
   auto comm = Communicator::Create(job.trainer[0], &client,
                                    {.max_merge_var_num = 3,
                                     .min_send_grad_num_before_recv = 2,
                                     .is_sgd_optimizer = false,  // means: steady steps whatever the timing merged
-                                    .on_merged = [&](const std::string& var, const Variable& merged, int values) {
-                                      const std::vector<float> g = TensorToVector<float>(merged.Get<Tensor>());
-                                      absl::MutexLock l(&mu);
-                                      values_sent[var] += values;
-                                      auto& p = want[ParamOf(var)];
-                                      for (size_t i = 0; i < p.size(); ++i) p[i] -= kLr * g[i];
-                                    }});
+                                    .on_merged = sgd.OnMerged()});
   ASSERT_TRUE(comm.ok()) << comm.status();
   env.communicator = comm->get();
   (*comm)->Start(&scope);
@@ -141,8 +154,8 @@ TEST(CommunicatorTest, LiveAsyncTrainingAppliesEveryMergedGradientOnce) {
   EXPECT_GT((*comm)->counts().pulls, 1);
   env.communicator = nullptr;
   ASSERT_TRUE(exe.Close().ok());
-  for (const auto& g : kGrads) EXPECT_EQ(values_sent[g], kSteps) << g;
-  ExpectNear(Params(scope), want, 1e-4f);
+  for (const auto& g : kGrads) EXPECT_EQ(sgd.values_merged[g], kSteps) << g;
+  ExpectNear(Params(scope), sgd.want, 1e-4f);
   for (float l : losses) EXPECT_TRUE(std::isfinite(l));
   for (const auto& r : job.results) EXPECT_TRUE(r.ok()) << r;
 }
@@ -306,21 +319,13 @@ TEST(CommunicatorTest, FlushReturnsOnceThePserversAppliedEveryQueuedGradient) {
   TrainerSide trainer(job);
   ASSERT_TRUE(trainer.exe.Run(job.trainer_startup[0], &trainer.scope).ok());
   auto& [client, env, exe, scope] = trainer;
-  auto want = Params(scope);
-  std::map<std::string, int> values_merged;
-  absl::Mutex mu;
+  MergedSgd sgd(scope);
   auto comm = Communicator::Create(job.trainer[0], &client,
                                    {.max_merge_var_num = 8,
                                     .send_wait_times = 300,
                                     .independent_recv_thread = false,
                                     .is_sgd_optimizer = true,
-                                    .on_merged = [&](const std::string& var, const Variable& merged, int values) {
-                                      const std::vector<float> g = TensorToVector<float>(merged.Get<Tensor>());
-                                      absl::MutexLock l(&mu);
-                                      values_merged[var] += values;
-                                      auto& p = want[ParamOf(var)];
-                                      for (size_t i = 0; i < p.size(); ++i) p[i] -= kLr * g[i];
-                                    }});
+                                    .on_merged = sgd.OnMerged()});
   ASSERT_TRUE(comm.ok()) << comm.status();
   EXPECT_TRUE((*comm)->Flush().ok());  // nothing queued: at once
   env.communicator = comm->get();
@@ -331,12 +336,12 @@ TEST(CommunicatorTest, FlushReturnsOnceThePserversAppliedEveryQueuedGradient) {
   }
   ASSERT_TRUE((*comm)->Flush().ok());
   {
-    absl::MutexLock l(&mu);
-    for (const auto& g : kGrads) EXPECT_EQ(values_merged[g], 5) << g;
+    absl::MutexLock l(&sgd.mu);
+    for (const auto& g : kGrads) EXPECT_EQ(sgd.values_merged[g], 5) << g;
   }
   auto contexts = ContextsOf(job.trainer[0]);
   ASSERT_TRUE(contexts.ok()) << contexts.status();
-  for (const auto& [param, values] : want) {
+  for (const auto& [param, values] : sgd.want) {
     const VarContext& c = contexts->recv.at(param);
     std::vector<float> on_pservers;
     for (size_t i = 0; i < c.blocks.size(); ++i) {
