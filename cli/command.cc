@@ -76,8 +76,8 @@ const std::vector<Command>& Commands() {
         {"skip_bad_lines", "with --data_feed: count and skip malformed lines instead of stopping at the first"}}},
       {"deploy",
        "write a job's Kubernetes manifests (plain, PaddleFlow's or Kubeflow's PaddleJob) from one description",
-       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--async [--runtime_split_send_recv "
-       "[--half_async] | --geo_sgd_mode]] [--elastic --trainers MIN:MAX] [--format plain|paddle-operator|kubeflow] "
+       "oar deploy --pservers P --trainers T --image IMG [--mode pserver|nccl2] [--runtime_split_send_recv] [--async "
+       "[--half_async | --geo_sgd_mode]] [--elastic --trainers MIN:MAX] [--format plain|paddle-operator|kubeflow] "
        "--out DIR [--name NAME] [--port N] [--model M] [--epochs N]",
        "cli/deploy_cmd.cc",
        {"pservers", "trainers", "mode", "out", "model", "epochs", "elastic", "async", "runtime_split_send_recv",
@@ -91,8 +91,8 @@ const std::vector<Command>& Commands() {
          "StatefulSet that kubectl scale resizes between MIN and MAX"},
         {"async", "pserver mode trains async (every pod's `oar run` gets --async)"},
         {"runtime_split_send_recv",
-         "with --async: every pod trains through Fluid's communicator (--half_async: half-async); its "
-         "FLAGS_communicator_* are read from each pod's environment"},
+         "every pod's trainers cut gradients into the pservers' blocks as they send; with --async through Fluid's "
+         "communicator (--half_async: half-async), whose FLAGS_communicator_* each pod reads from its environment"},
         {"geo_sgd_mode", "with --async: GEO-SGD (--geo_sgd_need_push_nums N: steps between exchanges)"},
         {"mode", "pserver or nccl2 (default pserver)"},
         {"out", "the directory the manifests go into (created if missing)"},

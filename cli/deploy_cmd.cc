@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/k8s_manifests.h"
+#include "cli/mode_flags.h"
 #include "cli/model_build.h"
 #include "cli/trainers_flag.h"
 #include "cli/transpile_cmd.h"
@@ -74,22 +75,18 @@ absl::Status Deploy() {
     if (s.mode == "nccl2") return absl::InvalidArgumentError("--async trains pserver mode; nccl2 mode is sync");
     for (auto* args : {&s.pserver_args, &s.trainer_args}) args->push_back("--async");
   }
-  // Fluid's communicator, half-async and GEO-SGD: every pod transpiles the
-  // program the same way, so each gets them.
+  // Runtime split (with --async, Fluid's communicator), half-async and
+  // GEO-SGD: every pod transpiles the program the same way, so each gets
+  // them; refused here as every pod would refuse them.
+  OAR_ASSIGN_OR_RETURN(const DistributeTranspilerConfig config, TranspilerConfigFromFlags());
+  OAR_RETURN_IF_ERROR(RefuseFlagsTheModeIgnores({.nccl2 = s.mode == "nccl2", .geo = config.geo_sgd_mode}));
   std::vector<std::string> modes;
   if (FLAGS_runtime_split_send_recv) modes.push_back("--runtime_split_send_recv");
   if (FLAGS_half_async) modes.push_back("--half_async");
   if (FLAGS_geo_sgd_mode) modes.push_back("--geo_sgd_mode");
   if (FlagGiven("geo_sgd_need_push_nums")) {
-    if (!FLAGS_geo_sgd_mode)
-      return absl::InvalidArgumentError("--geo_sgd_need_push_nums is GEO-SGD's: add --geo_sgd_mode");
     modes.insert(modes.end(), {"--geo_sgd_need_push_nums", std::to_string(FLAGS_geo_sgd_need_push_nums)});
   }
-  if (!modes.empty() && !FLAGS_async) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(modes[0], " is a mode of async training in pserver mode: add --async"));
-  }
-  OAR_RETURN_IF_ERROR(TranspilerConfigFromFlags().status());
   for (auto* args : {&s.pserver_args, &s.trainer_args}) args->insert(args->end(), modes.begin(), modes.end());
   s.command_line = absl::StrCat(
       "oar deploy --format ", s.format, " --mode ", s.mode,

@@ -243,8 +243,10 @@ def refusals(oar, tmp):
                        (["--trainers", "2:4", "--image", "x"], "MIN:MAX is for elastic jobs"),
                        (["--elastic", "--format", "paddle-operator", "--image", "x"],
                         "--elastic writes plain manifests"),
-                       (["--runtime_split_send_recv", "--image", "x"], "a mode of async training in pserver mode: add --async"),
-                       (["--async", "--geo_sgd_need_push_nums", "5", "--image", "x"], "GEO-SGD's: add --geo_sgd_mode")):
+                       (["--runtime_split_send_recv", "--half_async", "--image", "x"],
+                        "--half_async is a mode of async training: add --async"),
+                       (["--mode", "nccl2", "--runtime_split_send_recv", "--image", "x"], "--mode nccl2 has none"),
+                       (["--async", "--geo_sgd_need_push_nums", "5", "--image", "x"], "goes with --geo_sgd_mode")):
         r = subprocess.run([oar, "deploy", "--out", os.path.join(tmp, "refused")] + args, capture_output=True, text=True)
         check(r.returncode != 0 and says in r.stderr, "oar deploy %s: expected an error saying %r, got %r"
               % (" ".join(args), says, r.stderr.strip()))
