@@ -110,6 +110,11 @@ TrainerMembers TrainersOf(const ElasticJob& job) {
     if (id_of(name, &id)) out.ever.insert(id);
   }
   out.min = job.min_trainers;
+  out.take_out = [etcd = job.etcd.get(), job_id = ElasticJobId()](int t, const std::string& value) {
+    return elastic::Membership::RevokeIf(etcd, job_id, absl::StrCat("trainer/", t),
+                                         [&value](const std::string& v) { return v == value; })
+        .status();
+  };
   return out;
 }
 

@@ -42,7 +42,32 @@ std::function<void(absl::Duration)> DepartureWatch::Look() {
     if (!seen_.count(key) && now - joined.at < absl::Seconds(1)) continue;  // the list may lag its join
     Leave(t, joined);
   }
+  TakeOutSilent(m, now);
   return m.await_change;
+}
+
+void DepartureWatch::TakeOutSilent(const TrainerMembers& m, absl::Time now) {
+  if (!m.take_out) return;
+  const std::map<int, StepBarrier::Joined> joined = barrier_->joined();
+  for (const auto& [t, silent] : barrier_->Silent(now)) {
+    auto j = joined.find(t);
+    auto value = m.values.find(t);
+    // Gone from the list already (the departure above takes it out), or
+    // its entry is another process's (its successor's JOIN is coming).
+    if (j == joined.end() || value == m.values.end() || value->second != j->second.member) continue;
+    if (!taken_out_.insert({t, value->second}).second) continue;  // asked once per process
+    LOG(WARNING) << name_ << ": trainer " << t << " (" << value->second << ") sent nothing for "
+                 << absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(1))) << " (its lease's TTL) while step "
+                 << barrier_->step()
+                 << " waited on it after the other trainers arrived: it is lost or stuck; taking it out of the job "
+                    "(revoking its lease in etcd)";
+    if (absl::Status s = m.take_out(t, value->second); !s.ok()) {
+      LOG(WARNING) << name_ << ": could not take trainer " << t << " out (" << s.message()
+                   << "); its lease will run out";
+    } else {
+      GetPserverMetrics().trainers_taken_out->Add();
+    }
+  }
 }
 
 void DepartureWatch::Leave(int trainer, const StepBarrier::Joined& joined) {

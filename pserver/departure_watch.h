@@ -13,6 +13,14 @@
 // before its absence counts. An agreement that fails ends the barrier with
 // the reason.
 //
+// A trainer lost without a word (its machine gone, the network cut) keeps
+// its lease until it runs out, and etcd notices that only on its next
+// expiry check (every 0.5 s). So the watch also takes out (the view's
+// take_out: revokes its lease) a trainer the step has waited on, silent,
+// for the lease's TTL since the others arrived (StepBarrier::Silent): the
+// job goes on within the TTL and one step of the loss, and a stuck
+// trainer is treated as lost rather than stopping the job.
+//
 //   DepartureWatch watch(barrier, members, agree, "pserver 10.0.0.2:6174");
 //   watch.Start();
 //   ... the sync loop runs ...
@@ -50,12 +58,14 @@ class DepartureWatch {
 
  private:
   void Leave(int trainer, const StepBarrier::Joined& joined);
+  void TakeOutSilent(const TrainerMembers& m, absl::Time now);
 
   StepBarrier* const barrier_;
   const std::function<TrainerMembers()> members_;
   const AgreeOnLeave agree_;
   const std::string name_;
-  std::set<std::pair<int, std::string>> seen_;  // (trainer, member value) seen in the list; the thread's
+  std::set<std::pair<int, std::string>> seen_;       // (trainer, member value) seen in the list; the thread's
+  std::set<std::pair<int, std::string>> taken_out_;  // (trainer, member value) asked to leave; the thread's
   absl::Notification stop_;
   std::thread thread_;
 };

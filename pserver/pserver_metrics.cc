@@ -24,6 +24,10 @@ const PserverMetrics& GetPserverMetrics() {
     out->trainer_leaves =
         r.AddCounter("oar_pserver_elastic_leaves_total", "Trainers that left this elastic job without completing")
             ->With({});
+    out->trainers_taken_out = r.AddCounter("oar_pserver_elastic_silent_trainers_total",
+                                           "Trainers this pserver took out of an elastic job (their leases revoked) "
+                                           "after a step waited on them, silent, for a lease's TTL")
+                                  ->With({});
     return out;
   }();
   return *m;

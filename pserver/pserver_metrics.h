@@ -28,8 +28,9 @@ struct PserverMetrics {
   metrics::Histogram* optimize_duration;
   metrics::Counter* steps;
   metrics::Gauge* parameter_bytes;
-  metrics::Counter* trainer_joins;   // elastic jobs: trainers that became members
-  metrics::Counter* trainer_leaves;  // and that left without completing
+  metrics::Counter* trainer_joins;       // elastic jobs: trainers that became members
+  metrics::Counter* trainer_leaves;      // and that left without completing
+  metrics::Counter* trainers_taken_out;  // silent for a lease while a step waited on them
 };
 
 const PserverMetrics& GetPserverMetrics();

@@ -51,6 +51,7 @@ absl::Status StepBarrier::BeginReceive(int trainer_id, uint64_t incarnation) {
   if (absl::Status s = AwaitNotOptimizing(absl::StrCat("gradient from trainer ", trainer_id)); !s.ok()) return s;
   if (absl::Status s = CheckMemberLocked(trainer_id, "a gradient"); !s.ok()) return s;  // it may have left meanwhile
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("a gradient", trainer_id);
+  HeardLocked(trainer_id);
   ++receiving_;
   return absl::OkStatus();
 }
@@ -74,6 +75,7 @@ void StepBarrier::EndReceive(int trainer_id, bool stored, uint64_t incarnation) 
   --receiving_;
   int64_t* count = StoredLocked(trainer_id, incarnation);
   if (stored && count != nullptr) ++*count;
+  HeardLocked(trainer_id);
 }
 
 absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t incarnation) {
@@ -90,6 +92,8 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
                                                " variable(s) it sent since its last barrier"));
   }
   batch_.insert(trainer_id);
+  HeardLocked(trainer_id);
+  if (elastic_) batch_at_ = heard_[trainer_id];
   if (elastic_ && sent == 0) idle_.insert(trainer_id);  // it sent nothing this step: it waits for data
   *stored = 0;
   return absl::OkStatus();
@@ -111,6 +115,8 @@ absl::Status StepBarrier::FetchBarrier(int trainer_id, uint64_t incarnation) {
   // The trainer may have restarted while this waited.
   if (StoredLocked(trainer_id, incarnation) == nullptr) return FromAnEarlierRun("FETCH_BARRIER", trainer_id);
   fetch_.insert(trainer_id);
+  HeardLocked(trainer_id);
+  if (elastic_) fetch_at_ = heard_[trainer_id];
   return absl::OkStatus();
 }
 
@@ -118,6 +124,7 @@ absl::Status StepBarrier::BeforeGet(int trainer_id) {
   absl::MutexLock l(&mu_);
   if (absl::Status s = CheckTrainer(trainer_id); !s.ok()) return s;
   if (absl::Status s = CheckMemberLocked(trainer_id, "a Get"); !s.ok()) return s;
+  HeardLocked(trainer_id);
   auto ready = [this, trainer_id]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return GetReadyLocked(trainer_id); };
   if (absl::Status s = AwaitLocked(ready, absl::StrCat("Get from trainer ", trainer_id), Verdict() * timeout_);
       !s.ok()) {
@@ -133,6 +140,7 @@ void StepBarrier::WhenGetReady(int trainer_id, GetReady serve) {
     now = CheckTrainer(trainer_id);
     if (now.ok()) now = CheckMemberLocked(trainer_id, "a Get");
     if (now.ok()) now = ended_;
+    if (now.ok()) HeardLocked(trainer_id);
     if (now.ok() && !GetReadyLocked(trainer_id)) {
       parked_.emplace_back(trainer_id, std::move(serve));
       return;

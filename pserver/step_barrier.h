@@ -178,6 +178,12 @@ class StepBarrier {
   // Whether the trainer was taken out of the job (departed; its messages
   // are refused) and has not joined again.
   bool HasLeft(int trainer_id) const;
+  // The live trainers the current phase still waits on that have sent
+  // nothing for `timeout` since another live trainer last arrived at it
+  // (and since they joined), with how long: a trainer that died without a
+  // word (its machine lost) or is stuck. Empty while none has arrived
+  // (every trainer may be in a long step) and during kOptimize.
+  std::map<int, absl::Duration> Silent(absl::Time now) const;
 
  private:
   absl::Status CheckTrainer(int trainer_id) const;
@@ -245,11 +251,17 @@ class StepBarrier {
   std::map<int, absl::Time> holds_ ABSL_GUARDED_BY(mu_);
   std::set<int> members_ ABSL_GUARDED_BY(mu_);
   std::set<int> departing_ ABSL_GUARDED_BY(mu_), left_ ABSL_GUARDED_BY(mu_);
-  std::set<int> leave_after_step_ ABSL_GUARDED_BY(mu_);   // resolved into the current step
-  std::set<int> idle_ ABSL_GUARDED_BY(mu_);               // this step's barriers without gradients
-  std::set<int> contributors_ ABSL_GUARDED_BY(mu_);       // the step in kOptimize's
-  std::set<int> last_contributors_ ABSL_GUARDED_BY(mu_);  // the step applied last
-  int64_t events_ ABSL_GUARDED_BY(mu_) = 0;               // joins, leaves, completions
+  std::set<int> leave_after_step_ ABSL_GUARDED_BY(mu_);                       // resolved into the current step
+  std::set<int> idle_ ABSL_GUARDED_BY(mu_);                                   // this step's barriers without gradients
+  std::set<int> contributors_ ABSL_GUARDED_BY(mu_);                           // the step in kOptimize's
+  std::set<int> last_contributors_ ABSL_GUARDED_BY(mu_);                      // the step applied last
+  int64_t events_ ABSL_GUARDED_BY(mu_) = 0;                                   // joins, leaves, completions
+  std::map<int, absl::Time> heard_ ABSL_GUARDED_BY(mu_);                      // each trainer's last message
+  absl::Time fetch_at_ ABSL_GUARDED_BY(mu_), batch_at_ ABSL_GUARDED_BY(mu_);  // the last arrival at each
+  // Elastic: notes a message from the trainer (Silent's clock).
+  void HeardLocked(int trainer_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (elastic_) heard_[trainer_id] = absl::Now();
+  }
   bool had_min_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -3,6 +3,7 @@
 // on the trainer's last step) and the loop's wait, which counts the joined
 // trainers rather than 0..fanin-1 and ends the job once every trainer that
 // joined (and every member of the job) has completed or left.
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +134,24 @@ void StepBarrier::Resolve(int trainer_id, int last_step) {
 bool StepBarrier::HasLeft(int trainer_id) const {
   absl::MutexLock l(&mu_);
   return elastic_ && (left_.count(trainer_id) || departing_.count(trainer_id) || leave_after_step_.count(trainer_id));
+}
+
+std::map<int, absl::Duration> StepBarrier::Silent(absl::Time now) const {
+  absl::MutexLock l(&mu_);
+  std::map<int, absl::Duration> out;
+  if (!elastic_ || phase_ == Phase::kOptimize || !ended_.ok()) return out;
+  const bool serving = phase_ == Phase::kServe;
+  const std::set<int>& arrived = serving ? fetch_ : batch_;
+  bool someone = false;
+  for (int t : arrived) someone |= LiveLocked(t);
+  if (!someone) return out;
+  for (int t = 0; t < fanin_; ++t) {
+    if (!LiveLocked(t) || arrived.count(t) || departing_.count(t) || leave_after_step_.count(t)) continue;
+    absl::Time since = std::max(serving ? fetch_at_ : batch_at_, joined_.at(t).at);
+    if (auto h = heard_.find(t); h != heard_.end()) since = std::max(since, h->second);
+    if (now - since >= timeout_) out[t] = now - since;
+  }
+  return out;
 }
 
 std::set<int> StepBarrier::contributors_at_optimize() const {

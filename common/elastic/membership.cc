@@ -189,4 +189,17 @@ absl::Status Membership::Leave() {
   return absl::IsNotFound(s) ? absl::OkStatus() : s;  // expired already: gone all the same
 }
 
+absl::StatusOr<bool> Membership::RevokeIf(EtcdClient* etcd, const std::string& job, const std::string& name,
+                                          const std::function<bool(const std::string& value)>& is_it) {
+  const std::string key = Prefix(job) + name;
+  OAR_ASSIGN_OR_RETURN(EtcdRange got, etcd->Get(key));
+  if (got.kvs.empty() || !is_it(got.kvs[0].value)) return false;
+  if (got.kvs[0].lease == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(key, " holds no lease (it was not put by a member)"));
+  }
+  const absl::Status s = etcd->RevokeLease(got.kvs[0].lease);
+  if (!s.ok() && !absl::IsNotFound(s)) return Annotate(s, key);
+  return true;
+}
+
 }  // namespace oar::elastic

@@ -65,6 +65,12 @@ class Membership {
   bool WaitFor(const std::function<bool(const Members&)>& holds, absl::Duration timeout) const;
   // Stops tending and revokes the lease: the others see this member leave.
   absl::Status Leave();
+  // Ends another member's entry `name` of `job` (revokes its lease, so
+  // every view drops it and its leased keys go) if it exists and its value
+  // passes `is_it` (the process that was meant, not a successor on the same
+  // name): true when it did. A lease already gone counts as done.
+  static absl::StatusOr<bool> RevokeIf(EtcdClient* etcd, const std::string& job, const std::string& name,
+                                       const std::function<bool(const std::string& value)>& is_it);
   // Testing: stops renewing the lease (as a process cut off from etcd),
   // leaving the view tended.
   void StopRenewing();

@@ -60,6 +60,11 @@ struct TrainerMembers {
   // Blocks until the list differs from this view or for at most the
   // duration (null: it cannot tell; the caller polls).
   std::function<void(absl::Duration)> await_change;
+  // Takes trainer `id` out of the job if its live entry still holds
+  // `value` (revokes its lease: every process sees it leave); null when
+  // the view cannot. A pserver does so to a trainer its step waited on for
+  // a whole lease without a word from it.
+  std::function<absl::Status(int id, const std::string& value)> take_out;
 };
 
 // An elastic sync job: what one pserver saw of a trainer whose lease ran

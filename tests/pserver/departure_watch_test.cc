@@ -3,6 +3,9 @@
 // pserver saw is what it records); one still listed, or just joined and not
 // yet seen in the list, stays; a failed agreement ends the barrier with
 // the reason. Its thread looks again when the member list says it changed.
+// A trainer the step waited on, silent, for the timeout is taken out
+// through the view (its lease revoked), once, and only the process that
+// joined.
 #include "pserver/departure_watch.h"
 
 #include <thread>
@@ -17,12 +20,19 @@ struct Job {
   absl::Mutex mu;
   TrainerMembers members;
   std::vector<LeaveRecord> records;
+  std::vector<std::pair<int, std::string>> taken_out;
   absl::StatusOr<int64_t> verdict = int64_t{0};
 
   std::function<TrainerMembers()> List() {
     return [this] {
       absl::MutexLock l(&mu);
-      return members;
+      TrainerMembers m = members;
+      m.take_out = [this](int t, const std::string& value) {
+        absl::MutexLock l(&mu);
+        taken_out.emplace_back(t, value);
+        return absl::OkStatus();
+      };
+      return m;
     };
   }
   AgreeOnLeave Agree() {
@@ -147,6 +157,44 @@ TEST(DepartureWatchTest, AFailedAgreementEndsTheBarrierWithTheReason) {
   absl::Status s = b.BeforeGet(1);  // the survivor hears why the job stopped
   EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
   EXPECT_NE(s.message().find("agreeing with the other pservers on the steps of trainer 0"), std::string::npos) << s;
+}
+
+TEST(DepartureWatchTest, ATrainerTheStepWaitedOnSilentlyForTheTimeoutIsTakenOutOnce) {
+  StepBarrier b(3, absl::Seconds(1), StepBarrier::Elastic{});
+  Job job;
+  job.Set({{0, "h pid 10"}, {1, "h pid 11"}, {2, "h pid 12"}});
+  DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1, 2}));
+  ASSERT_TRUE(b.FetchBarrier(0).ok());
+  ASSERT_TRUE(b.FetchBarrier(2).ok());
+  watch.Look();
+  EXPECT_TRUE(job.taken_out.empty());  // not silent for the timeout yet
+  absl::SleepFor(absl::Milliseconds(1050));
+  watch.Look();
+  watch.Look();  // asked once
+  ASSERT_EQ(job.taken_out.size(), 1u);
+  EXPECT_EQ(job.taken_out[0], std::make_pair(1, std::string("h pid 11")));
+  EXPECT_TRUE(job.records.empty());  // still listed: it leaves when its entry goes
+  job.Set({{0, "h pid 10"}, {2, "h pid 12"}});
+  watch.Look();
+  ASSERT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(job.records[0].trainer, 1);
+}
+
+TEST(DepartureWatchTest, ASilentTrainerWhoseIdAnotherProcessHoldsNowIsNotTakenOut) {
+  StepBarrier b(2, absl::Milliseconds(300), StepBarrier::Elastic{});
+  Job job;
+  job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
+  DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
+  ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1}));
+  watch.Look();
+  ASSERT_TRUE(b.FetchBarrier(0).ok());
+  absl::SleepFor(absl::Milliseconds(350));
+  job.Set({{0, "h pid 10"}, {1, "h pid 99"}});  // a successor registered on id 1
+  job.verdict = int64_t{-1};
+  watch.Look();
+  EXPECT_TRUE(job.taken_out.empty());  // the old one leaves as gone; the new one is not touched
+  EXPECT_EQ(job.records.size(), 1u);
 }
 
 }  // namespace

@@ -192,5 +192,45 @@ TEST(StepBarrierElasticTest, FewerThanMinTrainersForTheTimeoutStopsTheJobWithThe
       << more.status();
 }
 
+// Silent names a trainer the phase waits on once another trainer arrived
+// and it then said nothing for the timeout (its last message, or that
+// arrival, whichever came later): a lost machine's trainer, or a stuck one.
+// `now` is the caller's, so the test asks about the future, not sleeps.
+TEST(StepBarrierElasticTest, SilentNamesTheTrainersAPhaseWaitsOnForATimeoutAfterAnotherArrived) {
+  constexpr absl::Duration kLease = absl::Seconds(4);
+  StepBarrier b(3, kLease, StepBarrier::Elastic{});
+  for (int t : {0, 1, 2}) HoldAndJoin(&b, t);
+  EXPECT_TRUE(b.Silent(absl::Now() + 10 * kLease).empty());  // nobody arrived: all may be slow alike
+  ASSERT_TRUE(b.FetchBarrier(0).ok());
+  const absl::Time arrived = absl::Now();
+  EXPECT_TRUE(b.Silent(arrived + kLease / 2).empty());
+  std::map<int, absl::Duration> silent = b.Silent(arrived + kLease + absl::Seconds(1));
+  ASSERT_EQ(silent.size(), 2u);
+  EXPECT_GE(silent[1], kLease);
+  EXPECT_GE(silent[2], kLease);
+  // A word from trainer 2 (its Get) restarts its clock; 1 stays silent.
+  absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(b.BeforeGet(2).ok());
+  silent = b.Silent(arrived + kLease + absl::Milliseconds(1));
+  EXPECT_EQ(silent.size(), 1u);
+  EXPECT_EQ(silent.count(1), 1u);
+  // The collecting phase: trainers 1 and 2 arrive at the serve phase's end,
+  // then 0 and 2 contribute; 1, which said nothing since, is silent.
+  ASSERT_TRUE(b.FetchBarrier(1).ok());
+  ASSERT_TRUE(b.FetchBarrier(2).ok());
+  ASSERT_TRUE(*Loop(&b).Join());
+  EXPECT_TRUE(b.Silent(absl::Now() + 10 * kLease).empty());  // none arrived at this phase yet
+  Contribute(&b, 0);
+  Contribute(&b, 2);
+  const absl::Time batch = absl::Now();
+  EXPECT_TRUE(b.Silent(batch + kLease / 2).empty());
+  silent = b.Silent(batch + kLease);
+  ASSERT_EQ(silent.size(), 1u);
+  EXPECT_EQ(silent.count(1), 1u);
+  // Taken out (its lease revoked): no longer waited on, so not silent.
+  ASSERT_TRUE(b.Depart(1).has_value());
+  EXPECT_TRUE(b.Silent(batch + 10 * kLease).empty());
+}
+
 }  // namespace
 }  // namespace oar

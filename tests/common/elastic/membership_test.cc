@@ -79,6 +79,38 @@ TEST_F(MembershipTest, ANameALiveMemberHoldsIsRefused) {
   EXPECT_NE(again.status().message().find("127.0.0.1:7000"), std::string::npos) << again.status();
 }
 
+// What a pserver does to a trainer its step waited on, silent, for a whole
+// lease: it ends that member's entry, and only if it is still the process
+// meant. A live member so ended registers again (it is told it left when
+// it next speaks to the job).
+TEST_F(MembershipTest, RevokeIfEndsAnotherMembersEntryOnlyWhenItIsStillTheProcessMeant) {
+  auto a = JoinAs(0), b = JoinAs(1);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->WaitFor(Count(2), absl::Seconds(10)));
+  auto is = [](const std::string& want) { return [want](const std::string& v) { return v == want; }; };
+  absl::StatusOr<bool> r = Membership::RevokeIf(clients_[2].get(), "job1", "trainer/1", is("127.0.0.1:9999"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(*r);  // another process's entry: left alone
+  r = Membership::RevokeIf(clients_[2].get(), "job1", "trainer/7", is("127.0.0.1:7001"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(*r);  // no such member
+  EXPECT_EQ(a->members().size(), 2u);
+  const int64_t seen = a->changes();
+  r = Membership::RevokeIf(clients_[2].get(), "job1", "trainer/1", is("127.0.0.1:7001"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(*r);
+  // b lost its lease (it registers again), and a saw its entry go and come.
+  for (absl::Time until = absl::Now() + absl::Seconds(10); b->reregistrations() == 0 && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(b->reregistrations(), 1);
+  for (absl::Time until = absl::Now() + absl::Seconds(10); a->changes() < seen + 2 && absl::Now() < until;) {
+    a->AwaitChange(a->changes(), absl::Milliseconds(100));
+  }
+  EXPECT_EQ(a->changes(), seen + 2);
+  EXPECT_EQ(a->members().size(), 2u);
+}
+
 TEST_F(MembershipTest, AMemberCutOffLongerThanItsLeaseIsRemovedAndOnlyIt) {
   auto a = JoinAs(0), b = JoinAs(1), c = JoinAs(2);
   ASSERT_TRUE(a && b && c);
