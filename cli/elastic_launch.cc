@@ -26,21 +26,24 @@ DEFINE_bool(elastic, false,
             "--elastic_server "
             "names one; oar deploy writes an etcd StatefulSet and the trainers as a scalable StatefulSet)");
 DEFINE_string(chaos, "",
-              "with --elastic: kill (SIGKILL), stop (SIGTERM) and add trainers as the job runs, e.g. 'kill trainer 1 "
-              "at step 200; stop trainer 2 at step 300; add 1 at step 400' (a step: one trainer's step, counted over "
-              "all trainers)");
+              "with --elastic: kill (SIGKILL), stop (SIGTERM), freeze (SIGSTOP: a machine that stopped answering) "
+              "and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; stop trainer 2 at step 300; "
+              "freeze trainer 0 at step 350; add 1 at step 400' (a step: one trainer's step, counted over all "
+              "trainers)");
 
 namespace oar::cli {
 namespace {
 
-// "kill trainer 1 at step 200" / "stop trainer 1 at step 200" / "add 2 at step 400".
+// "kill trainer 1 at step 200" / "stop ..." / "freeze ..." / "add 2 at step 400".
 std::optional<ChaosEvent> ParseClause(absl::string_view clause) {
   std::vector<absl::string_view> w = absl::StrSplit(clause, ' ', absl::SkipWhitespace());
   ChaosEvent e;
   e.text = std::string(absl::StripAsciiWhitespace(clause));
   size_t at = 0;
-  if (w.size() == 6 && (w[0] == "kill" || w[0] == "stop") && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
-    e.kind = w[0] == "kill" ? ChaosEvent::Kind::kKill : ChaosEvent::Kind::kStop;
+  const std::map<absl::string_view, ChaosEvent::Kind> to_trainer = {
+      {"kill", ChaosEvent::Kind::kKill}, {"stop", ChaosEvent::Kind::kStop}, {"freeze", ChaosEvent::Kind::kFreeze}};
+  if (w.size() == 6 && to_trainer.count(w[0]) && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
+    e.kind = to_trainer.at(w[0]);
     at = 3;
   } else if (w.size() == 5 && w[0] == "add" && absl::SimpleAtoi(w[1], &e.count) && e.count > 0) {
     e.kind = ChaosEvent::Kind::kAdd;
@@ -72,7 +75,8 @@ absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int m
   if (!bad.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--chaos: cannot read ", absl::StrJoin(bad, ", "),
                                                    "; each clause is 'kill trainer ID at step S', 'stop trainer ID at "
-                                                   "step S' or 'add N at step S', separated by ';'"));
+                                                   "step S', 'freeze trainer ID at step S' or 'add N at step S', "
+                                                   "separated by ';'"));
   }
   return out;
 }
@@ -89,10 +93,11 @@ absl::StatusOr<std::vector<ChaosEvent>> ChaosFromFlag(int max_trainers) {
 }
 
 absl::Status ForgetDeadTrainer(elastic::EtcdClient* etcd, const std::string& job, int trainer, pid_t pid) {
-  const std::string key = absl::StrCat(elastic::Membership::Prefix(job), "trainer/", trainer);
-  OAR_ASSIGN_OR_RETURN(elastic::EtcdRange got, etcd->Get(key));
-  if (got.kvs.empty() || !absl::EndsWith(got.kvs[0].value, absl::StrCat(" pid ", pid))) return absl::OkStatus();
-  OAR_RETURN_IF_ERROR(Annotate(etcd->RevokeLease(got.kvs[0].lease), key));
+  const std::string its_pid = absl::StrCat(" pid ", pid);
+  OAR_ASSIGN_OR_RETURN(const bool revoked,
+                       elastic::Membership::RevokeIf(etcd, job, absl::StrCat("trainer/", trainer),
+                                                     [&](const std::string& v) { return absl::EndsWith(v, its_pid); }));
+  if (!revoked) return absl::OkStatus();
   std::fprintf(stderr,
                "oar launch: trainer %d (pid %d) is gone: its membership in etcd revoked (its chunk, if any, goes back "
                "to the queue)\n",
@@ -129,23 +134,30 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
     if (fired_[i] || job_steps < e.at_step) continue;
     std::string what;
     if (e.kind != ChaosEvent::Kind::kAdd) {
-      const bool kill = e.kind == ChaosEvent::Kind::kKill;
-      const std::optional<size_t> p = hooks_.process_of(e.trainer);
+      struct Act {
+        int signal;
+        const char *name, *done, *verb;
+      };
+      const Act act = e.kind == ChaosEvent::Kind::kKill   ? Act{SIGKILL, "SIGKILL", "killed", "kill"}
+                      : e.kind == ChaosEvent::Kind::kStop ? Act{SIGTERM, "SIGTERM", "stopped", "stop"}
+                                                          : Act{SIGSTOP, "SIGSTOP", "froze", "freeze"};
+      std::optional<size_t> p = hooks_.process_of(e.trainer);
+      if (p.has_value() && frozen_.count(*p) && e.kind != ChaosEvent::Kind::kKill) p.reset();
       if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) continue;  // due once it steps
       fired_[i] = true;
       if (p.has_value()) {
-        hooks_.kill(*p, kill ? SIGKILL : SIGTERM);
-        what = absl::StrCat(kill ? "killed" : "stopped", " trainer ", e.trainer, kill ? " (SIGKILL)" : " (SIGTERM)",
-                            " at step ", job_steps);
+        hooks_.kill(*p, act.signal);
+        if (act.signal == SIGSTOP) frozen_.insert(*p);
+        what = absl::StrCat(act.done, " trainer ", e.trainer, " (", act.name, ") at step ", job_steps);
       } else {
-        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to ",
-                            kill ? "kill" : "stop");
+        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to ", act.verb);
       }
     } else {
       fired_[i] = true;
       std::vector<std::string> started;
       for (int id = 0; id < max_trainers_ && static_cast<int>(started.size()) < e.count; ++id) {
-        if (hooks_.process_of(id).has_value()) continue;
+        const std::optional<size_t> p = hooks_.process_of(id);
+        if (p.has_value() && !frozen_.count(*p)) continue;  // a frozen one's id is free once its lease is gone
         OAR_ASSIGN_OR_RETURN(std::string name, hooks_.start(id));
         started.push_back(name);
       }

@@ -8,7 +8,13 @@
 //
 // A step is one trainer's step, counted over all trainers (in an async job,
 // one update of the parameters). "kill trainer N" SIGKILLs trainer N's
-// process, as a lost machine; "stop trainer N" sends it SIGTERM, as
+// process, as a machine that went down (the launcher then revokes its
+// lease, as an operator that saw the pod go would); "freeze trainer N"
+// SIGSTOPs it, as a machine that stopped answering without a word (hung,
+// or cut off from the network): nothing is revoked, its lease is left to
+// run out, and the pservers take it out once a step has waited on it for
+// the lease (pserver/departure_watch.h); the launcher kills it once every
+// other trainer is done. "stop trainer N" sends it SIGTERM, as
 // Kubernetes does to a pod it scales away (the trainer leaves the job at
 // once: cli/elastic_leave.h); "add K" starts K trainers on the lowest free
 // ids (a new process on the id of a dead one waits for its lease to run
@@ -24,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,16 +43,16 @@
 namespace oar::cli {
 
 struct ChaosEvent {
-  enum class Kind { kKill, kStop, kAdd };
+  enum class Kind { kKill, kStop, kFreeze, kAdd };
   Kind kind = Kind::kKill;
-  int trainer = -1;  // kKill, kStop: whose process
+  int trainer = -1;  // kKill, kStop, kFreeze: whose process
   int count = 0;     // kAdd: how many
   int64_t at_step = 0;
   std::string text;  // as the user wrote it
 };
 
-// "kill trainer 1 at step 200; stop trainer 2 at step 300; add 1 at step
-// 400" (clauses in any order, separated by ';'). Every clause it cannot read
+// "kill trainer 1 at step 200; stop trainer 2 at step 300; freeze trainer 0
+// at step 350; add 1 at step 400" (clauses in any order, separated by ';'). Every clause it cannot read
 // is named in one error.
 absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int max_trainers);
 
@@ -86,6 +93,10 @@ class ChaosRunner {
   absl::Status Tick(int64_t job_steps);
   // What was done, and the events the job ended before.
   const std::vector<std::string>& done() const { return done_; }
+  // Whether the schedule froze `process` (SIGSTOP): it no longer counts as
+  // a running trainer, and its id is free for an add.
+  bool frozen(size_t process) const { return frozen_.count(process) > 0; }
+  const std::set<size_t>& frozen() const { return frozen_; }
   std::vector<std::string> NotReached() const;
 
  private:
@@ -94,6 +105,7 @@ class ChaosRunner {
   const int max_trainers_;
   Hooks hooks_;
   std::vector<std::string> done_;
+  std::set<size_t> frozen_;
 };
 
 // The elastic part of the launch summary: the schedule's changes, each

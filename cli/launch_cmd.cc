@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -261,7 +262,11 @@ absl::Status Launch() {
          }
          return std::nullopt;
        },
-       .kill = [&](size_t i, int signal) { group.SignalOne(i, signal); },
+       .kill =
+           [&](size_t i, int signal) {
+             group.SignalOne(i, signal);
+             if (signal == SIGSTOP) monitor.ChildGone(i);  // lost to the job, though its process stays
+           },
        .has_stepped = [&](size_t i) { return monitor.HasStepped(i); },
        .start = [&](int id) -> absl::StatusOr<std::string> {
          const std::string name = absl::StrCat("trainer.", id, ".run", ++runs[static_cast<size_t>(id)]);
@@ -281,6 +286,7 @@ absl::Status Launch() {
     return why;
   };
   std::optional<std::chrono::steady_clock::time_point> trainers_done_at;
+  std::set<size_t> thawless_kill;  // frozen trainers killed at the job's end
   bool etcd_said = false;
   for (;;) {
     monitor.Tick();
@@ -304,9 +310,17 @@ absl::Status Launch() {
     bool any = false, trainer_running = false;
     for (size_t i = 0; i < group.size(); ++i) {
       any |= group.running(i);
-      trainer_running |= group.running(i) && trainer_of[i] >= 0;
+      trainer_running |= group.running(i) && trainer_of[i] >= 0 && !chaos_runner.frozen(i);
     }
     if (!any) break;
+    if (!trainer_running) {  // the job is done without the frozen trainers: they go now
+      for (size_t i : chaos_runner.frozen()) {
+        if (!group.running(i) || !thawless_kill.insert(i).second) continue;
+        std::fprintf(stderr, "oar launch: the other trainers are done; killing %s, frozen by the chaos schedule\n",
+                     names[i].c_str());
+        group.SignalOne(i, SIGKILL);
+      }
+    }
     if (!trainer_running && !trainers_done_at) trainers_done_at = std::chrono::steady_clock::now();
     if (g_signal != 0) {
       return stop(

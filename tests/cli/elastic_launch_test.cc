@@ -73,6 +73,30 @@ TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) 
   EXPECT_TRUE(r.NotReached().empty());
 }
 
+// A freeze is SIGSTOP, as a machine that stopped answering: the process
+// stays (nothing is revoked), counts as frozen, and its id is free for an
+// add (the new process joins once the old one's lease is gone).
+TEST(ElasticLaunchTest, AFreezeIsSigstopAndLeavesItsIdToAnAdd) {
+  auto events = ParseChaos("freeze trainer 1 at step 10; add 1 at step 12", 2);
+  ASSERT_TRUE(events.ok()) << events.status();
+  std::vector<int> signals, started;
+  ChaosRunner r(*events, 2,
+                {.process_of = [&](int id) -> std::optional<size_t> { return static_cast<size_t>(id); },
+                 .kill = [&](size_t p, int signal) { signals.push_back(signal); },
+                 .start = [&](int id) -> absl::StatusOr<std::string> {
+                   started.push_back(id);
+                   return absl::StrCat("trainer.", id, ".run2");
+                 }});
+  ASSERT_TRUE(r.Tick(10).ok());
+  EXPECT_EQ(signals, std::vector<int>{SIGSTOP});
+  EXPECT_TRUE(r.frozen(1));
+  EXPECT_FALSE(r.frozen(0));
+  EXPECT_EQ(r.done().back(), "froze trainer 1 (SIGSTOP) at step 10");
+  ASSERT_TRUE(r.Tick(12).ok());
+  EXPECT_EQ(started, std::vector<int>{1});
+  EXPECT_EQ(r.done().back(), "added trainer.1.run2 at step 12");
+}
+
 TEST(ElasticLaunchTest, AStopIsSigtermAndWaitsForItsTrainersFirstStep) {
   auto events = ParseChaos("stop trainer 1 at step 10; add 1 at step 12", 4);
   ASSERT_TRUE(events.ok()) << events.status();
