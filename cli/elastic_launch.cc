@@ -143,16 +143,28 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
                                                           : Act{SIGSTOP, "SIGSTOP", "froze", "freeze"};
       std::optional<size_t> p = hooks_.process_of(e.trainer);
       if (p.has_value() && frozen_.count(*p) && e.kind != ChaosEvent::Kind::kKill) p.reset();
-      if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) continue;  // due once it steps
+      // Due once it steps; the events after it wait too, so the schedule
+      // keeps its order (an add must not fill the id a kill is to free).
+      if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) break;
       fired_[i] = true;
       if (p.has_value()) {
         hooks_.kill(*p, act.signal);
         if (act.signal == SIGSTOP) frozen_.insert(*p);
+        if (act.signal != SIGSTOP) ending_[e.trainer] = *p;
         what = absl::StrCat(act.done, " trainer ", e.trainer, " (", act.name, ") at step ", job_steps);
       } else {
         what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to ", act.verb);
       }
     } else {
+      // A process killed or stopped before it still running (not yet
+      // reaped, or still leaving): its id is about to be free, so wait.
+      bool ending = false;
+      for (auto it = ending_.begin(); it != ending_.end();) {
+        const bool running = hooks_.process_of(it->first) == it->second;
+        ending |= running;
+        it = running ? std::next(it) : ending_.erase(it);
+      }
+      if (ending) break;
       fired_[i] = true;
       std::vector<std::string> started;
       for (int id = 0; id < max_trainers_ && static_cast<int>(started.size()) < e.count; ++id) {

@@ -81,7 +81,10 @@ class ChaosRunner {
     std::function<void(size_t process, int signal)> kill;
     // Whether `process` has taken a step (unset: every one has). A kill or
     // stop waits for its trainer's first step: one still starting (reading
-    // its data, joining) is not yet a trainer the job would lose.
+    // its data, joining) is not yet a trainer the job would lose. The
+    // events after it wait with it: the schedule happens in its order,
+    // and an add waits until the processes killed or stopped before it
+    // are gone (their ids free).
     std::function<bool(size_t process)> has_stepped;
     // Starts trainer `id` again; its process's name.
     std::function<absl::StatusOr<std::string>(int id)> start;
@@ -106,6 +109,7 @@ class ChaosRunner {
   Hooks hooks_;
   std::vector<std::string> done_;
   std::set<size_t> frozen_;
+  std::map<int, size_t> ending_;  // trainer id -> its process killed or stopped, until it is gone
 };
 
 // The elastic part of the launch summary: the schedule's changes, each

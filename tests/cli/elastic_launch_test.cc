@@ -97,6 +97,34 @@ TEST(ElasticLaunchTest, AFreezeIsSigstopAndLeavesItsIdToAnAdd) {
   EXPECT_EQ(r.done().back(), "added trainer.1.run2 at step 12");
 }
 
+// A killed process is running until the launcher reaps it: an add due at
+// once waits until it is gone, and then takes its id.
+TEST(ElasticLaunchTest, AnAddWaitsUntilTheProcessKilledBeforeItIsGone) {
+  auto events = ParseChaos("kill trainer 1 at step 10; add 1 at step 10", 2);
+  ASSERT_TRUE(events.ok()) << events.status();
+  bool reaped = false;
+  std::vector<int> started;
+  ChaosRunner r(*events, 2,
+                {.process_of = [&](int id) -> std::optional<size_t> {
+                   if (id == 1 && reaped) return std::nullopt;
+                   return static_cast<size_t>(id);
+                 },
+                 .kill = [&](size_t, int) {},
+                 .start = [&](int id) -> absl::StatusOr<std::string> {
+                   started.push_back(id);
+                   return absl::StrCat("trainer.", id, ".run2");
+                 }});
+  ASSERT_TRUE(r.Tick(10).ok());
+  EXPECT_EQ(r.done(), std::vector<std::string>{"killed trainer 1 (SIGKILL) at step 10"});
+  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'add 1 at step 10'"});
+  ASSERT_TRUE(r.Tick(11).ok());
+  EXPECT_TRUE(started.empty());  // not reaped yet
+  reaped = true;
+  ASSERT_TRUE(r.Tick(12).ok());
+  EXPECT_EQ(started, std::vector<int>{1});
+  EXPECT_EQ(r.done().back(), "added trainer.1.run2 at step 12");
+}
+
 TEST(ElasticLaunchTest, AStopIsSigtermAndWaitsForItsTrainersFirstStep) {
   auto events = ParseChaos("stop trainer 1 at step 10; add 1 at step 12", 4);
   ASSERT_TRUE(events.ok()) << events.status();
@@ -117,14 +145,16 @@ TEST(ElasticLaunchTest, AStopIsSigtermAndWaitsForItsTrainersFirstStep) {
            },
        .has_stepped = [&](size_t p) { return p != 1 || stepped; },
        .start = [&](int id) -> absl::StatusOr<std::string> { return absl::StrCat("trainer.", id, ".run2"); }});
-  ASSERT_TRUE(r.Tick(15).ok());  // trainer 1 still starting: the stop waits, the add (all ids live) goes
+  ASSERT_TRUE(r.Tick(15).ok());  // trainer 1 still starting: the stop waits, and the add after it
   EXPECT_TRUE(stopped.empty());
-  EXPECT_EQ(r.NotReached(), std::vector<std::string>{"'stop trainer 1 at step 10'"});
+  EXPECT_EQ(r.NotReached(), (std::vector<std::string>{"'stop trainer 1 at step 10'", "'add 1 at step 12'"}));
   stepped = true;
   ASSERT_TRUE(r.Tick(16).ok());
   EXPECT_EQ(stopped, std::vector<size_t>{1});
   EXPECT_EQ(signals, std::vector<int>{SIGTERM});
-  EXPECT_EQ(r.done().back(), "stopped trainer 1 (SIGTERM) at step 16");
+  ASSERT_EQ(r.done().size(), 2u);
+  EXPECT_EQ(r.done()[0], "stopped trainer 1 (SIGTERM) at step 16");
+  EXPECT_EQ(r.done()[1], "added trainer.1.run2 at step 16");  // on the id the stop freed
   EXPECT_TRUE(r.NotReached().empty());
   // A trainer that ends before its first step is not waited for.
   auto again = ParseChaos("stop trainer 1 at step 20", 4);
