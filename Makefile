@@ -42,6 +42,7 @@ bench: build
 	@$(BUILD_DIR)/bench/dist_step_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/collective_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/elastic_bench 2>/dev/null
+	@$(BUILD_DIR)/bench/elastic_accuracy_bench 2>/dev/null
 	@$(BUILD_DIR)/bench/ctr_bench
 	@$(BUILD_DIR)/bench/async_modes_bench
 	@if [ "$$(id -u)" = 0 ]; then bash bench/scaling_bench.sh $(BUILD_DIR)/cli/oar; fi
