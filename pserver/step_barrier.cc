@@ -93,7 +93,10 @@ absl::Status StepBarrier::BatchBarrier(int trainer_id, int64_t sent, uint64_t in
   }
   batch_.insert(trainer_id);
   HeardLocked(trainer_id);
-  if (elastic_) batch_at_ = heard_[trainer_id];
+  if (elastic_) {
+    batch_at_ = heard_[trainer_id];
+    stepped_.insert(trainer_id);
+  }
   if (elastic_ && sent == 0) idle_.insert(trainer_id);  // it sent nothing this step: it waits for data
   *stored = 0;
   return absl::OkStatus();

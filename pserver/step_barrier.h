@@ -182,7 +182,9 @@ class StepBarrier {
   // nothing for `timeout` since another live trainer last arrived at it
   // (and since they joined), with how long: a trainer that died without a
   // word (its machine lost) or is stuck. Empty while none has arrived
-  // (every trainer may be in a long step) and during kOptimize.
+  // (every trainer may be in a long step) and during kOptimize; a trainer
+  // that has not sent a BATCH_BARRIER since it joined is still starting
+  // (its setup after its first pull may be long) and is not named.
   std::map<int, absl::Duration> Silent(absl::Time now) const;
 
  private:
@@ -257,6 +259,7 @@ class StepBarrier {
   std::set<int> last_contributors_ ABSL_GUARDED_BY(mu_);                      // the step applied last
   int64_t events_ ABSL_GUARDED_BY(mu_) = 0;                                   // joins, leaves, completions
   std::map<int, absl::Time> heard_ ABSL_GUARDED_BY(mu_);                      // each trainer's last message
+  std::set<int> stepped_ ABSL_GUARDED_BY(mu_);                                // sent a BATCH_BARRIER since it joined
   absl::Time fetch_at_ ABSL_GUARDED_BY(mu_), batch_at_ ABSL_GUARDED_BY(mu_);  // the last arrival at each
   // Elastic: notes a message from the trainer (Silent's clock).
   void HeardLocked(int trainer_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -76,6 +76,7 @@ absl::Status StepBarrier::Join(int trainer_id, int entry_step, const std::string
                                                       step_, "): hold again"));
   }
   joined_[trainer_id] = Joined{entry_step, member, absl::Now()};
+  stepped_.erase(trainer_id);  // starting again: its first step may come after a long setup
   left_.erase(trainer_id);
   completed_.erase(trainer_id);
   return absl::OkStatus();
@@ -146,7 +147,9 @@ std::map<int, absl::Duration> StepBarrier::Silent(absl::Time now) const {
   for (int t : arrived) someone |= LiveLocked(t);
   if (!someone) return out;
   for (int t = 0; t < fanin_; ++t) {
-    if (!LiveLocked(t) || arrived.count(t) || departing_.count(t) || leave_after_step_.count(t)) continue;
+    if (!LiveLocked(t) || !stepped_.count(t) || arrived.count(t) || departing_.count(t) || leave_after_step_.count(t)) {
+      continue;
+    }
     absl::Time since = std::max(serving ? fetch_at_ : batch_at_, joined_.at(t).at);
     if (auto h = heard_.find(t); h != heard_.end()) since = std::max(since, h->second);
     if (now - since >= timeout_) out[t] = now - since;

@@ -159,12 +159,27 @@ TEST(DepartureWatchTest, AFailedAgreementEndsTheBarrierWithTheReason) {
   EXPECT_NE(s.message().find("agreeing with the other pservers on the steps of trainer 0"), std::string::npos) << s;
 }
 
+// One whole step of trainers `ids`, each sending a gradient: each has
+// stepped since it joined.
+void StepAll(StepBarrier* b, std::initializer_list<int> ids) {
+  for (int t : ids) ASSERT_TRUE(b->FetchBarrier(t).ok());
+  ASSERT_TRUE(*b->AwaitPhaseEnd());
+  for (int t : ids) {
+    ASSERT_TRUE(b->BeginReceive(t).ok());
+    b->EndReceive(t, true);
+    ASSERT_TRUE(b->BatchBarrier(t, 1).ok());
+  }
+  ASSERT_TRUE(*b->AwaitPhaseEnd());
+  b->OptimizeDone();
+}
+
 TEST(DepartureWatchTest, ATrainerTheStepWaitedOnSilentlyForTheTimeoutIsTakenOutOnce) {
   StepBarrier b(3, absl::Seconds(1), StepBarrier::Elastic{});
   Job job;
   job.Set({{0, "h pid 10"}, {1, "h pid 11"}, {2, "h pid 12"}});
   DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
   ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1, 2}));
+  ASSERT_NO_FATAL_FAILURE(StepAll(&b, {0, 1, 2}));
   ASSERT_TRUE(b.FetchBarrier(0).ok());
   ASSERT_TRUE(b.FetchBarrier(2).ok());
   watch.Look();
@@ -187,6 +202,7 @@ TEST(DepartureWatchTest, ASilentTrainerWhoseIdAnotherProcessHoldsNowIsNotTakenOu
   job.Set({{0, "h pid 10"}, {1, "h pid 11"}});
   DepartureWatch watch(&b, job.List(), job.Agree(), "pserver test");
   ASSERT_NO_FATAL_FAILURE(JoinAt0(&b, {0, 1}));
+  ASSERT_NO_FATAL_FAILURE(StepAll(&b, {0, 1}));
   watch.Look();
   ASSERT_TRUE(b.FetchBarrier(0).ok());
   absl::SleepFor(absl::Milliseconds(350));
