@@ -33,6 +33,7 @@
 #include "cli/launch_plan.h"
 #include "cli/launch_summary.h"
 #include "cli/process_group.h"
+#include "cli/trainer_failure.h"
 #include "common/base/listen_sockets.h"
 #include "common/base/status.h"
 #include "common/elastic/local_etcd.h"
@@ -293,11 +294,17 @@ absl::Status Launch() {
     for (const ChildExit& e : group.Poll()) {
       const bool is_trainer = trainer_of[e.index] >= 0;
       // An elastic job's trainer lost to a signal (killed, out of memory)
-      // leaves it; one that fails with an error stops it, as in any job.
-      if (elastic && is_trainer && e.signal != 0) {
+      // or taken out by the pservers (it woke past its lease) leaves it;
+      // one that fails with an error stops it, as in any job.
+      if (elastic && is_trainer && (e.signal != 0 || e.code == kExitTakenOut)) {
         monitor.ChildGone(e.index);
-        std::fprintf(stderr, "oar launch: %s ended (killed by signal %d); the job goes on without it\n",
-                     names[e.index].c_str(), e.signal);
+        if (e.signal != 0) {
+          std::fprintf(stderr, "oar launch: %s ended (killed by signal %d); the job goes on without it\n",
+                       names[e.index].c_str(), e.signal);
+        } else {
+          std::fprintf(stderr, "oar launch: %s ended: the pservers had taken it out; the job goes on without it\n",
+                       names[e.index].c_str());
+        }
         const absl::Status forgot = ForgetDeadTrainer(etcd_client.get(), ElasticJobId(), trainer_of[e.index], e.pid);
         if (!forgot.ok()) std::fprintf(stderr, "oar launch: %s\n", std::string(forgot.message()).c_str());
         continue;

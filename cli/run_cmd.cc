@@ -230,6 +230,9 @@ absl::Status RunRole(const RoleEnv& env) {
 
 }  // namespace
 
-int RunRun(const std::vector<std::string>& args) { return RunWithoutArgs("run", args, Run); }
+int RunRun(const std::vector<std::string>& args) {
+  const int code = RunWithoutArgs("run", args, Run);
+  return code != 0 && WasTakenOut() ? kExitTakenOut : code;
+}
 
 }  // namespace oar::cli

@@ -17,6 +17,7 @@ namespace oar::cli {
 namespace {
 
 std::atomic<bool> completed{false};
+std::atomic<bool> taken_out{false};
 
 }  // namespace
 
@@ -27,12 +28,15 @@ uint64_t ThisTrainersIncarnation() {
 
 void NoteTrainerCompleted() { completed.store(true); }
 
+bool WasTakenOut() { return taken_out.load(); }
+
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why) {
   if (why.ok() || env.role != RoleEnv::Role::kTrainer || env.pservers.empty() || completed.load()) return;
   if (absl::StrContains(why.message(), rpc::kLeftTheJob)) {  // an elastic job took it out: the others go on
+    taken_out.store(true);
     std::fprintf(stderr,
-                 "trainer %d: the job's pservers took this trainer out (it was cut off from etcd for longer "
-                 "than its lease); the job goes on without it\n",
+                 "trainer %d: the job's pservers took this trainer out (it was cut off, stopped or stuck for "
+                 "longer than its lease); the job goes on without it\n",
                  env.trainer_id);
     return;
   }

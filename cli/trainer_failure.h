@@ -29,4 +29,12 @@ void NoteTrainerCompleted();
 
 void TellPserversThisTrainerFailed(const RoleEnv& env, const absl::Status& why);
 
+// The exit code of a trainer an elastic job's pservers took out (its lease
+// ran out or was revoked while it was cut off, stopped or stuck): not a
+// failure of the job, which goes on without it. `oar launch` counts such a
+// process as one that left; Kubernetes restarts the pod, which joins anew.
+inline constexpr int kExitTakenOut = 3;
+// Whether TellPserversThisTrainerFailed found the failure to be that.
+bool WasTakenOut();
+
 }  // namespace oar::cli
