@@ -25,11 +25,12 @@ DEFINE_bool(elastic, false,
             "without stopping the job, their membership and data in etcd (oar launch runs an etcd-server unless "
             "--elastic_server "
             "names one; oar deploy writes an etcd StatefulSet and the trainers as a scalable StatefulSet)");
-DEFINE_string(chaos, "",
-              "with --elastic: kill (SIGKILL), stop (SIGTERM), freeze (SIGSTOP: a machine that stopped answering) "
-              "and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; stop trainer 2 at step 300; "
-              "freeze trainer 0 at step 350; add 1 at step 400' (a step: one trainer's step, counted over all "
-              "trainers)");
+DEFINE_string(
+    chaos, "",
+    "with --elastic: kill (SIGKILL), stop (SIGTERM), freeze (SIGSTOP: a machine that stopped answering), "
+    "thaw (SIGCONT) and add trainers as the job runs, e.g. 'kill trainer 1 at step 200; stop trainer 2 at step 300; "
+    "freeze trainer 0 at step 350; add 1 at step 400' (a step: one trainer's step, counted over all "
+    "trainers)");
 
 namespace oar::cli {
 namespace {
@@ -40,8 +41,10 @@ std::optional<ChaosEvent> ParseClause(absl::string_view clause) {
   ChaosEvent e;
   e.text = std::string(absl::StripAsciiWhitespace(clause));
   size_t at = 0;
-  const std::map<absl::string_view, ChaosEvent::Kind> to_trainer = {
-      {"kill", ChaosEvent::Kind::kKill}, {"stop", ChaosEvent::Kind::kStop}, {"freeze", ChaosEvent::Kind::kFreeze}};
+  const std::map<absl::string_view, ChaosEvent::Kind> to_trainer = {{"kill", ChaosEvent::Kind::kKill},
+                                                                    {"stop", ChaosEvent::Kind::kStop},
+                                                                    {"freeze", ChaosEvent::Kind::kFreeze},
+                                                                    {"thaw", ChaosEvent::Kind::kThaw}};
   if (w.size() == 6 && to_trainer.count(w[0]) && w[1] == "trainer" && absl::SimpleAtoi(w[2], &e.trainer)) {
     e.kind = to_trainer.at(w[0]);
     at = 3;
@@ -75,8 +78,8 @@ absl::StatusOr<std::vector<ChaosEvent>> ParseChaos(absl::string_view text, int m
   if (!bad.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--chaos: cannot read ", absl::StrJoin(bad, ", "),
                                                    "; each clause is 'kill trainer ID at step S', 'stop trainer ID at "
-                                                   "step S', 'freeze trainer ID at step S' or 'add N at step S', "
-                                                   "separated by ';'"));
+                                                   "step S', 'freeze trainer ID at step S', 'thaw trainer ID at step "
+                                                   "S' or 'add N at step S', separated by ';'"));
   }
   return out;
 }
@@ -138,22 +141,36 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
         int signal;
         const char *name, *done, *verb;
       };
-      const Act act = e.kind == ChaosEvent::Kind::kKill   ? Act{SIGKILL, "SIGKILL", "killed", "kill"}
-                      : e.kind == ChaosEvent::Kind::kStop ? Act{SIGTERM, "SIGTERM", "stopped", "stop"}
-                                                          : Act{SIGSTOP, "SIGSTOP", "froze", "freeze"};
+      const Act act = e.kind == ChaosEvent::Kind::kKill     ? Act{SIGKILL, "SIGKILL", "killed", "kill"}
+                      : e.kind == ChaosEvent::Kind::kStop   ? Act{SIGTERM, "SIGTERM", "stopped", "stop"}
+                      : e.kind == ChaosEvent::Kind::kFreeze ? Act{SIGSTOP, "SIGSTOP", "froze", "freeze"}
+                                                            : Act{SIGCONT, "SIGCONT", "thawed", "thaw"};
       std::optional<size_t> p = hooks_.process_of(e.trainer);
       if (p.has_value() && frozen_.count(*p) && e.kind != ChaosEvent::Kind::kKill) p.reset();
+      if (e.kind == ChaosEvent::Kind::kThaw) {  // the id's frozen process, though a new one may hold the id now
+        auto f = frozen_of_.find(e.trainer);
+        p = f == frozen_of_.end() ? std::nullopt : std::optional<size_t>(f->second);
+      }
       // Due once it steps; the events after it wait too, so the schedule
       // keeps its order (an add must not fill the id a kill is to free).
       if (p.has_value() && hooks_.has_stepped && !hooks_.has_stepped(*p)) break;
       fired_[i] = true;
       if (p.has_value()) {
         hooks_.kill(*p, act.signal);
-        if (act.signal == SIGSTOP) frozen_.insert(*p);
-        if (act.signal != SIGSTOP) ending_[e.trainer] = *p;
+        if (act.signal == SIGSTOP) {
+          frozen_.insert(*p);
+          frozen_of_[e.trainer] = *p;
+        } else if (act.signal == SIGCONT) {  // it runs on, or ends if the pservers took it out meanwhile
+          frozen_.erase(*p);
+          frozen_of_.erase(e.trainer);
+        } else {
+          ending_[e.trainer] = *p;
+        }
         what = absl::StrCat(act.done, " trainer ", e.trainer, " (", act.name, ") at step ", job_steps);
       } else {
-        what = absl::StrCat("trainer ", e.trainer, " was not running at step ", job_steps, ": nothing to ", act.verb);
+        what =
+            absl::StrCat("trainer ", e.trainer, " was not ", e.kind == ChaosEvent::Kind::kThaw ? "frozen" : "running",
+                         " at step ", job_steps, ": nothing to ", act.verb);
       }
     } else {
       // A process killed or stopped before it still running (not yet

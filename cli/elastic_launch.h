@@ -14,7 +14,9 @@
 // or cut off from the network): nothing is revoked, its lease is left to
 // run out, and the pservers take it out once a step has waited on it for
 // the lease (pserver/departure_watch.h); the launcher kills it once every
-// other trainer is done. "stop trainer N" sends it SIGTERM, as
+// other trainer is done, unless "thaw trainer N" (SIGCONT) wakes it first:
+// taken out, it finds its calls refused and ends (kExitTakenOut), which
+// the launcher counts as a leave. "stop trainer N" sends it SIGTERM, as
 // Kubernetes does to a pod it scales away (the trainer leaves the job at
 // once: cli/elastic_leave.h); "add K" starts K trainers on the lowest free
 // ids (a new process on the id of a dead one waits for its lease to run
@@ -43,9 +45,9 @@
 namespace oar::cli {
 
 struct ChaosEvent {
-  enum class Kind { kKill, kStop, kFreeze, kAdd };
+  enum class Kind { kKill, kStop, kFreeze, kThaw, kAdd };
   Kind kind = Kind::kKill;
-  int trainer = -1;  // kKill, kStop, kFreeze: whose process
+  int trainer = -1;  // kKill, kStop, kFreeze, kThaw: whose process
   int count = 0;     // kAdd: how many
   int64_t at_step = 0;
   std::string text;  // as the user wrote it
@@ -109,7 +111,8 @@ class ChaosRunner {
   Hooks hooks_;
   std::vector<std::string> done_;
   std::set<size_t> frozen_;
-  std::map<int, size_t> ending_;  // trainer id -> its process killed or stopped, until it is gone
+  std::map<int, size_t> frozen_of_;  // trainer id -> its frozen process
+  std::map<int, size_t> ending_;     // trainer id -> its process killed or stopped, until it is gone
 };
 
 // The elastic part of the launch summary: the schedule's changes, each

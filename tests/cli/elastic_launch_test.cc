@@ -75,26 +75,39 @@ TEST(ElasticLaunchTest, TheRunnerFiresEachEventOnceAtItsStepOnTheLowestFreeIds) 
 
 // A freeze is SIGSTOP, as a machine that stopped answering: the process
 // stays (nothing is revoked), counts as frozen, and its id is free for an
-// add (the new process joins once the old one's lease is gone).
-TEST(ElasticLaunchTest, AFreezeIsSigstopAndLeavesItsIdToAnAdd) {
-  auto events = ParseChaos("freeze trainer 1 at step 10; add 1 at step 12", 2);
+// add (the new process joins once the old one's lease is gone). A thaw
+// wakes the frozen process of the id, not the new one that holds it now.
+TEST(ElasticLaunchTest, AFreezeIsSigstopAndLeavesItsIdToAnAddAndAThawWakesTheFrozenProcess) {
+  auto events = ParseChaos("freeze trainer 1 at step 10; add 1 at step 12; thaw trainer 1 at step 14", 2);
   ASSERT_TRUE(events.ok()) << events.status();
-  std::vector<int> signals, started;
+  std::vector<std::pair<size_t, int>> signals;
+  std::vector<int> started;
+  size_t newest_of_1 = 1;
   ChaosRunner r(*events, 2,
-                {.process_of = [&](int id) -> std::optional<size_t> { return static_cast<size_t>(id); },
-                 .kill = [&](size_t p, int signal) { signals.push_back(signal); },
+                {.process_of = [&](int id) -> std::optional<size_t> { return id == 1 ? newest_of_1 : 0; },
+                 .kill = [&](size_t p, int signal) { signals.emplace_back(p, signal); },
                  .start = [&](int id) -> absl::StatusOr<std::string> {
                    started.push_back(id);
+                   newest_of_1 = 2;
                    return absl::StrCat("trainer.", id, ".run2");
                  }});
   ASSERT_TRUE(r.Tick(10).ok());
-  EXPECT_EQ(signals, std::vector<int>{SIGSTOP});
+  EXPECT_EQ(signals, (std::vector<std::pair<size_t, int>>{{1, SIGSTOP}}));
   EXPECT_TRUE(r.frozen(1));
   EXPECT_FALSE(r.frozen(0));
   EXPECT_EQ(r.done().back(), "froze trainer 1 (SIGSTOP) at step 10");
   ASSERT_TRUE(r.Tick(12).ok());
   EXPECT_EQ(started, std::vector<int>{1});
   EXPECT_EQ(r.done().back(), "added trainer.1.run2 at step 12");
+  ASSERT_TRUE(r.Tick(14).ok());
+  EXPECT_EQ(signals.back(), std::make_pair(size_t{1}, SIGCONT));
+  EXPECT_FALSE(r.frozen(1));
+  EXPECT_EQ(r.done().back(), "thawed trainer 1 (SIGCONT) at step 14");
+  auto again = ParseChaos("thaw trainer 0 at step 1", 2);
+  ASSERT_TRUE(again.ok());
+  ChaosRunner r2(*again, 2, {.process_of = [](int) { return std::optional<size_t>(0); }, .kill = [](size_t, int) {}});
+  ASSERT_TRUE(r2.Tick(1).ok());
+  EXPECT_EQ(r2.done().back(), "trainer 0 was not frozen at step 1: nothing to thaw");
 }
 
 // A killed process is running until the launcher reaps it: an add due at

@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/process_group.h"
+#include "cli/trainer_failure.h"
 #include "common/elastic/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/util/etcd_server.h"
@@ -247,10 +248,18 @@ TEST_P(ElasticModeE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
 // others go on without it, every chunk is trained once, and when it wakes
 // its calls are refused, it says it was taken out and ends without
 // stopping the job.
+// Trainer 1 starts first and the others once it trained a chunk, so that
+// work is left for them when it stops (a trainer slow to start under load
+// could otherwise be stopped on the job's last chunk, with nobody left to
+// wait on it).
 void ExpectAStoppedSyncTrainerIsTakenOutAndOnlyIt(ElasticJob& job, const std::string& takes_out) {
   job.sync = true;
-  ASSERT_NO_FATAL_FAILURE(job.StartJob({0, 1, 2}));
+  ASSERT_NO_FATAL_FAILURE(job.StartJob({1}));
   ASSERT_TRUE(job.AwaitLine("trainer.1", "@oar chunk ")) << job.Log("trainer.1");
+  job.StartTrainer(0);
+  job.StartTrainer(2);
+  ASSERT_TRUE(job.AwaitLine("trainer.0", "@oar chunk ")) << job.Log("trainer.0");
+  ASSERT_TRUE(job.AwaitLine("trainer.2", "@oar chunk ")) << job.Log("trainer.2");
   job.procs["trainer.1"]->group.SignalOne(0, SIGSTOP);
   const bool said = job.AwaitPserverSays(takes_out, 30);
   const bool out = said && job.AwaitPserverSays("trainer 1 left the job", 30);
@@ -291,6 +300,8 @@ TEST(ElasticE2eTest, AStuckSyncTrainerWithALiveLeaseIsTakenOutOnceAStepWaitedOnI
   job.more_args["trainer.1"] = {"--rpc_deadline=60000"};
   ExpectAStoppedSyncTrainerIsTakenOutAndOnlyIt(job, "(revoking its lease in etcd)");
   EXPECT_NE(job.Log("pserver").find("trainer 1 ("), std::string::npos) << job.Log("pserver");
+  ASSERT_TRUE(job.procs["trainer.1"]->code.has_value());
+  EXPECT_EQ(*job.procs["trainer.1"]->code, cli::kExitTakenOut) << job.Log("trainer.1");
 }
 
 // A trainer added as the job ends (it registered, and then the others

@@ -77,12 +77,45 @@ TEST(ElasticLaunchE2eTest, ASyncJobOfTwoPlaceTrainersSurvivesAKillAndAnAdd) {
   EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.04) << job.out;
 }
 
+// A trainer frozen (SIGSTOP: a machine that stopped answering) is taken
+// out by its lease or by the pservers' silence rule; thawed after that, it
+// finds its calls refused and ends with kExitTakenOut, which the launcher
+// counts as a leave: the job finishes, every chunk once, and learns as one
+// process of the same global batch does.
+TEST(ElasticLaunchE2eTest, ASyncTrainerFrozenAndThawedIsTakenOutAndTheJobFinishes) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  const std::string logs = TempDir("elastic_freeze");
+  Result job =
+      Oar("launch --elastic --pservers 2 --trainers 2:3 --model fashion_mlp --epochs 2 --limit 12000 "
+          "--batch_size 96 --rpc_deadline 4000 --log_dir " +
+          logs + " --chaos 'freeze trainer 1 at step 60; thaw trainer 1 at step 200'");
+  ASSERT_EQ(job.code, 0) << job.out;
+  EXPECT_NE(job.out.find("chaos: froze trainer 1 (SIGSTOP) at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("chaos: thawed trainer 1 (SIGCONT) at step"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("trainer.1 ended: the pservers had taken it out; the job goes on without it"),
+            std::string::npos)
+      << job.out;
+  EXPECT_NE(job.out.find("every chunk trained exactly once: 2 epoch(s) x 12 chunks"), std::string::npos) << job.out;
+  for (const std::string ps : {"/pserver.0.log", "/pserver.1.log"}) {
+    EXPECT_NE(ReadFile(logs + ps).find("trainer 1 left the job; its gradients count through step"), std::string::npos)
+        << ReadFile(logs + ps);
+  }
+  Result single = Oar("train --model fashion_mlp --batch_size 96 --epochs 2 --limit 12000");
+  ASSERT_EQ(single.code, 0) << single.out;
+  EXPECT_NEAR(ValueAfter(job.out, "test_accuracy="), ValueAfter(single.out, "test_accuracy="), 0.04) << job.out;
+}
+
 // An async exchange mode that keeps a trainer's work in the trainer for a
 // while is elastic too: a trainer sends what it holds before it reports a
 // chunk done (cli/elastic_exchanges.h), so a chunk reported done lost
 // nothing, and a killed trainer's chunk is trained again whole. The job
 // (`mode`: its flags) survives the chaos schedule, trains each chunk once,
-// and learns as the same fixed job does, within `bound`.
+// and learns as well as the same fixed job does, less at most `bound`. One
+// async run's accuracy varies with how stale its starved trainers' steps
+// are (the fixed job once reached 0.728 where it usually reaches 0.79-0.82,
+// beside other tests): a job that lost or doubled data learns worse, and
+// an elastic job better than its fixed run by that noise is no fault.
+// bench/elastic_accuracy_bench compares the means over rounds.
 void ExpectElasticAsyncModeSurvivesAsTheFixedJobLearns(const std::string& mode, double bound) {
   const std::string common =
       " --async --pservers 2 --model fashion_mlp --epochs 2 --limit 24000 --batch_size 96 "
@@ -98,7 +131,7 @@ void ExpectElasticAsyncModeSurvivesAsTheFixedJobLearns(const std::string& mode, 
   ASSERT_EQ(fixed.code, 0) << fixed.out;
   const double got = ValueAfter(job.out, "test_accuracy="), want = ValueAfter(fixed.out, "test_accuracy=");
   EXPECT_GT(want, 0.6) << fixed.out;  // it learns (10 classes)
-  EXPECT_NEAR(got, want, bound) << job.out << fixed.out;
+  EXPECT_GE(got, want - bound) << job.out << fixed.out;
 }
 
 // Fluid's communicator (--runtime_split_send_recv) queues each step's
