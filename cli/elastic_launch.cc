@@ -148,8 +148,10 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
       std::optional<size_t> p = hooks_.process_of(e.trainer);
       if (p.has_value() && frozen_.count(*p) && e.kind != ChaosEvent::Kind::kKill) p.reset();
       if (e.kind == ChaosEvent::Kind::kThaw) {  // the id's frozen process, though a new one may hold the id now
-        auto f = frozen_of_.find(e.trainer);
-        p = f == frozen_of_.end() ? std::nullopt : std::optional<size_t>(f->second);
+        p.reset();
+        for (const auto& [process, id] : frozen_) {
+          if (id == e.trainer) p = process;
+        }
       }
       // Due once it steps; the events after it wait too, so the schedule
       // keeps its order (an add must not fill the id a kill is to free).
@@ -158,11 +160,9 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
       if (p.has_value()) {
         hooks_.kill(*p, act.signal);
         if (act.signal == SIGSTOP) {
-          frozen_.insert(*p);
-          frozen_of_[e.trainer] = *p;
+          frozen_[*p] = e.trainer;
         } else if (act.signal == SIGCONT) {  // it runs on, or ends if the pservers took it out meanwhile
           frozen_.erase(*p);
-          frozen_of_.erase(e.trainer);
         } else {
           ending_[e.trainer] = *p;
         }
@@ -199,6 +199,16 @@ absl::Status ChaosRunner::Tick(int64_t job_steps) {
     done_.push_back(what);
   }
   return absl::OkStatus();
+}
+
+void ChaosRunner::KillFrozen() {
+  for (const auto& [process, id] : frozen_) {
+    std::fprintf(stderr,
+                 "oar launch: the other trainers are done; killing trainer %d's process frozen by the chaos schedule\n",
+                 id);
+    hooks_.kill(process, SIGKILL);
+  }
+  frozen_.clear();
 }
 
 std::vector<std::string> ChaosRunner::NotReached() const {

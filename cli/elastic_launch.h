@@ -32,7 +32,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +100,8 @@ class ChaosRunner {
   // Whether the schedule froze `process` (SIGSTOP): it no longer counts as
   // a running trainer, and its id is free for an add.
   bool frozen(size_t process) const { return frozen_.count(process) > 0; }
-  const std::set<size_t>& frozen() const { return frozen_; }
+  // The job is done without the frozen processes: kills them (SIGKILL).
+  void KillFrozen();
   std::vector<std::string> NotReached() const;
 
  private:
@@ -110,9 +110,8 @@ class ChaosRunner {
   const int max_trainers_;
   Hooks hooks_;
   std::vector<std::string> done_;
-  std::set<size_t> frozen_;
-  std::map<int, size_t> frozen_of_;  // trainer id -> its frozen process
-  std::map<int, size_t> ending_;     // trainer id -> its process killed or stopped, until it is gone
+  std::map<size_t, int> frozen_;  // process -> its trainer id
+  std::map<int, size_t> ending_;  // trainer id -> its process killed or stopped, until it is gone
 };
 
 // The elastic part of the launch summary: the schedule's changes, each

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -287,7 +286,6 @@ absl::Status Launch() {
     return why;
   };
   std::optional<std::chrono::steady_clock::time_point> trainers_done_at;
-  std::set<size_t> thawless_kill;  // frozen trainers killed at the job's end
   bool etcd_said = false;
   for (;;) {
     monitor.Tick();
@@ -320,14 +318,7 @@ absl::Status Launch() {
       trainer_running |= group.running(i) && trainer_of[i] >= 0 && !chaos_runner.frozen(i);
     }
     if (!any) break;
-    if (!trainer_running) {  // the job is done without the frozen trainers: they go now
-      for (size_t i : chaos_runner.frozen()) {
-        if (!group.running(i) || !thawless_kill.insert(i).second) continue;
-        std::fprintf(stderr, "oar launch: the other trainers are done; killing %s, frozen by the chaos schedule\n",
-                     names[i].c_str());
-        group.SignalOne(i, SIGKILL);
-      }
-    }
+    if (!trainer_running) chaos_runner.KillFrozen();  // the job is done without them
     if (!trainer_running && !trainers_done_at) trainers_done_at = std::chrono::steady_clock::now();
     if (g_signal != 0) {
       return stop(

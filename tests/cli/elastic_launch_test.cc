@@ -108,6 +108,17 @@ TEST(ElasticLaunchTest, AFreezeIsSigstopAndLeavesItsIdToAnAddAndAThawWakesTheFro
   ChaosRunner r2(*again, 2, {.process_of = [](int) { return std::optional<size_t>(0); }, .kill = [](size_t, int) {}});
   ASSERT_TRUE(r2.Tick(1).ok());
   EXPECT_EQ(r2.done().back(), "trainer 0 was not frozen at step 1: nothing to thaw");
+  // The job done without it, a frozen process is killed.
+  auto freeze = ParseChaos("freeze trainer 0 at step 1", 2);
+  ASSERT_TRUE(freeze.ok());
+  std::vector<int> sent;
+  ChaosRunner r3(*freeze, 2,
+                 {.process_of = [](int) { return std::optional<size_t>(0); },
+                  .kill = [&](size_t, int signal) { sent.push_back(signal); }});
+  ASSERT_TRUE(r3.Tick(1).ok());
+  r3.KillFrozen();
+  EXPECT_EQ(sent, (std::vector<int>{SIGSTOP, SIGKILL}));
+  EXPECT_FALSE(r3.frozen(0));
 }
 
 // A killed process is running until the launcher reaps it: an add due at
