@@ -159,9 +159,9 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
   RingTrainerResult out;
   std::map<int64_t, int64_t> unused;  // by epoch, as last trained
   ProgressBar bar(stderr, absl::StrFormat("trainer %d (elastic nccl2)", o.trainer_id), -1);
-  int64_t after = 0;                  // the ring it last trained in
-  std::optional<absl::Time> left_at;  // when it left its last ring (broken, or the members changed)
-  int64_t after_ring = 0;
+  int64_t after = 0;  // the ring it last trained in
+  using Left = elastic::RendezvousOptions::Left;
+  std::optional<Left> left;  // the ring it last left (broken, or the members changed)
   int waits = 0;
   int64_t loaded_epoch = -1;
   BatchAhead ahead(data);
@@ -174,6 +174,8 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     ro.value = job.value;
     ro.lease = [&job] { return job.me->lease(); };  // a new one when it registered again
     ro.min_trainers = job.min_trainers;
+    ro.left = left;  // its trainers come within a step, or are lost or stuck
+    ro.silence = timeout;
     absl::StatusOr<elastic::RingGeneration> g = elastic::NextRingGeneration(job.etcd.get(), ro, after, timeout);
     if (!g.ok()) {
       if (!absl::IsDeadlineExceeded(g.status())) return g.status();
@@ -207,6 +209,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     if (!joined.ok()) {
       std::fprintf(stderr, "trainer %d: ring %lld did not form (%s); forming the next\n", o.trainer_id,
                    static_cast<long long>(g->number), std::string(joined.status().message()).c_str());
+      left = Left{g->number, g->trainers, absl::Now()};
       continue;
     }
     auto owned = std::make_unique<WatchedCollective>(*std::move(joined));
@@ -215,6 +218,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     if (!root.ok()) {
       std::fprintf(stderr, "trainer %d: ring %lld broke while its trainers took the newest commit (%s)\n", o.trainer_id,
                    static_cast<long long>(g->number), std::string(root.status().message()).c_str());
+      left = Left{g->number, g->trainers, absl::Now()};
       continue;
     }
     TrainingPosition pos = state.position();
@@ -222,6 +226,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
       if (!ring->failed()) return s;  // not the ring's fault: another trainer's settings differ
       std::fprintf(stderr, "trainer %d: ring %lld broke while its trainers compared their settings (%s)\n",
                    o.trainer_id, static_cast<long long>(g->number), std::string(s.message()).c_str());
+      left = Left{g->number, g->trainers, absl::Now()};
       continue;
     }
     out.rank = rank;
@@ -233,11 +238,11 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
                 static_cast<long long>(pos.step), static_cast<long long>(pos.epoch),
                 static_cast<long long>(pos.offset));
     std::fflush(stdout);
-    if (left_at.has_value()) {
+    if (left.has_value()) {
       std::fprintf(stderr,
                    "trainer %d: ring %lld (trainers %s) formed %.2f s after it left ring %lld; from step %lld\n",
                    o.trainer_id, static_cast<long long>(g->number), absl::StrJoin(g->trainers, ",").c_str(),
-                   absl::ToDoubleSeconds(absl::Now() - *left_at), static_cast<long long>(after_ring),
+                   absl::ToDoubleSeconds(absl::Now() - left->at), static_cast<long long>(left->number),
                    static_cast<long long>(pos.step));
     }
     if (rank == 0 && !o.checkpoint_dir.empty() && pos.step > 0) MarkRingCommitResumed(o.checkpoint_dir, pos.step);
@@ -328,8 +333,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
       }
     }
     if (finished) break;
-    left_at = absl::Now();
-    after_ring = g->number;
+    left = Left{g->number, g->trainers, absl::Now()};
   }
   if (!o.report) bar.Finish();
   ahead.Drop();

@@ -12,7 +12,10 @@
 //    there and form the next ring (a joiner enters at a commit).
 //  - A step whose all-reduce fails (a peer died, or did not answer within
 //    --rpc_deadline) rolls every survivor back to its last commit; they
-//    form the next ring once the dead trainer's lease is gone.
+//    form the next ring once the dead trainer's lease has run out, or,
+//    if it is stuck with its lease renewed, once it has not come to the
+//    rendezvous for --rpc_deadline after they did (they revoke its lease;
+//    woken, it registers again and joins at a commit).
 // The data policy: the job's step s of an epoch trains the examples
 // [offset, offset + n x b) of the epoch's order (the same on every
 // trainer: --shuffle global by default), rank r taking the r-th batch of b

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "common/base/status.h"
 #include "common/elastic/membership.h"
+#include "glog/logging.h"
 
 namespace oar::elastic {
 
@@ -63,6 +64,44 @@ absl::StatusOr<GenKey> ReadGen(EtcdClient* etcd, const std::string& key) {
 
 bool Holds(const std::vector<int>& ids, int id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
+// Takes out the trainers a generation waits on (`missing`) that were in
+// the ring this one left and are still silent `o.silence` after it left
+// (the header's rule); `taken`: those this call took out, asked once each.
+absl::Status TakeOutSilent(EtcdClient* etcd, const RendezvousOptions& o, const std::string& ready_base,
+                           const std::vector<int>& missing, std::set<int>* taken) {
+  if (!o.left.has_value()) return absl::OkStatus();  // a joiner's wait on trainers training on
+  const absl::Duration silent = absl::Now() - o.left->at;
+  if (silent < o.silence) return absl::OkStatus();
+  for (int id : missing) {
+    if (!Holds(o.left->trainers, id) || !taken->insert(id).second) continue;
+    // The process that was in that ring: its ready key's value (gone with
+    // its lease, if that went).
+    OAR_ASSIGN_OR_RETURN(const EtcdRange was, etcd->Get(absl::StrCat(ready_base, o.left->number, "/", id)));
+    if (was.kvs.empty()) continue;
+    const std::string process = was.kvs[0].value;
+    // Said ready to a later generation: it went on, in a ring without this
+    // trainer (the straggler here is this one, back from a stop).
+    OAR_ASSIGN_OR_RETURN(const EtcdRange readies, etcd->GetPrefix(ready_base));
+    bool went_on = false;
+    for (const EtcdKv& kv : readies.kvs) {
+      const std::vector<std::string> at = absl::StrSplit(kv.key.substr(ready_base.size()), '/');
+      int64_t n = 0;
+      went_on |= at.size() == 2 && at[1] == absl::StrCat(id) && absl::SimpleAtoi(at[0], &n) && n > o.left->number &&
+                 kv.value == process;
+    }
+    if (went_on) continue;
+    OAR_ASSIGN_OR_RETURN(const bool revoked, Membership::RevokeIf(etcd, o.job, absl::StrCat("trainer/", id),
+                                                                  [&](const std::string& v) { return v == process; }));
+    if (!revoked) continue;
+    LOG(WARNING) << "trainer " << o.trainer << ": trainer " << id << " (" << process << ") of ring " << o.left->number
+                 << " has not said ready for the next ring in "
+                 << absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(1)))
+                 << " (its lease's TTL) since this trainer left that ring: it is lost or stuck; taking it out of the "
+                    "job (revoked its lease in etcd)";
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<RingGeneration> NextRingGeneration(EtcdClient* etcd, const RendezvousOptions& o, int64_t after,
@@ -74,6 +113,7 @@ absl::StatusOr<RingGeneration> NextRingGeneration(EtcdClient* etcd, const Rendez
   const absl::Time deadline = absl::Now() + timeout;
   std::string waiting = "a generation to be proposed";  // what the last look waited for
   int64_t said_ready = -1;
+  std::set<int> taken;  // trainers of the ring it left that this call took out
   while (true) {
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("trainer ", o.trainer, ": no ring formed within ",
@@ -132,11 +172,14 @@ absl::StatusOr<RingGeneration> NextRingGeneration(EtcdClient* etcd, const Rendez
       OAR_RETURN_IF_ERROR(etcd->CompareAndPut(gen_key, g.mod_revision, Encode(g.number, true, g.ids)).status());
       continue;
     }
+    OAR_RETURN_IF_ERROR(TakeOutSilent(etcd, o, absl::StrCat(base, "ready/"), missing, &taken));
     waiting = missing.empty()
                   ? absl::StrCat("the job's fewest trainers (--trainers MIN:MAX): ", g.ids.size(), " of ",
                                  o.min_trainers, " live")
                   : absl::StrCat("trainer(s) ", absl::StrJoin(missing, ", "), " of generation ", g.number,
-                                 " to say ready (they train on to their next commit, or their lease runs out)");
+                                 " to say ready (they train on to their next commit, or are lost or stuck: out "
+                                 "once their lease runs out, or the lease's TTL after they left a ring with this "
+                                 "trainer)");
     absl::SleepFor(o.poll);
   }
 }

@@ -17,9 +17,19 @@
 //    trainer that sees every listed trainer ready seals the generation
 //    (another compare-and-put), unless they are fewer than the job's MIN.
 // Only a sealed generation is ever used, and it cannot change once sealed,
-// so every trainer that returns a number returns the same list for it. A
-// trainer that died before saying ready is waited for until its lease
-// runs out (it is then not live, and the next proposal leaves it out).
+// so every trainer that returns a number returns the same list for it.
+// A trainer the generation waits on is out (not live: the next proposal
+// leaves it out) once its entry goes:
+//  - its lease ran out (it died, or was cut off), or was revoked;
+//  - or it was in the ring this trainer left and has not said ready
+//    `silence` after this trainer left: every live, working trainer of a
+//    ring leaves it within a step of the others (a broken ring fails each
+//    member's next collective; a change of members is all-reduced at a
+//    commit), so it is lost or stuck, and its lease is revoked (if its
+//    entry is still the process that said ready to that ring, and it has
+//    not said ready to a later generation: a trainer back from a stop
+//    finds its ring-mates gone on without it). A joiner never takes out
+//    the trainers it waits on: they train on to their commit.
 //
 //   OAR_ASSIGN_OR_RETURN(RingGeneration g, NextRingGeneration(etcd, {.job = "j", .trainer = 1, ...}, 0, T));
 //
@@ -28,6 +38,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,6 +68,15 @@ struct RendezvousOptions {
   // list (membership.h).
   std::function<absl::StatusOr<std::set<int>>()> live;
   absl::Duration poll = absl::Milliseconds(20);
+  // The ring this trainer just left (it broke, or its members changed);
+  // unset for its first ring.
+  struct Left {
+    int64_t number = 0;
+    std::vector<int> trainers;
+    absl::Time at;
+  };
+  std::optional<Left> left;
+  absl::Duration silence = absl::InfiniteDuration();
 };
 
 // The next sealed generation newer than `after` that holds this trainer,

@@ -12,6 +12,7 @@
 //    once, in order, n x b at a time, with fewer than n x b left over.
 #include <signal.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -341,6 +342,57 @@ TEST(ElasticRingE2eTest, ATrainerStoppedPastItsLeaseIsLeftOutAndOnlyItThenComesB
   EXPECT_EQ(rings[0].size, 3);
   EXPECT_EQ(rings[1].size, 2) << "more than the stopped trainer was left out\n" << r.out;
   EXPECT_EQ(rings.back().size, 3) << "the stopped trainer never came back\n" << r.out;
+  EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
+}
+
+// A trainer stuck with its lease renewed (SIGSTOPped while the test renews
+// its lease, as a hung trainer's own renewing thread would): the others'
+// ring breaks, they wait for it at the next ring's rendezvous for the
+// lease's TTL, revoke its lease, and go on without it. Before, they waited
+// for a lease that never ran out and the job stopped. Woken, it registers
+// again and enters at a commit; every example counts once.
+TEST(ElasticRingE2eTest, ATrainerStuckWithItsLeaseRenewedIsTakenOutAndComesBackWhenItWakes) {
+  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+  auto etcd = EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  auto client = elastic::EtcdClient::Connect((*etcd)->url(), absl::Seconds(5));
+  ASSERT_TRUE(client.ok());
+  const std::string logs = TempDir("elastic_ring_stuck_logs");
+  LaunchedJob job(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
+                               " --job_id ring_stuck --elastic_server ", (*etcd)->url(), " --log_dir ", logs,
+                               " --limit 0 --epochs 1 --rpc_deadline 2000"));
+  ASSERT_TRUE(AwaitLines(logs + "/trainer.1.log", "@oar ring-step", 30));
+  const pid_t stuck = TrainerPid(client->get(), "ring_stuck", 1);
+  ASSERT_GT(stuck, 0);
+  const auto entry = (*client)->Get("/oar/ring_stuck/members/trainer/1");
+  ASSERT_TRUE(entry.ok() && !entry->kvs.empty());
+  const int64_t lease = entry->kvs[0].lease;
+  ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  std::atomic<bool> stop_renewing = false;
+  std::atomic<int> renewals = 0;
+  std::thread renew([&] {  // until the others revoke it
+    while (!stop_renewing && (*client)->KeepAlive(lease).ok()) {
+      ++renewals;
+      absl::SleepFor(absl::Milliseconds(300));
+    }
+  });
+  const bool left_out = AwaitLines(logs + "/trainer.0.log", "trainers=0,2 ", 1);
+  stop_renewing = true;
+  renew.join();
+  ::kill(stuck, SIGCONT);
+  ASSERT_TRUE(left_out) << "no ring of trainers 0 and 2";
+  EXPECT_GT(renewals, 8) << "its lease was not kept alive past its TTL";
+  const Result r = job.Wait();
+  ASSERT_EQ(r.code, 0) << r.out;
+  const JobLog log = ParseLogs(logs);
+  EXPECT_NE(log.text.find(": trainer 1 ("), std::string::npos) << log.text;
+  EXPECT_NE(log.text.find("it is lost or stuck; taking it out of the job"), std::string::npos) << log.text;
+  std::vector<Ring> rings;
+  for (const auto& [n, ring] : log.rings) rings.push_back(ring);
+  ASSERT_GE(rings.size(), 2u);
+  EXPECT_EQ(rings[0].size, 3);
+  EXPECT_EQ(rings[1].size, 2) << "more than the stuck trainer was left out\n" << r.out;
+  EXPECT_EQ(rings.back().size, 3) << "the stuck trainer never came back\n" << r.out;
   EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
 }
 

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/elastic/membership.h"
 #include "gtest/gtest.h"
 #include "tests/util/etcd_server.h"
 
@@ -19,16 +21,29 @@ namespace {
 class RingRendezvousTest : public EtcdTest {
  protected:
   RendezvousOptions Trainer(int id, std::string value = "") {
-    return {.job = "job",
-            .trainer = id,
-            .value = value.empty() ? absl::StrCat("host pid ", 100 + id) : value,
-            .lease = nullptr,
-            .min_trainers = 1,
-            .live = [this]() -> absl::StatusOr<std::set<int>> {
-              std::lock_guard<std::mutex> l(mu_);
-              return live_;
-            }};
+    RendezvousOptions o;
+    o.job = "job";
+    o.trainer = id;
+    o.value = value.empty() ? absl::StrCat("host pid ", 100 + id) : value;
+    o.live = [this]() -> absl::StatusOr<std::set<int>> {
+      std::lock_guard<std::mutex> l(mu_);
+      return live_;
+    };
+    return o;
   }
+  // Trainer `id` registered as Membership registers it (its entry under a
+  // 60 s lease, renewed by nobody here): its options read the live
+  // trainers from etcd, and put its ready keys under that lease.
+  RendezvousOptions Member(int id) {
+    RendezvousOptions o = Trainer(id);
+    absl::StatusOr<int64_t> lease = etcd_->GrantLease(absl::Seconds(60));
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    EXPECT_TRUE(etcd_->Put(absl::StrCat(Membership::Prefix("job"), "trainer/", id), o.value, *lease).ok());
+    o.live = nullptr;
+    o.lease = [l = *lease] { return l; };
+    return o;
+  }
+  bool Registered(int id) { return !etcd_->Get(absl::StrCat(Membership::Prefix("job"), "trainer/", id))->kvs.empty(); }
   void SetLive(std::set<int> live) {
     std::lock_guard<std::mutex> l(mu_);
     live_ = std::move(live);
@@ -119,6 +134,52 @@ TEST_F(RingRendezvousTest, FewerLiveTrainersThanMinAreNamedWhenTheWaitRunsOut) {
               std::string::npos)
         << g.status();
   }
+}
+
+// Trainer 1 stuck in ring 1 with its lease renewed: trainers 0 and 2,
+// which left that ring, wait for it `silence`, then revoke its lease and
+// form the next ring without it. A joiner, which left no ring, never takes
+// out the trainers it waits on (they train on to their commit), nor does
+// trainer 1 back from its stop (its ring-mates went on without it).
+TEST_F(RingRendezvousTest, ATrainerOfTheRingItLeftSilentForTheLeasesTtlIsTakenOutButNotByAJoiner) {
+  std::vector<RendezvousOptions> all = {Member(0), Member(1), Member(2)};
+  auto first = Together(all, 0);
+  for (const auto& g : first) {
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_EQ(g->trainers, (std::vector<int>{0, 1, 2}));
+  }
+  const absl::Time left = absl::Now();
+  for (RendezvousOptions* o : {&all[0], &all[2]}) {
+    o->left = RendezvousOptions::Left{first[0]->number, first[0]->trainers, left};
+    o->silence = absl::Milliseconds(500);
+  }
+  auto second = Together({all[0], all[2]}, first[0]->number);
+  const absl::Duration took = absl::Now() - left;
+  for (const auto& g : second) {
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(g->trainers, (std::vector<int>{0, 2}));
+    EXPECT_EQ(g->number, second[0]->number);
+  }
+  EXPECT_GE(took, absl::Milliseconds(500)) << "taken out before it was silent for the TTL";
+  EXPECT_FALSE(Registered(1));
+  EXPECT_TRUE(Registered(0) && Registered(2));
+
+  // A joiner waits on trainers 0 and 2, training in ring 2, and leaves them be.
+  RendezvousOptions joiner = Member(3);
+  joiner.silence = absl::Milliseconds(100);
+  absl::StatusOr<RingGeneration> alone = NextRingGeneration(etcd_.get(), joiner, 0, absl::Milliseconds(800));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("trainer(s) 0, 2 of generation"), std::string::npos) << alone.status();
+  EXPECT_TRUE(Registered(0) && Registered(2));
+
+  // Trainer 1 wakes, registers again and comes back from ring 1: its
+  // ring-mates went on without it, and it leaves them be too.
+  RendezvousOptions back = Member(1);
+  back.left = RendezvousOptions::Left{first[0]->number, first[0]->trainers, absl::Now() - absl::Seconds(10)};
+  back.silence = absl::Milliseconds(100);
+  absl::StatusOr<RingGeneration> straggler = NextRingGeneration(etcd_.get(), back, 0, absl::Milliseconds(800));
+  ASSERT_FALSE(straggler.ok());
+  EXPECT_TRUE(Registered(0) && Registered(2) && Registered(3));
 }
 
 }  // namespace
