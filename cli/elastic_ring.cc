@@ -192,6 +192,15 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     }
     waits = 0;
     after = g->number;
+    // What it leaves when it leaves ring g: its trainers, and those whose
+    // silence its broken collective timed out on.
+    auto leaving = [&g](const Collective* ring) {
+      Left l{g->number, g->trainers, absl::Now(), {}};
+      for (int r : ring != nullptr ? ring->Unanswered() : std::vector<int>{}) {
+        if (r >= 0 && r < static_cast<int>(g->trainers.size())) l.silent.push_back(g->trainers[static_cast<size_t>(r)]);
+      }
+      return l;
+    };
     const int rank = g->RankOf(o.trainer_id), n = static_cast<int>(g->trainers.size());
     std::vector<std::string> eps;
     for (int id : g->trainers) {
@@ -209,7 +218,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     if (!joined.ok()) {
       std::fprintf(stderr, "trainer %d: ring %lld did not form (%s); forming the next\n", o.trainer_id,
                    static_cast<long long>(g->number), std::string(joined.status().message()).c_str());
-      left = Left{g->number, g->trainers, absl::Now()};
+      left = leaving(nullptr);
       continue;
     }
     auto owned = std::make_unique<WatchedCollective>(*std::move(joined));
@@ -218,7 +227,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
     if (!root.ok()) {
       std::fprintf(stderr, "trainer %d: ring %lld broke while its trainers took the newest commit (%s)\n", o.trainer_id,
                    static_cast<long long>(g->number), std::string(root.status().message()).c_str());
-      left = Left{g->number, g->trainers, absl::Now()};
+      left = leaving(ring);
       continue;
     }
     TrainingPosition pos = state.position();
@@ -226,7 +235,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
       if (!ring->failed()) return s;  // not the ring's fault: another trainer's settings differ
       std::fprintf(stderr, "trainer %d: ring %lld broke while its trainers compared their settings (%s)\n",
                    o.trainer_id, static_cast<long long>(g->number), std::string(s.message()).c_str());
-      left = Left{g->number, g->trainers, absl::Now()};
+      left = leaving(ring);
       continue;
     }
     out.rank = rank;
@@ -333,7 +342,7 @@ absl::StatusOr<RingTrainerResult> TrainOnElasticRing(TrainerRuntime* rt, Seekabl
       }
     }
     if (finished) break;
-    left = Left{g->number, g->trainers, absl::Now()};
+    left = leaving(ring);
   }
   if (!o.report) bar.Finish();
   ahead.Drop();

@@ -14,7 +14,8 @@
 //    --rpc_deadline) rolls every survivor back to its last commit; they
 //    form the next ring once the dead trainer's lease has run out, or,
 //    if it is stuck with its lease renewed, once it has not come to the
-//    rendezvous for --rpc_deadline after they did (they revoke its lease;
+//    rendezvous for --rpc_deadline after they did, or at once when their
+//    shared-memory collective timed out on it (they revoke its lease;
 //    woken, it registers again and joins at a commit).
 // The data policy: the job's step s of an epoch trains the examples
 // [offset, offset + n x b) of the epoch's order (the same on every

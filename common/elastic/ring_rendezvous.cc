@@ -71,9 +71,9 @@ absl::Status TakeOutSilent(EtcdClient* etcd, const RendezvousOptions& o, const s
                            const std::vector<int>& missing, std::set<int>* taken) {
   if (!o.left.has_value()) return absl::OkStatus();  // a joiner's wait on trainers training on
   const absl::Duration silent = absl::Now() - o.left->at;
-  if (silent < o.silence) return absl::OkStatus();
   for (int id : missing) {
-    if (!Holds(o.left->trainers, id) || !taken->insert(id).second) continue;
+    const bool timed_out = Holds(o.left->silent, id);  // by the ring's own wait
+    if (!Holds(o.left->trainers, id) || (!timed_out && silent < o.silence) || !taken->insert(id).second) continue;
     // The process that was in that ring: its ready key's value (gone with
     // its lease, if that went).
     OAR_ASSIGN_OR_RETURN(const EtcdRange was, etcd->Get(absl::StrCat(ready_base, o.left->number, "/", id)));
@@ -93,11 +93,12 @@ absl::Status TakeOutSilent(EtcdClient* etcd, const RendezvousOptions& o, const s
     OAR_ASSIGN_OR_RETURN(const bool revoked, Membership::RevokeIf(etcd, o.job, absl::StrCat("trainer/", id),
                                                                   [&](const std::string& v) { return v == process; }));
     if (!revoked) continue;
+    const std::string why = timed_out ? "did not come to that ring's collective within its timeout (the lease's TTL)"
+                                      : absl::StrCat("has not said ready for the next ring in ",
+                                                     absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(1))),
+                                                     " (the lease's TTL) since this trainer left that ring");
     LOG(WARNING) << "trainer " << o.trainer << ": trainer " << id << " (" << process << ") of ring " << o.left->number
-                 << " has not said ready for the next ring in "
-                 << absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(1)))
-                 << " (its lease's TTL) since this trainer left that ring: it is lost or stuck; taking it out of the "
-                    "job (revoked its lease in etcd)";
+                 << " " << why << ": it is lost or stuck; taking it out of the job (revoked its lease in etcd)";
   }
   return absl::OkStatus();
 }

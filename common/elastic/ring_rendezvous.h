@@ -25,7 +25,8 @@
 //    `silence` after this trainer left: every live, working trainer of a
 //    ring leaves it within a step of the others (a broken ring fails each
 //    member's next collective; a change of members is all-reduced at a
-//    commit), so it is lost or stuck, and its lease is revoked (if its
+//    commit), so it is lost or stuck, and its lease is revoked (at once
+//    when the broken ring's own wait timed out on it: Left::silent) (if its
 //    entry is still the process that said ready to that ring, and it has
 //    not said ready to a later generation: a trainer back from a stop
 //    finds its ring-mates gone on without it). A joiner never takes out
@@ -74,6 +75,10 @@ struct RendezvousOptions {
     int64_t number = 0;
     std::vector<int> trainers;
     absl::Time at;
+    // Its trainers that its broken collective waited on for the whole
+    // timeout (Collective::Unanswered): silent that long already, they are
+    // taken out at once, not `silence` later.
+    std::vector<int> silent;
   };
   std::optional<Left> left;
   absl::Duration silence = absl::InfiniteDuration();

@@ -59,6 +59,12 @@ class Collective {
   // that rank sent it (shape included).
   virtual absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) = 0;
   virtual absl::Status Barrier() = 0;
+  // After a call failed: the ranks it gave up on because they did not come
+  // within the communicator's timeout while every other rank did — silent
+  // that long, so lost or stuck (an elastic job takes them out). Empty
+  // where the backend cannot tell a silent rank from one held up by it (a
+  // ring's rank waits on its neighbour, which may itself be waiting).
+  virtual std::vector<int> Unanswered() const { return {}; }
 };
 
 }  // namespace oar

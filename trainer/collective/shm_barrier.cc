@@ -35,12 +35,13 @@ struct ShmBarrier::Control {
   alignas(64) std::atomic<uint32_t> waiters;  // ranks asleep on it
   alignas(64) std::atomic<uint32_t> claim;    // 0, or 1 + the rank that breaks it (first come)
   std::atomic<uint32_t> broken;               // `claim`, once the claimant has written `why`
-  char why[244];
+  std::atomic<uint64_t> late;                 // bit r: a wait timed out on rank r (r < 64)
+  char why[236];
 };
 
 namespace {
 
-constexpr uint64_t kMagic = 0x314c4c4f43524141ULL;             // "AARCOLL1"
+constexpr uint64_t kMagic = 0x324c4c4f43524141ULL;             // "AARCOLL2"
 constexpr int kSpins = 200;                                    // checks before sleeping (about 10 microseconds)
 constexpr absl::Duration kNap = absl::Milliseconds(20);        // longest sleep between checks of the deadline
 constexpr absl::Duration kPidEvery = absl::Milliseconds(100);  // how often missing ranks' processes are looked up
@@ -107,6 +108,15 @@ ShmBarrier::~ShmBarrier() {
 
 ShmBarrier::RankState& ShmBarrier::State(int rank) const {
   return reinterpret_cast<RankState*>(reinterpret_cast<char*>(c_) + sizeof(Control))[rank];
+}
+
+std::vector<int> ShmBarrier::Late() const {
+  const uint64_t late = c_->late.load();
+  std::vector<int> out;
+  for (int r = 0; r < std::min(size(), 64); ++r) {
+    if ((late >> r) & 1) out.push_back(r);
+  }
+  return out;
 }
 
 std::string ShmBarrier::Peer(int rank) const {
@@ -192,10 +202,14 @@ absl::Status ShmBarrier::Wait(const char* what, const std::string& name) {
     }
     if (now >= deadline) {
       std::vector<std::string> missing;
+      uint64_t late = 0;
       for (int r = 0; r < size(); ++r) {
-        if (State(r).arrived.load() < phase) missing.push_back(Peer(r));
+        if (State(r).arrived.load() >= phase) continue;
+        missing.push_back(Peer(r));
+        if (r < 64) late |= uint64_t{1} << r;
       }
       if (missing.empty()) return absl::OkStatus();  // the last one came just now: the others go on, so do we
+      c_->late.fetch_or(late);                       // before the break: whoever sees it broken reads them
       return BreakWith(absl::DeadlineExceededError(absl::StrCat(absl::StrJoin(missing, ", "), " did not arrive within ",
                                                                 absl::FormatDuration(o_.timeout))),
                        what, name);

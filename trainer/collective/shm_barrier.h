@@ -8,7 +8,8 @@
 // Wait() enters the next barrier and returns once every rank has entered
 // it — spinning briefly, then sleeping on the futex. It never waits
 // unbounded: it fails (and breaks the barrier for every rank) when the
-// timeout passes, naming the ranks and endpoints that did not arrive; at
+// timeout passes, naming the ranks and endpoints that did not arrive (and
+// recording them in the control block: Late); at
 // once when a missing rank's process is gone (SIGKILL) or its communicator
 // was destroyed; and with the first failing rank's reason when another
 // rank broke it.
@@ -64,6 +65,9 @@ class ShmBarrier {
   void Break(const absl::Status& why);
   // FailedPrecondition once broken (by any rank); the error names who and why.
   absl::Status Broken() const;
+  // The ranks a wait (any rank's) timed out on, sorted; ranks 64 and up are
+  // not recorded.
+  std::vector<int> Late() const;
   // "rank R (ENDPOINT)".
   std::string Peer(int rank) const;
   int rank() const { return o_.rank; }

@@ -65,6 +65,9 @@ class ShmCollective final : public Collective {
   absl::Status Broadcast(Tensor* t, int root, const std::string& name) override;
   absl::Status AllGather(const Tensor& in, std::vector<Tensor>* out, const std::string& name) override;
   absl::Status Barrier() override;
+  // Every rank waits at the same barriers, so one that did not arrive is
+  // known exactly (any rank's timed-out wait records it for all).
+  std::vector<int> Unanswered() const override { return barrier_.Late(); }
 
   struct Header;  // an operation's header in the segment (shm_collective.cc)
   struct Span {   // `count` elements at `data`: a tensor's, or one of a bucket's

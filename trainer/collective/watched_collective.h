@@ -40,6 +40,7 @@ class WatchedCollective final : public Collective {
     return Watch(inner_->AllGather(in, out, name));
   }
   absl::Status Barrier() override { return Watch(inner_->Barrier()); }
+  std::vector<int> Unanswered() const override { return inner_->Unanswered(); }
 
  private:
   absl::Status Watch(absl::Status s) {

@@ -138,7 +138,8 @@ TEST_F(RingRendezvousTest, FewerLiveTrainersThanMinAreNamedWhenTheWaitRunsOut) {
 
 // Trainer 1 stuck in ring 1 with its lease renewed: trainers 0 and 2,
 // which left that ring, wait for it `silence`, then revoke its lease and
-// form the next ring without it. A joiner, which left no ring, never takes
+// form the next ring without it; one their ring's collective timed out on
+// is out at once. A joiner, which left no ring, never takes
 // out the trainers it waits on (they train on to their commit), nor does
 // trainer 1 back from its stop (its ring-mates went on without it).
 TEST_F(RingRendezvousTest, ATrainerOfTheRingItLeftSilentForTheLeasesTtlIsTakenOutButNotByAJoiner) {
@@ -163,6 +164,18 @@ TEST_F(RingRendezvousTest, ATrainerOfTheRingItLeftSilentForTheLeasesTtlIsTakenOu
   EXPECT_GE(took, absl::Milliseconds(500)) << "taken out before it was silent for the TTL";
   EXPECT_FALSE(Registered(1));
   EXPECT_TRUE(Registered(0) && Registered(2));
+
+  // Trainer 2 stuck in ring 2, which timed out on it (Left::silent): out
+  // at once, without the `silence`.
+  auto third_ring = second[0];
+  all[0].left = RendezvousOptions::Left{third_ring->number, third_ring->trainers, absl::Now(), {2}};
+  all[0].silence = absl::Minutes(10);
+  absl::StatusOr<RingGeneration> by_itself =
+      NextRingGeneration(etcd_.get(), all[0], third_ring->number, absl::Seconds(20));
+  ASSERT_TRUE(by_itself.ok()) << by_itself.status();
+  EXPECT_EQ(by_itself->trainers, (std::vector<int>{0}));
+  EXPECT_FALSE(Registered(2));
+  all[2] = Member(2);  // back, registered again
 
   // A joiner waits on trainers 0 and 2, training in ring 2, and leaves them be.
   RendezvousOptions joiner = Member(3);

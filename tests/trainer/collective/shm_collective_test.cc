@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/collective/ranks.h"
@@ -85,6 +86,36 @@ TEST(ShmCollectiveTest, PeerThatLeavesFailsTheOthersAtOnceNamingIt) {
     EXPECT_FALSE(absl::IsDeadlineExceeded(status[r])) << status[r];
     EXPECT_NE(status[r].message().find("rank 2 ("), std::string::npos) << status[r];
     EXPECT_NE(status[r].message().find("left the job"), std::string::npos) << status[r];
+  }
+}
+
+// Shared memory: a rank that does not come within the timeout (stuck) is
+// named by every other rank's Unanswered() once the wait fails — exactly
+// it, whichever rank timed out first; the ring cannot tell (its rank
+// waits on its neighbour) and names none.
+TEST(ShmCollectiveTest, ARankThatDoesNotComeWithinTheTimeoutIsNamedUnansweredByEveryRank) {
+  for (Backend b : {Backend::kShm, Backend::kRing}) {
+    auto status = OnRanks(
+        b, 4,
+        [&](int r, Collective* c) -> absl::Status {
+          Tensor t = Values<float>(r, 1000);
+          if (absl::Status s = c->AllReduce(&t, "g"); !s.ok()) return s;  // one that every rank comes to
+          if (!c->Unanswered().empty()) return absl::InternalError("a rank named unanswered after a good call");
+          if (r == 2) {
+            absl::SleepFor(absl::Milliseconds(1200));
+            return absl::OkStatus();
+          }
+          absl::Status s = c->AllReduce(&t, "g");
+          if (s.ok()) return absl::InternalError("the all-reduce finished without rank 2");
+          const std::vector<int> want = b == Backend::kShm ? std::vector<int>{2} : std::vector<int>{};
+          if (c->Unanswered() != want) {
+            return absl::InternalError(
+                absl::StrCat("rank ", r, " names ", absl::StrJoin(c->Unanswered(), ","), " unanswered: ", s.message()));
+          }
+          return absl::OkStatus();
+        },
+        absl::Milliseconds(400));
+    for (int r = 0; r < 4; ++r) EXPECT_TRUE(status[r].ok()) << BackendName(b) << " rank " << r << ": " << status[r];
   }
 }
 
