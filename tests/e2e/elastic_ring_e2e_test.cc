@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -312,37 +313,68 @@ TEST(ElasticRingE2eTest, AJobKeepsTrainingThroughAnEtcdRestart) {
   EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
 }
 
+// A 2:3 job (2 s leases) whose trainer 1 is SIGSTOPped once it steps.
+struct StoppedJob {
+  std::unique_ptr<EtcdServer> etcd;
+  std::unique_ptr<elastic::EtcdClient> client;
+  std::string logs;
+  std::unique_ptr<LaunchedJob> job;
+  pid_t stopped = -1;
+  int64_t lease = 0;  // its entry's
+
+  void Start(const std::string& job_id) {
+    OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
+    auto server = EtcdServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    etcd = std::move(*server);
+    auto c = elastic::EtcdClient::Connect(etcd->url(), absl::Seconds(5));
+    ASSERT_TRUE(c.ok());
+    client = std::move(*c);
+    logs = TempDir("elastic_ring_" + job_id);
+    job = std::make_unique<LaunchedJob>(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch,
+                                                     Common(), " --job_id ", job_id, " --elastic_server ", etcd->url(),
+                                                     " --log_dir ", logs, " --limit 0 --epochs 1 --rpc_deadline 2000"));
+    ASSERT_TRUE(AwaitLines(logs + "/trainer.1.log", "@oar ring-step", 30));
+    stopped = TrainerPid(client.get(), job_id, 1);
+    ASSERT_GT(stopped, 0);
+    const auto entry = client->Get(absl::StrCat("/oar/", job_id, "/members/trainer/1"));
+    ASSERT_TRUE(entry.ok() && !entry->kvs.empty());
+    lease = entry->kvs[0].lease;
+    ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  }
+  // Whether trainers 0 and 2 formed a ring without it (60 s at most).
+  bool LeftOut() const { return AwaitLines(logs + "/trainer.0.log", "trainers=0,2 ", 1); }
+  // Once it was woken: the job ends well, its rings were of 3 trainers,
+  // then of the 2 others (only it left out), and at last of 3 again (it
+  // came back); every example counts once.
+  JobLog ExpectOnlyItLeftOutAndBack(Result* r) {
+    *r = job->Wait();
+    EXPECT_EQ(r->code, 0) << r->out;
+    const JobLog log = ParseLogs(logs);
+    std::vector<Ring> rings;
+    for (const auto& [n, ring] : log.rings) rings.push_back(ring);
+    EXPECT_GE(rings.size(), 2u);
+    if (rings.size() < 2) return log;
+    EXPECT_EQ(rings[0].size, 3);
+    EXPECT_EQ(rings[1].size, 2) << "more than trainer 1 was left out\n" << r->out;
+    EXPECT_EQ(rings.back().size, 3) << "trainer 1 never came back\n" << r->out;
+    EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
+    return log;
+  }
+};
+
 // A trainer stopped (SIGSTOP: hung, or cut off) for longer than its lease
 // is left out: the others' all-reduce times out, they roll back and form a
 // ring without it. Woken, it finds its ring gone and enters the job again
 // at a commit. The job finishes with every example once.
 TEST(ElasticRingE2eTest, ATrainerStoppedPastItsLeaseIsLeftOutAndOnlyItThenComesBack) {
-  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
-  auto etcd = EtcdServer::Start();
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  auto client = elastic::EtcdClient::Connect((*etcd)->url(), absl::Seconds(5));
-  ASSERT_TRUE(client.ok());
-  const std::string logs = TempDir("elastic_ring_stop_logs");
-  LaunchedJob job(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
-                               " --job_id ring_stop --elastic_server ", (*etcd)->url(), " --log_dir ", logs,
-                               " --limit 0 --epochs 1 --rpc_deadline 2000"));
-  ASSERT_TRUE(AwaitLines(logs + "/trainer.1.log", "@oar ring-step", 30));
-  const pid_t stopped = TrainerPid(client->get(), "ring_stop", 1);
-  ASSERT_GT(stopped, 0);
-  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
-  const bool left_out = AwaitLines(logs + "/trainer.0.log", "trainers=0,2 ", 1);
-  ::kill(stopped, SIGCONT);
+  StoppedJob j;
+  ASSERT_NO_FATAL_FAILURE(j.Start("ring_stop"));
+  const bool left_out = j.LeftOut();
+  ::kill(j.stopped, SIGCONT);
   ASSERT_TRUE(left_out) << "no ring of trainers 0 and 2";
-  const Result r = job.Wait();
-  ASSERT_EQ(r.code, 0) << r.out;
-  const JobLog log = ParseLogs(logs);
-  std::vector<Ring> rings;
-  for (const auto& [n, ring] : log.rings) rings.push_back(ring);
-  ASSERT_GE(rings.size(), 2u);
-  EXPECT_EQ(rings[0].size, 3);
-  EXPECT_EQ(rings[1].size, 2) << "more than the stopped trainer was left out\n" << r.out;
-  EXPECT_EQ(rings.back().size, 3) << "the stopped trainer never came back\n" << r.out;
-  EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
+  Result r;
+  j.ExpectOnlyItLeftOutAndBack(&r);
 }
 
 // A trainer stuck with its lease renewed (SIGSTOPped while the test renews
@@ -350,26 +382,12 @@ TEST(ElasticRingE2eTest, ATrainerStoppedPastItsLeaseIsLeftOutAndOnlyItThenComesB
 // ring breaks, and they revoke its lease and go on without it — at once
 // when their shared-memory collective timed out on it (it names the late
 // rank), else after waiting for it at the next ring's rendezvous for the
-// lease's TTL. Before, they waited
-// for a lease that never ran out and the job stopped. Woken, it registers
-// again and enters at a commit; every example counts once.
+// lease's TTL. Before, they waited for a lease that never ran out and the
+// job stopped. Woken, it registers again and enters at a commit; every
+// example counts once.
 TEST(ElasticRingE2eTest, ATrainerStuckWithItsLeaseRenewedIsTakenOutAndComesBackWhenItWakes) {
-  OAR_NEED_TOOL(EtcdServer::Installed(), "etcd (Debian's etcd-server)");
-  auto etcd = EtcdServer::Start();
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  auto client = elastic::EtcdClient::Connect((*etcd)->url(), absl::Seconds(5));
-  ASSERT_TRUE(client.ok());
-  const std::string logs = TempDir("elastic_ring_stuck_logs");
-  LaunchedJob job(absl::StrCat("launch --elastic --trainers 2:3 --batch_size ", 3 * kBatch, Common(),
-                               " --job_id ring_stuck --elastic_server ", (*etcd)->url(), " --log_dir ", logs,
-                               " --limit 0 --epochs 1 --rpc_deadline 2000"));
-  ASSERT_TRUE(AwaitLines(logs + "/trainer.1.log", "@oar ring-step", 30));
-  const pid_t stuck = TrainerPid(client->get(), "ring_stuck", 1);
-  ASSERT_GT(stuck, 0);
-  const auto entry = (*client)->Get("/oar/ring_stuck/members/trainer/1");
-  ASSERT_TRUE(entry.ok() && !entry->kvs.empty());
-  const int64_t lease = entry->kvs[0].lease;
-  ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  StoppedJob j;
+  ASSERT_NO_FATAL_FAILURE(j.Start("ring_stuck"));
   // Renewed every 300 ms until it is gone: gone within 1.5 s of a renewal
   // (its TTL is 2 s) means revoked, not run out.
   std::atomic<bool> stop_renewing = false, revoked = false;
@@ -377,7 +395,7 @@ TEST(ElasticRingE2eTest, ATrainerStuckWithItsLeaseRenewedIsTakenOutAndComesBackW
     absl::Time renewed = absl::Now();
     const absl::Time until = renewed + absl::Seconds(60);
     while (!stop_renewing && absl::Now() < until) {
-      const absl::Status s = (*client)->KeepAlive(lease);
+      const absl::Status s = j.client->KeepAlive(j.lease);
       if (!s.ok()) {
         revoked = absl::IsNotFound(s) && absl::Now() - renewed < absl::Milliseconds(1500);
         return;
@@ -386,28 +404,20 @@ TEST(ElasticRingE2eTest, ATrainerStuckWithItsLeaseRenewedIsTakenOutAndComesBackW
       absl::SleepFor(absl::Milliseconds(300));
     }
   });
-  const bool left_out = AwaitLines(logs + "/trainer.0.log", "trainers=0,2 ", 1);
+  const bool left_out = j.LeftOut();
   if (!left_out) stop_renewing = true;
   renew.join();
-  ::kill(stuck, SIGCONT);
+  ::kill(j.stopped, SIGCONT);
   ASSERT_TRUE(left_out) << "no ring of trainers 0 and 2";
   EXPECT_TRUE(revoked) << "its lease ran out instead of being revoked";
-  const Result r = job.Wait();
-  ASSERT_EQ(r.code, 0) << r.out;
-  const JobLog log = ParseLogs(logs);
+  Result r;
+  const JobLog log = j.ExpectOnlyItLeftOutAndBack(&r);
   EXPECT_NE(log.text.find(": trainer 1 ("), std::string::npos) << log.text;
   EXPECT_NE(log.text.find("it is lost or stuck; taking it out of the job"), std::string::npos) << log.text;
   if (r.out.find("collective=shm") != std::string::npos) {  // one host: the ring's own wait named it
     EXPECT_NE(log.text.find("did not come to that ring's collective within its timeout"), std::string::npos)
         << log.text;
   }
-  std::vector<Ring> rings;
-  for (const auto& [n, ring] : log.rings) rings.push_back(ring);
-  ASSERT_GE(rings.size(), 2u);
-  EXPECT_EQ(rings[0].size, 3);
-  EXPECT_EQ(rings[1].size, 2) << "more than the stuck trainer was left out\n" << r.out;
-  EXPECT_EQ(rings.back().size, 3) << "the stuck trainer never came back\n" << r.out;
-  EXPECT_NO_FATAL_FAILURE(ExpectEveryExampleOnce(log, kBatch, 60000, 1));
 }
 
 }  // namespace
