@@ -22,15 +22,16 @@
 // leaves it out) once its entry goes:
 //  - its lease ran out (it died, or was cut off), or was revoked;
 //  - or it was in the ring this trainer left and has not said ready
-//    `silence` after this trainer left: every live, working trainer of a
+//    `silence` after this trainer left (or at all, when the ring's own
+//    wait timed out on it: Left::silent). Every live, working trainer of a
 //    ring leaves it within a step of the others (a broken ring fails each
 //    member's next collective; a change of members is all-reduced at a
-//    commit), so it is lost or stuck, and its lease is revoked (at once
-//    when the broken ring's own wait timed out on it: Left::silent) (if its
-//    entry is still the process that said ready to that ring, and it has
-//    not said ready to a later generation: a trainer back from a stop
-//    finds its ring-mates gone on without it). A joiner never takes out
-//    the trainers it waits on: they train on to their commit.
+//    commit), so it is lost or stuck, and its lease is revoked — if its
+//    entry is still the process that said ready to that ring, and that
+//    process has not said ready to a later generation (a trainer back from
+//    a stop finds its ring-mates gone on without it, and leaves them be).
+//    A joiner never takes out the trainers it waits on: they train on to
+//    their commit.
 //
 //   OAR_ASSIGN_OR_RETURN(RingGeneration g, NextRingGeneration(etcd, {.job = "j", .trainer = 1, ...}, 0, T));
 //
